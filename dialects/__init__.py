@@ -1,0 +1,1 @@
+"""Dialects of spyrec: spyre (graph), ktdp (KTIR), spyrecode (scheduled programs)."""

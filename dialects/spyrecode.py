@@ -1,0 +1,138 @@
+"""The `spyrecode` dialect: scheduled per-core programs, the last IR before bytes.
+
+One `spyrecode.program` per kernel holds one `spyrecode.core` per core, and each core a
+straight-line list of instructions, one op per SpyreCode opcode of `spyrec.runtime.isa`
+(generated from that table, so the dialect and the binary encoding cannot disagree). Every
+instruction carries its fields, the corelet `unit` it runs on and `deps`, the indices of
+earlier instructions of the same core it waits for.
+
+    spyrecode.program "k0" attributes {num_cores = 2 : i64} {
+      spyrecode.core attributes {id = 0 : i64} {
+        spyrecode.dma_load {ddr = 0, lx = 0, rows = 64, row_bytes = 128, ddr_pitch = 256,
+                            lx_pitch = 128, unit = 0, deps = array<i64>}
+        ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, i64
+from xdsl.ir import Attribute, Dialect, Region
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    prop_def,
+    region_def,
+    traits_def,
+)
+from xdsl.traits import NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from spyrec.runtime.isa import SPECS_BY_NAME, Instr, OpSpec
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """The per-core programs of one kernel launch."""
+
+    name = "spyrecode.program"
+    kernel = prop_def(StringAttr)
+    num_cores = prop_def(IntegerAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$kernel attr-dict-with-keyword $body"
+
+    def __init__(self, kernel: str, num_cores: int, body: Region):
+        super().__init__(
+            properties={"kernel": StringAttr(kernel), "num_cores": IntegerAttr(num_cores, i64)},
+            regions=[body],
+        )
+
+    def cores(self) -> list[CoreOp]:
+        return [op for op in self.body.block.ops if isinstance(op, CoreOp)]
+
+
+@irdl_op_definition
+class CoreOp(IRDLOperation):
+    """The instruction stream of one core."""
+
+    name = "spyrecode.core"
+    id = prop_def(IntegerAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict-with-keyword $body"
+
+    def __init__(self, core_id: int, body: Region):
+        super().__init__(properties={"id": IntegerAttr(core_id, i64)}, regions=[body])
+
+    def instrs(self) -> list[Instr]:
+        return [op.to_instr() for op in self.body.block.ops if isinstance(op, InstrOp)]
+
+    def verify_(self) -> None:
+        for index, op in enumerate(self.body.block.ops):
+            if not isinstance(op, InstrOp):
+                raise VerifyException(f"spyrecode.core {self.id.value.data}: op {index} "
+                                      f"({op.name}) is not a SpyreCode instruction")
+            bad = [d for d in op.deps.get_values() if not 0 <= d < index]
+            if bad:
+                raise VerifyException(
+                    f"spyrecode.core {self.id.value.data}: instruction {index} "
+                    f"({op.name}) waits for {bad}, which are not earlier instructions")
+
+
+class InstrOp(IRDLOperation):
+    """Base of the instruction ops; subclasses are generated from the ISA table."""
+
+    unit = prop_def(IntegerAttr)
+    deps = prop_def(DenseArrayBase)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict"
+
+    @property
+    def spec(self) -> OpSpec:
+        return SPEC_OF_OP[self.name]
+
+    @classmethod
+    def from_instr(cls, instr: Instr) -> InstrOp:
+        op_cls = INSTR_OPS[instr.op]
+        props: dict[str, Attribute] = {
+            name: IntegerAttr(value, i64) for name, value in instr.named_args().items()}
+        props["unit"] = IntegerAttr(instr.unit, i64)
+        props["deps"] = DenseArrayBase.from_list(i64, list(instr.deps))
+        return op_cls.create(properties=props)
+
+    def to_instr(self) -> Instr:
+        fields = {f: self.properties[f].value.data for f in self.spec.fields}  # type: ignore[attr-defined]
+        return Instr.make(self.spec.name, unit=self.unit.value.data,
+                          deps=self.deps.get_values(), **fields)  # type: ignore[arg-type]
+
+
+def _instr_op(spec: OpSpec) -> type[InstrOp]:
+    fields = {f: prop_def(IntegerAttr) for f in spec.fields}
+    name = "spyrecode." + spec.name.replace(".", "_")
+    cls_name = "".join(part.title() for part in spec.name.replace(".", "_").split("_")) + "Op"
+    cls = type(cls_name, (InstrOp,), {"name": name, "__doc__": spec.doc,
+                                      **fields})
+    return irdl_op_definition(cls)
+
+
+INSTR_OPS: dict[str, type[InstrOp]] = {name: _instr_op(spec) for name, spec in SPECS_BY_NAME.items()}
+SPEC_OF_OP: dict[str, OpSpec] = {cls.name: SPECS_BY_NAME[isa] for isa, cls in INSTR_OPS.items()}
+
+
+def program_from_instrs(name: str, programs: dict[int, Sequence[Instr]], num_cores: int) -> ProgramOp:
+    """Build a spyrecode.program from per-core instruction lists."""
+    from xdsl.ir import Block
+
+    cores = []
+    for core_id in sorted(programs):
+        block = Block([InstrOp.from_instr(i) for i in programs[core_id]])
+        cores.append(CoreOp(core_id, Region(block)))
+    return ProgramOp(name, num_cores, Region(Block(cores)))
+
+
+SpyreCode = Dialect("spyrecode", [ProgramOp, CoreOp, *INSTR_OPS.values()], [])

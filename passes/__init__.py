@@ -1,0 +1,1 @@
+"""spyrec passes, one module per pass, named after it."""

@@ -1,0 +1,372 @@
+"""convert-spyre-to-ktir: lower each `spyre.kernel` to a KTIR function.
+
+Expects: kernels with `grid` and `tile` (after spyre-partition-cores and spyre-tile) and
+stickified tensors. Guarantees: every kernel becomes a `func.func @kN(%t0: index, ...)
+attributes {grid = [gm, gn]}` in valid KTIR (ktdp + arith/math/linalg/scf/tensor), taking
+one element offset per input and output tensor, and the graph calls it with `spyre.launch`.
+
+Inside, each core (`ktdp.get_compute_tile_id`) owns rows [x*Mc, (x+1)*Mc) and columns
+[y*Nc, (y+1)*Nc) of the output. Views (`ktdp.construct_memory_view`) describe the stick-padded
+LPDDR tensors; `scf.for` loops walk the core's tiles; `ktdp.construct_access_tile` +
+`ktdp.load` bring tiles in; `linalg.matmul` accumulates in f32 over the K loop; each
+epilogue op is a `linalg.generic` on the f32 tile (tagged `spyre.fn` with the SFU function
+that implements it), a final one rounds to the output type, and `ktdp.store` writes it back.
+
+    %r = spyre.kernel "k0"(%x, %w, %b) {grid = [1, 2], tile = [64, 128, 64]} {...}   // before
+    %r = spyre.launch @k0(%x, %w, %b) : ...                                          // after
+    func.func @k0(%x: index, %w: index, %b: index, %out: index) attributes {grid = [1, 2]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, linalg, math, scf, tensor
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir.affine import AffineConstraintExpr, AffineConstraintKind, AffineExpr, AffineMap, AffineSet
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from spyrec.dialects.ktdp import (
+    AccessTileType,
+    ConstructAccessTileOp,
+    ConstructMemoryViewOp,
+    GetComputeTileIdOp,
+    LoadOp,
+    MemorySpaceAttr,
+    StoreOp,
+)
+from spyrec.dialects.spyre import KernelOp, LaunchOp
+from spyrec.passes.kernel_analysis import EpilogueStep, KernelInfo, analyze, read_split, read_tiling
+from spyrec.passes.spyre_stickify import layout_of
+
+IDX = IndexType()
+
+
+def box_set(extents: Sequence[int]) -> AffineSetAttr:
+    """The set {0 <= d_i <= e_i - 1} as an affine_set attribute."""
+    constraints = []
+    for i, e in enumerate(extents):
+        d = AffineExpr.dimension(i)
+        constraints.append(AffineConstraintExpr(AffineConstraintKind.ge, d, AffineExpr.constant(0)))
+        constraints.append(AffineConstraintExpr(
+            AffineConstraintKind.ge, AffineExpr.constant(e - 1) - d, AffineExpr.constant(0)))
+    return AffineSetAttr(AffineSet(len(extents), 0, tuple(constraints)))
+
+
+class _KernelBuilder:
+    """Builds the KTIR function of one analysed kernel."""
+
+    def __init__(self, info: KernelInfo, name: str):
+        self.info = info
+        self.name = name
+        self.kernel = info.kernel
+        self.split = read_split(info.kernel)
+        self.tiling = read_tiling(info.kernel)
+        self.b: Builder
+        self.consts: dict[tuple[object, Attribute], SSAValue] = {}
+
+    # -- small builders ---------------------------------------------------------------
+    def const(self, value: int) -> SSAValue:
+        key = (value, IDX)
+        if key not in self.consts:
+            op = self.b.insert(arith.ConstantOp(IntegerAttr(value, IDX)))
+            self.consts[key] = op.result
+        return self.consts[key]
+
+    def view(self, offset: SSAValue, shape: Sequence[int], element: Attribute) -> SSAValue:
+        strides = [shape[1], 1] if len(shape) == 2 else [1]
+        op = self.b.insert(ConstructMemoryViewOp(
+            offset, list(shape), strides, MemRefType(element, list(shape)),
+            box_set(shape), MemorySpaceAttr.global_()))
+        return op.result
+
+    def load(self, view: SSAValue, rows: SSAValue, cols: SSAValue, extents: Sequence[int],
+             element: Attribute) -> SSAValue:
+        tile = self._tile(view, rows, cols, extents)
+        return self.b.insert(LoadOp(tile, TensorType(element, list(extents)))).results[0]
+
+    def _tile(self, view: SSAValue, rows: SSAValue, cols: SSAValue,
+              extents: Sequence[int]) -> SSAValue:
+        operands = [rows, cols]
+        base = AffineMap(2, 0, (AffineExpr.dimension(0), AffineExpr.dimension(1)))
+        op = self.b.insert(ConstructAccessTileOp(
+            view, operands, base, box_set(extents).data, AffineMap.identity(2),
+            AccessTileType(list(extents))))
+        return op.result
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.b.insert(arith.AddiOp(a, b)).result
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.b.insert(arith.MuliOp(a, b)).result
+
+    def loop(self, upper: int, step: int, body: Callable[[SSAValue], None]) -> None:
+        block = Block(arg_types=[IDX])
+        outer = self.b
+        self.b = Builder(InsertPoint.at_end(block))
+        saved = dict(self.consts)
+        body(block.args[0])
+        self.b.insert(scf.YieldOp())
+        self.b, self.consts = outer, saved
+        outer.insert(scf.ForOp(self.const(0), self.const(upper), self.const(step), [], block))
+
+    # -- the kernel -------------------------------------------------------------------
+    def build(self) -> func.FuncOp:
+        info = self.info
+        inner = [*self.kernel.body.block.args, info.output]
+        outer = [*self.kernel.inputs, self.kernel.results[0]]
+        block = Block(arg_types=[IDX] * len(inner))
+        for arg, value in zip(block.args, outer):
+            arg.name_hint = value.name_hint
+        self.b = Builder(InsertPoint.at_end(block))
+        x, y = self.b.insert(GetComputeTileIdOp(2)).results
+        self.views: dict[SSAValue, tuple[SSAValue, tuple[int, int]]] = {}
+        for value, outer_value, ptr in zip(inner, outer, block.args):
+            shape = _rows_cols(layout_of(outer_value).padded_shape)
+            element = value.type.element_type  # type: ignore[attr-defined]
+            self.views[value] = (self.view(ptr, shape, element), shape)
+        out_rows, out_cols = self.views[info.output][1]
+        mc, nc = out_rows // self.split.gm, out_cols // self.split.gn
+        row0 = self.mul(x, self.const(mc))
+        col0 = self.mul(y, self.const(nc))
+        t = self.tiling
+
+        def m_body(mi: SSAValue) -> None:
+            r = self.add(row0, mi)
+            a_tile = None
+            if info.matmul and self._k_tiles() == 1:
+                a_tile = self._load_a(r, self.const(0))  # A row block stays resident over n
+
+            def n_body(ni: SSAValue) -> None:
+                c = self.add(col0, ni)
+                work = self._matmul(r, c, a_tile) if info.matmul else None
+                result = self._epilogue(work, r, c)
+                out_view = self.views[info.output][0]
+                self.b.insert(StoreOp(result, self._tile(out_view, r, c, (t.tm, t.tn))))
+
+            self.loop(nc, t.tn, n_body)
+
+        self.loop(mc, t.tm, m_body)
+        self.b.insert(func.ReturnOp())
+        fn = func.FuncOp(self.name, ([IDX] * len(inner), []), Region(block))
+        fn.attributes["grid"] = ArrayAttr([IntegerAttr(self.split.gm, 64),
+                                           IntegerAttr(self.split.gn, 64)])
+        fn.attributes["spyre.decisions"] = DictionaryAttr({
+            k: self.kernel.attributes[k] for k in
+            ("fused", "reason", "spyre.partition", "spyre.tiling", "tile")
+            if k in self.kernel.attributes})
+        shape = self.info.shape()
+        fn.attributes["spyre.cost"] = DictionaryAttr({
+            "flops": IntegerAttr(shape.flops, 64),
+            "min_offchip_bytes": IntegerAttr(shape.min_offchip_bytes, 64),
+        })
+        return fn
+
+    def _k_tiles(self) -> int:
+        assert self.info.matmul is not None
+        kp = self.views[self.info.matmul.lhs][1][1]
+        return kp // self.tiling.tk
+
+    def _load_a(self, r: SSAValue, k: SSAValue) -> SSAValue:
+        mm = self.info.matmul
+        assert mm is not None
+        view = self.views[mm.lhs][0]
+        return self.load(view, r, k, (self.tiling.tm, self.tiling.tk), mm.lhs.type.element_type)  # type: ignore[attr-defined]
+
+    def _matmul(self, r: SSAValue, c: SSAValue, a_resident: SSAValue | None) -> SSAValue:
+        mm = self.info.matmul
+        assert mm is not None
+        t = self.tiling
+        acc_type = TensorType(f32, [t.tm, t.tn])
+        empty = self.b.insert(tensor.EmptyOp([], acc_type)).tensor
+        zero = self.b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
+        acc0 = self.b.insert(linalg.FillOp([zero], [empty], [acc_type])).results[0]
+        kp = self.views[mm.lhs][1][1]
+        block = Block(arg_types=[IDX, acc_type])
+        outer, saved = self.b, dict(self.consts)
+        self.b = Builder(InsertPoint.at_end(block))
+        ki, acc = block.args
+        a = a_resident if a_resident is not None else self._load_a(r, ki)
+        b = self.load(self.views[mm.rhs][0], ki, c, (t.tk, t.tn), mm.rhs.type.element_type)  # type: ignore[attr-defined]
+        prod = self._matmul_generic(a, b, acc)
+        self.b.insert(scf.YieldOp(prod))
+        self.b, self.consts = outer, saved
+        loop = self.b.insert(scf.ForOp(self.const(0), self.const(kp), self.const(t.tk), [acc0], block))
+        work = loop.results[0]
+        if mm.bias is not None:
+            step = EpilogueStep(mm, "add", mm.bias, True)
+            work = self._step(step, work, r, c)
+        return work
+
+    def _matmul_generic(self, a: SSAValue, b: SSAValue, acc: SSAValue) -> SSAValue:
+        """acc += a @ b as a linalg.generic with explicit widening to f32.
+
+        `linalg.matmul` with f16 operands and an f32 accumulator is what upstream prints,
+        but xDSL 0.74 rebuilds its body with the operand type and rejects it; the generic
+        form states the same computation and parses everywhere.
+        """
+        block = Block(arg_types=[a.type.element_type, b.type.element_type, f32])  # type: ignore[attr-defined]
+        inner = Builder(InsertPoint.at_end(block))
+        x, y, z = block.args
+        prod = inner.insert(arith.MulfOp(_convert(inner, x, f32), _convert(inner, y, f32))).result
+        inner.insert(linalg.YieldOp(inner.insert(arith.AddfOp(z, prod)).result))
+        d0, d1, d2 = (AffineExpr.dimension(i) for i in range(3))
+        maps = [AffineMap(3, 0, (d0, d2)), AffineMap(3, 0, (d2, d1)), AffineMap(3, 0, (d0, d1))]
+        iters = [linalg.IteratorTypeAttr.parallel(), linalg.IteratorTypeAttr.parallel(),
+                 linalg.IteratorTypeAttr.reduction()]
+        op = self.b.insert(linalg.GenericOp(
+            [a, b], [acc], Region(block), [AffineMapAttr(m) for m in maps], iters, [acc.type]))
+        op.attributes["spyre.fn"] = StringAttr("matmul")
+        return op.results[0]
+
+    def _epilogue(self, work: SSAValue | None, r: SSAValue, c: SSAValue) -> SSAValue:
+        t = self.tiling
+        info = self.info
+        if work is None:
+            assert info.first_input is not None
+            view = self.views[info.first_input][0]
+            work = self.load(view, r, c, (t.tm, t.tn), info.first_input.type.element_type)  # type: ignore[attr-defined]
+        for step in info.steps:
+            work = self._step(step, work, r, c)
+        out_element = info.out_type.element_type
+        return self._generic("copy", [work], TensorType(out_element, [t.tm, t.tn]),
+                             lambda b, args: _convert(b, args[0], out_element))
+
+    def _step(self, step: EpilogueStep, work: SSAValue, r: SSAValue, c: SSAValue) -> SSAValue:
+        t = self.tiling
+        f32_tile = TensorType(f32, [t.tm, t.tn])
+        if step.other is None:
+            body = UNARY_BODIES[step.fn]
+            return self._generic(step.fn, [work], f32_tile,
+                                 lambda b, args: body(b, _convert(b, args[0], f32)))
+        view, _ = self.views[step.other]
+        element = step.other.type.element_type  # type: ignore[attr-defined]
+        extents = (1, t.tn) if step.other_is_row else (t.tm, t.tn)
+        other = self.load(view, self.const(0) if step.other_is_row else r, c, extents, element)
+        combine = BINARY_BODIES[step.fn]
+
+        def body(b: Builder, args: Sequence[SSAValue]) -> SSAValue:
+            lhs, rhs = _convert(b, args[0], f32), _convert(b, args[1], f32)
+            return combine(b, lhs, rhs) if step.chain_is_lhs else combine(b, rhs, lhs)
+
+        return self._generic(step.fn, [work, other], f32_tile, body, row_operand=step.other_is_row)
+
+    def _generic(self, fn: str, inputs: Sequence[SSAValue], result_type: TensorType,
+                 body: Callable[[Builder, Sequence[SSAValue]], SSAValue],
+                 row_operand: bool = False) -> SSAValue:
+        empty = self.b.insert(tensor.EmptyOp([], result_type)).tensor
+        arg_types = [v.type.element_type for v in inputs] + [result_type.element_type]  # type: ignore[attr-defined]
+        block = Block(arg_types=arg_types)
+        inner = Builder(InsertPoint.at_end(block))
+        value = body(inner, block.args[:len(inputs)])
+        inner.insert(linalg.YieldOp(value))
+        ident = AffineMap.identity(2)
+        row = AffineMap(2, 0, (AffineExpr.constant(0), AffineExpr.dimension(1)))
+        maps = [ident] + ([row] if row_operand else [ident] * (len(inputs) - 1)) + [ident]
+        op = self.b.insert(linalg.GenericOp(
+            list(inputs), [empty], Region(block), [AffineMapAttr(m) for m in maps],
+            [linalg.IteratorTypeAttr.parallel()] * 2, [result_type]))
+        op.attributes["spyre.fn"] = StringAttr(fn)
+        return op.results[0]
+
+
+def _rows_cols(padded: Sequence[int]) -> tuple[int, int]:
+    rows = 1
+    for d in padded[:-1]:
+        rows *= d
+    return rows, padded[-1]
+
+
+def _convert(b: Builder, value: SSAValue, to: Attribute) -> SSAValue:
+    if value.type == to:
+        return value
+    if to == f32:
+        return b.insert(arith.ExtFOp(value, f32)).result
+    return b.insert(arith.TruncFOp(value, to)).result
+
+
+def _fconst(b: Builder, v: float) -> SSAValue:
+    return b.insert(arith.ConstantOp(FloatAttr(v, f32))).result
+
+
+def _gelu(b: Builder, x: SSAValue) -> SSAValue:
+    # 0.5 * x * (1 + erf(x / sqrt(2)))
+    scaled = b.insert(arith.MulfOp(x, _fconst(b, 0.7071067811865476))).result
+    erf = b.insert(math.ErfOp(scaled)).result
+    one_plus = b.insert(arith.AddfOp(erf, _fconst(b, 1.0))).result
+    half_x = b.insert(arith.MulfOp(x, _fconst(b, 0.5))).result
+    return b.insert(arith.MulfOp(half_x, one_plus)).result
+
+
+def _gelu_tanh(b: Builder, x: SSAValue) -> SSAValue:
+    # 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+    x3 = b.insert(arith.MulfOp(b.insert(arith.MulfOp(x, x)).result, x)).result
+    inner = b.insert(arith.AddfOp(x, b.insert(arith.MulfOp(x3, _fconst(b, 0.044715))).result)).result
+    th = b.insert(math.TanhOp(b.insert(arith.MulfOp(inner, _fconst(b, 0.7978845608028654))).result)).result
+    one_plus = b.insert(arith.AddfOp(th, _fconst(b, 1.0))).result
+    return b.insert(arith.MulfOp(b.insert(arith.MulfOp(x, _fconst(b, 0.5))).result, one_plus)).result
+
+
+def _sigmoid(b: Builder, x: SSAValue) -> SSAValue:
+    e = b.insert(math.ExpOp(b.insert(arith.NegfOp(x)).result)).result
+    return b.insert(arith.DivfOp(_fconst(b, 1.0), b.insert(arith.AddfOp(e, _fconst(b, 1.0))).result)).result
+
+
+UNARY_BODIES: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
+    "relu": lambda b, x: b.insert(arith.MaximumfOp(x, _fconst(b, 0.0))).result,
+    "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh,
+    "sigmoid": _sigmoid,
+    "silu": lambda b, x: b.insert(arith.MulfOp(x, _sigmoid(b, x))).result,
+    "tanh": lambda b, x: b.insert(math.TanhOp(x)).result,
+    "exp": lambda b, x: b.insert(math.ExpOp(x)).result,
+    "neg": lambda b, x: b.insert(arith.NegfOp(x)).result,
+    "sqrt": lambda b, x: b.insert(math.SqrtOp(x)).result,
+    "rsqrt": lambda b, x: b.insert(math.RsqrtOp(x)).result,
+    "reciprocal": lambda b, x: b.insert(arith.DivfOp(_fconst(b, 1.0), x)).result,
+    "abs": lambda b, x: b.insert(math.AbsFOp(x)).result,
+}
+
+BINARY_BODIES: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
+    "add": lambda b, x, y: b.insert(arith.AddfOp(x, y)).result,
+    "sub": lambda b, x, y: b.insert(arith.SubfOp(x, y)).result,
+    "mul": lambda b, x, y: b.insert(arith.MulfOp(x, y)).result,
+    "div": lambda b, x, y: b.insert(arith.DivfOp(x, y)).result,
+    "maximum": lambda b, x, y: b.insert(arith.MaximumfOp(x, y)).result,
+    "minimum": lambda b, x, y: b.insert(arith.MinimumfOp(x, y)).result,
+}
+
+
+@dataclass(frozen=True)
+class ConvertSpyreToKtir(ModulePass):
+    """Replace every spyre.kernel by a KTIR function and a spyre.launch of it."""
+
+    name = "convert-spyre-to-ktir"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        rewriter = Rewriter()
+        for kernel in [o for o in op.walk() if isinstance(o, KernelOp)]:
+            name = kernel.sym_name.data
+            fn = _KernelBuilder(analyze(kernel), name).build()
+            op.body.block.add_op(fn)
+            launch = LaunchOp(name, list(kernel.inputs), [r.type for r in kernel.results])
+            launch.attributes["spyre.layout"] = kernel.attributes["spyre.layout"]
+            rewriter.replace_op(kernel, launch)

@@ -1,0 +1,138 @@
+"""spyre-emit-spyrecode: write the scheduled module as a `.spyre` container.
+
+Expects: a module after spyre-schedule-dataflow (the graph function with placed tensors and
+one `spyrecode.program` per launch) and the data of every `spyre.param` (from the compile
+driver, or an `.npz` file given as the `weights` option). Guarantees: a `.spyre` file at
+`output`, written atomically, with the I/O signature, the weights transformed to their
+device form (permuted as the param says, K rows zero-padded to whole sticks), the
+intermediates, and the kernels in launch order with their per-core programs and costs.
+The module itself is left unchanged.
+
+    spyre-opt scheduled.mlir -p 'spyre-emit-spyrecode{output=model.spyre weights=w.npz}'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+
+from spyrec.diagnostics import CompileError
+from spyrec.dialects.spyre import LaunchOp, ParamOp
+from spyrec.dialects.spyrecode import ProgramOp
+from spyrec.passes.spyre_schedule_dataflow import addr_of
+from spyrec.passes.spyre_stickify import layout_of
+from spyrec.runtime.container import KernelImage, SpyreBinary, TensorBinding, write_spyre
+from spyrec.runtime.layout import DeviceLayout
+from spyrec.target import DEFAULT_TARGET
+
+HOST_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
+
+
+def _host_dtype(value: SSAValue) -> str:
+    assert isinstance(value.type, TensorType)
+    element = str(value.type.element_type)
+    if element not in HOST_DTYPE:
+        raise CompileError(f"%{value.name_hint}: element type {element} cannot cross the host "
+                           "boundary yet")
+    return HOST_DTYPE[element]
+
+
+def _binding(name: str, value: SSAValue) -> TensorBinding:
+    shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
+    return TensorBinding(name, DeviceLayout(shape, _host_dtype(value)), addr_of(value))
+
+
+def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBinding, np.ndarray]:
+    name = param.param_name.data
+    if name not in weights:
+        raise CompileError(f"weight '{name}' has no data; pass the weights the program was "
+                           "imported with")
+    data = np.asarray(weights[name])
+    if param.perm is not None:
+        data = np.ascontiguousarray(data.transpose(param.perm))
+    padded = layout_of(param.result).padded_shape
+    if data.ndim >= 2 and padded[0] > data.shape[0]:
+        pad = [(0, padded[0] - data.shape[0])] + [(0, 0)] * (data.ndim - 1)
+        data = np.pad(data, pad)
+    shape = tuple(int(d) for d in data.shape)
+    layout = DeviceLayout(shape, _host_dtype(param.result))
+    label = name + ("^T" if param.perm is not None else "")
+    return TensorBinding(label, layout, addr_of(param.result)), data
+
+
+def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
+                 provenance: Mapping[str, str] | None = None) -> SpyreBinary:
+    """The SpyreBinary of a scheduled module."""
+    graph = next((f for f in module.body.block.ops if isinstance(f, func.FuncOp)
+                  and "grid" not in f.attributes and f.body.blocks.first is not None), None)
+    if graph is None:
+        raise CompileError("no graph function in the module; nothing to emit")
+    block = graph.body.block
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    names_attr = graph.attributes.get("spyre.output_names")
+    out_names = ([n.data for n in names_attr.data] if isinstance(names_attr, ArrayAttr)  # type: ignore[attr-defined]
+                 else [f"output{i}" for i in range(len(ret.arguments))])
+    inputs = [_binding(a.name_hint or f"input{a.index}", a) for a in block.args]
+    outputs = [_binding(n, v) for n, v in zip(out_names, ret.arguments)]
+    params = [o for o in block.ops if isinstance(o, ParamOp)]
+    returned = set(ret.arguments)
+    intermediates = [_binding(r.name_hint or "tmp", r) for o in block.ops
+                     if isinstance(o, LaunchOp) for r in o.results if r not in returned]
+    programs = {p.kernel.data: p for p in module.body.block.ops if isinstance(p, ProgramOp)}
+    kernels = []
+    for launch in [o for o in block.ops if isinstance(o, LaunchOp)]:
+        name = launch.callee.string_value()
+        if name not in programs:
+            raise CompileError(f"launch of @{name} has no spyrecode.program; run "
+                               "spyre-schedule-dataflow first")
+        prog = programs[name]
+        cost = prog.attributes.get("spyre.cost")
+        flops = min_bytes = 0
+        if isinstance(cost, DictionaryAttr):
+            flops = _int(cost.data["flops"])
+            min_bytes = _int(cost.data["min_offchip_bytes"])
+        decisions = prog.attributes.get("spyre.decisions")
+        fused = decisions.data.get("fused") if isinstance(decisions, DictionaryAttr) else None
+        prov = [a.data for a in fused.data] if isinstance(fused, ArrayAttr) else []  # type: ignore[attr-defined]
+        kernels.append(KernelImage(name, prog.num_cores.value.data,
+                                   {c.id.value.data: c.instrs() for c in prog.cores()},
+                                   flops, min_bytes, prov))
+    return SpyreBinary(DEFAULT_TARGET.name, inputs, outputs,
+                       [_weight(p, weights) for p in params], intermediates, kernels,
+                       dict(provenance or {}))
+
+
+def _int(attr: object) -> int:
+    assert isinstance(attr, IntegerAttr)
+    return int(attr.value.data)
+
+
+@dataclass(frozen=True)
+class SpyreEmitSpyreCode(ModulePass):
+    """Encode the scheduled module into a .spyre container at `output`."""
+
+    name = "spyre-emit-spyrecode"
+
+    output: str = "out.spyre"
+    weights: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        data: dict[str, np.ndarray] = {}
+        if self.weights:
+            path = Path(self.weights)
+            if not path.exists():
+                raise CompileError(f"{path}: weights file not found")
+            with np.load(path) as npz:
+                data = {k: npz[k] for k in npz.files}
+        source = op.attributes.get("spyre.source")
+        prov = {"source": source.data} if isinstance(source, StringAttr) else {}
+        write_spyre(build_binary(op, data, prov), self.output)

@@ -1,0 +1,182 @@
+"""spyre-place-memory: LPDDR addresses for tensors, LX offsets for tiles.
+
+Expects: the graph function with `spyre.launch` ops and their KTIR kernels (after
+convert-spyre-to-ktir). Guarantees:
+- every graph tensor has `spyre.addr`, a 128-byte aligned device virtual address: inputs,
+  outputs and intermediates in segment 0, weights in segment 1, never segment 7 (reserved
+  for programs). Intermediates are placed by liveness with first-fit reuse: a buffer whose
+  last reader has run is free for later launches, so peak scratch follows the live set.
+- every tile-producing op of a KTIR kernel (`ktdp.load`, `linalg.fill`, `linalg.generic`)
+  has `lx_slots = array<i64: a, b>`: two 128-byte aligned LX offsets (ping-pong buffers, so
+  the next tile's DMA can fill one while compute reads the other). Elementwise steps that
+  keep the element type reuse their input's slots in place when the input has no other use;
+  the matmul accumulates in place in its `linalg.fill` buffer. The kernel's LX total is
+  recorded as `spyre.lx_bytes` and checked against the target's usable LX.
+
+    %t = ktdp.load %tile : ... -> tensor<64x128xf16>                   // before
+    %t = ktdp.load %tile {lx_slots = array<i64: 0, 16384>} : ...       // after
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, linalg, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from spyrec.diagnostics import CompileError
+from spyrec.dialects.ktdp import LoadOp
+from spyrec.dialects.spyre import LaunchOp, ParamOp
+from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
+from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+
+ACTIVATION_SEGMENT = 0
+WEIGHT_SEGMENT = 1
+
+
+def device_bytes(value: SSAValue, target: SpyreTarget) -> int:
+    """Bytes of the stick-padded device copy of a graph tensor."""
+    layout = layout_of(value)
+    size = DEVICE_ITEMSIZE[layout.device_dtype]
+    for d in layout.padded_shape:
+        size *= d
+    return round_up(size, target.stick_bytes)
+
+
+def tile_bytes(value: SSAValue, target: SpyreTarget) -> int:
+    ttype = value.type
+    assert isinstance(ttype, TensorType)
+    size = DEVICE_ITEMSIZE[DEVICE_DTYPE[str(ttype.element_type)]]
+    for d in ttype.get_shape():
+        size *= d
+    return round_up(size, target.stick_bytes)
+
+
+class FirstFit:
+    """A first-fit allocator over one segment with 128-byte alignment."""
+
+    def __init__(self, base: int, limit: int, align: int):
+        self.base, self.limit, self.align = base, limit, align
+        self.live: dict[int, int] = {}  # offset -> size
+        self.high = 0
+
+    def alloc(self, size: int, what: str) -> int:
+        size = round_up(size, self.align)
+        offset = 0
+        for start, length in sorted(self.live.items()):
+            if offset + size <= start:
+                break
+            offset = max(offset, start + length)
+        if offset + size > self.limit:
+            raise CompileError(f"{what}: {size} B does not fit the {self.limit} B segment")
+        self.live[offset] = size
+        self.high = max(self.high, offset + size)
+        return self.base + offset
+
+    def free(self, addr: int) -> None:
+        del self.live[addr - self.base]
+
+
+def _addr_attr(addr: int) -> IntegerAttr:
+    return IntegerAttr(addr, i64)
+
+
+@dataclass(frozen=True)
+class SpyrePlaceMemory(ModulePass):
+    """Place graph tensors in LPDDR and kernel tiles in LX."""
+
+    name = "spyre-place-memory"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = DEFAULT_TARGET
+        for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
+            if "grid" in fn.attributes:
+                _place_lx(fn, target)
+            elif fn.body.blocks.first is not None:
+                _place_lpddr(fn, target)
+
+
+def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
+    seg = target.segment_bytes
+    acts = FirstFit(ACTIVATION_SEGMENT * seg, seg, target.stick_bytes)
+    weights = FirstFit(WEIGHT_SEGMENT * seg, seg, target.stick_bytes)
+    block = fn.body.block
+    outputs = set(block.last_op.operands) if block.last_op else set()  # type: ignore[union-attr]
+    addr: dict[SSAValue, int] = {}
+    arg_attrs = []
+    for arg in block.args:
+        addr[arg] = acts.alloc(device_bytes(arg, target), f"input %{arg.name_hint}")
+        old = fn.arg_attrs.data[arg.index].data if fn.arg_attrs else {}  # type: ignore[attr-defined]
+        arg_attrs.append(DictionaryAttr({**old, "spyre.addr": _addr_attr(addr[arg])}))
+    fn.arg_attrs = ArrayAttr(arg_attrs)
+    last_use: dict[SSAValue, Operation] = {}
+    for inner in block.ops:
+        for operand in inner.operands:
+            last_use[operand] = inner
+    for inner in block.ops:
+        if isinstance(inner, ParamOp):
+            a = weights.alloc(device_bytes(inner.result, target), f"weight {inner.param_name.data}")
+            inner.attributes["spyre.addr"] = _addr_attr(a)
+        elif isinstance(inner, LaunchOp):
+            for r in inner.results:
+                addr[r] = acts.alloc(device_bytes(r, target), f"result of @{inner.callee}")
+            inner.attributes["spyre.addr"] = ArrayAttr([_addr_attr(addr[r]) for r in inner.results])
+            for operand in set(inner.operands):
+                intermediate = isinstance(operand.owner, LaunchOp) and operand not in outputs
+                if intermediate and last_use[operand] is inner:
+                    acts.free(addr[operand])
+    fn.attributes["spyre.lpddr_bytes"] = DictionaryAttr({
+        "activations": IntegerAttr(acts.high, i64), "weights": IntegerAttr(weights.high, i64)})
+
+
+def _place_lx(fn: func.FuncOp, target: SpyreTarget) -> None:
+    """Two slots per distinct tile buffer, in-place for elementwise steps and accumulation."""
+    slots: dict[SSAValue, tuple[int, int]] = {}
+    next_free = 0
+
+    def fresh(value: SSAValue) -> tuple[int, int]:
+        nonlocal next_free
+        size = tile_bytes(value, target)
+        pair = (next_free, next_free + size)
+        next_free += 2 * size
+        return pair
+
+    for inner in fn.walk():
+        pair: tuple[int, int] | None = None
+        if isinstance(inner, LoadOp) or isinstance(inner, linalg.FillOp):
+            pair = fresh(inner.results[0])
+        elif isinstance(inner, linalg.GenericOp):
+            fn_name = inner.attributes.get("spyre.fn")
+            src = inner.outputs[0] if _is(fn_name, "matmul") else inner.inputs[0]
+            same_type = src.type.element_type == inner.results[0].type.element_type  # type: ignore[attr-defined]
+            in_place = _is(fn_name, "matmul") or (same_type and src.has_one_use())
+            pair = slots[src] if in_place and src in slots else fresh(inner.results[0])
+        elif isinstance(inner, scf.ForOp):
+            for init, res, barg in zip(inner.iter_args, inner.results, inner.body.block.args[1:]):
+                slots[res] = slots[barg] = slots[init]
+            continue
+        if pair is None:
+            continue
+        slots[inner.results[0]] = pair
+        inner.attributes["lx_slots"] = DenseArrayBase.from_list(i64, list(pair))
+    if next_free > target.lx_usable_bytes:
+        raise CompileError(
+            f"kernel @{fn.sym_name.data}: its tiles need {next_free} B of LX with double "
+            f"buffering but only {target.lx_usable_bytes} B are usable; rerun spyre-tile")
+    fn.attributes["spyre.lx_bytes"] = IntegerAttr(next_free, i64)
+
+
+def _is(attr: object, name: str) -> bool:
+    return isinstance(attr, StringAttr) and attr.data == name

@@ -1,0 +1,340 @@
+"""spyre-schedule-dataflow: per-core SpyreCode streams from placed KTIR kernels.
+
+Expects: KTIR kernels with `lx_slots` on their tile ops and a graph whose launches and
+tensors carry `spyre.addr` (after spyre-place-memory). Guarantees: one
+`spyrecode.program @kN` per launch, holding a `spyrecode.core` per core of the grid with the
+kernel's loops unrolled for that core: `ktdp.load`/`ktdp.store` become DMA instructions at
+the tile's byte address, the matmul generic a PT instruction, each epilogue generic an SFU
+instruction. Dependences are derived from the LX slots each instruction reads and writes
+(read-after-write, write-after-read, write-after-write), nothing else, so the DMA of the
+next tile overlaps the compute of the current one wherever the ping-pong slots allow it.
+Successive output tiles alternate between the two corelets.
+
+    ktdp.load %t {lx_slots = array<i64: 0, 32768>}          // before (KTIR)
+    spyrecode.dma_load {ddr = ..., lx = 0, rows = 64, ...}   // after, one per iteration
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, linalg, scf, tensor
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from spyrec.diagnostics import CompileError
+from spyrec.dialects.ktdp import (
+    ConstructAccessTileOp,
+    ConstructMemoryViewOp,
+    GetComputeTileIdOp,
+    LoadOp,
+    StoreOp,
+)
+from spyrec.dialects.spyre import LaunchOp
+from spyrec.dialects.spyrecode import program_from_instrs
+from spyrec.passes.kernel_analysis import UNARY_FN
+from spyrec.runtime.isa import BinaryFn, DType, Instr, UnaryFn
+
+DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32}
+BINARY_FN = {"add": BinaryFn.ADD, "sub": BinaryFn.SUB, "mul": BinaryFn.MUL,
+             "div": BinaryFn.DIV, "maximum": BinaryFn.MAX, "minimum": BinaryFn.MIN}
+
+
+@dataclass
+class View:
+    base: int  # byte address of element (0, 0)
+    strides: tuple[int, ...]  # in elements
+    itemsize: int
+
+
+@dataclass
+class Tile:
+    view: View
+    origin: tuple[int, ...]
+    shape: tuple[int, ...]
+
+    @property
+    def addr(self) -> int:
+        offset = sum(o * s for o, s in zip(self.origin, self.view.strides))
+        return self.view.base + offset * self.view.itemsize
+
+
+@dataclass
+class LxTensor:
+    """A tensor value living in LX: its slot, shape and device type."""
+
+    addr: int
+    shape: tuple[int, ...]
+    dtype: DType
+    zero: bool = False  # produced by linalg.fill 0, not yet written by an instruction
+
+    @property
+    def pitch(self) -> int:
+        return self.shape[-1] * self.dtype.itemsize
+
+
+@dataclass
+class _Stream:
+    """One core's instruction list with slot-based dependence tracking."""
+
+    instrs: list[Instr] = field(default_factory=list)
+    writer: dict[int, int] = field(default_factory=dict)
+    readers: dict[int, list[int]] = field(default_factory=dict)
+    unit: int = 0
+
+    def emit(self, op: str, reads: list[int], writes: list[int], **fields: int) -> None:
+        deps: set[int] = set()
+        for slot in reads:
+            if slot in self.writer:
+                deps.add(self.writer[slot])
+        for slot in writes:
+            if slot in self.writer:
+                deps.add(self.writer[slot])
+            deps.update(self.readers.get(slot, ()))
+        index = len(self.instrs)
+        unit = 0 if op.startswith("dma") else self.unit
+        self.instrs.append(Instr.make(op, unit=unit, deps=deps, **fields))
+        for slot in reads:
+            self.readers.setdefault(slot, []).append(index)
+        for slot in writes:
+            self.writer[slot] = index
+            self.readers[slot] = []
+
+
+class _CoreInterpreter:
+    """Evaluates a KTIR kernel for one core, emitting its instruction stream."""
+
+    def __init__(self, fn: func.FuncOp, core: tuple[int, int], args: list[int]):
+        self.fn = fn
+        self.core = core
+        self.env: dict[SSAValue, object] = {}
+        self.stream = _Stream()
+        self.slot_turn: dict[Operation, int] = {}
+        self.args = args
+
+    def run(self) -> list[Instr]:
+        for arg, addr in zip(self.fn.body.block.args, self.args):
+            self.env[arg] = addr  # byte address; views divide by their item size
+        self.block(self.fn.body.block.ops)
+        return self.stream.instrs
+
+    def block(self, ops) -> list[object]:  # noqa: ANN001 - xDSL op iterator
+        for op in ops:
+            if isinstance(op, scf.YieldOp):
+                return [self.env[v] for v in op.operands]
+            handler = HANDLERS.get(type(op))
+            if handler is None:
+                raise CompileError(f"kernel @{self.fn.sym_name.data}: spyre-schedule-dataflow "
+                                   f"cannot schedule {op.name}")
+            handler(self, op)
+        return []
+
+    def slot(self, op: Operation) -> int:
+        """Alternate between the op's two LX slots on every execution (ping-pong)."""
+        slots = op.attributes.get("lx_slots")
+        if not isinstance(slots, DenseArrayBase):
+            raise CompileError(f"kernel @{self.fn.sym_name.data}: {op.name} has no lx_slots; "
+                               "run spyre-place-memory first")
+        values = slots.get_values()
+        turn = self.slot_turn.get(op, 0)
+        self.slot_turn[op] = turn + 1
+        return int(values[turn % 2])
+
+    def lx_tensor(self, value: SSAValue, addr: int) -> LxTensor:
+        ttype = value.type
+        assert isinstance(ttype, TensorType)
+        return LxTensor(addr, tuple(ttype.get_shape()), DTYPES[str(ttype.element_type)])
+
+
+def _constant(it: _CoreInterpreter, op: arith.ConstantOp) -> None:
+    value = op.value
+    it.env[op.result] = value.value.data if isinstance(value, IntegerAttr) else value
+
+
+def _binary_index(fn: Callable[[int, int], int]) -> Callable[[_CoreInterpreter, Operation], None]:
+    def handler(it: _CoreInterpreter, op: Operation) -> None:
+        it.env[op.results[0]] = fn(it.env[op.operands[0]], it.env[op.operands[1]])  # type: ignore[arg-type]
+    return handler
+
+
+def _tile_id(it: _CoreInterpreter, op: GetComputeTileIdOp) -> None:
+    for r, v in zip(op.results, it.core):
+        it.env[r] = v
+
+
+def _view(it: _CoreInterpreter, op: ConstructMemoryViewOp) -> None:
+    mtype = op.result.type
+    assert isinstance(mtype, MemRefType)
+    itemsize = DTYPES[str(mtype.element_type)].itemsize
+    strides = tuple(int(s) for s in op.static_strides.get_values())
+    it.env[op.result] = View(int(it.env[op.offset]), strides, itemsize)  # type: ignore[arg-type]
+
+
+def _access_tile(it: _CoreInterpreter, op: ConstructAccessTileOp) -> None:
+    indices = [it.env[v] for v in op.indices]
+    origin = op.base_map.data.eval(indices, [])  # type: ignore[arg-type]
+    shape = tuple(op.result.type.get_shape())
+    it.env[op.result] = Tile(it.env[op.base], tuple(origin), shape)  # type: ignore[arg-type]
+
+
+def _load(it: _CoreInterpreter, op: LoadOp) -> None:
+    tile = it.env[op.tile]
+    assert isinstance(tile, Tile)
+    lx = it.lx_tensor(op.results[0], it.slot(op))
+    rows, cols = tile.shape[0], tile.shape[-1]
+    it.stream.emit("dma.load", [], [lx.addr], ddr=tile.addr, lx=lx.addr, rows=rows,
+                   row_bytes=cols * tile.view.itemsize,
+                   ddr_pitch=tile.view.strides[0] * tile.view.itemsize, lx_pitch=lx.pitch)
+    it.env[op.results[0]] = lx
+
+
+def _store(it: _CoreInterpreter, op: StoreOp) -> None:
+    tile = it.env[op.tile]
+    src = it.env[op.value]
+    assert isinstance(tile, Tile) and isinstance(src, LxTensor)
+    rows, cols = tile.shape[0], tile.shape[-1]
+    it.stream.emit("dma.store", [src.addr], [], lx=src.addr, ddr=tile.addr, rows=rows,
+                   row_bytes=cols * tile.view.itemsize, lx_pitch=src.pitch,
+                   ddr_pitch=tile.view.strides[0] * tile.view.itemsize)
+    it.stream.unit ^= 1  # the next output tile goes to the other corelet
+
+
+def _fill(it: _CoreInterpreter, op: linalg.FillOp) -> None:
+    lx = it.lx_tensor(op.results[0], it.slot(op))
+    lx.zero = True
+    it.env[op.results[0]] = lx
+
+
+def _generic(it: _CoreInterpreter, op: linalg.GenericOp) -> None:
+    fn_attr = op.attributes.get("spyre.fn")
+    if not isinstance(fn_attr, StringAttr):
+        raise CompileError(f"kernel @{it.fn.sym_name.data}: linalg.generic without spyre.fn "
+                           "cannot be mapped to a Spyre engine")
+    fn = fn_attr.data
+    ins = [it.env[v] for v in op.inputs]
+    if fn == "matmul":
+        a, b = ins
+        acc = it.env[op.outputs[0]]
+        assert isinstance(a, LxTensor) and isinstance(b, LxTensor) and isinstance(acc, LxTensor)
+        m, k = a.shape
+        n = b.shape[1]
+        it.stream.emit("pt.matmul", [a.addr, b.addr] + ([] if acc.zero else [acc.addr]),
+                       [acc.addr], a=a.addr, b=b.addr, c=acc.addr, m=m, k=k, n=n,
+                       a_pitch=a.pitch, b_pitch=b.pitch, c_pitch=acc.pitch, in_dtype=a.dtype,
+                       accumulate=0 if acc.zero else 1)
+        it.env[op.results[0]] = LxTensor(acc.addr, acc.shape, acc.dtype)
+        return
+    out = it.lx_tensor(op.results[0], it.slot(op))
+    rows, cols = out.shape
+    src = ins[0]
+    assert isinstance(src, LxTensor)
+    if len(ins) == 1:
+        ufn = UnaryFn.COPY if fn == "copy" else UNARY_FN[fn]
+        it.stream.emit("sfu.unary", [src.addr], [out.addr], fn=ufn, src=src.addr, dst=out.addr,
+                       rows=rows, cols=cols, src_pitch=src.pitch, dst_pitch=out.pitch,
+                       src_dtype=src.dtype, dst_dtype=out.dtype)
+    else:
+        other = ins[1]
+        assert isinstance(other, LxTensor)
+        broadcast = other.shape[0] == 1 and rows > 1
+        it.stream.emit("sfu.binary", [src.addr, other.addr], [out.addr], fn=BINARY_FN[fn],
+                       src0=src.addr, src1=other.addr, dst=out.addr, rows=rows, cols=cols,
+                       src0_pitch=src.pitch, src1_pitch=0 if broadcast else other.pitch,
+                       dst_pitch=out.pitch, src0_dtype=src.dtype, src1_dtype=other.dtype,
+                       dst_dtype=out.dtype)
+    it.env[op.results[0]] = out
+
+
+def _for(it: _CoreInterpreter, op: scf.ForOp) -> None:
+    lb, ub, step = (int(it.env[v]) for v in (op.lb, op.ub, op.step))  # type: ignore[call-overload]
+    carried = [it.env[v] for v in op.iter_args]
+    body = op.body.block
+    for i in range(lb, ub, step):
+        it.env[body.args[0]] = i
+        for arg, value in zip(body.args[1:], carried):
+            it.env[arg] = value
+        carried = it.block(body.ops)
+    for r, value in zip(op.results, carried):
+        it.env[r] = value
+
+
+def _noop(it: _CoreInterpreter, op: Operation) -> None:
+    return None
+
+
+HANDLERS: dict[type, Callable] = {
+    arith.ConstantOp: _constant,
+    arith.AddiOp: _binary_index(lambda a, b: a + b),
+    arith.MuliOp: _binary_index(lambda a, b: a * b),
+    GetComputeTileIdOp: _tile_id,
+    ConstructMemoryViewOp: _view,
+    ConstructAccessTileOp: _access_tile,
+    LoadOp: _load,
+    StoreOp: _store,
+    linalg.FillOp: _fill,
+    linalg.GenericOp: _generic,
+    scf.ForOp: _for,
+    tensor.EmptyOp: _noop,
+    func.ReturnOp: _noop,
+}
+
+
+def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
+    """Per-core instruction lists of kernel `fn` launched on tensors at byte addresses `args`."""
+    grid = fn.attributes["grid"]
+    assert isinstance(grid, ArrayAttr)
+    gm, gn = (g.value.data for g in grid.data)  # type: ignore[attr-defined]
+    programs = {}
+    for y in range(gn):
+        for x in range(gm):
+            programs[y * gm + x] = _CoreInterpreter(fn, (x, y), args).run()
+    return programs
+
+
+@dataclass(frozen=True)
+class SpyreScheduleDataflow(ModulePass):
+    """Unroll each launched KTIR kernel per core into SpyreCode instruction streams."""
+
+    name = "spyre-schedule-dataflow"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kernels = {f.sym_name.data: f for f in op.body.block.ops
+                   if isinstance(f, func.FuncOp) and "grid" in f.attributes}
+        for launch in [o for o in op.walk() if isinstance(o, LaunchOp)]:
+            name = launch.callee.string_value()
+            fn = kernels[name]
+            args = [addr_of(v) for v in launch.operands] + [
+                a.value.data for a in launch.attributes["spyre.addr"].data]  # type: ignore[attr-defined]
+            programs = schedule_kernel(fn, args)
+            program = program_from_instrs(name, programs, len(programs))
+            for key in ("spyre.cost", "spyre.decisions"):
+                if key in fn.attributes:
+                    program.attributes[key] = fn.attributes[key]
+            op.body.block.add_op(program)
+
+
+def addr_of(value: SSAValue) -> int:
+    owner = value.owner
+    if isinstance(owner, Operation):
+        attr = owner.attributes.get("spyre.addr")
+        if isinstance(attr, ArrayAttr):
+            attr = attr.data[value.index]  # type: ignore[attr-defined]
+    else:
+        fn = owner.parent_op()
+        assert isinstance(fn, func.FuncOp) and fn.arg_attrs is not None
+        attr = fn.arg_attrs.data[value.index].data.get("spyre.addr")  # type: ignore[attr-defined]
+    if not isinstance(attr, IntegerAttr):
+        raise CompileError(f"%{value.name_hint} has no spyre.addr; run spyre-place-memory first")
+    return attr.value.data
+

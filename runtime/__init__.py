@@ -1,0 +1,1 @@
+"""spyrec runtime: the .spyre container, the Spyre emulator and the KTIR interpreter."""

@@ -1,0 +1,507 @@
+"""The `.spyre` file: a compiled model, its SpyreCode plans and the programs they launch.
+
+This module alone owns the format; the emitter writes it with `write_spyre`, the CLI and the
+emulator read it with `read_spyre` / `read_manifest`. docs/spyrecode.md specifies the bytes.
+
+File layout (integers little endian):
+
+    offset 0   8 B   magic b"SPYREC\\x00\\x01"
+               u32   format version (FORMAT_VERSION)
+               u32   flags (0)
+               u64   manifest length in bytes
+               32 B  sha256 of the manifest bytes
+    56         JSON manifest (UTF-8)
+    then       zero padding to a 128-byte boundary: the blob area starts here
+               blobs, each at a 128-byte aligned offset from the blob area start
+
+The manifest holds the format version, target name, I/O signature, intermediates, the weights
+directory, the kernels with their per-core program table, the preparation and execution plans,
+the provenance, and for every blob its offset, size and sha256. Blob "init.bin" holds every
+kernel's job binary (the image that the preparation plan copies to the program area at the
+start of segment 7); blobs "weights/<i>" hold the weight arrays in host format (C order),
+converted to device format when the plan's InitTransfer runs.
+
+A job binary (one per kernel, 128-byte aligned inside init.bin) starts with a table
+    4 B  b"SPKT", u32 entry count, u64 reserved,
+    per entry: u32 core, u32 reserved, u64 program offset (from the job binary start), u64 size
+padded to 128 bytes, followed by the per-core programs (`isa.encode_program`), each 128-byte
+aligned. ComputeOnDevice's `job_bin_ptr` is the device address of that table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from spyrec.runtime.isa import EncodingError, Instr, decode_program, encode_program
+from spyrec.runtime.layout import HOST_DTYPE, DeviceLayout
+from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory
+from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+
+MAGIC = b"SPYREC\x00\x01"
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<8sIIQ32s")
+_JOB_HEADER = struct.Struct("<4sIQ")
+_JOB_ENTRY = struct.Struct("<IIQQ")
+_JOB_MAGIC = b"SPKT"
+INIT_BIN = "init.bin"
+H2D, D2H = 0, 1
+
+
+class ContainerError(ValueError):
+    """A `.spyre` file (or a binary about to become one) that cannot be used."""
+
+
+@dataclass
+class TensorBinding:
+    """A tensor of the program bound to its device address (128-byte aligned)."""
+
+    name: str
+    layout: DeviceLayout
+    addr: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.layout.to_dict(), "addr": self.addr}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> TensorBinding:
+        return TensorBinding(str(data["name"]), DeviceLayout.from_dict(data), int(data["addr"]))
+
+
+@dataclass
+class KernelImage:
+    """One kernel: a program per core, run by one ComputeOnDevice.
+
+    `flops` and `min_offchip_bytes` are the compiler's figures for the work and the least
+    LPDDR traffic the kernel needs; the profile's roofline is built from them.
+    """
+
+    name: str
+    num_cores: int
+    programs: dict[int, list[Instr]]
+    flops: int = 0
+    min_offchip_bytes: int = 0
+    provenance: list[str] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class SpyreBinary:
+    """Everything a runtime needs to run a compiled program (the contents of a `.spyre`)."""
+
+    target: str
+    inputs: list[TensorBinding]
+    outputs: list[TensorBinding]
+    weights: list[tuple[TensorBinding, np.ndarray]]
+    intermediates: list[TensorBinding]
+    kernels: list[KernelImage]
+    provenance: dict[str, str] = field(default_factory=dict)
+
+    def __eq__(self, other: object) -> bool:
+        # Weights compare by bytes, dtype and shape: bit-exact, and NaN equals itself.
+        if not isinstance(other, SpyreBinary):
+            return NotImplemented
+        return (
+            (self.target, self.inputs, self.outputs, self.intermediates, self.kernels,
+             self.provenance)
+            == (other.target, other.inputs, other.outputs, other.intermediates, other.kernels,
+                other.provenance)
+            and len(self.weights) == len(other.weights)
+            and all(
+                b1 == b2 and a1.dtype == a2.dtype and a1.shape == a2.shape
+                and a1.tobytes() == a2.tobytes()
+                for (b1, a1), (b2, a2) in zip(self.weights, other.weights, strict=True)
+            )
+        )
+
+
+# ---- job binaries ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InitBin:
+    """init.bin and where each kernel's job binary and per-core programs sit in it."""
+
+    data: bytes
+    kernel_offsets: tuple[int, ...]  # job binary start of each kernel, from the start of init.bin
+    tables: tuple[dict[int, tuple[int, int]], ...]  # per kernel: core -> (offset, size) in its job binary
+
+
+def _pad(buffer: bytearray) -> None:
+    buffer += bytes(round_up(len(buffer), ALIGNMENT) - len(buffer))
+
+
+def encode_job_binary(programs: dict[int, list[Instr]]) -> tuple[bytes, dict[int, tuple[int, int]]]:
+    """Encode one kernel's programs as a job binary; returns it and its core -> (offset, size)."""
+    cores = sorted(programs)
+    encoded = [encode_program(programs[core]) for core in cores]
+    table_bytes = _JOB_HEADER.size + _JOB_ENTRY.size * len(cores)
+    offset = round_up(table_bytes, ALIGNMENT)
+    table: dict[int, tuple[int, int]] = {}
+    for core, code in zip(cores, encoded, strict=True):
+        table[core] = (offset, len(code))
+        offset = round_up(offset + len(code), ALIGNMENT)
+    out = bytearray(_JOB_HEADER.pack(_JOB_MAGIC, len(cores), 0))
+    for core in cores:
+        out += _JOB_ENTRY.pack(core, 0, *table[core])
+    for code in encoded:
+        _pad(out)
+        out += code
+    _pad(out)
+    return bytes(out), table
+
+
+def decode_job_binary(data: bytes | memoryview) -> dict[int, list[Instr]]:
+    """The per-core programs of the job binary at the start of `data`."""
+    if len(data) < _JOB_HEADER.size:
+        raise EncodingError("job binary shorter than its header")
+    magic, count, _ = _JOB_HEADER.unpack_from(data, 0)
+    if magic != _JOB_MAGIC:
+        raise EncodingError(f"no job binary here (magic {bytes(magic)!r})")
+    programs: dict[int, list[Instr]] = {}
+    for index in range(count):
+        position = _JOB_HEADER.size + index * _JOB_ENTRY.size
+        if position + _JOB_ENTRY.size > len(data):
+            raise EncodingError(f"job binary table truncated at entry {index}")
+        core, _, offset, size = _JOB_ENTRY.unpack_from(data, position)
+        if offset + size > len(data):
+            raise EncodingError(f"program of core {core} runs past the end of the job binary")
+        programs[core] = decode_program(bytes(data[offset: offset + size]))
+    return programs
+
+
+def build_init_bin(binary: SpyreBinary) -> InitBin:
+    """Lay out every kernel's job binary in init.bin (each 128-byte aligned)."""
+    data = bytearray()
+    offsets: list[int] = []
+    tables: list[dict[int, tuple[int, int]]] = []
+    for kernel in binary.kernels:
+        try:
+            job, table = encode_job_binary(kernel.programs)
+        except EncodingError as error:
+            raise ContainerError(f"kernel '{kernel.name}': {error}") from error
+        offsets.append(len(data))
+        tables.append(table)
+        data += job
+    return InitBin(bytes(data), tuple(offsets), tuple(tables))
+
+
+# ---- plans ----------------------------------------------------------------------------------
+
+def program_area(target: SpyreTarget = DEFAULT_TARGET) -> int:
+    """Device address of the program area: offset 0 of the program segment (segment 7)."""
+    return target.program_segment * target.segment_bytes
+
+
+def _allocation_size(layout: DeviceLayout) -> int:
+    return round_up(max(layout.nbytes, 1), ALIGNMENT)
+
+
+def _check_binary(binary: SpyreBinary, target: SpyreTarget) -> None:
+    names = [b.name for b in binary.inputs + binary.outputs + binary.intermediates]
+    names += [b.name for b, _ in binary.weights]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ContainerError(f"tensor names bound more than once: {duplicates}")
+    for binding, array in binary.weights:
+        expected = HOST_DTYPE.get(binding.layout.host_dtype)
+        if array.dtype != expected or tuple(array.shape) != binding.layout.shape:
+            raise ContainerError(
+                f"weight '{binding.name}' is {tuple(array.shape)} {array.dtype}, its binding "
+                f"says {binding.layout.shape} {binding.layout.host_dtype}")
+    for kernel in binary.kernels:
+        if not 1 <= kernel.num_cores <= target.num_cores:
+            raise ContainerError(
+                f"kernel '{kernel.name}' uses {kernel.num_cores} cores, the target has "
+                f"{target.num_cores}")
+        bad = sorted(c for c in kernel.programs if not 0 <= c < kernel.num_cores)
+        if bad:
+            raise ContainerError(
+                f"kernel '{kernel.name}' has programs for cores {bad} outside its "
+                f"{kernel.num_cores} cores")
+
+
+def build_plans(
+    binary: SpyreBinary, target: SpyreTarget = DEFAULT_TARGET
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The job preparation plan and the job execution plan of a binary.
+
+    Preparation: Allocate the program area (segment 7, offset 0, sized by init.bin) and
+    InitTransfer init.bin into it; Allocate and InitTransfer each weight; Allocate every input,
+    output and intermediate. Execution: DataTransfer host-to-device per input, one
+    ComputeOnDevice per kernel (job_bin_ptr = its job binary), DataTransfer device-to-host per
+    output. The plans are validated by replaying their allocations; a conflict (misaligned,
+    overlapping, in segment 7, outside the address space) raises ContainerError.
+    """
+    _check_binary(binary, target)
+    return _plans(binary, target, build_init_bin(binary))
+
+
+def _plans(
+    binary: SpyreBinary, target: SpyreTarget, init: InitBin
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    base = program_area(target)
+    prep: list[dict[str, Any]] = [
+        {"op": "Allocate", "name": "spyrecode", "dev_ptr": base,
+         "size": round_up(max(len(init.data), 1), ALIGNMENT)},
+        {"op": "InitTransfer", "src": INIT_BIN, "dev_ptr": base, "size": len(init.data)},
+    ]
+    for index, (binding, _) in enumerate(binary.weights):
+        prep.append({"op": "Allocate", "name": binding.name, "dev_ptr": binding.addr,
+                     "size": _allocation_size(binding.layout)})
+        prep.append({"op": "InitTransfer", "src": f"weights/{index}", "dev_ptr": binding.addr,
+                     "size": binding.layout.nbytes})
+    for binding in binary.inputs + binary.outputs + binary.intermediates:
+        prep.append({"op": "Allocate", "name": binding.name, "dev_ptr": binding.addr,
+                     "size": _allocation_size(binding.layout)})
+    _replay_allocations(prep, target)
+
+    exec_plan: list[dict[str, Any]] = []
+    for index, binding in enumerate(binary.inputs):
+        exec_plan.append({"op": "DataTransfer", "dirn": H2D, "host_handle": f"input:{index}",
+                          "tensor": binding.name, "dev_ptr": binding.addr,
+                          "size": binding.layout.nbytes})
+    for index, kernel in enumerate(binary.kernels):
+        exec_plan.append({"op": "ComputeOnDevice", "kernel": index, "name": kernel.name,
+                          "job_bin_ptr": base + init.kernel_offsets[index]})
+    for index, binding in enumerate(binary.outputs):
+        exec_plan.append({"op": "DataTransfer", "dirn": D2H, "host_handle": f"output:{index}",
+                          "tensor": binding.name, "dev_ptr": binding.addr,
+                          "size": binding.layout.nbytes})
+    return prep, exec_plan
+
+
+def _replay_allocations(prep: list[dict[str, Any]], target: SpyreTarget) -> None:
+    memory = DeviceMemory(target, backed=False)
+    for step in prep:
+        if step["op"] != "Allocate":
+            continue
+        is_program = step["name"] == "spyrecode" and step is prep[0]
+        in_program_segment = memory.segment_of(step["dev_ptr"]) == target.program_segment
+        if in_program_segment and not is_program:
+            raise ContainerError(
+                f"tensor '{step['name']}' at {step['dev_ptr']:#x} is in segment "
+                f"{target.program_segment}, which is reserved for SpyreCode")
+        try:
+            memory.allocate(step["dev_ptr"], step["size"], step["name"])
+        except DeviceFault as fault:
+            raise ContainerError(str(fault)) from fault
+
+
+# ---- writing --------------------------------------------------------------------------------
+
+def _blobs(binary: SpyreBinary, init: InitBin) -> Iterator[tuple[str, memoryview]]:
+    yield INIT_BIN, memoryview(init.data)
+    for index, (_, array) in enumerate(binary.weights):
+        yield f"weights/{index}", memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
+def _manifest(binary: SpyreBinary, target: SpyreTarget) -> tuple[dict[str, Any], list[memoryview]]:
+    _check_binary(binary, target)
+    init = build_init_bin(binary)
+    prep, exec_plan = _plans(binary, target, init)
+    blob_table: dict[str, dict[str, Any]] = {}
+    blob_data: list[memoryview] = []
+    offset = 0
+    for name, data in _blobs(binary, init):
+        blob_table[name] = {"offset": offset, "size": data.nbytes,
+                            "sha256": hashlib.sha256(data).hexdigest()}
+        blob_data.append(data)
+        offset = round_up(offset + data.nbytes, ALIGNMENT)
+    kernels = []
+    for index, kernel in enumerate(binary.kernels):
+        kernels.append({
+            "name": kernel.name, "num_cores": kernel.num_cores, "flops": kernel.flops,
+            "min_offchip_bytes": kernel.min_offchip_bytes, "provenance": kernel.provenance,
+            "job_bin_offset": init.kernel_offsets[index],
+            "programs": [
+                {"core": core, "offset": off, "size": size,
+                 "instructions": len(kernel.programs[core])}
+                for core, (off, size) in sorted(init.tables[index].items())
+            ],
+        })
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "target": binary.target,
+        "signature": {"inputs": [b.to_dict() for b in binary.inputs],
+                      "outputs": [b.to_dict() for b in binary.outputs]},
+        "intermediates": [b.to_dict() for b in binary.intermediates],
+        "weights": [{"binding": b.to_dict(), "blob": f"weights/{i}"}
+                    for i, (b, _) in enumerate(binary.weights)],
+        "kernels": kernels,
+        "prep_plan": prep,
+        "exec_plan": exec_plan,
+        "blobs": blob_table,
+        "provenance": binary.provenance,
+    }
+    return manifest, blob_data
+
+
+def _write_body(stream: BinaryIO, manifest_bytes: bytes, blobs: list[memoryview]) -> None:
+    digest = hashlib.sha256(manifest_bytes).digest()
+    stream.write(_HEADER.pack(MAGIC, FORMAT_VERSION, 0, len(manifest_bytes), digest))
+    stream.write(manifest_bytes)
+    position = _HEADER.size + len(manifest_bytes)
+    blob_start = round_up(position, ALIGNMENT)
+    stream.write(bytes(blob_start - position))
+    position = 0
+    for data in blobs:
+        aligned = round_up(position, ALIGNMENT)
+        stream.write(bytes(aligned - position))
+        stream.write(data)
+        position = aligned + data.nbytes
+
+
+def write_spyre(binary: SpyreBinary, path: str | Path, target: SpyreTarget = DEFAULT_TARGET) -> None:
+    """Write a `.spyre` file atomically: the file at `path` is either complete or untouched.
+
+    The bytes go to a temporary file in the same directory, which is flushed to disk and then
+    renamed over `path`; any failure removes the temporary file.
+    """
+    path = Path(path)
+    manifest, blobs = _manifest(binary, target)
+    manifest_bytes = json.dumps(manifest, separators=(",", ":")).encode()
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            _write_body(stream, manifest_bytes, blobs)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    # Makes the rename itself durable; not every platform lets a directory be opened.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---- reading --------------------------------------------------------------------------------
+
+def _read_exact(stream: BinaryIO, size: int) -> bytes:
+    data = stream.read(size)
+    return data if data is not None else b""
+
+
+def _read_head(stream: BinaryIO, path: Path) -> tuple[dict[str, Any], int]:
+    """Check the header and manifest; returns the manifest and the blob area's file offset."""
+    header = _read_exact(stream, _HEADER.size)
+    if header[: len(MAGIC)] != MAGIC:
+        raise ContainerError(f"{path}: not a .spyre file (bad magic {header[:len(MAGIC)]!r})")
+    if len(header) < _HEADER.size:
+        raise ContainerError(f"{path}: truncated: the header needs {_HEADER.size} bytes, "
+                             f"the file has {len(header)}")
+    _, version, _, manifest_size, digest = _HEADER.unpack(header)
+    if version != FORMAT_VERSION:
+        raise ContainerError(f"{path}: unsupported format version {version} "
+                             f"(this spyrec reads version {FORMAT_VERSION})")
+    manifest_bytes = _read_exact(stream, manifest_size)
+    if len(manifest_bytes) < manifest_size:
+        raise ContainerError(f"{path}: truncated: the manifest needs {manifest_size} bytes, "
+                             f"{len(manifest_bytes)} are left")
+    if hashlib.sha256(manifest_bytes).digest() != digest:
+        raise ContainerError(f"{path}: checksum mismatch in the manifest")
+    try:
+        manifest = json.loads(manifest_bytes)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ContainerError(f"{path}: corrupt manifest ({error})") from error
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ContainerError(f"{path}: manifest format version {manifest.get('format_version')} "
+                             f"does not match the header's {FORMAT_VERSION}")
+    return manifest, round_up(_HEADER.size + manifest_size, ALIGNMENT)
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The checked manifest of a `.spyre` file, without reading its blobs (for inspection)."""
+    path = Path(path)
+    with path.open("rb") as stream:
+        manifest, _ = _read_head(stream, path)
+    return manifest
+
+
+def _read_blobs(stream: BinaryIO, path: Path, manifest: dict[str, Any], start: int) -> dict[str, bytearray]:
+    file_size = os.fstat(stream.fileno()).st_size
+    table: dict[str, dict[str, Any]] = manifest["blobs"]
+    expected_end = start
+    for name, entry in table.items():
+        expected_end = max(expected_end, start + entry["offset"] + entry["size"])
+    if file_size < expected_end:
+        raise ContainerError(f"{path}: truncated: the blobs end at byte {expected_end}, "
+                             f"the file has {file_size}")
+    if file_size > expected_end:
+        raise ContainerError(f"{path}: {file_size - expected_end} unexpected bytes after the "
+                             "last blob")
+    blobs: dict[str, bytearray] = {}
+    for name, entry in table.items():
+        stream.seek(start + entry["offset"])
+        data = bytearray(entry["size"])
+        stream.readinto(data)  # type: ignore[attr-defined]
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise ContainerError(f"{path}: checksum mismatch in blob '{name}'")
+        blobs[name] = data
+    return blobs
+
+
+def _binary_from(manifest: dict[str, Any], blobs: dict[str, bytearray]) -> SpyreBinary:
+    init = blobs[INIT_BIN]
+    kernels = []
+    for entry in manifest["kernels"]:
+        start = entry["job_bin_offset"]
+        programs = decode_job_binary(memoryview(init)[start:])
+        kernels.append(KernelImage(
+            name=entry["name"], num_cores=entry["num_cores"], programs=programs,
+            flops=entry["flops"], min_offchip_bytes=entry["min_offchip_bytes"],
+            provenance=list(entry["provenance"])))
+    weights = []
+    for entry in manifest["weights"]:
+        binding = TensorBinding.from_dict(entry["binding"])
+        dtype = HOST_DTYPE[binding.layout.host_dtype]
+        array = np.frombuffer(blobs[entry["blob"]], dtype=dtype).reshape(binding.layout.shape)
+        weights.append((binding, array))
+    signature = manifest["signature"]
+    return SpyreBinary(
+        target=manifest["target"],
+        inputs=[TensorBinding.from_dict(b) for b in signature["inputs"]],
+        outputs=[TensorBinding.from_dict(b) for b in signature["outputs"]],
+        weights=weights,
+        intermediates=[TensorBinding.from_dict(b) for b in manifest["intermediates"]],
+        kernels=kernels,
+        provenance=dict(manifest["provenance"]),
+    )
+
+
+def read_spyre(path: str | Path, target: SpyreTarget = DEFAULT_TARGET) -> SpyreBinary:
+    """Read and verify a `.spyre` file; raises ContainerError naming the file and the problem."""
+    path = Path(path)
+    try:
+        with path.open("rb") as stream:
+            manifest, start = _read_head(stream, path)
+            blobs = _read_blobs(stream, path, manifest, start)
+        binary = _binary_from(manifest, blobs)
+    except (KeyError, TypeError, ValueError, EncodingError) as error:
+        if isinstance(error, ContainerError):
+            raise
+        raise ContainerError(f"{path}: corrupt manifest or program ({error!r})") from error
+    plans = build_plans(binary, target)
+    if list(plans) != [manifest["prep_plan"], manifest["exec_plan"]]:
+        raise ContainerError(f"{path}: the stored plans do not match the binary")
+    return binary

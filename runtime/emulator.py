@@ -1,0 +1,238 @@
+"""The Spyre emulator: runs a SpyreBinary's plans on emulated memory with a cycle model.
+
+Construction performs the job preparation plan (allocations, init.bin into the program area,
+weights converted to device format) and loads every kernel the execution plan launches: its
+programs are decoded from the emulated program area, each instruction is validated against
+the target and the allocations (a bad one raises DeviceFault naming core, pc and instruction),
+and the LX hazard checker runs. So a binary that would fault is refused before anything runs.
+
+`run` then follows the execution plan: inputs are checked against the signature and copied in,
+each kernel is scheduled by the discrete-event model (timing.py) and, in "full" mode, its
+instructions are executed in the order the schedule started them (so a missing dependency
+shows up in the numbers as it would on hardware), and outputs are copied out. Kernels run one
+after another: a launch waits for the previous kernel to finish on all cores.
+
+Mode "timing" keeps no memory contents: addresses are still checked and the schedule is the
+same, so it reports the same emulated time as "full", but it needs neither inputs nor time for
+data work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from spyrec.runtime import ops
+from spyrec.runtime.container import (D2H, H2D, INIT_BIN, KernelImage, SpyreBinary,
+                                      build_init_bin, build_plans, decode_job_binary)
+from spyrec.runtime.dl16 import half_codec
+from spyrec.runtime.hazards import check_kernel
+from spyrec.runtime.isa import Instr, matmul_flops
+from spyrec.runtime.layout import HOST_DTYPE, from_device, to_device
+from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
+from spyrec.runtime.profile import KernelProfile, Profile, Timeline
+from spyrec.runtime.timing import Cost, instr_cost, schedule
+from spyrec.target import DEFAULT_TARGET, SpyreTarget
+
+MODES = ("full", "timing")
+
+
+class InputError(ValueError):
+    """Inputs that do not match the binary's signature."""
+
+
+class HazardError(RuntimeError):
+    """An LX hazard found in strict mode."""
+
+
+@dataclass
+class _Kernel:
+    """A kernel as loaded from the program area: validated, costed and hazard-checked."""
+
+    image: KernelImage
+    programs: dict[int, list[Instr]]
+    costs: dict[int, list[Cost]]
+    hazards: list[str]
+    lx_peak_bytes: int
+    pt_flops: int
+    actions: dict[int, list[Callable[[], None]]]  # full mode: per core, per pc
+
+
+class Emulator:
+    """Runs a SpyreBinary on an emulated Spyre card.
+
+    numerics: "dl16" (the device) or "ieee" (16-bit data held as IEEE fp16, for debugging).
+    mode: "full" (numerics and timing) or "timing" (timing only, no memory contents).
+    strict: raise HazardError on LX hazards instead of reporting them as profile warnings.
+    check_hazards: run the hazard checker at all (it costs about as much as timing a kernel).
+    """
+
+    def __init__(
+        self,
+        binary: SpyreBinary,
+        target: SpyreTarget = DEFAULT_TARGET,
+        numerics: str = "dl16",
+        mode: str = "full",
+        *,
+        strict: bool = False,
+        check_hazards: bool = True,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown emulator mode '{mode}' (expected one of {MODES})")
+        self.binary = binary
+        self.target = target
+        self.numerics = numerics
+        self.codec = half_codec(numerics)
+        self.mode = mode
+        self.strict = strict
+        self.check_hazards = check_hazards
+        self.prep_plan, self.exec_plan = build_plans(binary, target)
+        backed = mode == "full"
+        self.memory = DeviceMemory(target, backed=backed)
+        self.lx = [LocalMemory(target.lx_bytes, backed=backed) for _ in range(target.num_cores)]
+        self.warnings: list[str] = []
+        if binary.target != target.name:
+            self.warnings.append(
+                f"the binary was compiled for target '{binary.target}', emulating '{target.name}'")
+        self._prepare()
+        self._kernels = {
+            step["job_bin_ptr"]: self._load(step["job_bin_ptr"], binary.kernels[step["kernel"]])
+            for step in self.exec_plan if step["op"] == "ComputeOnDevice"
+        }
+
+    # ---- job preparation ---------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        init = build_init_bin(self.binary)
+        weights = {f"weights/{i}": w for i, w in enumerate(self.binary.weights)}
+        for step in self.prep_plan:
+            if step["op"] == "Allocate":
+                # The program area is always backed: kernels are decoded from it.
+                is_program = step["dev_ptr"] == self.prep_plan[0]["dev_ptr"]
+                self.memory.allocate(step["dev_ptr"], step["size"], step["name"],
+                                     backed=True if is_program else None)
+            elif step["src"] == INIT_BIN:
+                self.memory.write(step["dev_ptr"], np.frombuffer(init.data, dtype=np.uint8))
+            elif self.mode == "full":
+                binding, array = weights[step["src"]]
+                self.memory.write(step["dev_ptr"], to_device(binding.layout, array, self.numerics))
+
+    def _load(self, job_bin_ptr: int, image: KernelImage) -> _Kernel:
+        area = self.memory.locate(job_bin_ptr, job_bin_ptr + 1)
+        programs = decode_job_binary(self.memory.read(job_bin_ptr, area.end - job_bin_ptr).data)
+        costs: dict[int, list[Cost]] = {}
+        lx_peak = 0
+        for core, program in sorted(programs.items()):
+            if core >= self.target.num_cores:
+                raise DeviceFault(f"kernel '{image.name}' has a program for core {core}, the "
+                                  f"target has {self.target.num_cores} cores")
+            for pc, instr in enumerate(program):
+                try:
+                    lx_peak = max(lx_peak, ops.validate(instr, self.target, self.memory,
+                                                        self.lx[core]))
+                except DeviceFault as fault:
+                    raise fault.at(core, pc, instr) from None
+            costs[core] = [instr_cost(instr, self.target) for instr in program]
+        hazards = check_kernel(programs, costs, self.target, image.name) if self.check_hazards else []
+        if hazards and self.strict:
+            raise HazardError(hazards[0] + (f" (and {len(hazards) - 1} more)" if len(hazards) > 1 else ""))
+        actions: dict[int, list[Callable[[], None]]] = {}
+        if self.mode == "full":
+            actions = {core: [ops.bind(i, self.memory, self.lx[core], self.codec) for i in program]
+                       for core, program in programs.items()}
+        pt_flops = sum(matmul_flops(i) for program in programs.values() for i in program)
+        return _Kernel(image, programs, costs, hazards, lx_peak, pt_flops, actions)
+
+    # ---- execution ---------------------------------------------------------------------------
+
+    def _check_inputs(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        bindings = self.binary.inputs
+        if len(inputs) != len(bindings):
+            names = ", ".join(b.name for b in bindings)
+            raise InputError(f"expected {len(bindings)} inputs ({names}), got {len(inputs)}")
+        arrays = []
+        for binding, value in zip(bindings, inputs, strict=True):
+            array = np.asarray(value)
+            layout = binding.layout
+            if tuple(array.shape) != layout.shape or array.dtype != HOST_DTYPE[layout.host_dtype]:
+                raise InputError(
+                    f"input '{binding.name}': expected shape {layout.shape} {layout.host_dtype}, "
+                    f"got shape {tuple(array.shape)} {array.dtype}")
+            arrays.append(array)
+        return arrays
+
+    def run(self, inputs: Sequence[np.ndarray] | None = None) -> tuple[list[np.ndarray], Profile]:
+        """Run the execution plan once; returns the outputs (none in timing mode) and a profile.
+
+        Inputs are host arrays in signature order (dtype float16, ml_dtypes.bfloat16, float32
+        or int32); in timing mode they may be omitted.
+        """
+        if inputs is None and self.mode == "full":
+            raise InputError("full emulation needs the inputs")
+        arrays = self._check_inputs(inputs) if inputs is not None else []
+        profile = Profile(self.target, warnings=list(self.warnings))
+        outputs: list[np.ndarray] = []
+        cycle = 0.0
+        with np.errstate(all="ignore"):
+            for step in self.exec_plan:
+                if step["op"] == "ComputeOnDevice":
+                    kernel_profile = self._compute(self._kernels[step["job_bin_ptr"]], cycle)
+                    profile.kernels.append(kernel_profile)
+                    profile.warnings += self._kernels[step["job_bin_ptr"]].hazards
+                    cycle = kernel_profile.end_cycle
+                elif self.mode != "full":
+                    continue
+                elif step["dirn"] == H2D:
+                    index = int(step["host_handle"].split(":")[1])
+                    binding = self.binary.inputs[index]
+                    self.memory.write(step["dev_ptr"],
+                                      to_device(binding.layout, arrays[index], self.numerics))
+                elif step["dirn"] == D2H:
+                    index = int(step["host_handle"].split(":")[1])
+                    binding = self.binary.outputs[index]
+                    raw = self.memory.read(step["dev_ptr"], step["size"])
+                    outputs.append(from_device(binding.layout, raw, self.numerics))
+        profile.warnings += _roofline_warnings(profile)
+        return outputs, profile
+
+    def _compute(self, kernel: _Kernel, start_cycle: float) -> KernelProfile:
+        timed = schedule(kernel.programs, self.target, start_cycle, kernel.costs, kernel.image.name)
+        if self.mode == "full":
+            _execute(kernel, timed.start)
+        image = kernel.image
+        return KernelProfile(
+            name=image.name, cores=image.num_cores, start_cycle=timed.start_cycle,
+            end_cycle=timed.end_cycle, flops=image.flops, pt_flops=kernel.pt_flops,
+            offchip_bytes=timed.lpddr_bytes, min_offchip_bytes=image.min_offchip_bytes,
+            lx_peak_bytes=kernel.lx_peak_bytes,
+            instructions=sum(len(p) for p in kernel.programs.values()),
+            busy_cycles=dict(timed.busy), timeline=Timeline(kernel.programs, timed),
+        )
+
+
+def _execute(kernel: _Kernel, starts: dict[int, list[float]]) -> None:
+    """Execute every instruction of a kernel in the order the schedule started them."""
+    cores = sorted(kernel.programs)
+    if not cores:
+        return
+    start = np.concatenate([np.asarray(starts[c], dtype=np.float64) for c in cores])
+    core_of = np.concatenate([np.full(len(starts[c]), c) for c in cores])
+    pc_of = np.concatenate([np.arange(len(starts[c])) for c in cores])
+    order = np.lexsort((pc_of, core_of, start))
+    actions = kernel.actions
+    for core, pc in zip(core_of[order].tolist(), pc_of[order].tolist(), strict=True):
+        actions[core][pc]()
+
+
+def _roofline_warnings(profile: Profile) -> list[str]:
+    warnings = []
+    for kernel in profile.kernels:
+        emulated = kernel.emulated_us(profile.target)
+        roofline = kernel.roofline_us(profile.target)
+        if roofline > emulated * (1 + 1e-9):
+            warnings.append(
+                f"kernel '{kernel.name}': roofline {roofline:.3f} us exceeds the emulated "
+                f"{emulated:.3f} us; its declared flops or min_offchip_bytes overstate the program")
+    return warnings

@@ -1,0 +1,280 @@
+"""The SpyreCode instruction set: opcodes, fields, engines and the binary encoding.
+
+This module is the single owner of the instruction encoding: the emitter
+(`spyre-emit-spyrecode`) encodes with it and the emulator decodes with it. See
+docs/spyrecode.md for the prose specification.
+
+A per-core program is a sequence of `Instr`. Each instruction runs on one engine of its core
+(the DMA engine, or the PT array / SFU of one of the two corelets) and waits for the
+instructions listed in `deps` (indices into the same program) before it starts. Engines of a
+core run concurrently; instructions on the same engine run in program order.
+
+Binary encoding of one instruction (little endian):
+    u8 opcode, u8 unit, u16 ndeps, then one i64 per field of the opcode (in `OpSpec.fields`
+    order), then ndeps x u32 dependency indices.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+
+class Engine(enum.Enum):
+    DMA = "dma"
+    PT = "pt"
+    SFU = "sfu"
+
+
+class DType(enum.IntEnum):
+    """Device storage formats. fp16 and bf16 host data live on device as DL16."""
+
+    F32 = 0
+    DL16 = 1
+    I32 = 2
+
+    @property
+    def itemsize(self) -> int:
+        return 2 if self is DType.DL16 else 4
+
+
+class UnaryFn(enum.IntEnum):
+    COPY = 0  # also converts between src_dtype and dst_dtype
+    RELU = 1
+    GELU = 2  # exact (erf) form, as torch.nn.functional.gelu's default
+    GELU_TANH = 3
+    EXP = 4
+    NEG = 5
+    SIGMOID = 6
+    SILU = 7
+    TANH = 8
+    SQRT = 9
+    RSQRT = 10
+    RECIPROCAL = 11
+    ABS = 12
+
+
+TRANSCENDENTAL = frozenset(
+    {UnaryFn.GELU, UnaryFn.GELU_TANH, UnaryFn.EXP, UnaryFn.SIGMOID, UnaryFn.SILU, UnaryFn.TANH,
+     UnaryFn.SQRT, UnaryFn.RSQRT, UnaryFn.RECIPROCAL}
+)
+
+
+class BinaryFn(enum.IntEnum):
+    ADD = 0
+    SUB = 1
+    MUL = 2
+    DIV = 3
+    MAX = 4
+    MIN = 5
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    code: int
+    engine: Engine
+    fields: tuple[str, ...]
+    doc: str
+
+
+_SPECS: tuple[OpSpec, ...] = (
+    OpSpec(
+        "dma.load", 1, Engine.DMA,
+        ("ddr", "lx", "rows", "row_bytes", "ddr_pitch", "lx_pitch"),
+        "Copy `rows` runs of `row_bytes` from LPDDR address `ddr` (runs `ddr_pitch` apart) "
+        "to LX offset `lx` (runs `lx_pitch` apart).",
+    ),
+    OpSpec(
+        "dma.store", 2, Engine.DMA,
+        ("lx", "ddr", "rows", "row_bytes", "lx_pitch", "ddr_pitch"),
+        "Copy `rows` runs of `row_bytes` from LX offset `lx` to LPDDR address `ddr`.",
+    ),
+    OpSpec(
+        "pt.matmul", 3, Engine.PT,
+        ("a", "b", "c", "m", "k", "n", "a_pitch", "b_pitch", "c_pitch", "in_dtype", "accumulate"),
+        "C[m,n] (fp32, in LX) = (accumulate ? C : 0) + A[m,k] @ B[k,n]; A and B in LX with "
+        "element type `in_dtype`, row pitches in bytes; products and sums in fp32.",
+    ),
+    OpSpec(
+        "sfu.unary", 4, Engine.SFU,
+        ("fn", "src", "dst", "rows", "cols", "src_pitch", "dst_pitch", "src_dtype", "dst_dtype"),
+        "dst[r,c] = fn(src[r,c]) on an LX tile; computed in fp32, rounded to `dst_dtype`.",
+    ),
+    OpSpec(
+        "sfu.binary", 5, Engine.SFU,
+        ("fn", "src0", "src1", "dst", "rows", "cols", "src0_pitch", "src1_pitch", "dst_pitch",
+         "src0_dtype", "src1_dtype", "dst_dtype"),
+        "dst[r,c] = fn(src0[r,c], src1[r,c]) on LX tiles; a pitch of 0 broadcasts one row "
+        "over all rows. Computed in fp32, rounded to `dst_dtype`.",
+    ),
+)
+
+SPECS_BY_NAME: dict[str, OpSpec] = {s.name: s for s in _SPECS}
+SPECS_BY_CODE: dict[int, OpSpec] = {s.code: s for s in _SPECS}
+
+
+class EncodingError(ValueError):
+    """A program that cannot be encoded or a byte string that is not a valid program."""
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One SpyreCode instruction."""
+
+    op: str
+    args: tuple[int, ...]
+    unit: int = 0
+    deps: tuple[int, ...] = field(default_factory=tuple)
+
+    @property
+    def spec(self) -> OpSpec:
+        return SPECS_BY_NAME[self.op]
+
+    def arg(self, name: str) -> int:
+        return self.args[self.spec.fields.index(name)]
+
+    def named_args(self) -> dict[str, int]:
+        return dict(zip(self.spec.fields, self.args, strict=True))
+
+    @staticmethod
+    def make(op: str, unit: int = 0, deps: Iterable[int] = (), **fields: int) -> Instr:
+        spec = SPECS_BY_NAME.get(op)
+        if spec is None:
+            raise EncodingError(f"unknown SpyreCode instruction '{op}'")
+        missing = [f for f in spec.fields if f not in fields]
+        extra = [f for f in fields if f not in spec.fields]
+        if missing or extra:
+            raise EncodingError(f"{op}: missing fields {missing}, unexpected fields {extra}")
+        return Instr(op, tuple(int(fields[f]) for f in spec.fields), unit, tuple(sorted(deps)))
+
+    def disassemble(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.named_args().items()]
+        text = f"{self.op} u{self.unit} " + " ".join(parts)
+        if self.deps:
+            text += " deps=[" + ",".join(str(d) for d in self.deps) + "]"
+        return text
+
+
+_HEADER = struct.Struct("<BBH")
+
+
+def encode_program(program: Sequence[Instr]) -> bytes:
+    """Encode a per-core program to bytes."""
+    out = bytearray()
+    for index, instr in enumerate(program):
+        spec = instr.spec
+        if any(d >= index or d < 0 for d in instr.deps):
+            raise EncodingError(f"instruction {index} ({instr.op}) depends on a later instruction")
+        out += _HEADER.pack(spec.code, instr.unit, len(instr.deps))
+        out += struct.pack(f"<{len(spec.fields)}q", *instr.args)
+        out += struct.pack(f"<{len(instr.deps)}I", *instr.deps)
+    return bytes(out)
+
+
+def decode_program(data: bytes) -> list[Instr]:
+    """Decode bytes produced by `encode_program`; raises EncodingError on malformed input."""
+    program: list[Instr] = []
+    pos = 0
+    while pos < len(data):
+        if pos + _HEADER.size > len(data):
+            raise EncodingError(f"truncated instruction header at byte {pos}")
+        code, unit, ndeps = _HEADER.unpack_from(data, pos)
+        pos += _HEADER.size
+        spec = SPECS_BY_CODE.get(code)
+        if spec is None:
+            raise EncodingError(f"unknown opcode {code} at byte {pos - _HEADER.size}")
+        nbytes = 8 * len(spec.fields) + 4 * ndeps
+        if pos + nbytes > len(data):
+            raise EncodingError(f"truncated {spec.name} at byte {pos - _HEADER.size}")
+        args = struct.unpack_from(f"<{len(spec.fields)}q", data, pos)
+        deps = struct.unpack_from(f"<{ndeps}I", data, pos + 8 * len(spec.fields))
+        pos += nbytes
+        program.append(Instr(spec.name, tuple(args), unit, tuple(deps)))
+    return program
+
+
+# ---- operand geometry helpers (shared by the emulator, its hazard checker and cost models) ----
+
+@dataclass(frozen=True)
+class Region:
+    """A strided byte region: `rows` runs of `row_bytes`, the runs `pitch` bytes apart.
+
+    A pitch of 0 makes every row the same bytes (the broadcast of one row).
+    """
+
+    base: int
+    rows: int
+    row_bytes: int
+    pitch: int
+
+    @property
+    def end(self) -> int:
+        """One past the highest byte the region touches."""
+        return self.base + (self.rows - 1) * self.pitch + self.row_bytes
+
+    @property
+    def distinct_rows(self) -> int:
+        return 1 if self.pitch == 0 else self.rows
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes moved when the region is read or written once (broadcast rows count once)."""
+        return self.distinct_rows * self.row_bytes
+
+
+def _itemsize(code: int) -> int:
+    return DType(code).itemsize
+
+
+def lx_reads(instr: Instr) -> tuple[Region, ...]:
+    """The LX regions an instruction reads (raises ValueError on an invalid dtype code)."""
+    a = instr.named_args()
+    if instr.op == "dma.store":
+        return (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),)
+    if instr.op == "pt.matmul":
+        size = _itemsize(a["in_dtype"])
+        regions = [Region(a["a"], a["m"], a["k"] * size, a["a_pitch"]),
+                   Region(a["b"], a["k"], a["n"] * size, a["b_pitch"])]
+        if a["accumulate"]:
+            regions.append(Region(a["c"], a["m"], a["n"] * DType.F32.itemsize, a["c_pitch"]))
+        return tuple(regions)
+    if instr.op == "sfu.unary":
+        return (Region(a["src"], a["rows"], a["cols"] * _itemsize(a["src_dtype"]), a["src_pitch"]),)
+    if instr.op == "sfu.binary":
+        return (
+            Region(a["src0"], a["rows"], a["cols"] * _itemsize(a["src0_dtype"]), a["src0_pitch"]),
+            Region(a["src1"], a["rows"], a["cols"] * _itemsize(a["src1_dtype"]), a["src1_pitch"]),
+        )
+    return ()
+
+
+def lx_writes(instr: Instr) -> tuple[Region, ...]:
+    """The LX regions an instruction writes (raises ValueError on an invalid dtype code)."""
+    a = instr.named_args()
+    if instr.op == "dma.load":
+        return (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),)
+    if instr.op == "pt.matmul":
+        return (Region(a["c"], a["m"], a["n"] * DType.F32.itemsize, a["c_pitch"]),)
+    if instr.op == "sfu.unary":
+        return (Region(a["dst"], a["rows"], a["cols"] * _itemsize(a["dst_dtype"]), a["dst_pitch"]),)
+    if instr.op == "sfu.binary":
+        return (Region(a["dst"], a["rows"], a["cols"] * _itemsize(a["dst_dtype"]), a["dst_pitch"]),)
+    return ()
+
+
+def ddr_region(instr: Instr) -> Region | None:
+    """The LPDDR region a DMA instruction reads or writes; None for compute instructions."""
+    if instr.spec.engine is not Engine.DMA:
+        return None
+    a = instr.named_args()
+    return Region(a["ddr"], a["rows"], a["row_bytes"], a["ddr_pitch"])
+
+
+def matmul_flops(instr: Instr) -> int:
+    """Useful FLOPs of a pt.matmul (2*m*k*n; padding to the PE array is not counted); 0 otherwise."""
+    if instr.op != "pt.matmul":
+        return 0
+    return 2 * instr.arg("m") * instr.arg("k") * instr.arg("n")

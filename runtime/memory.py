@@ -1,0 +1,217 @@
+"""The emulated device memory: LPDDR behind 8 virtual segments, and one LX scratchpad per core.
+
+The job's virtual address space is `num_segments` segments of `segment_bytes` (8 x 16 GiB);
+segment `program_segment` (7) holds SpyreCode only. Memory is sparse: only ranges that the
+preparation plan allocates get backing, one NumPy byte buffer per allocation, kept sorted by
+base address so a lookup is a bisection. Every allocation and every DMA address is 128-byte
+aligned; the DMA row pitch must keep each row aligned too.
+
+In timing-only emulation the allocations are tracked (so addresses are still checked) but carry
+no buffer.
+
+A bad access raises `DeviceFault`; the emulator adds the core, program counter and instruction.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from spyrec.runtime.isa import Instr, Region
+from spyrec.target import SpyreTarget
+
+ALIGNMENT = 128
+
+
+class DeviceFault(RuntimeError):
+    """An access the device would refuse: unallocated, out of range, misaligned, LX overflow.
+
+    `core`, `pc` and `instr` are filled in by the emulator, which knows who made the access.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        address: int | None = None,
+        core: int | None = None,
+        pc: int | None = None,
+        instr: Instr | None = None,
+    ) -> None:
+        self.reason = reason
+        self.address = address
+        self.core = core
+        self.pc = pc
+        self.instr = instr
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.core is None:
+            return self.reason
+        where = f"core {self.core}, pc {self.pc}"
+        if self.instr is not None:
+            where += f" ({self.instr.disassemble()})"
+        return f"{where}: {self.reason}"
+
+    def at(self, core: int, pc: int, instr: Instr) -> DeviceFault:
+        """The same fault, attributed to instruction `pc` of `core`."""
+        return DeviceFault(self.reason, self.address, core, pc, instr)
+
+
+@dataclass
+class Allocation:
+    """One allocated LPDDR range; `buffer` is None in timing-only emulation."""
+
+    base: int
+    size: int
+    name: str
+    buffer: np.ndarray | None
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+
+def _range(start: int, end: int) -> str:
+    return f"[{start:#x}, {end:#x})"
+
+
+class DeviceMemory:
+    """The LPDDR virtual address space of one job."""
+
+    def __init__(self, target: SpyreTarget, backed: bool = True) -> None:
+        self.target = target
+        self.backed = backed
+        self._bases: list[int] = []
+        self._allocations: list[Allocation] = []
+
+    @property
+    def size(self) -> int:
+        return self.target.num_segments * self.target.segment_bytes
+
+    def segment_of(self, address: int) -> int:
+        return address // self.target.segment_bytes
+
+    def segment_base(self, segment: int) -> int:
+        return segment * self.target.segment_bytes
+
+    @property
+    def allocations(self) -> tuple[Allocation, ...]:
+        return tuple(self._allocations)
+
+    def allocate(self, base: int, size: int, name: str, backed: bool | None = None) -> Allocation:
+        """Reserve [base, base+size) (zero-filled when backed); the range must be free."""
+        if base % ALIGNMENT:
+            raise DeviceFault(f"allocation '{name}' at {base:#x} is not {ALIGNMENT}-byte aligned", base)
+        if size <= 0:
+            raise DeviceFault(f"allocation '{name}' has size {size}", base)
+        if base < 0 or base + size > self.size:
+            raise DeviceFault(
+                f"allocation '{name}' {_range(base, base + size)} is outside the "
+                f"{self.size:#x}-byte device address space", base)
+        if self.segment_of(base) != self.segment_of(base + size - 1):
+            raise DeviceFault(
+                f"allocation '{name}' {_range(base, base + size)} crosses a segment boundary", base)
+        index = bisect.bisect_right(self._bases, base)
+        neighbours = self._allocations[max(index - 1, 0): index + 1]
+        for other in neighbours:
+            if other.base < base + size and base < other.end:
+                raise DeviceFault(
+                    f"allocation '{name}' {_range(base, base + size)} overlaps "
+                    f"'{other.name}' {_range(other.base, other.end)}", base)
+        use_buffer = self.backed if backed is None else backed
+        buffer = np.zeros(size, dtype=np.uint8) if use_buffer else None
+        allocation = Allocation(base, size, name, buffer)
+        self._bases.insert(index, base)
+        self._allocations.insert(index, allocation)
+        return allocation
+
+    def locate(self, base: int, end: int) -> Allocation:
+        """The allocation holding all of [base, end), or a DeviceFault saying why none does."""
+        if base < 0 or end > self.size:
+            raise DeviceFault(
+                f"LPDDR range {_range(base, end)} is outside the {self.size:#x}-byte address space",
+                base)
+        index = bisect.bisect_right(self._bases, base) - 1
+        if index < 0 or self._allocations[index].end <= base:
+            raise DeviceFault(f"LPDDR address {base:#x} is not inside any allocation", base)
+        allocation = self._allocations[index]
+        if end > allocation.end:
+            raise DeviceFault(
+                f"LPDDR range {_range(base, end)} runs past the end of allocation "
+                f"'{allocation.name}' {_range(allocation.base, allocation.end)}", allocation.end)
+        return allocation
+
+    def check_dma(self, region: Region) -> Allocation:
+        """Validate the LPDDR side of a DMA and return the allocation it falls in."""
+        if region.rows <= 0 or region.row_bytes <= 0:
+            raise DeviceFault(
+                f"DMA of {region.rows} rows x {region.row_bytes} bytes is empty", region.base)
+        if region.base % ALIGNMENT:
+            raise DeviceFault(
+                f"LPDDR address {region.base:#x} is not {ALIGNMENT}-byte aligned", region.base)
+        if region.rows > 1 and region.pitch % ALIGNMENT:
+            raise DeviceFault(
+                f"LPDDR pitch {region.pitch} is not a multiple of {ALIGNMENT} bytes, so row 1 "
+                f"starts at the unaligned address {region.base + region.pitch:#x}",
+                region.base + region.pitch)
+        if region.pitch < 0:
+            raise DeviceFault(f"LPDDR pitch {region.pitch} is negative", region.base)
+        if self.segment_of(region.base) == self.target.program_segment:
+            raise DeviceFault(
+                f"LPDDR address {region.base:#x} is in segment {self.target.program_segment}, "
+                "which is reserved for SpyreCode", region.base)
+        return self.locate(region.base, region.end)
+
+    def view(self, region: Region) -> np.ndarray:
+        """A (rows, row_bytes) uint8 view of a region checked by `check_dma`."""
+        allocation = self.locate(region.base, region.end)
+        assert allocation.buffer is not None, "timing-only memory has no contents"
+        return np.lib.stride_tricks.as_strided(
+            allocation.buffer[region.base - allocation.base:],
+            shape=(region.rows, region.row_bytes), strides=(region.pitch, 1))
+
+    def write(self, base: int, data: np.ndarray) -> None:
+        """Copy bytes into device memory (an InitTransfer or host-to-device DataTransfer)."""
+        data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
+        allocation = self.locate(base, base + data.size)
+        if allocation.buffer is not None:
+            offset = base - allocation.base
+            allocation.buffer[offset: offset + data.size] = data
+
+    def read(self, base: int, size: int) -> np.ndarray:
+        """A copy of `size` bytes at `base` (a device-to-host DataTransfer)."""
+        allocation = self.locate(base, base + size)
+        assert allocation.buffer is not None, "timing-only memory has no contents"
+        offset = base - allocation.base
+        return allocation.buffer[offset: offset + size].copy()
+
+
+class LocalMemory:
+    """One core's LX scratchpad; `buffer` is None in timing-only emulation."""
+
+    def __init__(self, size: int, backed: bool = True) -> None:
+        self.size = size
+        self.buffer = np.zeros(size, dtype=np.uint8) if backed else None
+
+    def check(self, region: Region) -> None:
+        """Raise a DeviceFault unless the region lies inside LX."""
+        if region.rows <= 0 or region.row_bytes <= 0:
+            raise DeviceFault(
+                f"LX tile of {region.rows} rows x {region.row_bytes} bytes is empty", region.base)
+        if region.base < 0 or region.pitch < 0:
+            raise DeviceFault(
+                f"LX tile at {region.base:#x} with pitch {region.pitch} reaches below LX offset 0",
+                region.base)
+        if region.end > self.size:
+            raise DeviceFault(
+                f"LX tile {_range(region.base, region.end)} overflows the {self.size}-byte LX "
+                f"by {region.end - self.size} bytes", region.base)
+
+    def view(self, region: Region, dtype: np.dtype, itemsize: int) -> np.ndarray:
+        """A (rows, row_bytes // itemsize) view of a checked region with element type `dtype`."""
+        assert self.buffer is not None, "timing-only memory has no contents"
+        return np.ndarray(
+            shape=(region.rows, region.row_bytes // itemsize), dtype=dtype, buffer=self.buffer,
+            offset=region.base, strides=(region.pitch, itemsize))

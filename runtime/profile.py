@@ -1,0 +1,217 @@
+"""What an emulator run measured: times, work, traffic, utilisation, warnings and a timeline.
+
+Times are emulated device cycles converted at the target clock; host transfers (the plans'
+DataTransfer steps) are not timed. The roofline of a kernel is the larger of its FLOPs at the
+card's peak and its minimal off-chip bytes at the LPDDR bandwidth, both as declared by the
+compiler in the KernelImage; roofline_ratio = roofline / emulated is at most 1 unless those
+declarations overstate what the program does (the profile then carries a warning).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from spyrec.runtime.isa import Instr
+from spyrec.runtime.timing import Schedule, track_names
+from spyrec.target import SpyreTarget
+
+ENGINE_KINDS = ("dma", "pt", "sfu")
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One instruction's run: which kernel, core, engine and unit, from when to when (cycles)."""
+
+    kernel: int
+    core: int
+    engine: str  # "dma", "pt" or "sfu"
+    unit: int
+    pc: int
+    op: str
+    start: float
+    end: float
+
+    @property
+    def track(self) -> str:
+        return self.engine if self.engine == "dma" else f"{self.engine}{self.unit}"
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A kernel's programs with their schedule, from which trace events are made on demand
+    (keeping one object per instruction alive would dominate memory on large models)."""
+
+    programs: dict[int, list[Instr]]
+    schedule: Schedule
+
+
+@dataclass
+class KernelProfile:
+    """The measurements of one ComputeOnDevice."""
+
+    name: str
+    cores: int
+    start_cycle: float
+    end_cycle: float
+    flops: int  # declared by the compiler
+    pt_flops: int  # executed by pt.matmul instructions (2*m*k*n each)
+    offchip_bytes: int  # moved by DMA between LPDDR and LX
+    min_offchip_bytes: int  # declared by the compiler
+    lx_peak_bytes: int  # highest LX byte touched on any core, plus one
+    instructions: int
+    busy_cycles: dict[str, float] = field(default_factory=dict)  # engine kind -> summed busy cycles
+    timeline: Timeline | None = field(default=None, repr=False, compare=False)
+
+    def events(self, index: int) -> list[TraceEvent]:
+        """This kernel's per-instruction events (`index` is its position in the run)."""
+        if self.timeline is None:
+            return []
+        schedule = self.timeline.schedule
+        events = []
+        for core, program in sorted(self.timeline.programs.items()):
+            starts, ends = schedule.start[core], schedule.end[core]
+            for pc, instr in enumerate(program):
+                events.append(TraceEvent(index, core, instr.spec.engine.value, instr.unit, pc,
+                                         instr.op, starts[pc], ends[pc]))
+        return events
+
+    @property
+    def cycles(self) -> float:
+        return self.end_cycle - self.start_cycle
+
+    def emulated_us(self, target: SpyreTarget) -> float:
+        return target.cycles_to_us(self.cycles)
+
+    def roofline_us(self, target: SpyreTarget) -> float:
+        compute = self.flops / target.peak_flops
+        memory = self.min_offchip_bytes / target.lpddr_bytes_per_s
+        return max(compute, memory) * 1e6
+
+    def utilisation(self, target: SpyreTarget) -> dict[str, float]:
+        """Busy fraction of each engine kind over the kernel's cores, and of the LPDDR channel."""
+        return _utilisation(self.busy_cycles, self.offchip_bytes, self.cycles, self.cores, target)
+
+    def to_dict(self, target: SpyreTarget) -> dict[str, Any]:
+        emulated = self.emulated_us(target)
+        roofline = self.roofline_us(target)
+        return {
+            "name": self.name, "cores": self.cores, "instructions": self.instructions,
+            "emulated_us": emulated, "roofline_us": roofline,
+            "roofline_ratio": roofline / emulated if emulated else 1.0,
+            "flops": self.flops, "pt_flops": self.pt_flops,
+            "offchip_bytes": self.offchip_bytes, "min_offchip_bytes": self.min_offchip_bytes,
+            "lx_peak_bytes": self.lx_peak_bytes,
+            "utilisation": self.utilisation(target),
+        }
+
+
+def _utilisation(
+    busy: dict[str, float], lpddr_bytes: int, cycles: float, cores: int, target: SpyreTarget
+) -> dict[str, float]:
+    if cycles <= 0:
+        return {kind: 0.0 for kind in (*ENGINE_KINDS, "lpddr")}
+    instances = {"dma": cores, "pt": cores * target.corelets_per_core,
+                 "sfu": cores * target.corelets_per_core}
+    result = {kind: busy.get(kind, 0.0) / (instances[kind] * cycles) for kind in ENGINE_KINDS}
+    result["lpddr"] = lpddr_bytes / (target.lpddr_bytes_per_cycle * cycles)
+    return result
+
+
+@dataclass
+class Profile:
+    """The profile of one `Emulator.run`."""
+
+    target: SpyreTarget
+    kernels: list[KernelProfile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def events(self) -> list[TraceEvent]:
+        """Every instruction's run, kernel by kernel, core by core, in program order."""
+        return [e for index, k in enumerate(self.kernels) for e in k.events(index)]
+
+    @property
+    def emulated_cycles(self) -> float:
+        return sum(k.cycles for k in self.kernels)
+
+    @property
+    def emulated_us(self) -> float:
+        return self.target.cycles_to_us(self.emulated_cycles)
+
+    @property
+    def roofline_us(self) -> float:
+        return sum(k.roofline_us(self.target) for k in self.kernels)
+
+    @property
+    def roofline_ratio(self) -> float:
+        return self.roofline_us / self.emulated_us if self.emulated_us else 1.0
+
+    @property
+    def flops(self) -> int:
+        return sum(k.flops for k in self.kernels)
+
+    @property
+    def offchip_bytes(self) -> int:
+        return sum(k.offchip_bytes for k in self.kernels)
+
+    @property
+    def min_offchip_bytes(self) -> int:
+        return sum(k.min_offchip_bytes for k in self.kernels)
+
+    @property
+    def lx_peak_bytes(self) -> int:
+        return max((k.lx_peak_bytes for k in self.kernels), default=0)
+
+    def utilisation(self) -> dict[str, float]:
+        """Busy fraction of each engine kind over all cores of the card for the whole run."""
+        busy = {kind: sum(k.busy_cycles.get(kind, 0.0) for k in self.kernels)
+                for kind in ENGINE_KINDS}
+        return _utilisation(busy, self.offchip_bytes, self.emulated_cycles,
+                            self.target.num_cores, self.target)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as plain data (JSON-ready); the event list is left to `trace_events`."""
+        return {
+            "target": self.target.name,
+            "emulated_cycles": self.emulated_cycles,
+            "emulated_us": self.emulated_us,
+            "roofline_us": self.roofline_us,
+            "roofline_ratio": self.roofline_ratio,
+            "flops": self.flops,
+            "offchip_bytes": self.offchip_bytes,
+            "min_offchip_bytes": self.min_offchip_bytes,
+            "lx_peak_bytes": self.lx_peak_bytes,
+            "utilisation": self.utilisation(),
+            "kernels": [k.to_dict(self.target) for k in self.kernels],
+            "warnings": list(self.warnings),
+        }
+
+    def trace_events(self) -> list[dict[str, Any]]:
+        """Chrome trace-event dicts (Perfetto / chrome://tracing): a process per core with a
+        thread per engine track, plus a "kernels" process with one slice per kernel."""
+        us = self.target.cycles_to_us
+        out: list[dict[str, Any]] = [
+            {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "kernels"}},
+        ]
+        named: set[tuple[int, int]] = set()
+        for kernel in self.kernels:
+            out.append({"ph": "X", "name": kernel.name, "pid": 0, "tid": 0,
+                        "ts": us(kernel.start_cycle), "dur": us(kernel.cycles)})
+        tids = {name: tid for tid, name in enumerate(track_names(self.target))}
+        for event in self.events():
+            pid = event.core + 1
+            tid = tids[event.track]
+            if (pid, -1) not in named:
+                named.add((pid, -1))
+                out.append({"ph": "M", "name": "process_name", "pid": pid,
+                            "args": {"name": f"core {event.core}"}})
+            if (pid, tid) not in named:
+                named.add((pid, tid))
+                out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                            "args": {"name": event.track}})
+            out.append({
+                "ph": "X", "name": event.op, "pid": pid, "tid": tid,
+                "ts": us(event.start), "dur": us(event.end - event.start),
+                "args": {"kernel": self.kernels[event.kernel].name, "pc": event.pc},
+            })
+        return out

@@ -1,0 +1,137 @@
+"""The SFU's element functions as whole-array NumPy code.
+
+Every function maps a float32 array to the float32 result the SFU produces before rounding to
+the destination type. Arithmetic (+, -, *, /, max, min, abs, neg, relu) is IEEE fp32.
+Transcendental functions are evaluated in float64 and rounded once to float32, so they are
+within one fp32 ulp of the exact value (torch's CPU kernels are too, so fp32 results agree with
+eager to about an ulp and DL16 results almost always exactly).
+
+GELU uses the exact erf form. NumPy has no erf and math.erf per element is far too slow, so
+`erfc` below evaluates it in float64 from two expansions, to within 1e-10 relative (the worst
+case is 1 - erf just below 3) and so far below fp32's resolution:
+for |x| < 3 the everywhere-positive series
+    erf(x) = 2/sqrt(pi) * exp(-x^2) * sum_n 2^n x^(2n+1) / (1*3*...*(2n+1)),
+and for |x| >= 3 the continued fraction
+    erfc(x) = exp(-x^2) / sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + 2/(x + ...))))).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from spyrec.runtime.isa import BinaryFn, UnaryFn
+
+_SERIES_LIMIT = 3.0
+_SERIES_TERMS = 80  # the series' terms fall below 1e-17 of the sum well before this at |x| < 3
+_FRACTION_TERMS = 60  # the continued fraction has converged to double precision for x >= 3
+_INV_SQRT_PI = 1.0 / np.sqrt(np.pi)
+
+
+def _erf_series(x: np.ndarray) -> np.ndarray:
+    term = x.copy()
+    total = x.copy()
+    x2 = x * x
+    for n in range(1, _SERIES_TERMS):
+        term *= 2.0 * x2 / (2 * n + 1)
+        total += term
+        if n % 8 == 0 and np.all(term <= 1e-17 * total):
+            break
+    return 2.0 * _INV_SQRT_PI * np.exp(-x2) * total
+
+
+def _erfc_fraction(x: np.ndarray) -> np.ndarray:
+    tail = x.copy()
+    for n in range(_FRACTION_TERMS, 0, -1):
+        tail = x + (0.5 * n) / tail
+    return np.exp(-x * x) * _INV_SQRT_PI / tail
+
+
+def erfc(x: np.ndarray) -> np.ndarray:
+    """Complementary error function of a float64 array (relative error below 1e-10)."""
+    x = np.asarray(x, dtype=np.float64)
+    magnitude = np.abs(x)
+    result = np.empty_like(magnitude)
+    near = magnitude < _SERIES_LIMIT
+    result[near] = 1.0 - _erf_series(magnitude[near])
+    far = ~near & ~np.isnan(magnitude)
+    result[far] = _erfc_fraction(magnitude[far])
+    result[np.isnan(magnitude)] = np.nan
+    return np.where(x < 0, 2.0 - result, result)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Error function of a float64 array."""
+    return 1.0 - erfc(x)
+
+
+def _in_double(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    def wrapped(x: np.ndarray) -> np.ndarray:
+        return fn(x.astype(np.float64)).astype(np.float32)
+
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    # 0.5 * x * erfc(-x / sqrt 2) keeps full relative accuracy in the negative tail.
+    return 0.5 * x * erfc(-x / np.sqrt(2.0))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x * x * x)))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # exp of -|x| never overflows, and the negative side keeps its tiny values' precision.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+UNARY: dict[UnaryFn, Callable[[np.ndarray], np.ndarray]] = {
+    UnaryFn.COPY: lambda x: x,
+    UnaryFn.RELU: lambda x: np.maximum(x, np.float32(0)),
+    UnaryFn.GELU: _in_double(_gelu),
+    UnaryFn.GELU_TANH: _in_double(_gelu_tanh),
+    UnaryFn.EXP: _in_double(np.exp),
+    UnaryFn.NEG: np.negative,
+    UnaryFn.SIGMOID: _in_double(_sigmoid),
+    UnaryFn.SILU: _in_double(lambda x: x * _sigmoid(x)),
+    UnaryFn.TANH: _in_double(np.tanh),
+    UnaryFn.SQRT: _in_double(np.sqrt),
+    UnaryFn.RSQRT: _in_double(lambda x: 1.0 / np.sqrt(x)),
+    UnaryFn.RECIPROCAL: _in_double(lambda x: 1.0 / x),
+    UnaryFn.ABS: np.abs,
+}
+
+BINARY: dict[BinaryFn, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    BinaryFn.ADD: np.add,
+    BinaryFn.SUB: np.subtract,
+    BinaryFn.MUL: np.multiply,
+    BinaryFn.DIV: np.divide,
+    BinaryFn.MAX: np.maximum,
+    BinaryFn.MIN: np.minimum,
+}
+
+# Integer SFU work (all operands int32) wraps around like the device's 32-bit integer lanes.
+INT_UNARY: dict[UnaryFn, Callable[[np.ndarray], np.ndarray]] = {
+    UnaryFn.COPY: lambda x: x,
+    UnaryFn.RELU: lambda x: np.maximum(x, np.int32(0)),
+    UnaryFn.NEG: np.negative,
+    UnaryFn.ABS: np.abs,
+}
+
+INT_BINARY: dict[BinaryFn, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    BinaryFn.ADD: np.add,
+    BinaryFn.SUB: np.subtract,
+    BinaryFn.MUL: np.multiply,
+    BinaryFn.MAX: np.maximum,
+    BinaryFn.MIN: np.minimum,
+}
+
+
+def float_to_int32(x: np.ndarray) -> np.ndarray:
+    """Convert to int32 rounding toward zero; NaN becomes 0 and out-of-range values saturate."""
+    clean = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
+    return np.clip(clean, np.iinfo(np.int32).min, np.iinfo(np.int32).max).astype(np.int32)

@@ -1,0 +1,20 @@
+"""spyrec: a compiler from torch.export programs to IBM Spyre SpyreCode, with an emulator.
+
+`spyrec.compile(program)` and `spyrec.load(path)` return an `Executable`; they import torch
+lazily, so tools that only need the IR (spyre-opt) start fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+__all__ = ["compile", "load", "Executable"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from spyrec import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'spyrec' has no attribute {name!r}")

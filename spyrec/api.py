@@ -1,0 +1,108 @@
+"""The Python API: `spyrec.compile`, `spyrec.load` and `Executable`.
+
+    exe = spyrec.compile(torch.export.export(model, (x,)))
+    y = exe(x)                       # runs on the Spyre emulator, returns torch tensors
+    exe.last_profile.to_dict()       # emulated_us, roofline_us, flops, offchip_bytes, ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import torch
+
+from spyrec.diagnostics import RunError
+from spyrec.runtime.container import SpyreBinary, read_spyre
+
+TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+                "int32": torch.int32}
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def to_torch(a: np.ndarray) -> torch.Tensor:
+    if a.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+class Executable:
+    """A compiled program bound to the emulator; call it with torch tensors."""
+
+    def __init__(self, binary: SpyreBinary, numerics: str = "dl16", mode: str = "full"):
+        self.binary = binary
+        self.numerics = numerics
+        self.mode = mode
+        self.last_profile: Any = None
+
+    def _check(self, tensors: Sequence[torch.Tensor]) -> None:
+        sig = self.binary.inputs
+        if len(tensors) != len(sig):
+            raise RunError(f"the program takes {len(sig)} input(s) "
+                           f"({', '.join(b.name for b in sig)}), got {len(tensors)}")
+        for t, b in zip(tensors, sig):
+            want = TORCH_DTYPES[b.layout.host_dtype]
+            if not isinstance(t, torch.Tensor):
+                raise RunError(f"input '{b.name}': expected a torch.Tensor, got {type(t).__name__}")
+            if tuple(t.shape) != tuple(b.layout.shape) or t.dtype != want:
+                raise RunError(
+                    f"input '{b.name}': expected shape {list(b.layout.shape)} {want}, got "
+                    f"{list(t.shape)} {t.dtype}; the program was compiled for that shape")
+
+    def error_model(self) -> tuple[int, int]:
+        """(reduction depth, rounding steps) of the program, for `spyrec.tolerance`.
+
+        The depth is the sum over kernels of the deepest contraction (the K of its matmuls);
+        each kernel rounds its output once, and the inputs are rounded on the way in.
+        """
+        depth = 0
+        for kernel in self.binary.kernels:
+            program = next(iter(kernel.programs.values()), [])
+            matmuls = [i for i in program if i.op == "pt.matmul"]
+            if not matmuls:
+                continue
+            # one output tile: its first matmul starts fresh, the K loop then accumulates
+            tile_c = matmuls[0].arg("c")
+            chain = [matmuls[0]]
+            for instr in matmuls[1:]:
+                if instr.arg("c") == tile_c and instr.arg("accumulate"):
+                    chain.append(instr)
+                elif instr.arg("c") == tile_c:
+                    break
+            depth += sum(i.arg("k") for i in chain)
+        return depth, len(self.binary.kernels) + 1
+
+    def __call__(self, *tensors: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        from spyrec.runtime.emulator import Emulator
+
+        self._check(tensors)
+        emulator = Emulator(self.binary, numerics=self.numerics, mode=self.mode)
+        outputs, profile = emulator.run([to_numpy(t) for t in tensors])
+        self.last_profile = profile
+        results = tuple(to_torch(o) for o in outputs)
+        return results[0] if len(results) == 1 else results
+
+
+def compile(program: torch.export.ExportedProgram | str | Path, output: str | Path | None = None,
+            **options: Any) -> Executable:  # noqa: A001 - mirrors torch.compile
+    """Compile an ExportedProgram or a .pt2 path for Spyre; optionally write the .spyre."""
+    from spyrec.driver import compile_program
+
+    numerics = options.pop("numerics", "dl16")
+    result = compile_program(program, output, **options)
+    assert result.binary is not None
+    return Executable(result.binary, numerics=numerics)
+
+
+def load(path: str | Path, numerics: str = "dl16") -> Executable:
+    """Load a .spyre file written by `spyrec compile`."""
+    return Executable(read_spyre(path), numerics=numerics)

@@ -1,0 +1,181 @@
+"""The `spyrec` command line: compile, run, demo, inspect.
+
+Every user error ends in a one-paragraph message and exit status 1, without a traceback
+(`--debug` shows it).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from spyrec.diagnostics import SpyrecError
+from spyrec.pipelines import STAGE_NAMES
+
+
+class _Group(click.Group):
+    """Turns SpyrecError (and other failures) into clean messages unless --debug."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        debug = "--debug" in sys.argv
+        try:
+            return super().invoke(ctx)
+        except SpyrecError as exc:
+            if debug:
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        except (ValueError, OSError) as exc:  # container and file errors from the runtime
+            if debug:
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_Group)
+@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
+@click.version_option(package_name="spyrec")
+def main(debug: bool) -> None:
+    """spyrec: compile torch.export programs for IBM Spyre and run them on the emulator."""
+
+
+def _stage_printer() -> Callable[[str, float], None]:
+    def report(stage: str, seconds: float) -> None:
+        click.echo(f"  {stage:<10} {seconds * 1000:8.1f} ms", err=True)
+    return report
+
+
+@main.command()
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="The .spyre to write.")
+@click.option("--emit", type=click.Choice(STAGE_NAMES), default="binary",
+              help="Stop after this stage and print its IR (binary: write the .spyre).")
+@click.option("--print-ir-after-all", is_flag=True, help="Print the IR after every pass.")
+def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool) -> None:  # noqa: A001
+    """Compile MODEL (a .pt2 from torch.export.save) to a .spyre binary."""
+    from spyrec.driver import compile_program, module_text
+
+    if emit == "binary" and output is None:
+        output = model.with_suffix(".spyre")
+    result = compile_program(model, output if emit == "binary" else None, stop_after=emit,
+                             print_ir=sys.stdout if print_ir_after_all else None,
+                             on_stage=_stage_printer())
+    if emit != "binary":
+        if not print_ir_after_all:
+            click.echo(module_text(result.module), nl=False)
+        return
+    click.echo(f"wrote {output}", err=True)
+
+
+def _report_run(outputs: list[Any], profile: Any) -> None:
+    data = profile.to_dict()
+    ratio = data["roofline_us"] / data["emulated_us"] if data["emulated_us"] else 0.0
+    click.echo(f"emulated time {data['emulated_us']:.2f} us, roofline {data['roofline_us']:.2f} "
+               f"us (ratio {ratio:.2f}), off-chip {data['offchip_bytes']} B "
+               f"(minimum {data['min_offchip_bytes']} B), LX peak {data['lx_peak_bytes']} B")
+
+
+def _check_against(model: Path, exe: Any, inputs: list[Any], outputs: Any) -> bool:
+    import torch
+
+    from spyrec.frontend.importer import load_program
+
+    ep = load_program(model)
+    with torch.no_grad():
+        expected = ep.module()(*inputs)
+    return compare_outputs(expected, outputs, exe)
+
+
+def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
+    """Print max abs/rel error per output against eager; True when all are in tolerance."""
+    import torch
+
+    from spyrec.tolerance import tolerance
+
+    exp = expected if isinstance(expected, (tuple, list)) else (expected,)
+    act = actual if isinstance(actual, (tuple, list)) else (actual,)
+    depth, steps = exe.error_model()
+    ok = True
+    for e, a, b in zip(exp, act, exe.binary.outputs):
+        e32, a32 = e.float(), a.float()
+        err = (e32 - a32).abs().max().item()
+        scale = e32.abs().max().item()
+        rel = err / scale if scale else err
+        tol = tolerance(b.layout.host_dtype, depth, steps, scale)
+        good = bool(torch.isfinite(a32).all()) and err <= tol.atol + tol.rtol * scale
+        ok &= good
+        click.echo(f"{b.name}: max abs error {err:.3g}, max rel error {rel:.3g} "
+                   f"(tolerance {tol.atol:.3g}) {'ok' if good else 'FAILED'}")
+    return ok
+
+
+@main.command()
+@click.argument("binary", type=click.Path(path_type=Path))
+@click.option("--check", "check", type=click.Path(path_type=Path),
+              help="The .pt2 the binary was compiled from: compare with PyTorch eager.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--numerics", type=click.Choice(["dl16", "ieee"]), default="dl16",
+              show_default=True, help="Round fp16/bf16 through DL16 (the device) or IEEE.")
+def run(binary: Path, check: Path | None, seed: int, numerics: str) -> None:
+    """Run BINARY (a .spyre) on the emulator with random inputs."""
+    import torch
+
+    from spyrec.api import TORCH_DTYPES, load
+
+    exe = load(binary, numerics=numerics)
+    gen = torch.Generator().manual_seed(seed)
+    inputs = [torch.randn(*b.layout.shape, generator=gen).to(TORCH_DTYPES[b.layout.host_dtype])
+              for b in exe.binary.inputs]
+    outputs = exe(*inputs)
+    _report_run(outputs, exe.last_profile)
+    if check is not None and not _check_against(check, exe, inputs, outputs):
+        raise SystemExit(1)
+
+
+@main.command()
+@click.option("--dtype", type=click.Choice(["float16", "float32", "bfloat16"]),
+              default="float16", show_default=True)
+@click.option("--features", default=256, show_default=True, help="Hidden size of the MLP.")
+@click.option("--batch", default=64, show_default=True)
+def demo(dtype: str, features: int, batch: int) -> None:
+    """Build an MLP in-process, export, compile, run on the emulator, compare with eager."""
+    from spyrec.demo import run_demo
+
+    if not run_demo(dtype, features, batch):
+        raise SystemExit(1)
+
+
+@main.command()
+@click.argument("binary", type=click.Path(path_type=Path))
+@click.option("--programs/--no-programs", default=True, help="Disassemble per-core programs.")
+def inspect(binary: Path, programs: bool) -> None:
+    """Show what is inside BINARY: signature, plans, kernels, per-core programs."""
+    from spyrec.runtime.container import build_plans, read_spyre
+
+    b = read_spyre(binary)
+    click.echo(f"target {b.target}; provenance {b.provenance}")
+    for kind, bindings in (("input", b.inputs), ("output", b.outputs)):
+        for t in bindings:
+            click.echo(f"{kind} {t.name}: {list(t.layout.shape)} {t.layout.host_dtype} "
+                       f"@ {t.addr:#x}")
+    prep, exe = build_plans(b)
+    click.echo("job preparation plan:")
+    for step in prep:
+        click.echo(f"  {step}")
+    click.echo("job execution plan:")
+    for step in exe:
+        click.echo(f"  {step}")
+    for k in b.kernels:
+        total = sum(len(p) for p in k.programs.values())
+        click.echo(f"kernel {k.name}: {k.num_cores} cores, {total} instructions, "
+                   f"{k.flops} flop, fused {k.provenance}")
+        if programs:
+            for core, prog in sorted(k.programs.items()):
+                click.echo(f"  core {core}:")
+                for pc, instr in enumerate(prog):
+                    click.echo(f"    {pc:4d}: {instr.disassemble()}")
+

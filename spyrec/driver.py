@@ -1,0 +1,116 @@
+"""The compile driver: frontend, the pass pipeline, emission.
+
+`compile_program` runs the pipeline of `spyrec.pipelines` pass by pass, timing each stage,
+optionally printing the IR after every pass, and stopping after any stage. When a pass
+fails unexpectedly it saves the module the pass received and names the `spyre-opt` command
+that reproduces the failure.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import torch
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.printer import Printer
+
+from spyrec.diagnostics import PassFailure, SpyrecError
+from spyrec.frontend.importer import ImportedProgram, import_program, load_program
+from spyrec.pipelines import DEFAULT_PIPELINE
+from spyrec.registry import DIALECTS, PASSES
+from spyrec.runtime.container import SpyreBinary, write_spyre
+
+VERSION = "0.1.0"
+
+
+@dataclass
+class CompileResult:
+    """What a compile produced: the final module, the binary (if emitted) and stage times."""
+
+    module: ModuleOp
+    program: ImportedProgram
+    binary: SpyreBinary | None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def make_context() -> Context:
+    ctx = Context()
+    from xdsl.dialects import get_all_dialects
+
+    for name, loader in {**get_all_dialects(), **DIALECTS}.items():
+        ctx.register_dialect(name, loader)
+    return ctx
+
+
+def module_text(module: ModuleOp) -> str:
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue() + "\n"
+
+
+def _run_pass(name: str, module: ModuleOp, ctx: Context) -> None:
+    try:
+        PASSES[name]()().apply(ctx, module)
+        module.verify()
+    except SpyrecError:
+        raise
+    except Exception as exc:
+        with tempfile.NamedTemporaryFile("w", suffix=f".{name}.mlir", delete=False) as f:
+            f.write(module_text(module))
+        raise PassFailure(
+            f"pass {name} failed: {type(exc).__name__}: {exc}\nIts input is saved; reproduce "
+            f"with:\n  spyre-opt {f.name} -p {name}"
+        ) from exc
+
+
+def compile_program(
+    program: torch.export.ExportedProgram | str | Path,
+    output: str | Path | None = None,
+    stop_after: str = "binary",
+    print_ir: TextIO | None = None,
+    on_stage: Callable[[str, float], None] | None = None,
+) -> CompileResult:
+    """Compile `program` (an ExportedProgram or a .pt2 path); write `output` if given."""
+    times: dict[str, float] = {}
+    start = time.perf_counter()
+    source = "<memory>"
+    if not isinstance(program, torch.export.ExportedProgram):
+        source = str(program)
+        program = load_program(program)
+    imported = import_program(program, source)
+    times["frontend"] = time.perf_counter() - start
+    if on_stage:
+        on_stage("frontend", times["frontend"])
+    module = imported.module
+    ctx = make_context()
+    if print_ir is not None:
+        print_ir.write(f"// -----// IR after frontend //----- //\n{module_text(module)}")
+    for stage in DEFAULT_PIPELINE:
+        start = time.perf_counter()
+        for name in stage.passes:
+            _run_pass(name, module, ctx)
+            if print_ir is not None:
+                print_ir.write(f"// -----// IR after {name} //----- //\n{module_text(module)}")
+        times[stage.name] = time.perf_counter() - start
+        if on_stage:
+            on_stage(stage.name, times[stage.name])
+        if stage.name == stop_after:
+            return CompileResult(module, imported, None, times)
+    from spyrec.passes.spyre_emit_spyrecode import build_binary
+
+    start = time.perf_counter()
+    binary = build_binary(module, imported.weights,
+                          {"source": source, "compiler": f"spyrec {VERSION}"})
+    if output is not None:
+        write_spyre(binary, output)
+    times["emit"] = time.perf_counter() - start
+    if on_stage:
+        on_stage("emit", times["emit"])
+    return CompileResult(module, imported, binary, times)

@@ -1,0 +1,1 @@
+"""Frontend: torch.export programs into the spyre graph dialect."""

@@ -1,0 +1,315 @@
+"""Import a torch.export program into the `spyre` graph dialect.
+
+The importer is mechanical: every FX `call_function` node becomes one `spyre.aten` op that
+carries the ATen overload, its non-tensor arguments by schema name, the node's name and the
+model source line; parameters, buffers and constants become `spyre.param` ops whose data goes
+into the returned weight table. Op selection happens later, in `spyre-legalize`.
+
+IR is built through xDSL's Python API (never by printing and parsing text): that is several
+times faster than parsing and keeps the frontend linear in the graph size.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import torch
+from xdsl.builder import Builder
+from xdsl.rewriter import InsertPoint
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    BFloat16Type,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from spyrec.diagnostics import CompileError
+from spyrec.dialects.spyre import AtenOp, ParamOp
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+# nodes that forward their first operand unchanged
+_NOOP_TARGETS = {"aten._assert_tensor_metadata.default", "aten.alias.default",
+                 "aten.detach.default", "aten.lift_fresh_copy.default"}
+_ASSERT_TARGETS = {"aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
+                   "aten.sym_constrain_range_for_size.default"}
+
+TORCH_TO_MLIR: dict[torch.dtype, Attribute] = {
+    torch.float16: Float16Type(),
+    torch.bfloat16: BFloat16Type(),
+    torch.float32: Float32Type(),
+    torch.int64: IntegerType(64),
+    torch.int32: IntegerType(32),
+    torch.bool: IntegerType(1),
+}
+
+
+@dataclass
+class TensorSpec:
+    """Name, shape and dtype of a program input or output."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+@dataclass
+class ImportedProgram:
+    """The result of importing: the module, its weights and its I/O signature."""
+
+    module: ModuleOp
+    weights: dict[str, np.ndarray]
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    source_name: str = "<memory>"
+    weight_dtypes: dict[str, torch.dtype] = field(default_factory=dict)
+
+
+def load_program(path: str | Path) -> torch.export.ExportedProgram:
+    """Load a .pt2 file, turning every failure into a CompileError that names the file."""
+    path = Path(path)
+    if not path.exists():
+        raise CompileError(f"{path}: no such file. Pass the path of a .pt2 file written by "
+                           "torch.export.save().")
+    if path.is_dir():
+        raise CompileError(f"{path}: is a directory, not a .pt2 file.")
+    try:
+        return torch.export.load(str(path))
+    except Exception as exc:  # torch raises many unrelated types for a foreign file
+        raise CompileError(
+            f"{path}: not a torch.export program ({type(exc).__name__}: {exc}). "
+            "Write it with torch.export.save(torch.export.export(model, args), path)."
+        ) from exc
+
+
+def decompose(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """Decompose to core ATen, but keep the composites Spyre lowers better whole."""
+    table = torch.export.default_decompositions()
+    for op in KEEP_WHOLE:
+        table.pop(op, None)
+    return ep.run_decompositions(table)
+
+
+KEEP_WHOLE = [
+    torch.ops.aten.linear.default,
+    torch.ops.aten.gelu.default,
+    torch.ops.aten.silu.default,
+    torch.ops.aten.layer_norm.default,
+    torch.ops.aten.rms_norm.default,
+    torch.ops.aten.softmax.int,
+    torch.ops.aten.scaled_dot_product_attention.default,
+]
+
+
+def source_line(node: torch.fx.Node) -> str:
+    """`model.py:42` for the innermost frame of the node's stack trace outside torch itself."""
+    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+    user = [(f, ln) for f, ln in frames if not f.startswith(_TORCH_DIR)]
+    if not user:
+        return ""
+    file, line = user[-1]
+    return f"{os.path.basename(file)}:{line}"
+
+
+def tensor_type(value: Any, what: str) -> TensorType:
+    """The MLIR tensor type of a FakeTensor in node.meta['val']."""
+    if not isinstance(value, torch.Tensor):
+        raise CompileError(f"{what}: expected a tensor value, got {type(value).__name__}")
+    if value.dtype not in TORCH_TO_MLIR:
+        raise CompileError(f"{what}: dtype {value.dtype} is not supported on Spyre "
+                           f"(supported: {', '.join(str(d) for d in TORCH_TO_MLIR)})")
+    shape = []
+    for dim in value.shape:
+        if not isinstance(dim, int):
+            raise CompileError(
+                f"{what}: dimension {dim} is symbolic; dynamic shapes are not supported yet. "
+                "Export with static shapes."
+            )
+        shape.append(dim)
+    return TensorType(TORCH_TO_MLIR[value.dtype], shape)
+
+
+def _arg_attr(value: Any, what: str) -> Attribute | None:
+    """A non-tensor ATen argument as an attribute (None for a None argument)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return BoolAttr.from_bool(value)
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, torch.dtype):
+        return StringAttr(str(value).removeprefix("torch."))
+    if isinstance(value, (torch.device, torch.layout, torch.memory_format)):
+        return StringAttr(str(value))
+    if isinstance(value, (list, tuple)):
+        items = [_arg_attr(v, what) for v in value]
+        return ArrayAttr([StringAttr("None") if i is None else i for i in items])
+    raise CompileError(f"{what}: argument of type {type(value).__name__} is not supported")
+
+
+class _Importer:
+    def __init__(self, ep: torch.export.ExportedProgram):
+        self.ep = ep
+        self.values: dict[torch.fx.Node, SSAValue | list[SSAValue]] = {}
+        self.weights: dict[str, np.ndarray] = {}
+        self.weight_dtypes: dict[str, torch.dtype] = {}
+
+    def run(self) -> ImportedProgram:
+        sig = self.ep.graph_signature
+        param_names = {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
+                       **sig.inputs_to_lifted_tensor_constants}
+        state = {**self.ep.state_dict, **self.ep.constants}
+        nodes = list(self.ep.graph.nodes)
+        user_inputs = [n for n in nodes if n.op == "placeholder" and n.name not in param_names]
+        inputs = [TensorSpec(n.name, tuple(n.meta["val"].shape), n.meta["val"].dtype)
+                  for n in user_inputs]
+        arg_types = [tensor_type(n.meta["val"], f"input '{n.name}'") for n in user_inputs]
+        block = Block(arg_types=arg_types)
+        for node, arg in zip(user_inputs, block.args):
+            arg.name_hint = node.name
+            self.values[node] = arg
+        builder = Builder(InsertPoint.at_end(block))
+        outputs: list[TensorSpec] = []
+        for node in nodes:
+            if node.op == "placeholder" and node.name in param_names:
+                self._param(builder, node, param_names[node.name], state)
+            elif node.op == "call_function":
+                self._call(builder, node)
+            elif node.op == "output":
+                results = [self._value(a, node) for a in node.args[0]]
+                for a in node.args[0]:
+                    val = a.meta["val"]
+                    outputs.append(TensorSpec(a.name, tuple(val.shape), val.dtype))
+                builder.insert(func.ReturnOp(*results))
+        fn = func.FuncOp("forward", ([a.type for a in block.args],
+                                     [t for t in _return_types(block)]), Region(block))
+        fn.attributes["spyre.output_names"] = ArrayAttr([StringAttr(o.name) for o in outputs])
+        return ImportedProgram(ModuleOp([fn]), self.weights, inputs, outputs,
+                               weight_dtypes=self.weight_dtypes)
+
+    def _param(self, builder: Builder, node: torch.fx.Node, name: str,
+               state: dict[str, Any]) -> None:
+        tensor = state[name]
+        ttype = tensor_type(tensor, f"parameter '{name}'")
+        data = tensor.detach().contiguous()
+        self.weight_dtypes[name] = data.dtype
+        if data.dtype == torch.bfloat16:
+            array = data.view(torch.int16).numpy().view(ml_dtypes.bfloat16).copy()
+        else:
+            array = data.numpy().copy()
+        self.weights[name] = array
+        op = builder.insert(ParamOp(name, ttype))
+        op.result.name_hint = node.name
+        self.values[node] = op.result
+
+    def _value(self, arg: Any, user: torch.fx.Node) -> SSAValue:
+        value = self.values.get(arg)
+        if not isinstance(value, SSAValue):
+            raise CompileError(f"node {user.name}: operand {arg} is not a tensor value")
+        return value
+
+    def _call(self, builder: Builder, node: torch.fx.Node) -> None:
+        target = node.target
+        if target is __import__("operator").getitem:
+            self.values[node] = self.values[node.args[0]][node.args[1]]  # type: ignore[index]
+            return
+        name = _target_name(target)
+        if name in _ASSERT_TARGETS:
+            return
+        if name in _NOOP_TARGETS:
+            self.values[node] = self._value(node.args[0], node)
+            return
+        operands: list[SSAValue] = []
+        operand_names: list[Attribute] = []
+        args: dict[str, Attribute] = {}
+        schema = getattr(target, "_schema", None)
+        if schema is None:
+            raise CompileError(f"node {node.name}: {target} is not an ATen op")
+        bound = _bind(schema, node)
+        for arg_name, value in bound.items():
+            if isinstance(value, torch.fx.Node):
+                operands.append(self._value(value, node))
+                operand_names.append(StringAttr(arg_name))
+            elif isinstance(value, (list, tuple)) and any(isinstance(v, torch.fx.Node) for v in value):
+                for i, v in enumerate(value):
+                    operands.append(self._value(v, node))
+                    operand_names.append(StringAttr(f"{arg_name}.{i}"))
+            else:
+                attr = _arg_attr(value, f"node {node.name} argument '{arg_name}'")
+                if attr is not None:
+                    args[arg_name] = attr
+        val = node.meta.get("val")
+        vals = list(val) if isinstance(val, (list, tuple)) else [val]
+        result_types = [tensor_type(v, f"node {node.name} ({name})") for v in vals
+                        if isinstance(v, torch.Tensor)]
+        op = AtenOp.create(
+            operands=operands, result_types=result_types,
+            properties={"target": StringAttr(name), "args": DictionaryAttr(args),
+                        "operand_names": ArrayAttr(operand_names)},
+            attributes={"fx_node": StringAttr(node.name), "source": StringAttr(source_line(node))},
+        )
+        builder.insert(op)
+        for r in op.results:
+            r.name_hint = node.name
+        if isinstance(val, (list, tuple)):
+            self.values[node] = list(op.results)
+        elif op.results:
+            self.values[node] = op.results[0]
+
+
+def _target_name(target: Any) -> str:
+    return str(target).removeprefix("torch.ops.")
+
+
+def _bind(schema: Any, node: torch.fx.Node) -> dict[str, Any]:
+    """Positional and keyword arguments of a node by schema argument name."""
+    bound: dict[str, Any] = {}
+    for i, arg in enumerate(schema.arguments):
+        if i < len(node.args):
+            bound[arg.name] = node.args[i]
+        elif arg.name in node.kwargs:
+            bound[arg.name] = node.kwargs[arg.name]
+        elif arg.has_default_value():
+            bound[arg.name] = arg.default_value
+    return bound
+
+
+def _return_types(block: Block) -> list[Attribute]:
+    term = block.last_op
+    assert isinstance(term, func.ReturnOp)
+    return [v.type for v in term.arguments]
+
+
+def import_program(ep: torch.export.ExportedProgram, source_name: str = "<memory>") -> ImportedProgram:
+    """Decompose `ep` and build its `spyre` graph-dialect module."""
+    try:
+        decomposed = decompose(ep)
+    except Exception as exc:
+        raise CompileError(f"{source_name}: torch decomposition failed: {exc}") from exc
+    program = _Importer(decomposed).run()
+    program.source_name = source_name
+    program.module.attributes["spyre.source"] = StringAttr(source_name)
+    return program

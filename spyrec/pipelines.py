@@ -1,0 +1,39 @@
+"""Named pass pipelines: data, not if-chains in the driver.
+
+A pipeline is a list of stages; a stage is a name the user can stop after
+(`spyrec compile --emit=<stage>`) and the registered passes that produce it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    passes: tuple[str, ...]
+    doc: str
+
+
+DEFAULT_PIPELINE: tuple[Stage, ...] = (
+    Stage("graph", ("spyre-legalize", "spyre-stickify", "spyre-fuse",
+                    "spyre-partition-cores", "spyre-tile"),
+          "spyre graph dialect: ops selected, layouts, kernels, core splits and tiles"),
+    Stage("ktir", ("convert-spyre-to-ktir", "spyre-place-memory"),
+          "KTIR kernels (ktdp + arith/linalg/scf/tensor) with LPDDR and LX placement"),
+    Stage("spyrecode", ("spyre-schedule-dataflow",),
+          "spyrecode dialect: per-core DMA / PT / SFU instruction streams"),
+)
+
+STAGE_NAMES = tuple(s.name for s in DEFAULT_PIPELINE) + ("binary",)
+
+
+def passes_until(stage: str) -> list[str]:
+    """The pass names that run to produce `stage` (all of them for "binary")."""
+    names: list[str] = []
+    for s in DEFAULT_PIPELINE:
+        names.extend(s.passes)
+        if s.name == stage:
+            break
+    return names

@@ -1,0 +1,45 @@
+"""The one registry of spyrec's dialects and passes.
+
+`spyre-opt`, the compiler driver and the `xdsl.universe` entry point (so stock `xdsl-opt`
+sees spyrec too) all read these tables. Loaders import lazily: nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+from xdsl.universe import Universe
+
+
+def _dialect(module: str, attr: str) -> Callable[[], Dialect]:
+    return lambda: getattr(importlib.import_module(module), attr)
+
+
+def _pass(module: str, attr: str) -> Callable[[], type[ModulePass]]:
+    return lambda: getattr(importlib.import_module(module), attr)
+
+
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "spyre": _dialect("spyrec.dialects.spyre", "Spyre"),
+    "ktdp": _dialect("spyrec.dialects.ktdp", "KTDP"),
+    "spyrecode": _dialect("spyrec.dialects.spyrecode", "SpyreCode"),
+}
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "spyre-legalize": _pass("spyrec.passes.spyre_legalize", "SpyreLegalize"),
+    "spyre-stickify": _pass("spyrec.passes.spyre_stickify", "SpyreStickify"),
+    "spyre-fuse": _pass("spyrec.passes.spyre_fuse", "SpyreFuse"),
+    "spyre-partition-cores": _pass("spyrec.passes.spyre_partition_cores", "SpyrePartitionCores"),
+    "spyre-tile": _pass("spyrec.passes.spyre_tile", "SpyreTile"),
+    "convert-spyre-to-ktir": _pass("spyrec.passes.convert_spyre_to_ktir", "ConvertSpyreToKtir"),
+    "spyre-place-memory": _pass("spyrec.passes.spyre_place_memory", "SpyrePlaceMemory"),
+    "spyre-schedule-dataflow": _pass(
+        "spyrec.passes.spyre_schedule_dataflow", "SpyreScheduleDataflow"
+    ),
+    "spyre-emit-spyrecode": _pass("spyrec.passes.spyre_emit_spyrecode", "SpyreEmitSpyreCode"),
+}
+
+UNIVERSE = Universe(all_dialects=dict(DIALECTS), all_passes=dict(PASSES))
