@@ -10,7 +10,8 @@ of the frontend's checks this module verifies memref extents against static size
 coordinate set's rank, tile extents against a box-shaped access set, and load/store element
 types against the viewed memref.
 
-Attributes and types live in `ktdp_types.py` and are re-exported here.
+Attributes and types live in `ktdp_types.py`, the indirect access tile in `ktdp_indirect.py`;
+both are re-exported here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, cast
 
+from spyrec.dialects.ktdp_affine import (
+    box_extents,
+    parse_ssa_affine_map,
+    print_ssa_affine_expr,
+    shape_str,
+    verify_tile_extents,
+)
+from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp, RegionTerminatorOp
+from spyrec.dialects.ktdp_types import (
+    AccessTileType,
+    LegacyMemorySpaceSpelling,
+    MemorySpaceAttr,
+    MemorySpaceKind,
+    RuntimeArgField,
+    RuntimeArgType,
+    parse_ktdp_type,
+)
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -55,38 +73,25 @@ from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from spyrec.dialects.ktdp_affine import box_extents, parse_ssa_affine_map, print_ssa_affine_expr
-from spyrec.dialects.ktdp_types import (
-    AccessTileType,
-    LegacyMemorySpaceSpelling,
-    MemorySpaceAttr,
-    MemorySpaceKind,
-    RuntimeArgField,
-    RuntimeArgType,
-    parse_ktdp_type,
-)
-
 __all__ = [
     "KTDP",
     "AccessTileType",
     "ConstructAccessTileOp",
     "ConstructDistributedMemoryViewOp",
+    "ConstructIndirectAccessTileOp",
     "ConstructMemoryViewOp",
     "GetComputeTileIdOp",
     "LegacyMemorySpaceSpelling",
     "LoadOp",
     "MemorySpaceAttr",
     "MemorySpaceKind",
+    "RegionTerminatorOp",
     "RuntimeArgExtractOp",
     "RuntimeArgField",
     "RuntimeArgType",
     "StoreOp",
     "box_extents",
 ]
-
-
-def _shape_str(shape: Sequence[int]) -> str:
-    return "x".join("?" if dim == DYNAMIC_INDEX else str(dim) for dim in shape)
 
 
 @irdl_op_definition
@@ -418,19 +423,7 @@ class ConstructAccessTileOp(IRDLOperation):
                 f"result {tile_type} has rank {tile_type.get_num_dims()} but "
                 f"access_tile_set has {tile_set.num_dims} dims"
             )
-        extents = box_extents(tile_set)
-        if extents is None or not order.is_projected_permutation():
-            return
-        set_shape = [DYNAMIC_INDEX if extent is None else extent for extent in extents]
-        expected = order.apply_permutation(set_shape)
-        for position, (actual, extent) in enumerate(
-            zip(tile_type.get_shape(), expected, strict=True)
-        ):
-            if DYNAMIC_INDEX not in (actual, extent) and actual != extent:
-                raise VerifyException(
-                    f"access tile dim {position} is {actual} but access_tile_set spans {extent} "
-                    f"there (set extents {_shape_str(set_shape)} permuted by access_tile_order)"
-                )
+        verify_tile_extents(tile_type.get_shape(), tile_set, order, "access_tile_set")
 
 
 def _viewed_element_type(tile: SSAValue) -> Attribute | None:
@@ -445,8 +438,8 @@ def _verify_tile_transfer(verb: str, data: TensorType, tile: SSAValue) -> None:
     tile_shape = cast(AccessTileType, tile.type).get_shape()
     if data.get_shape() != tile_shape:
         raise VerifyException(
-            f"{verb} tensor shape {_shape_str(data.get_shape())} does not match access tile "
-            f"shape {_shape_str(tile_shape)}"
+            f"{verb} tensor shape {shape_str(data.get_shape())} does not match access tile "
+            f"shape {shape_str(tile_shape)}"
         )
     viewed = _viewed_element_type(tile)
     if viewed is not None and viewed != data.element_type:
@@ -639,6 +632,8 @@ KTDP = Dialect(
         ConstructMemoryViewOp,
         ConstructDistributedMemoryViewOp,
         ConstructAccessTileOp,
+        ConstructIndirectAccessTileOp,
+        RegionTerminatorOp,
         LoadOp,
         StoreOp,
         RuntimeArgExtractOp,

@@ -1,18 +1,19 @@
 """Affine helpers for the ktdp dialect: subscripts over SSA values and box-shaped sets.
 
-`construct_access_tile` writes its base point as affine expressions over SSA values
-(`%view[%r + %i, 0]`); `parse_ssa_affine_map` and `print_ssa_affine_expr` convert between that
-syntax and an `AffineMap` whose dims are the SSA values. `box_extents` reads the per-dim extents
-off an affine set whose constraints each bound a single dim.
+Access tiles write their subscripts as affine expressions over SSA values (`%view[%r + %i, 0]`,
+`(%t mod 64)`). `parse_ssa_affine_map`, `parse_ssa_affine_expr` and `print_ssa_affine_expr`
+convert between that syntax and affine maps whose dims are the SSA values. `box_extents` reads
+per-dim extents off an affine set whose constraints each bound one dim, and
+`verify_tile_extents` checks an access tile's shape against them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import cast
 
-from xdsl.dialects.builtin import IndexType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType
 from xdsl.ir import SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -25,8 +26,9 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 from xdsl.ir.affine.affine_set import AffineConstraintKind
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 
 def parse_ssa_affine_map(parser: Parser) -> tuple[AffineMap, Sequence[SSAValue[IndexType]]]:
@@ -35,6 +37,72 @@ def parse_ssa_affine_map(parser: Parser) -> tuple[AffineMap, Sequence[SSAValue[I
     # xDSL numbers the SSA values as symbols; KTIR's base_map has them as dims.
     dims = [AffineExpr.dimension(i) for i in range(len(values))]
     return ssa_map.replace_dims_and_symbols([], dims, len(values), 0), values
+
+
+def parse_ssa_affine_expr(
+    parser: Parser, name_to_expr: Callable[[UnresolvedOperand], AffineExpr]
+) -> AffineExpr:
+    """Parse one affine expression whose variables are SSA names (`%t floordiv 64`).
+
+    `name_to_expr` turns each SSA name into the dim or symbol it stands for. Grammar, lowest
+    precedence first: `+`/`-`; then `*`, `floordiv`, `ceildiv`, `mod` (left-associative);
+    then unary `-`, parentheses, integer literals and SSA names.
+    """
+    start = parser.pos
+    try:
+        return _parse_sum(parser, name_to_expr)
+    except NotImplementedError as error:  # xDSL's AffineExpr rejects semi-affine products
+        parser.raise_error(f"subscripts must be affine: {error}", start, parser.pos)
+
+
+def _parse_sum(
+    parser: Parser, name_to_expr: Callable[[UnresolvedOperand], AffineExpr]
+) -> AffineExpr:
+    expr = _parse_product(parser, name_to_expr)
+    while True:
+        if parser.parse_optional_punctuation("+") is not None:
+            expr = expr + _parse_product(parser, name_to_expr)
+        elif parser.parse_optional_punctuation("-") is not None:
+            expr = expr - _parse_product(parser, name_to_expr)
+        else:
+            return expr
+
+
+_PRODUCT_KEYWORDS = {
+    "floordiv": AffineBinaryOpKind.FloorDiv,
+    "ceildiv": AffineBinaryOpKind.CeilDiv,
+    "mod": AffineBinaryOpKind.Mod,
+}
+
+
+def _parse_product(
+    parser: Parser, name_to_expr: Callable[[UnresolvedOperand], AffineExpr]
+) -> AffineExpr:
+    expr = _parse_unary(parser, name_to_expr)
+    while True:
+        if parser.parse_optional_punctuation("*") is not None:
+            kind = AffineBinaryOpKind.Mul
+        elif (keyword := parser.parse_optional_keyword_in(tuple(_PRODUCT_KEYWORDS))) is not None:
+            kind = _PRODUCT_KEYWORDS[keyword]
+        else:
+            return expr
+        expr = AffineExpr.binary(kind, expr, _parse_unary(parser, name_to_expr))
+
+
+def _parse_unary(
+    parser: Parser, name_to_expr: Callable[[UnresolvedOperand], AffineExpr]
+) -> AffineExpr:
+    if parser.parse_optional_punctuation("-") is not None:
+        return -_parse_unary(parser, name_to_expr)
+    if parser.parse_optional_punctuation("(") is not None:
+        expr = _parse_sum(parser, name_to_expr)
+        parser.parse_punctuation(")")
+        return expr
+    if (value := parser.parse_optional_integer(allow_boolean=False)) is not None:
+        return AffineExpr.constant(value)
+    if (name := parser.parse_optional_unresolved_operand()) is not None:
+        return name_to_expr(name)
+    parser.raise_error("expected an SSA value, an integer or '(' in an affine expression")
 
 
 _ADD_PRECEDENCE = 1
@@ -153,3 +221,30 @@ def box_extents(affine_set: AffineSet) -> list[int | None] | None:
         None if sym or lo is None or hi is None else max(0, hi - lo + 1)
         for lo, hi, sym in zip(lower, upper, symbolic, strict=True)
     ]
+
+
+def shape_str(shape: Sequence[int]) -> str:
+    """`32x?x64`, the way shapes are written in types."""
+    return "x".join("?" if dim == DYNAMIC_INDEX else str(dim) for dim in shape)
+
+
+def verify_tile_extents(
+    tile_shape: Sequence[int], tile_set: AffineSet, order: AffineMap, set_name: str
+) -> None:
+    """Check a tile's static extents against its box-shaped set, permuted by the order.
+
+    Points are enumerated in order(p) order, so the tile's dim j spans the set's extent in the
+    dim that order result j names. Sets that are not boxes, orders that are not permutations,
+    and `?` extents on either side are not checked.
+    """
+    extents = box_extents(tile_set)
+    if extents is None or not order.is_projected_permutation():
+        return
+    set_shape = [DYNAMIC_INDEX if extent is None else extent for extent in extents]
+    expected = order.apply_permutation(set_shape)
+    for position, (actual, extent) in enumerate(zip(tile_shape, expected, strict=True)):
+        if DYNAMIC_INDEX not in (actual, extent) and actual != extent:
+            raise VerifyException(
+                f"access tile dim {position} is {actual} but {set_name} spans {extent} there "
+                f"(set extents {shape_str(set_shape)} permuted by the order)"
+            )

@@ -228,7 +228,7 @@ class SpyreLegalize(ModulePass):
             if isinstance(result, Operation):
                 rewriter.replace_op(aten, result)
             else:
-                aten.results[0].replace_by(result)
+                aten.results[0].replace_all_uses_with(result)
                 rewriter.erase_op(aten)
         if failures:
             source = op.attributes.get("spyre.source")

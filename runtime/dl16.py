@@ -36,45 +36,51 @@ EXPONENT_BIAS = 31
 NINF = 0x7FFF  # magnitude pattern of NaN / infinity / overflow
 MAX_FINITE = 0x7FFE  # bit pattern of the largest finite magnitude
 
-_SIGN32 = np.uint32(0x8000_0000)
-_MAG32 = np.uint32(0x7FFF_FFFF)
-_INF32 = np.uint32(0x7F80_0000)
-_QNAN32 = np.uint32(0x7FC0_0000)
 _DROPPED = 23 - FRACTION_BITS  # fp32 fraction bits that DL16 drops
 _HALF_MINUS_ONE = np.uint32((1 << (_DROPPED - 1)) - 1)
-_EXP_SHIFT = 127 - EXPONENT_BIAS  # fp32 biased exponent minus DL16 biased exponent
+# A float32 magnitude shifted right by _DROPPED is (fp32 biased exponent << 9) | fraction; the
+# DL16 magnitude code is that minus _LOWEST, where _LOWEST is DL16 exponent 0 in fp32 terms.
+_LOWEST = np.uint32((127 - EXPONENT_BIAS) << FRACTION_BITS)
 
 
 def encode(x: np.ndarray) -> np.ndarray:
     """Round float32 values to DL16 and return the bit patterns (uint16, same shape)."""
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    sign = ((bits & _SIGN32) >> np.uint32(16)).astype(np.uint16)
-    mag = bits & _MAG32
-    # Round to nearest even on the 14 dropped bits: adding 0x1FFF plus the kept lsb carries into
+    mag = bits & np.uint32(0x7FFF_FFFF)
+    # Round to nearest even on the dropped bits: adding 0x1FFF plus the kept lsb carries into
     # the kept bits exactly when the dropped part is above half, or is half and the lsb is odd.
     # A carry out of the fraction increments the exponent, which is the right result.
-    lsb = (mag >> np.uint32(_DROPPED)) & np.uint32(1)
-    kept = (mag + _HALF_MINUS_ONE + lsb) >> np.uint32(_DROPPED)
-    exponent = (kept >> np.uint32(FRACTION_BITS)).astype(np.int32) - _EXP_SHIFT
-    fraction = kept & np.uint32((1 << FRACTION_BITS) - 1)
-    code = ((exponent.clip(0, 63).astype(np.uint32) << np.uint32(FRACTION_BITS)) | fraction)
-    code = code.astype(np.uint16)
-    code[exponent < 0] = 0
-    overflow = (exponent > 63) | (code == NINF) | (mag >= _INF32)
-    code[overflow] = NINF
-    return code | sign
+    lsb = mag >> np.uint32(_DROPPED)
+    lsb &= np.uint32(1)
+    mag += lsb
+    mag += _HALF_MINUS_ONE
+    mag >>= np.uint32(_DROPPED)
+    # One clip does all the special cases: below DL16's range gives code 0 (zero); at or beyond
+    # the NINF code (overflow, and fp32 inf/NaN, whose exponent is far above) gives NINF.
+    np.clip(mag, _LOWEST, _LOWEST + np.uint32(NINF), out=mag)
+    mag -= _LOWEST
+    code = mag.astype(np.uint16)
+    code |= (bits >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
+    return code
+
+
+def _decode_arithmetic(code: np.ndarray) -> np.ndarray:
+    code = code.astype(np.uint32)
+    sign = (code & np.uint32(0x8000)) << np.uint32(16)
+    mag = code & np.uint32(0x7FFF)
+    value = (mag << np.uint32(_DROPPED)) + (_LOWEST << np.uint32(_DROPPED))
+    value[mag == 0] = 0
+    value[mag == NINF] = 0x7FC0_0000  # quiet NaN
+    return (value | sign).view(np.float32)
+
+
+# Every DL16 code's float32 value; decoding is a gather from this 256 KiB table.
+_DECODE_TABLE = _decode_arithmetic(np.arange(1 << 16, dtype=np.uint32))
 
 
 def decode(bits: np.ndarray) -> np.ndarray:
     """Convert DL16 bit patterns (uint16) to float32 values (exact)."""
-    code = np.asarray(bits, dtype=np.uint16).astype(np.uint32)
-    sign = (code & np.uint32(0x8000)) << np.uint32(16)
-    mag = code & np.uint32(0x7FFF)
-    value = ((mag >> np.uint32(FRACTION_BITS)) + np.uint32(_EXP_SHIFT)) << np.uint32(23)
-    value |= (mag & np.uint32((1 << FRACTION_BITS) - 1)) << np.uint32(_DROPPED)
-    value[mag == 0] = 0
-    value[mag == NINF] = _QNAN32
-    return (value | sign).view(np.float32)
+    return _DECODE_TABLE[np.asarray(bits, dtype=np.uint16)]
 
 
 def round_dl16(x: np.ndarray) -> np.ndarray:

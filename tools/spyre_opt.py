@@ -6,12 +6,14 @@ the registry, which imports dialects and passes lazily.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from xdsl.dialects import get_all_dialects
 from xdsl.transforms import get_all_passes
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from spyrec.diagnostics import SpyrecError
 from spyrec.registry import DIALECTS, PASSES
 
 
@@ -30,7 +32,12 @@ class SpyreOptMain(xDSLOptMain):
 
 
 def main(args: Sequence[str] | None = None) -> None:
-    SpyreOptMain(description="spyrec modular optimizer driver", args=args).run()
+    try:
+        SpyreOptMain(description="spyrec modular optimizer driver", args=args).run()
+    except SpyrecError as exc:
+        # a user-facing failure of a spyrec pass: its message, no traceback
+        sys.stderr.write(f"error: {exc}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

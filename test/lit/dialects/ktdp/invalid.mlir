@@ -285,7 +285,7 @@ func.func @tile_extent(%v: memref<96x64xf16>, %i: index) {
   %t = ktdp.construct_access_tile %v[%i, 0] {access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 1 >= 0, d1 >= 0, -d1 + 63 >= 0)>, access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<96x64xf16> -> !ktdp.access_tile<1x64xindex>
   func.return
 }
-// CHECK: {{^}}access tile dim 0 is 1 but access_tile_set spans 2 there (set extents 2x64 permuted by access_tile_order)
+// CHECK: {{^}}access tile dim 0 is 1 but access_tile_set spans 2 there (set extents 2x64 permuted by the order)
 
 // -----
 
@@ -294,7 +294,7 @@ func.func @tile_extent_transposed(%v: memref<96x64xf16>, %i: index) {
   %t = ktdp.construct_access_tile %v[%i, 0] {access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 15 >= 0, d1 >= 0, -d1 + 31 >= 0)>, access_tile_order = affine_map<(d0, d1) -> (d1, d0)>} : memref<96x64xf16> -> !ktdp.access_tile<16x32xindex>
   func.return
 }
-// CHECK: {{^}}access tile dim 0 is 16 but access_tile_set spans 32 there (set extents 16x32 permuted by access_tile_order)
+// CHECK: {{^}}access tile dim 0 is 16 but access_tile_set spans 32 there (set extents 16x32 permuted by the order)
 
 // -----
 

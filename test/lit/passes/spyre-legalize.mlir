@@ -1,0 +1,36 @@
+// RUN: spyre-opt %s -p spyre-legalize --split-input-file | filecheck %s
+
+// A Linear layer: the weight transpose is folded into the weight (a permuted param), so
+// no data-movement kernel is spent on it; linear becomes one spyre.matmul with bias.
+// CHECK-LABEL: func.func @linear
+// CHECK:       %[[WT:.*]] = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>} : tensor<100x32xf16>
+// CHECK:       %[[Y:.*]] = spyre.matmul %x, %[[WT]] bias %b {fx_node = "linear", source = "m.py:3"}
+// CHECK-SAME:    -> tensor<64x32xf16>
+// CHECK:       %[[R:.*]] = spyre.relu %[[Y]]
+// CHECK-NOT:   spyre.aten
+func.func @linear(%x: tensor<64x100xf16>) -> tensor<64x32xf16> {
+  %w = spyre.param {param_name = "fc.weight"} : tensor<32x100xf16>
+  %b = spyre.param {param_name = "fc.bias"} : tensor<32xf16>
+  %y = spyre.aten "aten.linear.default"(%x, %w, %b) {args = {}, operand_names = ["input", "weight", "bias"], fx_node = "linear", source = "m.py:3"} : (tensor<64x100xf16>, tensor<32x100xf16>, tensor<32xf16>) -> tensor<64x32xf16>
+  %r = spyre.aten "aten.relu.default"(%y) {args = {}, operand_names = ["self"], fx_node = "relu", source = "m.py:4"} : (tensor<64x32xf16>) -> tensor<64x32xf16>
+  func.return %r : tensor<64x32xf16>
+}
+
+// -----
+
+// Core-ATen form of the same layer: permute of the weight folds, addmm becomes the matmul,
+// and the exact and tanh GELUs select different SFU functions.
+// CHECK-LABEL: func.func @addmm
+// CHECK:       %[[WT:.*]] = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>}
+// CHECK:       %[[Y:.*]] = spyre.matmul %x, %[[WT]] bias %b
+// CHECK:       spyre.gelu %[[Y]]
+// CHECK:       spyre.gelu_tanh %[[Y]]
+func.func @addmm(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %w = spyre.param {param_name = "fc.weight"} : tensor<64x64xf32>
+  %b = spyre.param {param_name = "fc.bias"} : tensor<64xf32>
+  %t = spyre.aten "aten.permute.default"(%w) {args = {dims = [1 : i64, 0 : i64]}, operand_names = ["self"]} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  %y = spyre.aten "aten.addmm.default"(%b, %x, %t) {args = {beta = 1 : i64, alpha = 1 : i64}, operand_names = ["self", "mat1", "mat2"]} : (tensor<64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %g = spyre.aten "aten.gelu.default"(%y) {args = {approximate = "none"}, operand_names = ["self"]} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  %h = spyre.aten "aten.gelu.default"(%y) {args = {approximate = "tanh"}, operand_names = ["self"]} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  func.return %g, %h : tensor<64x64xf32>, tensor<64x64xf32>
+}
