@@ -428,7 +428,7 @@ class ConstructAccessTileOp(IRDLOperation):
 
 def _viewed_element_type(tile: SSAValue) -> Attribute | None:
     """Element type of the memref or tensor an access tile indexes, when it is visible."""
-    if not isinstance(tile.owner, ConstructAccessTileOp):
+    if not isinstance(tile.owner, ConstructAccessTileOp | ConstructIndirectAccessTileOp):
         return None
     return cast(ContainerType[Attribute], tile.owner.base.type).get_element_type()
 

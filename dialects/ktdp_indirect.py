@@ -17,6 +17,7 @@ from spyrec.dialects.ktdp_affine import (
     verify_tile_extents,
 )
 from spyrec.dialects.ktdp_types import AccessTileType, parse_ktdp_type
+from xdsl.builder import ImplicitBuilder
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AffineSetAttr,
@@ -62,7 +63,7 @@ class RegionTerminatorOp(IRDLOperation):
 
     traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ConstructIndirectAccessTileOp)))
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
 
 
@@ -118,17 +119,20 @@ class ConstructIndirectAccessTileOp(IRDLOperation):
         variables_space_order: AffineMap,
         result_type: AccessTileType,
         symbols: Sequence[SSAValue] = (),
-        variable_names: Sequence[str | None] = (),
+        variable_names: Sequence[str | None] | None = None,
     ):
         """`subscript_maps[i]` gives base dim i over (captured..., intermediate...).
 
-        There is one intermediate variable per dim of `variables_space_set`;
-        `variable_names` optionally names them for printing.
+        `variable_names` names the intermediate variables, one per entry; by default there is
+        one unnamed variable per dim of `variables_space_set`.
         """
-        block = Block(arg_types=[IndexType()] * variables_space_set.num_dims)
-        for arg, name in zip(block.args, variable_names, strict=False):
+        if variable_names is None:
+            variable_names = [None] * variables_space_set.num_dims
+        block = Block(arg_types=[IndexType()] * len(variable_names))
+        for arg, name in zip(block.args, variable_names, strict=True):
             arg.name_hint = name
-        block.add_op(RegionTerminatorOp())
+        with ImplicitBuilder(block):  # also keeps an enclosing implicit builder off it
+            RegionTerminatorOp()
         super().__init__(
             operands=[base, indirect_memrefs, captured_variables, symbols],
             result_types=[result_type],
@@ -209,8 +213,15 @@ class ConstructIndirectAccessTileOp(IRDLOperation):
         for name in cls.PRINTED_PROPERTIES:
             if name not in attributes:
                 parser.raise_error(f"construct_indirect_access_tile needs {name}", attributes_start)
-        variables_space_set = cast(AffineSetAttr, attributes.pop("variables_space_set"))
-        variables_space_order = cast(AffineMapAttr, attributes.pop("variables_space_order"))
+        variables_space_set = attributes.pop("variables_space_set")
+        variables_space_order = attributes.pop("variables_space_order")
+        if not isinstance(variables_space_set, AffineSetAttr) or not isinstance(
+            variables_space_order, AffineMapAttr
+        ):
+            parser.raise_error(
+                "variables_space_set must be an affine_set and variables_space_order an affine_map",
+                attributes_start,
+            )
         parser.parse_punctuation(":")
         types_start = parser.pos
         base_type, *view_types = parser.parse_comma_separated_list(
@@ -245,7 +256,8 @@ class ConstructIndirectAccessTileOp(IRDLOperation):
             variables_space_order.data,
             result_type,
             symbols,
-            names,
+            # Numeric names (`%5`) are legal SSA ids but not name hints; the printer renumbers.
+            [name if SSAValue.is_valid_name(name) else None for name in names],
         )
         op.attributes |= attributes
         return op

@@ -161,8 +161,9 @@ class LegacyMemorySpaceSpelling(ParametrizedAttribute):
             )
         return (StringAttr(kind), NoneAttr() if core is None else IntAttr(core))
 
+    # Returning another class than `cls` is the point of this alias, hence the ignore.
     @classmethod
-    def new(cls, params: Sequence[Attribute]) -> MemorySpaceAttr:  # pyright: ignore
+    def new(cls, params: Sequence[Attribute]) -> MemorySpaceAttr:  # type: ignore[override]
         return MemorySpaceAttr.new(params)
 
 

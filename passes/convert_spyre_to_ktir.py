@@ -24,7 +24,9 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, func, linalg, math, scf, tensor
+from xdsl.dialects import arith, func, math, scf, tensor
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AffineSetAttr,
@@ -230,8 +232,8 @@ class _KernelBuilder:
         inner.insert(linalg.YieldOp(inner.insert(arith.AddfOp(z, prod)).result))
         d0, d1, d2 = (AffineExpr.dimension(i) for i in range(3))
         maps = [AffineMap(3, 0, (d0, d2)), AffineMap(3, 0, (d2, d1)), AffineMap(3, 0, (d0, d1))]
-        iters = [linalg.IteratorTypeAttr.parallel(), linalg.IteratorTypeAttr.parallel(),
-                 linalg.IteratorTypeAttr.reduction()]
+        iters = [IteratorTypeAttr.parallel(), IteratorTypeAttr.parallel(),
+                 IteratorTypeAttr.reduction()]
         op = self.b.insert(linalg.GenericOp(
             [a, b], [acc], Region(block), [AffineMapAttr(m) for m in maps], iters, [acc.type]))
         op.attributes["spyre.fn"] = StringAttr("matmul")
@@ -283,7 +285,7 @@ class _KernelBuilder:
         maps = [ident] + ([row] if row_operand else [ident] * (len(inputs) - 1)) + [ident]
         op = self.b.insert(linalg.GenericOp(
             list(inputs), [empty], Region(block), [AffineMapAttr(m) for m in maps],
-            [linalg.IteratorTypeAttr.parallel()] * 2, [result_type]))
+            [IteratorTypeAttr.parallel()] * 2, [result_type]))
         op.attributes["spyre.fn"] = StringAttr(fn)
         return op.results[0]
 

@@ -34,7 +34,7 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,7 +131,8 @@ class InitBin:
 
     data: bytes
     kernel_offsets: tuple[int, ...]  # job binary start of each kernel, from the start of init.bin
-    tables: tuple[dict[int, tuple[int, int]], ...]  # per kernel: core -> (offset, size) in its job binary
+    # per kernel: core -> (offset, size) of its program inside the kernel's job binary
+    tables: tuple[dict[int, tuple[int, int]], ...]
 
 
 def _pad(buffer: bytearray) -> None:
@@ -228,20 +229,38 @@ def _check_binary(binary: SpyreBinary, target: SpyreTarget) -> None:
                 f"{kernel.num_cores} cores")
 
 
+@dataclass(frozen=True)
+class Job:
+    """A binary's SpyreCode job: its two plans and the init.bin the preparation plan loads."""
+
+    prep_plan: list[dict[str, Any]]
+    exec_plan: list[dict[str, Any]]
+    init: InitBin
+
+
+def build_job(binary: SpyreBinary, target: SpyreTarget = DEFAULT_TARGET) -> Job:
+    """Validate a binary and build its plans and init.bin (see `build_plans`)."""
+    _check_binary(binary, target)
+    init = build_init_bin(binary)
+    prep, exec_plan = _plans(binary, target, init)
+    return Job(prep, exec_plan, init)
+
+
 def build_plans(
     binary: SpyreBinary, target: SpyreTarget = DEFAULT_TARGET
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The job preparation plan and the job execution plan of a binary.
 
     Preparation: Allocate the program area (segment 7, offset 0, sized by init.bin) and
-    InitTransfer init.bin into it; Allocate and InitTransfer each weight; Allocate every input,
-    output and intermediate. Execution: DataTransfer host-to-device per input, one
-    ComputeOnDevice per kernel (job_bin_ptr = its job binary), DataTransfer device-to-host per
-    output. The plans are validated by replaying their allocations; a conflict (misaligned,
-    overlapping, in segment 7, outside the address space) raises ContainerError.
+    InitTransfer init.bin into it; Allocate and InitTransfer each weight; Allocate the
+    activations (inputs, outputs, intermediates; see `_activation_arenas`). Execution:
+    DataTransfer host-to-device per input, one ComputeOnDevice per kernel (job_bin_ptr = its
+    job binary), DataTransfer device-to-host per output. The plans are validated by replaying
+    their allocations; a conflict (misaligned, overlapping, in segment 7, outside the address
+    space) raises ContainerError.
     """
-    _check_binary(binary, target)
-    return _plans(binary, target, build_init_bin(binary))
+    job = build_job(binary, target)
+    return job.prep_plan, job.exec_plan
 
 
 def _plans(
@@ -258,9 +277,7 @@ def _plans(
                      "size": _allocation_size(binding.layout)})
         prep.append({"op": "InitTransfer", "src": f"weights/{index}", "dev_ptr": binding.addr,
                      "size": binding.layout.nbytes})
-    for binding in binary.inputs + binary.outputs + binary.intermediates:
-        prep.append({"op": "Allocate", "name": binding.name, "dev_ptr": binding.addr,
-                     "size": _allocation_size(binding.layout)})
+    prep.extend(_activation_arenas(binary.inputs + binary.outputs + binary.intermediates))
     _replay_allocations(prep, target)
 
     exec_plan: list[dict[str, Any]] = []
@@ -276,6 +293,31 @@ def _plans(
                           "tensor": binding.name, "dev_ptr": binding.addr,
                           "size": binding.layout.nbytes})
     return prep, exec_plan
+
+
+def _activation_arenas(bindings: list[TensorBinding]) -> list[dict[str, Any]]:
+    """One Allocate per run of activation tensors that overlap or touch.
+
+    The compiler places activations by liveness, so two tensors that are never live at the
+    same time may share bytes; the arena covering them is allocated once, and each tensor
+    stays inside it.
+    """
+    spans = sorted((b.addr, b.addr + _allocation_size(b.layout), b.name) for b in bindings)
+    arenas: list[dict[str, Any]] = []
+    for start, end, name in spans:
+        if arenas and start <= arenas[-1]["dev_ptr"] + arenas[-1]["size"]:
+            last = arenas[-1]
+            last["size"] = max(last["size"], end - last["dev_ptr"])
+            last["tensors"].append(name)
+            continue
+        arenas.append({"op": "Allocate", "name": name, "dev_ptr": start,
+                       "size": end - start, "tensors": [name]})
+    for arena in arenas:
+        # A fault message names the allocation: a lone tensor's own name reads best.
+        tensors = arena["tensors"]
+        if len(tensors) > 1:
+            arena["name"] = f"activations@{arena['dev_ptr']:#x} ({', '.join(tensors)})"
+    return arenas
 
 
 def _replay_allocations(prep: list[dict[str, Any]], target: SpyreTarget) -> None:
@@ -304,9 +346,8 @@ def _blobs(binary: SpyreBinary, init: InitBin) -> Iterator[tuple[str, memoryview
 
 
 def _manifest(binary: SpyreBinary, target: SpyreTarget) -> tuple[dict[str, Any], list[memoryview]]:
-    _check_binary(binary, target)
-    init = build_init_bin(binary)
-    prep, exec_plan = _plans(binary, target, init)
+    job = build_job(binary, target)
+    init, prep, exec_plan = job.init, job.prep_plan, job.exec_plan
     blob_table: dict[str, dict[str, Any]] = {}
     blob_data: list[memoryview] = []
     offset = 0
@@ -359,7 +400,9 @@ def _write_body(stream: BinaryIO, manifest_bytes: bytes, blobs: list[memoryview]
         position = aligned + data.nbytes
 
 
-def write_spyre(binary: SpyreBinary, path: str | Path, target: SpyreTarget = DEFAULT_TARGET) -> None:
+def write_spyre(
+    binary: SpyreBinary, path: str | Path, target: SpyreTarget = DEFAULT_TARGET
+) -> None:
     """Write a `.spyre` file atomically: the file at `path` is either complete or untouched.
 
     The bytes go to a temporary file in the same directory, which is flushed to disk and then
@@ -368,7 +411,9 @@ def write_spyre(binary: SpyreBinary, path: str | Path, target: SpyreTarget = DEF
     path = Path(path)
     manifest, blobs = _manifest(binary, target)
     manifest_bytes = json.dumps(manifest, separators=(",", ":")).encode()
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    # Created like open() would (mode 0666 less the umask), unlike mkstemp's private 0600.
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(handle, "wb") as stream:
             _write_body(stream, manifest_bytes, blobs)
@@ -376,7 +421,7 @@ def write_spyre(binary: SpyreBinary, path: str | Path, target: SpyreTarget = DEF
             os.fsync(stream.fileno())
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
     _fsync_directory(path.parent)
 
@@ -438,7 +483,9 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def _read_blobs(stream: BinaryIO, path: Path, manifest: dict[str, Any], start: int) -> dict[str, bytearray]:
+def _read_blobs(
+    stream: BinaryIO, path: Path, manifest: dict[str, Any], start: int
+) -> dict[str, bytearray]:
     file_size = os.fstat(stream.fileno()).st_size
     table: dict[str, dict[str, Any]] = manifest["blobs"]
     expected_end = start

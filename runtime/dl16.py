@@ -89,7 +89,8 @@ def round_dl16(x: np.ndarray) -> np.ndarray:
 
 
 def _encode_fp16(x: np.ndarray) -> np.ndarray:
-    return np.asarray(x, dtype=np.float32).astype(np.float16).view(np.uint16)
+    with np.errstate(over="ignore"):  # beyond fp16's range is +-inf, as intended
+        return np.asarray(x, dtype=np.float32).astype(np.float16).view(np.uint16)
 
 
 def _decode_fp16(bits: np.ndarray) -> np.ndarray:

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from spyrec.runtime import ops
-from spyrec.runtime.container import (D2H, H2D, INIT_BIN, KernelImage, SpyreBinary,
-                                      build_init_bin, build_plans, decode_job_binary)
+from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
+                                      build_job, decode_job_binary)
 from spyrec.runtime.dl16 import half_codec
-from spyrec.runtime.hazards import check_kernel
+from spyrec.runtime.hazards import Access, check_kernel
 from spyrec.runtime.isa import Instr, matmul_flops
 from spyrec.runtime.layout import HOST_DTYPE, from_device, to_device
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
@@ -88,7 +88,8 @@ class Emulator:
         self.mode = mode
         self.strict = strict
         self.check_hazards = check_hazards
-        self.prep_plan, self.exec_plan = build_plans(binary, target)
+        job = build_job(binary, target)
+        self.prep_plan, self.exec_plan = job.prep_plan, job.exec_plan
         backed = mode == "full"
         self.memory = DeviceMemory(target, backed=backed)
         self.lx = [LocalMemory(target.lx_bytes, backed=backed) for _ in range(target.num_cores)]
@@ -96,7 +97,7 @@ class Emulator:
         if binary.target != target.name:
             self.warnings.append(
                 f"the binary was compiled for target '{binary.target}', emulating '{target.name}'")
-        self._prepare()
+        self._prepare(job.init)
         self._kernels = {
             step["job_bin_ptr"]: self._load(step["job_bin_ptr"], binary.kernels[step["kernel"]])
             for step in self.exec_plan if step["op"] == "ComputeOnDevice"
@@ -104,8 +105,7 @@ class Emulator:
 
     # ---- job preparation ---------------------------------------------------------------------
 
-    def _prepare(self) -> None:
-        init = build_init_bin(self.binary)
+    def _prepare(self, init: InitBin) -> None:
         weights = {f"weights/{i}": w for i, w in enumerate(self.binary.weights)}
         for step in self.prep_plan:
             if step["op"] == "Allocate":
@@ -120,24 +120,29 @@ class Emulator:
                 self.memory.write(step["dev_ptr"], to_device(binding.layout, array, self.numerics))
 
     def _load(self, job_bin_ptr: int, image: KernelImage) -> _Kernel:
-        area = self.memory.locate(job_bin_ptr, job_bin_ptr + 1)
-        programs = decode_job_binary(self.memory.read(job_bin_ptr, area.end - job_bin_ptr).data)
+        programs = decode_job_binary(self.memory.contents_from(job_bin_ptr))
         costs: dict[int, list[Cost]] = {}
+        accesses: dict[int, list[Access]] = {}
         lx_peak = 0
         for core, program in sorted(programs.items()):
             if core >= self.target.num_cores:
                 raise DeviceFault(f"kernel '{image.name}' has a program for core {core}, the "
                                   f"target has {self.target.num_cores} cores")
+            accesses[core] = []
             for pc, instr in enumerate(program):
                 try:
-                    lx_peak = max(lx_peak, ops.validate(instr, self.target, self.memory,
-                                                        self.lx[core]))
+                    reads, writes, end = ops.validate(instr, self.target, self.memory,
+                                                      self.lx[core])
                 except DeviceFault as fault:
                     raise fault.at(core, pc, instr) from None
+                accesses[core].append((reads, writes))
+                lx_peak = max(lx_peak, end)
             costs[core] = [instr_cost(instr, self.target) for instr in program]
-        hazards = check_kernel(programs, costs, self.target, image.name) if self.check_hazards else []
+        hazards = (check_kernel(programs, costs, accesses, self.target, image.name)
+                   if self.check_hazards else [])
         if hazards and self.strict:
-            raise HazardError(hazards[0] + (f" (and {len(hazards) - 1} more)" if len(hazards) > 1 else ""))
+            more = f" (and {len(hazards) - 1} more)" if len(hazards) > 1 else ""
+            raise HazardError(hazards[0] + more)
         actions: dict[int, list[Callable[[], None]]] = {}
         if self.mode == "full":
             actions = {core: [ops.bind(i, self.memory, self.lx[core], self.codec) for i in program]

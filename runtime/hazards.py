@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spyrec.runtime.isa import Instr, Region, lx_reads, lx_writes
+from spyrec.runtime.isa import Instr, Region
 from spyrec.runtime.timing import Cost
 from spyrec.target import SpyreTarget
 
@@ -46,7 +46,10 @@ def _describe(region: Region) -> str:
             f"{region.row_bytes} bytes, pitch {region.pitch})")
 
 
-def _clocks(program: list[Instr], costs: list[Cost], num_tracks: int) -> tuple[np.ndarray, list[int], list[list[int]]]:
+def _clocks(
+    program: list[Instr], costs: list[Cost], num_tracks: int
+) -> tuple[np.ndarray, list[int], list[list[int]]]:
+    """Vector clocks, each instruction's position on its engine, and the engines' pc lists."""
     clocks = np.full((len(program), num_tracks), -1, dtype=np.int64)
     positions = [0] * len(program)
     by_track: list[list[int]] = [[] for _ in range(num_tracks)]
@@ -63,8 +66,12 @@ def _clocks(program: list[Instr], costs: list[Cost], num_tracks: int) -> tuple[n
     return clocks, positions, by_track
 
 
+Access = tuple[tuple[Region, ...], tuple[Region, ...]]  # LX regions read, written
+
+
 def check_core(
-    core: int, program: list[Instr], costs: list[Cost], target: SpyreTarget
+    core: int, program: list[Instr], costs: list[Cost], accesses: list[Access],
+    target: SpyreTarget,
 ) -> list[str]:
     """Hazard messages for one core's (validated) program, in program order."""
     num_tracks = 1 + 2 * target.corelets_per_core
@@ -87,10 +94,10 @@ def check_core(
         bad = (positions_here >= 0) & (positions_here > clock[writer_track[index]])
         return int(writer_pc[index][bad][0]) if bad.any() else None
 
-    for pc, instr in enumerate(program):
+    for pc, (read_regions, write_regions) in enumerate(accesses):
         clock = clocks[pc]
-        reads = [(r, _sticks(r, stick)) for r in lx_reads(instr)]
-        writes = [(w, _sticks(w, stick)) for w in lx_writes(instr)]
+        reads = [(r, _sticks(r, stick)) for r in read_regions]
+        writes = [(w, _sticks(w, stick)) for w in write_regions]
         for region, index in reads:
             other = unordered_writer(index, clock)
             if other is not None:
@@ -116,12 +123,13 @@ def check_core(
 
 
 def check_kernel(
-    programs: dict[int, list[Instr]], costs: dict[int, list[Cost]], target: SpyreTarget, name: str
+    programs: dict[int, list[Instr]], costs: dict[int, list[Cost]],
+    accesses: dict[int, list[Access]], target: SpyreTarget, name: str,
 ) -> list[str]:
     """Hazard messages of a kernel, at most MAX_REPORTED plus a count of the rest."""
     found: list[str] = []
     for core in sorted(programs):
-        found += check_core(core, programs[core], costs[core], target)
+        found += check_core(core, programs[core], costs[core], accesses[core], target)
     shown = [f"kernel '{name}': {message}" for message in found[:MAX_REPORTED]]
     if len(found) > MAX_REPORTED:
         shown.append(f"kernel '{name}': and {len(found) - MAX_REPORTED} more hazards")

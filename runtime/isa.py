@@ -229,40 +229,38 @@ def _itemsize(code: int) -> int:
     return DType(code).itemsize
 
 
-def lx_reads(instr: Instr) -> tuple[Region, ...]:
-    """The LX regions an instruction reads (raises ValueError on an invalid dtype code)."""
+def lx_access(instr: Instr) -> tuple[tuple[Region, ...], tuple[Region, ...]]:
+    """The LX regions an instruction reads and writes (ValueError on an invalid dtype code)."""
     a = instr.named_args()
-    if instr.op == "dma.store":
-        return (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),)
-    if instr.op == "pt.matmul":
+    op = instr.op
+    if op == "dma.load":
+        return (), (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),)
+    if op == "dma.store":
+        return (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),), ()
+    if op == "pt.matmul":
         size = _itemsize(a["in_dtype"])
-        regions = [Region(a["a"], a["m"], a["k"] * size, a["a_pitch"]),
-                   Region(a["b"], a["k"], a["n"] * size, a["b_pitch"])]
-        if a["accumulate"]:
-            regions.append(Region(a["c"], a["m"], a["n"] * DType.F32.itemsize, a["c_pitch"]))
-        return tuple(regions)
-    if instr.op == "sfu.unary":
-        return (Region(a["src"], a["rows"], a["cols"] * _itemsize(a["src_dtype"]), a["src_pitch"]),)
-    if instr.op == "sfu.binary":
-        return (
-            Region(a["src0"], a["rows"], a["cols"] * _itemsize(a["src0_dtype"]), a["src0_pitch"]),
-            Region(a["src1"], a["rows"], a["cols"] * _itemsize(a["src1_dtype"]), a["src1_pitch"]),
-        )
-    return ()
+        c = Region(a["c"], a["m"], a["n"] * DType.F32.itemsize, a["c_pitch"])
+        reads = (Region(a["a"], a["m"], a["k"] * size, a["a_pitch"]),
+                 Region(a["b"], a["k"], a["n"] * size, a["b_pitch"]))
+        return (reads + (c,) if a["accumulate"] else reads), (c,)
+    dst = Region(a["dst"], a["rows"], a["cols"] * _itemsize(a["dst_dtype"]), a["dst_pitch"])
+    if op == "sfu.unary":
+        return (Region(a["src"], a["rows"], a["cols"] * _itemsize(a["src_dtype"]),
+                       a["src_pitch"]),), (dst,)
+    return (
+        Region(a["src0"], a["rows"], a["cols"] * _itemsize(a["src0_dtype"]), a["src0_pitch"]),
+        Region(a["src1"], a["rows"], a["cols"] * _itemsize(a["src1_dtype"]), a["src1_pitch"]),
+    ), (dst,)
+
+
+def lx_reads(instr: Instr) -> tuple[Region, ...]:
+    """The LX regions an instruction reads."""
+    return lx_access(instr)[0]
 
 
 def lx_writes(instr: Instr) -> tuple[Region, ...]:
-    """The LX regions an instruction writes (raises ValueError on an invalid dtype code)."""
-    a = instr.named_args()
-    if instr.op == "dma.load":
-        return (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),)
-    if instr.op == "pt.matmul":
-        return (Region(a["c"], a["m"], a["n"] * DType.F32.itemsize, a["c_pitch"]),)
-    if instr.op == "sfu.unary":
-        return (Region(a["dst"], a["rows"], a["cols"] * _itemsize(a["dst_dtype"]), a["dst_pitch"]),)
-    if instr.op == "sfu.binary":
-        return (Region(a["dst"], a["rows"], a["cols"] * _itemsize(a["dst_dtype"]), a["dst_pitch"]),)
-    return ()
+    """The LX regions an instruction writes."""
+    return lx_access(instr)[1]
 
 
 def ddr_region(instr: Instr) -> Region | None:
@@ -274,7 +272,8 @@ def ddr_region(instr: Instr) -> Region | None:
 
 
 def matmul_flops(instr: Instr) -> int:
-    """Useful FLOPs of a pt.matmul (2*m*k*n; padding to the PE array is not counted); 0 otherwise."""
+    """Useful FLOPs of a pt.matmul: 2*m*k*n, not counting padding to the PE array (0 for
+    other instructions)."""
     if instr.op != "pt.matmul":
         return 0
     return 2 * instr.arg("m") * instr.arg("k") * instr.arg("n")

@@ -103,7 +103,8 @@ class DeviceMemory:
     def allocate(self, base: int, size: int, name: str, backed: bool | None = None) -> Allocation:
         """Reserve [base, base+size) (zero-filled when backed); the range must be free."""
         if base % ALIGNMENT:
-            raise DeviceFault(f"allocation '{name}' at {base:#x} is not {ALIGNMENT}-byte aligned", base)
+            raise DeviceFault(
+                f"allocation '{name}' at {base:#x} is not {ALIGNMENT}-byte aligned", base)
         if size <= 0:
             raise DeviceFault(f"allocation '{name}' has size {size}", base)
         if base < 0 or base + size > self.size:
@@ -148,6 +149,8 @@ class DeviceMemory:
         if region.rows <= 0 or region.row_bytes <= 0:
             raise DeviceFault(
                 f"DMA of {region.rows} rows x {region.row_bytes} bytes is empty", region.base)
+        if region.pitch < 0:
+            raise DeviceFault(f"LPDDR pitch {region.pitch} is negative", region.base)
         if region.base % ALIGNMENT:
             raise DeviceFault(
                 f"LPDDR address {region.base:#x} is not {ALIGNMENT}-byte aligned", region.base)
@@ -156,8 +159,6 @@ class DeviceMemory:
                 f"LPDDR pitch {region.pitch} is not a multiple of {ALIGNMENT} bytes, so row 1 "
                 f"starts at the unaligned address {region.base + region.pitch:#x}",
                 region.base + region.pitch)
-        if region.pitch < 0:
-            raise DeviceFault(f"LPDDR pitch {region.pitch} is negative", region.base)
         if self.segment_of(region.base) == self.target.program_segment:
             raise DeviceFault(
                 f"LPDDR address {region.base:#x} is in segment {self.target.program_segment}, "
@@ -179,6 +180,12 @@ class DeviceMemory:
         if allocation.buffer is not None:
             offset = base - allocation.base
             allocation.buffer[offset: offset + data.size] = data
+
+    def contents_from(self, base: int) -> memoryview:
+        """The bytes from `base` to the end of its allocation, without a copy."""
+        allocation = self.locate(base, base + 1)
+        assert allocation.buffer is not None, "this allocation has no contents"
+        return memoryview(allocation.buffer)[base - allocation.base:]
 
     def read(self, base: int, size: int) -> np.ndarray:
         """A copy of `size` bytes at `base` (a device-to-host DataTransfer)."""

@@ -26,7 +26,7 @@ import numpy as np
 from spyrec.runtime import sfu
 from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.isa import (BinaryFn, DType, Engine, Instr, Region, UnaryFn, ddr_region,
-                                lx_reads, lx_writes)
+                                lx_access, lx_reads, lx_writes)
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
 from spyrec.target import SpyreTarget
 
@@ -71,16 +71,17 @@ def _check_codes(instr: Instr, target: SpyreTarget) -> None:
 
 def validate(
     instr: Instr, target: SpyreTarget, memory: DeviceMemory, lx: LocalMemory
-) -> int:
-    """Check an instruction; returns the highest LX byte it touches plus one."""
+) -> tuple[tuple[Region, ...], tuple[Region, ...], int]:
+    """Check an instruction; returns the LX regions it reads and writes, and the highest LX
+    byte it touches plus one."""
     _check_codes(instr, target)
-    regions = lx_reads(instr) + lx_writes(instr)
-    for region in regions:
+    reads, writes = lx_access(instr)
+    for region in reads + writes:
         lx.check(region)
     ddr = ddr_region(instr)
     if ddr is not None:
         memory.check_dma(ddr)
-    return max(region.end for region in regions)
+    return reads, writes, max(region.end for region in reads + writes)
 
 
 def _load(view: np.ndarray, dtype: DType, codec: HalfCodec) -> np.ndarray:

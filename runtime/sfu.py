@@ -79,7 +79,6 @@ def _in_double(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray],
     def wrapped(x: np.ndarray) -> np.ndarray:
         return fn(x.astype(np.float64)).astype(np.float32)
 
-    wrapped.__doc__ = fn.__doc__
     return wrapped
 
 

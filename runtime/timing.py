@@ -30,7 +30,7 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from spyrec.runtime.isa import TRANSCENDENTAL, DType, Engine, Instr, UnaryFn
+from spyrec.runtime.isa import TRANSCENDENTAL, DType, Engine, Instr
 from spyrec.target import SpyreTarget, round_up
 
 PE_BLOCK = 8  # rows, depth and width of the PT array's work unit
@@ -220,7 +220,7 @@ def schedule(
 
     _check_complete(programs, done, queues, heads, name)
     lpddr = sum(c.lpddr_bytes for per_core in costs.values() for c in per_core)
-    end_cycle = max((now, start_cycle))
+    end_cycle = max(now, start_cycle)
     return Schedule(start_cycle, end_cycle, start, end, busy, lpddr)
 
 

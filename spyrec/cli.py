@@ -179,3 +179,7 @@ def inspect(binary: Path, programs: bool) -> None:
                 for pc, instr in enumerate(prog):
                     click.echo(f"    {pc:4d}: {instr.disassemble()}")
 
+
+
+if __name__ == "__main__":
+    main()

@@ -11,8 +11,10 @@ times faster than parsing and keeps the frontend linear in the graph size.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +94,15 @@ def load_program(path: str | Path) -> torch.export.ExportedProgram:
                            "torch.export.save().")
     if path.is_dir():
         raise CompileError(f"{path}: is a directory, not a .pt2 file.")
+    if not zipfile.is_zipfile(path):
+        raise CompileError(
+            f"{path}: not a torch.export program (a .pt2 is a zip archive; this file is not). "
+            "Write it with torch.export.save(torch.export.export(model, args), path)."
+        )
+    # torch logs a traceback of its own while probing archive formats; the error below says it
+    logger = logging.getLogger("torch.export")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
     try:
         return torch.export.load(str(path))
     except Exception as exc:  # torch raises many unrelated types for a foreign file
@@ -99,6 +110,8 @@ def load_program(path: str | Path) -> torch.export.ExportedProgram:
             f"{path}: not a torch.export program ({type(exc).__name__}: {exc}). "
             "Write it with torch.export.save(torch.export.export(model, args), path)."
         ) from exc
+    finally:
+        logger.setLevel(level)
 
 
 def decompose(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:

@@ -423,3 +423,177 @@ func.func @extract_unknown_field_generic(%a: !ktdp.runtime_arg<index>) {
   func.return
 }
 // CHECK: {{^}}runtime_arg_extract field must be value, granularity or upperbound, got 'size'
+
+// -----
+
+//===--- ktdp.construct_indirect_access_tile ------------------------------------------===//
+
+// The set of intermediate-variable values is required.
+func.func @indirect_no_set(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^ *}}construct_indirect_access_tile needs variables_space_set
+
+// -----
+
+// The enumeration order is required.
+func.func @indirect_no_order(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^ *}}construct_indirect_access_tile needs variables_space_order
+
+// -----
+
+// Each intermediate variable is a distinct block argument.
+func.func @indirect_duplicate_variable(%x: memref<64x64xf16>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i, %i) %x[(%i), (%i)] {variables_space_set = affine_set<(d0, d1) : (d0 == 0, d1 == 0)>, variables_space_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<64x64xf16> -> !ktdp.access_tile<1x1xindex>
+  func.return
+}
+// CHECK: {{^ *}}intermediate variables must be distinct, got ['i', 'i']
+
+// -----
+
+// The set and the order are an affine set and an affine map, not the other way round.
+func.func @indirect_swapped_set_order(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_map<(d0) -> (d0)>, variables_space_order = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^ *}}variables_space_set must be an affine_set and variables_space_order an affine_map
+
+// -----
+
+// One `ind` subscript, so the type list is the base type plus one index view type.
+func.func @indirect_type_count(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^ *}}expected the base type and 1 index view types, got 1 types
+
+// -----
+
+// Subscripts are affine: a product of two variables is not.
+func.func @indirect_semi_affine(%x: memref<64x64xf16>, %k: index) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[(%i * %k), (0)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^ *}}subscripts must be affine: Multiplication with non-constant
+
+// -----
+
+// One intermediate variable but a 2-d set.
+func.func @indirect_set_dims(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 15 >= 0, d1 == 0)>, variables_space_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16x1xindex>
+  func.return
+}
+// CHECK: {{^}}variables_space_set has 2 dims but there are 1 intermediate variables
+
+// -----
+
+// The order must map the one variable to one result.
+func.func @indirect_order_arity(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0, d0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^}}variables_space_order maps 1 dims to 2 results but there are 1 intermediate variables
+
+// -----
+
+// The set uses s0 but no symbols(...) operand binds it.
+func.func @indirect_set_symbols(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<?xindex>
+  func.return
+}
+// CHECK: {{^}}variables_space_set has 1 symbols but 0 symbol operands
+
+// -----
+
+// A rank-2 base needs two subscripts.
+func.func @indirect_subscript_count(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i])] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^}}1 subscript kinds and 1 subscript maps for a base of rank 2; there must be one of each per base dim
+
+// -----
+
+// Both subscripts are marked indirect but only one index view is given.
+func.func @indirect_kind_count(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = "ktdp.construct_indirect_access_tile"(%x, %idx) <{per_dim_subscript_kinds = [true, true], per_dim_subscript_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> ({
+  ^bb0(%i: index):
+    "ktdp.region_terminator"() : () -> ()
+  }) : (memref<64x64xf16>, memref<16xi32>) -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^}}2 subscripts are indirect but there are 1 index views
+
+// -----
+
+// With no captured values and one intermediate variable, every map has exactly 1 dim.
+func.func @indirect_map_dims(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = "ktdp.construct_indirect_access_tile"(%x, %idx) <{per_dim_subscript_kinds = [true, false], per_dim_subscript_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0, d1) -> (d1)>], variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> ({
+  ^bb0(%i: index):
+    "ktdp.region_terminator"() : () -> ()
+  }) : (memref<64x64xf16>, memref<16xi32>) -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^}}subscript map 1 has 2 dims and 0 symbols; expected 1 dims (captured, then intermediate) and no symbols
+
+// -----
+
+// A 2-d index view takes two subscripts inside ind(...).
+func.func @indirect_view_rank(%x: memref<64x64xf16>, %idx: memref<4x16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<4x16xi32> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^}}subscript map 0 has 1 results but needs 2 (one per index view dim)
+
+// -----
+
+// A direct subscript is a single expression.
+func.func @indirect_direct_results(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = "ktdp.construct_indirect_access_tile"(%x, %idx) <{per_dim_subscript_kinds = [true, false], per_dim_subscript_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0, 0)>], variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> ({
+  ^bb0(%i: index):
+    "ktdp.region_terminator"() : () -> ()
+  }) : (memref<64x64xf16>, memref<16xi32>) -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^}}subscript map 1 has 2 results but needs 1 (a direct subscript)
+
+// -----
+
+// Index views hold integers (i32 or i64 in practice), not f16.
+func.func @indirect_view_element(%x: memref<64x64xf16>, %idx: memref<16xf16>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<16xf16> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+// CHECK: {{^}}index view of subscript 0 holds f16, expected integers
+
+// -----
+
+// The tile has one dim per intermediate variable.
+func.func @indirect_result_rank(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16x1xindex>
+  func.return
+}
+// CHECK: {{^}}result !ktdp.access_tile<16x1xindex> has rank 2 but variables_space_set has 1 dims
+
+// -----
+
+// %i runs over 0..15: 16 points, not 8.
+func.func @indirect_extent(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<8xindex>
+  func.return
+}
+// CHECK: {{^}}access tile dim 0 is 8 but variables_space_set spans 16 there (set extents 16 permuted by the order)
+
+// -----
+
+// Loading through an indirect tile also yields the base's element type.
+func.func @indirect_load_element(%x: memref<64x64xf16>, %idx: memref<16xi32>) {
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %x[ind(%idx[%i]), (0)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16xindex>
+  %d = ktdp.load %t : !ktdp.access_tile<16xindex> -> tensor<16xf32>
+  func.return
+}
+// CHECK: {{^}}load tensor element type f32 does not match the viewed element type f16

@@ -122,6 +122,43 @@ func.func @tile_tensor_and_scalar(%s: tensor<4x64xf16>, %x: memref<f32>) -> (!kt
   func.return %t, %p : !ktdp.access_tile<4x64xindex>, !ktdp.access_tile<index>
 }
 
+//===--- construct_indirect_access_tile ------------------------------------------------===//
+
+// Paged KV gather: 4 sequences (%b) x 8 heads (%h) x 2048 tokens (%t) x 128 features (%d).
+// Page numbers come from the 4x32 table %pages at [%b + %seq0, %t floordiv 64]; within a page
+// the token is %t mod 64 (64 tokens per page). Identity order, so the tile is 4x8x2048x128.
+// CHECK-LABEL: func.func @indirect_paged
+// CHECK-SAME: (%[[CACHE:.*]]: memref<10000x8x64x128xf16>, %[[PAGES:.*]]: memref<4x32xi32>, %[[SEQ0:.*]]: index)
+func.func @indirect_paged(%cache: memref<10000x8x64x128xf16>, %pages: memref<4x32xi32>, %seq0: index) -> tensor<4x8x2048x128xf16> {
+  // CHECK-NEXT: %[[KV:.*]] = ktdp.construct_indirect_access_tile intermediate_variables(%[[B:.*]], %[[H:.*]], %[[T:.*]], %[[D:.*]]) %[[CACHE]][ind(%[[PAGES]][%[[B]] + %[[SEQ0]], %[[T]] floordiv 64]), (%[[H]]), (%[[T]] mod 64), (%[[D]])] {variables_space_set = affine_set<(d0, d1, d2, d3) : (d0 >= 0, ((d0 * -1) + 3) >= 0, d1 >= 0, ((d1 * -1) + 7) >= 0, d2 >= 0, ((d2 * -1) + 2047) >= 0, d3 >= 0, ((d3 * -1) + 127) >= 0)>, variables_space_order = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>} : memref<10000x8x64x128xf16>, memref<4x32xi32> -> !ktdp.access_tile<4x8x2048x128xindex>
+  %kv = ktdp.construct_indirect_access_tile intermediate_variables(%b, %h, %t, %d) %cache[ind(%pages[%b + %seq0, %t floordiv 64]), (%h), (%t mod 64), (%d)] {variables_space_set = affine_set<(d0, d1, d2, d3) : (d0 >= 0, -d0 + 3 >= 0, d1 >= 0, -d1 + 7 >= 0, d2 >= 0, -d2 + 2047 >= 0, d3 >= 0, -d3 + 127 >= 0)>, variables_space_order = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>} : memref<10000x8x64x128xf16>, memref<4x32xi32> -> !ktdp.access_tile<4x8x2048x128xindex>
+  // CHECK-NEXT: ktdp.load %[[KV]] : !ktdp.access_tile<4x8x2048x128xindex> -> tensor<4x8x2048x128xf16>
+  %x = ktdp.load %kv : !ktdp.access_tile<4x8x2048x128xindex> -> tensor<4x8x2048x128xf16>
+  func.return %x : tensor<4x8x2048x128xf16>
+}
+
+// Two index views (one table read twice), a symbolic count %n bound by symbols(...), a
+// direct subscript mixing the intermediate %i with captured %n, and a bare result type.
+// CHECK-LABEL: func.func @indirect_two_views
+// CHECK-SAME: (%[[SRC:.*]]: memref<64x64x64xf16>, %[[IDX:.*]]: memref<2x16xi64>, %[[N:.*]]: index)
+func.func @indirect_two_views(%src: memref<64x64x64xf16>, %idx: memref<2x16xi64>, %n: index) -> !ktdp.access_tile<?xindex> {
+  // CHECK-NEXT: ktdp.construct_indirect_access_tile intermediate_variables(%[[I:.*]]) %[[SRC]][ind(%[[IDX]][0, %[[I]]]), (%[[I]] * 2 - %[[N]]), ind(%[[IDX]][1, %[[I]]])] symbols(%[[N]]) {variables_space_set = affine_set<(d0)[s0] : (d0 >= 0, (((d0 * -1) + s0) + -1) >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>, note} : memref<64x64x64xf16>, memref<2x16xi64>, memref<2x16xi64> -> !ktdp.access_tile<?xindex>
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%i) %src[ind(%idx[0, %i]), (%i * 2 - %n), ind(%idx[1, %i])] symbols(%n) {variables_space_set = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>, note} : memref<64x64x64xf16>, memref<2x16xi64>, memref<2x16xi64> -> <?xindex>
+  func.return %t : !ktdp.access_tile<?xindex>
+}
+
+// Intermediate variables are local to the op: a numbered name (as printed for ops built in
+// Python) parses, and reusing an outer name (%k) shadows it only inside the subscripts.
+// CHECK-LABEL: func.func @indirect_names
+// CHECK-SAME: %[[K:[a-z0-9_]+]]: index)
+func.func @indirect_names(%x: memref<64x64xf16>, %idx: memref<16xi32>, %k: index) {
+  // CHECK-NEXT: intermediate_variables(%[[V:.*]]) %{{.*}}[ind(%{{.*}}[%[[V]]]), (%[[V]] + %[[K]])]
+  %t = ktdp.construct_indirect_access_tile intermediate_variables(%0) %x[ind(%idx[%0]), (%0 + %k)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16xindex>
+  // CHECK-NEXT: intermediate_variables(%k_1) %{{.*}}[ind(%{{.*}}[%k_1]), (%k_1)]
+  %u = ktdp.construct_indirect_access_tile intermediate_variables(%k) %x[ind(%idx[%k]), (%k)] {variables_space_set = affine_set<(d0) : (d0 >= 0, -d0 + 15 >= 0)>, variables_space_order = affine_map<(d0) -> (d0)>} : memref<64x64xf16>, memref<16xi32> -> !ktdp.access_tile<16xindex>
+  func.return
+}
+
 //===--- load / store ------------------------------------------------------------------===//
 
 // Qualified and bare (`<...>`, as MLIR prints it) tile types; both print qualified.

@@ -1,0 +1,76 @@
+// RUN: spyre-opt %s | spyre-opt | filecheck %s
+// RUN: spyre-opt %s --print-op-generic | spyre-opt | filecheck %s
+
+// Every spyre op in its custom form; the second RUN line goes through the generic form.
+
+// CHECK-LABEL: func.func @imported
+// CHECK: %[[W:.*]] = spyre.param {param_name = "fc.weight"} : tensor<32x100xf16>
+// CHECK: %[[WT:.*]] = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>} : tensor<100x32xf16>
+// CHECK: %[[Y:.*]] = spyre.aten "aten.linear.default"(%x, %[[W]]) {fx_node = "linear", source = "m.py:3", args = {}, operand_names = ["input", "weight"]} : (tensor<64x100xf16>, tensor<32x100xf16>) -> tensor<64x32xf16>
+func.func @imported(%x: tensor<64x100xf16>) -> tensor<64x32xf16> {
+  %w = spyre.param {param_name = "fc.weight"} : tensor<32x100xf16>
+  %wt = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>} : tensor<100x32xf16>
+  %y = spyre.aten "aten.linear.default"(%x, %w) {fx_node = "linear", source = "m.py:3", args = {}, operand_names = ["input", "weight"]} : (tensor<64x100xf16>, tensor<32x100xf16>) -> tensor<64x32xf16>
+  func.return %y : tensor<64x32xf16>
+}
+
+// CHECK-LABEL: func.func @selected
+// CHECK: %[[M:.*]] = spyre.matmul %a, %b bias %bias : tensor<64x128xf32>, tensor<128x32xf32>, tensor<32xf32> -> tensor<64x32xf32>
+// CHECK: %[[N:.*]] = spyre.matmul %a, %b : tensor<64x128xf32>, tensor<128x32xf32> -> tensor<64x32xf32>
+// CHECK: %[[R:.*]] = spyre.relu %[[M]] : tensor<64x32xf32> -> tensor<64x32xf32>
+// CHECK: spyre.gelu %[[R]]
+// CHECK: spyre.gelu_tanh
+// CHECK: spyre.silu
+// CHECK: spyre.sigmoid
+// CHECK: spyre.tanh
+// CHECK: spyre.exp
+// CHECK: spyre.neg
+// CHECK: spyre.sqrt
+// CHECK: spyre.rsqrt
+// CHECK: spyre.reciprocal
+// CHECK: spyre.abs
+// CHECK: %[[S:.*]] = spyre.add %[[R]], %bias : tensor<64x32xf32>, tensor<32xf32> -> tensor<64x32xf32>
+// CHECK: spyre.sub
+// CHECK: spyre.mul
+// CHECK: spyre.div
+// CHECK: spyre.maximum
+// CHECK: spyre.minimum
+func.func @selected(%a: tensor<64x128xf32>, %b: tensor<128x32xf32>, %bias: tensor<32xf32>) -> tensor<64x32xf32> {
+  %m = spyre.matmul %a, %b bias %bias : tensor<64x128xf32>, tensor<128x32xf32>, tensor<32xf32> -> tensor<64x32xf32>
+  %n = spyre.matmul %a, %b : tensor<64x128xf32>, tensor<128x32xf32> -> tensor<64x32xf32>
+  %r = spyre.relu %m : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u1 = spyre.gelu %r : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u2 = spyre.gelu_tanh %u1 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u3 = spyre.silu %u2 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u4 = spyre.sigmoid %u3 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u5 = spyre.tanh %u4 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u6 = spyre.exp %u5 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u7 = spyre.neg %u6 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u8 = spyre.sqrt %u7 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u9 = spyre.rsqrt %u8 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u10 = spyre.reciprocal %u9 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %u11 = spyre.abs %u10 : tensor<64x32xf32> -> tensor<64x32xf32>
+  %s = spyre.add %r, %bias : tensor<64x32xf32>, tensor<32xf32> -> tensor<64x32xf32>
+  %t1 = spyre.sub %s, %n : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x32xf32>
+  %t2 = spyre.mul %t1, %u11 : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x32xf32>
+  %t3 = spyre.div %t2, %t1 : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x32xf32>
+  %t4 = spyre.maximum %t3, %t2 : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x32xf32>
+  %t5 = spyre.minimum %t4, %t3 : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x32xf32>
+  func.return %t5 : tensor<64x32xf32>
+}
+
+// CHECK-LABEL: func.func @kernels
+// CHECK: %[[K:.*]] = spyre.kernel "k0"(%a, %b) {grid = [2 : i64, 1 : i64]} : (tensor<64x128xf16>, tensor<128x64xf16>) -> tensor<64x64xf16> {
+// CHECK-NEXT: ^{{.*}}(%[[P:.*]]: tensor<64x128xf16>, %[[Q:.*]]: tensor<128x64xf16>):
+// CHECK-NEXT:   %[[Z:.*]] = spyre.matmul %[[P]], %[[Q]]
+// CHECK-NEXT:   spyre.yield %[[Z]] : tensor<64x64xf16>
+// CHECK: spyre.launch @k0(%a, %b) : (tensor<64x128xf16>, tensor<128x64xf16>) -> tensor<64x64xf16>
+func.func @kernels(%a: tensor<64x128xf16>, %b: tensor<128x64xf16>) -> tensor<64x64xf16> {
+  %k = spyre.kernel "k0"(%a, %b) {grid = [2 : i64, 1 : i64]} : (tensor<64x128xf16>, tensor<128x64xf16>) -> tensor<64x64xf16> {
+  ^bb0(%p: tensor<64x128xf16>, %q: tensor<128x64xf16>):
+    %z = spyre.matmul %p, %q : tensor<64x128xf16>, tensor<128x64xf16> -> tensor<64x64xf16>
+    spyre.yield %z : tensor<64x64xf16>
+  }
+  %l = spyre.launch @k0(%a, %b) : (tensor<64x128xf16>, tensor<128x64xf16>) -> tensor<64x64xf16>
+  func.return %l : tensor<64x64xf16>
+}

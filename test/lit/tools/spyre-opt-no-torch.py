@@ -1,0 +1,15 @@
+# RUN: %python %s | filecheck %s
+# spyre-opt must start without importing torch (3.8 s); it reads only the registry.
+import sys
+
+from spyrec.tools import spyre_opt  # noqa: F401
+from spyrec.registry import DIALECTS, PASSES
+
+for load in DIALECTS.values():
+    load()
+for load in PASSES.values():
+    load()
+# CHECK: torch imported: False
+print("torch imported:", "torch" in sys.modules)
+# CHECK: passes: 9
+print("passes:", len(PASSES))

@@ -1,0 +1,33 @@
+"""Shared fixtures: small models exported once per session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from spyrec.demo import DemoMLP
+
+BIN = Path(sys.executable).parent
+
+
+def export_mlp(features: int, dtype: torch.dtype, batch: int = 64, seed: int = 0):
+    torch.manual_seed(seed)
+    model = DemoMLP(features).to(dtype).eval()
+    x = torch.randn(batch, features).to(dtype)
+    return model, x, torch.export.export(model, (x,))
+
+
+@pytest.fixture(scope="session")
+def spyrec_cli() -> list[str]:
+    """The installed `spyrec` console script (falls back to `python -m spyrec.cli`)."""
+    script = BIN / "spyrec"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "spyrec.cli"]
+
+
+@pytest.fixture(scope="session")
+def cli_env() -> dict[str, str]:
+    return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")

@@ -1,0 +1,110 @@
+"""Device faults: bad accesses are refused with core, pc, instruction and address."""
+
+import re
+
+import pytest
+from runtime_helpers import DL16, F32, linear_relu_binary, load
+
+from spyrec.runtime.container import SpyreBinary
+from spyrec.runtime.emulator import Emulator
+from spyrec.runtime.isa import Instr, UnaryFn
+from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
+from spyrec.runtime.isa import Region
+from spyrec.target import DEFAULT_TARGET, GIB
+
+LX = DEFAULT_TARGET.lx_bytes
+
+
+def with_instr(core: int, pc: int, instr: Instr) -> SpyreBinary:
+    binary = linear_relu_binary()
+    binary.kernels[0].programs[core][pc] = instr
+    return binary
+
+
+def fault_of(binary: SpyreBinary, mode: str = "full") -> DeviceFault:
+    with pytest.raises(DeviceFault) as info:
+        Emulator(binary, mode=mode)
+    return info.value
+
+
+@pytest.mark.parametrize("mode", ["full", "timing"])
+def test_misaligned_dma(mode: str) -> None:
+    instr = load(64, 0, 1, 128)
+    fault = fault_of(with_instr(1, 0, instr), mode)
+    assert str(fault) == (f"core 1, pc 0 ({instr.disassemble()}): "
+                          "LPDDR address 0x40 is not 128-byte aligned")
+    assert (fault.core, fault.pc, fault.address) == (1, 0, 0x40)
+
+
+def test_misaligned_pitch() -> None:
+    fault = fault_of(with_instr(0, 0, load(0, 0, 4, 128, ddr_pitch=192)))
+    assert "LPDDR pitch 192 is not a multiple of 128 bytes" in str(fault)
+    assert "0xc0" in str(fault)
+
+
+def test_unallocated_address() -> None:
+    instr = load(5 * GIB, 0, 1, 128)
+    message = str(fault_of(with_instr(0, 1, instr)))
+    assert message.startswith("core 0, pc 1 (dma.load u0 ddr=5368709120 ")
+    assert message.endswith("LPDDR address 0x140000000 is not inside any allocation")
+
+
+def test_access_past_the_end_of_an_allocation() -> None:
+    # x is 64 rows of 256 bytes = 16 KiB at address 0; 65 rows run past its end.
+    message = str(fault_of(with_instr(0, 0, load(0, 0, 65, 256))))
+    assert "LPDDR range [0x0, 0x4100) runs past the end of allocation 'x' [0x0, 0x4000)" in message
+
+
+def test_program_segment_is_off_limits() -> None:
+    message = str(fault_of(with_instr(0, 0, load(7 * 16 * GIB, 0, 1, 128))))
+    assert "LPDDR address 0x1c00000000 is in segment 7, which is reserved for SpyreCode" in message
+
+
+def test_lx_overflow() -> None:
+    instr = load(0, LX - 64, 1, 128)
+    fault = fault_of(with_instr(0, 2, instr))
+    assert str(fault) == (f"core 0, pc 2 ({instr.disassemble()}): LX tile [0x1fffc0, 0x200040) "
+                          f"overflows the {LX}-byte LX by 64 bytes")
+
+
+def test_lx_overflow_of_a_strided_compute_tile() -> None:
+    # 64 rows at a pitch of 33 KiB reach 63 * 33 KiB + 256 bytes, past 2 MiB.
+    instr = Instr.make("sfu.unary", fn=UnaryFn.COPY, src=0, dst=0, rows=64, cols=64,
+                       src_pitch=33792, dst_pitch=128, src_dtype=F32, dst_dtype=DL16)
+    assert "overflows the 2097152-byte LX by" in str(fault_of(with_instr(1, 6, instr)))
+
+
+@pytest.mark.parametrize(
+    ("instr", "message"),
+    [
+        (Instr.make("pt.matmul", unit=2, a=0, b=0, c=0, m=8, k=8, n=8, a_pitch=128, b_pitch=128,
+                    c_pitch=128, in_dtype=DL16, accumulate=0),
+         "PT unit 2 does not exist (a core has 2 corelets)"),
+        (Instr("dma.load", (0, 0, 1, 128, 128, 128), unit=1), "DMA unit 1 does not exist"),
+        (Instr.make("sfu.unary", fn=99, src=0, dst=0, rows=1, cols=1, src_pitch=128,
+                    dst_pitch=128, src_dtype=F32, dst_dtype=F32), "fn=99 is not a unary"),
+        (Instr.make("sfu.unary", fn=UnaryFn.EXP, src=0, dst=0, rows=1, cols=1, src_pitch=128,
+                    dst_pitch=128, src_dtype=7, dst_dtype=F32), "src_dtype=7 is not a device"),
+        (Instr.make("sfu.unary", fn=UnaryFn.EXP, src=0, dst=0, rows=1, cols=1, src_pitch=128,
+                    dst_pitch=128, src_dtype=2, dst_dtype=2), "EXP has no int32 form"),
+        (Instr.make("pt.matmul", a=0, b=0, c=0, m=0, k=8, n=8, a_pitch=128, b_pitch=128,
+                    c_pitch=128, in_dtype=DL16, accumulate=0), "m=0 must be positive"),
+        (Instr.make("pt.matmul", a=0, b=0, c=0, m=8, k=8, n=8, a_pitch=128, b_pitch=128,
+                    c_pitch=128, in_dtype=2, accumulate=0), "no int32 mode"),
+    ],
+)
+def test_invalid_instructions(instr: Instr, message: str) -> None:
+    fault = fault_of(with_instr(0, 3, instr))
+    assert str(fault).startswith("core 0, pc 3 (")
+    assert message in str(fault)
+
+
+def test_memory_level_faults_have_no_context() -> None:
+    memory = DeviceMemory(DEFAULT_TARGET)
+    memory.allocate(0, 256, "a")
+    with pytest.raises(DeviceFault, match=re.escape("'b' [0x80, 0x180) overlaps 'a' [0x0, 0x100)")):
+        memory.allocate(128, 256, "b")
+    with pytest.raises(DeviceFault, match="outside the 0x2000000000-byte device address space"):
+        memory.allocate(128 * GIB, 128, "c")
+    with pytest.raises(DeviceFault, match="^LX tile at 0x0 with pitch -128 reaches below"):
+        LocalMemory(1024, backed=False).check(Region(0, 2, 128, -128))

@@ -1,0 +1,121 @@
+"""The command line as a user meets it: compile, run --check, inspect, demo, and errors."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import torch
+
+from conftest import export_mlp
+
+
+def _run(cli, env, *args, cwd=None):
+    return subprocess.run([*cli, *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def mlp_pt2(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "mlp.pt2"
+    _, _, ep = export_mlp(100, torch.float16)
+    torch.export.save(ep, path)
+    return path
+
+
+def test_compile_run_check_inspect(spyrec_cli, cli_env, mlp_pt2):
+    out = mlp_pt2.with_suffix(".spyre")
+    res = _run(spyrec_cli, cli_env, "compile", str(mlp_pt2), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert out.exists() and "wrote" in res.stderr
+    for stage in ("frontend", "graph", "ktir", "spyrecode", "emit"):
+        assert stage in res.stderr
+    res = _run(spyrec_cli, cli_env, "run", str(out), "--check", str(mlp_pt2))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "emulated time" in res.stdout and "max abs error" in res.stdout
+    assert "ok" in res.stdout and "FAILED" not in res.stdout
+    res = _run(spyrec_cli, cli_env, "inspect", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "job preparation plan" in res.stdout and "pt.matmul" in res.stdout
+
+
+@pytest.mark.parametrize("stage,marker", [("graph", "spyre.kernel"),
+                                          ("ktir", "ktdp.construct_access_tile"),
+                                          ("spyrecode", "spyrecode.pt_matmul")])
+def test_emit_prints_the_stage(spyrec_cli, cli_env, mlp_pt2, stage, marker):
+    res = _run(spyrec_cli, cli_env, "compile", str(mlp_pt2), f"--emit={stage}")
+    assert res.returncode == 0, res.stderr
+    assert marker in res.stdout
+
+
+def test_print_ir_after_all_names_every_pass(spyrec_cli, cli_env, mlp_pt2, tmp_path):
+    res = _run(spyrec_cli, cli_env, "compile", str(mlp_pt2), "-o", str(tmp_path / "m.spyre"),
+               "--print-ir-after-all")
+    assert res.returncode == 0, res.stderr
+    from spyrec.registry import PASSES
+
+    for name in PASSES:
+        if name != "spyre-emit-spyrecode":
+            assert f"IR after {name} " in res.stdout
+
+
+def test_missing_file(spyrec_cli, cli_env, tmp_path):
+    res = _run(spyrec_cli, cli_env, "compile", str(tmp_path / "nope.pt2"))
+    assert res.returncode == 1
+    assert "nope.pt2: no such file" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_not_a_pt2(spyrec_cli, cli_env, tmp_path):
+    bogus = tmp_path / "bogus.pt2"
+    bogus.write_text("this is not a torch.export archive")
+    res = _run(spyrec_cli, cli_env, "compile", str(bogus))
+    assert res.returncode == 1
+    assert "bogus.pt2: not a torch.export program" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not bogus.with_suffix(".spyre").exists()
+
+
+def test_not_a_spyre(spyrec_cli, cli_env, tmp_path):
+    bogus = tmp_path / "bogus.spyre"
+    bogus.write_bytes(b"\x00" * 64)
+    res = _run(spyrec_cli, cli_env, "run", str(bogus))
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "bogus.spyre" in res.stderr
+
+
+class _Unsupported(torch.nn.Module):
+    def forward(self, x):
+        y = torch.cumsum(x, dim=1)
+        z = torch.sort(y, dim=1).values
+        return z + 1.5
+
+
+def test_unsupported_ops_are_listed_together(spyrec_cli, cli_env, tmp_path):
+    path = tmp_path / "unsupported.pt2"
+    torch.export.save(torch.export.export(_Unsupported(), (torch.randn(4, 64),)), path)
+    res = _run(spyrec_cli, cli_env, "compile", str(path))
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "3 op(s) have no Spyre lowering yet" in res.stderr
+    for node in ("cumsum", "sort", "add"):
+        assert f"(node {node}" in res.stderr
+    assert "test_cli.py:" in res.stderr  # the model source line of each node
+
+
+def test_wrong_input_shape_and_dtype(tmp_path):
+    import spyrec
+    from spyrec.diagnostics import RunError
+
+    _, x, ep = export_mlp(100, torch.float16)
+    exe = spyrec.compile(ep)
+    with pytest.raises(RunError, match=r"input 'x': expected shape \[64, 100\] torch.float16, got \[32, 100\]"):
+        exe(torch.randn(32, 100, dtype=torch.float16))
+    with pytest.raises(RunError, match="got \\[64, 100\\] torch.float32"):
+        exe(torch.randn(64, 100))
+    with pytest.raises(RunError, match="takes 1 input"):
+        exe(x, x)
+
+
+def test_demo(spyrec_cli, cli_env):
+    res = _run(spyrec_cli, cli_env, "demo")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "match" in res.stdout and "roofline ratio" in res.stdout
