@@ -219,11 +219,6 @@ class Region:
     def distinct_rows(self) -> int:
         return 1 if self.pitch == 0 else self.rows
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes moved when the region is read or written once (broadcast rows count once)."""
-        return self.distinct_rows * self.row_bytes
-
 
 def _itemsize(code: int) -> int:
     return DType(code).itemsize

@@ -93,9 +93,6 @@ class DeviceMemory:
     def segment_of(self, address: int) -> int:
         return address // self.target.segment_bytes
 
-    def segment_base(self, segment: int) -> int:
-        return segment * self.target.segment_bytes
-
     @property
     def allocations(self) -> tuple[Allocation, ...]:
         return tuple(self._allocations)

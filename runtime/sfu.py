@@ -70,11 +70,6 @@ def erfc(x: np.ndarray) -> np.ndarray:
     return np.where(x < 0, 2.0 - result, result)
 
 
-def erf(x: np.ndarray) -> np.ndarray:
-    """Error function of a float64 array."""
-    return 1.0 - erfc(x)
-
-
 def _in_double(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
     def wrapped(x: np.ndarray) -> np.ndarray:
         return fn(x.astype(np.float64)).astype(np.float32)

@@ -43,6 +43,7 @@ class Executable:
         self.numerics = numerics
         self.mode = mode
         self.last_profile: Any = None
+        self._emulator: Any = None  # built on first call: weights converted and checked once
 
     def _check(self, tensors: Sequence[torch.Tensor]) -> None:
         sig = self.binary.inputs
@@ -85,8 +86,9 @@ class Executable:
         from spyrec.runtime.emulator import Emulator
 
         self._check(tensors)
-        emulator = Emulator(self.binary, numerics=self.numerics, mode=self.mode)
-        outputs, profile = emulator.run([to_numpy(t) for t in tensors])
+        if self._emulator is None:
+            self._emulator = Emulator(self.binary, numerics=self.numerics, mode=self.mode)
+        outputs, profile = self._emulator.run([to_numpy(t) for t in tensors])
         self.last_profile = profile
         results = tuple(to_torch(o) for o in outputs)
         return results[0] if len(results) == 1 else results

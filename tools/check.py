@@ -37,7 +37,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         lit_xml, py_xml = Path(tmp, "lit.xml"), Path(tmp, "pytest.xml")
         lit_rc = subprocess.call(
-            [sys.executable, "-m", "lit", "-q", "-j", jobs, f"--xunit-xml-output={lit_xml}",
+            [sys.executable, "-c", "from lit.main import main; main()", "-q", "-j", jobs, f"--xunit-xml-output={lit_xml}",
              str(ROOT / "test" / "lit")], env=env, cwd=ROOT)
         py_rc = subprocess.call(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

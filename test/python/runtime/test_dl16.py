@@ -17,7 +17,7 @@ def bits(values: list[float]) -> list[int]:
         (-2.5, 0xC080),  # -1.25 * 2^1: sign, exponent 32, fraction 0.25 * 512 = 128
         (0.0, 0x0000),
         (-0.0, 0x8000),
-        (2.0**32 * (1 + 510 / 512), 0x7FFE),  # the largest finite value
+        (2.0**32 * (1 + 510 / 512), dl16.MAX_FINITE),  # the largest finite value
         (2.0**-31 * (1 + 1 / 512), 0x0001),  # the smallest positive value
         (2.0**-30, 0x0200),  # exponent field 1
     ],
@@ -25,6 +25,11 @@ def bits(values: list[float]) -> list[int]:
 def test_known_values(value: float, code: int) -> None:
     assert bits([value]) == [code]
     assert dl16.decode(np.array([code], dtype=np.uint16))[0] == np.float32(value)
+
+
+def test_field_widths() -> None:
+    assert 1 + dl16.EXPONENT_BITS + dl16.FRACTION_BITS == 16
+    assert dl16.EXPONENT_BIAS == 2 ** (dl16.EXPONENT_BITS - 1) - 1
 
 
 def test_ties_round_to_even() -> None:

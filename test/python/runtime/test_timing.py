@@ -1,5 +1,6 @@
 """The cycle model: costs from the target, the shared LPDDR channel, engines, deadlock, profile."""
 
+import json
 import math
 
 import numpy as np
@@ -149,6 +150,7 @@ def test_profile_summary() -> None:
     assert summary["emulated_us"] == pytest.approx(T.cycles_to_us(summary["emulated_cycles"]))
     assert summary["lx_peak_bytes"] == 0x50000 + 32 * 128  # the relu output tile ends last
     assert set(summary["utilisation"]) == {"dma", "pt", "sfu", "lpddr"}
+    json.dumps(summary)  # plain data
 
 
 def test_overstated_roofline_is_flagged() -> None:
