@@ -10,8 +10,8 @@ of the frontend's checks this module verifies memref extents against static size
 coordinate set's rank, tile extents against a box-shaped access set, and load/store element
 types against the viewed memref.
 
-Attributes and types live in `ktdp_types.py`, the indirect access tile in `ktdp_indirect.py`;
-both are re-exported here.
+Attributes and types live in `ktdp_types.py`, the indirect access tile in `ktdp_indirect.py`,
+the inter-tile communication ops in `ktdp_intertile.py`; all are re-exported here.
 """
 
 from __future__ import annotations
@@ -27,6 +27,13 @@ from spyrec.dialects.ktdp_affine import (
     verify_tile_extents,
 )
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp, RegionTerminatorOp
+from spyrec.dialects.ktdp_intertile import (
+    InterTileConsumeOp,
+    InterTileProduceOp,
+    InterTileReduceOp,
+    YieldPartialOp,
+    YieldReducedOp,
+)
 from spyrec.dialects.ktdp_types import (
     AccessTileType,
     LegacyMemorySpaceSpelling,
@@ -34,6 +41,7 @@ from spyrec.dialects.ktdp_types import (
     MemorySpaceKind,
     RuntimeArgField,
     RuntimeArgType,
+    TileFutureType,
     parse_ktdp_type,
 )
 from xdsl.dialects.builtin import (
@@ -81,6 +89,9 @@ __all__ = [
     "ConstructIndirectAccessTileOp",
     "ConstructMemoryViewOp",
     "GetComputeTileIdOp",
+    "InterTileConsumeOp",
+    "InterTileProduceOp",
+    "InterTileReduceOp",
     "LegacyMemorySpaceSpelling",
     "LoadOp",
     "MemorySpaceAttr",
@@ -90,6 +101,9 @@ __all__ = [
     "RuntimeArgField",
     "RuntimeArgType",
     "StoreOp",
+    "TileFutureType",
+    "YieldPartialOp",
+    "YieldReducedOp",
     "box_extents",
 ]
 
@@ -637,6 +651,11 @@ KTDP = Dialect(
         LoadOp,
         StoreOp,
         RuntimeArgExtractOp,
+        InterTileProduceOp,
+        YieldPartialOp,
+        InterTileReduceOp,
+        YieldReducedOp,
+        InterTileConsumeOp,
     ],
-    [MemorySpaceAttr, LegacyMemorySpaceSpelling, AccessTileType, RuntimeArgType],
+    [MemorySpaceAttr, LegacyMemorySpaceSpelling, AccessTileType, RuntimeArgType, TileFutureType],
 )

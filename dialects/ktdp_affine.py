@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import cast
+from typing import Any, cast
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType
 from xdsl.ir import SSAValue
@@ -25,7 +25,7 @@ from xdsl.ir.affine import (
     AffineSet,
     AffineSymExpr,
 )
-from xdsl.ir.affine.affine_set import AffineConstraintKind
+from xdsl.ir.affine.affine_set import AffineConstraintExpr, AffineConstraintKind
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -179,11 +179,11 @@ def _linear_terms(expr: AffineExpr) -> tuple[dict[AffineExpr, int], int] | None:
             return None
 
 
-def box_extents(affine_set: AffineSet) -> list[int | None] | None:
-    """Per-dim extent of `affine_set` if it is a box (every constraint bounds one dim).
+def box_bounds(affine_set: AffineSet) -> list[tuple[int | None, int | None]] | None:
+    """Per-dim inclusive (lower, upper) bounds of `affine_set` if it is a box.
 
-    Returns None when some constraint couples dims or is not linear. A dim whose bounds are
-    missing or involve symbols gets None. An empty interval has extent 0.
+    Returns None when some constraint couples dims or is not linear. A bound that is missing
+    or involves symbols is None. An empty interval has lower > upper.
     """
     lower: list[int | None] = [None] * affine_set.num_dims
     upper: list[int | None] = [None] * affine_set.num_dims
@@ -218,9 +218,74 @@ def box_extents(affine_set: AffineSet) -> list[int | None] | None:
         if high is not None:
             upper[dim] = high if upper[dim] is None else min(high, cast(int, upper[dim]))
     return [
-        None if sym or lo is None or hi is None else max(0, hi - lo + 1)
+        (None, None) if sym else (lo, hi)
         for lo, hi, sym in zip(lower, upper, symbolic, strict=True)
     ]
+
+
+def box_extents(affine_set: AffineSet) -> list[int | None] | None:
+    """Per-dim extent of `affine_set` if it is a box (every constraint bounds one dim).
+
+    Returns None when some constraint couples dims or is not linear. A dim whose bounds are
+    missing or involve symbols gets None. An empty interval has extent 0.
+    """
+    bounds = box_bounds(affine_set)
+    if bounds is None:
+        return None
+    return [None if lo is None or hi is None else max(0, hi - lo + 1) for lo, hi in bounds]
+
+
+def bind_symbols(affine_set: AffineSet, symbols: Sequence[int]) -> AffineSet:
+    """`affine_set` with its leading symbols replaced by the given constants."""
+    values = [AffineExpr.constant(value) for value in symbols]
+    remaining = [AffineExpr.symbol(i) for i in range(affine_set.num_symbols - len(values))]
+    constraints = tuple(
+        AffineConstraintExpr(
+            constraint.kind,
+            constraint.lhs.replace_dims_and_symbols(
+                [AffineExpr.dimension(i) for i in range(affine_set.num_dims)],
+                [*values, *remaining],
+            ),
+            constraint.rhs.replace_dims_and_symbols(
+                [AffineExpr.dimension(i) for i in range(affine_set.num_dims)],
+                [*values, *remaining],
+            ),
+        )
+        for constraint in affine_set.constraints
+    )
+    return AffineSet(affine_set.num_dims, len(remaining), constraints)
+
+
+def set_contains(affine_set: AffineSet, dims: Sequence[Any], symbols: Sequence[int] = ()) -> Any:
+    """Whether the points `dims` satisfy every constraint; works on ints and NumPy arrays."""
+    inside: Any = True
+    for constraint in affine_set.constraints:
+        value = constraint.lhs.eval(dims, symbols) - constraint.rhs.eval(dims, symbols)
+        match constraint.kind:
+            case AffineConstraintKind.ge:
+                holds = value >= 0
+            case AffineConstraintKind.le:
+                holds = value <= 0
+            case AffineConstraintKind.eq:
+                holds = value == 0
+        inside = inside & holds
+    return inside
+
+
+def points_1d(affine_set: AffineSet, symbols: Sequence[int], limit: int = 1 << 16) -> list[int] | None:
+    """The points of a one-dim set with all symbols bound, in ascending order.
+
+    None when the set is not bounded by single-dim constraints or spans more than `limit`
+    values (the caller then skips whatever check needed the points).
+    """
+    bound = bind_symbols(affine_set, symbols)
+    bounds = box_bounds(bound)
+    if bounds is None or bound.num_dims != 1:
+        return None
+    low, high = bounds[0]
+    if low is None or high is None or high - low + 1 > limit:
+        return None
+    return [point for point in range(low, high + 1) if set_contains(bound, [point])]
 
 
 def shape_str(shape: Sequence[int]) -> str:

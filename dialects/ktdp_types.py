@@ -4,6 +4,7 @@
   `#ktdp.spyre_memory_space<...>` spelling parses to the same attribute.
 - `!ktdp.access_tile<...>`: the shape of a set of coordinates.
 - `!ktdp.runtime_arg<...>`: a kernel argument known only at launch, with optional facts about it.
+- `!ktdp.tile_future<...>`: the handle an inter-tile produce hands to its delivery op.
 
 MLIR prints dialect types inside ktdp ops without the `!ktdp.name` prefix (`: <32x64xindex>`);
 `parse_ktdp_type` reads both spellings.
@@ -17,6 +18,7 @@ from typing import ClassVar, Literal, TypeVar, cast
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    AffineSetAttr,
     AnyFloat,
     ArrayAttr,
     ContainerType,
@@ -26,8 +28,10 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     ShapedType,
     StringAttr,
+    TensorType,
 )
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
+from xdsl.ir.affine import AffineSet
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -317,7 +321,92 @@ class RuntimeArgType(_BareSyntaxType, ParametrizedAttribute, TypeAttribute):
                 printer.print_string(f", {keyword} = {value}")
 
 
-_BareSyntaxTypeT = TypeVar("_BareSyntaxTypeT", AccessTileType, RuntimeArgType)
+@irdl_attr_definition
+class TileFutureType(_BareSyntaxType, ParametrizedAttribute, TypeAttribute):
+    """Handle to the per-tile partial contributions of one `ktdp.inter_tile_produce`.
+
+        !ktdp.tile_future<(tensor<1x64xf16>), groups = affine_set<(g) : (g >= 0, -g + 7 >= 0)>>
+        !ktdp.tile_future<(tensor<128xf32>, tensor<128xi32>), groups = #groups>
+
+    Each partial type is one role a producer tile contributes (a ranked tensor); `groups` is
+    the 1-D, symbol-free set of group indices. The older spellings without parentheses,
+    `<T, groups = #G>` and `<T1, T2, #G>`, parse to the same type; the printer emits the
+    parenthesised form.
+    """
+
+    name = "ktdp.tile_future"
+
+    partial_types: ArrayAttr[Attribute]
+    groups: AffineSetAttr
+
+    def __init__(self, partial_types: Iterable[Attribute], groups: AffineSetAttr | AffineSet):
+        if isinstance(groups, AffineSet):
+            groups = AffineSetAttr(groups)
+        super().__init__(ArrayAttr(partial_types), groups)
+
+    @property
+    def partials(self) -> tuple[Attribute, ...]:
+        return self.partial_types.data
+
+    def verify(self) -> None:
+        if not self.partials:
+            raise VerifyException("tile_future needs at least one partial type")
+        for position, partial in enumerate(self.partials):
+            if not isinstance(partial, TensorType):
+                raise VerifyException(
+                    f"tile_future partial {position} must be a ranked tensor, got {partial}"
+                )
+        groups = self.groups.data
+        if groups.num_dims != 1 or groups.num_symbols:
+            raise VerifyException(
+                f"tile_future groups must be a 1-D set without symbols, got {groups.num_dims} "
+                f"dims and {groups.num_symbols} symbols"
+            )
+
+    @classmethod
+    def parse_body(cls, parser: AttrParser) -> Sequence[Attribute]:
+        if parser.parse_optional_punctuation("(") is not None:
+            partials = parser.parse_comma_separated_list(
+                AttrParser.Delimiter.NONE, parser.parse_type
+            )
+            parser.parse_punctuation(")")
+            parser.parse_punctuation(",")
+            parser.parse_keyword("groups")
+            parser.parse_punctuation("=")
+            return (ArrayAttr(partials), cls._parse_groups(parser))
+        # Older spellings: `T1, ..., TN, groups = G` or `T1, ..., TN, G`.
+        partials: list[Attribute] = []
+        while True:
+            if parser.parse_optional_keyword("groups") is not None:
+                parser.parse_punctuation("=")
+                return (ArrayAttr(partials), cls._parse_groups(parser))
+            start = parser.pos
+            entry = parser.parse_attribute()
+            if isinstance(entry, AffineSetAttr):
+                return (ArrayAttr(partials), entry)
+            if not isinstance(entry, TypeAttribute):
+                parser.raise_error(
+                    f"expected a partial type or the groups set, got {entry}", start, parser.pos
+                )
+            partials.append(entry)
+            parser.parse_punctuation(",")
+
+    @staticmethod
+    def _parse_groups(parser: AttrParser) -> AffineSetAttr:
+        start = parser.pos
+        groups = parser.parse_attribute()
+        if not isinstance(groups, AffineSetAttr):
+            parser.raise_error(f"groups must be an affine_set, got {groups}", start, parser.pos)
+        return groups
+
+    def print_body(self, printer: Printer) -> None:
+        with printer.in_parens():
+            printer.print_list(self.partials, printer.print_attribute)
+        printer.print_string(", groups = ")
+        printer.print_attribute(self.groups)
+
+
+_BareSyntaxTypeT = TypeVar("_BareSyntaxTypeT", AccessTileType, RuntimeArgType, TileFutureType)
 
 
 def parse_ktdp_type(parser: Parser, type_class: type[_BareSyntaxTypeT]) -> _BareSyntaxTypeT:

@@ -5,7 +5,8 @@ Expects: `spyre.kernel` ops (after spyre-fuse). Guarantees: every kernel has
 sticks, gm * gn <= the target's core count, each share an equal whole number of rows and of
 128-byte sticks (so no core touches another core's sticks). The split is the one with the
 fewest cycles predicted by the cost model, each split scored with its own best tiling; the
-choice, the reason and the best alternatives are recorded in `spyre.partition`.
+choice, the reason and the best alternatives are recorded in `spyre.partition`. A `grid`
+already on a kernel is a user override: it is checked and kept.
 
     %r = spyre.kernel "k0"(...)                 // before
     %r = spyre.kernel "k0"(...) {grid = [8, 4], spyre.partition = {...}}   // after
@@ -19,13 +20,25 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64
 from xdsl.passes import ModulePass
 
-from spyrec.costmodel import Split, best_tiling, candidate_splits
+from spyrec.costmodel import KernelShape, Split, best_tiling, candidate_splits
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
-from spyrec.passes.kernel_analysis import analyze, int_array
-from spyrec.target import DEFAULT_TARGET
+from spyrec.passes.kernel_analysis import analyze, int_array, read_split
+from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 LEDGER_ALTERNATIVES = 4
+
+
+def _check_override(kernel: KernelOp, shape: KernelShape, target: SpyreTarget) -> None:
+    """A `grid` already on the kernel is the user's decision: keep it if it is legal."""
+    split = read_split(kernel)
+    if split not in candidate_splits(shape, target):
+        raise CompileError(
+            f"kernel @{kernel.sym_name.data}: grid [{split.gm}, {split.gn}] must divide its "
+            f"{shape.rows} rows and {shape.sticks(shape.out_itemsize, shape.cols)} output "
+            f"sticks evenly and use at most {target.num_cores} cores")
+    kernel.attributes["spyre.partition"] = DictionaryAttr({
+        "choice": StringAttr(f"{split.gm}x{split.gn}"), "reason": StringAttr("set by the user")})
 
 
 @dataclass(frozen=True)
@@ -38,6 +51,9 @@ class SpyrePartitionCores(ModulePass):
         target = DEFAULT_TARGET
         for kernel in [o for o in op.walk() if isinstance(o, KernelOp)]:
             shape = analyze(kernel).shape()
+            if "grid" in kernel.attributes:
+                _check_override(kernel, shape, target)
+                continue
             scored: list[tuple[float, Split]] = []
             for split in candidate_splits(shape, target):
                 best = best_tiling(shape, split, target)

@@ -8,7 +8,8 @@ the tile's byte address, the matmul generic a PT instruction, each epilogue gene
 instruction. Dependences are derived from the LX slots each instruction reads and writes
 (read-after-write, write-after-read, write-after-write), nothing else, so the DMA of the
 next tile overlaps the compute of the current one wherever the ping-pong slots allow it.
-Successive output tiles alternate between the two corelets.
+Tile ops of 16 or more rows are split by rows over the two corelets, which share the
+core's LX.
 
     ktdp.load %t {lx_slots = array<i64: 0, 32768>}          // before (KTIR)
     spyrecode.dma_load {ddr = ..., lx = 0, rows = 64, ...}   // after, one per iteration
@@ -85,32 +86,54 @@ class LxTensor:
         return self.shape[-1] * self.dtype.itemsize
 
 
+Key = tuple[int, int]  # (LX slot address, row half)
+
+
+def whole(t: LxTensor) -> list[Key]:
+    """Dependence keys of a whole tile: both row halves."""
+    return [(t.addr, 0), (t.addr, 1)]
+
+
+def row_halves(rows: int) -> list[tuple[int, int, int]]:
+    """(half, first row, row count) of the per-corelet split of `rows`.
+
+    Both corelets share the core's LX, so a tile op with an even number of at least 16
+    rows runs as two instructions, one per corelet, each on half of the rows.
+    """
+    if rows >= 16 and rows % 2 == 0:
+        return [(0, 0, rows // 2), (1, rows // 2, rows // 2)]
+    return [(0, 0, rows)]
+
+
+def part(t: LxTensor, half: int, halves: int) -> list[Key]:
+    return whole(t) if halves == 1 else [(t.addr, half)]
+
+
 @dataclass
 class _Stream:
-    """One core's instruction list with slot-based dependence tracking."""
+    """One core's instruction list with dependences derived from the LX it touches."""
 
     instrs: list[Instr] = field(default_factory=list)
-    writer: dict[int, int] = field(default_factory=dict)
-    readers: dict[int, list[int]] = field(default_factory=dict)
-    unit: int = 0
+    writer: dict[Key, int] = field(default_factory=dict)
+    readers: dict[Key, list[int]] = field(default_factory=dict)
 
-    def emit(self, op: str, reads: list[int], writes: list[int], **fields: int) -> None:
+    def emit(self, op: str, reads: list[Key], writes: list[Key], unit: int = 0,
+             **fields: int) -> None:
         deps: set[int] = set()
-        for slot in reads:
-            if slot in self.writer:
-                deps.add(self.writer[slot])
-        for slot in writes:
-            if slot in self.writer:
-                deps.add(self.writer[slot])
-            deps.update(self.readers.get(slot, ()))
+        for key in reads:
+            if key in self.writer:
+                deps.add(self.writer[key])
+        for key in writes:
+            if key in self.writer:
+                deps.add(self.writer[key])
+            deps.update(self.readers.get(key, ()))
         index = len(self.instrs)
-        unit = 0 if op.startswith("dma") else self.unit
         self.instrs.append(Instr.make(op, unit=unit, deps=deps, **fields))
-        for slot in reads:
-            self.readers.setdefault(slot, []).append(index)
-        for slot in writes:
-            self.writer[slot] = index
-            self.readers[slot] = []
+        for key in reads:
+            self.readers.setdefault(key, []).append(index)
+        for key in writes:
+            self.writer[key] = index
+            self.readers[key] = []
 
 
 class _CoreInterpreter:
@@ -194,7 +217,7 @@ def _load(it: _CoreInterpreter, op: LoadOp) -> None:
     assert isinstance(tile, Tile)
     lx = it.lx_tensor(op.results[0], it.slot(op))
     rows, cols = tile.shape[0], tile.shape[-1]
-    it.stream.emit("dma.load", [], [lx.addr], ddr=tile.addr, lx=lx.addr, rows=rows,
+    it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
                    row_bytes=cols * tile.view.itemsize,
                    ddr_pitch=tile.view.strides[0] * tile.view.itemsize, lx_pitch=lx.pitch)
     it.env[op.results[0]] = lx
@@ -205,10 +228,9 @@ def _store(it: _CoreInterpreter, op: StoreOp) -> None:
     src = it.env[op.value]
     assert isinstance(tile, Tile) and isinstance(src, LxTensor)
     rows, cols = tile.shape[0], tile.shape[-1]
-    it.stream.emit("dma.store", [src.addr], [], lx=src.addr, ddr=tile.addr, rows=rows,
+    it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
                    row_bytes=cols * tile.view.itemsize, lx_pitch=src.pitch,
                    ddr_pitch=tile.view.strides[0] * tile.view.itemsize)
-    it.stream.unit ^= 1  # the next output tile goes to the other corelet
 
 
 def _fill(it: _CoreInterpreter, op: linalg.FillOp) -> None:
@@ -230,30 +252,43 @@ def _generic(it: _CoreInterpreter, op: linalg.GenericOp) -> None:
         assert isinstance(a, LxTensor) and isinstance(b, LxTensor) and isinstance(acc, LxTensor)
         m, k = a.shape
         n = b.shape[1]
-        it.stream.emit("pt.matmul", [a.addr, b.addr] + ([] if acc.zero else [acc.addr]),
-                       [acc.addr], a=a.addr, b=b.addr, c=acc.addr, m=m, k=k, n=n,
-                       a_pitch=a.pitch, b_pitch=b.pitch, c_pitch=acc.pitch, in_dtype=a.dtype,
-                       accumulate=0 if acc.zero else 1)
+        halves = row_halves(m)
+        for half, row, rows in halves:
+            keep = [] if acc.zero else part(acc, half, len(halves))
+            it.stream.emit(
+                "pt.matmul", part(a, half, len(halves)) + whole(b) + keep,
+                part(acc, half, len(halves)), unit=half,
+                a=a.addr + row * a.pitch, b=b.addr, c=acc.addr + row * acc.pitch, m=rows, k=k,
+                n=n, a_pitch=a.pitch, b_pitch=b.pitch, c_pitch=acc.pitch, in_dtype=a.dtype,
+                accumulate=0 if acc.zero else 1)
         it.env[op.results[0]] = LxTensor(acc.addr, acc.shape, acc.dtype)
         return
     out = it.lx_tensor(op.results[0], it.slot(op))
     rows, cols = out.shape
     src = ins[0]
     assert isinstance(src, LxTensor)
-    if len(ins) == 1:
-        ufn = UnaryFn.COPY if fn == "copy" else UNARY_FN[fn]
-        it.stream.emit("sfu.unary", [src.addr], [out.addr], fn=ufn, src=src.addr, dst=out.addr,
-                       rows=rows, cols=cols, src_pitch=src.pitch, dst_pitch=out.pitch,
-                       src_dtype=src.dtype, dst_dtype=out.dtype)
-    else:
+    halves = row_halves(rows)
+    for half, row, count in halves:
+        dst_keys = part(out, half, len(halves))
+        src_at = src.addr + row * src.pitch
+        dst_at = out.addr + row * out.pitch
+        if len(ins) == 1:
+            ufn = UnaryFn.COPY if fn == "copy" else UNARY_FN[fn]
+            it.stream.emit("sfu.unary", part(src, half, len(halves)), dst_keys, unit=half,
+                           fn=ufn, src=src_at, dst=dst_at, rows=count, cols=cols,
+                           src_pitch=src.pitch, dst_pitch=out.pitch, src_dtype=src.dtype,
+                           dst_dtype=out.dtype)
+            continue
         other = ins[1]
         assert isinstance(other, LxTensor)
         broadcast = other.shape[0] == 1 and rows > 1
-        it.stream.emit("sfu.binary", [src.addr, other.addr], [out.addr], fn=BINARY_FN[fn],
-                       src0=src.addr, src1=other.addr, dst=out.addr, rows=rows, cols=cols,
-                       src0_pitch=src.pitch, src1_pitch=0 if broadcast else other.pitch,
-                       dst_pitch=out.pitch, src0_dtype=src.dtype, src1_dtype=other.dtype,
-                       dst_dtype=out.dtype)
+        other_keys = whole(other) if broadcast else part(other, half, len(halves))
+        it.stream.emit("sfu.binary", part(src, half, len(halves)) + other_keys, dst_keys,
+                       unit=half, fn=BINARY_FN[fn], src0=src_at,
+                       src1=other.addr if broadcast else other.addr + row * other.pitch,
+                       dst=dst_at, rows=count, cols=cols, src0_pitch=src.pitch,
+                       src1_pitch=0 if broadcast else other.pitch, dst_pitch=out.pitch,
+                       src0_dtype=src.dtype, src1_dtype=other.dtype, dst_dtype=out.dtype)
     it.env[op.results[0]] = out
 
 

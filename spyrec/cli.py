@@ -7,6 +7,7 @@ Every user error ends in a one-paragraph message and exit status 1, without a tr
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,11 @@ class _Group(click.Group):
                 raise
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
+
+
+# torch.export's own pytree deprecation warning is noise to spyrec's users
+warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`",
+                        category=FutureWarning)
 
 
 @click.group(cls=_Group)

@@ -135,14 +135,15 @@ def predict(shape: KernelShape, split: Split, tiling: Tiling, target: SpyreTarge
                  + shape.full_operands))
     cores = split.cores
     dma = dmas_core * target.dma_setup_cycles + bytes_core * cores / target.lpddr_bytes_per_cycle
-    corelets = target.corelets_per_core
-    pt = tiles * nk * pt_cycles(tm, tk, tn, target) / corelets if shape.k else 0.0
+    # tile ops of >= 16 rows are split by rows over the corelets (one instruction each)
+    rows = tm // target.corelets_per_core if tm >= 16 and tm % 2 == 0 else tm
+    pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
     passes = max(1, shape.sfu_passes)
-    sfu = tiles * sfu_cycles(tm, tn * 4, passes, target) / corelets
+    sfu = tiles * sfu_cycles(rows, tn * 4, passes, target)
     # pipeline fill (first loads) and drain (last epilogue and store)
     first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, shape.full_operands)
     fill = dma_cycles_alone(first_in, target, cores)
-    drain = sfu_cycles(tm, tn * 4, passes, target) + dma_cycles_alone(tm * tn * osz, target, cores)
+    drain = sfu_cycles(rows, tn * 4, passes, target) + dma_cycles_alone(tm * tn * osz, target, cores)
     cycles = max(dma, pt, sfu) + fill + drain
     return Prediction(cycles, dma, pt, sfu, bytes_core * cores, lx_footprint(shape, tiling))
 

@@ -15,15 +15,22 @@ def _run(cli, env, *args, cwd=None):
                           timeout=600)
 
 
-@pytest.fixture(scope="module")
-def mlp_pt2(tmp_path_factory):
-    path = tmp_path_factory.mktemp("cli") / "mlp.pt2"
-    _, _, ep = export_mlp(100, torch.float16)
+def _save_mlp(directory, features, dtype):
+    path = directory / f"mlp_{features}_{str(dtype).removeprefix('torch.')}.pt2"
+    _, _, ep = export_mlp(features, dtype)
     torch.export.save(ep, path)
     return path
 
 
-def test_compile_run_check_inspect(spyrec_cli, cli_env, mlp_pt2):
+@pytest.fixture(scope="module")
+def mlp_pt2(tmp_path_factory):
+    return _save_mlp(tmp_path_factory.mktemp("cli"), 100, torch.float16)
+
+
+@pytest.mark.parametrize("features,dtype", [(100, torch.float16), (256, torch.float32)],
+                         ids=["100-fp16", "256-fp32"])
+def test_compile_run_check_inspect(spyrec_cli, cli_env, tmp_path, features, dtype):
+    mlp_pt2 = _save_mlp(tmp_path, features, dtype)
     out = mlp_pt2.with_suffix(".spyre")
     res = _run(spyrec_cli, cli_env, "compile", str(mlp_pt2), "-o", str(out))
     assert res.returncode == 0, res.stderr

@@ -1,5 +1,5 @@
-// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile,convert-spyre-to-ktir | filecheck %s
-// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile,convert-spyre-to-ktir | spyre-opt --print-op-generic | spyre-opt | filecheck %s
+// RUN: spyre-opt %S/Inputs/mlp64x100-tiled.mlir -p convert-spyre-to-ktir | filecheck %s
+// RUN: spyre-opt %S/Inputs/mlp64x100-tiled.mlir -p convert-spyre-to-ktir | spyre-opt --print-op-generic | spyre-opt | filecheck %s
 
 // The graph keeps only launches of the kernels.
 // CHECK-LABEL: func.func @forward

@@ -1,4 +1,4 @@
-// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile,convert-spyre-to-ktir,spyre-place-memory | filecheck %s
+// RUN: spyre-opt %S/Inputs/mlp64x100-tiled.mlir -p convert-spyre-to-ktir,spyre-place-memory | filecheck %s
 
 // LPDDR: the 64x128 fp16 input (16 KiB) at 0 in segment 0; weights in segment 1
 // (1 << 34 = 17179869184); k0's output after the input; k1's output cannot reuse k0's,
