@@ -1,4 +1,4 @@
-"""Affine helpers for the ktdp dialect: subscripts over SSA values and box-shaped sets.
+"""Affine helpers for the ktdp dialect (and the KTIR interpreter): SSA subscripts and sets.
 
 Access tiles write their subscripts as affine expressions over SSA values (`%view[%r + %i, 0]`,
 `(%t mod 64)`). `parse_ssa_affine_map`, `parse_ssa_affine_expr` and `print_ssa_affine_expr`
@@ -153,7 +153,7 @@ def print_ssa_affine_expr(
             raise ValueError(f"unexpected affine expression {expr}")
 
 
-def _linear_terms(expr: AffineExpr) -> tuple[dict[AffineExpr, int], int] | None:
+def linear_terms(expr: AffineExpr) -> tuple[dict[AffineExpr, int], int] | None:
     """`expr` as ({dim or symbol: coefficient}, constant), or None if it is not linear."""
     match expr:
         case AffineConstantExpr(value=value):
@@ -161,7 +161,7 @@ def _linear_terms(expr: AffineExpr) -> tuple[dict[AffineExpr, int], int] | None:
         case AffineDimExpr() | AffineSymExpr():
             return {expr: 1}, 0
         case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
-            left, right = _linear_terms(lhs), _linear_terms(rhs)
+            left, right = linear_terms(lhs), linear_terms(rhs)
             if left is None or right is None:
                 return None
             terms = dict(left[0])
@@ -171,7 +171,7 @@ def _linear_terms(expr: AffineExpr) -> tuple[dict[AffineExpr, int], int] | None:
         case AffineBinaryOpExpr(
             kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=factor)
         ):
-            inner = _linear_terms(lhs)
+            inner = linear_terms(lhs)
             if inner is None:
                 return None
             return {v: c * factor for v, c in inner[0].items() if c * factor}, inner[1] * factor
@@ -179,22 +179,25 @@ def _linear_terms(expr: AffineExpr) -> tuple[dict[AffineExpr, int], int] | None:
             return None
 
 
-def box_bounds(affine_set: AffineSet) -> list[tuple[int | None, int | None]] | None:
+def box_bounds(
+    affine_set: AffineSet, ignore_coupled: bool = False
+) -> list[tuple[int | None, int | None]] | None:
     """Per-dim inclusive (lower, upper) bounds of `affine_set` if it is a box.
 
-    Returns None when some constraint couples dims or is not linear. A bound that is missing
-    or involves symbols is None. An empty interval has lower > upper.
+    Returns None when some constraint couples dims or is not linear, unless `ignore_coupled`,
+    which skips such constraints (the result then bounds the set's bounding box from outside).
+    A bound that is missing or involves symbols is None. An empty interval has lower > upper.
     """
     lower: list[int | None] = [None] * affine_set.num_dims
     upper: list[int | None] = [None] * affine_set.num_dims
     symbolic = [False] * affine_set.num_dims
     for constraint in affine_set.constraints:
-        linear = _linear_terms(constraint.lhs - constraint.rhs)
-        if linear is None:
-            return None
-        terms, constant = linear
+        linear = linear_terms(constraint.lhs - constraint.rhs)
+        terms, constant = linear if linear is not None else ({}, 0)
         dims = [var for var in terms if isinstance(var, AffineDimExpr)]
-        if len(dims) > 1:
+        if linear is None or len(dims) > 1:
+            if ignore_coupled:
+                continue
             return None
         if not dims:
             continue
@@ -221,6 +224,17 @@ def box_bounds(affine_set: AffineSet) -> list[tuple[int | None, int | None]] | N
         (None, None) if sym else (lo, hi)
         for lo, hi, sym in zip(lower, upper, symbolic, strict=True)
     ]
+
+
+def is_box(affine_set: AffineSet) -> bool:
+    """True when every constraint is linear in at most one dim and mentions no symbol."""
+    for constraint in affine_set.constraints:
+        linear = linear_terms(constraint.lhs - constraint.rhs)
+        if linear is None or len(linear[0]) > 1:
+            return False
+        if any(not isinstance(var, AffineDimExpr) for var in linear[0]):
+            return False
+    return True
 
 
 def box_extents(affine_set: AffineSet) -> list[int | None] | None:

@@ -18,6 +18,9 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     i64,
     DictionaryAttr,
+    FloatAttr,
+    UnitAttr,
+    f64,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -192,6 +195,132 @@ UNARY_OPS: dict[str, type[_UnaryOp]] = {
     for name in ("relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "neg", "sqrt",
                  "rsqrt", "reciprocal", "abs")
 }
+class _ScalarOp(IRDLOperation):
+    """Base of elementwise ops between a tensor and a constant (`reverse`: constant first)."""
+
+    input = operand_def(TensorType)
+    value = prop_def(FloatAttr)
+    reverse = opt_prop_def(UnitAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, value: float, result_type: Attribute,
+                 reverse: bool = False, source_op: Operation | None = None):
+        props: dict[str, Attribute] = {"value": FloatAttr(value, f64)}
+        if reverse:
+            props["reverse"] = UnitAttr()
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
+        _provenance(self, source_op)
+
+    def verify_(self) -> None:
+        _check_same_shape(self, self.input.type, self.result.type)
+
+
+class _ReduceOp(IRDLOperation):
+    """Base of reductions over the innermost (stick) dimension; the result keeps it as 1."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute, source_op: Operation | None = None):
+        super().__init__(operands=[input], result_types=[result_type])
+        _provenance(self, source_op)
+
+    def verify_(self) -> None:
+        src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        if not src or out != src[:-1] + [1]:
+            raise VerifyException(
+                f"{self.name}: result shape {out} must be the operand shape {src} with the "
+                "last dimension reduced to 1")
+
+
+def _scalar(op_name: str, doc: str) -> type[_ScalarOp]:
+    cls = type(op_name.split(".")[1].title().replace("_", "") + "Op", (_ScalarOp,),
+               {"name": op_name, "__doc__": doc})
+    return irdl_op_definition(cls)
+
+
+def _reduce(op_name: str, doc: str) -> type[_ReduceOp]:
+    cls = type(op_name.split(".")[1].title().replace("_", "") + "Op", (_ReduceOp,),
+               {"name": op_name, "__doc__": doc})
+    return irdl_op_definition(cls)
+
+
+SCALAR_OPS: dict[str, type[_ScalarOp]] = {
+    name: _scalar(f"spyre.{name}_scalar",
+                  f"Elementwise {name} of a tensor and the constant `value` on the SFU.")
+    for name in ("add", "sub", "mul", "div", "maximum", "minimum")
+}
+REDUCE_OPS: dict[str, type[_ReduceOp]] = {
+    name: _reduce(f"spyre.reduce_{name}", f"Row-wise {name} over the last dimension.")
+    for name in ("sum", "max", "min")
+}
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """Converts the element type (fp16 / bf16 / fp32); rounding happens where data is stored.
+
+        %y = spyre.cast %x : tensor<64x128xf16> -> tensor<64x128xf32>
+    """
+
+    name = "spyre.cast"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute, source_op: Operation | None = None):
+        super().__init__(operands=[input], result_types=[result_type])
+        _provenance(self, source_op)
+
+    def verify_(self) -> None:
+        _check_same_shape(self, self.input.type, self.result.type)
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """A view with other leading dimensions and the same innermost one: no data moves.
+
+    In the row-sticked layout a tensor is rows x sticks; regrouping the rows changes nothing
+    in memory, so the result aliases its operand.
+
+        %y = spyre.reshape %x : tensor<2x16x64xf16> -> tensor<32x64xf16>
+    """
+
+    name = "spyre.reshape"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute, source_op: Operation | None = None):
+        super().__init__(operands=[input], result_types=[result_type])
+        _provenance(self, source_op)
+
+    def verify_(self) -> None:
+        src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        if (src[-1:] or [1]) != (out[-1:] or [1]) or _prod(src) != _prod(out):
+            raise VerifyException(
+                f"spyre.reshape: {src} -> {out} must keep the innermost dimension and the "
+                "element count (other reshapes move data)")
+        if self.input.type.element_type != self.result.type.element_type:  # type: ignore[attr-defined]
+            raise VerifyException("spyre.reshape: element types differ; use spyre.cast")
+
+
+def _prod(shape: Sequence[int]) -> int:
+    out = 1
+    for d in shape:
+        out *= d
+    return out
+
+
 BINARY_OPS: dict[str, type[_BinaryOp]] = {
     name: _binary(f"spyre.{name}", f"Elementwise {name} with broadcasting on the SFU.")
     for name in ("add", "sub", "mul", "div", "maximum", "minimum")
@@ -324,7 +453,7 @@ class LaunchOp(IRDLOperation):
 
 Spyre = Dialect(
     "spyre",
-    [ParamOp, AtenOp, MatmulOp, KernelOp, YieldOp, LaunchOp,
-     *UNARY_OPS.values(), *BINARY_OPS.values()],
+    [ParamOp, AtenOp, MatmulOp, KernelOp, YieldOp, LaunchOp, CastOp, ReshapeOp,
+     *UNARY_OPS.values(), *BINARY_OPS.values(), *SCALAR_OPS.values(), *REDUCE_OPS.values()],
     [],
 )

@@ -31,10 +31,17 @@ from xdsl.dialects.builtin import (
     i1,
 )
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure, traits_def
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -115,8 +122,8 @@ class CmpiOp(_CompareOp):
 
     name = "arith.cmpi"
 
-    PREDICATES = CMPI_COMPARISON_OPERATIONS
-    OPERAND_KIND = (IntegerType, IndexType)
+    PREDICATES: ClassVar[list[str]] = CMPI_COMPARISON_OPERATIONS
+    OPERAND_KIND: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, predicate: int | str):
         if isinstance(predicate, str):
@@ -160,8 +167,8 @@ class CmpfOp(_CompareOp):
 
     name = "arith.cmpf"
 
-    PREDICATES = CMPF_COMPARISON_OPERATIONS
-    OPERAND_KIND = (AnyFloat,)
+    PREDICATES: ClassVar[list[str]] = CMPF_COMPARISON_OPERATIONS
+    OPERAND_KIND: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
 
     fastmath = prop_def(FastMathFlagsAttr, default_value=FastMathFlagsAttr("none"))
 
@@ -298,9 +305,10 @@ class _CastOp(IRDLOperation):
 
     def verify_(self) -> None:
         source, target = self.input.type, self.result.type
-        if _shape(source) != _shape(target) or type(source) is not type(target) and (
-            isinstance(source, ShapedType) or isinstance(target, ShapedType)
-        ):
+        same_container = isinstance(source, ShapedType) == isinstance(target, ShapedType) and (
+            not isinstance(source, ShapedType) or type(source) is type(target)
+        )
+        if not same_container or _shape(source) != _shape(target):
             raise VerifyException(f"{self.name} cannot change the shape: {source} to {target}")
         if not isinstance(element_type(source), self.FROM):
             raise VerifyException(f"{self.name} cannot convert from {source}")
@@ -313,8 +321,8 @@ class SIToFPOp(_CastOp):
     """Signed integer to float, elementwise: `arith.sitofp %i : tensor<8xi32> to tensor<8xf32>`."""
 
     name = "arith.sitofp"
-    FROM = (IntegerType,)
-    TO = (AnyFloat,)
+    FROM: ClassVar[tuple[type[Attribute], ...]] = (IntegerType,)
+    TO: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
 
 
 @irdl_op_definition
@@ -322,8 +330,8 @@ class UIToFPOp(_CastOp):
     """Unsigned integer to float, elementwise."""
 
     name = "arith.uitofp"
-    FROM = (IntegerType,)
-    TO = (AnyFloat,)
+    FROM: ClassVar[tuple[type[Attribute], ...]] = (IntegerType,)
+    TO: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
 
 
 @irdl_op_definition
@@ -331,8 +339,8 @@ class FPToSIOp(_CastOp):
     """Float to signed integer (rounding toward zero), elementwise."""
 
     name = "arith.fptosi"
-    FROM = (AnyFloat,)
-    TO = (IntegerType,)
+    FROM: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
+    TO: ClassVar[tuple[type[Attribute], ...]] = (IntegerType,)
 
 
 @irdl_op_definition
@@ -340,8 +348,8 @@ class FPToUIOp(_CastOp):
     """Float to unsigned integer (rounding toward zero), elementwise."""
 
     name = "arith.fptoui"
-    FROM = (AnyFloat,)
-    TO = (IntegerType,)
+    FROM: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
+    TO: ClassVar[tuple[type[Attribute], ...]] = (IntegerType,)
 
 
 @irdl_op_definition
@@ -349,8 +357,8 @@ class IndexCastOp(_CastOp):
     """Integer <-> index with sign extension, elementwise."""
 
     name = "arith.index_cast"
-    FROM = (IntegerType, IndexType)
-    TO = (IntegerType, IndexType)
+    FROM: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
+    TO: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
 
 
 @irdl_op_definition
@@ -358,8 +366,8 @@ class IndexCastUIOp(_CastOp):
     """Integer <-> index with zero extension, elementwise."""
 
     name = "arith.index_castui"
-    FROM = (IntegerType, IndexType)
-    TO = (IntegerType, IndexType)
+    FROM: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
+    TO: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
 
 
 ARITH_REPLACEMENTS: tuple[type[IRDLOperation], ...] = (

@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
     f32,
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
@@ -56,7 +57,14 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.spyre import KernelOp, LaunchOp
-from spyrec.passes.kernel_analysis import EpilogueStep, KernelInfo, analyze, read_split, read_tiling
+from spyrec.passes.kernel_analysis import (
+    Kind,
+    KernelInfo,
+    analyze,
+    op_kind,
+    read_split,
+    read_tiling,
+)
 from spyrec.passes.spyre_stickify import layout_of
 
 IDX = IndexType()
@@ -133,8 +141,8 @@ class _KernelBuilder:
     # -- the kernel -------------------------------------------------------------------
     def build(self) -> func.FuncOp:
         info = self.info
-        inner = [*self.kernel.body.block.args, info.output]
-        outer = [*self.kernel.inputs, self.kernel.results[0]]
+        inner = [*self.kernel.body.block.args, *info.outputs]
+        outer = [*self.kernel.inputs, *self.kernel.results]
         block = Block(arg_types=[IDX] * len(inner))
         for arg, value in zip(block.args, outer):
             arg.name_hint = value.name_hint
@@ -142,11 +150,15 @@ class _KernelBuilder:
         x, y = self.b.insert(GetComputeTileIdOp(2)).results
         self.views: dict[SSAValue, tuple[SSAValue, tuple[int, int]]] = {}
         for value, outer_value, ptr in zip(inner, outer, block.args):
+            if not value.uses and value not in info.outputs:
+                continue
             shape = _rows_cols(layout_of(outer_value).padded_shape)
             element = value.type.element_type  # type: ignore[attr-defined]
             self.views[value] = (self.view(ptr, shape, element), shape)
-        out_rows, out_cols = self.views[info.output][1]
-        mc, nc = out_rows // self.split.gm, out_cols // self.split.gn
+        m, n = info.full
+        padded_n = max(cols for value, (_, (_, cols)) in self.views.items()
+                       if info.kinds.get(value) is not Kind.COL and not self._matmul_only(value))
+        mc, nc = m // self.split.gm, padded_n // self.split.gn
         row0 = self.mul(x, self.const(mc))
         col0 = self.mul(y, self.const(nc))
         t = self.tiling
@@ -159,10 +171,12 @@ class _KernelBuilder:
 
             def n_body(ni: SSAValue) -> None:
                 c = self.add(col0, ni)
-                work = self._matmul(r, c, a_tile) if info.matmul else None
-                result = self._epilogue(work, r, c)
-                out_view = self.views[info.output][0]
-                self.b.insert(StoreOp(result, self._tile(out_view, r, c, (t.tm, t.tn))))
+                self.env: dict[SSAValue, SSAValue] = {}
+                if info.matmul:
+                    self.env[info.matmul.result] = self._matmul(r, c, a_tile)
+                self._tile_graph(r, c)
+                for value in info.outputs:
+                    self._store(value, r, c)
 
             self.loop(nc, t.tn, n_body)
 
@@ -212,11 +226,7 @@ class _KernelBuilder:
         self.b.insert(scf.YieldOp(prod))
         self.b, self.consts = outer, saved
         loop = self.b.insert(scf.ForOp(self.const(0), self.const(kp), self.const(t.tk), [acc0], block))
-        work = loop.results[0]
-        if mm.bias is not None:
-            step = EpilogueStep(mm, "add", mm.bias, True)
-            work = self._step(step, work, r, c)
-        return work
+        return loop.results[0]
 
     def _matmul_generic(self, a: SSAValue, b: SSAValue, acc: SSAValue) -> SSAValue:
         """acc += a @ b as a linalg.generic with explicit widening to f32.
@@ -239,50 +249,124 @@ class _KernelBuilder:
         op.attributes["spyre.fn"] = StringAttr("matmul")
         return op.results[0]
 
-    def _epilogue(self, work: SSAValue | None, r: SSAValue, c: SSAValue) -> SSAValue:
+    def _matmul_only(self, value: SSAValue) -> bool:
+        mm = self.info.matmul
+        return mm is not None and all(u.operation is mm and u.index < 2 for u in value.uses)
+
+    def _extents(self, kind: Kind) -> tuple[int, int]:
         t = self.tiling
+        return {Kind.FULL: (t.tm, t.tn), Kind.ROW: (1, t.tn), Kind.COL: (t.tm, 1)}[kind]
+
+    def _value(self, value: SSAValue, r: SSAValue, c: SSAValue) -> SSAValue:
+        """The KTIR tile of a kernel value; kernel inputs are loaded on first use."""
+        if value in self.env:
+            return self.env[value]
+        kind = self.info.kind(value)
+        view = self.views[value][0]
+        rows = self.const(0) if kind is Kind.ROW else r
+        cols = self.const(0) if kind is Kind.COL else c
+        element = value.type.element_type  # type: ignore[attr-defined]
+        tile = self.load(view, rows, cols, self._extents(kind), element)
+        self.env[value] = tile
+        return tile
+
+    def _tile_graph(self, r: SSAValue, c: SSAValue) -> None:
         info = self.info
-        if work is None:
-            assert info.first_input is not None
-            view = self.views[info.first_input][0]
-            work = self.load(view, r, c, (t.tm, t.tn), info.first_input.type.element_type)  # type: ignore[attr-defined]
-        for step in info.steps:
-            work = self._step(step, work, r, c)
-        out_element = info.out_type.element_type
-        return self._generic("copy", [work], TensorType(out_element, [t.tm, t.tn]),
-                             lambda b, args: _convert(b, args[0], out_element))
+        if info.matmul is not None and info.matmul.bias is not None:
+            acc = self.env[info.matmul.result]
+            bias = self._value(info.matmul.bias, r, c)
+            self.env[info.matmul.result] = self._generic(
+                "add", [acc, bias], [Kind.FULL, Kind.ROW], Kind.FULL,
+                lambda b, args: BINARY_BODIES["add"](b, _convert(b, args[0], f32),
+                                                     _convert(b, args[1], f32)))
+        for op in info.ops:
+            category, fn = op_kind(op)
+            result = op.results[0]
+            out_kind = info.kind(result)
+            if category == "cast":
+                self.env[result] = self._value(op.operands[0], r, c)
+                continue
+            ins = [self._value(v, r, c) for v in op.operands]
+            kinds = [info.kind(v) for v in op.operands]
+            if category == "unary":
+                body_fn = UNARY_BODIES[fn]
+                self.env[result] = self._generic(
+                    fn, ins, kinds, out_kind, lambda b, a, f=body_fn: f(b, _convert(b, a[0], f32)))
+            elif category == "binary":
+                comb = BINARY_BODIES[fn]
+                self.env[result] = self._generic(
+                    fn, ins, kinds, out_kind,
+                    lambda b, a, f=comb: f(b, _convert(b, a[0], f32), _convert(b, a[1], f32)))
+            elif category == "scalar":
+                value = op.value.value.data  # type: ignore[attr-defined]
+                reverse = op.reverse is not None  # type: ignore[attr-defined]
+                comb = BINARY_BODIES[fn]
 
-    def _step(self, step: EpilogueStep, work: SSAValue, r: SSAValue, c: SSAValue) -> SSAValue:
+                def scalar_body(b: Builder, a: Sequence[SSAValue], f=comb, v=value,
+                                rev=reverse) -> SSAValue:
+                    x, k = _convert(b, a[0], f32), _fconst(b, v)
+                    return f(b, k, x) if rev else f(b, x, k)
+
+                gen = self._generic(fn, ins, kinds, out_kind, scalar_body)
+                gen.owner.attributes["spyre.scalar"] = FloatAttr(value, f32)  # type: ignore[union-attr]
+                if reverse:
+                    gen.owner.attributes["spyre.reverse"] = UnitAttr()  # type: ignore[union-attr]
+                self.env[result] = gen
+            else:
+                self.env[result] = self._reduce(fn, ins[0])
+
+    def _reduce(self, fn: str, src: SSAValue) -> SSAValue:
+        """A row reduction over the valid (unpadded) columns, as a reduction generic."""
         t = self.tiling
-        f32_tile = TensorType(f32, [t.tm, t.tn])
-        if step.other is None:
-            body = UNARY_BODIES[step.fn]
-            return self._generic(step.fn, [work], f32_tile,
-                                 lambda b, args: body(b, _convert(b, args[0], f32)))
-        view, _ = self.views[step.other]
-        element = step.other.type.element_type  # type: ignore[attr-defined]
-        extents = (1, t.tn) if step.other_is_row else (t.tm, t.tn)
-        other = self.load(view, self.const(0) if step.other_is_row else r, c, extents, element)
-        combine = BINARY_BODIES[step.fn]
+        n = self.info.full[1]
+        out_type = TensorType(f32, [t.tm, 1])
+        identity = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[fn]
+        empty = self.b.insert(tensor.EmptyOp([], out_type)).tensor
+        init = self.b.insert(arith.ConstantOp(FloatAttr(identity, f32))).result
+        acc = self.b.insert(linalg.FillOp([init], [empty], [out_type])).results[0]
+        block = Block(arg_types=[src.type.element_type, f32])  # type: ignore[attr-defined]
+        inner = Builder(InsertPoint.at_end(block))
+        x, a = block.args
+        col = inner.insert(linalg.IndexOp(1)).result
+        limit = inner.insert(arith.ConstantOp(IntegerAttr(n, IDX))).result
+        valid = inner.insert(arith.CmpiOp(col, limit, "ult")).result
+        combined = {"sum": BINARY_BODIES["add"], "max": BINARY_BODIES["maximum"],
+                    "min": BINARY_BODIES["minimum"]}[fn](inner, a, _convert(inner, x, f32))
+        inner.insert(linalg.YieldOp(inner.insert(arith.SelectOp(valid, combined, a)).result))
+        d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        maps = [AffineMap(2, 0, (d0, d1)), AffineMap(2, 0, (d0, AffineExpr.constant(0)))]
+        op = self.b.insert(linalg.GenericOp(
+            [src], [acc], Region(block), [AffineMapAttr(m) for m in maps],
+            [IteratorTypeAttr.parallel(), IteratorTypeAttr.reduction()], [out_type]))
+        op.attributes["spyre.fn"] = StringAttr(f"reduce_{fn}")
+        op.attributes["spyre.valid_cols"] = IntegerAttr(n, IDX)
+        return op.results[0]
 
-        def body(b: Builder, args: Sequence[SSAValue]) -> SSAValue:
-            lhs, rhs = _convert(b, args[0], f32), _convert(b, args[1], f32)
-            return combine(b, lhs, rhs) if step.chain_is_lhs else combine(b, rhs, lhs)
+    def _store(self, value: SSAValue, r: SSAValue, c: SSAValue) -> None:
+        kind = self.info.kind(value)
+        tile = self.env[value]
+        rows, cols = self._extents(kind)
+        element = value.type.element_type  # type: ignore[attr-defined]
+        out = self._generic("copy", [tile], [kind], kind, lambda b, a: _convert(b, a[0], element),
+                            element=element)
+        view = self.views[value][0]
+        self.b.insert(StoreOp(out, self._tile(view, r, self.const(0) if kind is Kind.COL else c,
+                                               (rows, cols))))
 
-        return self._generic(step.fn, [work, other], f32_tile, body, row_operand=step.other_is_row)
-
-    def _generic(self, fn: str, inputs: Sequence[SSAValue], result_type: TensorType,
-                 body: Callable[[Builder, Sequence[SSAValue]], SSAValue],
-                 row_operand: bool = False) -> SSAValue:
+    def _generic(self, fn: str, inputs: Sequence[SSAValue], kinds: Sequence[Kind],
+                 out_kind: Kind, body: Callable[[Builder, Sequence[SSAValue]], SSAValue],
+                 element: Attribute = f32) -> SSAValue:
+        """An elementwise generic over the out tile; ROW/COL inputs broadcast by their maps."""
+        result_type = TensorType(element, list(self._extents(out_kind)))
         empty = self.b.insert(tensor.EmptyOp([], result_type)).tensor
-        arg_types = [v.type.element_type for v in inputs] + [result_type.element_type]  # type: ignore[attr-defined]
+        arg_types = [v.type.element_type for v in inputs] + [element]  # type: ignore[attr-defined]
         block = Block(arg_types=arg_types)
         inner = Builder(InsertPoint.at_end(block))
-        value = body(inner, block.args[:len(inputs)])
-        inner.insert(linalg.YieldOp(value))
-        ident = AffineMap.identity(2)
-        row = AffineMap(2, 0, (AffineExpr.constant(0), AffineExpr.dimension(1)))
-        maps = [ident] + ([row] if row_operand else [ident] * (len(inputs) - 1)) + [ident]
+        inner.insert(linalg.YieldOp(body(inner, block.args[:len(inputs)])))
+        d0, d1, zero = AffineExpr.dimension(0), AffineExpr.dimension(1), AffineExpr.constant(0)
+        by_kind = {Kind.FULL: (d0, d1), Kind.ROW: (zero, d1), Kind.COL: (d0, zero)}
+        maps = [AffineMap(2, 0, by_kind[k] if k is not out_kind else (d0, d1)) for k in kinds]
+        maps.append(AffineMap.identity(2))
         op = self.b.insert(linalg.GenericOp(
             list(inputs), [empty], Region(block), [AffineMapAttr(m) for m in maps],
             [IteratorTypeAttr.parallel()] * 2, [result_type]))

@@ -106,9 +106,20 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
         kernels.append(KernelImage(name, prog.num_cores.value.data,
                                    {c.id.value.data: c.instrs() for c in prog.cores()},
                                    flops, min_bytes, prov))
-    return SpyreBinary(DEFAULT_TARGET.name, inputs, outputs,
-                       [_weight(p, weights) for p in params], intermediates, kernels,
-                       dict(provenance or {}))
+    weight_bindings = [_weight(p, weights) for p in params]
+    _unique_names([*inputs, *outputs, *intermediates, *(b for b, _ in weight_bindings)])
+    return SpyreBinary(DEFAULT_TARGET.name, inputs, outputs, weight_bindings, intermediates,
+                       kernels, dict(provenance or {}))
+
+
+def _unique_names(bindings: list[TensorBinding]) -> None:
+    """IR name hints may repeat (two FX nodes named `linear` in different scopes)."""
+    seen: dict[str, int] = {}
+    for b in bindings:
+        count = seen.get(b.name, 0)
+        seen[b.name] = count + 1
+        if count:
+            b.name = f"{b.name}_{count}"
 
 
 def _int(attr: object) -> int:

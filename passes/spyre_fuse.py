@@ -1,11 +1,14 @@
 """spyre-fuse: form kernels so intermediates stay in LX.
 
 Expects: stickified `spyre` compute ops in a `func.func`. Guarantees: every compute op sits
-in exactly one `spyre.kernel`; a kernel is at most one matmul followed by a chain of
-elementwise ops (its epilogue), or a chain of elementwise ops alone. An op joins the kernel
-of its producer when the producer's result has no other use and has the same shape, so the
-intermediate never leaves LX. Each kernel records `fused` (the FX nodes it holds) and
-`reason`.
+in exactly one `spyre.kernel`; a kernel is at most one matmul (its first op) followed by a
+graph of tile ops — elementwise, scalar, casts and reductions over the stick dimension — all
+on one row block: each value is the kernel's full rows x cols tile, one row of it (a bias or
+norm weight) or one column of it (a row reduction). An op joins the kernel of its producers
+when they all sit in one kernel, its shapes fit that kernel's tile, and joining cannot make
+two kernels wait for each other; its intermediates then never leave LX. Values used outside
+become kernel results (a kernel may have several). Each kernel records `fused` (the FX nodes
+it holds) and `reason`.
 
     %a = spyre.matmul %x, %w bias %b ...     // before: two ops, %a goes through LPDDR
     %r = spyre.relu %a ...
@@ -15,6 +18,7 @@ intermediate never leaves LX. Each kernel records `fused` (the FX nodes it holds
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -27,29 +31,60 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from spyrec.dialects.spyre import (
     BINARY_OPS,
     UNARY_OPS,
+    CastOp,
     KernelOp,
     MatmulOp,
+    ReshapeOp,
     YieldOp,
 )
 
 
 def is_elementwise(op: Operation) -> bool:
+    """Tile ops a kernel body evaluates on the SFU: elementwise, scalar, reductions, casts."""
+    if isinstance(op, CastOp):
+        return True
     short = op.name.removeprefix("spyre.")
-    return op.name.startswith("spyre.") and (short in UNARY_OPS or short in BINARY_OPS)
+    return op.name.startswith("spyre.") and (
+        short in UNARY_OPS or short in BINARY_OPS or short.endswith("_scalar")
+        or short.startswith("reduce_"))
 
 
 def is_compute(op: Operation) -> bool:
     return isinstance(op, MatmulOp) or is_elementwise(op)
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
+def rows_cols(value: SSAValue) -> tuple[int, int]:
+    """A tensor as rows x innermost columns (the row-sticked view)."""
     assert isinstance(value.type, TensorType)
-    return tuple(value.type.get_shape())
+    shape = list(value.type.get_shape()) or [1]
+    return math.prod(shape[:-1]), shape[-1]
+
+
+def fits(value: SSAValue, full: tuple[int, int]) -> bool:
+    """Whether `value` is the kernel's full tile, one row of it, or one column of it."""
+    rows, cols = rows_cols(value)
+    m, n = full
+    return (rows, cols) in ((m, n), (1, n), (m, 1)) or (rows * cols == n and rows == 1)
+
+
+@dataclass(eq=False)
+class _Group:
+    ops: list[Operation]
+    start: int
+    end: int
+    full: tuple[int, int]  # rows x cols of the kernel's full tile
+
+
+def _root(value: SSAValue) -> SSAValue:
+    """Look through reshapes, which alias their operand."""
+    while isinstance(value.owner, ReshapeOp):
+        value = value.owner.input
+    return value
 
 
 @dataclass(frozen=True)
 class SpyreFuse(ModulePass):
-    """Group a matmul with its elementwise epilogue, and elementwise chains, into kernels."""
+    """Group a matmul with its tile-op epilogue, and tile-op DAGs, into kernels."""
 
     name = "spyre-fuse"
 
@@ -59,32 +94,51 @@ class SpyreFuse(ModulePass):
             if fn.body.blocks.first is None or "grid" in fn.attributes:
                 continue
             for group in self._groups(fn.body.block):
-                _outline(group, f"k{counter}")
+                _outline(group.ops, f"k{counter}")
                 counter += 1
 
     @staticmethod
-    def _groups(block: Block) -> list[list[Operation]]:
-        groups: list[list[Operation]] = []
-        group_of: dict[Operation, list[Operation]] = {}
-        for op in block.ops:
+    def _groups(block: Block) -> list[_Group]:
+        groups: list[_Group] = []
+        group_of: dict[Operation, _Group] = {}
+        for index, op in enumerate(block.ops):
             if not is_compute(op):
                 continue
-            joined = None
-            if is_elementwise(op):
-                for operand in op.operands:
-                    producer = operand.owner
-                    if (isinstance(producer, Operation) and producer in group_of
-                            and operand.has_one_use()
-                            and _shape(operand) == _shape(op.results[0])
-                            and group_of[producer][-1] is producer):
-                        joined = group_of[producer]
-                        break
-            if joined is None:
-                joined = []
-                groups.append(joined)
-            joined.append(op)
-            group_of[op] = joined
+            target = None
+            if not isinstance(op, MatmulOp):
+                owners = {group_of[v.owner] for v in op.operands if v.owner in group_of}
+                if len(owners) == 1:
+                    candidate = owners.pop()
+                    if _can_join(op, candidate, group_of):
+                        target = candidate
+            if target is None:
+                # a matmul's tile is its result; a tile op's is its largest value
+                values = op.results if isinstance(op, MatmulOp) else [*op.operands, *op.results]
+                big = max(values, key=lambda v: math.prod(rows_cols(v)))
+                target = _Group([], index, index, rows_cols(big))
+                groups.append(target)
+            target.ops.append(op)
+            target.end = index
+            group_of[op] = target
         return groups
+
+
+def _can_join(op: Operation, group: _Group, group_of: dict[Operation, _Group]) -> bool:
+    """`op` may join `group` without creating a cycle and with a compatible tile shape."""
+    if not all(fits(v, group.full) for v in [*op.operands, *op.results]):
+        return False
+    for operand in op.operands:
+        root = _root(operand)
+        producer = root.owner
+        if producer in group_of:
+            other = group_of[producer]  # type: ignore[index]
+            if other is group:
+                if root is not operand:
+                    return False  # a reshape of our own value would go through LPDDR
+                continue
+            if other.end >= group.start:
+                return False  # that group may depend on this one
+    return True
 
 
 def _outline(group: list[Operation], name: str) -> None:
@@ -102,9 +156,10 @@ def _outline(group: list[Operation], name: str) -> None:
     kernel = KernelOp(name, inputs, [r.type for r in outputs], body)
     kernel.attributes["fused"] = ArrayAttr(
         [op.attributes.get("fx_node", StringAttr(op.name)) for op in group])
-    kernel.attributes["reason"] = StringAttr(
-        "matmul with elementwise epilogue" if isinstance(group[0], MatmulOp) and len(group) > 1
-        else "single op" if len(group) == 1 else "elementwise chain")
+    has_matmul = isinstance(group[0], MatmulOp)
+    reason = ("single op" if len(group) == 1 else
+              "matmul with tile-op epilogue" if has_matmul else "tile-op graph")
+    kernel.attributes["reason"] = StringAttr(reason)
     Rewriter.insert_op(kernel, InsertPoint.before(group[-1]))
     for out, res in zip(outputs, kernel.results):
         for use in list(out.uses):
@@ -120,5 +175,7 @@ def _outline(group: list[Operation], name: str) -> None:
                 use.operation.operands[use.index] = arg
         arg.name_hint = value.name_hint
     block.add_op(YieldOp(outputs))
-    if "spyre.layout" in group[-1].attributes:
-        kernel.attributes["spyre.layout"] = group[-1].attributes["spyre.layout"]
+    layouts = [out.owner.attributes.get("spyre.layout") for out in outputs]  # type: ignore[union-attr]
+    if all(layouts):
+        kernel.attributes["spyre.layout"] = (
+            layouts[0] if len(layouts) == 1 else ArrayAttr(layouts))  # type: ignore[arg-type]

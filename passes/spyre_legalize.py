@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -27,10 +28,21 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import UnsupportedOpsError
-from spyrec.dialects.spyre import BINARY_OPS, UNARY_OPS, AtenOp, MatmulOp, ParamOp, describe
+from spyrec.dialects.spyre import (
+    BINARY_OPS,
+    REDUCE_OPS,
+    SCALAR_OPS,
+    UNARY_OPS,
+    AtenOp,
+    CastOp,
+    MatmulOp,
+    ParamOp,
+    ReshapeOp,
+    describe,
+)
 
 FLOAT_ELEMENTS = ("f16", "bf16", "f32")
 
@@ -52,6 +64,11 @@ _BINARY = {
     "aten.sub.Tensor": "sub",
     "aten.mul.Tensor": "mul",
     "aten.div.Tensor": "div",
+    "aten.add.Scalar": "add",
+    "aten.sub.Scalar": "sub",
+    "aten.mul.Scalar": "mul",
+    "aten.div.Scalar": "div",
+    "aten.rsub.Scalar": "sub",
     "aten.maximum.default": "maximum",
     "aten.minimum.default": "minimum",
 }
@@ -112,20 +129,204 @@ def _transposed_weight(op: AtenOp, value: SSAValue, rewriter: Rewriter) -> SSAVa
     return new.result
 
 
-def _before(op: Operation):  # noqa: ANN202 - xDSL InsertPoint
-    from xdsl.rewriter import InsertPoint
-
+def _before(op: Operation) -> InsertPoint:
     return InsertPoint.before(op)
 
 
-def _select_linear(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _emit(rewriter: Rewriter, at: AtenOp, new: Operation) -> SSAValue:
+    """Insert `new` before the ATen op it helps to replace; keep the node's provenance."""
+    for key in ("fx_node", "source"):
+        if key in at.attributes:
+            new.attributes[key] = at.attributes[key]
+    rewriter.insert_op(new, _before(at))
+    return new.results[0]
+
+
+def _shape(value: SSAValue) -> list[int]:
+    assert isinstance(value.type, TensorType)
+    return list(value.type.get_shape())
+
+
+def _with_shape(value: SSAValue, shape: list[int]) -> TensorType:
+    assert isinstance(value.type, TensorType)
+    return TensorType(value.type.element_type, shape)
+
+
+def _last_dim_only(op: AtenOp, dims: object, rank: int) -> None:
+    """Reductions and softmax are lowered over the innermost (stick) dimension only."""
+    if isinstance(dims, ArrayAttr):
+        values = [d.value.data for d in dims.data]  # type: ignore[attr-defined]
+    else:
+        values = [dims]
+    if [v % rank for v in values if isinstance(v, int)] != [rank - 1]:
+        raise _Unsupported(f"over dims {values} (only the last dimension is lowered so far)")
+
+
+def _reduce_last(op: AtenOp, rewriter: Rewriter, kind: str, x: SSAValue) -> SSAValue:
+    shape = _shape(x)
+    return _emit(rewriter, op, REDUCE_OPS[kind](x, _with_shape(x, shape[:-1] + [1])))
+
+
+def _scalar_op(op: AtenOp, rewriter: Rewriter, kind: str, x: SSAValue, value: float,
+               reverse: bool = False) -> SSAValue:
+    return _emit(rewriter, op, SCALAR_OPS[kind](x, value, x.type, reverse=reverse))
+
+
+def _binary_op(op: AtenOp, rewriter: Rewriter, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    big = a if len(_shape(a)) >= len(_shape(b)) and _numel(a) >= _numel(b) else b
+    return _emit(rewriter, op, BINARY_OPS[kind](a, b, big.type))
+
+
+def _numel(value: SSAValue) -> int:
+    out = 1
+    for d in _shape(value):
+        out *= d
+    return out
+
+
+def _normalize(op: AtenOp, rewriter: Rewriter, x: SSAValue, centered: bool,
+               eps: float) -> SSAValue:
+    """(x - mean) * rsqrt(var + eps) for layer norm, x * rsqrt(mean(x^2) + eps) for RMS norm."""
+    n = _shape(x)[-1]
+    if centered:
+        mean = _scalar_op(op, rewriter, "mul", _reduce_last(op, rewriter, "sum", x), 1.0 / n)
+        x = _binary_op(op, rewriter, "sub", x, mean)
+    square = _binary_op(op, rewriter, "mul", x, x)
+    var = _scalar_op(op, rewriter, "mul", _reduce_last(op, rewriter, "sum", square), 1.0 / n)
+    shifted = _scalar_op(op, rewriter, "add", var, eps)
+    scale = _emit(rewriter, op, UNARY_OPS["rsqrt"](shifted, shifted.type))
+    return _binary_op(op, rewriter, "mul", x, scale)
+
+
+def _check_normalized_shape(op: AtenOp, x: SSAValue) -> None:
+    shape = _arg(op, "normalized_shape")
+    dims = [d.value.data for d in shape.data] if isinstance(shape, ArrayAttr) else []  # type: ignore[attr-defined]
+    if dims != _shape(x)[-1:]:
+        raise _Unsupported(f"normalized_shape {dims} (only the last dimension is lowered so far)")
+
+
+def _affine(op: AtenOp, rewriter: Rewriter, y: SSAValue, weight: SSAValue | None,
+            bias: SSAValue | None) -> SSAValue:
+    if weight is not None:
+        y = _binary_op(op, rewriter, "mul", y, weight)
+    if bias is not None:
+        y = _binary_op(op, rewriter, "add", y, bias)
+    return y
+
+
+def _cast_to(op: AtenOp, rewriter: Rewriter, value: SSAValue, like: SSAValue) -> SSAValue:
+    if value.type == like.type:
+        return value
+    return _emit(rewriter, op, CastOp(value, like.type))
+
+
+def _select_layer_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    _require_float(op)
+    x = _operand(op, "input")
+    assert x is not None
+    _check_normalized_shape(op, x)
+    if op.target.data == "aten.native_layer_norm.default" and any(
+            r.uses for r in op.results[1:]):
+        raise _Unsupported("the mean and rstd outputs are used (only the normalized output is)")
+    eps = float(_arg(op, "eps", 1e-5))  # type: ignore[arg-type]
+    y = _normalize(op, rewriter, x, centered=True, eps=eps)
+    y = _affine(op, rewriter, y, _operand(op, "weight"), _operand(op, "bias"))
+    return _cast_to(op, rewriter, y, op.results[0])
+
+
+def _select_rms_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    _require_float(op)
+    x = _operand(op, "input")
+    assert x is not None
+    _check_normalized_shape(op, x)
+    eps = _arg(op, "eps")
+    if eps is None:  # torch uses the dtype's machine epsilon
+        eps = {"f16": 2.0**-10, "bf16": 2.0**-7, "f32": 2.0**-23}[_element_name(x)]
+    y = _normalize(op, rewriter, x, centered=False, eps=float(eps))  # type: ignore[arg-type]
+    y = _affine(op, rewriter, y, _operand(op, "weight"), None)
+    return _cast_to(op, rewriter, y, op.results[0])
+
+
+def _select_softmax(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    _require_float(op)
+    x = op.operands[0]
+    _last_dim_only(op, _arg(op, "dim"), len(_shape(x)))
+    x = _cast_to(op, rewriter, x, op.results[0])
+    shifted = _binary_op(op, rewriter, "sub", x, _reduce_last(op, rewriter, "max", x))
+    e = _emit(rewriter, op, UNARY_OPS["exp"](shifted, shifted.type))
+    total = _reduce_last(op, rewriter, "sum", e)
+    return _binary_op(op, rewriter, "div", e, total)
+
+
+def _select_reduce(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    _require_float(op)
+    x = op.operands[0]
+    rank = len(_shape(x))
+    _last_dim_only(op, _arg(op, "dim"), rank)
+    if not _arg(op, "keepdim", False):
+        raise _Unsupported("keepdim=False (the reduced dim would leave the stick; use "
+                           "keepdim=True)")
+    target = op.target.data
+    kind = {"aten.amax.default": "max", "aten.amin.default": "min"}.get(target, "sum")
+    y = _reduce_last(op, rewriter, kind, _cast_to(op, rewriter, x, op.results[0]) if
+                     _element_name(x) != _element_name(op.results[0]) else x)
+    if target == "aten.mean.dim":
+        y = _scalar_op(op, rewriter, "mul", y, 1.0 / _shape(x)[-1])
+    return y
+
+
+def _select_pow(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    _require_float(op)
+    x = op.operands[0]
+    exponent = _arg(op, "exponent")
+    if exponent == 1:
+        return x
+    if exponent == 2:
+        return _binary_op(op, rewriter, "mul", x, x)
+    unary = {0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal"}.get(exponent)  # type: ignore[arg-type]
+    if unary is None:
+        raise _Unsupported(f"exponent {exponent} (2, 1, 0.5, -0.5 and -1 are lowered)")
+    return _emit(rewriter, op, UNARY_OPS[unary](x, x.type))
+
+
+def _select_reshape(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    x = op.operands[0]
+    src, out = _shape(x), _shape(op.results[0])
+    if (src[-1:] or [1]) != (out[-1:] or [1]):
+        raise _Unsupported(f"{src} -> {out} changes the innermost dimension (a restickify, "
+                           "not lowered yet)")
+    if src == out:
+        return x
+    return _emit(rewriter, op, ReshapeOp(x, op.results[0].type))
+
+
+def _select_identity(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    return op.operands[0]
+
+
+def _select_cast(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    x = op.operands[0]
+    if _element_name(op.results[0]) not in FLOAT_ELEMENTS or _element_name(x) not in FLOAT_ELEMENTS:
+        raise _Unsupported(f"cast {_element_name(x)} -> {_element_name(op.results[0])} "
+                           "(float casts only so far)")
+    return _cast_to(op, rewriter, x, op.results[0])
+
+
+def _select_linear(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
     _require_float(op)
     x, w, b = _operand(op, "input"), _operand(op, "weight"), _operand(op, "bias")
     assert x is not None and w is not None
-    if len(x.type.get_shape()) != 2:  # type: ignore[attr-defined]
-        raise _Unsupported("linear on a non-2-D input (flatten leading dims first)")
     wt = _transposed_weight(op, w, rewriter)
-    return MatmulOp(x, wt, b, op.results[0].type, source_op=op)
+    shape = _shape(x)
+    if len(shape) == 2:
+        return MatmulOp(x, wt, b, op.results[0].type, source_op=op)
+    # [..., K] @ [K, N]: the leading dims are rows of the row-sticked layout, so flattening
+    # them (and restoring them after) moves no data
+    rows = _numel(x) // shape[-1]
+    flat = _emit(rewriter, op, ReshapeOp(x, _with_shape(x, [rows, shape[-1]])))
+    out = _shape(op.results[0])
+    y = _emit(rewriter, op, MatmulOp(flat, wt, b, _with_shape(op.results[0], [rows, out[-1]])))
+    return _emit(rewriter, op, ReshapeOp(y, op.results[0].type))
 
 
 def _select_addmm(op: AtenOp, rewriter: Rewriter) -> Operation:
@@ -174,12 +375,20 @@ def _select_unary(op: AtenOp, rewriter: Rewriter) -> Operation:
     return UNARY_OPS[_UNARY[op.target.data]](op.operands[0], op.results[0].type, source_op=op)
 
 
-def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
     _require_float(op)
     if _arg(op, "alpha", 1) != 1:
         raise _Unsupported("alpha other than 1")
+    kind = _BINARY[op.target.data]
+    if len(op.operands) == 1:
+        other = _arg(op, "other")
+        if not isinstance(other, (int, float)) or isinstance(other, bool):
+            raise _Unsupported(f"operand 'other' of type {type(other).__name__}")
+        x = _cast_to(op, rewriter, op.operands[0], op.results[0])
+        reverse = op.target.data == "aten.rsub.Scalar"
+        return _scalar_op(op, rewriter, kind, x, float(other), reverse=reverse)
     if len(op.operands) != 2:
-        raise _Unsupported("a scalar operand (only tensor-tensor forms so far)")
+        raise _Unsupported(f"{len(op.operands)} tensor operands")
     for v in op.operands:
         if v.type.element_type != op.results[0].type.element_type:  # type: ignore[attr-defined]
             raise _Unsupported("mixed element types")
@@ -199,6 +408,27 @@ SELECTORS: dict[str, Selector] = {
     "aten.gelu.default": _select_gelu,
     **{k: _select_unary for k in _UNARY},
     **{k: _select_binary for k in _BINARY},
+    "aten.layer_norm.default": _select_layer_norm,
+    "aten.native_layer_norm.default": _select_layer_norm,
+    "aten.rms_norm.default": _select_rms_norm,
+    "aten.softmax.int": _select_softmax,
+    "aten._softmax.default": _select_softmax,
+    "aten.sum.dim_IntList": _select_reduce,
+    "aten.mean.dim": _select_reduce,
+    "aten.amax.default": _select_reduce,
+    "aten.amin.default": _select_reduce,
+    "aten.pow.Tensor_Scalar": _select_pow,
+    "aten.view.default": _select_reshape,
+    "aten._unsafe_view.default": _select_reshape,
+    "aten.reshape.default": _select_reshape,
+    "aten.unsqueeze.default": _select_reshape,
+    "aten.squeeze.dim": _select_reshape,
+    "aten.flatten.using_ints": _select_reshape,
+    "aten.clone.default": _select_identity,
+    "aten.contiguous.default": _select_identity,
+    "aten.dropout.default": _select_identity,
+    "aten._to_copy.default": _select_cast,
+    "aten.to.dtype": _select_cast,
 }
 
 

@@ -35,7 +35,7 @@ def _check_override(kernel: KernelOp, shape: KernelShape, target: SpyreTarget) -
     if split not in candidate_splits(shape, target):
         raise CompileError(
             f"kernel @{kernel.sym_name.data}: grid [{split.gm}, {split.gn}] must divide its "
-            f"{shape.rows} rows and {shape.sticks(shape.out_itemsize, shape.cols)} output "
+            f"{shape.rows} rows and {shape.col_sticks} output "
             f"sticks evenly and use at most {target.num_cores} cores")
     kernel.attributes["spyre.partition"] = DictionaryAttr({
         "choice": StringAttr(f"{split.gm}x{split.gn}"), "reason": StringAttr("set by the user")})
@@ -69,7 +69,7 @@ class SpyrePartitionCores(ModulePass):
             kernel.attributes["grid"] = int_array([split.gm, split.gn])
             one_core = next((c for c, s in scored if s.cores == 1), None)
             reason = (f"fewest predicted cycles of {len(scored)} even splits of "
-                      f"{shape.rows} rows x {shape.sticks(shape.out_itemsize, shape.cols)} "
+                      f"{shape.rows} rows x {shape.col_sticks} "
                       f"output sticks")
             if one_core:
                 reason += f"; {one_core / cycles:.1f}x faster than one core"

@@ -10,7 +10,7 @@ convert-spyre-to-ktir). Guarantees:
   has `lx_slots = array<i64: a, b>`: two 128-byte aligned LX offsets (ping-pong buffers, so
   the next tile's DMA can fill one while compute reads the other). Elementwise steps that
   keep the element type reuse their input's slots in place when the input has no other use;
-  the matmul accumulates in place in its `linalg.fill` buffer. The kernel's LX total is
+  the matmul and the row reductions accumulate in place in their `linalg.fill` buffer. The kernel's LX total is
   recorded as `spyre.lx_bytes` and checked against the target's usable LX.
 
     %t = ktdp.load %tile : ... -> tensor<64x128xf16>                   // before
@@ -57,12 +57,16 @@ def device_bytes(value: SSAValue, target: SpyreTarget) -> int:
 
 
 def tile_bytes(value: SSAValue, target: SpyreTarget) -> int:
+    """LX bytes of a tile: each row starts on a stick (a one-column tile takes a stick a row)."""
     ttype = value.type
     assert isinstance(ttype, TensorType)
-    size = DEVICE_ITEMSIZE[DEVICE_DTYPE[str(ttype.element_type)]]
-    for d in ttype.get_shape():
-        size *= d
-    return round_up(size, target.stick_bytes)
+    shape = list(ttype.get_shape()) or [1]
+    row = round_up(shape[-1] * DEVICE_ITEMSIZE[DEVICE_DTYPE[str(ttype.element_type)]],
+                   target.stick_bytes)
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    return rows * row
 
 
 class FirstFit:
@@ -159,11 +163,13 @@ def _place_lx(fn: func.FuncOp, target: SpyreTarget) -> None:
         if isinstance(inner, LoadOp) or isinstance(inner, linalg.FillOp):
             pair = fresh(inner.results[0])
         elif isinstance(inner, linalg.GenericOp):
-            fn_name = inner.attributes.get("spyre.fn")
-            src = inner.outputs[0] if _is(fn_name, "matmul") else inner.inputs[0]
-            same_type = src.type.element_type == inner.results[0].type.element_type  # type: ignore[attr-defined]
-            in_place = _is(fn_name, "matmul") or (same_type and src.has_one_use())
-            pair = slots[src] if in_place and src in slots else fresh(inner.results[0])
+            init, src = inner.outputs[0], inner.inputs[0]
+            if init in slots:  # matmul and reductions accumulate into their init
+                pair = slots[init]
+            elif src.type == inner.results[0].type and src.has_one_use() and src in slots:
+                pair = slots[src]  # elementwise, same shape and type: in place
+            else:
+                pair = fresh(inner.results[0])
         elif isinstance(inner, scf.ForOp):
             for init, res, barg in zip(inner.iter_args, inner.results, inner.body.block.args[1:]):
                 slots[res] = slots[barg] = slots[init]

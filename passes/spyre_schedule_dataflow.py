@@ -26,6 +26,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
+    FloatAttr,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -46,9 +47,12 @@ from spyrec.dialects.ktdp import (
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
-from spyrec.runtime.isa import BinaryFn, DType, Instr, UnaryFn
+from spyrec.runtime.isa import BinaryFn, DType, Instr, ReduceFn, UnaryFn, f32_bits
 
 DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32}
+STICK = 128
+REDUCE_FN = {"reduce_sum": ReduceFn.SUM, "reduce_max": ReduceFn.MAX, "reduce_min": ReduceFn.MIN}
+COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
 BINARY_FN = {"add": BinaryFn.ADD, "sub": BinaryFn.SUB, "mul": BinaryFn.MUL,
              "div": BinaryFn.DIV, "maximum": BinaryFn.MAX, "minimum": BinaryFn.MIN}
 
@@ -83,7 +87,8 @@ class LxTensor:
 
     @property
     def pitch(self) -> int:
-        return self.shape[-1] * self.dtype.itemsize
+        """Rows of an LX tile start on stick boundaries (a one-column tile: a stick a row)."""
+        return -(-self.shape[-1] * self.dtype.itemsize // STICK) * STICK
 
 
 Key = tuple[int, int]  # (LX slot address, row half)
@@ -218,7 +223,7 @@ def _load(it: _CoreInterpreter, op: LoadOp) -> None:
     lx = it.lx_tensor(op.results[0], it.slot(op))
     rows, cols = tile.shape[0], tile.shape[-1]
     it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
-                   row_bytes=cols * tile.view.itemsize,
+                   row_bytes=_stick_bytes(cols * tile.view.itemsize),
                    ddr_pitch=tile.view.strides[0] * tile.view.itemsize, lx_pitch=lx.pitch)
     it.env[op.results[0]] = lx
 
@@ -229,8 +234,13 @@ def _store(it: _CoreInterpreter, op: StoreOp) -> None:
     assert isinstance(tile, Tile) and isinstance(src, LxTensor)
     rows, cols = tile.shape[0], tile.shape[-1]
     it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
-                   row_bytes=cols * tile.view.itemsize, lx_pitch=src.pitch,
+                   row_bytes=_stick_bytes(cols * tile.view.itemsize), lx_pitch=src.pitch,
                    ddr_pitch=tile.view.strides[0] * tile.view.itemsize)
+
+
+def _stick_bytes(nbytes: int) -> int:
+    """DMA moves whole sticks: a one-column tile moves the stick that holds it."""
+    return -(-nbytes // STICK) * STICK
 
 
 def _fill(it: _CoreInterpreter, op: linalg.FillOp) -> None:
@@ -263,33 +273,71 @@ def _generic(it: _CoreInterpreter, op: linalg.GenericOp) -> None:
                 accumulate=0 if acc.zero else 1)
         it.env[op.results[0]] = LxTensor(acc.addr, acc.shape, acc.dtype)
         return
-    out = it.lx_tensor(op.results[0], it.slot(op))
+    init = it.env.get(op.outputs[0])
+    # a reduction accumulates in its init's slot; elementwise generics get their own
+    addr = init.addr if isinstance(init, LxTensor) else it.slot(op)
+    out = it.lx_tensor(op.results[0], addr)
     rows, cols = out.shape
-    src = ins[0]
-    assert isinstance(src, LxTensor)
-    halves = row_halves(rows)
-    for half, row, count in halves:
-        dst_keys = part(out, half, len(halves))
-        src_at = src.addr + row * src.pitch
-        dst_at = out.addr + row * out.pitch
-        if len(ins) == 1:
-            ufn = UnaryFn.COPY if fn == "copy" else UNARY_FN[fn]
-            it.stream.emit("sfu.unary", part(src, half, len(halves)), dst_keys, unit=half,
-                           fn=ufn, src=src_at, dst=dst_at, rows=count, cols=cols,
-                           src_pitch=src.pitch, dst_pitch=out.pitch, src_dtype=src.dtype,
-                           dst_dtype=out.dtype)
-            continue
-        other = ins[1]
-        assert isinstance(other, LxTensor)
-        broadcast = other.shape[0] == 1 and rows > 1
-        other_keys = whole(other) if broadcast else part(other, half, len(halves))
-        it.stream.emit("sfu.binary", part(src, half, len(halves)) + other_keys, dst_keys,
-                       unit=half, fn=BINARY_FN[fn], src0=src_at,
-                       src1=other.addr if broadcast else other.addr + row * other.pitch,
-                       dst=dst_at, rows=count, cols=cols, src0_pitch=src.pitch,
-                       src1_pitch=0 if broadcast else other.pitch, dst_pitch=out.pitch,
-                       src0_dtype=src.dtype, src1_dtype=other.dtype, dst_dtype=out.dtype)
+    for half, row, count in row_halves(rows):
+        _sfu(it, op, fn, ins, out, half, row, count, cols, len(row_halves(rows)))
     it.env[op.results[0]] = out
+
+
+def _sfu(it: _CoreInterpreter, op: linalg.GenericOp, fn: str, ins: list[object],
+         out: LxTensor, half: int, row: int, count: int, cols: int, halves: int) -> None:
+    """One corelet's SFU instruction for a tile-graph generic, on rows [row, row + count)."""
+    srcs = [v for v in ins if isinstance(v, LxTensor)]
+    assert len(srcs) == len(ins)
+    dst = dict(dst=out.addr + row * out.pitch, dst_pitch=out.pitch, dst_dtype=out.dtype)
+    dst_keys = part(out, half, halves)
+
+    def at(t: LxTensor) -> int:
+        return t.addr + (row * t.pitch if t.shape[0] > 1 else 0)
+
+    def keys(t: LxTensor) -> list[Key]:
+        return part(t, half, halves) if t.shape[0] > 1 else whole(t)
+
+    src = srcs[0]
+    common = dict(rows=count, src_pitch=src.pitch, src_dtype=src.dtype, unit=half, **dst)
+    if fn.startswith("reduce_"):
+        valid = op.attributes["spyre.valid_cols"]
+        assert isinstance(valid, IntegerAttr)
+        it.stream.emit("sfu.reduce", keys(src), dst_keys, fn=REDUCE_FN[fn], src=at(src),
+                       cols=valid.value.data, **common)
+        return
+    scalar = op.attributes.get("spyre.scalar")
+    if isinstance(scalar, FloatAttr):
+        reverse = 1 if "spyre.reverse" in op.attributes else 0
+        it.stream.emit("sfu.scalar", keys(src), dst_keys, fn=BINARY_FN[fn], src=at(src),
+                       cols=cols, imm=f32_bits(scalar.value.data), reverse=reverse, **common)
+        return
+    if len(srcs) == 1:
+        ufn = UnaryFn.COPY if fn == "copy" else UNARY_FN[fn]
+        it.stream.emit("sfu.unary", keys(src), dst_keys, fn=ufn, src=at(src), cols=cols,
+                       **common)
+        return
+    a, b = srcs
+
+    def broadcast(t: LxTensor) -> bool:
+        return t.shape[0] == 1 < out.shape[0] or t.shape[1] == 1 < out.shape[1]
+
+    reverse = 0
+    if broadcast(a) and not broadcast(b):
+        a, b, reverse = b, a, 1  # the ISA broadcasts its second operand
+    fields = dict(fn=BINARY_FN[fn], src0=at(a), src1=at(b), dst=dst["dst"], rows=count,
+                  cols=cols, src0_pitch=a.pitch, dst_pitch=out.pitch, src0_dtype=a.dtype,
+                  src1_dtype=b.dtype, dst_dtype=out.dtype)
+    reads = keys(a) + keys(b)
+    if b.shape[1] == 1 < cols:
+        it.stream.emit("sfu.colwise", reads, dst_keys, unit=half, src1_pitch=b.pitch,
+                       reverse=reverse, **fields)
+        return
+    if reverse and fn not in COMMUTATIVE:
+        raise CompileError(f"kernel @{it.fn.sym_name.data}: {fn} with a broadcast row as its "
+                           "first operand is not lowered yet")
+    row_broadcast = b.shape[0] == 1 < count
+    it.stream.emit("sfu.binary", reads, dst_keys, unit=half,
+                   src1_pitch=0 if row_broadcast else b.pitch, **fields)
 
 
 def _for(it: _CoreInterpreter, op: scf.ForOp) -> None:

@@ -38,11 +38,16 @@ from xdsl.passes import ModulePass
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import (
     BINARY_OPS,
+    SCALAR_OPS,
     UNARY_OPS,
+    CastOp,
     MatmulOp,
     ParamOp,
+    ReshapeOp,
     describe,
 )
+
+_SCALAR_CLASSES = tuple(SCALAR_OPS.values())
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 # unary functions with f(0) == 0: they keep zero padding zero
@@ -102,6 +107,8 @@ def layout_of(value: SSAValue) -> Layout:
     owner = value.owner
     if isinstance(owner, Operation):
         attr = owner.attributes.get("spyre.layout")
+        if isinstance(attr, ArrayAttr):  # one layout per result of a multi-result op
+            attr = attr.data[value.index]
     else:
         fn = owner.parent_op()
         assert isinstance(fn, func.FuncOp) and fn.arg_attrs is not None
@@ -175,9 +182,27 @@ class SpyreStickify(ModulePass):
                 )
             bias_zero = op.bias is None or zero.get(op.bias, False)
             return zero.get(op.rhs, False) and bias_zero
+        if isinstance(op, (ReshapeOp, CastOp)):
+            return zero.get(op.operands[0], False)
         short = op.name.removeprefix("spyre.")
+        if op.name.startswith("spyre.reduce_"):
+            return True  # a reduction writes its value and zeros the rest of the stick
         if short in UNARY_OPS:
             return short in ZERO_PRESERVING_UNARY and zero.get(op.operands[0], False)
+        if isinstance(op, _SCALAR_CLASSES):
+            value = op.value.value.data  # type: ignore[attr-defined]
+            kind = short.removesuffix("_scalar")
+            keeps = (kind in ("mul",) or (kind == "div" and op.reverse is None)  # type: ignore[attr-defined]
+                     or (kind in ("add", "sub") and value == 0.0))
+            return keeps and zero.get(op.operands[0], False)
         if short in BINARY_OPS:
-            return short in ZERO_PRESERVING_BINARY and all(zero.get(v, False) for v in op.operands)
+            out_cols = op.results[0].type.get_shape()[-1]  # type: ignore[attr-defined]
+            # an operand broadcast along the stick puts its value into the padding
+            pads = [zero.get(v, False) and tuple(v.type.get_shape())[-1:] == (out_cols,)  # type: ignore[attr-defined]
+                    for v in op.operands]
+            if short == "mul":
+                return any(pads)
+            if short == "div":
+                return pads[0]
+            return short in ZERO_PRESERVING_BINARY and all(pads)
         return False

@@ -71,6 +71,12 @@ class BinaryFn(enum.IntEnum):
     MIN = 5
 
 
+class ReduceFn(enum.IntEnum):
+    SUM = 0
+    MAX = 1
+    MIN = 2
+
+
 @dataclass(frozen=True)
 class OpSpec:
     name: str
@@ -109,6 +115,28 @@ _SPECS: tuple[OpSpec, ...] = (
          "src0_dtype", "src1_dtype", "dst_dtype"),
         "dst[r,c] = fn(src0[r,c], src1[r,c]) on LX tiles; a pitch of 0 broadcasts one row "
         "over all rows. Computed in fp32, rounded to `dst_dtype`.",
+    ),
+    OpSpec(
+        "sfu.scalar", 6, Engine.SFU,
+        ("fn", "src", "dst", "rows", "cols", "src_pitch", "dst_pitch", "src_dtype", "dst_dtype",
+         "imm", "reverse"),
+        "dst[r,c] = fn(src[r,c], s) (or fn(s, src[r,c]) when `reverse` is 1) where s is the "
+        "fp32 whose IEEE bit pattern is `imm`. Computed in fp32, rounded to `dst_dtype`.",
+    ),
+    OpSpec(
+        "sfu.reduce", 7, Engine.SFU,
+        ("fn", "src", "dst", "rows", "cols", "src_pitch", "dst_pitch", "src_dtype", "dst_dtype"),
+        "dst[r,0] = fn over c < `cols` of src[r,c] (a ReduceFn, accumulated in fp32, rounded "
+        "to `dst_dtype`); the rest of each destination row's first stick is set to zero, so "
+        "a reduced column is a stick-padded tensor with zero padding.",
+    ),
+    OpSpec(
+        "sfu.colwise", 8, Engine.SFU,
+        ("fn", "src0", "src1", "dst", "rows", "cols", "src0_pitch", "src1_pitch", "dst_pitch",
+         "src0_dtype", "src1_dtype", "dst_dtype", "reverse"),
+        "dst[r,c] = fn(src0[r,c], src1[r,0]) (or fn(src1[r,0], src0[r,c]) when `reverse` is "
+        "1): one value per row broadcast along the row. Computed in fp32, rounded to "
+        "`dst_dtype`.",
     ),
 )
 
@@ -159,6 +187,16 @@ class Instr:
 
 
 _HEADER = struct.Struct("<BBH")
+
+
+def f32_bits(value: float) -> int:
+    """The IEEE fp32 bit pattern of `value`, as the `imm` field of sfu.scalar carries it."""
+    return int(struct.unpack("<I", struct.pack("<f", value))[0])
+
+
+def bits_f32(bits: int) -> float:
+    """The fp32 value of an `imm` bit pattern."""
+    return float(struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0])
 
 
 def encode_program(program: Sequence[Instr]) -> bytes:
@@ -220,6 +258,11 @@ class Region:
         return 1 if self.pitch == 0 else self.rows
 
 
+# The bytes of one LX stick, the unit sfu.reduce writes per destination row. The ISA fixes it
+# (it is part of the instruction's meaning); it equals SpyreTarget.stick_bytes.
+STICK_BYTES = 128
+
+
 def _itemsize(code: int) -> int:
     return DType(code).itemsize
 
@@ -238,12 +281,21 @@ def lx_access(instr: Instr) -> tuple[tuple[Region, ...], tuple[Region, ...]]:
         reads = (Region(a["a"], a["m"], a["k"] * size, a["a_pitch"]),
                  Region(a["b"], a["k"], a["n"] * size, a["b_pitch"]))
         return (reads + (c,) if a["accumulate"] else reads), (c,)
-    dst = Region(a["dst"], a["rows"], a["cols"] * _itemsize(a["dst_dtype"]), a["dst_pitch"])
-    if op == "sfu.unary":
+    if op == "sfu.reduce":
+        # One result per row, then zeros to the end of that row's first stick.
+        dst = Region(a["dst"], a["rows"], STICK_BYTES, a["dst_pitch"])
+    else:
+        dst = Region(a["dst"], a["rows"], a["cols"] * _itemsize(a["dst_dtype"]), a["dst_pitch"])
+    if op in ("sfu.unary", "sfu.scalar", "sfu.reduce"):
         return (Region(a["src"], a["rows"], a["cols"] * _itemsize(a["src_dtype"]),
                        a["src_pitch"]),), (dst,)
+    src0 = Region(a["src0"], a["rows"], a["cols"] * _itemsize(a["src0_dtype"]), a["src0_pitch"])
+    if op == "sfu.colwise":
+        # One element per row (column 0), broadcast along the row.
+        return (src0, Region(a["src1"], a["rows"], _itemsize(a["src1_dtype"]),
+                             a["src1_pitch"])), (dst,)
     return (
-        Region(a["src0"], a["rows"], a["cols"] * _itemsize(a["src0_dtype"]), a["src0_pitch"]),
+        src0,
         Region(a["src1"], a["rows"], a["cols"] * _itemsize(a["src1_dtype"]), a["src1_pitch"]),
     ), (dst,)
 

@@ -15,6 +15,16 @@ Numerics (all whole-tile):
   truncation toward zero with saturation. When every operand is int32 and the function is
   integer-capable (copy, relu, neg, abs; add, sub, mul, max, min) the work is done in int32
   with wrap-around. A source pitch of 0 broadcasts its one row over all rows.
+* sfu.scalar is sfu.binary with a constant fp32 operand s (the bits of `imm`), on either side
+  (`reverse`). With int32 source and destination the work is int32, like sfu.binary's, and s
+  must then be an integer in int32 range.
+* sfu.colwise is sfu.binary whose second operand is one element per row (an (rows, 1) view),
+  broadcast along the row by NumPy.
+* sfu.reduce sums (np.sum with a float32 accumulator, NumPy's pairwise order) or takes the
+  max / min of each row's first `cols` elements, rounds the (rows,) result to `dst_dtype` into
+  column 0 of each destination row and zeroes the rest of that row's first stick. There is no
+  int32 source form.
+Results are computed whole before anything is stored, so a destination may overlap a source.
 """
 
 from __future__ import annotations
@@ -25,8 +35,8 @@ import numpy as np
 
 from spyrec.runtime import sfu
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.runtime.isa import (BinaryFn, DType, Engine, Instr, Region, UnaryFn, ddr_region,
-                                lx_access, lx_reads, lx_writes)
+from spyrec.runtime.isa import (STICK_BYTES, BinaryFn, DType, Engine, Instr, ReduceFn, Region,
+                                UnaryFn, bits_f32, ddr_region, lx_access, lx_reads, lx_writes)
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
 from spyrec.target import SpyreTarget
 
@@ -37,6 +47,9 @@ _DTYPE_FIELDS = ("in_dtype", "src_dtype", "dst_dtype", "src0_dtype", "src1_dtype
 _DTYPE_CODES = frozenset(int(d) for d in DType)
 _UNARY_CODES = frozenset(int(f) for f in UnaryFn)
 _BINARY_CODES = frozenset(int(f) for f in BinaryFn)
+_REDUCE_CODES = frozenset(int(f) for f in ReduceFn)
+_INT32_MIN, _INT32_END = -(2**31), 2**31
+_IMM_MIN, _IMM_END = -(2**31), 2**32  # an fp32 bit pattern, read as signed or unsigned 32 bits
 _POSITIVE_FIELDS = ("m", "k", "n", "rows", "cols", "row_bytes")
 
 
@@ -61,12 +74,43 @@ def _check_codes(instr: Instr, target: SpyreTarget) -> None:
             raise DeviceFault(f"fn={a['fn']} is not a unary SFU function")
         if a["src_dtype"] == a["dst_dtype"] == DType.I32 and UnaryFn(a["fn"]) not in sfu.INT_UNARY:
             raise DeviceFault(f"{UnaryFn(a['fn']).name} has no int32 form")
-    if instr.op == "sfu.binary":
+    if instr.op in ("sfu.binary", "sfu.colwise"):
         if a["fn"] not in _BINARY_CODES:
             raise DeviceFault(f"fn={a['fn']} is not a binary SFU function")
         all_int = a["src0_dtype"] == a["src1_dtype"] == a["dst_dtype"] == DType.I32
         if all_int and BinaryFn(a["fn"]) not in sfu.INT_BINARY:
             raise DeviceFault(f"{BinaryFn(a['fn']).name} has no int32 form")
+    if instr.op == "sfu.scalar":
+        _check_scalar(a)
+    if instr.op == "sfu.reduce":
+        _check_reduce(a)
+    if "reverse" in a and a["reverse"] not in (0, 1):
+        raise DeviceFault(f"reverse={a['reverse']} must be 0 or 1")
+
+
+def _check_scalar(a: dict[str, int]) -> None:
+    if a["fn"] not in _BINARY_CODES:
+        raise DeviceFault(f"fn={a['fn']} is not a binary SFU function")
+    if not _IMM_MIN <= a["imm"] < _IMM_END:
+        raise DeviceFault(f"imm={a['imm']} is not a 32-bit fp32 bit pattern")
+    if not a["src_dtype"] == a["dst_dtype"] == DType.I32:
+        return
+    if BinaryFn(a["fn"]) not in sfu.INT_BINARY:
+        raise DeviceFault(f"{BinaryFn(a['fn']).name} has no int32 form")
+    s = bits_f32(a["imm"])
+    if not (np.isfinite(s) and s == int(s) and _INT32_MIN <= s < _INT32_END):
+        raise DeviceFault(f"imm={a['imm']} is the fp32 {s!r}, not an int32 value; the int32 "
+                          "form of sfu.scalar needs an integral scalar")
+
+
+def _check_reduce(a: dict[str, int]) -> None:
+    if a["fn"] not in _REDUCE_CODES:
+        raise DeviceFault(f"fn={a['fn']} is not an SFU reduction")
+    if a["src_dtype"] == DType.I32:
+        raise DeviceFault("sfu.reduce has no int32 mode (src_dtype must be DL16 or F32)")
+    if a["rows"] > 1 and a["dst_pitch"] < STICK_BYTES:
+        raise DeviceFault(f"dst_pitch={a['dst_pitch']} is less than the {STICK_BYTES}-byte "
+                          "stick sfu.reduce writes per row, so destination rows would overlap")
 
 
 def validate(
@@ -123,6 +167,12 @@ def bind(
         return _bind_matmul(instr, lx, codec)
     if instr.op == "sfu.unary":
         return _bind_unary(a, lx, codec)
+    if instr.op == "sfu.scalar":
+        return _bind_scalar(instr, lx, codec)
+    if instr.op == "sfu.reduce":
+        return _bind_reduce(instr, lx, codec)
+    if instr.op == "sfu.colwise":
+        return _bind_colwise(instr, lx, codec)
     return _bind_binary(a, lx, codec)
 
 
@@ -173,3 +223,59 @@ def _bind_binary(a: dict[str, int], lx: LocalMemory, codec: HalfCodec) -> Callab
     float_fn = sfu.BINARY[fn]
     d0, d1, dd = dtypes
     return lambda: _store(dst, dd, codec, float_fn(_load(src0, d0, codec), _load(src1, d1, codec)))
+
+
+def _bind_scalar(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+    a = instr.named_args()
+    fn = BinaryFn(a["fn"])
+    src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
+    (src_region,), (dst_region,) = lx_access(instr)
+    src, dst = _tile(lx, src_region, src_dtype), _tile(lx, dst_region, dst_dtype)
+    reverse = bool(a["reverse"])
+    s = np.float32(bits_f32(a["imm"]))
+    if src_dtype is dst_dtype is DType.I32:
+        int_fn, k = sfu.INT_BINARY[fn], np.int32(s)
+        if reverse:
+            return lambda: np.copyto(dst, int_fn(k, src))
+        return lambda: np.copyto(dst, int_fn(src, k))
+    float_fn = sfu.BINARY[fn]
+    if reverse:
+        return lambda: _store(dst, dst_dtype, codec, float_fn(s, _load(src, src_dtype, codec)))
+    return lambda: _store(dst, dst_dtype, codec, float_fn(_load(src, src_dtype, codec), s))
+
+
+def _bind_colwise(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+    a = instr.named_args()
+    fn = BinaryFn(a["fn"])
+    d0, d1, dd = (DType(a[f"{p}_dtype"]) for p in ("src0", "src1", "dst"))
+    (r0, r1), (rd,) = lx_access(instr)
+    src0, src1, dst = _tile(lx, r0, d0), _tile(lx, r1, d1), _tile(lx, rd, dd)  # src1: (rows, 1)
+    reverse = bool(a["reverse"])
+    if d0 is d1 is dd is DType.I32:
+        int_fn = sfu.INT_BINARY[fn]
+        if reverse:
+            return lambda: np.copyto(dst, int_fn(src1, src0))
+        return lambda: np.copyto(dst, int_fn(src0, src1))
+    float_fn = sfu.BINARY[fn]
+    if reverse:
+        return lambda: _store(dst, dd, codec, float_fn(_load(src1, d1, codec),
+                                                       _load(src0, d0, codec)))
+    return lambda: _store(dst, dd, codec, float_fn(_load(src0, d0, codec),
+                                                   _load(src1, d1, codec)))
+
+
+def _bind_reduce(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+    a = instr.named_args()
+    reduce = sfu.REDUCE[ReduceFn(a["fn"])]
+    src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
+    (src_region,), (dst_region,) = lx_access(instr)
+    src = _tile(lx, src_region, src_dtype)
+    stick = _tile(lx, dst_region, dst_dtype)  # (rows, one stick of elements)
+    first, rest = stick[:, :1], stick[:, 1:]
+
+    def run() -> None:
+        value = reduce(_load(src, src_dtype, codec))
+        rest[...] = 0  # all-zero bits: +0 in every device type
+        _store(first, dst_dtype, codec, value)
+
+    return run

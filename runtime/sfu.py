@@ -1,10 +1,11 @@
 """The SFU's element functions as whole-array NumPy code.
 
-Every function maps a float32 array to the float32 result the SFU produces before rounding to
-the destination type. Arithmetic (+, -, *, /, max, min, abs, neg, relu) is IEEE fp32.
-Transcendental functions are evaluated in float64 and rounded once to float32, so they are
-within one fp32 ulp of the exact value (torch's CPU kernels are too, so fp32 results agree with
-eager to about an ulp and DL16 results almost always exactly).
+Every function maps float32 arrays to the float32 result the SFU produces before rounding to
+the destination type (a reduction maps each row to one value). Arithmetic (+, -, *, /, max,
+min, abs, neg, relu, sum) is IEEE fp32. Transcendental functions are evaluated in float64 and
+rounded once to float32, so they are within one fp32 ulp of the exact value (torch's CPU
+kernels are too, so fp32 results agree with eager to about an ulp and DL16 results almost
+always exactly).
 
 GELU uses the exact erf form. NumPy has no erf and math.erf per element is far too slow, so
 `erfc` evaluates it in float64 the way Numerical Recipes does: with t = 2 / (2 + z), z >= 0,
@@ -26,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.polynomial import chebyshev
 
-from spyrec.runtime.isa import BinaryFn, UnaryFn
+from spyrec.runtime.isa import BinaryFn, ReduceFn, UnaryFn
 
 _SERIES_LIMIT = 3.0
 _SERIES_TERMS = 80  # the series' terms fall below 1e-17 of the sum well before this at z < 3
@@ -115,6 +116,14 @@ BINARY: dict[BinaryFn, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     BinaryFn.DIV: np.divide,
     BinaryFn.MAX: np.maximum,
     BinaryFn.MIN: np.minimum,
+}
+
+# Row reductions of a (rows, cols) float32 array to (rows, 1): the sum accumulates in float32
+# (NumPy's pairwise order); max and min return one of the inputs, NaN if a row has one.
+REDUCE: dict[ReduceFn, Callable[[np.ndarray], np.ndarray]] = {
+    ReduceFn.SUM: lambda x: np.sum(x, axis=1, dtype=np.float32, keepdims=True),
+    ReduceFn.MAX: lambda x: np.max(x, axis=1, keepdims=True),
+    ReduceFn.MIN: lambda x: np.min(x, axis=1, keepdims=True),
 }
 
 # Integer SFU work (all operands int32) wraps around like the device's 32-bit integer lanes.

@@ -9,7 +9,9 @@ Costs come from the `SpyreTarget` only:
   k, n rounded up to 8 (the 8x8 PE array works on whole 8-row, 8-deep, 8-wide blocks);
 * sfu.*: ceil(rows * row bytes / sfu_bytes_per_cycle_per_corelet), rows padded to whole
   sticks at the widest operand type, times sfu_transcendental_factor for transcendental
-  functions;
+  functions. sfu.scalar is a unary pass (src, dst), sfu.colwise a binary pass (src0, the
+  per-row src1's type, dst), and sfu.reduce one pass over the source rows alone (the one
+  stick it writes per row is not counted);
 * dma.*: dma_setup_cycles, then the transfer of rows * row bytes (rounded up to whole sticks)
   over LPDDR.
 
@@ -79,12 +81,17 @@ def instr_cost(instr: Instr, target: SpyreTarget) -> Cost:
         m, k, n = (round_up(a[x], PE_BLOCK) for x in ("m", "k", "n"))
         cycles = math.ceil(2 * m * k * n / target.pt_flops_per_cycle_per_corelet)
         return Cost(1 + instr.unit, cycles, 0)
+    factor = 1
     if instr.op == "sfu.unary":
         row = _sfu_row_bytes(a["cols"], (a["src_dtype"], a["dst_dtype"]), target)
-        factor = target.sfu_transcendental_factor if a["fn"] in TRANSCENDENTAL else 1
-    else:
+        if a["fn"] in TRANSCENDENTAL:
+            factor = target.sfu_transcendental_factor
+    elif instr.op == "sfu.scalar":
+        row = _sfu_row_bytes(a["cols"], (a["src_dtype"], a["dst_dtype"]), target)
+    elif instr.op == "sfu.reduce":
+        row = _sfu_row_bytes(a["cols"], (a["src_dtype"],), target)
+    else:  # sfu.binary, sfu.colwise
         row = _sfu_row_bytes(a["cols"], (a["src0_dtype"], a["src1_dtype"], a["dst_dtype"]), target)
-        factor = 1
     cycles = math.ceil(a["rows"] * row / target.sfu_bytes_per_cycle_per_corelet) * factor
     return Cost(1 + target.corelets_per_core + instr.unit, max(cycles, 1), 0)
 

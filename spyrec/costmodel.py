@@ -29,9 +29,22 @@ class KernelShape:
     row_operands: int = 0  # extra inputs broadcast over rows (bias-like, 1 x N)
     full_operands: int = 0  # extra inputs of the output's shape (M x N), e.g. a residual
     sfu_passes: int = 0  # elementwise work in units of one SFU pass over the tile
+    reduce: bool = False  # a reduction over the stick dim: each tile must hold whole rows
+    full_temps: int = 1  # f32 full tiles the tile graph may keep live (upper bound)
+    col_temps: int = 0  # one-column values (row reductions), a stick per row each
+    outputs: int = 1  # results stored per tile
 
     def sticks(self, itemsize: int, elems: int) -> int:
         return -(-elems * itemsize // 128)
+
+    @property
+    def stick_elems(self) -> int:
+        """Elements per stick of the narrowest element type: the column granularity."""
+        return 128 // min(self.in_itemsize, self.out_itemsize)
+
+    @property
+    def col_sticks(self) -> int:
+        return -(-self.cols // self.stick_elems)
 
     @property
     def flops(self) -> int:
@@ -43,7 +56,8 @@ class KernelShape:
         a = self.rows * self.k * self.in_itemsize
         b = self.k * self.cols * self.in_itemsize
         extra = (self.row_operands * self.cols + self.full_operands * self.rows * self.cols)
-        return a + b + extra * self.in_itemsize + self.rows * self.cols * self.out_itemsize
+        out = self.outputs * self.rows * self.cols * self.out_itemsize
+        return a + b + extra * self.in_itemsize + out
 
 
 @dataclass(frozen=True)
@@ -108,16 +122,17 @@ def lx_footprint(shape: KernelShape, tiling: Tiling) -> int:
     if shape.k:
         total += 2 * tm * tk * shape.in_itemsize  # A tiles
         total += 2 * tk * tn * shape.in_itemsize  # B tiles
-    total += 2 * tm * tn * 4  # fp32 accumulator / epilogue work tile
-    total += 2 * tm * tn * shape.out_itemsize  # output tiles
-    total += 2 * shape.row_operands * tn * shape.in_itemsize
+    total += 2 * shape.full_temps * tm * tn * 4  # fp32 accumulator and tile-graph values
+    total += 2 * shape.col_temps * tm * 128  # row reductions: one stick per row
+    total += 2 * shape.outputs * tm * tn * shape.out_itemsize  # output tiles
+    total += 2 * shape.row_operands * max(tn * shape.in_itemsize, 128)
     total += 2 * shape.full_operands * tm * tn * shape.in_itemsize
     return total
 
 
 def predict(shape: KernelShape, split: Split, tiling: Tiling, target: SpyreTarget) -> Prediction:
     """Predicted cycles of the kernel with this split and tiling."""
-    out_cols = padded_cols(shape.cols, shape.out_itemsize, target)
+    out_cols = shape.col_sticks * shape.stick_elems
     kp = padded_cols(shape.k, shape.in_itemsize, target) if shape.k else 0
     mc, nc = shape.rows // split.gm, out_cols // split.gn
     nm, nn = mc // tiling.tm, nc // tiling.tn
@@ -130,9 +145,9 @@ def predict(shape: KernelShape, split: Split, tiling: Tiling, target: SpyreTarge
     a_loads = nm if nk == 1 else tiles * nk
     per_tile_in = shape.row_operands * tn * isz + shape.full_operands * tm * tn * isz
     bytes_core = (a_loads * a_tile + tiles * nk * b_tile + tiles * per_tile_in
-                  + tiles * tm * tn * osz)
-    dmas_core = (a_loads + tiles * nk * (1 if shape.k else 0) + tiles * (1 + shape.row_operands
-                 + shape.full_operands))
+                  + tiles * shape.outputs * tm * tn * osz)
+    dmas_core = (a_loads + tiles * nk * (1 if shape.k else 0)
+                 + tiles * (shape.outputs + shape.row_operands + shape.full_operands))
     cores = split.cores
     dma = dmas_core * target.dma_setup_cycles + bytes_core * cores / target.lpddr_bytes_per_cycle
     # tile ops of >= 16 rows are split by rows over the corelets (one instruction each)
@@ -154,20 +169,20 @@ def _divisors(n: int) -> list[int]:
 
 def candidate_splits(shape: KernelShape, target: SpyreTarget) -> list[Split]:
     """Even splits of rows and output column sticks over at most `num_cores` cores."""
-    out_sticks = shape.sticks(shape.out_itemsize, shape.cols)
-    return [Split(gm, gn) for gm in _divisors(shape.rows) for gn in _divisors(out_sticks)
+    col_splits = [1] if shape.reduce else _divisors(shape.col_sticks)
+    return [Split(gm, gn) for gm in _divisors(shape.rows) for gn in col_splits
             if gm * gn <= target.num_cores]
 
 
 def candidate_tilings(shape: KernelShape, split: Split, target: SpyreTarget) -> list[Tiling]:
     """Tilings of one core's share that fit LX: tm | rows share, sticks of tn | cols share."""
-    out_eps = target.elems_per_stick(shape.out_itemsize)
+    out_eps = shape.stick_elems
     in_eps = target.elems_per_stick(shape.in_itemsize)
     mc = shape.rows // split.gm
-    nc_sticks = shape.sticks(shape.out_itemsize, shape.cols) // split.gn
+    nc_sticks = shape.col_sticks // split.gn
     k_sticks = shape.sticks(shape.in_itemsize, shape.k) if shape.k else 0
     tms = _divisors(mc)
-    tns = [d * out_eps for d in _divisors(nc_sticks)]
+    tns = [nc_sticks * out_eps] if shape.reduce else [d * out_eps for d in _divisors(nc_sticks)]
     tks = [d * in_eps for d in _divisors(k_sticks)] if shape.k else [0]
     budget = target.lx_usable_bytes
     return [Tiling(tm, tn, tk) for tm, tn, tk in itertools.product(tms, tns, tks)

@@ -26,7 +26,16 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "spyre": _dialect("spyrec.dialects.spyre", "Spyre"),
     "ktdp": _dialect("spyrec.dialects.ktdp", "KTDP"),
     "spyrecode": _dialect("spyrec.dialects.spyrecode", "SpyreCode"),
+    # xDSL's standard dialects extended with the forms KTIR kernels use (dialects/std_ext.py);
+    # spyre-opt and the driver let these replace the stock dialects of the same name.
+    "arith": _dialect("spyrec.dialects.std_ext", "ARITH"),
+    "linalg": _dialect("spyrec.dialects.std_ext", "LINALG"),
+    "scf": _dialect("spyrec.dialects.std_ext", "SCF"),
 }
+
+# Stock xdsl-opt rejects a second definition of a dialect name, so the extended standard
+# dialects stay out of the `xdsl.universe` entry point.
+STD_OVERRIDES = frozenset({"arith", "linalg", "scf"})
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "spyre-legalize": _pass("spyrec.passes.spyre_legalize", "SpyreLegalize"),
@@ -42,4 +51,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "spyre-emit-spyrecode": _pass("spyrec.passes.spyre_emit_spyrecode", "SpyreEmitSpyreCode"),
 }
 
-UNIVERSE = Universe(all_dialects=dict(DIALECTS), all_passes=dict(PASSES))
+UNIVERSE = Universe(
+    all_dialects={name: load for name, load in DIALECTS.items() if name not in STD_OVERRIDES},
+    all_passes=dict(PASSES),
+)

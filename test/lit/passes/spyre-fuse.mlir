@@ -3,7 +3,7 @@
 // Each matmul absorbs its single-use elementwise epilogue: two kernels, and the matmul
 // results %y1 and %y2 never leave LX.
 // CHECK-LABEL: func.func @forward
-// CHECK:      %[[K0:.*]] = spyre.kernel "k0"(%x, %w1, %b1) {fused = ["linear", "relu"], reason = "matmul with elementwise epilogue"
+// CHECK:      %[[K0:.*]] = spyre.kernel "k0"(%x, %w1, %b1) {fused = ["linear", "relu"], reason = "matmul with tile-op epilogue"
 // CHECK:        spyre.matmul
 // CHECK-NEXT:   %[[R:.*]] = spyre.relu
 // CHECK-NEXT:   spyre.yield %[[R]]

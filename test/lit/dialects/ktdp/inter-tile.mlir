@@ -50,7 +50,7 @@ func.func @argmax_to_one(%v: tensor<8xf32>, %i: tensor<8xi32>, %vid: tensor<8xf3
   ^bb0(%gid: index):
     ktdp.yield_partial %v, %i : tensor<8xf32>, tensor<8xi32>
   }
-  // CHECK: %{{.*}}:2 = ktdp.inter_tile_reduce(%{{.*}}) consumer_tiles_per_group = affine_set<(d0)[s0] : (d0 == 0)>, producer_dependency_per_consumer = affine_set<(d0)[s0, s1] : ((d0 + (s1 * -4)) >= 0, (((d0 * -1) + (s1 * 4)) + 3) >= 0)>, identity(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xi32>) : !ktdp.tile_future<(tensor<8xf32>, tensor<8xi32>), groups = affine_set<(d0) : (d0 == 0)>> -> tensor<8xf32>, tensor<8xi32> {
+  // CHECK: %{{.*}}, %{{.*}} = ktdp.inter_tile_reduce(%{{.*}}) consumer_tiles_per_group = affine_set<(d0)[s0] : (d0 == 0)>, producer_dependency_per_consumer = affine_set<(d0)[s0, s1] : ((d0 + (s1 * -4)) >= 0, (((d0 * -1) + (s1 * 4)) + 3) >= 0)>, identity(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xi32>) : !ktdp.tile_future<(tensor<8xf32>, tensor<8xi32>), groups = affine_set<(d0) : (d0 == 0)>> -> tensor<8xf32>, tensor<8xi32> {
   // CHECK-NEXT: ^{{.*}}(%{{.*}}: tensor<8xf32>, %{{.*}}: tensor<8xi32>, %{{.*}}: tensor<8xf32>, %{{.*}}: tensor<8xi32>):
   // CHECK: ktdp.yield_reduced %{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xi32>
   %r:2 = ktdp.inter_tile_reduce(%f) consumer_tiles_per_group = affine_set<(i)[g] : (i == 0)>, producer_dependency_per_consumer = affine_set<(p)[c, g] : (p - 4 * g >= 0, -p + 4 * g + 3 >= 0)>, identity(%vid, %iid : tensor<8xf32>, tensor<8xi32>) : !ktdp.tile_future<(tensor<8xf32>, tensor<8xi32>), groups = affine_set<(g) : (g == 0)>> -> tensor<8xf32>, tensor<8xi32> {
@@ -91,7 +91,7 @@ func.func @swap_pairs(%mine: tensor<4x64xf16>) -> tensor<4x64xf16> attributes {g
   ^bb0(%gid: index):
     ktdp.yield_partial %mine : tensor<4x64xf16>
   }
-  // CHECK: ktdp.inter_tile_consume(%{{.*}}) consumer_tiles_per_group = {{.*}}, producer_dependency_per_consumer = affine_set<(d0)[s0, s1] : (((d0 + s0) + (s1 * -4)) + -1 == 0)> : {{.*}} -> tensor<4x64xf16>
+  // CHECK: ktdp.inter_tile_consume(%{{.*}}) consumer_tiles_per_group = {{.*}}, producer_dependency_per_consumer = affine_set<(d0)[s0, s1] : ((((d0 + s0) + (s1 * -4)) + -1) == 0)> : {{.*}} -> tensor<4x64xf16>
   %other = ktdp.inter_tile_consume(%f) consumer_tiles_per_group = affine_set<(i)[g] : (i - 2 * g >= 0, -i + 2 * g + 1 >= 0)>, producer_dependency_per_consumer = affine_set<(p)[c, g] : (p + c - 4 * g - 1 == 0)> : !ktdp.tile_future<(tensor<4x64xf16>), groups = affine_set<(g) : (g >= 0, -g + 3 >= 0)>> -> tensor<4x64xf16>
   func.return %other : tensor<4x64xf16>
 }

@@ -1,0 +1,437 @@
+"""Runtime values of the KTIR interpreter: memories, memory views and access tiles.
+
+- `Memory`: a flat, byte-addressed store. `Lpddr` is the card's off-chip memory (arrays are
+  placed into it by the caller); each core has an `Lx` scratchpad of fixed capacity.
+- `MemView`: what `ktdp.construct_memory_view` builds. Element (c0, c1, ...) of the global
+  coordinate space lives at `offset + sum((c - origin) * stride)` elements into its memory,
+  where `origin` is the smallest point of the view's coordinate set. A coordinate outside
+  the set or outside the view's sizes is an error, never a zero.
+- `DistributedView`: the union of several views; a coordinate goes to the first part whose
+  coordinate set holds it.
+- `AccessTile`: the coordinates an access tile selects, in tile order, plus the view they
+  index. Indirect tiles read their index views when the tile is loaded or stored, not when
+  it is built.
+
+Every access check raises `KtirAccessError`, which the interpreter completes with the core
+and the op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import ml_dtypes
+import numpy as np
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+)
+from xdsl.ir import Attribute
+from xdsl.ir.affine import AffineExpr, AffineMap, AffineSet
+
+from spyrec.dialects.ktdp_affine import bind_symbols, box_bounds, is_box, set_contains
+
+STICK_BYTES = 128
+
+
+class KtirError(Exception):
+    """A kernel did something KTIR does not allow at run time (bad access, overflow, deadlock)."""
+
+
+class KtirAccessError(KtirError):
+    """An access outside a view, its coordinate set, or its memory."""
+
+
+def numpy_dtype(element: Attribute) -> np.dtype[Any]:
+    """The NumPy dtype that holds values of the scalar type `element`."""
+    match element:
+        case Float16Type():
+            return np.dtype(np.float16)
+        case Float32Type():
+            return np.dtype(np.float32)
+        case Float64Type():
+            return np.dtype(np.float64)
+        case BFloat16Type():
+            return np.dtype(ml_dtypes.bfloat16)
+        case IndexType():
+            return np.dtype(np.int64)
+        case IntegerType():
+            width = element.width.data
+            if width == 1:
+                return np.dtype(np.bool_)
+            if width in (8, 16, 32, 64):
+                unsigned = element.signedness.data.name == "UNSIGNED"
+                return np.dtype(f"{'u' if unsigned else ''}int{width}")
+    if isinstance(element, AnyFloat):
+        raise KtirError(f"floating-point type {element} is not supported by the interpreter")
+    raise KtirError(f"type {element} has no NumPy equivalent")
+
+
+@dataclass
+class Memory:
+    """A flat byte-addressed memory; `data` is its whole content."""
+
+    name: str
+    data: np.ndarray
+    _typed: dict[np.dtype[Any], np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def size(self) -> int:
+        return int(self.data.size)
+
+    def typed(self, dtype: np.dtype[Any]) -> np.ndarray:
+        """The memory reinterpreted as elements of `dtype` (a view, not a copy)."""
+        if dtype not in self._typed:
+            usable = self.size - self.size % dtype.itemsize
+            self._typed[dtype] = self.data[:usable].view(dtype)
+        return self._typed[dtype]
+
+    def _reset_views(self) -> None:
+        self._typed.clear()
+
+
+class Lpddr(Memory):
+    """Off-chip memory. It holds exactly what was placed into it; the rest does not exist."""
+
+    def __init__(self) -> None:
+        super().__init__("LPDDR", np.zeros(0, dtype=np.uint8))
+
+    def place(self, array: np.ndarray, align: int = STICK_BYTES) -> int:
+        """Copy `array` in at the next `align`-byte boundary; return its byte address."""
+        address = -(-self.size // align) * align
+        raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        end = address + raw.size
+        padded_end = -(-end // align) * align
+        grown = np.zeros(padded_end, dtype=np.uint8)
+        grown[: self.size] = self.data
+        grown[address:end] = raw
+        self.data = grown
+        self._reset_views()
+        return address
+
+    def read(self, address: int, shape: Sequence[int], dtype: np.dtype[Any] | type) -> np.ndarray:
+        """A copy of the array of `shape` and `dtype` stored at byte `address`."""
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        raw = self.data[address : address + count * dtype.itemsize]
+        return raw.copy().view(dtype).reshape(shape)
+
+
+class Lx(Memory):
+    """One core's on-chip scratchpad (`#ktdp.memory_space<ct_local, ct_id = core>`)."""
+
+    def __init__(self, core: int, capacity: int):
+        super().__init__(f"LX of core {core}", np.zeros(capacity, dtype=np.uint8))
+        self.core = core
+
+
+def coordinate_str(point: Sequence[int]) -> str:
+    return "(" + ", ".join(str(int(c)) for c in point) + ")"
+
+
+def lower_bounds(affine_set: AffineSet) -> list[int]:
+    """Per dim, the lower bound the set's single-dim constraints give (0 if none).
+
+    For the box-shaped coordinate sets KTIR uses this is the set's minimum point, the
+    origin of a view's local coordinates.
+    """
+    bounds = box_bounds(affine_set, ignore_coupled=True) or []
+    return [0 if low is None else low for low, _ in bounds]
+
+
+def set_bounds(affine_set: AffineSet) -> list[tuple[int, int]] | None:
+    """Per-dim inclusive (low, high) of the set's bounding box; None if a dim is unbounded."""
+    bounds = box_bounds(affine_set, ignore_coupled=True)
+    if bounds is None or any(low is None or high is None for low, high in bounds):
+        return None
+    return [(cast(int, low), cast(int, high)) for low, high in bounds]
+
+
+def eval_exprs(exprs: Sequence[AffineExpr], dims: Sequence[Any], symbols: Sequence[int] = ()) -> list[Any]:
+    """Evaluate affine expressions on ints or NumPy arrays (floordiv and mod round down)."""
+    return [expr.eval(dims, symbols) for expr in exprs]
+
+
+@dataclass
+class TilePoints:
+    """The points of a tile's set in tile order, relative to the tile's base.
+
+    `points` has shape `tile_shape + (rank,)`; `present` marks which tile positions some set
+    point maps to (all of them for a box with a permutation order).
+    """
+
+    points: np.ndarray
+    present: np.ndarray | None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.points.shape[:-1])
+
+
+def enumerate_tile(
+    tile_set: AffineSet, order: AffineMap, symbols: Sequence[int], what: str
+) -> TilePoints:
+    """Enumerate `tile_set` (symbols bound) and lay its points out by `order`.
+
+    The tile index of point p is order(p) - min over the set of order(p); the tile's shape is
+    the extent of order(p) per result (so a (d1, d0) order over a 16x32 set gives 32x16).
+    """
+    bound = bind_symbols(tile_set, symbols)
+    bounds = set_bounds(bound)
+    if bounds is None:
+        raise KtirError(f"{what} is unbounded: {tile_set}")
+    extents = [max(0, high - low + 1) for low, high in bounds]
+    rank = bound.num_dims
+    if rank == 0:
+        return TilePoints(np.zeros((0,), dtype=np.int64), None)
+    total = int(np.prod(extents, dtype=np.int64))
+    if total > 1 << 27:
+        raise KtirError(f"{what} has {total} points; the interpreter enumerates at most 2**27")
+    grid = np.indices(extents, dtype=np.int64).reshape(rank, -1)
+    grid += np.array([low for low, _ in bounds], dtype=np.int64).reshape(rank, 1)
+    if not is_box(bound):
+        keep = np.broadcast_to(set_contains(bound, list(grid)), grid.shape[1:])
+        grid = grid[:, keep]
+    identity = order.num_dims == rank and all(
+        r == AffineExpr.dimension(i) for i, r in enumerate(order.results)
+    )
+    if identity and grid.shape[1] == total:
+        return TilePoints(grid.T.reshape(*extents, rank).copy(), None)
+    ordered = np.stack(
+        [np.broadcast_to(np.asarray(v, dtype=np.int64), grid.shape[1:]) for v in eval_exprs(order.results, list(grid))]
+    ) if order.results else np.zeros((0, grid.shape[1]), dtype=np.int64)
+    if grid.shape[1] == 0:
+        shape = tuple(0 for _ in order.results)
+        return TilePoints(np.zeros((*shape, rank), dtype=np.int64), None)
+    low = ordered.min(axis=1, keepdims=True)
+    index = ordered - low
+    shape = tuple(int(e) + 1 for e in index.max(axis=1))
+    points = np.zeros((*shape, rank), dtype=np.int64)
+    points[tuple(index)] = grid.T
+    present = None
+    if int(np.prod(shape, dtype=np.int64)) != grid.shape[1]:
+        present = np.zeros(shape, dtype=bool)
+        present[tuple(index)] = True
+    return TilePoints(points, present)
+
+
+class View:
+    """Something an access tile can index: a memory view, a distributed view or a tensor."""
+
+    dtype: np.dtype[Any]
+    rank: int
+    description: str
+
+    def read(self, coords: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def write(self, coords: np.ndarray, values: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def traffic(self, coords: np.ndarray) -> list[tuple[Memory, np.ndarray]]:
+        """(memory, byte addresses) touched by accessing `coords` (checked already)."""
+        raise NotImplementedError
+
+
+@dataclass
+class MemView(View):
+    """A strided view of memory with a coordinate set (the value of construct_memory_view)."""
+
+    memory: Memory
+    base: int  # bytes
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: np.dtype[Any]
+    coordinate_set: AffineSet
+    symbols: tuple[int, ...]
+    description: str
+    origin: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.rank = len(self.shape)
+        self.bound_set = bind_symbols(self.coordinate_set, self.symbols)
+        self.origin = tuple(lower_bounds(self.bound_set))
+        self._strides = np.asarray(self.strides, dtype=np.int64)
+        self._origin = np.asarray(self.origin, dtype=np.int64)
+
+    def contains(self, coords: np.ndarray) -> np.ndarray:
+        """Which rows of `coords` (N x rank, global) fall in the coordinate set and sizes."""
+        inside = np.broadcast_to(
+            np.asarray(set_contains(self.bound_set, list(coords.T)), dtype=bool),
+            coords.shape[:1],
+        )
+        local = coords - self._origin
+        return inside & np.all((local >= 0) & (local < np.asarray(self.shape)), axis=1)
+
+    def footprint(self) -> tuple[int, int]:
+        """[first, last] byte this view can reach (for capacity checks)."""
+        itemsize = self.dtype.itemsize
+        low = high = 0
+        for size, stride in zip(self.shape, self.strides, strict=True):
+            if size <= 0:
+                return self.base, self.base - 1
+            reach = (size - 1) * stride
+            low, high = low + min(0, reach), high + max(0, reach)
+        return self.base + low * itemsize, self.base + high * itemsize + itemsize - 1
+
+    def addresses(self, coords: np.ndarray) -> np.ndarray:
+        """Byte addresses of `coords` (N x rank), after checking set, sizes and memory."""
+        if coords.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        inside = np.broadcast_to(
+            np.asarray(set_contains(self.bound_set, list(coords.T)), dtype=bool),
+            coords.shape[:1],
+        )
+        if not inside.all():
+            bad = coords[int(np.argmin(inside))]
+            raise KtirAccessError(
+                f"coordinate {coordinate_str(bad)} is outside the coordinate set of "
+                f"{self.description} ({self.coordinate_set})"
+            )
+        local = coords - self._origin
+        within = np.all((local >= 0) & (local < np.asarray(self.shape)), axis=1)
+        if not within.all():
+            position = int(np.argmin(within))
+            raise KtirAccessError(
+                f"coordinate {coordinate_str(coords[position])} (local "
+                f"{coordinate_str(local[position])}) is outside {self.description} of shape "
+                f"{'x'.join(map(str, self.shape))}"
+            )
+        address = self.base + (local @ self._strides) * self.dtype.itemsize
+        low, high = int(address.min()), int(address.max()) + self.dtype.itemsize
+        if low < 0 or high > self.memory.size:
+            position = int(np.argmax(address)) if high > self.memory.size else int(np.argmin(address))
+            raise KtirAccessError(
+                f"coordinate {coordinate_str(coords[position])} of {self.description} is at byte "
+                f"{int(address[position])}, outside {self.memory.name} "
+                f"({self.memory.size} bytes)"
+            )
+        return address
+
+    def _element_index(self, address: np.ndarray) -> np.ndarray:
+        if self.base % self.dtype.itemsize:
+            raise KtirAccessError(
+                f"{self.description} starts at byte {self.base}, which is not a multiple of "
+                f"its element size {self.dtype.itemsize}"
+            )
+        return address // self.dtype.itemsize
+
+    def read(self, coords: np.ndarray) -> np.ndarray:
+        return self.memory.typed(self.dtype)[self._element_index(self.addresses(coords))]
+
+    def write(self, coords: np.ndarray, values: np.ndarray) -> None:
+        index = self._element_index(self.addresses(coords))
+        self.memory.typed(self.dtype)[index] = values
+
+    def traffic(self, coords: np.ndarray) -> list[tuple[Memory, np.ndarray]]:
+        return [(self.memory, self.addresses(coords))]
+
+
+@dataclass
+class DistributedView(View):
+    """The union of several views (construct_distributed_memory_view)."""
+
+    parts: list[MemView]
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    description: str
+
+    def __post_init__(self) -> None:
+        self.rank = len(self.shape)
+
+    def _owner(self, coords: np.ndarray) -> np.ndarray:
+        owner = np.full(coords.shape[0], -1, dtype=np.int64)
+        for index, part in enumerate(self.parts):
+            owner[(owner < 0) & part.contains(coords)] = index
+        if (owner < 0).any():
+            bad = coords[int(np.argmin(owner))]
+            raise KtirAccessError(
+                f"coordinate {coordinate_str(bad)} is in no part of {self.description}"
+            )
+        return owner
+
+    def read(self, coords: np.ndarray) -> np.ndarray:
+        owner = self._owner(coords)
+        values = np.zeros(coords.shape[0], dtype=self.dtype)
+        for index, part in enumerate(self.parts):
+            mask = owner == index
+            if mask.any():
+                values[mask] = part.read(coords[mask])
+        return values
+
+    def write(self, coords: np.ndarray, values: np.ndarray) -> None:
+        owner = self._owner(coords)
+        for index, part in enumerate(self.parts):
+            mask = owner == index
+            if mask.any():
+                part.write(coords[mask], values[mask])
+
+    def traffic(self, coords: np.ndarray) -> list[tuple[Memory, np.ndarray]]:
+        owner = self._owner(coords)
+        return [
+            (part.memory, part.addresses(coords[owner == index]))
+            for index, part in enumerate(self.parts)
+            if (owner == index).any()
+        ]
+
+
+@dataclass
+class TensorView(View):
+    """A tensor used as the base of an access tile (reads only; tensors are values)."""
+
+    array: np.ndarray
+    description: str
+
+    def __post_init__(self) -> None:
+        self.dtype = self.array.dtype
+        self.rank = self.array.ndim
+
+    def read(self, coords: np.ndarray) -> np.ndarray:
+        shape = np.asarray(self.array.shape)
+        within = np.all((coords >= 0) & (coords < shape), axis=1)
+        if not within.all():
+            bad = coords[int(np.argmin(within))]
+            raise KtirAccessError(
+                f"coordinate {coordinate_str(bad)} is outside {self.description} of shape "
+                f"{'x'.join(map(str, self.array.shape))}"
+            )
+        return self.array[tuple(coords.T)]
+
+    def write(self, coords: np.ndarray, values: np.ndarray) -> None:
+        raise KtirError(f"cannot store into {self.description}: tensors are values")
+
+    def traffic(self, coords: np.ndarray) -> list[tuple[Memory, np.ndarray]]:
+        return []
+
+
+@dataclass
+class AccessTile:
+    """The value of an access tile: a view and how to get its coordinates in tile order."""
+
+    view: View
+    shape: tuple[int, ...]
+    coordinates: Callable[[], np.ndarray]  # shape + (rank,), global coordinates
+    present: np.ndarray | None
+    description: str
+    index_reads: Callable[[], list[tuple[Memory, np.ndarray]]] = lambda: []
+
+    def flat_coordinates(self) -> np.ndarray:
+        coords = self.coordinates()
+        flat = coords.reshape(-1, coords.shape[-1]) if coords.ndim else coords
+        if self.present is not None:
+            flat = flat[self.present.reshape(-1)]
+        return flat
+
+
+@dataclass(frozen=True)
+class Undefined:
+    """A value KTIR leaves undefined, e.g. a delivery result on a tile that does not consume."""
+
+    reason: str
