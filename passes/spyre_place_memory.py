@@ -39,7 +39,7 @@ from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import LoadOp
-from spyrec.dialects.spyre import LaunchOp, ParamOp
+from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
@@ -126,22 +126,31 @@ def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
         old = fn.arg_attrs.data[arg.index].data if fn.arg_attrs else {}  # type: ignore[attr-defined]
         arg_attrs.append(DictionaryAttr({**old, "spyre.addr": _addr_attr(addr[arg])}))
     fn.arg_attrs = ArrayAttr(arg_attrs)
+    # a reshape aliases its operand: uses of it are uses of the buffer it views
+    root: dict[SSAValue, SSAValue] = {}
+    for inner in block.ops:
+        if isinstance(inner, ReshapeOp):
+            root[inner.result] = root.get(inner.input, inner.input)
+    returned = {root.get(v, v) for v in outputs}
     last_use: dict[SSAValue, Operation] = {}
     for inner in block.ops:
         for operand in inner.operands:
-            last_use[operand] = inner
+            last_use[root.get(operand, operand)] = inner
     for inner in block.ops:
         if isinstance(inner, ParamOp):
             a = weights.alloc(device_bytes(inner.result, target), f"weight {inner.param_name.data}")
             inner.attributes["spyre.addr"] = _addr_attr(a)
+        elif isinstance(inner, ReshapeOp):
+            addr[inner.result] = addr[root[inner.result]]
+            inner.attributes["spyre.addr"] = _addr_attr(addr[inner.result])
         elif isinstance(inner, LaunchOp):
             for r in inner.results:
                 addr[r] = acts.alloc(device_bytes(r, target), f"result of @{inner.callee}")
             inner.attributes["spyre.addr"] = ArrayAttr([_addr_attr(addr[r]) for r in inner.results])
-            for operand in set(inner.operands):
-                intermediate = isinstance(operand.owner, LaunchOp) and operand not in outputs
-                if intermediate and last_use[operand] is inner:
-                    acts.free(addr[operand])
+            for buffer in {root.get(v, v) for v in inner.operands}:
+                intermediate = isinstance(buffer.owner, LaunchOp) and buffer not in returned
+                if intermediate and last_use[buffer] is inner:
+                    acts.free(addr[buffer])
     fn.attributes["spyre.lpddr_bytes"] = DictionaryAttr({
         "activations": IntegerAttr(acts.high, i64), "weights": IntegerAttr(weights.high, i64)})
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from xdsl.dialects.builtin import ShapedType
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
@@ -164,6 +163,7 @@ def _fold_pattern(
     """
     args = spec.body.args
     accs = list(args[len(spec.inputs) :])
+    terminator = spec.body.last_op
     found: list[tuple[Operation, bool, SSAValue]] = []
     for acc, value in zip(accs, _yield_values(spec.body), strict=True):
         combiner = value.owner
@@ -177,6 +177,8 @@ def _fold_pattern(
         else:
             return None
         if any(use.operation is not combiner for use in acc.uses):
+            return None
+        if any(use.operation is not terminator for use in combiner.results[0].uses):
             return None
         if _depends_on(folded, set(accs), spec.body):
             return None
@@ -261,7 +263,10 @@ class StructuredEngine:
         num_inputs = len(spec.inputs)
         in_maps, out_maps = spec.maps[:num_inputs], spec.maps[num_inputs:]
         folded_values = [folded for _, _, folded in pattern]
-        contractions = [self._contraction(spec, ranges, reduced, v) for v in folded_values]
+        contractions = [
+            self._contraction(spec, ranges, reduced, folded, combiner)
+            for combiner, _, folded in pattern
+        ]
         pending = [v for v, c in zip(folded_values, contractions, strict=True) if c is None]
         evaluated: dict[SSAValue, Any] = {}
         if pending:
@@ -287,18 +292,22 @@ class StructuredEngine:
         return outputs
 
     def _contraction(
-        self, spec: Structured, ranges: list[int], reduced: list[int], folded: SSAValue
+        self,
+        spec: Structured,
+        ranges: list[int],
+        reduced: list[int],
+        folded: SSAValue,
+        combiner: Operation,
     ) -> np.ndarray | None:
         """`folded` summed over the reduction axes via einsum, if it is a product of inputs."""
+        if combiner.name not in ("arith.addf", "arith.addi"):
+            return None
         product = folded.owner
         if not isinstance(product, Operation) or product.name not in _PRODUCTS:
             return None
         num_inputs = len(spec.inputs)
         chains = [_conversion_chain(v, spec.body, num_inputs) for v in product.operands]
         if any(c is None for c in chains):
-            return None
-        combiner = next(iter(folded.uses)).operation
-        if combiner.name not in ("arith.addf", "arith.addi"):
             return None
         letters = "abcdefghijklmnopqrstuvwxyz"
         operands, subscripts = [], []
@@ -366,10 +375,3 @@ def _index_arrays(ranges: Sequence[int], fixed: dict[int, int] | None) -> list[A
         shape[d] = extent
         arrays.append(np.arange(extent, dtype=np.int64).reshape(shape))
     return arrays
-
-
-def element_dtypes(values: Sequence[SSAValue]) -> list[np.dtype[Any]]:
-    return [
-        numpy_dtype(cast(ShapedType, v.type).get_element_type())  # type: ignore[attr-defined]
-        for v in values
-    ]

@@ -13,7 +13,7 @@ NumPy arrays, and ktdp values the classes of `ktir_values.py`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -49,8 +49,10 @@ from spyrec.runtime.ktir_linalg import StructuredEngine, Structured
 from spyrec.runtime.ktir_values import (
     STICK_BYTES,
     AccessTile,
+    Description,
     DistributedView,
     KtirError,
+    LazyText,
     Lpddr,
     Lx,
     Memory,
@@ -325,7 +327,7 @@ class KtirFunctions(_Elementwise):
     """Op implementations for one core of the grid."""
 
     env: CoreEnv = field(default=None)  # type: ignore[assignment]
-    names: dict[SSAValue, str] = field(default_factory=dict)
+    names: Mapping[SSAValue, str] = field(default_factory=dict)
     linalg_indices: list[Any] | None = None
     _tile_cache: dict[tuple[int, tuple[int, ...]], TilePoints] = field(default_factory=dict)
 
@@ -373,26 +375,15 @@ class KtirFunctions(_Elementwise):
             return (finish(value.value.data, result_type),)
         raise KtirError(f"arith.constant of {value} is not supported")
 
-    @impl(arith.CmpfOp)
-    def run_cmpf(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+    def _cmpf(self, op: Operation, args: PythonValues) -> PythonValues:
         predicate = cast(IntegerAttr, op.properties["predicate"]).value.data
         return (_bool_value(_cmpf(predicate, args[0], args[1])),)
 
-    @impl(std_ext_arith.CmpfOp)
-    def run_cmpf_ext(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return self.run_cmpf(interpreter, op, args)
-
-    @impl(arith.CmpiOp)
-    def run_cmpi(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+    def _cmpi(self, op: Operation, args: PythonValues) -> PythonValues:
         predicate = cast(IntegerAttr, op.properties["predicate"]).value.data
         return (_bool_value(_cmpi(predicate, args[0], args[1], _width(op.operands[0].type))),)
 
-    @impl(std_ext_arith.CmpiOp)
-    def run_cmpi_ext(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return self.run_cmpi(interpreter, op, args)
-
-    @impl(arith.SelectOp)
-    def run_select(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+    def _select(self, op: Operation, args: PythonValues) -> PythonValues:
         cond, lhs, rhs = args
         if np.ndim(cond) == 0:
             return (lhs if bool(cond) else rhs,)
@@ -400,9 +391,29 @@ class KtirFunctions(_Elementwise):
         self.charge(op, value)
         return (value,)
 
+    @impl(arith.CmpfOp)
+    def run_cmpf(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return self._cmpf(op, args)
+
+    @impl(std_ext_arith.CmpfOp)
+    def run_cmpf_ext(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return self._cmpf(op, args)
+
+    @impl(arith.CmpiOp)
+    def run_cmpi(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return self._cmpi(op, args)
+
+    @impl(std_ext_arith.CmpiOp)
+    def run_cmpi_ext(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return self._cmpi(op, args)
+
+    @impl(arith.SelectOp)
+    def run_select(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return self._select(op, args)
+
     @impl(std_ext_arith.SelectOp)
     def run_select_ext(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return self.run_select(interpreter, op, args)
+        return self._select(op, args)
 
     @impl(arith.BitcastOp)
     def run_bitcast(self, interpreter: Interpreter, op: Operation, args: PythonValues):
@@ -595,7 +606,7 @@ class KtirFunctions(_Elementwise):
         view = MemView(
             memory, offset * dtype.itemsize, tuple(sizes), tuple(strides), dtype,
             op.coordinate_set.data, tuple(dynamic_sizes[: op.coordinate_set.data.num_symbols]),
-            f"view {self.describe(op.result)} ({view_type})",
+            LazyText(lambda: f"view {self.describe(op.result)} ({view_type})"),
         )
         if isinstance(memory, Lx):
             first, last = view.footprint()
@@ -612,9 +623,9 @@ class KtirFunctions(_Elementwise):
         shape = tuple(max(p.shape[d] + p.origin[d] for p in args) if s == DYNAMIC_INDEX else s
                       for d, s in enumerate(view_type.get_shape()))
         return (DistributedView(list(args), shape, numpy_dtype(view_type.element_type),
-                                f"distributed view {self.describe(op.result)} ({view_type})"),)
+                                LazyText(lambda: f"distributed view {self.describe(op.result)} ({view_type})")),)
 
-    def _points(self, op: Operation, tile_set: Any, order: Any, symbols: Sequence[int], what: str) -> TilePoints:
+    def _points(self, op: Operation, tile_set: Any, order: Any, symbols: Sequence[int], what: Description) -> TilePoints:
         key = (id(op), tuple(symbols))
         points = self._tile_cache.get(key)
         if points is None:
@@ -634,26 +645,26 @@ class KtirFunctions(_Elementwise):
 
     @impl(ktdp.ConstructAccessTileOp)
     def run_access_tile(self, interpreter: Interpreter, op: ktdp.ConstructAccessTileOp, args: PythonValues):
-        base = _as_view(args[0], self.describe(op.base))
+        base = _as_view(args[0], LazyText(lambda: self.describe(op.base)))
         indices = [int(v) for v in args[1 : 1 + len(op.indices)]]
         symbols = [int(v) for v in args[1 + len(op.indices) :]]
         origin = np.asarray(op.base_map.data.eval(indices, []), dtype=np.int64)
         points = self._points(op, op.access_tile_set.data, op.access_tile_order.data, symbols,
-                              f"access_tile_set of {self.describe(op.result)}")
+                              LazyText(lambda: f"access_tile_set of {self.describe(op.result)}"))
         self._check_tile_shape(op, points.shape)
         relative = points.points
         return (AccessTile(base, points.shape, lambda: relative + origin, points.present,
-                           f"tile {self.describe(op.result)}"),)
+                           LazyText(lambda: f"tile {self.describe(op.result)}")),)
 
     @impl(ktdp.ConstructIndirectAccessTileOp)
     def run_indirect_tile(self, interpreter: Interpreter, op: ktdp.ConstructIndirectAccessTileOp, args: PythonValues):
-        base = _as_view(args[0], self.describe(op.base))
+        base = _as_view(args[0], LazyText(lambda: self.describe(op.base)))
         num_views, num_captured = len(op.indirect_memrefs), len(op.captured_variables)
-        index_views = [_as_view(v, self.describe(o)) for v, o in zip(args[1 : 1 + num_views], op.indirect_memrefs, strict=True)]
+        index_views = [_as_view(v, LazyText(lambda o=o: self.describe(o))) for v, o in zip(args[1 : 1 + num_views], op.indirect_memrefs, strict=True)]
         captured = [int(v) for v in args[1 + num_views : 1 + num_views + num_captured]]
         symbols = [int(v) for v in args[1 + num_views + num_captured :]]
         points = self._points(op, op.variables_space_set.data, op.variables_space_order.data,
-                              symbols, f"variables_space_set of {self.describe(op.result)}")
+                              symbols, LazyText(lambda: f"variables_space_set of {self.describe(op.result)}"))
         self._check_tile_shape(op, points.shape)
         variables = [points.points[..., k] for k in range(points.points.shape[-1])]
         maps = [m.data for m in op.per_dim_subscript_maps]
@@ -677,7 +688,8 @@ class KtirFunctions(_Elementwise):
             return np.stack(columns, axis=-1)
 
         return (AccessTile(base, points.shape, coordinates, points.present,
-                           f"indirect tile {self.describe(op.result)}", lambda: list(reads)),)
+                           LazyText(lambda: f"indirect tile {self.describe(op.result)}"),
+                           lambda: list(reads)),)
 
     def _tile_traffic(self, tile: AccessTile, flat: np.ndarray) -> None:
         for memory, addresses in (*tile.view.traffic(flat), *tile.index_reads()):
@@ -745,11 +757,11 @@ def _check_window(shape: tuple[int, ...], window: tuple[slice, ...], what: str) 
             raise KtirError(f"{what} reaches index {last} of dim {dim}, which has {extent}")
 
 
-def _as_view(value: Any, name: str) -> View:
+def _as_view(value: Any, name: Description) -> View:
     if isinstance(value, View):
         return value
     if isinstance(value, np.ndarray):
-        return TensorView(value, f"tensor {name}")
+        return TensorView(value, LazyText(lambda: f"tensor {name}"))
     raise KtirError(f"{name} is not a view or a tensor")
 
 

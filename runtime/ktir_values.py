@@ -49,6 +49,23 @@ class KtirAccessError(KtirError):
     """An access outside a view, its coordinate set, or its memory."""
 
 
+class LazyText:
+    """Text built only when shown (error messages name values by their printed names,
+    which costs a print of the function; runs that do not fail never pay it)."""
+
+    def __init__(self, build: Callable[[], str]):
+        self._build = build
+
+    def __str__(self) -> str:
+        return self._build()
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+Description = str | LazyText
+
+
 def numpy_dtype(element: Attribute) -> np.dtype[Any]:
     """The NumPy dtype that holds values of the scalar type `element`."""
     match element:
@@ -176,7 +193,7 @@ class TilePoints:
 
 
 def enumerate_tile(
-    tile_set: AffineSet, order: AffineMap, symbols: Sequence[int], what: str
+    tile_set: AffineSet, order: AffineMap, symbols: Sequence[int], what: Description
 ) -> TilePoints:
     """Enumerate `tile_set` (symbols bound) and lay its points out by `order`.
 
@@ -227,7 +244,7 @@ class View:
 
     dtype: np.dtype[Any]
     rank: int
-    description: str
+    description: Description
 
     def read(self, coords: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -251,7 +268,7 @@ class MemView(View):
     dtype: np.dtype[Any]
     coordinate_set: AffineSet
     symbols: tuple[int, ...]
-    description: str
+    description: Description
     origin: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
@@ -341,7 +358,7 @@ class DistributedView(View):
     parts: list[MemView]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    description: str
+    description: Description
 
     def __post_init__(self) -> None:
         self.rank = len(self.shape)
@@ -387,7 +404,7 @@ class TensorView(View):
     """A tensor used as the base of an access tile (reads only; tensors are values)."""
 
     array: np.ndarray
-    description: str
+    description: Description
 
     def __post_init__(self) -> None:
         self.dtype = self.array.dtype
@@ -419,7 +436,7 @@ class AccessTile:
     shape: tuple[int, ...]
     coordinates: Callable[[], np.ndarray]  # shape + (rank,), global coordinates
     present: np.ndarray | None
-    description: str
+    description: Description
     index_reads: Callable[[], list[tuple[Memory, np.ndarray]]] = lambda: []
 
     def flat_coordinates(self) -> np.ndarray:

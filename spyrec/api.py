@@ -62,24 +62,27 @@ class Executable:
     def error_model(self) -> tuple[int, int]:
         """(reduction depth, rounding steps) of the program, for `spyrec.tolerance`.
 
-        The depth is the sum over kernels of the deepest contraction (the K of its matmuls);
-        each kernel rounds its output once, and the inputs are rounded on the way in.
+        The depth is the sum over kernels of the deepest reduction (the K of its matmuls or
+        the columns of its row reductions); each kernel rounds its outputs once, and the inputs
+        are rounded on the way in.
         """
         depth = 0
         for kernel in self.binary.kernels:
             program = next(iter(kernel.programs.values()), [])
+            reduced = [i.arg("cols") for i in program if i.op == "sfu.reduce"]
             matmuls = [i for i in program if i.op == "pt.matmul"]
-            if not matmuls:
-                continue
-            # one output tile: its first matmul starts fresh, the K loop then accumulates
-            tile_c = matmuls[0].arg("c")
-            chain = [matmuls[0]]
-            for instr in matmuls[1:]:
-                if instr.arg("c") == tile_c and instr.arg("accumulate"):
-                    chain.append(instr)
-                elif instr.arg("c") == tile_c:
-                    break
-            depth += sum(i.arg("k") for i in chain)
+            contraction = 0
+            if matmuls:
+                # one output tile: its first matmul starts fresh, the K loop then accumulates
+                tile_c = matmuls[0].arg("c")
+                chain = [matmuls[0]]
+                for instr in matmuls[1:]:
+                    if instr.arg("c") == tile_c and instr.arg("accumulate"):
+                        chain.append(instr)
+                    elif instr.arg("c") == tile_c:
+                        break
+                contraction = sum(i.arg("k") for i in chain)
+            depth += max([contraction, *reduced])
         return depth, len(self.binary.kernels) + 1
 
     def __call__(self, *tensors: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:

@@ -1,0 +1,173 @@
+"""Hand-written KTIR kernels (kernels/*.mlir) in the interpreter, against NumPy references."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spyrec.runtime.ktir_interpreter import (
+    Device,
+    KtirDeadlock,
+    KtirError,
+    execute,
+    parse_ktir,
+    run_kernel,
+)
+from spyrec.runtime.ktir_values import KtirAccessError
+
+KERNELS = Path(__file__).parent / "kernels"
+RNG = np.random.default_rng(2026)
+
+
+def kernel(name: str):
+    return parse_ktir(KERNELS / name)
+
+
+def test_vector_add_over_32_tiles():
+    # 96x64 f16 on a [32, 1] grid: tile i adds rows 3i .. 3i+2, one stick per row.
+    a = RNG.standard_normal((96, 64)).astype(np.float16)
+    b = RNG.standard_normal((96, 64)).astype(np.float16)
+    run = run_kernel(kernel("vector_add.mlir"), "add", {"a": a, "b": b, "c": np.zeros_like(a)})
+    assert run.grid == (32, 1)
+    np.testing.assert_array_equal(run.outputs["c"], a + b)
+    # Each tile moves 3 rows of a, b and c: 9 sticks of 128 B.
+    assert {s.lpddr_bytes for s in run.stats} == {9 * 128}
+    assert run.latency.cycles > 0 and run.latency.bottleneck == "lpddr"
+
+
+def test_execute_returns_every_array_argument():
+    a = np.ones((96, 64), np.float16)
+    outputs = execute(KERNELS / "vector_add.mlir", "add", a=a, b=a, c=np.zeros_like(a))
+    assert set(outputs) == {"a", "b", "c"}
+    np.testing.assert_array_equal(outputs["c"], 2 * a)
+
+
+def test_caller_placed_arrays():
+    # Arrays placed by the caller are passed as element offsets (bytes / itemsize).
+    device = Device()
+    a = RNG.standard_normal((96, 64)).astype(np.float16)
+    addresses = [device.place(x) for x in (a, a, np.zeros_like(a))]
+    assert all(address % 128 == 0 for address in addresses)
+    offsets = dict(zip("abc", (address // 2 for address in addresses), strict=True))
+    run_kernel(kernel("vector_add.mlir"), "add", offsets, device=device)
+    np.testing.assert_array_equal(device.read(addresses[2], a.shape, np.float16), a + a)
+
+
+def test_softmax_with_linalg_reduce():
+    x = (4 * RNG.standard_normal((16, 128))).astype(np.float16)
+    run = run_kernel(kernel("softmax.mlir"), "softmax", {"in": x, "out": np.zeros_like(x)})
+    shifted = np.exp(x.astype(np.float32) - x.astype(np.float32).max(1, keepdims=True))
+    reference = shifted / shifted.sum(1, keepdims=True)
+    # f16 output: half an ulp of values below 1 is < 2**-12.
+    np.testing.assert_allclose(run.outputs["out"].astype(np.float32), reference, atol=2.5e-4)
+
+
+def test_matmul_with_k_loop_on_2x2_grid():
+    a = RNG.standard_normal((64, 128)).astype(np.float16)
+    b = RNG.standard_normal((128, 64)).astype(np.float16)
+    run = run_kernel(kernel("matmul.mlir"), "matmul", {"a": a, "b": b, "c": np.zeros((64, 64), np.float16)})
+    reference = a.astype(np.float32) @ b.astype(np.float32)
+    # f32 accumulation, one f16 rounding at the end: |error| <= |value| * 2**-11.
+    np.testing.assert_allclose(run.outputs["c"].astype(np.float32), reference, rtol=2**-11, atol=1e-3)
+    # 2 K steps x 2 * 32 * 32 * 64 flops per tile.
+    assert {s.matmul_flops for s in run.stats} == {2 * 2 * 32 * 32 * 64}
+
+
+def test_distributed_view_over_lpddr_and_two_lx():
+    src = RNG.standard_normal((128, 64)).astype(np.float16)
+    device = Device()
+    run = run_kernel(
+        kernel("distributed.mlir"), "distributed_copy",
+        {"src": src, "hbm": np.zeros((96, 64), np.float16), "dst": np.zeros_like(src)},
+        device=device,
+    )
+    np.testing.assert_array_equal(run.outputs["dst"], src)
+    np.testing.assert_array_equal(run.outputs["hbm"], src[:96])
+    # Rows 96..111 sit row-major at the start of tile 0's LX; rows 112..127 column-major
+    # (strides [1, 16]) in tile 1's LX.
+    lx0 = device.lx[0].data[: 16 * 64 * 2].view(np.float16).reshape(16, 64)
+    lx1 = device.lx[1].data[: 16 * 64 * 2].view(np.float16).reshape(64, 16)
+    np.testing.assert_array_equal(lx0, src[96:112])
+    np.testing.assert_array_equal(lx1, src[112:128].T)
+    assert run.stats[0].lx_bytes > 0 and run.stats[1].lx_bytes > 0
+
+
+def test_indirect_gather_with_captured_base():
+    table = RNG.standard_normal((64, 64)).astype(np.float16)
+    idx = RNG.integers(0, 64, 16).astype(np.int32)
+    run = run_kernel(kernel("gather.mlir"), "gather", {"table": table, "idx": idx, "out": np.zeros((16, 64), np.float16)})
+    np.testing.assert_array_equal(run.outputs["out"], table[idx])
+
+
+def test_paged_read_with_floordiv_mod_and_transposed_order():
+    pool = RNG.standard_normal((8, 64, 32)).astype(np.float16)
+    pages = np.array([5, 2, 7, 0], np.int64)
+    run = run_kernel(kernel("gather.mlir"), "paged", {"pool": pool, "pages": pages, "out": np.zeros((32, 256), np.float16)})
+    np.testing.assert_array_equal(run.outputs["out"], pool[pages].reshape(256, 32).T)
+
+
+def test_indirect_index_out_of_range():
+    table = np.zeros((64, 64), np.float16)
+    idx = np.full(16, 64, np.int32)  # one past the last row
+    with pytest.raises(KtirAccessError, match=r"coordinate \(64, 0\) is outside the coordinate set"):
+        run_kernel(kernel("gather.mlir"), "gather", {"table": table, "idx": idx, "out": np.zeros((16, 64), np.float16)})
+
+
+def test_all_reduce_across_4_tiles():
+    x = RNG.standard_normal((4, 64)).astype(np.float32)
+    run = run_kernel(kernel("inter_tile.mlir"), "all_reduce", {"in": x, "out": np.zeros_like(x)})
+    # Every tile folds the 4 partials in tile order, so all rows are bit-identical.
+    total = ((x[0] + x[1]) + x[2]) + x[3]
+    np.testing.assert_array_equal(run.outputs["out"], np.broadcast_to(total, (4, 64)))
+    # Each tile receives the 3 other 256-byte partials over the ring.
+    assert {s.ring_bytes for s in run.stats} == {3 * 256}
+
+
+def test_reduce_to_one_then_broadcast():
+    x = RNG.standard_normal((4, 64)).astype(np.float32)
+    run = run_kernel(kernel("inter_tile.mlir"), "reduce_then_broadcast", {"in": x, "out": np.zeros_like(x)})
+    group_max = np.stack([x[:2].max(0), x[2:].max(0)])
+    np.testing.assert_array_equal(run.outputs["out"], np.repeat(group_max, 2, axis=0))
+
+
+def test_deadlock_is_reported():
+    with pytest.raises(KtirDeadlock, match=r"core 1 .* waits in ktdp.inter_tile_consume .* for tiles \[0\]"):
+        run_kernel(kernel("inter_tile.mlir"), "deadlock", {"in": np.zeros((4, 64), np.float32)})
+
+
+def test_cores_run_concurrently():
+    # Run one after the other, tile 0 would read back its own 0. In lock-step both stores
+    # happen before both loads, so both tiles read tile 1's value.
+    run = run_kernel(kernel("race.mlir"), "race", {"shared": np.zeros((1, 32), np.int32), "out": np.zeros((2, 32), np.int32)})
+    assert run.outputs["out"][:, 0].tolist() == [1, 1]
+
+
+def test_out_of_bounds_access_names_core_op_and_coordinate():
+    with pytest.raises(KtirAccessError) as info:
+        run_kernel(kernel("errors.mlir"), "out_of_bounds", {"a": np.zeros((96, 64), np.float16)})
+    message = str(info.value)
+    assert message.startswith("core 31 (x=31, y=0) in @out_of_bounds: ktdp.load (%x): ")
+    assert "coordinate (96, 0)" in message
+
+
+def test_access_outside_coordinate_set():
+    with pytest.raises(KtirAccessError, match=r"coordinate \(70, 0\) is outside the coordinate set of view %va"):
+        run_kernel(kernel("errors.mlir"), "outside_coordinate_set", {"a": np.zeros((96, 64), np.float16)})
+
+
+def test_lx_overflow():
+    # 1024 x 1024 x 4 B = 4 MiB of ct_local view against a 2 MiB LX.
+    with pytest.raises(KtirError, match=r"LX overflow: view %scratch .* spans bytes \[0, 4194303\] of the LX of core 0, which holds 2097152 bytes"):
+        run_kernel(kernel("errors.mlir"), "lx_overflow", {})
+
+
+def test_loaded_tile_must_fit_lx():
+    with pytest.raises(KtirError, match="LX overflow: the loaded tile %x takes 4194304 bytes"):
+        run_kernel(kernel("errors.mlir"), "tile_overflow", {"a": np.zeros((1024, 1024), np.float32)})
+
+
+def test_unknown_parameter():
+    with pytest.raises(KtirError, match="has no parameters"):
+        run_kernel(kernel("vector_add.mlir"), "add", {"a": 0, "b": 0, "c": 0, "d": 0})
