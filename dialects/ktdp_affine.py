@@ -286,7 +286,9 @@ def set_contains(affine_set: AffineSet, dims: Sequence[Any], symbols: Sequence[i
     return inside
 
 
-def points_1d(affine_set: AffineSet, symbols: Sequence[int], limit: int = 1 << 16) -> list[int] | None:
+def points_1d(
+    affine_set: AffineSet, symbols: Sequence[int], limit: int = 1 << 16
+) -> list[int] | None:
     """The points of a one-dim set with all symbols bound, in ascending order.
 
     None when the set is not bounded by single-dim constraints or spans more than `limit`

@@ -22,10 +22,10 @@ from spyrec.dialects.ktdp_affine import points_1d, set_contains
 from spyrec.dialects.ktdp_types import TileFutureType, parse_ktdp_type
 from xdsl.dialects.builtin import AffineSetAttr, IndexType, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.irdl import Operand
 from xdsl.ir.affine import AffineSet
 from xdsl.irdl import (
     IRDLOperation,
+    Operand,
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
@@ -94,7 +94,7 @@ def _parse_result_types(parser: Parser) -> list[Attribute]:
 class YieldPartialOp(IRDLOperation):
     """Ends a produce region, naming this tile's contribution for each partial role.
 
-        ktdp.yield_partial %p : tensor<1x64xf16>
+    ktdp.yield_partial %p : tensor<1x64xf16>
     """
 
     name = "ktdp.yield_partial"
@@ -113,7 +113,7 @@ class YieldPartialOp(IRDLOperation):
 class YieldReducedOp(IRDLOperation):
     """Ends a reduce combiner, yielding the combined value of each partial role.
 
-        ktdp.yield_reduced %sum : tensor<1x64xf16>
+    ktdp.yield_reduced %sum : tensor<1x64xf16>
     """
 
     name = "ktdp.yield_reduced"
@@ -156,7 +156,9 @@ class InterTileProduceOp(IRDLOperation):
     traits = traits_def(RecursiveMemoryEffect())
 
     def __init__(
-        self, producer_tiles_per_group: AffineSet | AffineSetAttr, future: TileFutureType,
+        self,
+        producer_tiles_per_group: AffineSet | AffineSetAttr,
+        future: TileFutureType,
         body: Region,
     ):
         if isinstance(producer_tiles_per_group, AffineSet):

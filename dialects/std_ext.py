@@ -64,9 +64,7 @@ class ForOp(scf.ForOp):
         induction_type = (
             parser.parse_type() if parser.parse_optional_punctuation(":") else IndexType()
         )
-        bounds = [
-            parser.resolve_operand(value, induction_type) for value in (lower, upper, step)
-        ]
+        bounds = [parser.resolve_operand(value, induction_type) for value in (lower, upper, step)]
         arguments = [
             induction.resolve(induction_type),
             *(arg.resolve(t) for arg, t in zip(carried, carried_types, strict=True)),

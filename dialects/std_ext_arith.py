@@ -117,7 +117,7 @@ class _CompareOp(IRDLOperation):
 class CmpiOp(_CompareOp):
     """Elementwise integer comparison; the result is i1 shaped like the operands.
 
-        %r = arith.cmpi slt, %a, %b : tensor<8xi32>
+    %r = arith.cmpi slt, %a, %b : tensor<8xi32>
     """
 
     name = "arith.cmpi"
@@ -162,7 +162,7 @@ class CmpiOp(_CompareOp):
 class CmpfOp(_CompareOp):
     """Elementwise float comparison; the result is i1 shaped like the operands.
 
-        %r = arith.cmpf ogt, %a, %b : tensor<4x64xf16>
+    %r = arith.cmpf ogt, %a, %b : tensor<4x64xf16>
     """
 
     name = "arith.cmpf"

@@ -180,9 +180,7 @@ class MatmulOp(XdslMatmulOp):
     """
 
     @classmethod
-    def get_hidden_region(
-        cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
-    ) -> Region:
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
         return contraction_body(cls.body_arg_types((*inputs, *outputs)))
 
 
@@ -232,9 +230,7 @@ class BatchMatmulOp(NamedOperation):
         )
 
     @classmethod
-    def get_hidden_region(
-        cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
-    ) -> Region:
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
         return contraction_body(cls.body_arg_types((*inputs, *outputs)))
 
     def get_default_indexing_maps(self) -> Sequence[AffineMap]:
@@ -252,8 +248,8 @@ class BatchMatmulOp(NamedOperation):
 class DivOp(ElementwiseOperation):
     """Elementwise quotient of two tensors (`divf`, or `divsi` for integers).
 
-        %q = linalg.div ins(%a, %b : tensor<8xf32>, tensor<8xf32>) outs(%o : tensor<8xf32>)
-               -> tensor<8xf32>
+    %q = linalg.div ins(%a, %b : tensor<8xf32>, tensor<8xf32>) outs(%o : tensor<8xf32>)
+           -> tensor<8xf32>
     """
 
     name = "linalg.div"
@@ -274,9 +270,7 @@ class DivOp(ElementwiseOperation):
         )
 
     @classmethod
-    def get_hidden_region(
-        cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
-    ) -> Region:
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
         arg_types = cls.body_arg_types((*inputs, *outputs))
         div = arith.DivfOp if isinstance(arg_types[-1], AnyFloat) else arith.DivSIOp
 
@@ -435,9 +429,10 @@ class ReduceOp(IRDLOperation):
             )
         terminator = self.combiner.block.last_op
         init_elements = element_types[len(self.inputs) :]
-        if not isinstance(terminator, YieldOp) or [
-            v.type for v in terminator.operands
-        ] != init_elements:
+        if (
+            not isinstance(terminator, YieldOp)
+            or [v.type for v in terminator.operands] != init_elements
+        ):
             raise VerifyException(
                 "combiner must end with linalg.yield of the init element types "
                 f"({', '.join(map(str, init_elements))})"

@@ -38,6 +38,23 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
+from spyrec.dialects.ktdp import (
+    InterTileConsumeOp,
+    InterTileProduceOp,
+    InterTileReduceOp,
+    RuntimeArgType,
+)
+from spyrec.dialects.ktdp_affine import points_1d, set_contains
+from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
+from spyrec.runtime.ktir_races import Race, RaceDetector
+from spyrec.runtime.ktir_values import (
+    STICK_BYTES,
+    KtirError,
+    Lpddr,
+    Lx,
+    Undefined,
+    numpy_dtype,
+)
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, ModuleOp, TensorType
@@ -48,23 +65,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import SymbolTable
 
-from spyrec.dialects.ktdp import (
-    InterTileConsumeOp,
-    InterTileProduceOp,
-    InterTileReduceOp,
-    RuntimeArgType,
-)
-from spyrec.dialects.ktdp_affine import points_1d, set_contains
 from spyrec.registry import DIALECTS
-from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
-from spyrec.runtime.ktir_values import (
-    STICK_BYTES,
-    KtirError,
-    Lpddr,
-    Lx,
-    Undefined,
-    numpy_dtype,
-)
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "KernelRun",
     "KtirDeadlock",
     "KtirError",
+    "KtirRace",
     "LatencyEstimate",
     "execute",
     "parse_ktir",
@@ -81,6 +83,10 @@ __all__ = [
 
 class KtirDeadlock(KtirError):
     """Every unfinished core waits for a delivery no core will produce."""
+
+
+class KtirRace(KtirError):
+    """Two cores accessed a byte, at least one writing, with no inter-tile op between."""
 
 
 # ---- loading ------------------------------------------------------------------------
@@ -100,8 +106,9 @@ def parse_ktir(source: str | Path | ModuleOp) -> ModuleOp:
         return source
     text = source
     name = "<ktir>"
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
-                                    and source.endswith(".mlir")):
+    if isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and source.endswith(".mlir")
+    ):
         name = str(source)
         text = Path(source).read_text()
     module = Parser(ktir_context(), cast(str, text), name).parse_module()
@@ -155,6 +162,7 @@ class KernelRun:
     latency: LatencyEstimate
     wall_seconds: float
     returned: list[tuple[Any, ...]] = field(default_factory=list)
+    races: list[Race] = field(default_factory=list)
 
 
 def estimate_latency(stats: Sequence[CoreStats], target: SpyreTarget) -> LatencyEstimate:
@@ -163,12 +171,14 @@ def estimate_latency(stats: Sequence[CoreStats], target: SpyreTarget) -> Latency
     corelets = target.corelets_per_core
     per_core = []
     for s in stats:
-        per_core.append({
-            "lpddr": s.lpddr_bytes / (target.lpddr_bytes_per_cycle / active),
-            "ring": s.ring_bytes / target.ring_bytes_per_cycle,
-            "pt": s.matmul_flops / (target.pt_flops_per_cycle_per_corelet * corelets),
-            "sfu": s.vector_bytes / (target.sfu_bytes_per_cycle_per_corelet * corelets),
-        })
+        per_core.append(
+            {
+                "lpddr": s.lpddr_bytes / (target.lpddr_bytes_per_cycle / active),
+                "ring": s.ring_bytes / target.ring_bytes_per_cycle,
+                "pt": s.matmul_flops / (target.pt_flops_per_cycle_per_corelet * corelets),
+                "sfu": s.vector_bytes / (target.sfu_bytes_per_cycle_per_corelet * corelets),
+            }
+        )
     totals = [sum(parts.values()) for parts in per_core]
     slowest = int(np.argmax(totals)) if totals else 0
     cycles = totals[slowest] if totals else 0.0
@@ -200,7 +210,9 @@ class Exchange:
     """Partials deposited by producer tiles, per produce op execution."""
 
     num_tiles: int
+    races: RaceDetector | None = None
     partials: dict[tuple[int, int], dict[int, tuple[Any, ...]]] = field(default_factory=dict)
+    clocks: dict[tuple[int, int], dict[int, np.ndarray]] = field(default_factory=dict)
     _groups: dict[int, dict[int, list[int]]] = field(default_factory=dict)
     _members: dict[tuple[int, int], dict[int, int]] = field(default_factory=dict)
 
@@ -216,7 +228,9 @@ class Exchange:
             self._groups[key] = table
         return self._groups[key]
 
-    def group_of(self, op: Operation, tile_set: Any, groups: Sequence[int], tile: int) -> int | None:
+    def group_of(
+        self, op: Operation, tile_set: Any, groups: Sequence[int], tile: int
+    ) -> int | None:
         """The group whose `tile_set` holds `tile` (None if none)."""
         key = (id(op), id(tile_set))
         if key not in self._members:
@@ -249,8 +263,9 @@ def _groups_of(groups: Any, num_tiles: int) -> list[int]:
 
 # ---- one core -------------------------------------------------------------------------
 
-_EXITS = frozenset({"func.return", "scf.yield", "scf.condition", "ktdp.yield_partial",
-                    "ktdp.yield_reduced"})
+_EXITS = frozenset(
+    {"func.return", "scf.yield", "scf.condition", "ktdp.yield_partial", "ktdp.yield_reduced"}
+)
 _SYNC = frozenset({"ktdp.load", "ktdp.store"})
 
 Step = Generator[_Wait | None, None, tuple[Any, ...]]
@@ -264,8 +279,14 @@ class _Exit:
 class Core:
     """One compute tile: an xDSL interpreter driven as a generator by the scheduler."""
 
-    def __init__(self, module: ModuleOp, func: FuncOp, env: CoreEnv, exchange: Exchange,
-                 names: Mapping[SSAValue, str]):
+    def __init__(
+        self,
+        module: ModuleOp,
+        func: FuncOp,
+        env: CoreEnv,
+        exchange: Exchange,
+        names: Mapping[SSAValue, str],
+    ):
         self.module = module
         self.func = func
         self.env = env
@@ -324,10 +345,12 @@ class Core:
             return tuple(self.interpreter.run_op(op, inputs))
         except KtirError as error:
             raise self._located(error, op) from None
-        except Exception as error:  # noqa: BLE001 - any failure of an op is reported with its place
+        except Exception as error:
             if hasattr(error, "__notes__"):
                 error.__notes__.clear()  # xDSL attaches the whole module; the location says more
-            raise KtirError(f"{self.where}: {self._op_str(op)}: {type(error).__name__}: {error}") from error
+            raise KtirError(
+                f"{self.where}: {self._op_str(op)}: {type(error).__name__}: {error}"
+            ) from error
 
     def _op_str(self, op: Operation) -> str:
         if op.results:
@@ -379,13 +402,18 @@ class Core:
         self.executions[id(op)] = instance + 1
         producers = self._checked(lambda: self.exchange.producers(produce), op)
         groups = list(producers)
-        group = self.exchange.group_of(op, produce.producer_tiles_per_group.data, groups,
-                                       self.env.core)
+        group = self.exchange.group_of(
+            op, produce.producer_tiles_per_group.data, groups, self.env.core
+        )
         if group is not None:
             partials = yield from self._block(produce.body.block, [group])
-            self.exchange.partials.setdefault((id(op), instance), {})[self.env.core] = tuple(
+            key = (id(op), instance)
+            self.exchange.partials.setdefault(key, {})[self.env.core] = tuple(
                 np.array(p, copy=True) for p in partials
             )
+            if self.exchange.races is not None:
+                published = self.exchange.races.release(self.env.core)
+                self.exchange.clocks.setdefault(key, {})[self.env.core] = published
         return (FutureHandle(produce, instance),)
 
     def _deliver(self, op: Operation, inputs: tuple[Any, ...]) -> Step:
@@ -395,11 +423,13 @@ class Core:
         if not isinstance(handle, FutureHandle):
             raise KtirError(f"{self.where}: {op.name} needs the future of an inter_tile_produce")
         producers = self._checked(lambda: self.exchange.producers(handle.produce), op)
-        group = self.exchange.group_of(op, delivery.consumer_tiles_per_group.data,
-                                       list(producers), self.env.core)
+        group = self.exchange.group_of(
+            op, delivery.consumer_tiles_per_group.data, list(producers), self.env.core
+        )
         if group is None:
-            reason = (f"tile {self.env.core} is not in the consumer_tiles_per_group of "
-                      f"{self._op_str(op)}")
+            reason = (
+                f"tile {self.env.core} is not in the consumer_tiles_per_group of {self._op_str(op)}"
+            )
             return tuple(Undefined(reason) for _ in op.results)
         sources = delivery.dependencies(self.env.core, group, producers[group])
         if isinstance(delivery, InterTileConsumeOp) and len(sources) != 1:
@@ -415,9 +445,14 @@ class Core:
             return all(source in arrived for source in sources)
 
         if not ready():
-            yield _Wait(ready, f"{self.where} waits in {self._op_str(op)} for tiles {sources} "
-                               f"of group {group}")
+            yield _Wait(
+                ready,
+                f"{self.where} waits in {self._op_str(op)} for tiles {sources} of group {group}",
+            )
         arrived = exchange.partials[key]
+        if exchange.races is not None:
+            for source in sources:
+                exchange.races.acquire(self.env.core, exchange.clocks[key][source])
         for source in sources:
             if source != self.env.core:
                 self.env.stats.ring_bytes += sum(int(np.asarray(p).nbytes) for p in arrived[source])
@@ -425,8 +460,9 @@ class Core:
             return tuple(np.array(p, copy=True) for p in arrived[sources[0]])
         accumulated = tuple(inputs[1:])
         for source in sources:
-            accumulated = yield from self._block(delivery.combiner.block,
-                                                 [*accumulated, *arrived[source]])
+            accumulated = yield from self._block(
+                delivery.combiner.block, [*accumulated, *arrived[source]]
+            )
         return accumulated
 
     def _checked(self, compute: Callable[[], Any], op: Operation) -> Any:
@@ -503,7 +539,7 @@ class _ValueNames(Mapping[SSAValue, str]):
         if self._names is None:
             printer = Printer(stream=io.StringIO())
             printer.print_op(self._func)
-            self._names = dict(printer._ssa_values)  # noqa: SLF001 - the only record of it
+            self._names = dict(printer._ssa_values)
         return self._names
 
     def __getitem__(self, value: SSAValue) -> str:
@@ -534,8 +570,9 @@ def _bind_arguments(
     names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(block.args)]
     unknown = set(args) - set(names) - {f"arg{i}" for i in range(len(names))}
     if unknown:
-        raise KtirError(f"@{func.sym_name.data} has no parameters {sorted(unknown)} "
-                        f"(parameters: {names})")
+        raise KtirError(
+            f"@{func.sym_name.data} has no parameters {sorted(unknown)} (parameters: {names})"
+        )
     for position, (arg, name) in enumerate(zip(block.args, names, strict=True)):
         key = name if name in args else f"arg{position}"
         if key not in args:
@@ -573,12 +610,15 @@ def run_kernel(
     *,
     device: Device | None = None,
     target: SpyreTarget | None = None,
+    races: str = "report",
 ) -> KernelRun:
     """Run `@func_name` on every core of its grid; return the arrays read back and stats.
 
     `args` maps parameter names (or `argN`) to values: NumPy arrays for `index` (pointer)
     parameters, which are placed in LPDDR, or ints and floats, passed as they are (an int for
     an index parameter is an element offset the caller computed, e.g. after `Device.place`).
+    `races` is "report" (unordered cross-core accesses are listed in `KernelRun.races`),
+    "error" (the first one raises `KtirRace` after the run) or "off".
     Tensor parameters take arrays as values (handy for testing compute without memory); what
     each core's function returns is in `KernelRun.returned`. `grid` overrides the function's
     `grid` attribute.
@@ -590,14 +630,25 @@ def run_kernel(
     shape = _grid_of(func, grid)
     num_tiles = int(np.prod(shape))
     if num_tiles > len(device.lx):
-        raise KtirError(f"grid {list(shape)} has {num_tiles} tiles but the card has "
-                        f"{len(device.lx)} cores")
+        raise KtirError(
+            f"grid {list(shape)} has {num_tiles} tiles but the card has {len(device.lx)} cores"
+        )
     values, placed = _bind_arguments(func, args, device)
+    if races not in ("report", "error", "off"):
+        raise ValueError(f"races must be 'report', 'error' or 'off', got {races!r}")
     names = _ValueNames(func)
-    exchange = Exchange(num_tiles)
+    detector = None if races == "off" else RaceDetector(num_tiles)
+    exchange = Exchange(num_tiles, detector)
     cores = [
-        Core(module, func, CoreEnv(c, _coords(c, shape), device.lpddr, device.lx,
-                                   device.target.lx_bytes), exchange, names)
+        Core(
+            module,
+            func,
+            CoreEnv(
+                c, _coords(c, shape), device.lpddr, device.lx, device.target.lx_bytes, detector
+            ),
+            exchange,
+            names,
+        )
         for c in range(num_tiles)
     ]
     returned = _schedule(cores, [core.run(values) for core in cores])
@@ -607,7 +658,10 @@ def run_kernel(
     }
     stats = [core.env.stats for core in cores]
     latency = estimate_latency(stats, device.target)
-    return KernelRun(outputs, shape, stats, latency, time.perf_counter() - started, returned)
+    found = detector.races if detector is not None else []
+    if found and races == "error":
+        raise KtirRace(f"@{func_name}: {found[0]}")
+    return KernelRun(outputs, shape, stats, latency, time.perf_counter() - started, returned, found)
 
 
 def execute(source: str | Path | ModuleOp, function: str, **args: Any) -> dict[str, np.ndarray]:

@@ -8,8 +8,8 @@ on those arrays. Reductions:
 
 - `acc = combine(acc, e)` with a known combiner (addf, maxnumf, ...) and `e` free of the
   accumulator: `e` is evaluated on the whole space and folded with the combiner's ufunc
-  along the reduction axes; if `e` is a product of (converted) inputs, `np.einsum` does it
-  (matmul, batch_matmul, contraction generics) in the accumulator's type.
+  along the reduction axes; if `e` is a product of (converted) inputs, one batched matmul
+  does it (matmul, batch_matmul, contraction generics) in the accumulator's type.
 - any other body: a loop over the points of the reduction axes only, each step vectorised
   over the parallel axes.
 """
@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from spyrec.runtime.ktir_values import KtirError, numpy_dtype
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
-
-from spyrec.runtime.ktir_values import KtirError, numpy_dtype
 
 if TYPE_CHECKING:
     from spyrec.runtime.ktir_ops import KtirFunctions
@@ -50,7 +49,7 @@ REDUCERS: dict[str, np.ufunc] = {
     "arith.xori": np.bitwise_xor,
 }
 
-# Conversions an einsum operand may go through between its block argument and the product.
+# Conversions a contraction operand may pass through between its block argument and the product.
 _CONVERSIONS = frozenset(
     {"arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.sitofp", "arith.uitofp"}
 )
@@ -186,7 +185,9 @@ def _fold_pattern(
     return found
 
 
-def _conversion_chain(value: SSAValue, body: Block, num_inputs: int) -> tuple[int, list[Operation]] | None:
+def _conversion_chain(
+    value: SSAValue, body: Block, num_inputs: int
+) -> tuple[int, list[Operation]] | None:
     """(input position, conversions innermost first) if `value` is a converted input."""
     chain: list[Operation] = []
     while isinstance(value.owner, Operation):
@@ -248,7 +249,9 @@ class StructuredEngine:
                     continue
                 values = interpreter.run_op(op, interpreter.get_values(op.operands))
                 interpreter.set_values(zip(op.results, values, strict=True))
-            return list(interpreter.get_values(wanted if wanted is not None else _yield_values(body)))
+            return list(
+                interpreter.get_values(wanted if wanted is not None else _yield_values(body))
+            )
         finally:
             interpreter.pop_scope()
             self.functions.linalg_indices = previous
@@ -299,7 +302,7 @@ class StructuredEngine:
         folded: SSAValue,
         combiner: Operation,
     ) -> np.ndarray | None:
-        """`folded` summed over the reduction axes via einsum, if it is a product of inputs."""
+        """`folded` summed over the reduction axes by one matmul, if it is a product of inputs."""
         if combiner.name not in ("arith.addf", "arith.addi"):
             return None
         product = folded.owner
@@ -327,11 +330,8 @@ class StructuredEngine:
         if not set(kept) <= used or not set(reduced) <= used:
             return None
         dtype = numpy_dtype(product.results[0].type)
-        summed = np.einsum(
-            f"{','.join(subscripts)}->{''.join(letters[d] for d in kept)}",
-            *(o.astype(dtype, copy=False) for o in operands),
-            optimize=True,
-        )
+        a, b = (o.astype(dtype, copy=False) for o in operands)
+        summed = contract(subscripts[0], subscripts[1], "".join(letters[d] for d in kept), a, b)
         self.functions.charge_matmul(2 * int(np.prod(ranges, dtype=np.int64)))
         shape = [1 if d in reduced else ranges[d] for d in range(len(ranges))]
         return summed.reshape(shape).astype(dtype, copy=False)
@@ -351,6 +351,47 @@ class StructuredEngine:
             from_space(a, m, ranges, init)
             for a, m, init in zip(accs, out_maps, spec.inits, strict=True)
         ]
+
+
+def contract(sub_a: str, sub_b: str, sub_out: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`np.einsum(f"{sub_a},{sub_b}->{sub_out}", a, b)` as one batched matmul (BLAS speed).
+
+    Letters in both operands and the output are batch axes, in one operand and the output
+    are rows or columns, in both operands only are contracted; a letter in one operand only
+    is summed away first.
+    """
+    for name, sub, other in (("a", sub_a, sub_b), ("b", sub_b, sub_a)):
+        lonely = [c for c in sub if c not in other and c not in sub_out]
+        if lonely:
+            array = a if name == "a" else b
+            array = array.sum(axis=tuple(sub.index(c) for c in lonely))
+            sub = "".join(c for c in sub if c not in lonely)
+            if name == "a":
+                a, sub_a = array, sub
+            else:
+                b, sub_b = array, sub
+    batch = [c for c in sub_out if c in sub_a and c in sub_b]
+    rows = [c for c in sub_out if c in sub_a and c not in sub_b]
+    cols = [c for c in sub_out if c in sub_b and c not in sub_a]
+    inner = [c for c in sub_a if c in sub_b and c not in sub_out]
+    extent = dict(zip(sub_a, a.shape, strict=True)) | dict(zip(sub_b, b.shape, strict=True))
+
+    def size(letters: list[str]) -> int:
+        return int(np.prod([extent[c] for c in letters], dtype=np.int64))
+
+    left = a.transpose([sub_a.index(c) for c in (*batch, *rows, *inner)])
+    right = b.transpose([sub_b.index(c) for c in (*batch, *inner, *cols)])
+    lhs = left.reshape(size(batch), size(rows), size(inner))
+    rhs = right.reshape(size(batch), size(inner), size(cols))
+    # Small products: einsum's own loop. Waking BLAS threads costs milliseconds on a busy
+    # machine, more than the whole product below about a million multiply-adds.
+    if lhs.size * rhs.shape[-1] < 1 << 20:
+        product = np.einsum("bik,bkj->bij", lhs, rhs, optimize=False)
+    else:
+        product = np.matmul(lhs, rhs)
+    laid_out = product.reshape([extent[c] for c in (*batch, *rows, *cols)])
+    order = [*batch, *rows, *cols]
+    return laid_out.transpose([order.index(c) for c in sub_out])
 
 
 def _fix(value: Any, fixed: dict[int, int]) -> Any:

@@ -18,6 +18,26 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
+from spyrec.dialects import ktdp, std_ext_arith, std_ext_linalg
+from spyrec.runtime.ktir_linalg import Structured, StructuredEngine
+from spyrec.runtime.ktir_races import RaceDetector
+from spyrec.runtime.ktir_values import (
+    STICK_BYTES,
+    AccessTile,
+    Description,
+    DistributedView,
+    KtirError,
+    LazyText,
+    Lpddr,
+    Lx,
+    Memory,
+    MemView,
+    TensorView,
+    TilePoints,
+    View,
+    enumerate_tile,
+    numpy_dtype,
+)
 from xdsl.dialects import arith, math, tensor
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -44,31 +64,27 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
-from spyrec.dialects import ktdp, std_ext_arith, std_ext_linalg
-from spyrec.runtime.ktir_linalg import StructuredEngine, Structured
-from spyrec.runtime.ktir_values import (
-    STICK_BYTES,
-    AccessTile,
-    Description,
-    DistributedView,
-    KtirError,
-    LazyText,
-    Lpddr,
-    Lx,
-    Memory,
-    MemView,
-    TensorView,
-    TilePoints,
-    View,
-    enumerate_tile,
-    numpy_dtype,
-)
-
 # Elementwise ops charged at this many vector passes per element (ktir-cpu's 4x model).
 TRANSCENDENTAL = frozenset(
-    {"math.exp", "math.exp2", "math.expm1", "math.log", "math.log2", "math.log10",
-     "math.log1p", "math.sqrt", "math.rsqrt", "math.tanh", "math.erf", "math.powf",
-     "math.sin", "math.cos", "math.tan", "math.atan", "math.atan2"}
+    {
+        "math.exp",
+        "math.exp2",
+        "math.expm1",
+        "math.log",
+        "math.log2",
+        "math.log10",
+        "math.log1p",
+        "math.sqrt",
+        "math.rsqrt",
+        "math.tanh",
+        "math.erf",
+        "math.powf",
+        "math.sin",
+        "math.cos",
+        "math.tan",
+        "math.atan",
+        "math.atan2",
+    }
 )
 
 
@@ -94,6 +110,7 @@ class CoreEnv:
     lpddr: Lpddr
     lx: list[Lx]
     lx_capacity: int
+    races: RaceDetector | None = None
     stats: CoreStats = field(default_factory=CoreStats)
 
 
@@ -130,7 +147,9 @@ def _erf(x: Any) -> Any:
     sign = np.sign(values)
     a = np.abs(values)
     t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
     return sign * (1.0 - poly * np.exp(-a * a))
 
 
@@ -151,8 +170,14 @@ def _cmpf(predicate: int, a: Any, b: Any) -> Any:
     a, b = np.asarray(a), np.asarray(b)
     unordered = np.isnan(a) | np.isnan(b)
     base = [
-        np.zeros(np.broadcast(a, b).shape, dtype=bool), a == b, a > b, a >= b, a < b, a <= b,
-        a != b, ~unordered,
+        np.zeros(np.broadcast(a, b).shape, dtype=bool),
+        a == b,
+        a > b,
+        a >= b,
+        a < b,
+        a <= b,
+        a != b,
+        ~unordered,
     ]
     if predicate == 15:
         return np.ones(np.broadcast(a, b).shape, dtype=bool)
@@ -167,7 +192,8 @@ def _cmpi(predicate: int, a: Any, b: Any, width: int) -> Any:
     if predicate >= 6:
         a, b = _unsigned(a, width), _unsigned(b, width)
     comparisons = [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal]
-    return comparisons[predicate % 6 if predicate < 6 else predicate - 4](a, b)
+    # eq ne slt sle sgt sge, then ult ule ugt uge on the zero-extended values
+    return comparisons[predicate if predicate < 6 else predicate - 4](a, b)
 
 
 def _width(value_type: Attribute) -> int:
@@ -260,10 +286,24 @@ _CONVERSIONS: dict[type[Operation], Callable[[Any, Attribute], Any]] = {
 
 
 _LINALG_STRUCTURED: tuple[type[Operation], ...] = (
-    linalg.GenericOp, std_ext_linalg.GenericOp, linalg.AddOp, linalg.SubOp, linalg.MulOp,
-    linalg.ExpOp, linalg.LogOp, linalg.SqrtOp, linalg.SelectOp, linalg.FillOp, linalg.CopyOp,
-    linalg.MaxOp, linalg.MinOp, linalg.TransposeOp, linalg.MatmulOp, std_ext_linalg.MatmulOp,
-    std_ext_linalg.BatchMatmulOp, std_ext_linalg.DivOp,
+    linalg.GenericOp,
+    std_ext_linalg.GenericOp,
+    linalg.AddOp,
+    linalg.SubOp,
+    linalg.MulOp,
+    linalg.ExpOp,
+    linalg.LogOp,
+    linalg.SqrtOp,
+    linalg.SelectOp,
+    linalg.FillOp,
+    linalg.CopyOp,
+    linalg.MaxOp,
+    linalg.MinOp,
+    linalg.TransposeOp,
+    linalg.MatmulOp,
+    std_ext_linalg.MatmulOp,
+    std_ext_linalg.BatchMatmulOp,
+    std_ext_linalg.DivOp,
 )
 
 
@@ -300,8 +340,12 @@ def _elementwise_namespace() -> dict[str, Any]:
     def structured(ft: KtirFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
         return ft.run_structured_op(interpreter, op, args)
 
-    for table, make in ((_FLOAT_BINARY, binary), (_INT_BINARY, binary), (_UNARY, unary),
-                        (_CONVERSIONS, conversion)):
+    for table, make in (
+        (_FLOAT_BINARY, binary),
+        (_INT_BINARY, binary),
+        (_UNARY, unary),
+        (_CONVERSIONS, conversion),
+    ):
         for op_class, fn in table.items():
             namespace[f"run_{op_class.__module__}_{op_class.__name__}"] = impl(op_class)(make(fn))
     for op_class in _LINALG_STRUCTURED:
@@ -370,7 +414,9 @@ class KtirFunctions(_Elementwise):
             dtype = numpy_dtype(element_type(result_type))
             data = np.array(value.get_values(), dtype=dtype)
             shape = cast(ShapedType, result_type).get_shape()
-            return (np.array(np.broadcast_to(data, shape) if data.size == 1 else data.reshape(shape)),)
+            return (
+                np.array(np.broadcast_to(data, shape) if data.size == 1 else data.reshape(shape)),
+            )
         if isinstance(value, IntegerAttr | FloatAttr):
             return (finish(value.value.data, result_type),)
         raise KtirError(f"arith.constant of {value} is not supported")
@@ -418,7 +464,8 @@ class KtirFunctions(_Elementwise):
     @impl(arith.BitcastOp)
     def run_bitcast(self, interpreter: Interpreter, op: Operation, args: PythonValues):
         target = numpy_dtype(element_type(op.results[0].type))
-        return (np.asarray(args[0]).view(target) if np.ndim(args[0]) else np.asarray(args[0]).reshape(1).view(target)[0],)
+        bits = np.asarray(args[0])
+        return (bits.view(target) if bits.ndim else bits.reshape(1).view(target)[0],)
 
     @impl(math.FmaOp)
     def run_fma(self, interpreter: Interpreter, op: Operation, args: PythonValues):
@@ -430,7 +477,11 @@ class KtirFunctions(_Elementwise):
     @impl(tensor.EmptyOp)
     def run_empty(self, interpreter: Interpreter, op: tensor.EmptyOp, args: PythonValues):
         result_type = op.tensor.type
-        return (np.zeros(_result_shape(result_type, args), dtype=numpy_dtype(element_type(result_type))),)
+        return (
+            np.zeros(
+                _result_shape(result_type, args), dtype=numpy_dtype(element_type(result_type))
+            ),
+        )
 
     @impl(tensor.SplatOp)
     def run_splat(self, interpreter: Interpreter, op: tensor.SplatOp, args: PythonValues):
@@ -472,24 +523,33 @@ class KtirFunctions(_Elementwise):
             cast(Any, op).static_offsets.get_values(), values[: len(cast(Any, op).offsets)]
         )
         rest = values[len(cast(Any, op).offsets) :]
-        sizes = _static_or_dynamic(cast(Any, op).static_sizes.get_values(), rest[: len(cast(Any, op).sizes)])
+        sizes = _static_or_dynamic(
+            cast(Any, op).static_sizes.get_values(), rest[: len(cast(Any, op).sizes)]
+        )
         strides = _static_or_dynamic(
             cast(Any, op).static_strides.get_values(), rest[len(cast(Any, op).sizes) :]
         )
         return tuple(
-            slice(o, o + (s - 1) * st + 1, st) for o, s, st in zip(offsets, sizes, strides, strict=True)
+            slice(o, o + (s - 1) * st + 1, st)
+            for o, s, st in zip(offsets, sizes, strides, strict=True)
         )
 
     @impl(tensor.ExtractSliceOp)
-    def run_extract_slice(self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues):
+    def run_extract_slice(
+        self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues
+    ):
         source = np.asarray(args[0])
         window = self._slices(op, args[1:])
         _check_window(source.shape, window, "tensor.extract_slice")
         piece = source[window]
-        return (np.array(piece.reshape(cast(ShapedType, op.result.type).get_shape()) if -1 not in cast(ShapedType, op.result.type).get_shape() else piece),)
+        # A rank-reducing slice drops unit dims: the result type has the final shape.
+        shape = cast(ShapedType, op.result.type).get_shape()
+        return (np.array(piece if DYNAMIC_INDEX in shape else piece.reshape(shape)),)
 
     @impl(tensor.InsertSliceOp)
-    def run_insert_slice(self, interpreter: Interpreter, op: tensor.InsertSliceOp, args: PythonValues):
+    def run_insert_slice(
+        self, interpreter: Interpreter, op: tensor.InsertSliceOp, args: PythonValues
+    ):
         out = np.array(args[1], copy=True)
         window = self._slices(op, args[2:])
         _check_window(out.shape, window, "tensor.insert_slice")
@@ -497,11 +557,15 @@ class KtirFunctions(_Elementwise):
         return (out,)
 
     @impl(tensor.ExpandShapeOp)
-    def run_expand_shape(self, interpreter: Interpreter, op: tensor.ExpandShapeOp, args: PythonValues):
+    def run_expand_shape(
+        self, interpreter: Interpreter, op: tensor.ExpandShapeOp, args: PythonValues
+    ):
         return (np.asarray(args[0]).reshape(_result_shape(op.result.type, args[1:])),)
 
     @impl(tensor.CollapseShapeOp)
-    def run_collapse_shape(self, interpreter: Interpreter, op: tensor.CollapseShapeOp, args: PythonValues):
+    def run_collapse_shape(
+        self, interpreter: Interpreter, op: tensor.CollapseShapeOp, args: PythonValues
+    ):
         shape = cast(ShapedType, op.result.type).get_shape()
         return (np.asarray(args[0]).reshape([-1 if s == DYNAMIC_INDEX else s for s in shape]),)
 
@@ -555,7 +619,9 @@ class KtirFunctions(_Elementwise):
         rank = len(np.shape(args[0]))
         dims = set(op.dimensions.get_values())
         identity = AffineMap.identity(rank)
-        kept = AffineMap(rank, 0, tuple(AffineExpr.dimension(d) for d in range(rank) if d not in dims))
+        kept = AffineMap(
+            rank, 0, tuple(AffineExpr.dimension(d) for d in range(rank) if d not in dims)
+        )
         return self._structured(
             interpreter,
             Structured(
@@ -573,21 +639,34 @@ class KtirFunctions(_Elementwise):
     def run_xdsl_reduce(self, interpreter: Interpreter, op: linalg.ReduceOp, args: PythonValues):
         rank = len(np.shape(args[0]))
         dims = set(op.dimensions.get_values())
-        kept = AffineMap(rank, 0, tuple(AffineExpr.dimension(d) for d in range(rank) if d not in dims))
+        kept = AffineMap(
+            rank, 0, tuple(AffineExpr.dimension(d) for d in range(rank) if d not in dims)
+        )
         return self._structured(
             interpreter,
-            Structured(op, op.region.block, [AffineMap.identity(rank), kept],
-                       [d in dims for d in range(rank)], [args[0]], [args[1]], [op.init.type]),
+            Structured(
+                op,
+                op.region.block,
+                [AffineMap.identity(rank), kept],
+                [d in dims for d in range(rank)],
+                [args[0]],
+                [args[1]],
+                [op.init.type],
+            ),
         )
 
     # ---- ktdp ------------------------------------------------------------------------
     @impl(ktdp.GetComputeTileIdOp)
-    def run_tile_id(self, interpreter: Interpreter, op: ktdp.GetComputeTileIdOp, args: PythonValues):
+    def run_tile_id(
+        self, interpreter: Interpreter, op: ktdp.GetComputeTileIdOp, args: PythonValues
+    ):
         coords = self.env.coords
         return tuple(coords[i] if i < len(coords) else 0 for i in range(len(op.ids)))
 
     @impl(ktdp.ConstructMemoryViewOp)
-    def run_memory_view(self, interpreter: Interpreter, op: ktdp.ConstructMemoryViewOp, args: PythonValues):
+    def run_memory_view(
+        self, interpreter: Interpreter, op: ktdp.ConstructMemoryViewOp, args: PythonValues
+    ):
         offset = int(args[0])
         dynamic_sizes = [int(v) for v in args[1 : 1 + len(op.sizes)]]
         dynamic_strides = [int(v) for v in args[1 + len(op.sizes) :]]
@@ -601,11 +680,18 @@ class KtirFunctions(_Elementwise):
         else:
             ct_id = cast(int, space.ct_id)
             if ct_id >= len(self.env.lx):
-                raise KtirError(f"ct_local memory of tile {ct_id}: the card has {len(self.env.lx)} cores")
+                raise KtirError(
+                    f"ct_local memory of tile {ct_id}: the card has {len(self.env.lx)} cores"
+                )
             memory = self.env.lx[ct_id]
         view = MemView(
-            memory, offset * dtype.itemsize, tuple(sizes), tuple(strides), dtype,
-            op.coordinate_set.data, tuple(dynamic_sizes[: op.coordinate_set.data.num_symbols]),
+            memory,
+            offset * dtype.itemsize,
+            tuple(sizes),
+            tuple(strides),
+            dtype,
+            op.coordinate_set.data,
+            tuple(dynamic_sizes[: op.coordinate_set.data.num_symbols]),
             LazyText(lambda: f"view {self.describe(op.result)} ({view_type})"),
         )
         if isinstance(memory, Lx):
@@ -618,14 +704,29 @@ class KtirFunctions(_Elementwise):
         return (view,)
 
     @impl(ktdp.ConstructDistributedMemoryViewOp)
-    def run_distributed_view(self, interpreter: Interpreter, op: ktdp.ConstructDistributedMemoryViewOp, args: PythonValues):
+    def run_distributed_view(
+        self,
+        interpreter: Interpreter,
+        op: ktdp.ConstructDistributedMemoryViewOp,
+        args: PythonValues,
+    ):
         view_type = cast(MemRefType, op.result.type)
-        shape = tuple(max(p.shape[d] + p.origin[d] for p in args) if s == DYNAMIC_INDEX else s
-                      for d, s in enumerate(view_type.get_shape()))
-        return (DistributedView(list(args), shape, numpy_dtype(view_type.element_type),
-                                LazyText(lambda: f"distributed view {self.describe(op.result)} ({view_type})")),)
+        shape = tuple(
+            max(p.shape[d] + p.origin[d] for p in args) if s == DYNAMIC_INDEX else s
+            for d, s in enumerate(view_type.get_shape())
+        )
+        return (
+            DistributedView(
+                list(args),
+                shape,
+                numpy_dtype(view_type.element_type),
+                LazyText(lambda: f"distributed view {self.describe(op.result)} ({view_type})"),
+            ),
+        )
 
-    def _points(self, op: Operation, tile_set: Any, order: Any, symbols: Sequence[int], what: Description) -> TilePoints:
+    def _points(
+        self, op: Operation, tile_set: Any, order: Any, symbols: Sequence[int], what: Description
+    ) -> TilePoints:
         key = (id(op), tuple(symbols))
         points = self._tile_cache.get(key)
         if points is None:
@@ -644,32 +745,56 @@ class KtirFunctions(_Elementwise):
             )
 
     @impl(ktdp.ConstructAccessTileOp)
-    def run_access_tile(self, interpreter: Interpreter, op: ktdp.ConstructAccessTileOp, args: PythonValues):
+    def run_access_tile(
+        self, interpreter: Interpreter, op: ktdp.ConstructAccessTileOp, args: PythonValues
+    ):
         base = _as_view(args[0], LazyText(lambda: self.describe(op.base)))
         indices = [int(v) for v in args[1 : 1 + len(op.indices)]]
         symbols = [int(v) for v in args[1 + len(op.indices) :]]
         origin = np.asarray(op.base_map.data.eval(indices, []), dtype=np.int64)
-        points = self._points(op, op.access_tile_set.data, op.access_tile_order.data, symbols,
-                              LazyText(lambda: f"access_tile_set of {self.describe(op.result)}"))
+        points = self._points(
+            op,
+            op.access_tile_set.data,
+            op.access_tile_order.data,
+            symbols,
+            LazyText(lambda: f"access_tile_set of {self.describe(op.result)}"),
+        )
         self._check_tile_shape(op, points.shape)
         relative = points.points
-        return (AccessTile(base, points.shape, lambda: relative + origin, points.present,
-                           LazyText(lambda: f"tile {self.describe(op.result)}")),)
+        return (
+            AccessTile(
+                base,
+                points.shape,
+                lambda: relative + origin,
+                points.present,
+                LazyText(lambda: f"tile {self.describe(op.result)}"),
+            ),
+        )
 
     @impl(ktdp.ConstructIndirectAccessTileOp)
-    def run_indirect_tile(self, interpreter: Interpreter, op: ktdp.ConstructIndirectAccessTileOp, args: PythonValues):
+    def run_indirect_tile(
+        self, interpreter: Interpreter, op: ktdp.ConstructIndirectAccessTileOp, args: PythonValues
+    ):
         base = _as_view(args[0], LazyText(lambda: self.describe(op.base)))
         num_views, num_captured = len(op.indirect_memrefs), len(op.captured_variables)
-        index_views = [_as_view(v, LazyText(lambda o=o: self.describe(o))) for v, o in zip(args[1 : 1 + num_views], op.indirect_memrefs, strict=True)]
+        index_views = [
+            _as_view(v, LazyText(lambda o=o: self.describe(o)))
+            for v, o in zip(args[1 : 1 + num_views], op.indirect_memrefs, strict=True)
+        ]
         captured = [int(v) for v in args[1 + num_views : 1 + num_views + num_captured]]
         symbols = [int(v) for v in args[1 + num_views + num_captured :]]
-        points = self._points(op, op.variables_space_set.data, op.variables_space_order.data,
-                              symbols, LazyText(lambda: f"variables_space_set of {self.describe(op.result)}"))
+        points = self._points(
+            op,
+            op.variables_space_set.data,
+            op.variables_space_order.data,
+            symbols,
+            LazyText(lambda: f"variables_space_set of {self.describe(op.result)}"),
+        )
         self._check_tile_shape(op, points.shape)
         variables = [points.points[..., k] for k in range(points.points.shape[-1])]
         maps = [m.data for m in op.per_dim_subscript_maps]
         kinds = op.subscript_kinds
-        reads: list[tuple[Memory, np.ndarray]] = []
+        reads: list[tuple[Memory, np.ndarray, int]] = []
 
         def coordinates() -> np.ndarray:
             reads.clear()
@@ -677,30 +802,52 @@ class KtirFunctions(_Elementwise):
             views = iter(index_views)
             columns = []
             for indirect, subscript in zip(kinds, maps, strict=True):
-                values = [np.broadcast_to(np.asarray(v, dtype=np.int64), points.shape) for v in subscript.eval(dims, [])]
+                values = [
+                    np.broadcast_to(np.asarray(v, dtype=np.int64), points.shape)
+                    for v in subscript.eval(dims, [])
+                ]
                 if not indirect:
                     columns.append(values[0])
                     continue
                 view = next(views)
                 flat = np.stack([v.reshape(-1) for v in values], axis=1)
-                reads.extend(view.traffic(flat))
+                reads.extend((m, a, view.dtype.itemsize) for m, a in view.traffic(flat))
                 columns.append(view.read(flat).astype(np.int64).reshape(points.shape))
             return np.stack(columns, axis=-1)
 
-        return (AccessTile(base, points.shape, coordinates, points.present,
-                           LazyText(lambda: f"indirect tile {self.describe(op.result)}"),
-                           lambda: list(reads)),)
+        return (
+            AccessTile(
+                base,
+                points.shape,
+                coordinates,
+                points.present,
+                LazyText(lambda: f"indirect tile {self.describe(op.result)}"),
+                lambda: list(reads),
+            ),
+        )
 
-    def _tile_traffic(self, tile: AccessTile, flat: np.ndarray) -> None:
-        for memory, addresses in (*tile.view.traffic(flat), *tile.index_reads()):
+    def _tile_traffic(self, op: Operation, tile: AccessTile, flat: np.ndarray, write: bool) -> None:
+        """Charge the sticks an access touches and check it for races."""
+        races = self.env.races
+        where = LazyText(lambda: f"{op.name} {', '.join(map(self.describe, op.operands))}")
+        for memory, addresses in tile.view.traffic(flat):
             if addresses.size:
                 self.charge_memory(memory, addresses)
+                if races is not None:
+                    races.access(
+                        self.env.core, memory, addresses, tile.view.dtype.itemsize, write, where
+                    )
+        for memory, addresses, itemsize in tile.index_reads():
+            if addresses.size:
+                self.charge_memory(memory, addresses)
+                if races is not None:
+                    races.access(self.env.core, memory, addresses, itemsize, False, where)
 
     def load(self, op: ktdp.LoadOp, tile: AccessTile) -> np.ndarray:
         """`ktdp.load`: gather the tile's elements in tile order."""
         flat = tile.flat_coordinates()
         values = tile.view.read(flat)
-        self._tile_traffic(tile, flat)
+        self._tile_traffic(op, tile, flat, write=False)
         self.env.stats.loads += 1
         dtype = numpy_dtype(element_type(op.result.type))
         if tile.present is None:
@@ -723,7 +870,7 @@ class KtirFunctions(_Elementwise):
             raise KtirError(f"storing a {data.shape} tensor through a {tile.shape} tile")
         data = data[tile.present] if tile.present is not None else data.reshape(-1)
         tile.view.write(flat, data.astype(tile.view.dtype, copy=False))
-        self._tile_traffic(tile, flat)
+        self._tile_traffic(op, tile, flat, write=True)
         self.env.stats.stores += 1
 
     @impl(ktdp.LoadOp)
@@ -736,7 +883,9 @@ class KtirFunctions(_Elementwise):
         return ()
 
     @impl(ktdp.RuntimeArgExtractOp)
-    def run_runtime_arg(self, interpreter: Interpreter, op: ktdp.RuntimeArgExtractOp, args: PythonValues):
+    def run_runtime_arg(
+        self, interpreter: Interpreter, op: ktdp.RuntimeArgExtractOp, args: PythonValues
+    ):
         arg = args[0]
         if not isinstance(arg, RuntimeArg):
             arg = RuntimeArg(arg, None, None)
@@ -752,7 +901,11 @@ def _bool_value(value: Any) -> Any:
 
 def _check_window(shape: tuple[int, ...], window: tuple[slice, ...], what: str) -> None:
     for dim, (extent, piece) in enumerate(zip(shape, window, strict=True)):
-        last = piece.start + ((piece.stop - piece.start - 1) // piece.step) * piece.step if piece.stop > piece.start else piece.start
+        last = (
+            piece.start + ((piece.stop - piece.start - 1) // piece.step) * piece.step
+            if piece.stop > piece.start
+            else piece.start
+        )
         if piece.start < 0 or (piece.stop > piece.start and last >= extent):
             raise KtirError(f"{what} reaches index {last} of dim {dim}, which has {extent}")
 
@@ -763,5 +916,3 @@ def _as_view(value: Any, name: Description) -> View:
     if isinstance(value, np.ndarray):
         return TensorView(value, LazyText(lambda: f"tensor {name}"))
     raise KtirError(f"{name} is not a view or a tensor")
-
-

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import ml_dtypes
 import numpy as np
+from spyrec.dialects.ktdp_affine import bind_symbols, box_bounds, is_box, set_contains
 from xdsl.dialects.builtin import (
     AnyFloat,
     BFloat16Type,
@@ -35,8 +36,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 from xdsl.ir.affine import AffineExpr, AffineMap, AffineSet
-
-from spyrec.dialects.ktdp_affine import bind_symbols, box_bounds, is_box, set_contains
 
 STICK_BYTES = 128
 
@@ -171,7 +170,9 @@ def set_bounds(affine_set: AffineSet) -> list[tuple[int, int]] | None:
     return [(cast(int, low), cast(int, high)) for low, high in bounds]
 
 
-def eval_exprs(exprs: Sequence[AffineExpr], dims: Sequence[Any], symbols: Sequence[int] = ()) -> list[Any]:
+def eval_exprs(
+    exprs: Sequence[AffineExpr], dims: Sequence[Any], symbols: Sequence[int] = ()
+) -> list[Any]:
     """Evaluate affine expressions on ints or NumPy arrays (floordiv and mod round down)."""
     return [expr.eval(dims, symbols) for expr in exprs]
 
@@ -221,9 +222,16 @@ def enumerate_tile(
     )
     if identity and grid.shape[1] == total:
         return TilePoints(grid.T.reshape(*extents, rank).copy(), None)
-    ordered = np.stack(
-        [np.broadcast_to(np.asarray(v, dtype=np.int64), grid.shape[1:]) for v in eval_exprs(order.results, list(grid))]
-    ) if order.results else np.zeros((0, grid.shape[1]), dtype=np.int64)
+    ordered = (
+        np.stack(
+            [
+                np.broadcast_to(np.asarray(v, dtype=np.int64), grid.shape[1:])
+                for v in eval_exprs(order.results, list(grid))
+            ]
+        )
+        if order.results
+        else np.zeros((0, grid.shape[1]), dtype=np.int64)
+    )
     if grid.shape[1] == 0:
         shape = tuple(0 for _ in order.results)
         return TilePoints(np.zeros((*shape, rank), dtype=np.int64), None)
@@ -253,7 +261,7 @@ class View:
         raise NotImplementedError
 
     def traffic(self, coords: np.ndarray) -> list[tuple[Memory, np.ndarray]]:
-        """(memory, byte addresses) touched by accessing `coords` (checked already)."""
+        """(memory, first-byte addresses of the elements) that accessing `coords` touches."""
         raise NotImplementedError
 
 
@@ -324,7 +332,9 @@ class MemView(View):
         address = self.base + (local @ self._strides) * self.dtype.itemsize
         low, high = int(address.min()), int(address.max()) + self.dtype.itemsize
         if low < 0 or high > self.memory.size:
-            position = int(np.argmax(address)) if high > self.memory.size else int(np.argmin(address))
+            position = (
+                int(np.argmax(address)) if high > self.memory.size else int(np.argmin(address))
+            )
             raise KtirAccessError(
                 f"coordinate {coordinate_str(coords[position])} of {self.description} is at byte "
                 f"{int(address[position])}, outside {self.memory.name} "
@@ -437,7 +447,7 @@ class AccessTile:
     coordinates: Callable[[], np.ndarray]  # shape + (rank,), global coordinates
     present: np.ndarray | None
     description: Description
-    index_reads: Callable[[], list[tuple[Memory, np.ndarray]]] = lambda: []
+    index_reads: Callable[[], list[tuple[Memory, np.ndarray]]] = list
 
     def flat_coordinates(self) -> np.ndarray:
         coords = self.coordinates()

@@ -77,7 +77,7 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
     click.echo(f"wrote {output}", err=True)
 
 
-def _report_run(outputs: list[Any], profile: Any) -> None:
+def _report_run(profile: Any) -> None:
     data = profile.to_dict()
     ratio = data["roofline_us"] / data["emulated_us"] if data["emulated_us"] else 0.0
     click.echo(f"emulated time {data['emulated_us']:.2f} us, roofline {data['roofline_us']:.2f} "
@@ -137,7 +137,7 @@ def run(binary: Path, check: Path | None, seed: int, numerics: str) -> None:
     inputs = [torch.randn(*b.layout.shape, generator=gen).to(TORCH_DTYPES[b.layout.host_dtype])
               for b in exe.binary.inputs]
     outputs = exe(*inputs)
-    _report_run(outputs, exe.last_profile)
+    _report_run(exe.last_profile)
     if check is not None and not _check_against(check, exe, inputs, outputs):
         raise SystemExit(1)
 
@@ -153,6 +153,51 @@ def demo(dtype: str, features: int, batch: int) -> None:
 
     if not run_demo(dtype, features, batch):
         raise SystemExit(1)
+
+
+@main.command()
+@click.argument("binary", type=click.Path(path_type=Path))
+@click.option("--trace", type=click.Path(path_type=Path),
+              help="Write a Chrome trace-event JSON (opens in Perfetto / chrome://tracing).")
+@click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
+@click.option("--mode", type=click.Choice(["full", "timing"]), default="full", show_default=True,
+              help="timing: no data is computed (for models too large to compute here).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: int) -> None:
+    """Run BINARY on the emulator and report time, utilisation and the roofline per kernel."""
+    import json
+
+    import numpy as np
+
+    from spyrec.runtime.container import read_spyre
+    from spyrec.runtime.emulator import Emulator
+    from spyrec.runtime.layout import HOST_DTYPE
+
+    b = read_spyre(binary)
+    rng = np.random.default_rng(seed)
+    inputs = [rng.standard_normal(t.layout.shape).astype(HOST_DTYPE[t.layout.host_dtype])
+              for t in b.inputs] if mode == "full" else None
+    _, prof = Emulator(b, mode=mode).run(inputs)
+    data = prof.to_dict()
+    if trace is not None:
+        trace.write_text(json.dumps({"traceEvents": prof.trace_events(),
+                                     "displayTimeUnit": "ns"}))
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    _report_run(prof)
+    util = ", ".join(f"{k} {v:.0%}" for k, v in data["utilisation"].items())
+    click.echo(f"utilisation: {util}")
+    click.echo(f"{'kernel':<8} {'cores':>5} {'emulated us':>12} {'roofline us':>12} {'ratio':>6} "
+               f"{'bytes/min':>9}")
+    for k in data["kernels"]:
+        traffic = k["offchip_bytes"] / k["min_offchip_bytes"] if k["min_offchip_bytes"] else 0.0
+        click.echo(f"{k['name']:<8} {k['cores']:>5} {k['emulated_us']:>12.2f} "
+                   f"{k['roofline_us']:>12.2f} {k['roofline_ratio']:>6.2f} {traffic:>9.2f}")
+    for warning in data.get("warnings", []):
+        click.echo(f"warning: {warning}")
+    if trace is not None:
+        click.echo(f"wrote {trace}")
 
 
 @main.command()

@@ -126,3 +126,26 @@ def test_demo(spyrec_cli, cli_env):
     res = _run(spyrec_cli, cli_env, "demo")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "match" in res.stdout and "roofline ratio" in res.stdout
+
+
+def test_profile_trace_and_json(spyrec_cli, cli_env, mlp_pt2, tmp_path):
+    import json
+
+    binary = tmp_path / "m.spyre"
+    assert _run(spyrec_cli, cli_env, "compile", str(mlp_pt2), "-o", str(binary)).returncode == 0
+    trace = tmp_path / "trace.json"
+    res = _run(spyrec_cli, cli_env, "profile", str(binary), "--trace", str(trace))
+    assert res.returncode == 0, res.stderr
+    assert "roofline" in res.stdout and "utilisation" in res.stdout and "k0" in res.stdout
+    events = json.loads(trace.read_text())["traceEvents"]
+    slices = [e for e in events if e.get("ph") == "X"]
+    assert slices and all(e["dur"] >= 0 for e in slices)
+    assert {e["name"] for e in slices} >= {"dma.load", "pt.matmul", "dma.store"}
+    full = json.loads(_run(spyrec_cli, cli_env, "profile", str(binary), "--json").stdout)
+    timing = json.loads(_run(spyrec_cli, cli_env, "profile", str(binary), "--json",
+                             "--mode", "timing").stdout)
+    for key in ("emulated_us", "roofline_us", "flops", "offchip_bytes", "min_offchip_bytes",
+                "lx_peak_bytes", "kernels"):
+        assert key in full
+    # timing-only mode skips the data but not a single cycle
+    assert timing["emulated_us"] == full["emulated_us"]

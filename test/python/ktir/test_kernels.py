@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from spyrec.runtime.ktir_interpreter import (
     Device,
     KtirDeadlock,
     KtirError,
+    KtirRace,
     execute,
     parse_ktir,
     run_kernel,
@@ -35,6 +35,7 @@ def test_vector_add_over_32_tiles():
     # Each tile moves 3 rows of a, b and c: 9 sticks of 128 B.
     assert {s.lpddr_bytes for s in run.stats} == {9 * 128}
     assert run.latency.cycles > 0 and run.latency.bottleneck == "lpddr"
+    assert run.races == []  # every tile writes its own rows
 
 
 def test_execute_returns_every_array_argument():
@@ -67,10 +68,14 @@ def test_softmax_with_linalg_reduce():
 def test_matmul_with_k_loop_on_2x2_grid():
     a = RNG.standard_normal((64, 128)).astype(np.float16)
     b = RNG.standard_normal((128, 64)).astype(np.float16)
-    run = run_kernel(kernel("matmul.mlir"), "matmul", {"a": a, "b": b, "c": np.zeros((64, 64), np.float16)})
+    run = run_kernel(
+        kernel("matmul.mlir"), "matmul", {"a": a, "b": b, "c": np.zeros((64, 64), np.float16)}
+    )
     reference = a.astype(np.float32) @ b.astype(np.float32)
     # f32 accumulation, one f16 rounding at the end: |error| <= |value| * 2**-11.
-    np.testing.assert_allclose(run.outputs["c"].astype(np.float32), reference, rtol=2**-11, atol=1e-3)
+    np.testing.assert_allclose(
+        run.outputs["c"].astype(np.float32), reference, rtol=2**-11, atol=1e-3
+    )
     # 2 K steps x 2 * 32 * 32 * 64 flops per tile.
     assert {s.matmul_flops for s in run.stats} == {2 * 2 * 32 * 32 * 64}
 
@@ -79,7 +84,8 @@ def test_distributed_view_over_lpddr_and_two_lx():
     src = RNG.standard_normal((128, 64)).astype(np.float16)
     device = Device()
     run = run_kernel(
-        kernel("distributed.mlir"), "distributed_copy",
+        kernel("distributed.mlir"),
+        "distributed_copy",
         {"src": src, "hbm": np.zeros((96, 64), np.float16), "dst": np.zeros_like(src)},
         device=device,
     )
@@ -97,22 +103,36 @@ def test_distributed_view_over_lpddr_and_two_lx():
 def test_indirect_gather_with_captured_base():
     table = RNG.standard_normal((64, 64)).astype(np.float16)
     idx = RNG.integers(0, 64, 16).astype(np.int32)
-    run = run_kernel(kernel("gather.mlir"), "gather", {"table": table, "idx": idx, "out": np.zeros((16, 64), np.float16)})
+    run = run_kernel(
+        kernel("gather.mlir"),
+        "gather",
+        {"table": table, "idx": idx, "out": np.zeros((16, 64), np.float16)},
+    )
     np.testing.assert_array_equal(run.outputs["out"], table[idx])
 
 
 def test_paged_read_with_floordiv_mod_and_transposed_order():
     pool = RNG.standard_normal((8, 64, 32)).astype(np.float16)
     pages = np.array([5, 2, 7, 0], np.int64)
-    run = run_kernel(kernel("gather.mlir"), "paged", {"pool": pool, "pages": pages, "out": np.zeros((32, 256), np.float16)})
+    run = run_kernel(
+        kernel("gather.mlir"),
+        "paged",
+        {"pool": pool, "pages": pages, "out": np.zeros((32, 256), np.float16)},
+    )
     np.testing.assert_array_equal(run.outputs["out"], pool[pages].reshape(256, 32).T)
 
 
 def test_indirect_index_out_of_range():
     table = np.zeros((64, 64), np.float16)
     idx = np.full(16, 64, np.int32)  # one past the last row
-    with pytest.raises(KtirAccessError, match=r"coordinate \(64, 0\) is outside the coordinate set"):
-        run_kernel(kernel("gather.mlir"), "gather", {"table": table, "idx": idx, "out": np.zeros((16, 64), np.float16)})
+    with pytest.raises(
+        KtirAccessError, match=r"coordinate \(64, 0\) is outside the coordinate set"
+    ):
+        run_kernel(
+            kernel("gather.mlir"),
+            "gather",
+            {"table": table, "idx": idx, "out": np.zeros((16, 64), np.float16)},
+        )
 
 
 def test_all_reduce_across_4_tiles():
@@ -123,25 +143,45 @@ def test_all_reduce_across_4_tiles():
     np.testing.assert_array_equal(run.outputs["out"], np.broadcast_to(total, (4, 64)))
     # Each tile receives the 3 other 256-byte partials over the ring.
     assert {s.ring_bytes for s in run.stats} == {3 * 256}
+    assert run.races == []
 
 
 def test_reduce_to_one_then_broadcast():
     x = RNG.standard_normal((4, 64)).astype(np.float32)
-    run = run_kernel(kernel("inter_tile.mlir"), "reduce_then_broadcast", {"in": x, "out": np.zeros_like(x)})
+    run = run_kernel(
+        kernel("inter_tile.mlir"), "reduce_then_broadcast", {"in": x, "out": np.zeros_like(x)}
+    )
     group_max = np.stack([x[:2].max(0), x[2:].max(0)])
     np.testing.assert_array_equal(run.outputs["out"], np.repeat(group_max, 2, axis=0))
 
 
 def test_deadlock_is_reported():
-    with pytest.raises(KtirDeadlock, match=r"core 1 .* waits in ktdp.inter_tile_consume .* for tiles \[0\]"):
+    with pytest.raises(
+        KtirDeadlock, match=r"core 1 .* waits in ktdp.inter_tile_consume .* for tiles \[0\]"
+    ):
         run_kernel(kernel("inter_tile.mlir"), "deadlock", {"in": np.zeros((4, 64), np.float32)})
 
 
-def test_cores_run_concurrently():
+def test_cores_run_concurrently_and_races_are_reported():
     # Run one after the other, tile 0 would read back its own 0. In lock-step both stores
     # happen before both loads, so both tiles read tile 1's value.
-    run = run_kernel(kernel("race.mlir"), "race", {"shared": np.zeros((1, 32), np.int32), "out": np.zeros((2, 32), np.int32)})
+    args = {"shared": np.zeros((1, 32), np.int32), "out": np.zeros((2, 32), np.int32)}
+    run = run_kernel(kernel("race.mlir"), "race", args)
     assert run.outputs["out"][:, 0].tolist() == [1, 1]
+    assert [race.kind for race in run.races] == ["write after write", "read after write"]
+    assert str(run.races[0]).startswith(
+        "write after write race on byte 0 of LPDDR: core 0 wrote it in ktdp.store %value, %ts, "
+        "core 1 wrote it in ktdp.store %value, %ts"
+    )
+    with pytest.raises(KtirRace, match="write after write race"):
+        run_kernel(kernel("race.mlir"), "race", args, races="error")
+
+
+def test_inter_tile_delivery_orders_accesses():
+    args = {"shared": np.zeros((1, 32), np.int32), "out": np.zeros((2, 32), np.int32)}
+    run = run_kernel(kernel("race.mlir"), "ordered_handoff", args)
+    assert run.outputs["out"][:, 0].tolist() == [0, 42]
+    assert run.races == []
 
 
 def test_out_of_bounds_access_names_core_op_and_coordinate():
@@ -153,19 +193,29 @@ def test_out_of_bounds_access_names_core_op_and_coordinate():
 
 
 def test_access_outside_coordinate_set():
-    with pytest.raises(KtirAccessError, match=r"coordinate \(70, 0\) is outside the coordinate set of view %va"):
-        run_kernel(kernel("errors.mlir"), "outside_coordinate_set", {"a": np.zeros((96, 64), np.float16)})
+    with pytest.raises(
+        KtirAccessError, match=r"coordinate \(70, 0\) is outside the coordinate set of view %va"
+    ):
+        run_kernel(
+            kernel("errors.mlir"), "outside_coordinate_set", {"a": np.zeros((96, 64), np.float16)}
+        )
 
 
 def test_lx_overflow():
     # 1024 x 1024 x 4 B = 4 MiB of ct_local view against a 2 MiB LX.
-    with pytest.raises(KtirError, match=r"LX overflow: view %scratch .* spans bytes \[0, 4194303\] of the LX of core 0, which holds 2097152 bytes"):
+    with pytest.raises(
+        KtirError,
+        match=r"LX overflow: view %scratch .* spans bytes \[0, 4194303\] of the LX of core 0, "
+        r"which holds 2097152 bytes",
+    ):
         run_kernel(kernel("errors.mlir"), "lx_overflow", {})
 
 
 def test_loaded_tile_must_fit_lx():
     with pytest.raises(KtirError, match="LX overflow: the loaded tile %x takes 4194304 bytes"):
-        run_kernel(kernel("errors.mlir"), "tile_overflow", {"a": np.zeros((1024, 1024), np.float32)})
+        run_kernel(
+            kernel("errors.mlir"), "tile_overflow", {"a": np.zeros((1024, 1024), np.float32)}
+        )
 
 
 def test_unknown_parameter():

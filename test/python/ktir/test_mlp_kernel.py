@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from conftest import export_mlp
-from spyrec.driver import compile_program, module_text
 from spyrec.runtime.ktir_interpreter import parse_ktir, run_kernel
+
+from spyrec.driver import compile_program, module_text
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +58,4 @@ def test_mlp_k0_matches_numpy(mlp_ktir):
     # One tile computes the whole 64x128 output: 2 * 64 * 128 * 128 flops on the PT array.
     assert run.stats[0].matmul_flops == 2 * 64 * 128 * 128
     assert run.latency.cycles > 0
+    assert run.races == []

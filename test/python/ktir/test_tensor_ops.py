@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the MLIR snippets keep one op per line)
 """The interpreter's whole-tensor ops (linalg, tensor, arith) against NumPy.
 
 These functions take and return tensors, so no memory is involved: each runs on one core and
@@ -10,7 +11,6 @@ import math
 
 import numpy as np
 import pytest
-
 from spyrec.runtime.ktir_interpreter import KtirError, run_kernel
 
 RNG = np.random.default_rng(7)
@@ -94,7 +94,11 @@ def test_reductions_fast_and_general():
     """
     x = RNG.standard_normal((6, 10)).astype(np.float32)
     squares, best, at = call(
-        text, "f", x=x, s0=np.zeros(6, np.float32), v0=np.full(6, -np.inf, np.float32),
+        text,
+        "f",
+        x=x,
+        s0=np.zeros(6, np.float32),
+        v0=np.full(6, -np.inf, np.float32),
         i0=np.zeros(6, np.int64),
     )
     np.testing.assert_allclose(squares, (x * x).sum(1), rtol=1e-6)

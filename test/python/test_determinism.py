@@ -1,0 +1,52 @@
+"""The same program and options give a byte-identical .spyre, in one process or in two."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import torch
+
+import spyrec
+
+from conftest import export_mlp
+
+
+def test_same_process_byte_identical(tmp_path):
+    _, _, ep = export_mlp(100, torch.float16)
+    spyrec.compile(ep, output=tmp_path / "a.spyre")
+    spyrec.compile(ep, output=tmp_path / "b.spyre")
+    assert (tmp_path / "a.spyre").read_bytes() == (tmp_path / "b.spyre").read_bytes()
+
+
+def test_separate_processes_byte_identical(tmp_path, spyrec_cli, cli_env):
+    _, _, ep = export_mlp(256, torch.float32)
+    model = tmp_path / "m.pt2"
+    torch.export.save(ep, model)
+    outputs = []
+    for seed in ("1", "2"):  # different hash seeds: no dict/set order may leak into the output
+        out = tmp_path / f"m{seed}.spyre"
+        env = dict(cli_env, PYTHONHASHSEED=seed)
+        res = subprocess.run([*spyrec_cli, "compile", str(model), "-o", str(out)],
+                             capture_output=True, text=True, env=env, timeout=600)
+        assert res.returncode == 0, res.stderr
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+
+
+def test_interrupted_write_leaves_no_file(tmp_path, monkeypatch):
+    from spyrec.runtime import container
+
+    _, _, ep = export_mlp(100, torch.float16)
+    target = tmp_path / "m.spyre"
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(container, "_write_body", boom)
+    try:
+        spyrec.compile(ep, output=target)
+    except KeyboardInterrupt:
+        pass
+    assert not target.exists()
+    assert not [p for p in os.listdir(tmp_path) if p != "m.spyre"]  # no temporary left behind
