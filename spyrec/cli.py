@@ -143,15 +143,18 @@ def run(binary: Path, check: Path | None, seed: int, numerics: str) -> None:
 
 
 @main.command()
+@click.option("--model", "model_name", type=click.Choice(["decoder-ffn", "mlp"]),
+              default="decoder-ffn", show_default=True,
+              help="decoder-ffn: two Llama-shaped FFN blocks with RMS norms; mlp: the MLP.")
 @click.option("--dtype", type=click.Choice(["float16", "float32", "bfloat16"]),
               default="float16", show_default=True)
-@click.option("--features", default=256, show_default=True, help="Hidden size of the MLP.")
-@click.option("--batch", default=64, show_default=True)
-def demo(dtype: str, features: int, batch: int) -> None:
-    """Build an MLP in-process, export, compile, run on the emulator, compare with eager."""
+@click.option("--features", default=256, show_default=True, help="Hidden size.")
+@click.option("--batch", default=64, show_default=True, help="Rows (batch x sequence).")
+def demo(model_name: str, dtype: str, features: int, batch: int) -> None:
+    """Build a model in-process, export, compile, run on the emulator, compare with eager."""
     from spyrec.demo import run_demo
 
-    if not run_demo(dtype, features, batch):
+    if not run_demo(dtype, features, batch, model_name):
         raise SystemExit(1)
 
 

@@ -1,7 +1,8 @@
 """`spyrec demo`: the embedded default model, end to end, with a short report.
 
-Builds an MLP (Linear -> ReLU -> Linear -> GELU -> Linear) with random weights, exports it
-with torch.export, compiles it, runs it on the emulator and compares with PyTorch eager.
+Builds a model with random weights — by default two Llama-shaped decoder FFN blocks (RMS
+norm, SwiGLU feed-forward, residual), or the MLP of the Foundation issue — exports it with
+torch.export, compiles it, runs it on the emulator and compares with PyTorch eager.
 """
 
 from __future__ import annotations
@@ -30,7 +31,53 @@ class DemoMLP(torch.nn.Module):
         return self.fc3(x)
 
 
-def run_demo(dtype: str, features: int, batch: int) -> bool:
+class RMSNorm(torch.nn.Module):
+    """The Llama form: normalise in fp32, scale by a learned weight."""
+
+    def __init__(self, features: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(features) + 0.1 * torch.randn(features))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        variance = x.float().pow(2).mean(-1, keepdim=True)
+        return self.weight * (x.float() * torch.rsqrt(variance + self.eps)).to(x.dtype)
+
+
+class FFNBlock(torch.nn.Module):
+    """x + down(silu(gate(norm(x))) * up(norm(x)))."""
+
+    def __init__(self, features: int):
+        super().__init__()
+        hidden = 2 * features
+        self.norm = RMSNorm(features)
+        self.gate = torch.nn.Linear(features, hidden, bias=False)
+        self.up = torch.nn.Linear(features, hidden, bias=False)
+        self.down = torch.nn.Linear(hidden, features, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm(x)
+        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+class DemoDecoderFFN(torch.nn.Module):
+    """Two decoder FFN blocks and a final norm, on [batch, sequence, features]."""
+
+    def __init__(self, features: int, layers: int = 2):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(FFNBlock(features) for _ in range(layers))
+        self.norm = RMSNorm(features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)
+
+
+MODELS = ("decoder-ffn", "mlp")
+
+
+def run_demo(dtype: str, features: int, batch: int, model_name: str = "decoder-ffn") -> bool:
     """Run the demo; print the report; True when the results match eager."""
     from spyrec.cli import compare_outputs
     from spyrec.driver import compile_program
@@ -38,8 +85,14 @@ def run_demo(dtype: str, features: int, batch: int) -> bool:
     console = Console(stderr=False)
     torch_dtype = getattr(torch, dtype)
     torch.manual_seed(0)
-    model = DemoMLP(features).to(torch_dtype).eval()
-    x = torch.randn(batch, features).to(torch_dtype)
+    if model_name == "mlp":
+        model: torch.nn.Module = DemoMLP(features)
+        x = torch.randn(batch, features)
+    else:
+        model = DemoDecoderFFN(features)
+        x = torch.randn(2, batch // 2, features)
+    model = model.to(torch_dtype).eval()
+    x = x.to(torch_dtype)
     times: dict[str, float] = {}
     with console.status("exporting with torch.export"):
         start = time.perf_counter()
@@ -58,7 +111,8 @@ def run_demo(dtype: str, features: int, batch: int) -> bool:
         times["emulate"] = time.perf_counter() - start
     with torch.no_grad():
         expected = model(x)
-    table = Table(title=f"spyrec demo: MLP {batch}x{features} {dtype}")
+    shape = "x".join(str(d) for d in x.shape)
+    table = Table(title=f"spyrec demo: {model_name} {shape} {dtype}")
     table.add_column("stage")
     table.add_column("host time", justify="right")
     for stage, seconds in times.items():
