@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
-from spyrec.dialects.ktdp_affine import points_1d, set_contains
-from spyrec.dialects.ktdp_types import TileFutureType, parse_ktdp_type
 from xdsl.dialects.builtin import AffineSetAttr, IndexType, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineSet
@@ -41,6 +39,9 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect, get_effects
 from xdsl.utils.exceptions import VerifyException
+
+from spyrec.dialects.ktdp_affine import points_1d, set_contains
+from spyrec.dialects.ktdp_types import TileFutureType, parse_ktdp_type
 
 # Enumerating tile sets is for verification only; past this many groups the checks are skipped.
 _MAX_GROUPS = 4096

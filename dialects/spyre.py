@@ -13,6 +13,7 @@ diagnostic can name the node and the line of the model it came from.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -169,6 +170,15 @@ class _BinaryOp(IRDLOperation):
                 )
 
 
+_Base = TypeVar("_Base", bound=IRDLOperation)
+
+
+def _op_class(base: type[_Base], op_name: str, doc: str) -> type[_Base]:
+    """A concrete op class named `op_name` over a shared base (one per SFU function)."""
+    class_name = op_name.split(".")[1].title().replace("_", "") + "Op"
+    return irdl_op_definition(type(class_name, (base,), {"name": op_name, "__doc__": doc}))
+
+
 def _check_same_shape(op: Operation, a: Attribute, b: Attribute) -> None:
     assert isinstance(a, TensorType) and isinstance(b, TensorType)
     if a.get_shape() != b.get_shape():
@@ -178,20 +188,8 @@ def _check_same_shape(op: Operation, a: Attribute, b: Attribute) -> None:
         )
 
 
-def _unary(op_name: str, doc: str) -> type[_UnaryOp]:
-    cls = type(op_name.split(".")[1].title().replace("_", "") + "Op", (_UnaryOp,),
-               {"name": op_name, "__doc__": doc})
-    return irdl_op_definition(cls)
-
-
-def _binary(op_name: str, doc: str) -> type[_BinaryOp]:
-    cls = type(op_name.split(".")[1].title().replace("_", "") + "Op", (_BinaryOp,),
-               {"name": op_name, "__doc__": doc})
-    return irdl_op_definition(cls)
-
-
 UNARY_OPS: dict[str, type[_UnaryOp]] = {
-    name: _unary(f"spyre.{name}", f"Elementwise {name} on the SFU.")
+    name: _op_class(_UnaryOp, f"spyre.{name}", f"Elementwise {name} on the SFU.")
     for name in ("relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "neg", "sqrt",
                  "rsqrt", "reciprocal", "abs")
 }
@@ -239,25 +237,13 @@ class _ReduceOp(IRDLOperation):
                 "last dimension reduced to 1")
 
 
-def _scalar(op_name: str, doc: str) -> type[_ScalarOp]:
-    cls = type(op_name.split(".")[1].title().replace("_", "") + "Op", (_ScalarOp,),
-               {"name": op_name, "__doc__": doc})
-    return irdl_op_definition(cls)
-
-
-def _reduce(op_name: str, doc: str) -> type[_ReduceOp]:
-    cls = type(op_name.split(".")[1].title().replace("_", "") + "Op", (_ReduceOp,),
-               {"name": op_name, "__doc__": doc})
-    return irdl_op_definition(cls)
-
-
 SCALAR_OPS: dict[str, type[_ScalarOp]] = {
-    name: _scalar(f"spyre.{name}_scalar",
+    name: _op_class(_ScalarOp, f"spyre.{name}_scalar",
                   f"Elementwise {name} of a tensor and the constant `value` on the SFU.")
     for name in ("add", "sub", "mul", "div", "maximum", "minimum")
 }
 REDUCE_OPS: dict[str, type[_ReduceOp]] = {
-    name: _reduce(f"spyre.reduce_{name}", f"Row-wise {name} over the last dimension.")
+    name: _op_class(_ReduceOp, f"spyre.reduce_{name}", f"Row-wise {name} over the last dimension.")
     for name in ("sum", "max", "min")
 }
 
@@ -306,12 +292,13 @@ class ReshapeOp(IRDLOperation):
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
         out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
-        if (src[-1:] or [1]) != (out[-1:] or [1]) or _prod(src) != _prod(out):
-            raise VerifyException(
-                f"spyre.reshape: {src} -> {out} must keep the innermost dimension and the "
-                "element count (other reshapes move data)")
-        if self.input.type.element_type != self.result.type.element_type:  # type: ignore[attr-defined]
+        element = self.input.type.element_type  # type: ignore[attr-defined]
+        if element != self.result.type.element_type:  # type: ignore[attr-defined]
             raise VerifyException("spyre.reshape: element types differ; use spyre.cast")
+        if _prod(src) != _prod(out) or not is_free_reshape(src, out, element):
+            raise VerifyException(
+                f"spyre.reshape: {src} -> {out} must keep the element count and either the "
+                "innermost dimension or whole 128-byte sticks in it (other reshapes move data)")
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -321,8 +308,176 @@ def _prod(shape: Sequence[int]) -> int:
     return out
 
 
+STICK_BYTES = 128
+ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}
+
+
+def is_free_reshape(src: Sequence[int], out: Sequence[int], element: Attribute) -> bool:
+    """Whether reshaping `src` to `out` keeps every byte of the row-sticked layout in place.
+
+    True when the innermost dimension is kept (only the rows regroup), or when both innermost
+    dimensions are whole sticks: then neither layout has padding and both are the plain
+    row-major order, as when [B, S, H*D] splits into heads [B, S, H, D] with D*size % 128 == 0.
+    """
+    if (list(src[-1:]) or [1]) == (list(out[-1:]) or [1]):
+        return True
+    size = ELEMENT_BYTES.get(str(element))
+    return size is not None and all(
+        shape and shape[-1] * size % STICK_BYTES == 0 for shape in (src, out))
+
+
+def _permutation(attr: DenseArrayBase) -> list[int]:
+    return [int(v) for v in attr.get_values()]
+
+
+@irdl_op_definition
+class PermuteRowsOp(IRDLOperation):
+    """Permutes the leading dimensions; the innermost (stick) dimension stays last.
+
+    In the row-sticked layout this moves whole rows, never elements inside a row: result
+    dim i is operand dim `permutation[i]`, and `permutation` ends with the last dim.
+
+        %y = spyre.permute_rows %x {permutation = array<i64: 0, 2, 1, 3>}
+               : tensor<2x16x4x64xf16> -> tensor<2x4x16x64xf16>
+    """
+
+    name = "spyre.permute_rows"
+    input = operand_def(TensorType)
+    permutation = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, permutation: Sequence[int], result_type: Attribute,
+                 source_op: Operation | None = None):
+        super().__init__(operands=[input], result_types=[result_type],
+                         properties={"permutation": DenseArrayBase.from_list(i64, list(permutation))})
+        _provenance(self, source_op)
+
+    @property
+    def perm(self) -> list[int]:
+        return _permutation(self.permutation)
+
+    def verify_(self) -> None:
+        src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        perm = self.perm
+        if sorted(perm) != list(range(len(src))) or not perm or perm[-1] != len(src) - 1:
+            raise VerifyException(
+                f"spyre.permute_rows: permutation {perm} must permute the {len(src)} dims and "
+                "keep the last (stick) dim last")
+        if out != [src[p] for p in perm]:
+            raise VerifyException(
+                f"spyre.permute_rows: result shape {out} is not {src} permuted by {perm}")
+
+
+@irdl_op_definition
+class ExpandRowsOp(IRDLOperation):
+    """Broadcasts leading dimensions of size 1 (torch `expand`): every result row is a copy
+    of one operand row; the innermost (stick) dimension is unchanged.
+
+        %y = spyre.expand_rows %x : tensor<2x2x1x16x64xf16> -> tensor<2x2x2x16x64xf16>
+    """
+
+    name = "spyre.expand_rows"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute, source_op: Operation | None = None):
+        super().__init__(operands=[input], result_types=[result_type])
+        _provenance(self, source_op)
+
+    def verify_(self) -> None:
+        src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        if (len(src) != len(out) or src[-1:] != out[-1:]
+                or any(s not in (1, o) for s, o in zip(src, out))):
+            raise VerifyException(
+                f"spyre.expand_rows: {src} -> {out} must keep the rank and the innermost dim "
+                "and only broadcast leading dims of size 1")
+
+
+@irdl_op_definition
+class AttentionOp(IRDLOperation):
+    """Scaled dot-product attention, per batch and head: softmax(q k^T * scale + mask) v.
+
+    q is [..., H, L, E], k [..., Hkv, S, E], v [..., Hkv, S, Ev] and the result
+    [..., H, L, Ev]; query head h reads key/value head h / (H / Hkv) (grouped-query attention
+    when Hkv < H). `causal` masks key s > query l (top-left aligned, as torch's is_causal);
+    the optional `mask` is an additive [L, S] tensor shared by every batch and head.
+
+        %o = spyre.attention %q, %k, %v {scale = 0.125 : f64, causal}
+               : tensor<2x4x16x64xf16>, tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>
+               -> tensor<2x4x16x64xf16>
+    """
+
+    name = "spyre.attention"
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    scale = prop_def(FloatAttr)
+    causal = opt_prop_def(UnitAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$query `,` $key `,` $value (`mask` $mask^)? attr-dict `:` type($query) `,` type($key) "
+        "`,` type($value) (`,` type($mask)^)? `->` type($result)"
+    )
+
+    def __init__(self, query: SSAValue, key: SSAValue, value: SSAValue, mask: SSAValue | None,
+                 scale: float, causal: bool, result_type: Attribute,
+                 source_op: Operation | None = None):
+        props: dict[str, Attribute] = {"scale": FloatAttr(scale, f64)}
+        if causal:
+            props["causal"] = UnitAttr()
+        super().__init__(operands=[query, key, value, [mask] if mask is not None else []],
+                         result_types=[result_type], properties=props)
+        _provenance(self, source_op)
+
+    @staticmethod
+    def heads(shape: Sequence[int]) -> int:
+        """The head count of a [..., H, L, E] operand (1 for a 2-D one)."""
+        return shape[-3] if len(shape) >= 3 else 1
+
+    @property
+    def group(self) -> int:
+        """Query heads per key/value head."""
+        q = self.query.type.get_shape()  # type: ignore[attr-defined]
+        k = self.key.type.get_shape()  # type: ignore[attr-defined]
+        return self.heads(q) // self.heads(k)
+
+    def verify_(self) -> None:
+        q, k, v, out = (list(x.type.get_shape())  # type: ignore[attr-defined]
+                        for x in (self.query, self.key, self.value, self.result))
+        if not len(q) == len(k) == len(v) == len(out) >= 2:
+            raise VerifyException(
+                f"spyre.attention: q {q}, k {k}, v {v} and the result {out} must have one "
+                "rank of at least 2")
+        if q[:-3] != k[:-3] or k[:-1] != v[:-1] or q[-1] != k[-1]:
+            raise VerifyException(
+                f"spyre.attention: q {q}, k {k} and v {v} disagree (batch dims, key/value "
+                "rows, or the q/k head dim)")
+        hq, hk = self.heads(q), self.heads(k)
+        if hq % hk:
+            raise VerifyException(
+                f"spyre.attention: {hq} query heads are not a multiple of {hk} key/value heads")
+        if out != q[:-1] + v[-1:]:
+            raise VerifyException(
+                f"spyre.attention: result shape {out} is not {q[:-1] + v[-1:]}")
+        if self.mask is not None:
+            m = list(self.mask.type.get_shape())  # type: ignore[attr-defined]
+            if m != [q[-2], k[-2]]:
+                raise VerifyException(
+                    f"spyre.attention: mask shape {m} is not [{q[-2]}, {k[-2]}]")
+
+
 BINARY_OPS: dict[str, type[_BinaryOp]] = {
-    name: _binary(f"spyre.{name}", f"Elementwise {name} with broadcasting on the SFU.")
+    name: _op_class(_BinaryOp, f"spyre.{name}", f"Elementwise {name} with broadcasting on the SFU.")
     for name in ("add", "sub", "mul", "div", "maximum", "minimum")
 }
 
@@ -453,7 +608,8 @@ class LaunchOp(IRDLOperation):
 
 Spyre = Dialect(
     "spyre",
-    [ParamOp, AtenOp, MatmulOp, KernelOp, YieldOp, LaunchOp, CastOp, ReshapeOp,
+    [ParamOp, AtenOp, MatmulOp, KernelOp, YieldOp, LaunchOp, CastOp, ReshapeOp, PermuteRowsOp,
+     ExpandRowsOp, AttentionOp,
      *UNARY_OPS.values(), *BINARY_OPS.values(), *SCALAR_OPS.values(), *REDUCE_OPS.values()],
     [],
 )

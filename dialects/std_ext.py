@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from spyrec.dialects.std_ext_arith import ARITH_REPLACEMENTS
-from spyrec.dialects.std_ext_linalg import LINALG_ADDITIONS, LINALG_REPLACEMENTS
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType
 from xdsl.dialects.linalg import Linalg
@@ -25,6 +23,9 @@ from xdsl.dialects.utils import parse_assignment
 from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.traits import SingleBlockImplicitTerminator, ensure_terminator
+
+from spyrec.dialects.std_ext_arith import ARITH_REPLACEMENTS
+from spyrec.dialects.std_ext_linalg import LINALG_ADDITIONS, LINALG_REPLACEMENTS
 
 
 class ForOp(scf.ForOp):

@@ -3,16 +3,25 @@
 Expects: a module from the frontend (`spyre.aten` and `spyre.param` ops in `func.func`s).
 Guarantees: no `spyre.aten` op remains; every op is one the back end lowers. Transposes of
 weights are folded into the weight (`spyre.param` with a `permutation`), so no data movement
-kernel is spent on them. If any op has no lowering, the pass fails once, listing every such
-op with its FX node and source line (never just the first).
+kernel is spent on them. Permutations of an activation's leading dims become
+`spyre.permute_rows` (a reshape when only size-1 dims move), `expand` of size-1 leading dims
+`spyre.expand_rows`, and reshapes that keep the stick dim, or split / merge it in whole
+sticks (heads of a multiple of 64 fp16 elements), `spyre.reshape`. Scaled dot-product
+attention becomes `spyre.attention` (scale, causal, an additive [L, S] mask; grouped-query
+attention by the operand shapes). If any op has no lowering, the pass fails once, listing
+every such op with its FX node, source line and the reason (never just the first).
 
     %y = spyre.aten "aten.linear.default"(%x, %w, %b) ...        // before
     %wt = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>} ...
     %y = spyre.matmul %x, %wt bias %b ...                         // after
+
+    %t = spyre.aten "aten.permute.default"(%q) {args = {dims = [0, 2, 1, 3]}} ...  // before
+    %t = spyre.permute_rows %q {permutation = array<i64: 0, 2, 1, 3>} ...        // after
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,11 +46,15 @@ from spyrec.dialects.spyre import (
     SCALAR_OPS,
     UNARY_OPS,
     AtenOp,
+    AttentionOp,
     CastOp,
+    ExpandRowsOp,
     MatmulOp,
     ParamOp,
+    PermuteRowsOp,
     ReshapeOp,
     describe,
+    is_free_reshape,
 )
 
 FLOAT_ELEMENTS = ("f16", "bf16", "f32")
@@ -292,9 +305,12 @@ def _select_pow(op: AtenOp, rewriter: Rewriter) -> SSAValue:
 def _select_reshape(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     x = op.operands[0]
     src, out = _shape(x), _shape(op.results[0])
-    if (src[-1:] or [1]) != (out[-1:] or [1]):
-        raise _Unsupported(f"{src} -> {out} changes the innermost dimension (a restickify, "
-                           "not lowered yet)")
+    element = x.type.element_type  # type: ignore[attr-defined]
+    if not is_free_reshape(src, out, element):
+        raise _Unsupported(
+            f"{src} -> {out} changes the innermost dimension and it is not whole 128-byte "
+            "sticks on both sides (a restickify, not lowered yet); keep head dims a multiple "
+            "of 64 fp16 / 32 fp32 elements")
     if src == out:
         return x
     return _emit(rewriter, op, ReshapeOp(x, op.results[0].type))
@@ -345,20 +361,115 @@ def _select_mm(op: AtenOp, rewriter: Rewriter) -> Operation:
     return MatmulOp(a, b, None, op.results[0].type, source_op=op)
 
 
-def _select_transpose(op: AtenOp, rewriter: Rewriter) -> SSAValue:
-    """permute/t of a 2-D weight: folded into the weight."""
-    src = op.operands[0]
-    rank = len(src.type.get_shape())  # type: ignore[attr-defined]
-    dims = _arg(op, "dims")
+def _permutation(op: AtenOp, rank: int) -> list[int]:
+    """The full dim permutation of a permute / transpose / t node (result dim i = operand
+    dim perm[i])."""
     if op.target.data == "aten.permute.default":
-        perm = [d.value.data for d in dims.data]  # type: ignore[union-attr]
-        if rank != 2 or perm != [1, 0]:
-            raise _Unsupported(f"permute {perm} of a {rank}-D tensor")
-    elif op.target.data == "aten.transpose.int":
-        d0, d1 = (_arg(op, "dim0") % rank, _arg(op, "dim1") % rank)  # type: ignore[operator]
-        if rank != 2 or {d0, d1} != {0, 1}:
-            raise _Unsupported(f"transpose of dims {d0},{d1} of a {rank}-D tensor")
-    return _transposed_weight(op, src, rewriter)
+        dims = _arg(op, "dims")
+        return [d.value.data % rank for d in dims.data]  # type: ignore[union-attr]
+    perm = list(range(rank))
+    if op.target.data == "aten.transpose.int" and rank:
+        d0, d1 = _arg(op, "dim0") % rank, _arg(op, "dim1") % rank  # type: ignore[operator]
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    elif rank == 2:  # aten.t
+        perm = [1, 0]
+    return perm
+
+
+def _select_transpose(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """Weights: folded into the weight. Activations: a row permutation when the innermost
+    dim stays last; a reshape when only size-1 dims move (no byte changes place)."""
+    src = op.operands[0]
+    shape = _shape(src)
+    perm = _permutation(op, len(shape))
+    if perm == list(range(len(shape))):
+        return src
+    if isinstance(src.owner, ParamOp):
+        if len(shape) != 2:
+            raise _Unsupported(f"permute {perm} of a {len(shape)}-D weight (only 2-D weight "
+                               "transposes are folded)")
+        return _transposed_weight(op, src, rewriter)
+    if perm[-1] != len(shape) - 1:
+        raise _Unsupported(
+            f"permute {perm} of a {shape} activation moves the innermost (stick) dimension "
+            "(a restickify, not lowered yet); only permutations of the leading dims are")
+    kept = _nontrivial(perm, shape)
+    if kept == sorted(kept):
+        return _emit(rewriter, op, ReshapeOp(src, op.results[0].type))
+    return _emit(rewriter, op, PermuteRowsOp(src, perm, op.results[0].type))
+
+
+def _nontrivial(perm: list[int], shape: list[int]) -> list[int]:
+    """The permutation restricted to the dims of extent > 1: if it is sorted, the permute
+    only moves size-1 dims and every byte keeps its place."""
+    return [p for p in perm if shape[p] != 1]
+
+
+def _select_expand(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """expand: a broadcast of size-1 leading dims becomes spyre.expand_rows; the stick dim
+    may not be broadcast. New leading dims are first added as size-1 dims (a reshape)."""
+    x = op.operands[0]
+    src, out = _shape(x), _shape(op.results[0])
+    padded = [1] * (len(out) - len(src)) + src
+    if padded[-1:] != out[-1:]:
+        raise _Unsupported(f"{src} -> {out} broadcasts the innermost (stick) dimension (not "
+                           "lowered yet; broadcasting binary ops handle this themselves)")
+    if padded != src:
+        x = _emit(rewriter, op, ReshapeOp(x, _with_shape(x, padded)))
+    if padded == out:
+        return x
+    return _emit(rewriter, op, ExpandRowsOp(x, op.results[0].type))
+
+
+def _select_attention(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """aten.scaled_dot_product_attention -> spyre.attention (scale, causal, GQA by shapes)."""
+    _require_float(op)
+    q, k, v = (_operand(op, n) for n in ("query", "key", "value"))
+    assert q is not None and k is not None and v is not None
+    dropout = float(_arg(op, "dropout_p", 0.0))  # type: ignore[arg-type]
+    if dropout > 0:
+        raise _Unsupported(f"dropout_p={dropout} (attention dropout is training-time only; "
+                           "export the model in eval mode with dropout_p=0)")
+    qs, ks, vs = _shape(q), _shape(k), _shape(v)
+    if not len(qs) == len(ks) == len(vs) >= 2:
+        raise _Unsupported(f"q {qs}, k {ks}, v {vs} (q, k and v must have one rank >= 2)")
+    hq, hk = AttentionOp.heads(qs), AttentionOp.heads(ks)
+    if qs[:-3] != ks[:-3] or ks[:-1] != vs[:-1] or hq % hk:
+        raise _Unsupported(f"q {qs}, k {ks}, v {vs} (batch dims must agree, k and v must "
+                           "have the same heads and rows, query heads a multiple of key "
+                           "heads)")
+    if hq != hk and not _arg(op, "enable_gqa", False):
+        raise _Unsupported(f"{hq} query heads and {hk} key/value heads without enable_gqa")
+    causal = bool(_arg(op, "is_causal", False))
+    mask = _operand(op, "attn_mask")
+    if mask is not None:
+        mask = _attention_mask(op, rewriter, mask, qs[-2], ks[-2], q)
+    scale = _arg(op, "scale")
+    if scale is None:
+        scale = 1.0 / math.sqrt(qs[-1])
+    return _emit(rewriter, op, AttentionOp(q, k, v, mask, float(scale), causal,  # type: ignore[arg-type]
+                                           op.results[0].type))
+
+
+def _attention_mask(op: AtenOp, rewriter: Rewriter, mask: SSAValue, rows: int, cols: int,
+                    q: SSAValue) -> SSAValue:
+    """An additive [L, S] mask (leading dims of 1 dropped by a free reshape)."""
+    shape = _shape(mask)
+    if _element_name(mask) not in FLOAT_ELEMENTS:
+        raise _Unsupported(
+            f"a {_element_name(mask)} attn_mask (boolean masks are not lowered; pass an "
+            "additive float mask: 0 where allowed, a large finite negative value such as "
+            "-30000 where not, never -inf, which DL16 cannot hold)")
+    if shape[-2:] != [rows, cols] or any(d != 1 for d in shape[:-2]):
+        raise _Unsupported(
+            f"attn_mask of shape {shape} (only an [L, S] = [{rows}, {cols}] mask shared by "
+            "every batch and head is lowered, possibly with leading dims of size 1)")
+    if _element_name(mask) != _element_name(q):
+        raise _Unsupported(f"a {_element_name(mask)} attn_mask for {_element_name(q)} "
+                           "queries (the mask must have the query element type)")
+    if len(shape) == 2:
+        return mask
+    return _emit(rewriter, op, ReshapeOp(mask, _with_shape(mask, [rows, cols])))
 
 
 def _select_gelu(op: AtenOp, rewriter: Rewriter) -> Operation:
@@ -405,6 +516,8 @@ SELECTORS: dict[str, Selector] = {
     "aten.permute.default": _select_transpose,
     "aten.t.default": _select_transpose,
     "aten.transpose.int": _select_transpose,
+    "aten.expand.default": _select_expand,
+    "aten.scaled_dot_product_attention.default": _select_attention,
     "aten.gelu.default": _select_gelu,
     **{k: _select_unary for k in _UNARY},
     **{k: _select_binary for k in _BINARY},

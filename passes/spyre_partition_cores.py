@@ -3,7 +3,9 @@
 Expects: `spyre.kernel` ops (after spyre-fuse). Guarantees: every kernel has
 `grid = [gm, gn]`: gm cores split the output rows and gn cores split the output column
 sticks, gm * gn <= the target's core count, each share an equal whole number of rows and of
-128-byte sticks (so no core touches another core's sticks). The split is the one with the
+128-byte sticks (so no core touches another core's sticks). An attention kernel splits its
+heads (batch x query heads) over gm and its query rows over gn; a data-movement kernel its
+runs of rows over gm and the rows of a run over gn. The split is the one with the
 fewest cycles predicted by the cost model, each split scored with its own best tiling; the
 choice, the reason and the best alternatives are recorded in `spyre.partition`. A `grid`
 already on a kernel is a user override: it is checked and kept.
@@ -20,7 +22,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64
 from xdsl.passes import ModulePass
 
-from spyrec.costmodel import KernelShape, Split, best_tiling, candidate_splits
+from spyrec.costmodel import Shape, Split, best_tiling, candidate_splits
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.kernel_analysis import analyze, int_array, read_split
@@ -29,14 +31,13 @@ from spyrec.target import DEFAULT_TARGET, SpyreTarget
 LEDGER_ALTERNATIVES = 4
 
 
-def _check_override(kernel: KernelOp, shape: KernelShape, target: SpyreTarget) -> None:
+def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None:
     """A `grid` already on the kernel is the user's decision: keep it if it is legal."""
     split = read_split(kernel)
     if split not in candidate_splits(shape, target):
         raise CompileError(
-            f"kernel @{kernel.sym_name.data}: grid [{split.gm}, {split.gn}] must divide its "
-            f"{shape.rows} rows and {shape.col_sticks} output "
-            f"sticks evenly and use at most {target.num_cores} cores")
+            f"kernel @{kernel.sym_name.data}: grid [{split.gm}, {split.gn}] must "
+            f"{shape.split_rule} ({shape.work()}) and use at most {target.num_cores} cores")
     kernel.attributes["spyre.partition"] = DictionaryAttr({
         "choice": StringAttr(f"{split.gm}x{split.gn}"), "reason": StringAttr("set by the user")})
 
@@ -61,16 +62,16 @@ class SpyrePartitionCores(ModulePass):
                     scored.append((best[1].cycles, split))
             if not scored:
                 raise CompileError(
-                    f"kernel @{kernel.sym_name.data}: no split of {shape.rows}x{shape.cols} "
-                    f"fits {target.lx_usable_bytes} B of LX per core"
+                    f"kernel @{kernel.sym_name.data}: no split of {shape.work()} "
+                    f"fits {target.lx_usable_bytes} B of LX per core; reduce the sequence "
+                    "length or the head dim of this kernel"
                 )
             scored.sort(key=lambda s: (s[0], s[1].cores))
             cycles, split = scored[0]
             kernel.attributes["grid"] = int_array([split.gm, split.gn])
             one_core = next((c for c, s in scored if s.cores == 1), None)
             reason = (f"fewest predicted cycles of {len(scored)} even splits of "
-                      f"{shape.rows} rows x {shape.col_sticks} "
-                      f"output sticks")
+                      f"{shape.work()}")
             if one_core:
                 reason += f"; {one_core / cycles:.1f}x faster than one core"
             kernel.attributes["spyre.partition"] = DictionaryAttr({

@@ -46,9 +46,9 @@ from spyrec.dialects.spyre import (
     ReshapeOp,
     describe,
 )
+from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 _SCALAR_CLASSES = tuple(SCALAR_OPS.values())
-from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 # unary functions with f(0) == 0: they keep zero padding zero
 ZERO_PRESERVING_UNARY = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "neg", "sqrt", "abs"}

@@ -6,8 +6,11 @@ Expects: kernels with a `grid` (after spyre-partition-cores). Guarantees: every 
 there is no matmul), and the LX footprint of every streamed buffer doubled for ping-pong
 (A, B, accumulator, output and epilogue operand tiles) fits the usable LX. Among those, the
 tiling with the fewest predicted cycles wins (fewer, larger DMAs; A kept resident across
-the column loop when K fits one tile). Recorded in `spyre.tiling` with the LX bytes used. A `tile` already on a kernel is a user
-override: it is checked and kept.
+the column loop when K fits one tile). An attention kernel's tile is
+[query rows tq, padded value width, key rows]: the head's whole K and V stay in LX across
+its query tiles, and the budget check includes them; a data-movement kernel's is
+[rows of a run, padded width, 0]. Recorded in `spyre.tiling` with the LX bytes used. A
+`tile` already on a kernel is a user override: it is checked and kept.
 
     spyre.kernel "k0"(...) {grid = [8, 4]}                  // before
     spyre.kernel "k0"(...) {grid = [8, 4], tile = [8, 64, 256], spyre.tiling = {...}}
@@ -30,22 +33,21 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.passes import ModulePass
 
-from spyrec.costmodel import KernelShape, Split, candidate_tilings, lx_footprint, predict
+from spyrec.costmodel import Shape, Split, candidate_tilings, lx_footprint, predict
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.kernel_analysis import analyze, int_array, read_split, read_tiling
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 
-def _check_override(kernel: KernelOp, shape: KernelShape, split: Split,
+def _check_override(kernel: KernelOp, shape: Shape, split: Split,
                     target: SpyreTarget) -> None:
     """A `tile` already on the kernel is the user's decision: keep it if it is legal."""
     tiling = read_tiling(kernel)
     if tiling not in candidate_tilings(shape, split, target):
         raise CompileError(
             f"kernel @{kernel.sym_name.data}: tile [{tiling.tm}, {tiling.tn}, {tiling.tk}] must "
-            "divide the core's rows, columns (whole sticks) and K (whole sticks), and fit "
-            f"{target.lx_usable_bytes} B of LX with double buffering "
+            f"{shape.tile_rule}, and fit {target.lx_usable_bytes} B of LX with double buffering "
             f"(it needs {lx_footprint(shape, tiling)} B)")
     kernel.attributes["spyre.tiling"] = DictionaryAttr({
         "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),

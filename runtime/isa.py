@@ -138,6 +138,20 @@ _SPECS: tuple[OpSpec, ...] = (
         "1): one value per row broadcast along the row. Computed in fp32, rounded to "
         "`dst_dtype`.",
     ),
+    OpSpec(
+        "pt.matmul_nt", 9, Engine.PT,
+        ("a", "b", "c", "m", "k", "n", "a_pitch", "b_pitch", "c_pitch", "in_dtype", "accumulate"),
+        "C[m,n] (fp32, in LX) = (accumulate ? C : 0) + A[m,k] @ B[n,k]^T: pt.matmul with B "
+        "given as n rows of k elements (attention scores Q @ K^T read K as stored).",
+    ),
+    OpSpec(
+        "sfu.mask", 10, Engine.SFU,
+        ("src", "dst", "rows", "cols", "src_pitch", "dst_pitch", "src_dtype", "dst_dtype",
+         "diag", "imm"),
+        "dst[r,c] = s if c > r + `diag` else src[r,c], where s is the fp32 whose IEEE bit "
+        "pattern is `imm` (a causal mask; `diag` carries the tile's first row). Rounded to "
+        "`dst_dtype`.",
+    ),
 )
 
 SPECS_BY_NAME: dict[str, OpSpec] = {s.name: s for s in _SPECS}
@@ -275,18 +289,20 @@ def lx_access(instr: Instr) -> tuple[tuple[Region, ...], tuple[Region, ...]]:
         return (), (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),)
     if op == "dma.store":
         return (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),), ()
-    if op == "pt.matmul":
+    if op in ("pt.matmul", "pt.matmul_nt"):
         size = _itemsize(a["in_dtype"])
         c = Region(a["c"], a["m"], a["n"] * DType.F32.itemsize, a["c_pitch"])
+        # pt.matmul_nt reads B as n rows of k elements (B transposed)
+        b_rows, b_cols = (a["k"], a["n"]) if op == "pt.matmul" else (a["n"], a["k"])
         reads = (Region(a["a"], a["m"], a["k"] * size, a["a_pitch"]),
-                 Region(a["b"], a["k"], a["n"] * size, a["b_pitch"]))
+                 Region(a["b"], b_rows, b_cols * size, a["b_pitch"]))
         return (reads + (c,) if a["accumulate"] else reads), (c,)
     if op == "sfu.reduce":
         # One result per row, then zeros to the end of that row's first stick.
         dst = Region(a["dst"], a["rows"], STICK_BYTES, a["dst_pitch"])
     else:
         dst = Region(a["dst"], a["rows"], a["cols"] * _itemsize(a["dst_dtype"]), a["dst_pitch"])
-    if op in ("sfu.unary", "sfu.scalar", "sfu.reduce"):
+    if op in ("sfu.unary", "sfu.scalar", "sfu.reduce", "sfu.mask"):
         return (Region(a["src"], a["rows"], a["cols"] * _itemsize(a["src_dtype"]),
                        a["src_pitch"]),), (dst,)
     src0 = Region(a["src0"], a["rows"], a["cols"] * _itemsize(a["src0_dtype"]), a["src0_pitch"])
@@ -318,9 +334,12 @@ def ddr_region(instr: Instr) -> Region | None:
     return Region(a["ddr"], a["rows"], a["row_bytes"], a["ddr_pitch"])
 
 
+MATMUL_OPS = frozenset({"pt.matmul", "pt.matmul_nt"})
+
+
 def matmul_flops(instr: Instr) -> int:
-    """Useful FLOPs of a pt.matmul: 2*m*k*n, not counting padding to the PE array (0 for
-    other instructions)."""
-    if instr.op != "pt.matmul":
+    """Useful FLOPs of a pt.matmul or pt.matmul_nt: 2*m*k*n, not counting padding to the PE
+    array (0 for other instructions)."""
+    if instr.op not in MATMUL_OPS:
         return 0
     return 2 * instr.arg("m") * instr.arg("k") * instr.arg("n")

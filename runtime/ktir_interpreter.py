@@ -38,23 +38,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-from spyrec.dialects.ktdp import (
-    InterTileConsumeOp,
-    InterTileProduceOp,
-    InterTileReduceOp,
-    RuntimeArgType,
-)
-from spyrec.dialects.ktdp_affine import points_1d, set_contains
-from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
-from spyrec.runtime.ktir_races import Race, RaceDetector
-from spyrec.runtime.ktir_values import (
-    STICK_BYTES,
-    KtirError,
-    Lpddr,
-    Lx,
-    Undefined,
-    numpy_dtype,
-)
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, ModuleOp, TensorType
@@ -65,7 +48,24 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import SymbolTable
 
+from spyrec.dialects.ktdp import (
+    InterTileConsumeOp,
+    InterTileProduceOp,
+    InterTileReduceOp,
+    RuntimeArgType,
+)
+from spyrec.dialects.ktdp_affine import points_1d, set_contains
 from spyrec.registry import DIALECTS
+from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
+from spyrec.runtime.ktir_races import Race, RaceDetector
+from spyrec.runtime.ktir_values import (
+    STICK_BYTES,
+    KtirError,
+    Lpddr,
+    Lx,
+    Undefined,
+    numpy_dtype,
+)
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 __all__ = [
@@ -220,7 +220,7 @@ class Exchange:
         """Group -> producer tiles, checked to lie on the grid and in one group each."""
         key = id(produce)
         if key not in self._groups:
-            groups = _groups_of(produce.future_type.groups.data, self.num_tiles)
+            groups = _groups_of(produce.future_type.groups.data)
             table: dict[int, list[int]] = {}
             for group in groups:
                 tiles = self._tiles(produce.producer_tiles_per_group.data, group, "producer")
@@ -254,7 +254,7 @@ class Exchange:
         return tiles
 
 
-def _groups_of(groups: Any, num_tiles: int) -> list[int]:
+def _groups_of(groups: Any) -> list[int]:
     points = points_1d(groups, [], 1 << 20)
     if points is None:
         raise KtirError(f"the group set {groups} is unbounded")
@@ -269,11 +269,6 @@ _EXITS = frozenset(
 _SYNC = frozenset({"ktdp.load", "ktdp.store"})
 
 Step = Generator[_Wait | None, None, tuple[Any, ...]]
-
-
-@dataclass
-class _Exit:
-    values: tuple[Any, ...]
 
 
 class Core:

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from spyrec.runtime.ktir_values import KtirError, numpy_dtype
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
+
+from spyrec.runtime.ktir_values import KtirError, numpy_dtype
 
 if TYPE_CHECKING:
     from spyrec.runtime.ktir_ops import KtirFunctions

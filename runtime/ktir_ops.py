@@ -18,26 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
-from spyrec.dialects import ktdp, std_ext_arith, std_ext_linalg
-from spyrec.runtime.ktir_linalg import Structured, StructuredEngine
-from spyrec.runtime.ktir_races import RaceDetector
-from spyrec.runtime.ktir_values import (
-    STICK_BYTES,
-    AccessTile,
-    Description,
-    DistributedView,
-    KtirError,
-    LazyText,
-    Lpddr,
-    Lx,
-    Memory,
-    MemView,
-    TensorView,
-    TilePoints,
-    View,
-    enumerate_tile,
-    numpy_dtype,
-)
 from xdsl.dialects import arith, math, tensor
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -63,6 +43,27 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
+
+from spyrec.dialects import ktdp, std_ext_arith, std_ext_linalg
+from spyrec.runtime.ktir_linalg import Structured, StructuredEngine
+from spyrec.runtime.ktir_races import RaceDetector
+from spyrec.runtime.ktir_values import (
+    STICK_BYTES,
+    AccessTile,
+    Description,
+    DistributedView,
+    KtirError,
+    LazyText,
+    Lpddr,
+    Lx,
+    Memory,
+    MemView,
+    TensorView,
+    TilePoints,
+    View,
+    enumerate_tile,
+    numpy_dtype,
+)
 
 # Elementwise ops charged at this many vector passes per element (ktir-cpu's 4x model).
 TRANSCENDENTAL = frozenset(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from spyrec.runtime.ktir_values import Description, Memory
 
 

@@ -24,7 +24,6 @@ from typing import Any, cast
 
 import ml_dtypes
 import numpy as np
-from spyrec.dialects.ktdp_affine import bind_symbols, box_bounds, is_box, set_contains
 from xdsl.dialects.builtin import (
     AnyFloat,
     BFloat16Type,
@@ -36,6 +35,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 from xdsl.ir.affine import AffineExpr, AffineMap, AffineSet
+
+from spyrec.dialects.ktdp_affine import bind_symbols, box_bounds, is_box, set_contains
 
 STICK_BYTES = 128
 

@@ -9,7 +9,8 @@ Numerics (all whole-tile):
 * dma.load / dma.store copy `rows` runs of `row_bytes` between strided views.
 * pt.matmul decodes A and B from `in_dtype` (DL16 or fp32) to float32, multiplies with
   np.matmul on float32 (fp32 products and sums), and stores C in fp32; with `accumulate` the
-  product is added to the old C in fp32.
+  product is added to the old C in fp32. pt.matmul_nt is the same with B read as an (n, k)
+  tile and transposed (a NumPy view, no copy).
 * sfu.unary / sfu.binary decode their sources to float32, apply the function (see sfu.py) and
   round to `dst_dtype`: DL16 rounding (or IEEE fp16 in "ieee" numerics), fp32 as is, int32 by
   truncation toward zero with saturation. When every operand is int32 and the function is
@@ -20,6 +21,9 @@ Numerics (all whole-tile):
   must then be an integer in int32 range.
 * sfu.colwise is sfu.binary whose second operand is one element per row (an (rows, 1) view),
   broadcast along the row by NumPy.
+* sfu.mask copies src to dst (rounding to `dst_dtype`) except where column c > row r + diag,
+  which gets the fp32 scalar s (the bits of `imm`), rounded the same way: one np.where over
+  the tile against a precomputed (rows, cols) boolean mask.
 * sfu.reduce sums (np.sum with a float32 accumulator, NumPy's pairwise order) or takes the
   max / min of each row's first `cols` elements, rounds the (rows,) result to `dst_dtype` into
   column 0 of each destination row and zeroes the rest of that row's first stick. There is no
@@ -35,8 +39,9 @@ import numpy as np
 
 from spyrec.runtime import sfu
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.runtime.isa import (STICK_BYTES, BinaryFn, DType, Engine, Instr, ReduceFn, Region,
-                                UnaryFn, bits_f32, ddr_region, lx_access, lx_reads, lx_writes)
+from spyrec.runtime.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine, Instr,
+                                ReduceFn, Region, UnaryFn, bits_f32, ddr_region, lx_access,
+                                lx_reads, lx_writes)
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
 from spyrec.target import SpyreTarget
 
@@ -67,8 +72,8 @@ def _check_codes(instr: Instr, target: SpyreTarget) -> None:
     for name in _DTYPE_FIELDS:
         if name in a and a[name] not in _DTYPE_CODES:
             raise DeviceFault(f"{name}={a[name]} is not a device dtype")
-    if instr.op == "pt.matmul" and a["in_dtype"] == DType.I32:
-        raise DeviceFault("pt.matmul has no int32 mode (in_dtype must be DL16 or F32)")
+    if instr.op in MATMUL_OPS and a["in_dtype"] == DType.I32:
+        raise DeviceFault(f"{instr.op} has no int32 mode (in_dtype must be DL16 or F32)")
     if instr.op == "sfu.unary":
         if a["fn"] not in _UNARY_CODES:
             raise DeviceFault(f"fn={a['fn']} is not a unary SFU function")
@@ -84,6 +89,8 @@ def _check_codes(instr: Instr, target: SpyreTarget) -> None:
         _check_scalar(a)
     if instr.op == "sfu.reduce":
         _check_reduce(a)
+    if instr.op == "sfu.mask":
+        _check_mask(a)
     if "reverse" in a and a["reverse"] not in (0, 1):
         raise DeviceFault(f"reverse={a['reverse']} must be 0 or 1")
 
@@ -101,6 +108,14 @@ def _check_scalar(a: dict[str, int]) -> None:
     if not (np.isfinite(s) and s == int(s) and _INT32_MIN <= s < _INT32_END):
         raise DeviceFault(f"imm={a['imm']} is the fp32 {s!r}, not an int32 value; the int32 "
                           "form of sfu.scalar needs an integral scalar")
+
+
+def _check_mask(a: dict[str, int]) -> None:
+    if not _IMM_MIN <= a["imm"] < _IMM_END:
+        raise DeviceFault(f"imm={a['imm']} is not a 32-bit fp32 bit pattern")
+    if DType.I32 in (a["src_dtype"], a["dst_dtype"]):
+        raise DeviceFault("sfu.mask has no int32 mode (src_dtype and dst_dtype must be DL16 "
+                          "or F32)")
 
 
 def _check_reduce(a: dict[str, int]) -> None:
@@ -163,8 +178,10 @@ def bind(
         source = lx.view(lx_region, np.dtype(np.uint8), 1)
         target_view = memory.view(ddr_region(instr))  # type: ignore[arg-type]
         return lambda: np.copyto(target_view, source)
-    if instr.op == "pt.matmul":
+    if instr.op in MATMUL_OPS:
         return _bind_matmul(instr, lx, codec)
+    if instr.op == "sfu.mask":
+        return _bind_mask(instr, lx, codec)
     if instr.op == "sfu.unary":
         return _bind_unary(a, lx, codec)
     if instr.op == "sfu.scalar":
@@ -183,9 +200,11 @@ def _bind_matmul(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[]
     a_tile, b_tile = _tile(lx, reads[0], in_dtype), _tile(lx, reads[1], in_dtype)
     c_tile = _tile(lx, lx_writes(instr)[0], DType.F32)
     accumulate = bool(a["accumulate"])
+    transposed = instr.op == "pt.matmul_nt"
 
     def run() -> None:
-        product = np.matmul(_load(a_tile, in_dtype, codec), _load(b_tile, in_dtype, codec),
+        b_value = _load(b_tile, in_dtype, codec)
+        product = np.matmul(_load(a_tile, in_dtype, codec), b_value.T if transposed else b_value,
                             dtype=np.float32)
         if accumulate:
             c_tile[...] = c_tile + product
@@ -262,6 +281,17 @@ def _bind_colwise(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[
                                                        _load(src0, d0, codec)))
     return lambda: _store(dst, dd, codec, float_fn(_load(src0, d0, codec),
                                                    _load(src1, d1, codec)))
+
+
+def _bind_mask(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+    a = instr.named_args()
+    src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
+    (src_region,), (dst_region,) = lx_access(instr)
+    src, dst = _tile(lx, src_region, src_dtype), _tile(lx, dst_region, dst_dtype)
+    rows, cols = np.arange(a["rows"])[:, None], np.arange(a["cols"])[None, :]
+    masked = cols > rows + a["diag"]
+    s = np.float32(bits_f32(a["imm"]))
+    return lambda: _store(dst, dst_dtype, codec, np.where(masked, s, _load(src, src_dtype, codec)))
 
 
 def _bind_reduce(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:

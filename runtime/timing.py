@@ -5,13 +5,14 @@ when its engine has finished the engine's previous instruction (engines run thei
 in program order) and all its dependencies have finished. Engines of a core run concurrently.
 
 Costs come from the `SpyreTarget` only:
-* pt.matmul: ceil(2 * m' * k' * n' / pt_flops_per_cycle_per_corelet), where m', k', n' are m,
-  k, n rounded up to 8 (the 8x8 PE array works on whole 8-row, 8-deep, 8-wide blocks);
+* pt.matmul and pt.matmul_nt: ceil(2 * m' * k' * n' / pt_flops_per_cycle_per_corelet), where
+  m', k', n' are m, k, n rounded up to 8 (the 8x8 PE array works on whole 8-row, 8-deep,
+  8-wide blocks);
 * sfu.*: ceil(rows * row bytes / sfu_bytes_per_cycle_per_corelet), rows padded to whole
   sticks at the widest operand type, times sfu_transcendental_factor for transcendental
-  functions. sfu.scalar is a unary pass (src, dst), sfu.colwise a binary pass (src0, the
-  per-row src1's type, dst), and sfu.reduce one pass over the source rows alone (the one
-  stick it writes per row is not counted);
+  functions. sfu.scalar and sfu.mask are unary passes (src, dst), sfu.colwise a binary pass
+  (src0, the per-row src1's type, dst), and sfu.reduce one pass over the source rows alone
+  (the one stick it writes per row is not counted);
 * dma.*: dma_setup_cycles, then the transfer of rows * row bytes (rounded up to whole sticks)
   over LPDDR.
 
@@ -86,7 +87,7 @@ def instr_cost(instr: Instr, target: SpyreTarget) -> Cost:
         row = _sfu_row_bytes(a["cols"], (a["src_dtype"], a["dst_dtype"]), target)
         if a["fn"] in TRANSCENDENTAL:
             factor = target.sfu_transcendental_factor
-    elif instr.op == "sfu.scalar":
+    elif instr.op in ("sfu.scalar", "sfu.mask"):
         row = _sfu_row_bytes(a["cols"], (a["src_dtype"], a["dst_dtype"]), target)
     elif instr.op == "sfu.reduce":
         row = _sfu_row_bytes(a["cols"], (a["src_dtype"],), target)

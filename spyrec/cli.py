@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from spyrec.diagnostics import SpyrecError
+from spyrec.runtime.ktir_interpreter import KtirError
 from spyrec.pipelines import STAGE_NAMES
 
 
@@ -30,7 +31,7 @@ class _Group(click.Group):
                 raise
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
-        except (ValueError, OSError) as exc:  # container and file errors from the runtime
+        except (ValueError, OSError, KtirError) as exc:  # runtime, file and KTIR errors
             if debug:
                 raise
             click.echo(f"error: {exc}", err=True)
@@ -126,8 +127,17 @@ def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
 @click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--numerics", type=click.Choice(["dl16", "ieee"]), default="dl16",
               show_default=True, help="Round fp16/bf16 through DL16 (the device) or IEEE.")
-def run(binary: Path, check: Path | None, seed: int, numerics: str) -> None:
-    """Run BINARY (a .spyre) on the emulator with random inputs."""
+@click.option("--function", help="KTIR input (.mlir): the kernel function to run.")
+@click.option("--arg", "args", multiple=True,
+              help="KTIR input: NAME=FILE.npy | NAME=rand:SHAPExDTYPE | NAME=INT (repeatable).")
+@click.option("--save-outputs", type=click.Path(path_type=Path),
+              help="KTIR input: write every array argument after the run as NAME.npy here.")
+def run(binary: Path, check: Path | None, seed: int, numerics: str, function: str | None,
+        args: tuple[str, ...], save_outputs: Path | None) -> None:
+    """Run BINARY (a .spyre on the emulator, or a KTIR .mlir in the KTIR interpreter)."""
+    if binary.suffix == ".mlir":
+        _run_ktir(binary, function, args, save_outputs, seed)
+        return
     import torch
 
     from spyrec.api import TORCH_DTYPES, load
@@ -140,6 +150,29 @@ def run(binary: Path, check: Path | None, seed: int, numerics: str) -> None:
     _report_run(exe.last_profile)
     if check is not None and not _check_against(check, exe, inputs, outputs):
         raise SystemExit(1)
+
+
+def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
+              save_outputs: Path | None, seed: int) -> None:
+    import numpy as np
+
+    from spyrec.ktir import parse_arg, run_kernel
+
+    if not source.exists():
+        raise click.ClickException(f"{source}: no such file")
+    if function is None:
+        raise click.ClickException(f"{source}: name the kernel to run with --function NAME")
+    values = dict(parse_arg(a, seed + i) for i, a in enumerate(args))
+    result = run_kernel(source, function, values)
+    click.echo(f"@{function}: {result.latency}")
+    for name, array in result.outputs.items():
+        click.echo(f"  {name}: {list(array.shape)} {array.dtype}, "
+                   f"mean {float(np.mean(array.astype(np.float64))):.4g}")
+    if save_outputs is not None:
+        save_outputs.mkdir(parents=True, exist_ok=True)
+        for name, array in result.outputs.items():
+            np.save(save_outputs / f"{name}.npy", array)
+        click.echo(f"wrote {len(result.outputs)} arrays to {save_outputs}")
 
 
 @main.command()

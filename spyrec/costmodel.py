@@ -6,6 +6,11 @@ the schedule `spyre-schedule-dataflow` produces: per output tile, a K loop of A/
 and PT matmuls, then an epilogue on the SFU and a store; loads of the next tile overlap the
 compute of the current one (ping-pong buffers), so a core's time is the slowest engine plus
 the pipeline fill and drain. LPDDR bandwidth is shared by all active cores.
+
+Three kinds of kernel have a shape here: `KernelShape` (a matmul and/or a tile graph),
+`AttentionShape` (per head and query tile: Q K^T, softmax, P V) and `MoveShape` (rows
+gathered by DMA). `candidate_splits`, `candidate_tilings`, `lx_footprint` and `predict`
+accept any of them.
 """
 
 from __future__ import annotations
@@ -58,6 +63,125 @@ class KernelShape:
         extra = (self.row_operands * self.cols + self.full_operands * self.rows * self.cols)
         out = self.outputs * self.rows * self.cols * self.out_itemsize
         return a + b + extra * self.in_itemsize + out
+
+    def work(self) -> str:
+        """What the split divides, for messages: rows x output sticks."""
+        return f"{self.rows} rows x {self.col_sticks} output sticks"
+
+    @property
+    def split_rule(self) -> str:
+        return "divide its rows and output sticks evenly"
+
+    @property
+    def tile_rule(self) -> str:
+        return "divide the core's rows, columns (whole sticks) and K (whole sticks)"
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """An attention kernel: per (batch, head) softmax(Q K^T * scale (+ mask)) V.
+
+    Split: gm cores over the heads (batch x query heads), gn over query rows. Tiling:
+    tm = query rows per tile (tq), tn = padded value width, tk = key rows (the whole of K and V
+    of a head stays in LX while the core walks its query tiles).
+    """
+
+    heads: int  # batch x query heads
+    q_rows: int  # L
+    kv_rows: int  # S
+    head_dim: int  # E: the contraction of Q K^T
+    value_dim: int  # Ev: columns of V and of the output
+    in_itemsize: int
+    out_itemsize: int
+    group: int = 1  # query heads per key/value head
+    causal: bool = False
+    mask: bool = False
+
+    def row_bytes(self, elems: int, itemsize: int) -> int:
+        return -(-elems * itemsize // 128) * 128
+
+    @property
+    def value_cols(self) -> int:
+        """The value width padded to whole sticks of the input type."""
+        return self.row_bytes(self.value_dim, self.in_itemsize) // self.in_itemsize
+
+    @property
+    def score_passes(self) -> int:
+        """SFU passes over a tile of scores: scale, mask, add, max, subtract, exp, sum, divide."""
+        return 6 + int(self.causal) + int(self.mask)
+
+    @property
+    def flops(self) -> int:
+        pairs = self.heads * self.q_rows * self.kv_rows
+        return 2 * pairs * (self.head_dim + self.value_dim) + self.score_passes * pairs
+
+    @property
+    def min_offchip_bytes(self) -> int:
+        """Q, K, V and the mask read once, the output written once, unpadded."""
+        q = self.heads * self.q_rows * self.head_dim * self.in_itemsize
+        kv = (self.heads // self.group) * self.kv_rows * (self.head_dim + self.value_dim)
+        mask = self.q_rows * self.kv_rows if self.mask else 0
+        out = self.heads * self.q_rows * self.value_dim * self.out_itemsize
+        return q + (kv + mask) * self.in_itemsize + out
+
+    def work(self) -> str:
+        return f"{self.heads} heads x {self.q_rows} query rows"
+
+    @property
+    def split_rule(self) -> str:
+        return "divide its heads and query rows evenly"
+
+    @property
+    def tile_rule(self) -> str:
+        return ("divide the core's query rows, be the padded value width and the key rows, "
+                "and fit the head's K and V")
+
+
+@dataclass(frozen=True)
+class MoveShape:
+    """A data-movement kernel: rows gathered from a stored tensor in another order.
+
+    The output's rows are `outer` runs of `run` rows; a run is read as one strided DMA
+    (`broadcast`: every row of a run is the same stored row, so runs are read a row at a
+    time). Split: gm cores over the runs, gn over rows of a run; tm rows per tile.
+    """
+
+    rows: int  # output rows
+    run: int  # rows per run (the output's innermost leading dim)
+    in_rows: int  # stored rows of the input
+    cols: int  # logical columns
+    itemsize: int
+    broadcast: bool = False
+
+    @property
+    def row_bytes(self) -> int:
+        return -(-self.cols * self.itemsize // 128) * 128
+
+    @property
+    def outer(self) -> int:
+        return self.rows // self.run
+
+    @property
+    def flops(self) -> int:
+        return 0
+
+    @property
+    def min_offchip_bytes(self) -> int:
+        return (self.in_rows + self.rows) * self.cols * self.itemsize
+
+    def work(self) -> str:
+        return f"{self.outer} runs x {self.run} rows"
+
+    @property
+    def split_rule(self) -> str:
+        return "divide its runs and the rows of a run evenly"
+
+    @property
+    def tile_rule(self) -> str:
+        return "divide the core's rows of a run (1 for a broadcast) and be the padded width"
+
+
+Shape = KernelShape | AttentionShape | MoveShape
 
 
 @dataclass(frozen=True)
@@ -115,8 +239,12 @@ def dma_cycles_alone(nbytes: int, target: SpyreTarget, sharers: int = 1) -> floa
     return target.dma_setup_cycles + nbytes * sharers / target.lpddr_bytes_per_cycle
 
 
-def lx_footprint(shape: KernelShape, tiling: Tiling) -> int:
+def lx_footprint(shape: Shape, tiling: Tiling) -> int:
     """LX bytes a core needs for `tiling`, with every streamed buffer doubled (ping-pong)."""
+    if isinstance(shape, AttentionShape):
+        return _attention_lx(shape, tiling)
+    if isinstance(shape, MoveShape):
+        return 2 * tiling.tm * shape.row_bytes
     tm, tn, tk = tiling.tm, tiling.tn, tiling.tk
     total = 0
     if shape.k:
@@ -130,8 +258,74 @@ def lx_footprint(shape: KernelShape, tiling: Tiling) -> int:
     return total
 
 
-def predict(shape: KernelShape, split: Split, tiling: Tiling, target: SpyreTarget) -> Prediction:
+def _attention_lx(shape: AttentionShape, tiling: Tiling) -> int:
+    """Two slots for every buffer spyre-place-memory gives an attention tile: Q, K, V, the
+    mask tile, fp32 scores (scaled and masked in place), the row max, the shifted scores
+    (exp in place), the row sum, P, the fp32 output accumulator and the converted output."""
+    tq, s, isz = tiling.tm, shape.kv_rows, shape.in_itemsize
+    row = shape.row_bytes
+    buffers = [
+        tq * row(shape.head_dim, isz), s * row(shape.head_dim, isz),
+        s * row(shape.value_dim, isz), tq * row(s, isz) if shape.mask else 0,
+        tq * row(s, 4), tq * 128, tq * row(s, 4), tq * 128, tq * row(s, isz),
+        tq * row(shape.value_cols, 4),
+        tq * row(shape.value_cols, shape.out_itemsize) if shape.out_itemsize != 4 else 0,
+    ]
+    return 2 * sum(buffers)
+
+
+def _halves(rows: int, target: SpyreTarget) -> int:
+    """Rows of one corelet's share: tile ops of >= 16 rows are split over the corelets."""
+    return rows // target.corelets_per_core if rows >= 16 and rows % 2 == 0 else rows
+
+
+def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
+                       target: SpyreTarget) -> Prediction:
+    """Per core: K and V of each of its heads loaded once; per query tile a Q load, two PT
+    matmuls, the softmax passes on the SFU, the output conversion and a store."""
+    row = shape.row_bytes
+    isz, tq, s = shape.in_itemsize, tiling.tm, shape.kv_rows
+    heads = shape.heads // split.gm
+    tiles = heads * (shape.q_rows // split.gn // tq)
+    kv_bytes = s * (row(shape.head_dim, isz) + row(shape.value_dim, isz))
+    tile_in = tq * (row(shape.head_dim, isz) + (row(s, isz) if shape.mask else 0))
+    tile_out = tq * row(shape.value_dim, shape.out_itemsize)
+    bytes_core = heads * kv_bytes + tiles * (tile_in + tile_out)
+    dmas = 2 * heads + tiles * (2 + int(shape.mask))
+    cores = split.cores
+    dma = dmas * target.dma_setup_cycles + bytes_core * cores / target.lpddr_bytes_per_cycle
+    rows = _halves(tq, target)
+    pt = tiles * (pt_cycles(rows, shape.head_dim, s, target)
+                  + pt_cycles(rows, s, shape.value_cols, target))
+    passes = shape.score_passes - 1 + target.sfu_transcendental_factor  # exp costs more
+    per_tile_sfu = (sfu_cycles(rows, row(s, 4), passes, target)
+                    + sfu_cycles(rows, row(shape.value_cols, 4), 1, target))
+    sfu = tiles * per_tile_sfu
+    fill = dma_cycles_alone(kv_bytes + tile_in, target, cores)
+    drain = per_tile_sfu + dma_cycles_alone(tile_out, target, cores)
+    cycles = max(dma, pt, sfu) + fill + drain
+    return Prediction(cycles, dma, pt, sfu, bytes_core * cores, _attention_lx(shape, tiling))
+
+
+def _predict_move(shape: MoveShape, split: Split, tiling: Tiling,
+                  target: SpyreTarget) -> Prediction:
+    """Per tile one load of tm rows (a strided run) and one store: DMA only."""
+    tiles = (shape.outer // split.gm) * (shape.run // split.gn // tiling.tm)
+    tile_bytes = tiling.tm * shape.row_bytes
+    cores = split.cores
+    dma = (2 * tiles * target.dma_setup_cycles
+           + 2 * tiles * tile_bytes * cores / target.lpddr_bytes_per_cycle)
+    edge = dma_cycles_alone(tile_bytes, target, cores)
+    return Prediction(dma + 2 * edge, dma, 0.0, 0.0, 2 * tiles * tile_bytes * cores,
+                      lx_footprint(shape, tiling))
+
+
+def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget) -> Prediction:
     """Predicted cycles of the kernel with this split and tiling."""
+    if isinstance(shape, AttentionShape):
+        return _predict_attention(shape, split, tiling, target)
+    if isinstance(shape, MoveShape):
+        return _predict_move(shape, split, tiling, target)
     out_cols = shape.col_sticks * shape.stick_elems
     kp = padded_cols(shape.k, shape.in_itemsize, target) if shape.k else 0
     mc, nc = shape.rows // split.gm, out_cols // split.gn
@@ -167,15 +361,34 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def candidate_splits(shape: KernelShape, target: SpyreTarget) -> list[Split]:
-    """Even splits of rows and output column sticks over at most `num_cores` cores."""
+def candidate_splits(shape: Shape, target: SpyreTarget) -> list[Split]:
+    """Even splits over at most `num_cores` cores: rows x output column sticks of a tile-graph
+    kernel, heads x query rows of an attention kernel, runs x rows of a run of a move."""
+    if isinstance(shape, AttentionShape):
+        return [Split(gm, gn) for gm in _divisors(shape.heads) for gn in _divisors(shape.q_rows)
+                if gm * gn <= target.num_cores]
+    if isinstance(shape, MoveShape):
+        return [Split(gm, gn) for gm in _divisors(shape.outer) for gn in _divisors(shape.run)
+                if gm * gn <= target.num_cores]
     col_splits = [1] if shape.reduce else _divisors(shape.col_sticks)
     return [Split(gm, gn) for gm in _divisors(shape.rows) for gn in col_splits
             if gm * gn <= target.num_cores]
 
 
-def candidate_tilings(shape: KernelShape, split: Split, target: SpyreTarget) -> list[Tiling]:
-    """Tilings of one core's share that fit LX: tm | rows share, sticks of tn | cols share."""
+def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget) -> list[Tiling]:
+    """Tilings of one core's share that fit LX: tm | rows share, sticks of tn | cols share
+    (attention: tq | query rows share with the head's K and V resident; move: tm | run share,
+    1 for a broadcast run)."""
+    budget = target.lx_usable_bytes
+    if isinstance(shape, AttentionShape):
+        tilings = [Tiling(tq, shape.value_cols, shape.kv_rows)
+                   for tq in _divisors(shape.q_rows // split.gn)]
+        return [t for t in tilings if lx_footprint(shape, t) <= budget]
+    if isinstance(shape, MoveShape):
+        cols = shape.row_bytes // shape.itemsize
+        tms = [1] if shape.broadcast else _divisors(shape.run // split.gn)
+        return [Tiling(tm, cols, 0) for tm in tms
+                if lx_footprint(shape, Tiling(tm, cols, 0)) <= budget]
     out_eps = shape.stick_elems
     in_eps = target.elems_per_stick(shape.in_itemsize)
     mc = shape.rows // split.gm
@@ -184,12 +397,11 @@ def candidate_tilings(shape: KernelShape, split: Split, target: SpyreTarget) -> 
     tms = _divisors(mc)
     tns = [nc_sticks * out_eps] if shape.reduce else [d * out_eps for d in _divisors(nc_sticks)]
     tks = [d * in_eps for d in _divisors(k_sticks)] if shape.k else [0]
-    budget = target.lx_usable_bytes
     return [Tiling(tm, tn, tk) for tm, tn, tk in itertools.product(tms, tns, tks)
             if lx_footprint(shape, Tiling(tm, tn, tk)) <= budget]
 
 
-def best_tiling(shape: KernelShape, split: Split,
+def best_tiling(shape: Shape, split: Split,
                 target: SpyreTarget) -> tuple[Tiling, Prediction] | None:
     """The tiling with the fewest predicted cycles (larger tiles break ties)."""
     best: tuple[Tiling, Prediction] | None = None

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from spyrec.runtime.ktir_interpreter import (
     Device,
     KtirDeadlock,
@@ -221,3 +222,34 @@ def test_loaded_tile_must_fit_lx():
 def test_unknown_parameter():
     with pytest.raises(KtirError, match="has no parameters"):
         run_kernel(kernel("vector_add.mlir"), "add", {"a": 0, "b": 0, "c": 0, "d": 0})
+
+
+def test_tile_order_transposes():
+    # Order (d1, d0) over a 16x32 set: tile index = (d1, d0), shape 32x16.
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    run = run_kernel(
+        kernel("shapes.mlir"), "transpose", {"in": x, "out": np.zeros((32, 16), np.float32)}
+    )
+    np.testing.assert_array_equal(run.outputs["out"], x.T)
+
+
+def test_runtime_arg_sizes_views_and_tiles():
+    src = RNG.standard_normal((96, 64)).astype(np.float16)
+    args = {"n": 64, "src": src, "dst": np.zeros_like(src)}
+    run = run_kernel(kernel("shapes.mlir"), "copy_rows", args)
+    np.testing.assert_array_equal(run.outputs["dst"][:64], src[:64])
+    assert not run.outputs["dst"][64:].any()
+    with pytest.raises(KtirError, match="runtime argument %n = 40 is not a multiple of 32"):
+        run_kernel(kernel("shapes.mlir"), "copy_rows", {**args, "n": 40})
+    with pytest.raises(KtirError, match="exceeds its upper bound 96"):
+        run_kernel(kernel("shapes.mlir"), "copy_rows", {**args, "n": 128})
+
+
+def test_grid_override():
+    # The same vector add on 16 tiles covers rows 0..47 only.
+    a = np.ones((96, 64), np.float16)
+    run = run_kernel(
+        kernel("vector_add.mlir"), "add", {"a": a, "b": a, "c": np.zeros_like(a)}, grid=[16, 1]
+    )
+    assert run.grid == (16, 1) and len(run.stats) == 16
+    assert run.outputs["c"][:48].min() == 2 and not run.outputs["c"][48:].any()

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 from conftest import export_mlp
-from spyrec.runtime.ktir_interpreter import parse_ktir, run_kernel
 
 from spyrec.driver import compile_program, module_text
+from spyrec.runtime.ktir_interpreter import parse_ktir, run_kernel
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+
 from spyrec.runtime.ktir_interpreter import KtirError, run_kernel
 
 RNG = np.random.default_rng(7)

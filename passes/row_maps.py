@@ -1,0 +1,204 @@
+"""Row maps: which stored row a kernel reads or writes for each logical row.
+
+In the row-sticked layout a tensor is rows x sticks, so `spyre.reshape`, `spyre.permute_rows`
+and `spyre.expand_rows` only change which stored row a logical leading index names. A chain
+of them between a stored tensor and the op that reads it (or between an op and the tensor it
+writes) is a map from the op's leading index (i_0, ..., i_{n-1}) to a stored row. When that map
+has the form
+
+    f(i) = sum_j coef_j * (i_j floordiv div_j)        (div_{n-1} = 1)
+
+every logical dim moves with one stride (in groups of `div_j`, as the query heads sharing a
+key/value head do), and a run of rows along the last logical dim is a run of stored rows
+`coef_{n-1}` apart: one DMA moves it. The reader can then take the stored tensor itself and
+the chain costs no kernel and no LPDDR round trip.
+
+`fit` finds that form by evaluating the chain on every index (shapes are static and small)
+and checking the fit exactly, so any chain it accepts is correct by construction; one it
+rejects is left to run as its own data-movement kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
+
+from spyrec.dialects.spyre import ExpandRowsOp, PermuteRowsOp, ReshapeOp
+
+MOVE_OPS = (ReshapeOp, PermuteRowsOp, ExpandRowsOp)
+Index = list[np.ndarray]
+
+
+def lead_shape(value: SSAValue) -> tuple[int, ...]:
+    """The leading (row) dims of a tensor: all but the innermost."""
+    assert isinstance(value.type, TensorType)
+    return tuple(value.type.get_shape()[:-1])
+
+
+def ravel(index: Index, shape: Sequence[int]) -> np.ndarray:
+    """Row-major flat row of a multi-index (an empty shape has the one row 0)."""
+    flat = np.zeros_like(index[0]) if index else np.zeros((), np.int64)
+    for i, extent in zip(index, shape):
+        flat = flat * extent + i
+    return flat
+
+
+def unravel(flat: np.ndarray, shape: Sequence[int]) -> Index:
+    out = []
+    for extent in reversed(shape):
+        out.append(flat % extent)
+        flat = flat // extent
+    return out[::-1]
+
+
+def index_back(op: Operation, index: Index) -> Index:
+    """The operand index of each result index of a move op."""
+    if isinstance(op, ReshapeOp):
+        return unravel(ravel(index, lead_shape(op.result)), lead_shape(op.input))
+    if isinstance(op, PermuteRowsOp):
+        out: Index = [np.zeros(0)] * len(index)
+        for i, p in enumerate(op.perm[:-1]):
+            out[p] = index[i]
+        return out
+    assert isinstance(op, ExpandRowsOp)
+    src = lead_shape(op.input)
+    return [np.zeros_like(i) if s == 1 else i for i, s in zip(index, src)]
+
+
+def index_forward(op: Operation, index: Index) -> Index:
+    """The result index of each operand index of a reshape or permutation."""
+    if isinstance(op, ReshapeOp):
+        return unravel(ravel(index, lead_shape(op.input)), lead_shape(op.result))
+    assert isinstance(op, PermuteRowsOp)
+    return [index[p] for p in op.perm[:-1]]
+
+
+@dataclass(frozen=True)
+class RowMap:
+    """f(i) = sum_j coef_j * (i_j floordiv div_j) over a logical leading shape."""
+
+    shape: tuple[int, ...]
+    coefs: tuple[int, ...]
+    divs: tuple[int, ...]
+    stored_rows: int
+
+    @property
+    def run_stride(self) -> int:
+        """Stored rows between consecutive rows along the last logical dim (0: broadcast)."""
+        return self.coefs[-1] if self.coefs else 1
+
+    def view_shape(self, cols: int) -> tuple[int, int]:
+        """The 2-D view [rows, run_stride * cols] of the stored tensor in which a run is a
+        box: stored row f sits at view row f // stride, columns (f % stride) * cols on."""
+        sigma = max(self.run_stride, 1)
+        return self.stored_rows // sigma, sigma * cols
+
+    def origin(self, index: Sequence[AffineExpr], cols: int) -> tuple[AffineExpr, AffineExpr]:
+        """View (row, column) of the run starting at logical `index` (affine expressions)."""
+        sigma = max(self.run_stride, 1)
+        terms = [(c, fdiv(e, d), (n - 1) // d)
+                 for c, e, d, n in zip(self.coefs, index, self.divs, self.shape) if c]
+        whole = [(c, e) for c, e, _ in terms if c % sigma == 0]
+        part = [(c, e, top) for c, e, top in terms if c % sigma]
+        if sum(c * top for c, _, top in part) < sigma:  # the column terms never carry
+            row = add(*(mul(e, c // sigma) for c, e in whole))
+            col = add(*(mul(e, c * cols) for c, e, _ in part))
+            return row, col
+        flat = add(*(mul(e, c) for c, e, _ in terms))
+        return fdiv(flat, sigma), mul(flat % sigma, cols)
+
+
+def fit(shape: Sequence[int], rows_of: Callable[[Index], np.ndarray],
+        stored_rows: int) -> RowMap | None:
+    """The RowMap equal to `rows_of` on every index of `shape`, or None if there is none."""
+    shape = tuple(shape)
+    index = [i.astype(np.int64) for i in np.indices(shape)] if shape else []
+    rows = np.asarray(rows_of(index), dtype=np.int64)
+    base = int(rows.flat[0]) if rows.size else 0
+    if base:
+        return None
+    coefs, divs = [], []
+    for j, extent in enumerate(shape):
+        axis = rows[tuple(slice(None) if k == j else 0 for k in range(len(shape)))]
+        moved = np.nonzero(axis)[0]
+        div = int(moved[0]) if moved.size else 1
+        coef = int(axis[div]) if moved.size else 0
+        if j == len(shape) - 1 and div != 1 and coef:
+            return None
+        coefs.append(coef)
+        divs.append(div)
+    expected = sum((c * (i // d) for c, i, d in zip(coefs, index, divs)),
+                   np.zeros(shape, np.int64))
+    if not np.array_equal(expected, rows):
+        return None
+    return RowMap(shape, tuple(coefs), tuple(divs), stored_rows)
+
+
+def read_map(chain: Sequence[Operation], base: SSAValue, shape: Sequence[int],
+             to_value: Callable[[Index], Index] | None = None) -> RowMap | None:
+    """The map of logical indices of `shape` to rows of `base`, read through `chain`
+    (ordered from the base to the reader); `to_value` first maps a logical index to the
+    index of the chain's last value (grouped-query heads)."""
+
+    def rows_of(index: Index) -> np.ndarray:
+        if to_value is not None:
+            index = to_value(index)
+        for op in reversed(chain):
+            index = index_back(op, index)
+        return ravel(index, lead_shape(base))
+
+    return fit(shape, rows_of, math.prod(lead_shape(base)))
+
+
+def write_map(chain: Sequence[Operation], shape: Sequence[int], stored: SSAValue) -> RowMap | None:
+    """The map of logical indices of `shape` (the writer's result) to rows of `stored`,
+    written through `chain` (ordered from the writer on)."""
+
+    def rows_of(index: Index) -> np.ndarray:
+        for op in chain:
+            index = index_forward(op, index)
+        return ravel(index, lead_shape(stored))
+
+    return fit(shape, rows_of, math.prod(lead_shape(stored)))
+
+
+def head_indices(shape: Sequence[int], flat: AffineExpr) -> list[AffineExpr]:
+    """Expressions of the leading dims of `shape` but the last, from their flat index."""
+    out = []
+    for j, extent in enumerate(shape[:-1]):
+        inner = math.prod(shape[j + 1:-1])
+        e = fdiv(flat, inner)
+        out.append(e if j == 0 else e % extent)
+    return out
+
+
+# ---- affine expressions without trivial operations --------------------------------------------
+
+def const(value: int) -> AffineExpr:
+    return AffineExpr.constant(value)
+
+
+def mul(e: AffineExpr, c: int) -> AffineExpr:
+    if c == 0:
+        return const(0)
+    return e if c == 1 else e * c
+
+
+def fdiv(e: AffineExpr, c: int) -> AffineExpr:
+    return e if c == 1 else e // c
+
+
+def add(*terms: AffineExpr) -> AffineExpr:
+    nonzero = [t for t in terms if not (isinstance(t, type(const(0))) and t.value == 0)]
+    if not nonzero:
+        return const(0)
+    out = nonzero[0]
+    for t in nonzero[1:]:
+        out = out + t
+    return out

@@ -1,0 +1,58 @@
+"""Run KTIR kernels directly: `spyrec.ktir.execute(source, function, **args)`.
+
+`source` is a path or MLIR text of a module with KTIR kernels (`func.func` with a `grid`
+attribute). Index arguments that receive NumPy arrays are placed in LPDDR at 128-byte
+aligned addresses (the kernel gets their element offsets, as KTIR specifies); scalar
+arguments pass through. The result maps every array argument's name to its contents after
+the run. The reference interpreter behind it runs all cores of the grid concurrently and
+treats out-of-bounds accesses as errors (docs/ktir.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spyrec.runtime.ktir_interpreter import KtirError, run_kernel
+
+__all__ = ["execute", "run_kernel", "KtirError", "parse_arg"]
+
+
+def execute(source: str | Path, function: str, **args: Any) -> dict[str, np.ndarray]:
+    """Run `@function` of `source`; return every array argument after the run."""
+    return run_kernel(source, function, args).outputs
+
+
+def parse_arg(spec: str, seed: int = 0) -> tuple[str, Any]:
+    """`NAME=FILE.npy`, `NAME=rand:64x128xfloat16` or `NAME=INT` as a (name, value) pair."""
+    name, sep, value = spec.partition("=")
+    if not sep or not name:
+        raise ValueError(f"--arg {spec!r}: expected NAME=FILE.npy, NAME=rand:SHAPExDTYPE or "
+                         "NAME=INT")
+    if value.startswith("rand:"):
+        *dims, dtype = value.removeprefix("rand:").split("x")
+        try:
+            shape = tuple(int(d) for d in dims)
+            np_dtype = np.dtype(dtype)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"--arg {spec!r}: expected rand:SHAPExDTYPE such as "
+                             "rand:64x128xfloat16") from exc
+        rng = np.random.default_rng(seed)
+        if np.issubdtype(np_dtype, np.integer):
+            return name, rng.integers(0, 16, size=shape).astype(np_dtype)
+        return name, rng.standard_normal(shape).astype(np_dtype)
+    if value.endswith(".npy"):
+        path = Path(value)
+        if not path.exists():
+            raise ValueError(f"--arg {spec!r}: {path} does not exist")
+        return name, np.load(path)
+    try:
+        return name, int(value)
+    except ValueError:
+        try:
+            return name, float(value)
+        except ValueError:
+            raise ValueError(f"--arg {spec!r}: {value!r} is not a .npy file, rand:SHAPExDTYPE "
+                             "or a number") from None
