@@ -80,10 +80,18 @@ def _parse_product(
 ) -> AffineExpr:
     expr = _parse_unary(parser, name_to_expr)
     while True:
+        operator = parser.pos
         if parser.parse_optional_punctuation("*") is not None:
             kind = AffineBinaryOpKind.Mul
         elif (keyword := parser.parse_optional_keyword_in(tuple(_PRODUCT_KEYWORDS))) is not None:
             kind = _PRODUCT_KEYWORDS[keyword]
+        elif parser.parse_optional_punctuation("/") is not None:
+            # RFC 0682's examples write `%t / 64`; the dialect never accepted it
+            parser.raise_error(
+                "'/' is not an affine operator; KTIR spells integer division 'floordiv'",
+                operator,
+                operator + 1,
+            )
         else:
             return expr
         expr = AffineExpr.binary(kind, expr, _parse_unary(parser, name_to_expr))

@@ -1,40 +1,50 @@
 """Structure of a `spyre.kernel` as the middle-end passes see it.
 
-A kernel is an optional matmul (its first op) followed by a graph of tile ops on one row
-block. Every value of the kernel is one of three kinds relative to the kernel's full
-rows x cols tensor (M x N, leading dims flattened into rows):
+There are three kinds of kernel. The common one is an optional matmul (its first op) followed
+by a graph of tile ops on one row block. Every value of such a kernel is one of three kinds
+relative to the kernel's full rows x cols tensor (M x N, leading dims flattened into rows):
 
 - FULL: the full M x N tensor, tiled tm x tn;
 - ROW: one row of N values broadcast over all rows (a bias or norm weight), tiled 1 x tn;
 - COL: one value per row (a row reduction), tiled tm x 1, one stick per row in LX.
 
-`analyze` classifies every value and summarises the kernel as a cost-model `KernelShape`.
-The partitioning, tiling, lowering and scheduling passes all read kernels through this one
-function so they agree on what a kernel is.
+An attention kernel holds one `spyre.attention` and the row moves (reshape, permute_rows,
+expand_rows) folded into its reads and its write (`AttentionInfo`, with a `RowMap` per
+operand). A move kernel holds one `spyre.permute_rows` or `spyre.expand_rows` (`MoveInfo`).
+
+`analyze` classifies a kernel and summarises it as a cost-model shape. The partitioning,
+tiling, lowering and scheduling passes all read kernels through this one function so they
+agree on what a kernel is.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, TensorType, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from spyrec.costmodel import KernelShape, Split, Tiling
+from spyrec.costmodel import AttentionShape, KernelShape, MoveShape, Split, Tiling
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import (
     BINARY_OPS,
     REDUCE_OPS,
     SCALAR_OPS,
     UNARY_OPS,
+    AttentionOp,
     CastOp,
+    ExpandRowsOp,
     KernelOp,
     MatmulOp,
+    PermuteRowsOp,
+    ReshapeOp,
     YieldOp,
     describe,
 )
+from spyrec.passes.row_maps import MOVE_OPS, Index, RowMap, lead_shape, read_map, write_map
 from spyrec.runtime.isa import TRANSCENDENTAL, UnaryFn
 
 DEVICE_ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}
@@ -163,8 +173,190 @@ def classify(value: SSAValue, full: tuple[int, int]) -> Kind | None:
     return None
 
 
-def analyze(kernel: KernelOp) -> KernelInfo:
-    """Classify a kernel's values; reject shapes the tile graph cannot express."""
+@dataclass
+class Stored:
+    """A tensor an attention or move kernel reads or writes through a row map: `value` is the
+    kernel's block argument (an input) or yielded value (a result), `map` takes the reader's
+    logical leading index to a stored row."""
+
+    value: SSAValue
+    map: RowMap
+
+
+@dataclass
+class AttentionInfo:
+    """An attention kernel: the op, where its operands and result are stored, and how."""
+
+    kernel: KernelOp
+    op: AttentionOp
+    query: Stored
+    key: Stored
+    value: Stored
+    out: Stored
+    mask: SSAValue | None  # a block argument holding the [L, S] mask
+
+    @property
+    def q_lead(self) -> tuple[int, ...]:
+        """The logical leading shape: batch dims, query heads, query rows."""
+        return lead_shape(self.op.query)
+
+    @property
+    def outputs(self) -> list[SSAValue]:
+        return [self.out.value]
+
+    def shape(self) -> AttentionShape:
+        op = self.op
+        q, k, v = (list(x.type.get_shape()) for x in (op.query, op.key, op.value))  # type: ignore[attr-defined]
+        return AttentionShape(
+            heads=math.prod(q[:-2]), q_rows=q[-2], kv_rows=k[-2], head_dim=q[-1],
+            value_dim=v[-1], in_itemsize=itemsize(op.query), out_itemsize=itemsize(op.result),
+            group=op.group, causal=op.causal is not None, mask=op.mask is not None)
+
+
+@dataclass
+class MoveInfo:
+    """A move kernel: the output's rows read from `source` through its row map."""
+
+    kernel: KernelOp
+    op: Operation
+    source: Stored
+    out: SSAValue
+
+    @property
+    def outputs(self) -> list[SSAValue]:
+        return [self.out]
+
+    def shape(self) -> MoveShape:
+        lead = lead_shape(self.out) or (1,)
+        rows, cols = rows_cols(self.out)
+        return MoveShape(rows=rows, run=lead[-1], in_rows=self.source.map.stored_rows,
+                         cols=cols, itemsize=itemsize(self.out),
+                         broadcast=self.source.map.run_stride == 0 and lead[-1] > 1)
+
+
+def kv_index(group: int) -> Callable[[Index], Index]:
+    """Key/value index of a query index: head h reads key/value head h / group."""
+
+    def to_kv(index: Index) -> Index:
+        if len(index) < 2 or group == 1:
+            return index
+        return [*index[:-2], index[-2] // group, index[-1]]
+
+    return to_kv
+
+
+def chain_back(value: SSAValue, stop: Callable[[SSAValue], bool]) -> tuple[list[Operation],
+                                                                           SSAValue]:
+    """The row moves producing `value` (from the base on) and the base, walking back while
+    the producer is a move op and `stop` does not hold."""
+    chain: list[Operation] = []
+    while isinstance(value.owner, MOVE_OPS) and not stop(value):
+        chain.insert(0, value.owner)
+        value = value.owner.operands[0]
+    return chain, value
+
+
+def chain_forward(value: SSAValue, stop: Callable[[SSAValue], bool]) -> list[Operation]:
+    """The single-use reshapes and permutations consuming `value`, while `stop` does not
+    hold; trailing reshapes are left out (they alias the stored tensor anyway)."""
+    chain: list[Operation] = []
+    while value.has_one_use() and not stop(value):
+        user = next(iter(value.uses)).operation
+        if not isinstance(user, (PermuteRowsOp, ReshapeOp)):
+            break
+        chain.append(user)
+        value = user.results[0]
+    while chain and not isinstance(chain[-1], PermuteRowsOp):
+        chain.pop()
+    return chain
+
+
+def operand_map(op: AttentionOp, which: int, chain: list[Operation],
+                base: SSAValue) -> RowMap | None:
+    """The row map of attention operand `which` (0 q, 1 k, 2 v) read from `base` via `chain`:
+    over (batch, query heads, query rows) for q, (batch, query heads, key rows) for k and v."""
+    q_lead = lead_shape(op.query)
+    reader = op.operands[which]
+    if which == 0:
+        return read_map(chain, base, reader, q_lead)
+    key_rows = lead_shape(op.key)[-1:]
+    return read_map(chain, base, reader, q_lead[:-1] + key_rows, kv_index(op.group))
+
+
+def foldable_reads(op: AttentionOp, which: int,
+                   stop: Callable[[SSAValue], bool]) -> tuple[list[Operation], SSAValue, RowMap]:
+    """The longest foldable chain of row moves in front of an attention operand."""
+    chain, base = chain_back(op.operands[which], stop)
+    for start in range(len(chain) + 1):
+        tail = chain[start:]
+        origin = tail[0].operands[0] if tail else op.operands[which]
+        row_map = operand_map(op, which, tail, origin)
+        if row_map is not None:
+            return tail, origin, row_map
+    raise CompileError(f"{describe(op)}: operand {which} cannot be read as strided row runs")
+
+
+def foldable_writes(op: AttentionOp, stop: Callable[[SSAValue], bool]
+                    ) -> tuple[list[Operation], RowMap]:
+    """The longest foldable chain of row moves after an attention result."""
+    chain = chain_forward(op.result, stop)
+    for end in range(len(chain), -1, -1):
+        head = chain[:end]
+        if head and not isinstance(head[-1], PermuteRowsOp):
+            continue
+        stored = head[-1].results[0] if head else op.result
+        row_map = write_map(head, op.result, stored)
+        if row_map is not None:
+            return head, row_map
+    raise CompileError(f"{describe(op)}: its result cannot be written as strided row runs")
+
+
+def _analyze_attention(kernel: KernelOp, op: AttentionOp, body: list[Operation],
+                       outputs: list[SSAValue]) -> AttentionInfo:
+    members = set(body)
+
+    def outside(value: SSAValue) -> bool:
+        return value.owner not in members
+
+    stored = []
+    for which in range(3):
+        _, base, row_map = foldable_reads(op, which, outside)
+        if not isinstance(base, BlockArgument):
+            raise CompileError(f"{describe(op)}: operand {which} of kernel "
+                               f"@{kernel.sym_name.data} is not read from a kernel input")
+        stored.append(Stored(base, row_map))
+    if len(outputs) != 1:
+        raise CompileError(f"kernel @{kernel.sym_name.data}: an attention kernel has one result")
+    chain, out_map = foldable_writes(op, lambda v: False)
+    last = chain[-1].results[0] if chain else op.result
+    if last is not outputs[0]:
+        raise CompileError(f"{describe(op)}: kernel @{kernel.sym_name.data} must yield the "
+                           "attention result or its row permutation")
+    mask = op.mask
+    if mask is not None and not isinstance(mask, BlockArgument):
+        raise CompileError(f"{describe(op)}: the mask must be a kernel input")
+    return AttentionInfo(kernel, op, *stored, Stored(last, out_map), mask)
+
+
+def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo:
+    """Classify a kernel and its values; reject shapes the kernels cannot express."""
+    ops = list(kernel.body.block.ops)
+    term = ops[-1]
+    assert isinstance(term, YieldOp)
+    attention = [op for op in ops if isinstance(op, AttentionOp)]
+    if attention:
+        return _analyze_attention(kernel, attention[0], ops[:-1], list(term.values))
+    if len(ops) == 2 and isinstance(ops[0], (PermuteRowsOp, ExpandRowsOp)):
+        move = ops[0]
+        source = move.operands[0]
+        row_map = read_map([move], source, move.results[0], lead_shape(move.results[0]))
+        assert row_map is not None  # one permutation or broadcast always fits
+        return MoveInfo(kernel, move, Stored(source, row_map), move.results[0])
+    return _analyze_tile_graph(kernel)
+
+
+def _analyze_tile_graph(kernel: KernelOp) -> KernelInfo:
+    """Classify a tile-graph kernel's values; reject shapes the tile graph cannot express."""
     ops = list(kernel.body.block.ops)
     term = ops[-1]
     assert isinstance(term, YieldOp)

@@ -16,6 +16,12 @@ the chain costs no kernel and no LPDDR round trip.
 `fit` finds that form by evaluating the chain on every index (shapes are static and small)
 and checking the fit exactly, so any chain it accepts is correct by construction; one it
 rejects is left to run as its own data-movement kernel.
+
+Rows are counted in units of the reader's row (its innermost dim, padded to whole sticks). A
+reshape that splits or merges the innermost dim in whole sticks ([B, S, H*D] -> [B, S, H, D])
+keeps the element order, so a stored row of H*D elements is H unit rows: each value is
+indexed by its leading dims plus, when its rows are wider than the unit, the unit's place in
+the row.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 
-from spyrec.dialects.spyre import ExpandRowsOp, PermuteRowsOp, ReshapeOp
+from spyrec.dialects.spyre import ELEMENT_BYTES, STICK_BYTES, ExpandRowsOp, PermuteRowsOp, ReshapeOp
 
 MOVE_OPS = (ReshapeOp, PermuteRowsOp, ExpandRowsOp)
 Index = list[np.ndarray]
@@ -39,6 +45,26 @@ def lead_shape(value: SSAValue) -> tuple[int, ...]:
     """The leading (row) dims of a tensor: all but the innermost."""
     assert isinstance(value.type, TensorType)
     return tuple(value.type.get_shape()[:-1])
+
+
+def padded_cols(value: SSAValue) -> int:
+    """The innermost dim of a tensor padded to whole 128-byte sticks, in elements."""
+    assert isinstance(value.type, TensorType)
+    size = ELEMENT_BYTES[str(value.type.element_type)]
+    shape = value.type.get_shape()
+    per_stick = STICK_BYTES // size
+    return -(-(shape[-1] if shape else 1) // per_stick) * per_stick
+
+
+def unit_shape(value: SSAValue, unit: int) -> tuple[int, ...] | None:
+    """The leading shape of `value` in rows of `unit` elements (None if its rows are not a
+    whole number of units)."""
+    cols = padded_cols(value)
+    if cols == unit:
+        return lead_shape(value)
+    if cols % unit:
+        return None
+    return (*lead_shape(value), cols // unit)
 
 
 def ravel(index: Index, shape: Sequence[int]) -> np.ndarray:
@@ -57,50 +83,66 @@ def unravel(flat: np.ndarray, shape: Sequence[int]) -> Index:
     return out[::-1]
 
 
-def index_back(op: Operation, index: Index) -> Index:
-    """The operand index of each result index of a move op."""
+class NotRows(Exception):
+    """A chain whose values are not whole numbers of unit rows."""
+
+
+def _units(value: SSAValue, unit: int) -> tuple[int, ...]:
+    shape = unit_shape(value, unit)
+    if shape is None:
+        raise NotRows
+    return shape
+
+
+def index_back(op: Operation, index: Index, unit: int) -> Index:
+    """The operand index of each result index of a move op, in rows of `unit` elements."""
     if isinstance(op, ReshapeOp):
-        return unravel(ravel(index, lead_shape(op.result)), lead_shape(op.input))
+        return unravel(ravel(index, _units(op.result, unit)), _units(op.input, unit))
+    extra = len(_units(op.input, unit)) - len(lead_shape(op.input))  # the unit's place in a row
     if isinstance(op, PermuteRowsOp):
-        out: Index = [np.zeros(0)] * len(index)
+        out: Index = list(index)
         for i, p in enumerate(op.perm[:-1]):
             out[p] = index[i]
         return out
     assert isinstance(op, ExpandRowsOp)
-    src = lead_shape(op.input)
+    src = lead_shape(op.input) + (0,) * extra
     return [np.zeros_like(i) if s == 1 else i for i, s in zip(index, src)]
 
 
-def index_forward(op: Operation, index: Index) -> Index:
+def index_forward(op: Operation, index: Index, unit: int) -> Index:
     """The result index of each operand index of a reshape or permutation."""
     if isinstance(op, ReshapeOp):
-        return unravel(ravel(index, lead_shape(op.input)), lead_shape(op.result))
+        return unravel(ravel(index, _units(op.input, unit)), _units(op.result, unit))
     assert isinstance(op, PermuteRowsOp)
-    return [index[p] for p in op.perm[:-1]]
+    perm = op.perm[:-1]
+    return [index[p] for p in perm] + list(index[len(perm):])
 
 
 @dataclass(frozen=True)
 class RowMap:
-    """f(i) = sum_j coef_j * (i_j floordiv div_j) over a logical leading shape."""
+    """f(i) = sum_j coef_j * (i_j floordiv div_j) over a logical leading shape; stored rows
+    are `unit_cols` elements wide (the reader's padded row)."""
 
     shape: tuple[int, ...]
     coefs: tuple[int, ...]
     divs: tuple[int, ...]
     stored_rows: int
+    unit_cols: int
 
     @property
     def run_stride(self) -> int:
         """Stored rows between consecutive rows along the last logical dim (0: broadcast)."""
         return self.coefs[-1] if self.coefs else 1
 
-    def view_shape(self, cols: int) -> tuple[int, int]:
+    def view_shape(self) -> tuple[int, int]:
         """The 2-D view [rows, run_stride * cols] of the stored tensor in which a run is a
         box: stored row f sits at view row f // stride, columns (f % stride) * cols on."""
         sigma = max(self.run_stride, 1)
-        return self.stored_rows // sigma, sigma * cols
+        return self.stored_rows // sigma, sigma * self.unit_cols
 
-    def origin(self, index: Sequence[AffineExpr], cols: int) -> tuple[AffineExpr, AffineExpr]:
+    def origin(self, index: Sequence[AffineExpr]) -> tuple[AffineExpr, AffineExpr]:
         """View (row, column) of the run starting at logical `index` (affine expressions)."""
+        cols = self.unit_cols
         sigma = max(self.run_stride, 1)
         terms = [(c, fdiv(e, d), (n - 1) // d)
                  for c, e, d, n in zip(self.coefs, index, self.divs, self.shape) if c]
@@ -114,12 +156,15 @@ class RowMap:
         return fdiv(flat, sigma), mul(flat % sigma, cols)
 
 
-def fit(shape: Sequence[int], rows_of: Callable[[Index], np.ndarray],
-        stored_rows: int) -> RowMap | None:
+def fit(shape: Sequence[int], rows_of: Callable[[Index], np.ndarray], stored_rows: int,
+        unit_cols: int) -> RowMap | None:
     """The RowMap equal to `rows_of` on every index of `shape`, or None if there is none."""
     shape = tuple(shape)
     index = [i.astype(np.int64) for i in np.indices(shape)] if shape else []
-    rows = np.asarray(rows_of(index), dtype=np.int64)
+    try:
+        rows = np.asarray(rows_of(index), dtype=np.int64)
+    except NotRows:
+        return None
     base = int(rows.flat[0]) if rows.size else 0
     if base:
         return None
@@ -137,35 +182,44 @@ def fit(shape: Sequence[int], rows_of: Callable[[Index], np.ndarray],
                    np.zeros(shape, np.int64))
     if not np.array_equal(expected, rows):
         return None
-    return RowMap(shape, tuple(coefs), tuple(divs), stored_rows)
+    return RowMap(shape, tuple(coefs), tuple(divs), stored_rows, unit_cols)
 
 
-def read_map(chain: Sequence[Operation], base: SSAValue, shape: Sequence[int],
-             to_value: Callable[[Index], Index] | None = None) -> RowMap | None:
+def read_map(chain: Sequence[Operation], base: SSAValue, reader: SSAValue,
+             shape: Sequence[int], to_value: Callable[[Index], Index] | None = None
+             ) -> RowMap | None:
     """The map of logical indices of `shape` to rows of `base`, read through `chain`
-    (ordered from the base to the reader); `to_value` first maps a logical index to the
-    index of the chain's last value (grouped-query heads)."""
+    (ordered from the base to `reader`, the value the op reads); `to_value` first maps a
+    logical index to an index of `reader` (grouped-query heads)."""
+    unit = padded_cols(reader)
 
     def rows_of(index: Index) -> np.ndarray:
         if to_value is not None:
             index = to_value(index)
         for op in reversed(chain):
-            index = index_back(op, index)
-        return ravel(index, lead_shape(base))
+            index = index_back(op, index, unit)
+        return ravel(index, _units(base, unit))
 
-    return fit(shape, rows_of, math.prod(lead_shape(base)))
+    stored = unit_shape(base, unit)
+    if stored is None:
+        return None
+    return fit(shape, rows_of, math.prod(stored), unit)
 
 
-def write_map(chain: Sequence[Operation], shape: Sequence[int], stored: SSAValue) -> RowMap | None:
-    """The map of logical indices of `shape` (the writer's result) to rows of `stored`,
-    written through `chain` (ordered from the writer on)."""
+def write_map(chain: Sequence[Operation], writer: SSAValue, stored: SSAValue) -> RowMap | None:
+    """The map of leading indices of `writer` (the op's result) to rows of `stored`, written
+    through `chain` (ordered from the writer on)."""
+    unit = padded_cols(writer)
 
     def rows_of(index: Index) -> np.ndarray:
         for op in chain:
-            index = index_forward(op, index)
-        return ravel(index, lead_shape(stored))
+            index = index_forward(op, index, unit)
+        return ravel(index, _units(stored, unit))
 
-    return fit(shape, rows_of, math.prod(lead_shape(stored)))
+    units = unit_shape(stored, unit)
+    if units is None:
+        return None
+    return fit(lead_shape(writer), rows_of, math.prod(units), unit)
 
 
 def head_indices(shape: Sequence[int], flat: AffineExpr) -> list[AffineExpr]:

@@ -10,6 +10,13 @@ two kernels wait for each other; its intermediates then never leave LX. Values u
 become kernel results (a kernel may have several). Each kernel records `fused` (the FX nodes
 it holds) and `reason`.
 
+A `spyre.attention` gets a kernel of its own, together with the row moves around it that can
+be folded: the single-use reshapes, `spyre.permute_rows` and `spyre.expand_rows` in front of
+q, k and v (the head transposes and a repeat_interleave of key/value heads) and the
+permutation after it, whenever the reads and the write stay strided runs of stored rows
+(`row_maps.fit`). Those moves then cost no kernel and no LPDDR round trip. Any other
+`spyre.permute_rows` / `spyre.expand_rows` is a DMA-only kernel of its own.
+
     %a = spyre.matmul %x, %w bias %b ...     // before: two ops, %a goes through LPDDR
     %r = spyre.relu %a ...
     %r = spyre.kernel "k0"(%x, %w, %b) ... { // after: one kernel, %a stays in LX
@@ -31,12 +38,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from spyrec.dialects.spyre import (
     BINARY_OPS,
     UNARY_OPS,
+    AttentionOp,
     CastOp,
+    ExpandRowsOp,
     KernelOp,
     MatmulOp,
+    PermuteRowsOp,
     ReshapeOp,
     YieldOp,
 )
+from spyrec.passes.kernel_analysis import foldable_reads, foldable_writes
 
 
 def is_elementwise(op: Operation) -> bool:
@@ -50,7 +61,7 @@ def is_elementwise(op: Operation) -> bool:
 
 
 def is_compute(op: Operation) -> bool:
-    return isinstance(op, MatmulOp) or is_elementwise(op)
+    return isinstance(op, (MatmulOp, AttentionOp, PermuteRowsOp, ExpandRowsOp)) or is_elementwise(op)
 
 
 def rows_cols(value: SSAValue) -> tuple[int, int]:
@@ -73,6 +84,20 @@ class _Group:
     start: int
     end: int
     full: tuple[int, int]  # rows x cols of the kernel's full tile
+    kind: str = "tile"  # "tile" (matmul / tile graph), "attention" or "move"
+
+
+def _single_use(value: SSAValue) -> bool:
+    return value.has_one_use()
+
+
+def attention_group(op: AttentionOp) -> list[Operation]:
+    """The attention op with the row moves it folds: the single-use reshapes, permutations
+    and broadcasts in front of q, k and v and the permutation after it, as far as the
+    reads and the write stay strided runs of stored rows."""
+    reads = [foldable_reads(op, which, lambda v: not _single_use(v))[0] for which in range(3)]
+    writes, _ = foldable_writes(op, lambda v: False)
+    return [o for chain in reads for o in chain] + [op] + writes
 
 
 def _root(value: SSAValue) -> SSAValue:
@@ -101,15 +126,28 @@ class SpyreFuse(ModulePass):
     def _groups(block: Block) -> list[_Group]:
         groups: list[_Group] = []
         group_of: dict[Operation, _Group] = {}
+        position = {op: index for index, op in enumerate(block.ops)}
+        plans = {a: attention_group(a) for a in block.ops if isinstance(a, AttentionOp)}
+        folded = {o for members in plans.values() for o in members}
         for index, op in enumerate(block.ops):
+            if op in folded and op not in plans:
+                continue  # placed with its attention op
             if not is_compute(op):
+                continue
+            if isinstance(op, (AttentionOp, PermuteRowsOp, ExpandRowsOp)):
+                members = plans.get(op, [op])  # type: ignore[call-overload]
+                group = _Group(members, position[members[0]], position[members[-1]],
+                               rows_cols(op.results[0]),
+                               "attention" if op in plans else "move")
+                groups.append(group)
+                group_of.update((o, group) for o in members)
                 continue
             target = None
             if not isinstance(op, MatmulOp):
                 owners = {group_of[v.owner] for v in op.operands if v.owner in group_of}
                 if len(owners) == 1:
                     candidate = owners.pop()
-                    if _can_join(op, candidate, group_of):
+                    if candidate.kind == "tile" and _can_join(op, candidate, group_of):
                         target = candidate
             if target is None:
                 # a matmul's tile is its result; a tile op's is its largest value
@@ -157,8 +195,14 @@ def _outline(group: list[Operation], name: str) -> None:
     kernel.attributes["fused"] = ArrayAttr(
         [op.attributes.get("fx_node", StringAttr(op.name)) for op in group])
     has_matmul = isinstance(group[0], MatmulOp)
-    reason = ("single op" if len(group) == 1 else
-              "matmul with tile-op epilogue" if has_matmul else "tile-op graph")
+    if any(isinstance(op, AttentionOp) for op in group):
+        reason = ("attention" if len(group) == 1 else
+                  "attention with its row moves folded into its reads and write")
+    elif isinstance(group[0], (PermuteRowsOp, ExpandRowsOp)):
+        reason = "row move (DMA only)"
+    else:
+        reason = ("single op" if len(group) == 1 else
+                  "matmul with tile-op epilogue" if has_matmul else "tile-op graph")
     kernel.attributes["reason"] = StringAttr(reason)
     Rewriter.insert_op(kernel, InsertPoint.before(group[-1]))
     for out, res in zip(outputs, kernel.results):

@@ -423,9 +423,12 @@ def _select_expand(op: AtenOp, rewriter: Rewriter) -> SSAValue:
 
 def _select_attention(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     """aten.scaled_dot_product_attention -> spyre.attention (scale, causal, GQA by shapes)."""
-    _require_float(op)
     q, k, v = (_operand(op, n) for n in ("query", "key", "value"))
     assert q is not None and k is not None and v is not None
+    for value in (q, k, v, op.results[0]):
+        if _element_name(value) not in FLOAT_ELEMENTS:
+            raise _Unsupported(f"element type {_element_name(value)} (only f16, bf16, f32 "
+                               "so far)")
     dropout = float(_arg(op, "dropout_p", 0.0))  # type: ignore[arg-type]
     if dropout > 0:
         raise _Unsupported(f"dropout_p={dropout} (attention dropout is training-time only; "
@@ -492,12 +495,14 @@ def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
         raise _Unsupported("alpha other than 1")
     kind = _BINARY[op.target.data]
     if len(op.operands) == 1:
-        other = _arg(op, "other")
-        if not isinstance(other, (int, float)) or isinstance(other, bool):
-            raise _Unsupported(f"operand 'other' of type {type(other).__name__}")
+        # one side is a Python number: `x - 1` keeps it in `other`, `1 - x` in `self`
+        tensor_is_self = _operand(op, "self") is not None
+        scalar = _arg(op, "other" if tensor_is_self else "self")
+        if not isinstance(scalar, (int, float)) or isinstance(scalar, bool):
+            raise _Unsupported(f"a scalar operand of type {type(scalar).__name__}")
         x = _cast_to(op, rewriter, op.operands[0], op.results[0])
-        reverse = op.target.data == "aten.rsub.Scalar"
-        return _scalar_op(op, rewriter, kind, x, float(other), reverse=reverse)
+        reverse = (op.target.data == "aten.rsub.Scalar") == tensor_is_self
+        return _scalar_op(op, rewriter, kind, x, float(scalar), reverse=reverse)
     if len(op.operands) != 2:
         raise _Unsupported(f"{len(op.operands)} tensor operands")
     for v in op.operands:

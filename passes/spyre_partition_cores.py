@@ -37,7 +37,7 @@ def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None
     if split not in candidate_splits(shape, target):
         raise CompileError(
             f"kernel @{kernel.sym_name.data}: grid [{split.gm}, {split.gn}] must "
-            f"{shape.split_rule} ({shape.work()}) and use at most {target.num_cores} cores")
+            f"{shape.split_rule} and use at most {target.num_cores} cores")
     kernel.attributes["spyre.partition"] = DictionaryAttr({
         "choice": StringAttr(f"{split.gm}x{split.gn}"), "reason": StringAttr("set by the user")})
 
@@ -72,7 +72,7 @@ class SpyrePartitionCores(ModulePass):
             one_core = next((c for c, s in scored if s.cores == 1), None)
             reason = (f"fewest predicted cycles of {len(scored)} even splits of "
                       f"{shape.work()}")
-            if one_core:
+            if one_core and split.cores > 1:
                 reason += f"; {one_core / cycles:.1f}x faster than one core"
             kernel.attributes["spyre.partition"] = DictionaryAttr({
                 "choice": StringAttr(f"{split.gm}x{split.gn}"),

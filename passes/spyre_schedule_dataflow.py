@@ -4,8 +4,10 @@ Expects: KTIR kernels with `lx_slots` on their tile ops and a graph whose launch
 tensors carry `spyre.addr` (after spyre-place-memory). Guarantees: one
 `spyrecode.program @kN` per launch, holding a `spyrecode.core` per core of the grid with the
 kernel's loops unrolled for that core: `ktdp.load`/`ktdp.store` become DMA instructions at
-the tile's byte address, the matmul generic a PT instruction, each epilogue generic an SFU
-instruction. Dependences are derived from the LX slots each instruction reads and writes
+the tile's byte address, the matmul generics PT instructions (`matmul`: pt.matmul,
+`matmul_nt`: pt.matmul_nt with B as stored), each epilogue generic an SFU instruction
+(`causal_mask`: sfu.mask whose diagonal is the tile's first query row, an index operand of
+the generic). Dependences are derived from the LX slots each instruction reads and writes
 (read-after-write, write-after-read, write-after-write), nothing else, so the DMA of the
 next tile overlaps the compute of the current one wherever the ping-pong slots allow it.
 Tile ops of 16 or more rows are split by rows over the two corelets, which share the
@@ -256,17 +258,17 @@ def _generic(it: _CoreInterpreter, op: linalg.GenericOp) -> None:
                            "cannot be mapped to a Spyre engine")
     fn = fn_attr.data
     ins = [it.env[v] for v in op.inputs]
-    if fn == "matmul":
+    if fn in ("matmul", "matmul_nt"):
         a, b = ins
         acc = it.env[op.outputs[0]]
         assert isinstance(a, LxTensor) and isinstance(b, LxTensor) and isinstance(acc, LxTensor)
         m, k = a.shape
-        n = b.shape[1]
+        n = b.shape[1] if fn == "matmul" else b.shape[0]  # matmul_nt: B is [n, k]
         halves = row_halves(m)
         for half, row, rows in halves:
             keep = [] if acc.zero else part(acc, half, len(halves))
             it.stream.emit(
-                "pt.matmul", part(a, half, len(halves)) + whole(b) + keep,
+                f"pt.{fn}", part(a, half, len(halves)) + whole(b) + keep,
                 part(acc, half, len(halves)), unit=half,
                 a=a.addr + row * a.pitch, b=b.addr, c=acc.addr + row * acc.pitch, m=rows, k=k,
                 n=n, a_pitch=a.pitch, b_pitch=b.pitch, c_pitch=acc.pitch, in_dtype=a.dtype,
@@ -287,7 +289,7 @@ def _sfu(it: _CoreInterpreter, op: linalg.GenericOp, fn: str, ins: list[object],
          out: LxTensor, half: int, row: int, count: int, cols: int, halves: int) -> None:
     """One corelet's SFU instruction for a tile-graph generic, on rows [row, row + count)."""
     srcs = [v for v in ins if isinstance(v, LxTensor)]
-    assert len(srcs) == len(ins)
+    assert len(srcs) == len(ins) or fn == "causal_mask"  # its second input is the first row
     dst = dict(dst=out.addr + row * out.pitch, dst_pitch=out.pitch, dst_dtype=out.dtype)
     dst_keys = part(out, half, halves)
 
@@ -299,6 +301,14 @@ def _sfu(it: _CoreInterpreter, op: linalg.GenericOp, fn: str, ins: list[object],
 
     src = srcs[0]
     common = dict(rows=count, src_pitch=src.pitch, src_dtype=src.dtype, unit=half, **dst)
+    if fn == "causal_mask":
+        # key c is masked for query q0 + r: c > r + q0, and this half starts `row` rows in
+        value = op.attributes["spyre.scalar"]
+        assert isinstance(value, FloatAttr)
+        it.stream.emit("sfu.mask", keys(src), dst_keys, src=at(src), cols=cols,
+                       diag=int(ins[1]) + row, imm=f32_bits(value.value.data),  # type: ignore[call-overload]
+                       **common)
+        return
     if fn.startswith("reduce_"):
         valid = op.attributes["spyre.valid_cols"]
         assert isinstance(valid, IntegerAttr)

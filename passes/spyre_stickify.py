@@ -10,7 +10,9 @@ stored as 64 rows of 128 elements (two sticks, the last holding 36 zeros). Zero 
 a dataflow fact: a matmul contracts over whole sticks, so its lhs must have zero padding in
 K; ops with f(0) = 0 (relu, gelu, add of zero-padded tensors, matmul) keep it, others (exp,
 sigmoid, division) lose it, and a matmul that would read such padding is rejected with a
-message naming the op.
+message naming the op. Row moves (reshape, permute_rows, expand_rows) keep their operand's
+padding; attention's output padding is P @ V's, zero when V's is (its Q K^T contracts over
+the valid head dim only, so q and k need none).
 
     %y = spyre.relu %x : tensor<64x100xf16> -> tensor<64x100xf16>
     // after: {spyre.layout = {device_dtype = "dl16", pad = "zero", padded_shape = array<i64: 64, 128>, stick_dim = 1 : i64}}
@@ -40,9 +42,12 @@ from spyrec.dialects.spyre import (
     BINARY_OPS,
     SCALAR_OPS,
     UNARY_OPS,
+    AttentionOp,
     CastOp,
+    ExpandRowsOp,
     MatmulOp,
     ParamOp,
+    PermuteRowsOp,
     ReshapeOp,
     describe,
 )
@@ -182,8 +187,11 @@ class SpyreStickify(ModulePass):
                 )
             bias_zero = op.bias is None or zero.get(op.bias, False)
             return zero.get(op.rhs, False) and bias_zero
-        if isinstance(op, (ReshapeOp, CastOp)):
-            return zero.get(op.operands[0], False)
+        if isinstance(op, (ReshapeOp, CastOp, PermuteRowsOp, ExpandRowsOp)):
+            return zero.get(op.operands[0], False)  # rows move, each keeps its padding
+        if isinstance(op, AttentionOp):
+            # the output is P @ V over V's whole padded width: zero where V's padding is
+            return zero.get(op.value, False)
         short = op.name.removeprefix("spyre.")
         if op.name.startswith("spyre.reduce_"):
             return True  # a reduction writes its value and zeros the rest of the stick

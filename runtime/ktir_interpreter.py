@@ -44,9 +44,10 @@ from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, ModuleOp, T
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.lexer import Span
 
 from spyrec.dialects.ktdp import (
     InterTileConsumeOp,
@@ -58,6 +59,7 @@ from spyrec.dialects.ktdp_affine import points_1d, set_contains
 from spyrec.registry import DIALECTS
 from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
 from spyrec.runtime.ktir_races import Race, RaceDetector
+from spyrec.runtime.ktir_source import LocatingParser, locate_failure, located
 from spyrec.runtime.ktir_values import (
     STICK_BYTES,
     KtirError,
@@ -74,6 +76,7 @@ __all__ = [
     "KtirDeadlock",
     "KtirError",
     "KtirRace",
+    "KtirSourceError",
     "LatencyEstimate",
     "execute",
     "parse_ktir",
@@ -83,6 +86,10 @@ __all__ = [
 
 class KtirDeadlock(KtirError):
     """Every unfinished core waits for a delivery no core will produce."""
+
+
+class KtirSourceError(KtirError):
+    """The KTIR text does not parse or verify; the message starts with `file:line:col:`."""
 
 
 class KtirRace(KtirError):
@@ -101,7 +108,10 @@ def ktir_context() -> Context:
 
 
 def parse_ktir(source: str | Path | ModuleOp) -> ModuleOp:
-    """A verified module from MLIR text, a path to a .mlir file, or a module."""
+    """A verified module from MLIR text, a path to a .mlir file, or a module.
+
+    Text that does not parse or verify raises `KtirSourceError` with the line and column.
+    """
     if isinstance(source, ModuleOp):
         return source
     text = source
@@ -111,8 +121,15 @@ def parse_ktir(source: str | Path | ModuleOp) -> ModuleOp:
     ):
         name = str(source)
         text = Path(source).read_text()
-    module = Parser(ktir_context(), cast(str, text), name).parse_module()
-    module.verify()
+    spans: dict[Operation, Span] = {}
+    module = None
+    try:
+        module = LocatingParser(ktir_context(), cast(str, text), name, spans=spans).parse_module()
+        module.verify()
+    except ParseError as error:
+        raise KtirSourceError(located(error.span, error.msg, severity="")) from None
+    except DiagnosticException as error:
+        raise KtirSourceError(locate_failure(module, spans, error, severity="")) from None
     return module
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
-from xdsl.dialects import arith, math, tensor
+from xdsl.dialects import affine, arith, math, tensor
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ContainerType,
@@ -195,6 +195,12 @@ def _cmpi(predicate: int, a: Any, b: Any, width: int) -> Any:
     comparisons = [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal]
     # eq ne slt sle sgt sge, then ult ule ugt uge on the zero-extended values
     return comparisons[predicate if predicate < 6 else predicate - 4](a, b)
+
+
+def _affine_results(affine_map: AffineMap, operands: Sequence[int]) -> list[int]:
+    """The results of an affine map on index operands (its dims, then its symbols)."""
+    dims, symbols = operands[: affine_map.num_dims], operands[affine_map.num_dims :]
+    return [int(value) for value in affine_map.eval(list(dims), list(symbols))]
 
 
 def _width(value_type: Attribute) -> int:
@@ -473,6 +479,15 @@ class KtirFunctions(_Elementwise):
         value = finish(args[0] * args[1] + args[2], op.results[0].type)
         self.charge(op, value)
         return (value,)
+
+    # ---- affine (index arithmetic) ---------------------------------------------------
+    @impl(affine.ApplyOp)
+    def run_affine_apply(self, interpreter: Interpreter, op: affine.ApplyOp, args: PythonValues):
+        return tuple(_affine_results(op.map.data, args))
+
+    @impl(affine.MinOp)
+    def run_affine_min(self, interpreter: Interpreter, op: affine.MinOp, args: PythonValues):
+        return (min(_affine_results(op.map.data, args)),)
 
     # ---- tensor ----------------------------------------------------------------------
     @impl(tensor.EmptyOp)

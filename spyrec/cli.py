@@ -101,18 +101,15 @@ def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
     """Print max abs/rel error per output against eager; True when all are in tolerance."""
     import torch
 
-    from spyrec.tolerance import tolerance
-
     exp = expected if isinstance(expected, (tuple, list)) else (expected,)
     act = actual if isinstance(actual, (tuple, list)) else (actual,)
-    depth, steps = exe.error_model()
     ok = True
     for e, a, b in zip(exp, act, exe.binary.outputs):
         e32, a32 = e.float(), a.float()
         err = (e32 - a32).abs().max().item()
         scale = e32.abs().max().item()
         rel = err / scale if scale else err
-        tol = tolerance(b.layout.host_dtype, depth, steps, scale)
+        tol = exe.tolerance(scale)
         good = bool(torch.isfinite(a32).all()) and err <= tol.atol + tol.rtol * scale
         ok &= good
         click.echo(f"{b.name}: max abs error {err:.3g}, max rel error {rel:.3g} "
@@ -173,6 +170,35 @@ def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
         for name, array in result.outputs.items():
             np.save(save_outputs / f"{name}.npy", array)
         click.echo(f"wrote {len(result.outputs)} arrays to {save_outputs}")
+
+
+@main.command()
+@click.argument("model", type=click.Path(path_type=Path))
+def explain(model: Path) -> None:
+    """Print each kernel's decisions for MODEL (a .pt2): fusion, core split, tiles, why."""
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
+
+    from spyrec.dialects.spyre import KernelOp
+    from spyrec.driver import compile_program
+
+    result = compile_program(model, stop_after="graph")
+    for kernel in (op for op in result.module.walk() if isinstance(op, KernelOp)):
+        attrs = kernel.attributes
+        fused = attrs.get("fused")
+        nodes = [a.data for a in fused.data] if isinstance(fused, ArrayAttr) else []  # type: ignore[attr-defined]
+        reason = attrs.get("reason")
+        click.echo(f"kernel {kernel.sym_name.data}: {len(nodes)} op(s) "
+                   f"({', '.join(dict.fromkeys(nodes))}); "
+                   f"{reason.data if reason is not None else ''}")  # type: ignore[attr-defined]
+        for key, title in (("spyre.partition", "cores"), ("spyre.tiling", "tiles")):
+            ledger = attrs.get(key)
+            if not isinstance(ledger, DictionaryAttr):
+                continue
+            d = ledger.data
+            click.echo(f"  {title}: {d['choice'].data}: {d['reason'].data}")  # type: ignore[attr-defined]
+            alternatives = d.get("alternatives")
+            if isinstance(alternatives, ArrayAttr) and alternatives.data:
+                click.echo("    alternatives: " + "; ".join(a.data for a in alternatives.data))  # type: ignore[attr-defined]
 
 
 @main.command()

@@ -70,7 +70,7 @@ class KernelShape:
 
     @property
     def split_rule(self) -> str:
-        return "divide its rows and output sticks evenly"
+        return f"divide its {self.rows} rows and {self.col_sticks} output sticks evenly"
 
     @property
     def tile_rule(self) -> str:
@@ -129,12 +129,12 @@ class AttentionShape:
 
     @property
     def split_rule(self) -> str:
-        return "divide its heads and query rows evenly"
+        return f"divide its {self.heads} heads and {self.q_rows} query rows evenly"
 
     @property
     def tile_rule(self) -> str:
-        return ("divide the core's query rows, be the padded value width and the key rows, "
-                "and fit the head's K and V")
+        return ("divide the core's query rows (with the padded value width and all key "
+                "rows)")
 
 
 @dataclass(frozen=True)
@@ -174,11 +174,11 @@ class MoveShape:
 
     @property
     def split_rule(self) -> str:
-        return "divide its runs and the rows of a run evenly"
+        return f"divide its {self.outer} runs and the {self.run} rows of a run evenly"
 
     @property
     def tile_rule(self) -> str:
-        return "divide the core's rows of a run (1 for a broadcast) and be the padded width"
+        return "divide the core's rows of a run (1 for a broadcast; with the padded width)"
 
 
 Shape = KernelShape | AttentionShape | MoveShape
@@ -295,15 +295,19 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     cores = split.cores
     dma = dmas * target.dma_setup_cycles + bytes_core * cores / target.lpddr_bytes_per_cycle
     rows = _halves(tq, target)
-    pt = tiles * (pt_cycles(rows, shape.head_dim, s, target)
-                  + pt_cycles(rows, s, shape.value_cols, target))
+    per_tile_pt = (pt_cycles(rows, shape.head_dim, s, target)
+                   + pt_cycles(rows, s, shape.value_cols, target))
     passes = shape.score_passes - 1 + target.sfu_transcendental_factor  # exp costs more
     per_tile_sfu = (sfu_cycles(rows, row(s, 4), passes, target)
                     + sfu_cycles(rows, row(shape.value_cols, 4), 1, target))
-    sfu = tiles * per_tile_sfu
+    pt, sfu = tiles * per_tile_pt, tiles * per_tile_sfu
+    # Within a tile, scores -> softmax -> P V is a chain, and the PT runs its instructions in
+    # program order (Q K^T of the next tile waits behind P V of this one), so compute does
+    # not overlap across tiles: a tile costs its PT and SFU time in sequence.
+    compute = tiles * (per_tile_pt + per_tile_sfu)
     fill = dma_cycles_alone(kv_bytes + tile_in, target, cores)
-    drain = per_tile_sfu + dma_cycles_alone(tile_out, target, cores)
-    cycles = max(dma, pt, sfu) + fill + drain
+    drain = dma_cycles_alone(tile_out, target, cores)
+    cycles = max(dma, compute) + fill + drain
     return Prediction(cycles, dma, pt, sfu, bytes_core * cores, _attention_lx(shape, tiling))
 
 

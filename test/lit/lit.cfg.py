@@ -5,6 +5,7 @@ import os
 import sys
 
 import lit.formats
+import lit.util
 
 config.name = "spyrec"
 config.test_format = lit.formats.ShTest(execute_external=False)
@@ -22,3 +23,8 @@ config.environment["PATH"] = os.pathsep.join(
 )
 if "HOME" in os.environ:
     config.environment["HOME"] = os.environ["HOME"]
+
+# Upstream MLIR as an oracle (the optional `mlir` extra, torch-mlir's torch-mlir-opt): tests
+# that need it say `REQUIRES: upstream-mlir` and are UNSUPPORTED where it is not installed.
+if lit.util.which("torch-mlir-opt", config.environment["PATH"]):
+    config.available_features.add("upstream-mlir")

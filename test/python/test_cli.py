@@ -149,3 +149,10 @@ def test_profile_trace_and_json(spyrec_cli, cli_env, mlp_pt2, tmp_path):
         assert key in full
     # timing-only mode skips the data but not a single cycle
     assert timing["emulated_us"] == full["emulated_us"]
+
+
+def test_explain_prints_the_ledger(spyrec_cli, cli_env, mlp_pt2):
+    res = _run(spyrec_cli, cli_env, "explain", str(mlp_pt2))
+    assert res.returncode == 0, res.stderr
+    assert "kernel k0: 2 op(s) (linear, relu)" in res.stdout
+    assert "cores: " in res.stdout and "tiles: " in res.stdout and "alternatives:" in res.stdout

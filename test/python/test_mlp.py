@@ -13,7 +13,6 @@ import pytest
 import torch
 
 import spyrec
-from spyrec.tolerance import tolerance
 
 from conftest import export_mlp
 
@@ -23,9 +22,8 @@ def _check(model, x, exe):
         expected = model(x).float()
     out = exe(x)
     assert out.shape == expected.shape and out.dtype == x.dtype
-    depth, steps = exe.error_model()
     scale = expected.abs().max().item()
-    tol = tolerance(str(x.dtype).removeprefix("torch."), depth, steps, scale)
+    tol = exe.tolerance(scale)
     err = (out.float() - expected).abs().max().item()
     assert torch.isfinite(out.float()).all()
     assert err <= tol.atol + tol.rtol * scale, (err, tol)

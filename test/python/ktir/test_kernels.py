@@ -12,6 +12,7 @@ from spyrec.runtime.ktir_interpreter import (
     KtirDeadlock,
     KtirError,
     KtirRace,
+    KtirSourceError,
     execute,
     parse_ktir,
     run_kernel,
@@ -253,3 +254,31 @@ def test_grid_override():
     )
     assert run.grid == (16, 1) and len(run.stats) == 16
     assert run.outputs["c"][:48].min() == 2 and not run.outputs["c"][48:].any()
+
+
+def test_malformed_ktir_gets_a_located_error(tmp_path):
+    # parse_ktir (and so run_kernel, execute and `spyrec run`) names the file, line and
+    # column: where the parser stopped, or the op whose verifier failed.
+    view = (
+        "  %v = ktdp.construct_memory_view %a, sizes: [64], strides: [1] {coordinate_set = "
+        "affine_set<(d0) : (d0 >= 0, -d0 + 63 >= 0)>, memory_space = "
+        "#ktdp.memory_space<{space}>} : memref<64xf16>\n"
+    )
+    tile = (
+        "  %t = ktdp.construct_access_tile %v[0] {access_tile_set = affine_set<(d0) : "
+        "(d0 >= 0, -d0 + 7 >= 0)>, access_tile_order = affine_map<(d0) -> (d0)>} : "
+        "memref<64xf16> -> !ktdp.access_tile<8xindex>\n"
+    )
+    load = "  %x = ktdp.load %t : !ktdp.access_tile<8xindex> -> tensor<4xf16>\n"
+    kernel_text = "func.func @f(%a: index) {{\n{body}  func.return\n}}\n"
+    bad_verify = tmp_path / "bad_verify.mlir"
+    bad_verify.write_text(kernel_text.format(body=view.replace("{space}", "global") + tile + load))
+    with pytest.raises(KtirSourceError) as info:
+        run_kernel(bad_verify, "f", {"a": np.zeros(64, np.float16)})
+    assert str(info.value).splitlines()[0] == (
+        f"{bad_verify}:4:3: 'ktdp.load' op load tensor shape 4 does not match access tile shape 8"
+    )
+    bad_parse = tmp_path / "bad_parse.mlir"
+    bad_parse.write_text(kernel_text.format(body=view.replace("{space}", "HBM")))
+    with pytest.raises(KtirSourceError, match=r"bad_parse.mlir:2:162: unknown memory space 'HBM'"):
+        parse_ktir(bad_parse)

@@ -177,3 +177,18 @@ def test_slice_out_of_range_is_an_error():
     """
     with pytest.raises(KtirError, match="extract_slice reaches index 4 of dim 0, which has 4"):
         call(text, "f", a=np.zeros((4, 8), np.float32))
+
+
+def test_affine_apply_and_min_on_indices():
+    # KTIR depends on the affine dialect: index arithmetic may be written as affine.apply
+    # (dims, then symbols) and affine.min; floordiv and mod round toward minus infinity.
+    text = """
+    func.func @f(%i: index, %j: index, %n: index) -> (index, index, index) {
+      %a = affine.apply affine_map<(d0, d1)[s0] -> (d0 * 4 + d1 + s0)>(%i, %j)[%n]
+      %b = affine.apply affine_map<(d0) -> ((d0 - 7) floordiv 4 + (d0 - 7) mod 4)>(%i)
+      %c = affine.min affine_map<(d0)[s0] -> (d0 * 16, s0)>(%i)[%n]
+      func.return %a, %b, %c : index, index, index
+    }
+    """
+    # (3 - 7) floordiv 4 = -1 and (3 - 7) mod 4 = 0; min(48, 40) = 40.
+    assert run_kernel(text, "f", {"i": 3, "j": 2, "n": 40}).returned[0] == (54, -1, 40)

@@ -51,3 +51,51 @@ func.func @bad_kernel(%a: tensor<64x128xf16>) {
   }
   func.return
 }
+
+// -----
+
+func.func @restickify(%x: tensor<2x16x64xf16>) {
+  // CHECK: spyre.reshape: [2, 16, 64] -> [2, 16, 2, 32] must keep the element count and either the innermost dimension or whole 128-byte sticks in it (other reshapes move data)
+  %v = spyre.reshape %x : tensor<2x16x64xf16> -> tensor<2x16x2x32xf16>
+  func.return
+}
+
+// -----
+
+func.func @permute_moves_the_stick(%x: tensor<2x16x64xf16>) {
+  // CHECK: spyre.permute_rows: permutation [0, 2, 1] must permute the 3 dims and keep the last (stick) dim last
+  %p = spyre.permute_rows %x {permutation = array<i64: 0, 2, 1>} : tensor<2x16x64xf16> -> tensor<2x64x16xf16>
+  func.return
+}
+
+// -----
+
+func.func @permute_shape(%x: tensor<2x16x4x64xf16>) {
+  // CHECK: spyre.permute_rows: result shape [2, 16, 4, 64] is not [2, 16, 4, 64] permuted by [0, 2, 1, 3]
+  %p = spyre.permute_rows %x {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x16x4x64xf16> -> tensor<2x16x4x64xf16>
+  func.return
+}
+
+// -----
+
+func.func @expand_not_one(%x: tensor<2x3x64xf16>) {
+  // CHECK: spyre.expand_rows: [2, 3, 64] -> [2, 6, 64] must keep the rank and the innermost dim and only broadcast leading dims of size 1
+  %e = spyre.expand_rows %x : tensor<2x3x64xf16> -> tensor<2x6x64xf16>
+  func.return
+}
+
+// -----
+
+func.func @gqa_heads(%q: tensor<1x4x16x64xf16>, %k: tensor<1x3x16x64xf16>) {
+  // CHECK: spyre.attention: 4 query heads are not a multiple of 3 key/value heads
+  %a = spyre.attention %q, %k, %k {scale = 0.125 : f64} : tensor<1x4x16x64xf16>, tensor<1x3x16x64xf16>, tensor<1x3x16x64xf16> -> tensor<1x4x16x64xf16>
+  func.return
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<1x4x16x64xf16>, %m: tensor<16x8xf16>) {
+  // CHECK: spyre.attention: mask shape [16, 8] is not [16, 16]
+  %a = spyre.attention %q, %q, %q mask %m {scale = 0.125 : f64} : tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16>, tensor<16x8xf16> -> tensor<1x4x16x64xf16>
+  func.return
+}

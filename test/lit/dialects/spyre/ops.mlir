@@ -74,3 +74,20 @@ func.func @kernels(%a: tensor<64x128xf16>, %b: tensor<128x64xf16>) -> tensor<64x
   %l = spyre.launch @k0(%a, %b) : (tensor<64x128xf16>, tensor<128x64xf16>) -> tensor<64x64xf16>
   func.return %l : tensor<64x64xf16>
 }
+
+// CHECK-LABEL: func.func @rows_and_attention
+// CHECK: %[[V:.*]] = spyre.reshape %x : tensor<2x16x128xf16> -> tensor<2x16x2x64xf16>
+// CHECK: %[[P:.*]] = spyre.permute_rows %[[V]] {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x16x2x64xf16> -> tensor<2x2x16x64xf16>
+// CHECK: %[[E:.*]] = spyre.expand_rows %k : tensor<2x1x1x16x64xf16> -> tensor<2x1x2x16x64xf16>
+// CHECK: %[[K:.*]] = spyre.reshape %[[E]] : tensor<2x1x2x16x64xf16> -> tensor<2x2x16x64xf16>
+// CHECK: %[[A:.*]] = spyre.attention %[[P]], %[[K]], %[[K]] {scale = 1.250000e-01 : f64, causal} : tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16> -> tensor<2x2x16x64xf16>
+// CHECK: spyre.attention %[[P]], %[[K]], %[[K]] mask %m {scale = 5.000000e-01 : f64} : tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>, tensor<16x16xf16> -> tensor<2x2x16x64xf16>
+func.func @rows_and_attention(%x: tensor<2x16x128xf16>, %k: tensor<2x1x1x16x64xf16>, %m: tensor<16x16xf16>) -> (tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>) {
+  %v = spyre.reshape %x : tensor<2x16x128xf16> -> tensor<2x16x2x64xf16>
+  %p = spyre.permute_rows %v {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x16x2x64xf16> -> tensor<2x2x16x64xf16>
+  %e = spyre.expand_rows %k : tensor<2x1x1x16x64xf16> -> tensor<2x1x2x16x64xf16>
+  %kk = spyre.reshape %e : tensor<2x1x2x16x64xf16> -> tensor<2x2x16x64xf16>
+  %a = spyre.attention %p, %kk, %kk {scale = 0.125 : f64, causal} : tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16> -> tensor<2x2x16x64xf16>
+  %b = spyre.attention %p, %kk, %kk mask %m {scale = 0.5 : f64} : tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>, tensor<16x16xf16> -> tensor<2x2x16x64xf16>
+  func.return %a, %b : tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>
+}

@@ -1,0 +1,268 @@
+"""Shared KTIR building blocks for convert-spyre-to-ktir's kernel builders.
+
+`KtirBuilder` holds the insertion point and the small builders every kernel kind uses:
+index constants and arithmetic, stick-padded memory views, access tiles placed by affine
+maps of loop indices, `ktdp.load`, `scf.for` loops and the `linalg.generic` forms the
+scheduler maps to engines (matmul with B as stored or transposed, row reductions over the
+valid columns, elementwise ops with broadcasting maps). The scalar bodies of those generics
+(`UNARY_BODIES`, `BINARY_BODIES`) state the SFU function each one stands for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, math, scf, tensor
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    f32,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir.affine import AffineConstraintExpr, AffineConstraintKind, AffineExpr, AffineMap, AffineSet
+from xdsl.rewriter import InsertPoint
+
+from spyrec.dialects.ktdp import (
+    AccessTileType,
+    ConstructAccessTileOp,
+    ConstructMemoryViewOp,
+    LoadOp,
+    MemorySpaceAttr,
+)
+
+IDX = IndexType()
+
+
+def box_set(extents: Sequence[int]) -> AffineSetAttr:
+    """The set {0 <= d_i <= e_i - 1} as an affine_set attribute."""
+    constraints = []
+    for i, e in enumerate(extents):
+        d = AffineExpr.dimension(i)
+        constraints.append(AffineConstraintExpr(AffineConstraintKind.ge, d, AffineExpr.constant(0)))
+        constraints.append(AffineConstraintExpr(
+            AffineConstraintKind.ge, AffineExpr.constant(e - 1) - d, AffineExpr.constant(0)))
+    return AffineSetAttr(AffineSet(len(extents), 0, tuple(constraints)))
+
+
+
+class KtirBuilder:
+    """Insertion point, index constants and the small builders of one KTIR function."""
+
+    def __init__(self) -> None:
+        self.b: Builder
+        self.consts: dict[tuple[object, Attribute], SSAValue] = {}
+
+    # -- small builders ---------------------------------------------------------------
+    def const(self, value: int) -> SSAValue:
+        key = (value, IDX)
+        if key not in self.consts:
+            op = self.b.insert(arith.ConstantOp(IntegerAttr(value, IDX)))
+            self.consts[key] = op.result
+        return self.consts[key]
+
+    def view(self, offset: SSAValue, shape: Sequence[int], element: Attribute) -> SSAValue:
+        strides = [shape[1], 1] if len(shape) == 2 else [1]
+        op = self.b.insert(ConstructMemoryViewOp(
+            offset, list(shape), strides, MemRefType(element, list(shape)),
+            box_set(shape), MemorySpaceAttr.global_()))
+        return op.result
+
+    def load(self, view: SSAValue, rows: SSAValue, cols: SSAValue, extents: Sequence[int],
+             element: Attribute) -> SSAValue:
+        tile = self._tile(view, rows, cols, extents)
+        return self.b.insert(LoadOp(tile, TensorType(element, list(extents)))).results[0]
+
+    def _tile(self, view: SSAValue, rows: SSAValue, cols: SSAValue,
+              extents: Sequence[int]) -> SSAValue:
+        operands = [rows, cols]
+        base = AffineMap(2, 0, (AffineExpr.dimension(0), AffineExpr.dimension(1)))
+        op = self.b.insert(ConstructAccessTileOp(
+            view, operands, base, box_set(extents).data, AffineMap.identity(2),
+            AccessTileType(list(extents))))
+        return op.result
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.b.insert(arith.AddiOp(a, b)).result
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.b.insert(arith.MuliOp(a, b)).result
+
+    def loop(self, upper: int, step: int, body: Callable[[SSAValue], None]) -> None:
+        block = Block(arg_types=[IDX])
+        outer = self.b
+        self.b = Builder(InsertPoint.at_end(block))
+        saved = dict(self.consts)
+        body(block.args[0])
+        self.b.insert(scf.YieldOp())
+        self.b, self.consts = outer, saved
+        outer.insert(scf.ForOp(self.const(0), self.const(upper), self.const(step), [], block))
+
+    def tile_at(self, view: SSAValue, indices: Sequence[SSAValue],
+                origin: Sequence[AffineExpr], extents: Sequence[int]) -> SSAValue:
+        """An access tile of `extents` at `origin`, affine in `indices` (dim i = indices[i]);
+        indices the origin does not use are dropped, so the printed subscripts name them all."""
+        used = sorted(set().union(*(e.used_dims() for e in origin)))
+        renumber = [AffineExpr.dimension(used.index(i)) if i in used else AffineExpr.constant(0)
+                    for i in range(len(indices))]
+        exprs = tuple(e.replace_dims_and_symbols(renumber, []) for e in origin)
+        op = self.b.insert(ConstructAccessTileOp(
+            view, [indices[i] for i in used], AffineMap(len(used), 0, exprs),
+            box_set(extents).data, AffineMap.identity(len(extents)),
+            AccessTileType(list(extents))))
+        return op.result
+
+    def load_at(self, view: SSAValue, indices: Sequence[SSAValue], origin: Sequence[AffineExpr],
+                extents: Sequence[int], element: Attribute) -> SSAValue:
+        tile = self.tile_at(view, indices, origin, extents)
+        return self.b.insert(LoadOp(tile, TensorType(element, list(extents)))).results[0]
+
+    def fill(self, shape: Sequence[int], value: float) -> SSAValue:
+        """An f32 tensor of `shape` holding `value` (an accumulator's start)."""
+        ttype = TensorType(f32, list(shape))
+        empty = self.b.insert(tensor.EmptyOp([], ttype)).tensor
+        init = self.b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
+        return self.b.insert(linalg.FillOp([init], [empty], [ttype])).results[0]
+
+    def matmul_generic(self, a: SSAValue, b: SSAValue, acc: SSAValue,
+                       transposed: bool = False) -> SSAValue:
+        """acc += a @ b (b given as [k, n]), or a @ b^T (b given as [n, k]) when `transposed`,
+        as a linalg.generic with explicit widening to f32, tagged `matmul` / `matmul_nt`.
+
+        `linalg.matmul` with f16 operands and an f32 accumulator is what upstream prints,
+        but xDSL 0.74 rebuilds its body with the operand type and rejects it; the generic
+        form states the same computation and parses everywhere.
+        """
+        block = Block(arg_types=[a.type.element_type, b.type.element_type, f32])  # type: ignore[attr-defined]
+        inner = Builder(InsertPoint.at_end(block))
+        x, y, z = block.args
+        prod = inner.insert(arith.MulfOp(convert(inner, x, f32), convert(inner, y, f32))).result
+        inner.insert(linalg.YieldOp(inner.insert(arith.AddfOp(z, prod)).result))
+        d0, d1, d2 = (AffineExpr.dimension(i) for i in range(3))
+        b_map = (d1, d2) if transposed else (d2, d1)
+        maps = [AffineMap(3, 0, (d0, d2)), AffineMap(3, 0, b_map), AffineMap(3, 0, (d0, d1))]
+        iters = [IteratorTypeAttr.parallel(), IteratorTypeAttr.parallel(),
+                 IteratorTypeAttr.reduction()]
+        op = self.b.insert(linalg.GenericOp(
+            [a, b], [acc], Region(block), [AffineMapAttr(m) for m in maps], iters, [acc.type]))
+        op.attributes["spyre.fn"] = StringAttr("matmul_nt" if transposed else "matmul")
+        return op.results[0]
+
+    def reduce_generic(self, fn: str, src: SSAValue, valid_cols: int) -> SSAValue:
+        """A row reduction over the first `valid_cols` columns (the stick padding and any
+        other columns past them never enter), as a reduction generic into an f32 column."""
+        rows = src.type.get_shape()[0]  # type: ignore[attr-defined]
+        identity = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[fn]
+        acc = self.fill([rows, 1], identity)
+        block = Block(arg_types=[src.type.element_type, f32])  # type: ignore[attr-defined]
+        inner = Builder(InsertPoint.at_end(block))
+        x, a = block.args
+        col = inner.insert(linalg.IndexOp(1)).result
+        limit = inner.insert(arith.ConstantOp(IntegerAttr(valid_cols, IDX))).result
+        valid = inner.insert(arith.CmpiOp(col, limit, "ult")).result
+        combined = {"sum": BINARY_BODIES["add"], "max": BINARY_BODIES["maximum"],
+                    "min": BINARY_BODIES["minimum"]}[fn](inner, a, convert(inner, x, f32))
+        inner.insert(linalg.YieldOp(inner.insert(arith.SelectOp(valid, combined, a)).result))
+        d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        maps = [AffineMap(2, 0, (d0, d1)), AffineMap(2, 0, (d0, AffineExpr.constant(0)))]
+        op = self.b.insert(linalg.GenericOp(
+            [src], [acc], Region(block), [AffineMapAttr(m) for m in maps],
+            [IteratorTypeAttr.parallel(), IteratorTypeAttr.reduction()], [acc.type]))
+        op.attributes["spyre.fn"] = StringAttr(f"reduce_{fn}")
+        op.attributes["spyre.valid_cols"] = IntegerAttr(valid_cols, IDX)
+        return op.results[0]
+
+    def elementwise(self, fn: str, inputs: Sequence[SSAValue], maps: Sequence[AffineMap],
+                    result_type: TensorType,
+                    body: Callable[[Builder, Sequence[SSAValue]], SSAValue]) -> SSAValue:
+        """A 2-D parallel generic producing `result_type`; `maps` index the inputs (a
+        broadcast operand's map drops a dim, a scalar operand's map has no results)."""
+        empty = self.b.insert(tensor.EmptyOp([], result_type)).tensor
+        arg_types = [v.type.element_type if isinstance(v.type, TensorType) else v.type  # type: ignore[attr-defined]
+                     for v in inputs] + [result_type.element_type]
+        block = Block(arg_types=arg_types)
+        inner = Builder(InsertPoint.at_end(block))
+        inner.insert(linalg.YieldOp(body(inner, block.args[:len(inputs)])))
+        all_maps = [*maps, AffineMap.identity(2)]
+        op = self.b.insert(linalg.GenericOp(
+            list(inputs), [empty], Region(block), [AffineMapAttr(m) for m in all_maps],
+            [IteratorTypeAttr.parallel()] * 2, [result_type]))
+        op.attributes["spyre.fn"] = StringAttr(fn)
+        return op.results[0]
+
+    # -- the kernel -------------------------------------------------------------------
+
+
+def padded_rows_cols(padded: Sequence[int]) -> tuple[int, int]:
+    rows = 1
+    for d in padded[:-1]:
+        rows *= d
+    return rows, padded[-1]
+
+
+def convert(b: Builder, value: SSAValue, to: Attribute) -> SSAValue:
+    if value.type == to:
+        return value
+    if to == f32:
+        return b.insert(arith.ExtFOp(value, f32)).result
+    return b.insert(arith.TruncFOp(value, to)).result
+
+
+def fconst(b: Builder, v: float) -> SSAValue:
+    return b.insert(arith.ConstantOp(FloatAttr(v, f32))).result
+
+
+def _gelu(b: Builder, x: SSAValue) -> SSAValue:
+    # 0.5 * x * (1 + erf(x / sqrt(2)))
+    scaled = b.insert(arith.MulfOp(x, fconst(b, 0.7071067811865476))).result
+    erf = b.insert(math.ErfOp(scaled)).result
+    one_plus = b.insert(arith.AddfOp(erf, fconst(b, 1.0))).result
+    half_x = b.insert(arith.MulfOp(x, fconst(b, 0.5))).result
+    return b.insert(arith.MulfOp(half_x, one_plus)).result
+
+
+def _gelu_tanh(b: Builder, x: SSAValue) -> SSAValue:
+    # 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+    x3 = b.insert(arith.MulfOp(b.insert(arith.MulfOp(x, x)).result, x)).result
+    inner = b.insert(arith.AddfOp(x, b.insert(arith.MulfOp(x3, fconst(b, 0.044715))).result)).result
+    th = b.insert(math.TanhOp(b.insert(arith.MulfOp(inner, fconst(b, 0.7978845608028654))).result)).result
+    one_plus = b.insert(arith.AddfOp(th, fconst(b, 1.0))).result
+    return b.insert(arith.MulfOp(b.insert(arith.MulfOp(x, fconst(b, 0.5))).result, one_plus)).result
+
+
+def _sigmoid(b: Builder, x: SSAValue) -> SSAValue:
+    e = b.insert(math.ExpOp(b.insert(arith.NegfOp(x)).result)).result
+    return b.insert(arith.DivfOp(fconst(b, 1.0), b.insert(arith.AddfOp(e, fconst(b, 1.0))).result)).result
+
+
+UNARY_BODIES: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
+    "relu": lambda b, x: b.insert(arith.MaximumfOp(x, fconst(b, 0.0))).result,
+    "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh,
+    "sigmoid": _sigmoid,
+    "silu": lambda b, x: b.insert(arith.MulfOp(x, _sigmoid(b, x))).result,
+    "tanh": lambda b, x: b.insert(math.TanhOp(x)).result,
+    "exp": lambda b, x: b.insert(math.ExpOp(x)).result,
+    "neg": lambda b, x: b.insert(arith.NegfOp(x)).result,
+    "sqrt": lambda b, x: b.insert(math.SqrtOp(x)).result,
+    "rsqrt": lambda b, x: b.insert(math.RsqrtOp(x)).result,
+    "reciprocal": lambda b, x: b.insert(arith.DivfOp(fconst(b, 1.0), x)).result,
+    "abs": lambda b, x: b.insert(math.AbsFOp(x)).result,
+}
+
+BINARY_BODIES: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
+    "add": lambda b, x, y: b.insert(arith.AddfOp(x, y)).result,
+    "sub": lambda b, x, y: b.insert(arith.SubfOp(x, y)).result,
+    "mul": lambda b, x, y: b.insert(arith.MulfOp(x, y)).result,
+    "div": lambda b, x, y: b.insert(arith.DivfOp(x, y)).result,
+    "maximum": lambda b, x, y: b.insert(arith.MaximumfOp(x, y)).result,
+    "minimum": lambda b, x, y: b.insert(arith.MinimumfOp(x, y)).result,
+}

@@ -1,0 +1,175 @@
+"""The op coverage matrix: one small torch module per op, run through spyrec and eager.
+
+`test/python/test_ops.py` parametrises pytest over `cases()`, and `tools/op_coverage.py`
+runs the same cases to write `docs/coverage.md`, so the table in the docs is what the suite
+measures. A case is an op, a dtype and a shape family:
+
+- `aligned`: 64 x 128, whole sticks in every dtype;
+- `unaligned`: 67 x 255, neither rows nor columns a multiple of anything;
+- `3d`: 2 x 5 x 100 (leading dims become rows);
+- `broadcast` (binary ops): a 64 x 128 tensor with a row vector of 128.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+SHAPES = {"aligned": (64, 128), "unaligned": (67, 255), "3d": (2, 5, 100)}
+
+
+@dataclass(frozen=True)
+class OpCase:
+    op: str
+    dtype: torch.dtype
+    shape: str
+    module: Callable[[], torch.nn.Module]
+    inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]]
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}-{str(self.dtype).removeprefix('torch.')}-{self.shape}"
+
+
+class _Fn(torch.nn.Module):
+    def __init__(self, fn: Callable[..., torch.Tensor]):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.fn(*args)
+
+
+class _Linear(torch.nn.Module):
+    def __init__(self, k: int, n: int, bias: bool):
+        super().__init__()
+        self.lin = torch.nn.Linear(k, n, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x)
+
+
+class _Norm(torch.nn.Module):
+    def __init__(self, norm: torch.nn.Module):
+        super().__init__()
+        self.norm = norm
+        with torch.no_grad():
+            for p in self.norm.parameters():
+                p.copy_(1 + 0.2 * torch.randn_like(p))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+
+UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": torch.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "exp": torch.exp,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "sqrt": lambda x: torch.sqrt(x.abs()),
+    "rsqrt": lambda x: torch.rsqrt(x.abs() + 1),
+    "reciprocal": lambda x: torch.reciprocal(x.abs() + 1),
+    "square": lambda x: x.pow(2),
+    "add_scalar": lambda x: x + 0.75,
+    "mul_scalar": lambda x: x * -1.5,
+    "rsub_scalar": lambda x: 1.0 - x,
+    "div_scalar": lambda x: x / 3.0,
+    "softmax": lambda x: torch.softmax(x, dim=-1),
+    "sum": lambda x: x.sum(-1, keepdim=True),
+    "mean": lambda x: x.mean(-1, keepdim=True),
+    "amax": lambda x: x.amax(-1, keepdim=True),
+    "cast_fp32": lambda x: x.float() * 2,
+}
+BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": lambda a, b: a / (b.abs() + 0.5),
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+}
+
+
+def _randn(shape: tuple[int, ...], dtype: torch.dtype) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    return lambda g: (torch.randn(*shape, generator=g).to(dtype),)
+
+
+def cases() -> list[OpCase]:
+    out: list[OpCase] = []
+    for dtype in DTYPES:
+        for shape_name, shape in SHAPES.items():
+            for name, fn in UNARY.items():
+                out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                                  _randn(shape, dtype)))
+            for name, fn in BINARY.items():
+                out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                                  lambda g, s=shape, d=dtype: (
+                                      torch.randn(*s, generator=g).to(d),
+                                      torch.randn(*s, generator=g).to(d))))
+            k = shape[-1]
+            out.append(OpCase("linear", dtype, shape_name,
+                              lambda k=k, d=dtype: _Linear(k, 96, True).to(d),
+                              _randn(shape, dtype)))
+            out.append(OpCase("linear_nobias", dtype, shape_name,
+                              lambda k=k, d=dtype: _Linear(k, 160, False).to(d),
+                              _randn(shape, dtype)))
+            out.append(OpCase("layer_norm", dtype, shape_name,
+                              lambda k=k, d=dtype: _Norm(torch.nn.LayerNorm(k)).to(d),
+                              _randn(shape, dtype)))
+            out.append(OpCase("rms_norm", dtype, shape_name,
+                              lambda k=k, d=dtype: _Norm(torch.nn.RMSNorm(k, eps=1e-6)).to(d),
+                              _randn(shape, dtype)))
+        for name, fn in BINARY.items():
+            out.append(OpCase(name, dtype, "broadcast", lambda fn=fn: _Fn(fn),
+                              lambda g, d=dtype: (torch.randn(64, 128, generator=g).to(d),
+                                                  torch.randn(128, generator=g).to(d))))
+    return out
+
+
+@dataclass
+class Outcome:
+    passed: bool
+    error: float = 0.0
+    tolerance: float = 0.0
+    reason: str = ""
+
+
+def run_case(case: OpCase) -> Outcome:
+    """Compile the case, run it on the emulator and compare with eager."""
+    import spyrec
+    from spyrec.diagnostics import SpyrecError
+
+    gen = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    model = case.module().eval()
+    inputs = case.inputs(gen)
+    try:
+        exe = spyrec.compile(torch.export.export(model, inputs))
+        out = exe(*inputs).float()
+    except SpyrecError as exc:
+        return Outcome(False, reason=_first_reason(str(exc)))
+    with torch.no_grad():
+        expected = model(*inputs).float()
+    scale = expected.abs().max().item()
+    tol = exe.tolerance(scale)
+    err = (out - expected).abs().max().item()
+    ok = bool(torch.isfinite(out).all()) and err <= tol.atol + tol.rtol * scale
+    return Outcome(ok, err, tol.atol + tol.rtol * scale,
+                   "" if ok else f"max error {err:.3g} above tolerance {tol.atol:.3g}")
+
+
+
+def _first_reason(message: str) -> str:
+    """The line of an error that says what failed (the first listed op, or the headline)."""
+    lines = message.splitlines()
+    listed = [line.strip() for line in lines if line.startswith("  ")]
+    return listed[0] if listed else lines[0]

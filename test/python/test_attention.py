@@ -1,0 +1,183 @@
+"""Decoder-style attention blocks end to end against PyTorch eager.
+
+q/k/v/o projections, the head split `view(B, S, H, D).transpose(1, 2)`, scaled dot-product
+attention (causal or not, multi-head or grouped-query with `enable_gqa` or
+`repeat_interleave`, default or explicit scale, an additive mask), the head merge and the
+output projection; fp32, fp16 and bf16; sequence lengths that fill whole sticks (16 rows) and
+that do not (100). Tolerances come from `spyrec.tolerance` with the reduction depth and
+rounding points read off the compiled program. The head transposes and the key/value head
+repeat cost no kernel: they fold into the attention kernel's reads and write.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from xdsl.parser import Parser
+
+import spyrec
+from spyrec.diagnostics import UnsupportedOpsError
+from spyrec.driver import make_context, module_text
+from spyrec.ktir import execute
+from spyrec.registry import PASSES
+from spyrec.tolerance import tolerance
+
+
+class Attention(nn.Module):
+    def __init__(self, d: int, heads: int, kv_heads: int | None = None, causal: bool = True,
+                 gqa: str = "flag", scale: float | None = None):
+        super().__init__()
+        self.heads, self.kv_heads = heads, kv_heads or heads
+        self.head_dim = d // heads
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, self.kv_heads * self.head_dim)
+        self.v = nn.Linear(d, self.kv_heads * self.head_dim)
+        self.o = nn.Linear(d, d)
+        self.causal, self.gqa, self.scale = causal, gqa, scale
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q = self.q(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        extra = {}
+        if self.kv_heads != self.heads:
+            if self.gqa == "flag":
+                extra["enable_gqa"] = True
+            else:
+                group = self.heads // self.kv_heads
+                k = k.repeat_interleave(group, dim=1)
+                v = v.repeat_interleave(group, dim=1)
+        if self.scale is not None:
+            extra["scale"] = self.scale
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, **extra)
+        return self.o(o.transpose(1, 2).reshape(b, s, d))
+
+
+def _check(model: nn.Module, *inputs: torch.Tensor) -> tuple[spyrec.api.Executable, float]:
+    exe = spyrec.compile(torch.export.export(model, inputs))
+    with torch.no_grad():
+        expected = model(*inputs).float()
+    out = exe(*inputs).float()
+    depth, steps = exe.error_model()
+    scale = expected.abs().max().item()
+    tol = tolerance(str(inputs[0].dtype).removeprefix("torch."), depth, steps, scale)
+    err = (out - expected).abs().max().item()
+    assert torch.isfinite(out).all()
+    assert err <= tol.atol + tol.rtol * scale, (err, tol)
+    assert exe.last_profile.warnings == []
+    return exe, err
+
+
+# (d, heads, kv_heads): head dims of one stick (64 fp16 / 32 fp32 elements)
+HEADS = {
+    torch.float32: {"mha": (64, 2, 2), "gqa": (128, 4, 2)},
+    torch.float16: {"mha": (128, 2, 2), "gqa": (128, 2, 1)},
+}
+
+
+@pytest.mark.parametrize("kind", ["mha", "gqa"])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("seq", [16, 100])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_attention_block(dtype: torch.dtype, seq: int, causal: bool, kind: str) -> None:
+    torch.manual_seed(seq + 2 * causal)
+    d, heads, kv_heads = HEADS[dtype][kind]
+    model = Attention(d, heads, kv_heads, causal=causal).to(dtype).eval()
+    exe, _ = _check(model, torch.randn(2, seq, d).to(dtype))
+    # q, k, v, attention, o: the head transposes are folded into the attention kernel
+    assert len(exe.binary.kernels) == 5
+    attention = exe.binary.kernels[3]
+    assert "scaled_dot_product_attention" in attention.provenance
+    assert {"permute", "permute_3"} <= set(attention.provenance)
+
+
+def test_repeat_interleave_gqa_and_an_explicit_scale() -> None:
+    # repeat_interleave is an unsqueeze, an expand, a clone and a view: the broadcast folds
+    # into the attention's key/value reads like enable_gqa's head grouping.
+    torch.manual_seed(1)
+    model = Attention(128, 4, 1, gqa="repeat", scale=0.3).eval()
+    exe, _ = _check(model, torch.randn(2, 100, 128))
+    assert len(exe.binary.kernels) == 5
+
+
+def test_bf16_causal_gqa() -> None:
+    torch.manual_seed(2)
+    model = Attention(128, 2, 1).to(torch.bfloat16).eval()
+    _check(model, torch.randn(1, 100, 128).to(torch.bfloat16))
+
+
+def test_additive_mask_and_sdpa_on_inputs() -> None:
+    # SDPA of tensors that are program inputs, with an additive [L, S] mask broadcast over
+    # batch and heads (finite, as DL16 needs).
+    class Sdpa(nn.Module):
+        def forward(self, q, k, v, mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(2, 3, 40, 32) for _ in range(3))
+    mask = torch.where(torch.rand(1, 1, 40, 40) < 0.3, -30000.0, 0.0)
+    exe, _ = _check(Sdpa(), q, k, v, mask)
+    assert len(exe.binary.kernels) == 1
+
+
+def test_transposed_activation_is_a_dma_kernel() -> None:
+    # A head transpose whose result is returned cannot fold into anything: it runs as a
+    # DMA-only kernel (strided loads of each head's rows, contiguous stores), bit-exact.
+    class Heads(nn.Module):
+        def forward(self, x):
+            return (x * 2.0).view(2, 16, 4, 32).transpose(1, 2)
+
+    x = torch.randn(2, 16, 128)
+    exe = spyrec.compile(torch.export.export(Heads(), (x,)))
+    assert torch.equal(exe(x), (x * 2.0).view(2, 16, 4, 32).transpose(1, 2))
+    assert len(exe.binary.kernels) == 2
+    move = exe.binary.kernels[1]
+    assert {i.op for p in move.programs.values() for i in p} == {"dma.load", "dma.store"}
+
+
+def test_unsupported_attention_variants_are_listed_at_once() -> None:
+    class Bad(nn.Module):
+        def forward(self, q, k, v, mask, bool_mask):
+            a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1)
+            b = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            c = F.scaled_dot_product_attention(q, k, v, attn_mask=bool_mask)
+            return a + b + c
+
+    q = torch.randn(2, 2, 16, 32)
+    mask = torch.zeros(2, 1, 16, 16)
+    bool_mask = torch.ones(16, 16, dtype=torch.bool)
+    with pytest.raises(UnsupportedOpsError) as info:
+        spyrec.compile(torch.export.export(Bad(), (q, q, q, mask, bool_mask)))
+    text = str(info.value)
+    assert "dropout_p=0.1 (attention dropout is training-time only" in text
+    assert "attn_mask of shape [2, 1, 16, 16] (only an [L, S] = [16, 16] mask" in text
+    assert "a i1 attn_mask (boolean masks are not lowered" in text
+
+
+def test_attention_ktir_runs_in_the_reference_interpreter() -> None:
+    # The KTIR of a non-causal attention kernel (from the lit input: queries stored as the
+    # [100, 128] projection of two heads, one key/value head, grid [2, 2], 50-row tiles)
+    # computes attention in the KTIR reference interpreter too: the views, the floordiv/mod
+    # subscripts of the folded transposes and the matmul_nt indexing maps mean what the
+    # Spyre schedule makes of them.
+    source = Path(__file__).parents[1] / "lit" / "passes" / "Inputs" / "attention-tiled.mlir"
+    ctx = make_context()
+    module = Parser(ctx, source.read_text().replace(", causal}", "}")).parse_module()
+    PASSES["convert-spyre-to-ktir"]()().apply(ctx, module)
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((100, 128)).astype(np.float16)
+    k, v = (rng.standard_normal((100, 64)).astype(np.float16) for _ in range(2))
+    out = execute(module_text(module), "k0", q=q, k=k, v=v, ot=np.zeros((100, 128), np.float16))
+    for h in range(2):
+        scores = q[:, 64 * h:64 * h + 64].astype(np.float64) @ k.T.astype(np.float64) / 8
+        p = np.exp(scores - scores.max(axis=1, keepdims=True))
+        expected = (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
+        got = out["ot"][:, 64 * h:64 * h + 64].astype(np.float64)
+        # P and the output are rounded to fp16 once each: 2^-10 relative of the largest value
+        assert np.abs(got - expected).max() <= 2 * 2.0**-10 * np.abs(expected).max()
