@@ -202,9 +202,10 @@ def explain(model: Path) -> None:
 
 
 @main.command()
-@click.option("--model", "model_name", type=click.Choice(["decoder-ffn", "mlp"]),
-              default="decoder-ffn", show_default=True,
-              help="decoder-ffn: two Llama-shaped FFN blocks with RMS norms; mlp: the MLP.")
+@click.option("--model", "model_name", type=click.Choice(["decoder", "decoder-ffn", "mlp"]),
+              default="decoder", show_default=True,
+              help="decoder: two Llama-shaped layers (attention + SwiGLU); decoder-ffn: their "
+                   "FFN blocks only; mlp: the MLP.")
 @click.option("--dtype", type=click.Choice(["float16", "float32", "bfloat16"]),
               default="float16", show_default=True)
 @click.option("--features", default=256, show_default=True, help="Hidden size.")

@@ -1,8 +1,9 @@
 """`spyrec demo`: the embedded default model, end to end, with a short report.
 
-Builds a model with random weights — by default two Llama-shaped decoder FFN blocks (RMS
-norm, SwiGLU feed-forward, residual), or the MLP of the Foundation issue — exports it with
-torch.export, compiles it, runs it on the emulator and compares with PyTorch eager.
+Builds a model with random weights — by default a two-layer Llama-shaped decoder (RMS norms,
+causal grouped-query attention, SwiGLU feed-forward, residuals); or its FFN blocks alone; or
+the MLP of the Foundation issue — exports it with torch.export, compiles it, runs it on the
+emulator and compares with PyTorch eager.
 """
 
 from __future__ import annotations
@@ -74,10 +75,61 @@ class DemoDecoderFFN(torch.nn.Module):
         return self.norm(x)
 
 
-MODELS = ("decoder-ffn", "mlp")
+class Attention(torch.nn.Module):
+    """Causal grouped-query self-attention with head dim 64 (one fp16 stick)."""
+
+    def __init__(self, features: int, head_dim: int = 64, kv_groups: int = 2):
+        super().__init__()
+        self.heads = features // head_dim
+        self.kv_heads = max(1, self.heads // kv_groups)
+        self.head_dim = head_dim
+        self.q = torch.nn.Linear(features, self.heads * head_dim, bias=False)
+        self.k = torch.nn.Linear(features, self.kv_heads * head_dim, bias=False)
+        self.v = torch.nn.Linear(features, self.kv_heads * head_dim, bias=False)
+        self.o = torch.nn.Linear(self.heads * head_dim, features, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        o = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads)
+        return self.o(o.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
 
 
-def run_demo(dtype: str, features: int, batch: int, model_name: str = "decoder-ffn") -> bool:
+class DecoderLayer(torch.nn.Module):
+    """Llama-shaped: x + attn(norm(x)), then x + ffn(norm(x))."""
+
+    def __init__(self, features: int):
+        super().__init__()
+        self.attn_norm = RMSNorm(features)
+        self.attn = Attention(features)
+        self.ffn = FFNBlock(features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x))
+        return self.ffn(x)
+
+
+class DemoDecoder(torch.nn.Module):
+    """A small Llama-shaped decoder stack (no embedding or LM head) and a final norm."""
+
+    def __init__(self, features: int, layers: int = 2):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(DecoderLayer(features) for _ in range(layers))
+        self.norm = RMSNorm(features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+
+MODELS = ("decoder", "decoder-ffn", "mlp")
+
+
+def run_demo(dtype: str, features: int, batch: int, model_name: str = "decoder") -> bool:
     """Run the demo; print the report; True when the results match eager."""
     from spyrec.cli import compare_outputs
     from spyrec.driver import compile_program
@@ -89,7 +141,7 @@ def run_demo(dtype: str, features: int, batch: int, model_name: str = "decoder-f
         model: torch.nn.Module = DemoMLP(features)
         x = torch.randn(batch, features)
     else:
-        model = DemoDecoderFFN(features)
+        model = DemoDecoderFFN(features) if model_name == "decoder-ffn" else DemoDecoder(features)
         x = torch.randn(2, batch // 2, features)
     model = model.to(torch_dtype).eval()
     x = x.to(torch_dtype)
