@@ -123,8 +123,8 @@ class AtenOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
 
-class _UnaryOp(IRDLOperation):
-    """Base of elementwise ops with one tensor operand."""
+class _OneInputOp(IRDLOperation):
+    """Base of ops with one tensor operand and one tensor result, printed the same way."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
@@ -134,6 +134,10 @@ class _UnaryOp(IRDLOperation):
     def __init__(self, input: SSAValue, result_type: Attribute, source_op: Operation | None = None):
         super().__init__(operands=[input], result_types=[result_type])
         _provenance(self, source_op)
+
+
+class _UnaryOp(_OneInputOp):
+    """Base of elementwise ops with one tensor operand."""
 
     def verify_(self) -> None:
         _check_same_shape(self, self.input.type, self.result.type)
@@ -216,17 +220,8 @@ class _ScalarOp(IRDLOperation):
         _check_same_shape(self, self.input.type, self.result.type)
 
 
-class _ReduceOp(IRDLOperation):
+class _ReduceOp(_OneInputOp):
     """Base of reductions over the innermost (stick) dimension; the result keeps it as 1."""
-
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue, result_type: Attribute, source_op: Operation | None = None):
-        super().__init__(operands=[input], result_types=[result_type])
-        _provenance(self, source_op)
 
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
@@ -249,28 +244,20 @@ REDUCE_OPS: dict[str, type[_ReduceOp]] = {
 
 
 @irdl_op_definition
-class CastOp(IRDLOperation):
+class CastOp(_OneInputOp):
     """Converts the element type (fp16 / bf16 / fp32); rounding happens where data is stored.
 
         %y = spyre.cast %x : tensor<64x128xf16> -> tensor<64x128xf32>
     """
 
     name = "spyre.cast"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue, result_type: Attribute, source_op: Operation | None = None):
-        super().__init__(operands=[input], result_types=[result_type])
-        _provenance(self, source_op)
 
     def verify_(self) -> None:
         _check_same_shape(self, self.input.type, self.result.type)
 
 
 @irdl_op_definition
-class ReshapeOp(IRDLOperation):
+class ReshapeOp(_OneInputOp):
     """A view with other leading dimensions and the same innermost one: no data moves.
 
     In the row-sticked layout a tensor is rows x sticks; regrouping the rows changes nothing
@@ -280,14 +267,6 @@ class ReshapeOp(IRDLOperation):
     """
 
     name = "spyre.reshape"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue, result_type: Attribute, source_op: Operation | None = None):
-        super().__init__(operands=[input], result_types=[result_type])
-        _provenance(self, source_op)
 
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
@@ -373,7 +352,7 @@ class PermuteRowsOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ExpandRowsOp(IRDLOperation):
+class ExpandRowsOp(_OneInputOp):
     """Broadcasts leading dimensions of size 1 (torch `expand`): every result row is a copy
     of one operand row; the innermost (stick) dimension is unchanged.
 
@@ -381,14 +360,6 @@ class ExpandRowsOp(IRDLOperation):
     """
 
     name = "spyre.expand_rows"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue, result_type: Attribute, source_op: Operation | None = None):
-        super().__init__(operands=[input], result_types=[result_type])
-        _provenance(self, source_op)
 
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]

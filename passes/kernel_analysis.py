@@ -65,11 +65,13 @@ class Kind(enum.Enum):
     COL = "col"
 
 
-def op_kind(op: Operation) -> tuple[str, str]:
-    """(category, function) of a tile op: unary/binary/scalar/reduce/cast."""
+def tile_op_kind(op: Operation) -> tuple[str, str] | None:
+    """(category, function) of a tile op — unary/binary/scalar/reduce/cast — or None."""
     short = op.name.removeprefix("spyre.")
     if isinstance(op, CastOp):
         return "cast", "copy"
+    if not op.name.startswith("spyre."):
+        return None
     if short in UNARY_OPS:
         return "unary", short
     if short in BINARY_OPS:
@@ -78,7 +80,15 @@ def op_kind(op: Operation) -> tuple[str, str]:
         return "scalar", _SCALAR_NAMES[op.name]
     if op.name in _REDUCE_NAMES:
         return "reduce", _REDUCE_NAMES[op.name]
-    raise CompileError(f"{describe(op)}: cannot be part of a kernel's tile graph")
+    return None
+
+
+def op_kind(op: Operation) -> tuple[str, str]:
+    """`tile_op_kind` for an op that must be a tile op."""
+    kind = tile_op_kind(op)
+    if kind is None:
+        raise CompileError(f"{describe(op)}: cannot be part of a kernel's tile graph")
+    return kind
 
 
 def sfu_passes(fn: str, factor: int = 4) -> int:
@@ -86,6 +96,7 @@ def sfu_passes(fn: str, factor: int = 4) -> int:
 
 
 def rows_cols(value: SSAValue) -> tuple[int, int]:
+    """A tensor as rows x innermost columns (the row-sticked view)."""
     assert isinstance(value.type, TensorType)
     shape = list(value.type.get_shape()) or [1]
     return math.prod(shape[:-1]), shape[-1]

@@ -30,16 +30,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.dialects.spyre import (
-    BINARY_OPS,
-    UNARY_OPS,
     AttentionOp,
-    CastOp,
     ExpandRowsOp,
     KernelOp,
     MatmulOp,
@@ -47,35 +44,18 @@ from spyrec.dialects.spyre import (
     ReshapeOp,
     YieldOp,
 )
-from spyrec.passes.kernel_analysis import foldable_reads, foldable_writes
-
-
-def is_elementwise(op: Operation) -> bool:
-    """Tile ops a kernel body evaluates on the SFU: elementwise, scalar, reductions, casts."""
-    if isinstance(op, CastOp):
-        return True
-    short = op.name.removeprefix("spyre.")
-    return op.name.startswith("spyre.") and (
-        short in UNARY_OPS or short in BINARY_OPS or short.endswith("_scalar")
-        or short.startswith("reduce_"))
+from spyrec.passes.kernel_analysis import (
+    classify,
+    foldable_reads,
+    foldable_writes,
+    rows_cols,
+    tile_op_kind,
+)
 
 
 def is_compute(op: Operation) -> bool:
-    return isinstance(op, (MatmulOp, AttentionOp, PermuteRowsOp, ExpandRowsOp)) or is_elementwise(op)
+    return isinstance(op, (MatmulOp, AttentionOp, PermuteRowsOp, ExpandRowsOp)) or tile_op_kind(op) is not None
 
-
-def rows_cols(value: SSAValue) -> tuple[int, int]:
-    """A tensor as rows x innermost columns (the row-sticked view)."""
-    assert isinstance(value.type, TensorType)
-    shape = list(value.type.get_shape()) or [1]
-    return math.prod(shape[:-1]), shape[-1]
-
-
-def fits(value: SSAValue, full: tuple[int, int]) -> bool:
-    """Whether `value` is the kernel's full tile, one row of it, or one column of it."""
-    rows, cols = rows_cols(value)
-    m, n = full
-    return (rows, cols) in ((m, n), (1, n), (m, 1)) or (rows * cols == n and rows == 1)
 
 
 @dataclass(eq=False)
@@ -163,7 +143,7 @@ class SpyreFuse(ModulePass):
 
 def _can_join(op: Operation, group: _Group, group_of: dict[Operation, _Group]) -> bool:
     """`op` may join `group` without creating a cycle and with a compatible tile shape."""
-    if not all(fits(v, group.full) for v in [*op.operands, *op.results]):
+    if any(classify(v, group.full) is None for v in [*op.operands, *op.results]):
         return False
     for operand in op.operands:
         root = _root(operand)
