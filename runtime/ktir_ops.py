@@ -133,6 +133,9 @@ def element_type(value_type: Attribute) -> Attribute:
 def finish(value: Any, result_type: Attribute) -> Any:
     """`value` as the interpreter represents a value of `result_type`."""
     if isinstance(result_type, IndexType):
+        if isinstance(value, np.ndarray) and value.ndim:
+            # index arithmetic inside a generic body runs over the whole iteration space
+            return value.astype(np.int64, copy=False)
         return int(value)
     dtype = numpy_dtype(element_type(result_type))
     if isinstance(result_type, TensorType | VectorType):
