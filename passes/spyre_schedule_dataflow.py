@@ -19,6 +19,7 @@ core's LX.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -392,8 +393,42 @@ def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
     programs = {}
     for y in range(gn):
         for x in range(gm):
-            programs[y * gm + x] = _CoreInterpreter(fn, (x, y), args).run()
+            programs[y * gm + x] = prefetch_order(_CoreInterpreter(fn, (x, y), args).run())
     return programs
+
+
+def prefetch_order(program: list[Instr]) -> list[Instr]:
+    """Reorder a core's program so each load is issued as soon as its dependences allow.
+
+    Engines execute their instructions in program order, so in the order the kernel was
+    unrolled the next tile's loads queue behind this tile's store on the DMA engine, which
+    waits for this tile's epilogue: no overlap. A topological order that always prefers a
+    ready load (then the original order) issues loads ahead; the ping-pong slots bound how
+    far ahead, through the write-after-read dependences already recorded. Every dependence
+    is kept, so the meaning of the program is unchanged.
+    """
+    users: list[list[int]] = [[] for _ in program]
+    waiting = [len(instr.deps) for instr in program]
+    for index, instr in enumerate(program):
+        for dep in instr.deps:
+            users[dep].append(index)
+    ready = [(0 if instr.op == "dma.load" else 1, index)
+             for index, instr in enumerate(program) if not instr.deps]
+    heapq.heapify(ready)
+    position: dict[int, int] = {}
+    order: list[Instr] = []
+    while ready:
+        _, index = heapq.heappop(ready)
+        instr = program[index]
+        position[index] = len(order)
+        order.append(Instr(instr.op, instr.args, instr.unit,
+                           tuple(sorted(position[d] for d in instr.deps))))
+        for user in users[index]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, (0 if program[user].op == "dma.load" else 1, user))
+    assert len(order) == len(program), "dependences of a core's program form a cycle"
+    return order
 
 
 @dataclass(frozen=True)

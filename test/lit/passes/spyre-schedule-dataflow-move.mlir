@@ -21,14 +21,15 @@
 // Core 3 = (1, 1): runs 2 and 3 = (b 1, h 0) and (b 1, h 1), rows 8..15 of each. Run 2's
 // rows start at input row (1 * 16 + 8) * 2 + 0 = 48, byte 48 * 128 = 6144, every other row
 // (pitch 256); they land contiguously at output row 2 * 16 + 8 = 40, byte 8192 + 40 * 128 =
-// 13312 (the output follows the 2 * 16 * 2 * 128 = 8192-byte input). Loads alternate between two LX slots, so
-// the second load waits for nothing and each store only for its own load.
+// 13312 (the output follows the 2 * 16 * 2 * 128 = 8192-byte input). Loads alternate between
+// two LX slots, so the second load waits for nothing and is issued before the first store;
+// each store waits only for its own load.
 // CHECK: spyrecode.core attributes {id = 3 : i64}
 // CHECK-NEXT: spyrecode.dma_load {ddr = 6144 : i64, lx = 0 : i64, rows = 8 : i64, row_bytes = 128 : i64, ddr_pitch = 256 : i64, lx_pitch = 128 : i64, unit = 0 : i64, deps = array<i64>}
-// CHECK-NEXT: spyrecode.dma_store {lx = 0 : i64, ddr = 13312 : i64, rows = 8 : i64, row_bytes = 128 : i64, lx_pitch = 128 : i64, ddr_pitch = 128 : i64, unit = 0 : i64, deps = array<i64: 0>}
 // Run 3 = (b 1, h 1): input byte 6144 + 128 = 6272, output row 56 -> 8192 + 7168 = 15360.
 // CHECK-NEXT: spyrecode.dma_load {ddr = 6272 : i64, lx = 1024 : i64, rows = 8 : i64, {{.*}}ddr_pitch = 256 : i64, {{.*}}deps = array<i64>}
-// CHECK-NEXT: spyrecode.dma_store {lx = 1024 : i64, ddr = 15360 : i64, {{.*}}deps = array<i64: 2>}
+// CHECK-NEXT: spyrecode.dma_store {lx = 0 : i64, ddr = 13312 : i64, rows = 8 : i64, row_bytes = 128 : i64, lx_pitch = 128 : i64, ddr_pitch = 128 : i64, unit = 0 : i64, deps = array<i64: 0>}
+// CHECK-NEXT: spyrecode.dma_store {lx = 1024 : i64, ddr = 15360 : i64, {{.*}}deps = array<i64: 1>}
 // CHECK-NEXT: }
 builtin.module {
   func.func @forward(%q: tensor<2x16x2x64xf16> {spyre.layout = {stick_dim = 3 : i64, padded_shape = array<i64: 2, 16, 2, 64>, device_dtype = "dl16", pad = "zero"}}) -> tensor<2x2x16x64xf16> {
