@@ -188,7 +188,8 @@ class Profile:
 
     def trace_events(self) -> list[dict[str, Any]]:
         """Chrome trace-event dicts (Perfetto / chrome://tracing): a process per core with a
-        thread per engine track, plus a "kernels" process with one slice per kernel."""
+        thread per engine track, plus a "kernels" process with one slice per kernel and an
+        "LX bytes" counter of each kernel's LX footprint while it runs."""
         us = self.target.cycles_to_us
         out: list[dict[str, Any]] = [
             {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "kernels"}},
@@ -197,6 +198,12 @@ class Profile:
         for kernel in self.kernels:
             out.append({"ph": "X", "name": kernel.name, "pid": 0, "tid": 0,
                         "ts": us(kernel.start_cycle), "dur": us(kernel.cycles)})
+            # LX occupancy counter: the kernel's footprint (highest LX byte any core touches)
+            # while it runs, zero between kernels
+            out.append({"ph": "C", "name": "LX bytes", "pid": 0, "ts": us(kernel.start_cycle),
+                        "args": {"footprint": kernel.lx_peak_bytes}})
+            out.append({"ph": "C", "name": "LX bytes", "pid": 0,
+                        "ts": us(kernel.start_cycle + kernel.cycles), "args": {"footprint": 0}})
         tids = {name: tid for tid, name in enumerate(track_names(self.target))}
         for event in self.events():
             pid = event.core + 1

@@ -141,6 +141,8 @@ def test_profile_trace_and_json(spyrec_cli, cli_env, mlp_pt2, tmp_path):
     slices = [e for e in events if e.get("ph") == "X"]
     assert slices and all(e["dur"] >= 0 for e in slices)
     assert {e["name"] for e in slices} >= {"dma.load", "pt.matmul", "dma.store"}
+    counters = [e for e in events if e.get("ph") == "C" and e["name"] == "LX bytes"]
+    assert max(e["args"]["footprint"] for e in counters) > 0
     full = json.loads(_run(spyrec_cli, cli_env, "profile", str(binary), "--json").stdout)
     timing = json.loads(_run(spyrec_cli, cli_env, "profile", str(binary), "--json",
                              "--mode", "timing").stdout)
