@@ -23,6 +23,7 @@ from spyrec.dialects.ktdp_affine import (
     box_extents,
     parse_ssa_affine_map,
     print_ssa_affine_expr,
+    print_symbols_and_attrs,
     shape_str,
     verify_tile_extents,
 )
@@ -389,14 +390,9 @@ class ConstructAccessTileOp(IRDLOperation):
                 self.base_map.data.results,
                 lambda expr: print_ssa_affine_expr(printer, expr, self.indices),
             )
-        if self.symbols:
-            printer.print_string(" symbols")
-            with printer.in_parens():
-                printer.print_list(self.symbols, printer.print_ssa_value)
-        printer.print_string(" ")
-        printer.print_attr_dict(
-            {name: self.properties[name] for name in self.PRINTED_PROPERTIES} | self.attributes
-        )
+        print_symbols_and_attrs(
+            printer, self.symbols,
+            {name: self.properties[name] for name in self.PRINTED_PROPERTIES}, self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.base.type)
         printer.print_string(" -> ")

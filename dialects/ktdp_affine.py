@@ -337,3 +337,14 @@ def verify_tile_extents(
                 f"access tile dim {position} is {actual} but {set_name} spans {extent} there "
                 f"(set extents {shape_str(set_shape)} permuted by the order)"
             )
+
+
+def print_symbols_and_attrs(printer: Printer, symbols: Sequence[SSAValue],
+                            props: dict[str, Any], attributes: dict[str, Any]) -> None:
+    """The ` symbols(%n, ...) {attrs}` tail the access-tile ops share."""
+    if symbols:
+        printer.print_string(" symbols")
+        with printer.in_parens():
+            printer.print_list(symbols, printer.print_ssa_value)
+    printer.print_string(" ")
+    printer.print_attr_dict(props | attributes)

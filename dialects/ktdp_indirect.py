@@ -14,6 +14,7 @@ from typing import ClassVar, cast
 from spyrec.dialects.ktdp_affine import (
     parse_ssa_affine_expr,
     print_ssa_affine_expr,
+    print_symbols_and_attrs,
     verify_tile_extents,
 )
 from spyrec.dialects.ktdp_types import AccessTileType, parse_ktdp_type
@@ -291,14 +292,9 @@ class ConstructIndirectAccessTileOp(IRDLOperation):
                 zip(self.subscript_kinds, self.per_dim_subscript_maps, strict=True),
                 print_subscript,
             )
-        if self.symbol_operands:
-            printer.print_string(" symbols")
-            with printer.in_parens():
-                printer.print_list(self.symbol_operands, printer.print_ssa_value)
-        printer.print_string(" ")
-        printer.print_attr_dict(
-            {name: self.properties[name] for name in self.PRINTED_PROPERTIES} | self.attributes
-        )
+        print_symbols_and_attrs(
+            printer, self.symbol_operands,
+            {name: self.properties[name] for name in self.PRINTED_PROPERTIES}, self.attributes)
         printer.print_string(" : ")
         printer.print_list(
             [self.base.type, *(view.type for view in self.indirect_memrefs)],

@@ -91,8 +91,19 @@ def _parse_result_types(parser: Parser) -> list[Attribute]:
     return parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
 
 
+class _RegionYieldOp(IRDLOperation):
+    """Base of the terminators of inter-tile regions: a list of tensors."""
+
+    values = var_operand_def(TensorType)
+
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[values])
+
+
 @irdl_op_definition
-class YieldPartialOp(IRDLOperation):
+class YieldPartialOp(_RegionYieldOp):
     """Ends a produce region, naming this tile's contribution for each partial role.
 
     ktdp.yield_partial %p : tensor<1x64xf16>
@@ -100,18 +111,11 @@ class YieldPartialOp(IRDLOperation):
 
     name = "ktdp.yield_partial"
 
-    values = var_operand_def(TensorType)
-
-    assembly_format = "($values^ `:` type($values))? attr-dict"
-
     traits = lazy_traits_def(lambda: (IsTerminator(), Pure(), HasParent(InterTileProduceOp)))
-
-    def __init__(self, values: Sequence[SSAValue]):
-        super().__init__(operands=[values])
 
 
 @irdl_op_definition
-class YieldReducedOp(IRDLOperation):
+class YieldReducedOp(_RegionYieldOp):
     """Ends a reduce combiner, yielding the combined value of each partial role.
 
     ktdp.yield_reduced %sum : tensor<1x64xf16>
@@ -119,14 +123,7 @@ class YieldReducedOp(IRDLOperation):
 
     name = "ktdp.yield_reduced"
 
-    values = var_operand_def(TensorType)
-
-    assembly_format = "($values^ `:` type($values))? attr-dict"
-
     traits = lazy_traits_def(lambda: (IsTerminator(), Pure(), HasParent(InterTileReduceOp)))
-
-    def __init__(self, values: Sequence[SSAValue]):
-        super().__init__(operands=[values])
 
 
 @irdl_op_definition
