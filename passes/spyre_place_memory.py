@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import LoadOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
+from spyrec.passes.ktir_tiles import tile_dims
 from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
@@ -60,12 +61,9 @@ def tile_bytes(value: SSAValue, target: SpyreTarget) -> int:
     """LX bytes of a tile: each row starts on a stick (a one-column tile takes a stick a row)."""
     ttype = value.type
     assert isinstance(ttype, TensorType)
-    shape = list(ttype.get_shape()) or [1]
-    row = round_up(shape[-1] * DEVICE_ITEMSIZE[DEVICE_DTYPE[str(ttype.element_type)]],
+    rows, cols = tile_dims(value)
+    row = round_up(cols * DEVICE_ITEMSIZE[DEVICE_DTYPE[str(ttype.element_type)]],
                    target.stick_bytes)
-    rows = 1
-    for d in shape[:-1]:
-        rows *= d
     return rows * row
 
 

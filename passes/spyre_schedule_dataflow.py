@@ -20,6 +20,7 @@ core's LX.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
@@ -50,6 +52,7 @@ from spyrec.dialects.ktdp import (
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
+from spyrec.passes.ktir_tiles import tile_dims
 from spyrec.runtime.isa import BinaryFn, DType, Instr, ReduceFn, UnaryFn, f32_bits
 
 DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32}
@@ -65,13 +68,15 @@ class View:
     base: int  # byte address of element (0, 0)
     strides: tuple[int, ...]  # in elements
     itemsize: int
+    sizes: tuple[int, ...] = ()
 
 
 @dataclass
 class Tile:
     view: View
     origin: tuple[int, ...]
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # the block in view coordinates
+    transposed: bool = False  # read through the order (d1, d0): LX holds the block as stored
 
     @property
     def addr(self) -> int:
@@ -87,6 +92,7 @@ class LxTensor:
     shape: tuple[int, ...]
     dtype: DType
     zero: bool = False  # produced by linalg.fill 0, not yet written by an instruction
+    transposed: bool = False  # holds the transpose of its value (a transposing load)
 
     @property
     def pitch(self) -> int:
@@ -165,7 +171,7 @@ class _CoreInterpreter:
         for op in ops:
             if isinstance(op, scf.YieldOp):
                 return [self.env[v] for v in op.operands]
-            handler = HANDLERS.get(type(op))
+            handler = HANDLERS_BY_NAME.get(op.name)
             if handler is None:
                 raise CompileError(f"kernel @{self.fn.sym_name.data}: spyre-schedule-dataflow "
                                    f"cannot schedule {op.name}")
@@ -186,7 +192,11 @@ class _CoreInterpreter:
     def lx_tensor(self, value: SSAValue, addr: int) -> LxTensor:
         ttype = value.type
         assert isinstance(ttype, TensorType)
-        return LxTensor(addr, tuple(ttype.get_shape()), DTYPES[str(ttype.element_type)])
+        return LxTensor(addr, tile_dims(value), DTYPES[str(ttype.element_type)])
+
+    def error(self, op: Operation, what: str) -> CompileError:
+        return CompileError(f"kernel @{self.fn.sym_name.data}, core {self.core}: {op.name}: "
+                            f"{what}")
 
 
 def _constant(it: _CoreInterpreter, op: arith.ConstantOp) -> None:
@@ -210,24 +220,61 @@ def _view(it: _CoreInterpreter, op: ConstructMemoryViewOp) -> None:
     assert isinstance(mtype, MemRefType)
     itemsize = DTYPES[str(mtype.element_type)].itemsize
     strides = tuple(int(s) for s in op.static_strides.get_values())
-    it.env[op.result] = View(int(it.env[op.offset]), strides, itemsize)  # type: ignore[arg-type]
+    sizes = tuple(int(s) for s in op.static_sizes.get_values())
+    it.env[op.result] = View(int(it.env[op.offset]), strides, itemsize, sizes)  # type: ignore[arg-type]
 
 
 def _access_tile(it: _CoreInterpreter, op: ConstructAccessTileOp) -> None:
     indices = [it.env[v] for v in op.indices]
     origin = op.base_map.data.eval(indices, [])  # type: ignore[arg-type]
     shape = tuple(op.result.type.get_shape())
-    it.env[op.result] = Tile(it.env[op.base], tuple(origin), shape)  # type: ignore[arg-type]
+    order = op.access_tile_order.data
+    transposed = False
+    if order != AffineMap.identity(len(shape)):
+        swap = AffineMap(2, 0, (AffineExpr.dimension(1), AffineExpr.dimension(0)))
+        if order != swap:
+            raise it.error(op, f"access_tile_order {order} has no DMA mapping (identity or a "
+                           "2-D transpose feeding a matmul only)")
+        shape, transposed = (shape[1], shape[0]), True
+    it.env[op.result] = Tile(it.env[op.base], tuple(origin), shape, transposed)  # type: ignore[arg-type]
+
+
+def _dma_geometry(it: _CoreInterpreter, op: Operation, tile: Tile,
+                  store: bool) -> tuple[int, int, int]:
+    """(rows, row_bytes, ddr_pitch) of the DMA moving `tile`: its leading dims merged into
+    rows a constant pitch apart, each row whole sticks; refused when that is not exact."""
+    view, shape = tile.view, tile.shape
+    strides = view.strides
+    if strides[-1] != 1:
+        raise it.error(op, "the view's last dim is strided; DMA moves contiguous rows")
+    for i in range(len(shape) - 2):
+        if strides[i] != strides[i + 1] * shape[i + 1]:
+            raise it.error(op, f"tile {list(shape)} does not flatten to evenly spaced rows of "
+                           f"the view (strides {list(strides)})")
+    rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
+    cols = shape[-1]
+    row_bytes = _stick_bytes(cols * view.itemsize)
+    pitch = strides[-2] * view.itemsize if len(shape) > 1 else row_bytes
+    if tile.addr % STICK or (rows > 1 and pitch % STICK):
+        raise it.error(op, f"the tile at {list(tile.origin)} starts {tile.addr % STICK} B into "
+                       f"a stick (row pitch {pitch} B); DMA moves 128-byte aligned sticks")
+    # the compiler's own views are stick-padded, so a partial last stick is padding; a
+    # hand-written kernel's views (`spyre.dense_views`) are dense: its neighbours are data
+    if store and cols * view.itemsize % STICK and "spyre.dense_views" in it.fn.attributes \
+            and tile.origin[-1] + cols < view.sizes[-1]:
+        raise it.error(op, f"a store of {cols} columns at column {tile.origin[-1]} would "
+                       "overwrite the rest of its stick; DMA writes whole sticks")
+    return rows, row_bytes, pitch
 
 
 def _load(it: _CoreInterpreter, op: LoadOp) -> None:
     tile = it.env[op.tile]
     assert isinstance(tile, Tile)
     lx = it.lx_tensor(op.results[0], it.slot(op))
-    rows, cols = tile.shape[0], tile.shape[-1]
+    lx.transposed = tile.transposed
+    rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=False)
     it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
-                   row_bytes=_stick_bytes(cols * tile.view.itemsize),
-                   ddr_pitch=tile.view.strides[0] * tile.view.itemsize, lx_pitch=lx.pitch)
+                   row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
     it.env[op.results[0]] = lx
 
 
@@ -235,10 +282,16 @@ def _store(it: _CoreInterpreter, op: StoreOp) -> None:
     tile = it.env[op.tile]
     src = it.env[op.value]
     assert isinstance(tile, Tile) and isinstance(src, LxTensor)
-    rows, cols = tile.shape[0], tile.shape[-1]
+    if tile.transposed or src.transposed:
+        raise it.error(op, "a store through a transposing tile order has no DMA mapping")
+    block = (math.prod(tile.shape[:-1]), tile.shape[-1])
+    if block != src.shape:
+        raise it.error(op, f"the {src.shape[0]}x{src.shape[1]} LX tile does not match the "
+                       f"{block[0]}x{block[1]} block it is stored to (a per-row column "
+                       "stored as a row needs a transpose the compiler does not insert)")
+    rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=True)
     it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
-                   row_bytes=_stick_bytes(cols * tile.view.itemsize), lx_pitch=src.pitch,
-                   ddr_pitch=tile.view.strides[0] * tile.view.itemsize)
+                   row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
 
 
 def _stick_bytes(nbytes: int) -> int:
@@ -263,6 +316,10 @@ def _generic(it: _CoreInterpreter, op: linalg.GenericOp) -> None:
         a, b = ins
         acc = it.env[op.outputs[0]]
         assert isinstance(a, LxTensor) and isinstance(b, LxTensor) and isinstance(acc, LxTensor)
+        if a.transposed:
+            raise it.error(op, "its A operand was loaded transposed; the PT reads A as stored")
+        if b.transposed:  # B^T in LX as stored: the PT reads it row by row
+            fn = "matmul_nt" if fn == "matmul" else "matmul"
         m, k = a.shape
         n = b.shape[1] if fn == "matmul" else b.shape[0]  # matmul_nt: B is [n, k]
         halves = row_halves(m)
@@ -300,6 +357,10 @@ def _sfu(it: _CoreInterpreter, op: linalg.GenericOp, fn: str, ins: list[object],
     def keys(t: LxTensor) -> list[Key]:
         return part(t, half, halves) if t.shape[0] > 1 else whole(t)
 
+    for t in srcs:
+        if t.zero:
+            raise it.error(op, "it reads a linalg.fill that no instruction has written; zero "
+                           "fills only start matmul accumulations")
     src = srcs[0]
     common = dict(rows=count, src_pitch=src.pitch, src_dtype=src.dtype, unit=half, **dst)
     if fn == "causal_mask":
@@ -383,6 +444,8 @@ HANDLERS: dict[type, Callable] = {
     tensor.EmptyOp: _noop,
     func.ReturnOp: _noop,
 }
+# by op name: spyrec's extended standard dialects define their own classes for some names
+HANDLERS_BY_NAME: dict[str, Callable] = {cls.name: h for cls, h in HANDLERS.items()}  # type: ignore[attr-defined]
 
 
 def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
@@ -445,6 +508,9 @@ class SpyreScheduleDataflow(ModulePass):
             fn = kernels[name]
             args = [addr_of(v) for v in launch.operands] + [
                 a.value.data for a in launch.attributes["spyre.addr"].data]  # type: ignore[attr-defined]
+            order = launch.attributes.get("spyre.kernel_args")
+            if isinstance(order, DenseArrayBase):  # hand-written KTIR: its own argument order
+                args = [args[i] for i in order.get_values()]
             programs = schedule_kernel(fn, args)
             program = program_from_instrs(name, programs, len(programs))
             for key in ("spyre.cost", "spyre.decisions"):

@@ -62,15 +62,18 @@ def _stage_printer() -> Callable[[str, float], None]:
 @click.option("--emit", type=click.Choice(STAGE_NAMES), default="binary",
               help="Stop after this stage and print its IR (binary: write the .spyre).")
 @click.option("--print-ir-after-all", is_flag=True, help="Print the IR after every pass.")
-def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool) -> None:  # noqa: A001
-    """Compile MODEL (a .pt2 from torch.export.save) to a .spyre binary."""
+@click.option("--function", help="KTIR input (.mlir): the kernel to compile (if several).")
+def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,  # noqa: A001
+            function: str | None) -> None:
+    """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
+    to a .spyre binary."""
     from spyrec.driver import compile_program, module_text
 
     if emit == "binary" and output is None:
         output = model.with_suffix(".spyre")
     result = compile_program(model, output if emit == "binary" else None, stop_after=emit,
                              print_ir=sys.stdout if print_ir_after_all else None,
-                             on_stage=_stage_printer())
+                             on_stage=_stage_printer(), function=function)
     if emit != "binary":
         if not print_ir_after_all:
             click.echo(module_text(result.module), nl=False)

@@ -23,7 +23,7 @@ from xdsl.printer import Printer
 
 from spyrec.diagnostics import PassFailure, SpyrecError
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
-from spyrec.pipelines import DEFAULT_PIPELINE
+from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE
 from spyrec.registry import DIALECTS, PASSES
 from spyrec.runtime.container import SpyreBinary, write_spyre
 
@@ -76,15 +76,25 @@ def compile_program(
     stop_after: str = "binary",
     print_ir: TextIO | None = None,
     on_stage: Callable[[str, float], None] | None = None,
+    function: str | None = None,
 ) -> CompileResult:
-    """Compile `program` (an ExportedProgram or a .pt2 path); write `output` if given."""
+    """Compile `program` (an ExportedProgram, a .pt2 path, or a hand-written KTIR .mlir
+    whose kernel `function` is compiled); write `output` if given."""
     times: dict[str, float] = {}
     start = time.perf_counter()
     source = "<memory>"
-    if not isinstance(program, torch.export.ExportedProgram):
+    pipeline = DEFAULT_PIPELINE
+    if isinstance(program, (str, Path)) and Path(program).suffix == ".mlir":
+        from spyrec.frontend.ktir_input import import_ktir
+
         source = str(program)
-        program = load_program(program)
-    imported = import_program(program, source)
+        imported = import_ktir(program, function)
+        pipeline = KTIR_PIPELINE
+    else:
+        if not isinstance(program, torch.export.ExportedProgram):
+            source = str(program)
+            program = load_program(program)
+        imported = import_program(program, source)
     times["frontend"] = time.perf_counter() - start
     if on_stage:
         on_stage("frontend", times["frontend"])
@@ -92,7 +102,7 @@ def compile_program(
     ctx = make_context()
     if print_ir is not None:
         print_ir.write(f"// -----// IR after frontend //----- //\n{module_text(module)}")
-    for stage in DEFAULT_PIPELINE:
+    for stage in pipeline:
         start = time.perf_counter()
         for name in stage.passes:
             _run_pass(name, module, ctx)
@@ -101,7 +111,7 @@ def compile_program(
         times[stage.name] = time.perf_counter() - start
         if on_stage:
             on_stage(stage.name, times[stage.name])
-        if stage.name == stop_after:
+        if stage.name == stop_after or (stop_after == "graph" and pipeline is KTIR_PIPELINE):
             return CompileResult(module, imported, None, times)
     from spyrec.passes.spyre_emit_spyrecode import build_binary
 

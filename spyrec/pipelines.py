@@ -26,6 +26,13 @@ DEFAULT_PIPELINE: tuple[Stage, ...] = (
           "spyrecode dialect: per-core DMA / PT / SFU instruction streams"),
 )
 
+# Hand-written KTIR enters at the KTIR stage: engine selection, then the back end.
+KTIR_PIPELINE: tuple[Stage, ...] = (
+    Stage("ktir", ("spyre-legalize-ktir", "spyre-place-memory"),
+          "the KTIR kernel with its ops mapped to Spyre engines, LPDDR and LX placement"),
+    DEFAULT_PIPELINE[-1],
+)
+
 STAGE_NAMES = tuple(s.name for s in DEFAULT_PIPELINE) + ("binary",)
 
 

@@ -44,6 +44,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "spyre-partition-cores": _pass("spyrec.passes.spyre_partition_cores", "SpyrePartitionCores"),
     "spyre-tile": _pass("spyrec.passes.spyre_tile", "SpyreTile"),
     "convert-spyre-to-ktir": _pass("spyrec.passes.convert_spyre_to_ktir", "ConvertSpyreToKtir"),
+    "spyre-legalize-ktir": _pass("spyrec.passes.spyre_legalize_ktir", "SpyreLegalizeKtir"),
     "spyre-place-memory": _pass("spyrec.passes.spyre_place_memory", "SpyrePlaceMemory"),
     "spyre-schedule-dataflow": _pass(
         "spyrec.passes.spyre_schedule_dataflow", "SpyreScheduleDataflow"

@@ -59,11 +59,10 @@ def test_print_ir_after_all_names_every_pass(spyrec_cli, cli_env, mlp_pt2, tmp_p
     res = _run(spyrec_cli, cli_env, "compile", str(mlp_pt2), "-o", str(tmp_path / "m.spyre"),
                "--print-ir-after-all")
     assert res.returncode == 0, res.stderr
-    from spyrec.registry import PASSES
+    from spyrec.pipelines import DEFAULT_PIPELINE
 
-    for name in PASSES:
-        if name != "spyre-emit-spyrecode":
-            assert f"IR after {name} " in res.stdout
+    for name in (p for stage in DEFAULT_PIPELINE for p in stage.passes):
+        assert f"IR after {name} " in res.stdout
 
 
 def test_missing_file(spyrec_cli, cli_env, tmp_path):

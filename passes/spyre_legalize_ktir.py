@@ -1,0 +1,513 @@
+"""spyre-legalize-ktir: engine selection for hand-written KTIR.
+
+Expects: KTIR kernels (`func.func` with a `grid`) as people write them: tensor-level
+`arith`/`math` ops, `linalg.generic` with bodies of several scalar ops and broadcasting
+indexing maps, `linalg.reduce` (region or short form), `linalg.matmul`, `linalg.broadcast`,
+`tensor.splat` / `linalg.fill` constants, `arith.extf` / `arith.truncf` casts, `scf.for`
+with `iter_args`. Guarantees: every tensor computation is a `linalg.generic` tagged with
+the Spyre engine operation it is (`spyre.fn`: an SFU unary, binary, scalar or row
+reduction, a PT matmul) — the form convert-spyre-to-ktir produces and
+spyre-place-memory / spyre-schedule-dataflow take — with the same meaning, so the KTIR
+interpreter gives the same results before and after. Decisions:
+
+- a generic body of n scalar ops becomes n single-op generics, one SFU instruction each;
+  body constants and splat tensors become the immediate of an `sfu.scalar`;
+- a broadcasting indexing map becomes the SFU's row broadcast (a map onto the last dim)
+  or per-row broadcast (a map dropping the last dim); `linalg.broadcast` is folded into its
+  users' maps;
+- `spyre.tile = [rows, cols]` records the 2-D LX shape of every result the SFU sees as
+  2-D: a row reduction's rank-1 result is a column (one value per stick);
+- a reduction starts from a fresh fill of its identity (the SFU reduce writes, it does not
+  accumulate) and is combined with a non-identity init by one more SFU op;
+- a `linalg.fill` shared by several matmuls is cloned per matmul, because each matmul
+  accumulates in place in its init's LX slot;
+- `spyre.cost` gets the kernel's FLOPs and least off-chip bytes for the roofline.
+
+Anything else on tensors (index-dependent bodies, selects, slices, reshapes, inter-tile
+communication, indirect tiles) is refused with an error that names the op.
+
+    %s = arith.addf %a, %b : tensor<128xf32>                                   // before
+    %s = linalg.generic {...} ins(%a, %b ...) outs(%e ...) {spyre.fn = "add"}  // after
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, math, scf, tensor
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f32,
+    i64,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+
+from spyrec.diagnostics import CompileError
+from spyrec.dialects.ktdp import ConstructMemoryViewOp
+from spyrec.passes.ktir_tiles import default_tile_dims, tile_dims
+
+BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.divf": "div",
+          "arith.maximumf": "maximum", "arith.maxnumf": "maximum",
+          "arith.minimumf": "minimum", "arith.minnumf": "minimum"}
+UNARY = {"math.exp": "exp", "math.rsqrt": "rsqrt", "math.sqrt": "sqrt", "math.tanh": "tanh",
+         "math.absf": "abs", "arith.negf": "neg"}
+CASTS = ("arith.extf", "arith.truncf")
+REDUCE = {"add": ("sum", 0.0), "maximum": ("max", float("-inf")),
+          "minimum": ("min", float("inf"))}
+COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
+
+_BINARY_OPS: dict[str, Callable[[SSAValue, SSAValue], Operation]] = {
+    "add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp, "div": arith.DivfOp,
+    "maximum": arith.MaximumfOp, "minimum": arith.MinimumfOp,
+}
+_UNARY_OPS: dict[str, Callable[[SSAValue], Operation]] = {
+    "exp": math.ExpOp, "rsqrt": math.RsqrtOp, "sqrt": math.SqrtOp, "tanh": math.TanhOp,
+    "abs": math.AbsFOp, "neg": arith.NegfOp,
+}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A tensor operand over an iteration space: the value and its indexing map."""
+
+    value: SSAValue
+    map: AffineMap
+
+
+Operand = Arg | float  # a tensor, or a scalar (a constant, an immediate on the SFU)
+
+
+def _tensor_type(value: SSAValue) -> TensorType | None:
+    return value.type if isinstance(value.type, TensorType) else None
+
+
+class _Kernel:
+    """Rewrites one kernel's tensor computations into tagged single-op generics."""
+
+    def __init__(self, fn: func.FuncOp):
+        self.fn = fn
+        self.name = fn.sym_name.data
+        self.scalars: dict[SSAValue, float] = {}
+        self.broadcasts: dict[SSAValue, Arg] = {}  # result -> source with its map
+
+    def error(self, op: Operation, what: str) -> CompileError:
+        results = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
+        named = f" ({results})" if results else ""
+        return CompileError(f"kernel @{self.name}: {op.name}{named}: {what}")
+
+    # -- walking ----------------------------------------------------------------------
+    def run(self) -> None:
+        self.block(self.fn.body.block)
+        self.cleanup()
+
+    def block(self, block: Block) -> None:
+        for op in list(block.ops):
+            if isinstance(op, scf.ForOp):
+                self.block(op.body.block)
+            elif "spyre.fn" in op.attributes:
+                continue
+            elif op.name in BINARY or op.name in UNARY or op.name in CASTS:
+                if _tensor_type(op.results[0]) is not None:
+                    self.replace(op, [self.scalar_op(op, op.name, [
+                        self.operand(v, op, len(_shape(op.results[0])))
+                        for v in op.operands], op.results[0].type, op)])
+            elif isinstance(op, tensor.SplatOp):
+                self.scalars[op.result] = self.constant(op.input, op)
+            elif isinstance(op, linalg.FillOp):
+                self.scalars[op.results[0]] = self.constant(op.inputs[0], op)
+            elif isinstance(op, linalg.BroadcastOp):
+                self.broadcast(op)
+            elif isinstance(op, linalg.GenericOp):
+                self.generic(op)
+            elif op.name == "linalg.reduce":
+                self.reduce(op)
+            elif isinstance(op, linalg.MatmulOp):
+                self.matmul(op, op.inputs[0], op.inputs[1], op.outputs[0])
+            elif op.name.startswith("ktdp.inter_tile") or op.name in (
+                    "ktdp.construct_indirect_access_tile", "ktdp.construct_distributed_memory_view",
+                    "ktdp.runtime_arg_extract"):
+                raise self.error(op, "the compiler does not take this op yet; run the kernel in "
+                                 "the KTIR interpreter (spyrec run kernel.mlir --function ...)")
+            elif any(_tensor_type(r) is not None for r in op.results) and not isinstance(
+                    op, (tensor.EmptyOp,)) and not op.name.startswith("ktdp."):
+                raise self.error(op, "no Spyre engine operation implements this tensor op yet")
+
+    def cleanup(self) -> None:
+        """Erase the constants and broadcasts folded into their users."""
+        dead = [op for op in self.fn.walk()
+                if isinstance(op, (tensor.SplatOp, linalg.FillOp, linalg.BroadcastOp))
+                and "spyre.tile" not in op.attributes]
+        for op in reversed(dead):
+            if isinstance(op, linalg.FillOp) and self.scalars.get(op.results[0]) == 0.0:
+                if op.results[0].uses:  # a zero accumulator carried by a loop: stays in LX
+                    continue
+            if any(r.uses for r in op.results):
+                user = next(iter(op.results[0].uses)).operation
+                raise self.error(op, f"its value is used by {user.name}, which needs it in LX; "
+                                 "constants and broadcasts can only feed elementwise ops, "
+                                 "reductions and matmul accumulators")
+            _erase(op)
+        for op in reversed(list(self.fn.walk())):
+            if isinstance(op, tensor.EmptyOp) and not op.tensor.uses:
+                _erase(op)
+
+    # -- operands ---------------------------------------------------------------------
+    def constant(self, value: SSAValue, op: Operation) -> float:
+        owner = value.owner
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
+            return float(owner.value.value.data)
+        raise self.error(op, f"%{value.name_hint} is not a float constant; the SFU takes "
+                         "scalar operands as immediates")
+
+    def operand(self, value: SSAValue, op: Operation, rank: int,
+                through: AffineMap | None = None) -> Operand:
+        """`value` as an operand over a `rank`-d iteration space (`through` its map)."""
+        through = through or AffineMap.identity(rank)
+        if value in self.scalars:
+            return self.scalars[value]
+        if value in self.broadcasts:
+            source = self.broadcasts[value]
+            return Arg(source.value, source.map.compose(through))
+        if _tensor_type(value) is None:
+            return self.constant(value, op)
+        return Arg(value, through)
+
+    def broadcast(self, op: linalg.BroadcastOp) -> None:
+        result = op.results[0]
+        rank = len(_shape(result))
+        added = set(op.dimensions.get_values())
+        kept = tuple(AffineExpr.dimension(i) for i in range(rank) if i not in added)
+        source = self.operand(op.operands[0], op, rank, AffineMap(rank, 0, kept))
+        if isinstance(source, float):
+            self.scalars[result] = source
+        else:
+            self.broadcasts[result] = source
+
+    # -- building ---------------------------------------------------------------------
+    def scalar_op(self, op: Operation, name: str, operands: list[Operand],
+                  result_type: Attribute, before: Operation) -> SSAValue:
+        """One SFU operation `name` (an arith/math op name) on `operands`."""
+        assert isinstance(result_type, TensorType)
+        shape = list(result_type.get_shape())
+        element = result_type.element_type
+        args = [o for o in operands if isinstance(o, Arg)]
+        if not args:
+            raise self.error(op, "every operand is a constant; fold it before the kernel")
+        build: Callable[..., SSAValue]
+        if name in CASTS:
+            fn, build = "copy", _cast(element)
+        elif name in UNARY:
+            fn = UNARY[name]
+            build = lambda b, x, f=_UNARY_OPS[fn]: b.insert(f(x)).results[0]  # noqa: E731
+        else:
+            fn = BINARY[name]
+            build = lambda b, x, y, f=_BINARY_OPS[fn]: b.insert(f(x, y)).results[0]  # noqa: E731
+        out_tile = self.result_tile(op, args, shape)
+        for arg in args:
+            self.check_broadcast(op, arg, out_tile, len(shape))
+        attrs: dict[str, Attribute] = {"spyre.fn": StringAttr(fn)}
+        scalars = [o for o in operands if isinstance(o, float)]
+        if scalars:
+            attrs["spyre.scalar"] = FloatAttr(scalars[0], f32)
+            if isinstance(operands[0], float) and fn not in COMMUTATIVE:
+                attrs["spyre.reverse"] = UnitAttr()
+
+        def body(b: Builder, block_args: tuple[SSAValue, ...]) -> SSAValue:
+            it = iter(block_args)
+            values = [next(it) if isinstance(o, Arg) else
+                      b.insert(arith.ConstantOp(FloatAttr(o, block_args[0].type))).result
+                      for o in operands]
+            return build(b, *values)
+
+        return self.generic_op(before, args, shape, element, body, attrs, out_tile)
+
+    def result_tile(self, op: Operation, args: list[Arg], shape: list[int]) -> tuple[int, int]:
+        for arg in args:
+            if arg.map == AffineMap.identity(len(shape)):
+                return tile_dims(arg.value)
+        if len(shape) < 2:
+            raise self.error(op, "a rank-1 result needs an operand of its own shape")
+        return default_tile_dims(shape)
+
+    def check_broadcast(self, op: Operation, arg: Arg, out: tuple[int, int], rank: int) -> None:
+        """The SFU broadcasts one row over all rows or one value per row along its row."""
+        rows, cols = out
+        dims = [e for e in arg.map.results]
+        identity = list(AffineMap.identity(rank).results)
+        if dims == identity:
+            expected = out
+        elif rank >= 2 and dims == identity[:-1]:
+            expected = (rows, 1)
+        elif rank >= 2 and dims == identity[-1:]:
+            expected = (1, cols)
+        else:
+            raise self.error(op, f"operand %{arg.value.name_hint} is read through {arg.map}; "
+                             "the SFU broadcasts along rows or columns only")
+        if tile_dims(arg.value) != expected:
+            raise self.error(op, f"operand %{arg.value.name_hint} is a {tile_dims(arg.value)} "
+                             f"tile read as {expected}; broadcasting it that way needs a "
+                             "transpose the compiler does not insert")
+
+    def generic_op(self, before: Operation, args: list[Arg], shape: list[int],
+                   element: Attribute, body: Callable[[Builder, tuple[SSAValue, ...]], SSAValue],
+                   attrs: dict[str, Attribute], tile: tuple[int, int],
+                   init: SSAValue | None = None,
+                   iterators: list[Attribute] | None = None,
+                   out_map: AffineMap | None = None) -> SSAValue:
+        b = Builder(InsertPoint.before(before))
+        rank = len(shape) if out_map is None else out_map.num_dims
+        result_type = TensorType(element, shape)
+        if init is None:
+            init = b.insert(tensor.EmptyOp([], result_type)).tensor
+        block = Block(arg_types=[_element(a.value) for a in args] + [element])
+        inner = Builder(InsertPoint.at_end(block))
+        inner.insert(linalg.YieldOp(body(inner, tuple(block.args))))
+        maps = [AffineMapAttr(a.map) for a in args] + [
+            AffineMapAttr(out_map or AffineMap.identity(rank))]
+        new = b.insert(linalg.GenericOp(
+            [a.value for a in args], [init], Region(block), maps,
+            iterators or [IteratorTypeAttr.parallel()] * rank, [result_type]))
+        new.attributes.update(attrs)
+        if tile != default_tile_dims(shape):
+            new.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(tile))
+        return new.results[0]
+
+    def fill(self, before: Operation, shape: list[int], value: float,
+             tile: tuple[int, int]) -> SSAValue:
+        b = Builder(InsertPoint.before(before))
+        ttype = TensorType(f32, shape)
+        empty = b.insert(tensor.EmptyOp([], ttype)).tensor
+        scalar = b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
+        op = b.insert(linalg.FillOp([scalar], [empty], [ttype]))
+        op.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(tile))
+        return op.results[0]
+
+    def replace(self, op: Operation, values: list[SSAValue]) -> None:
+        for old, new in zip(op.results, values, strict=True):
+            if new.name_hint is None:
+                new.name_hint = old.name_hint
+            old.replace_all_uses_with(new)
+        _erase(op)
+
+    # -- the op kinds -----------------------------------------------------------------
+    def generic(self, op: linalg.GenericOp) -> None:
+        """A parallel generic: one SFU op per scalar op of its body."""
+        if any(str(it.data) != "parallel" for it in op.iterator_types):
+            raise self.error(op, "a generic with reduction iterators has no engine mapping; "
+                             "write the reduction as linalg.reduce")
+        shape = _shape(op.outputs[0])
+        rank = len(shape)
+        maps = [m.data for m in op.indexing_maps]
+        block = op.body.block
+        env: dict[SSAValue, Operand] = {}
+        for arg, value, amap in zip(block.args, op.inputs, maps):
+            env[arg] = self.operand(value, op, rank, amap)
+        for out_arg in block.args[len(op.inputs):]:
+            if out_arg.uses:
+                raise self.error(op, "its body reads the output operand; only pure "
+                                 "elementwise bodies map to the SFU")
+        for inner in block.ops:
+            if isinstance(inner, linalg.YieldOp):
+                values = []
+                for y, result in zip(inner.operands, op.results):
+                    value = env.get(y)
+                    if value is None:
+                        value = self.operand(y, op, rank)  # a value from outside the body
+                    if not isinstance(value, Arg) or value.map != AffineMap.identity(rank):
+                        raise self.error(op, "its body yields a constant or a broadcast value; "
+                                         "the SFU writes whole tiles of computed values")
+                    if _element(value.value) != _element(result):
+                        value = Arg(self.scalar_op(op, "arith.extf", [value], result.type, op),
+                                    value.map)
+                    values.append(value.value)
+                self.replace(op, values)
+                return
+            if isinstance(inner, arith.ConstantOp):
+                env[inner.result] = self.constant(inner.result, inner)
+                continue
+            if inner.name not in BINARY and inner.name not in UNARY and inner.name not in CASTS:
+                raise self.error(op, f"its body holds {inner.name}, which no SFU operation "
+                                 "implements")
+            operands = [env[v] if v in env else self.operand(v, op, rank)
+                        for v in inner.operands]
+            if all(isinstance(o, float) for o in operands):
+                raise self.error(op, f"{inner.name} in its body has only constant operands")
+            result_type = TensorType(inner.results[0].type, shape)
+            env[inner.results[0]] = Arg(self.scalar_op(op, inner.name, operands, result_type, op),
+                                        AffineMap.identity(rank))
+
+    def reduce(self, op: Operation) -> None:
+        source, init = op.operands[0], op.operands[1]
+        dims = list(op.properties["dimensions"].get_values())  # type: ignore[attr-defined]
+        shape = _shape(source)
+        if len(op.operands) != 2 or dims != [len(shape) - 1]:
+            raise self.error(op, "only single-input reductions over the last dim map to the "
+                             "SFU's row reduction")
+        body_ops = [o for o in op.regions[0].block.ops if not isinstance(o, linalg.YieldOp)]
+        combiner = BINARY.get(body_ops[0].name) if len(body_ops) == 1 else None
+        if combiner not in REDUCE:
+            raise self.error(op, "its combiner is not one of addf, maximumf/maxnumf, "
+                             "minimumf/minnumf")
+        kind, identity = REDUCE[combiner]  # type: ignore[index]
+        rows = pymath.prod(shape[:-1])
+        out_shape = shape[:-1]
+        acc = self.fill(op, out_shape, identity, (rows, 1))
+        d = [AffineExpr.dimension(i) for i in range(len(shape))]
+        arg = self.operand(source, op, len(shape))
+        if not isinstance(arg, Arg) or tile_dims(source) != default_tile_dims(shape):
+            raise self.error(op, f"its input %{source.name_hint} is not a plain tile")
+
+        def body(b: Builder, args: tuple[SSAValue, ...]) -> SSAValue:
+            x = args[0] if args[0].type == f32 else b.insert(arith.ExtFOp(args[0], f32)).result
+            return b.insert(_BINARY_OPS[combiner](args[1], x)).results[0]  # type: ignore[index]
+
+        result = self.generic_op(
+            op, [arg], out_shape, f32, body,
+            {"spyre.fn": StringAttr(f"reduce_{kind}"),
+             "spyre.valid_cols": IntegerAttr(shape[-1], IndexType())},
+            (rows, 1), init=acc,
+            iterators=[IteratorTypeAttr.parallel()] * (len(shape) - 1)
+            + [IteratorTypeAttr.reduction()],
+            out_map=AffineMap(len(shape), 0, tuple(d[:-1])))
+        if _element(init) != f32:
+            raise self.error(op, "the SFU reduces into f32 accumulators")
+        start = self.operand(init, op, len(out_shape))
+        if start != identity:
+            result = self.scalar_op(op, f"arith.{_COMBINE[combiner]}",  # type: ignore[index]
+                                    [Arg(result, AffineMap.identity(len(out_shape))), start],
+                                    init.type, op)
+        self.replace(op, [result])
+
+    def matmul(self, op: Operation, a: SSAValue, b: SSAValue, init: SSAValue) -> None:
+        for v in (a, b):
+            if v in self.scalars or v in self.broadcasts or len(_shape(v)) != 2:
+                raise self.error(op, f"operand %{v.name_hint} must be a 2-D tile in LX")
+        if _element(init) != f32:
+            raise self.error(op, "the PT array accumulates in f32; give the matmul an f32 init")
+        if init in self.scalars:
+            if self.scalars[init] != 0.0:
+                raise self.error(op, "a matmul init filled with a non-zero value is not "
+                                 "supported; add the constant after the matmul")
+            init = self.fill(op, _shape(init), 0.0, default_tile_dims(_shape(init)))
+        d0, d1, d2 = (AffineExpr.dimension(i) for i in range(3))
+
+        def body(bb: Builder, args: tuple[SSAValue, ...]) -> SSAValue:
+            x, y, acc = (v if v.type == f32 else bb.insert(arith.ExtFOp(v, f32)).result
+                         for v in args)
+            prod = bb.insert(arith.MulfOp(x, y)).result
+            return bb.insert(arith.AddfOp(acc, prod)).result
+
+        result = self.generic_op(
+            op, [Arg(a, AffineMap(3, 0, (d0, d2))), Arg(b, AffineMap(3, 0, (d2, d1)))],
+            _shape(init), f32, body, {"spyre.fn": StringAttr("matmul")},
+            default_tile_dims(_shape(init)), init=init,
+            iterators=[IteratorTypeAttr.parallel()] * 2 + [IteratorTypeAttr.reduction()],
+            out_map=AffineMap(3, 0, (d0, d1)))
+        self.replace(op, [result])
+
+
+_COMBINE = {"add": "addf", "maximum": "maximumf", "minimum": "minimumf"}
+
+
+def _cast(element: Attribute) -> Callable[[Builder, SSAValue], SSAValue]:
+    """A copy converting to `element` (extf to f32, truncf to a 16-bit type)."""
+    def build(b: Builder, value: SSAValue) -> SSAValue:
+        if value.type == element:
+            return value
+        if element == f32:
+            return b.insert(arith.ExtFOp(value, element)).result
+        if value.type == f32:
+            return b.insert(arith.TruncFOp(value, element)).result
+        wide = b.insert(arith.ExtFOp(value, f32)).result  # f16 <-> bf16 through f32
+        return b.insert(arith.TruncFOp(wide, element)).result
+    return build
+
+
+def _erase(op: Operation) -> None:
+    op.detach()
+    op.erase()
+
+
+def _shape(value: SSAValue) -> list[int]:
+    ttype = value.type
+    assert isinstance(ttype, TensorType)
+    return list(ttype.get_shape())
+
+
+def _element(value: SSAValue) -> Attribute:
+    ttype = value.type
+    assert isinstance(ttype, TensorType)
+    return ttype.element_type
+
+
+def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
+    """FLOPs of the kernel's matmuls and the bytes of every tensor it views, once."""
+    grid = 1
+    for g in fn.attributes["grid"].data:  # type: ignore[attr-defined]
+        grid *= g.value.data
+    flops = 0
+    for op in fn.walk():
+        if isinstance(op, linalg.GenericOp) and _is_fn(op, "matmul"):
+            m, k = _shape(op.inputs[0])
+            n = _shape(op.outputs[0])[1]
+            flops += 2 * m * n * k * _trips(op) * grid
+    viewed = 0
+    for op in fn.walk():
+        if isinstance(op, ConstructMemoryViewOp):
+            mtype = op.result.type
+            assert isinstance(mtype, MemRefType)
+            itemsize = 4 if str(mtype.element_type) in ("f32", "i32") else 2
+            viewed += pymath.prod(mtype.get_shape()) * itemsize
+    return DictionaryAttr({"flops": IntegerAttr(flops, i64),
+                           "min_offchip_bytes": IntegerAttr(viewed, i64)})
+
+
+def _is_fn(op: Operation, name: str) -> bool:
+    attr = op.attributes.get("spyre.fn")
+    return isinstance(attr, StringAttr) and attr.data == name
+
+
+def _trips(op: Operation) -> int:
+    """How often `op` runs per core: the product of its enclosing static loop trip counts."""
+    trips = 1
+    parent = op.parent_op()
+    while isinstance(parent, scf.ForOp):
+        bounds = [v.owner for v in (parent.lb, parent.ub, parent.step)]
+        if all(isinstance(o, arith.ConstantOp) for o in bounds):
+            lb, ub, step = (o.value.value.data for o in bounds)  # type: ignore[union-attr]
+            trips *= max(0, -(-(ub - lb) // step))
+        parent = parent.parent_op()
+    return trips
+
+
+@dataclass(frozen=True)
+class SpyreLegalizeKtir(ModulePass):
+    """Map hand-written KTIR tensor computations onto Spyre engine operations."""
+
+    name = "spyre-legalize-ktir"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [f for f in op.body.block.ops
+                   if isinstance(f, func.FuncOp) and "grid" in f.attributes]:
+            _Kernel(fn).run()
+            if "spyre.cost" not in fn.attributes:
+                fn.attributes["spyre.cost"] = kernel_cost(fn)

@@ -1,0 +1,209 @@
+"""Hand-written KTIR as compiler input: a kernel becomes a one-launch program.
+
+`import_ktir(path, function)` parses a KTIR module (located parse and verify errors), picks
+the kernel to compile and wraps it in a graph function the back end knows: each pointer
+argument of the kernel becomes a graph tensor whose shape and element type are those of
+the memory view built on it; arguments the kernel only reads are the program's inputs,
+arguments it stores to are its outputs, and one `spyre.launch` runs the kernel on them
+(`spyre.kernel_args` maps the kernel's argument positions to the launch's operands and
+results, because a kernel may interleave them).
+
+    func.func @vector_add(%a: index, %b: index, %c: index) attributes {grid = [32, 1]}
+    // becomes, next to the kernel:
+    func.func @main(%a: tensor<8192xf32>, %b: tensor<8192xf32>) -> tensor<8192xf32> {
+      %c = spyre.launch @vector_add(%a, %b) {spyre.kernel_args = array<i64: 0, 1, 2>} ...
+
+What the compiler cannot take yet is refused here, naming the argument: scalar arguments
+and runtime_arg records (symbolic sizes: run those in the KTIR interpreter), arguments
+both read and written, views that are not dense row-major or whose rows are not whole
+128-byte sticks (the device's row-sticked layout), and views outside global memory.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Block, Region, SSAValue
+
+from spyrec.diagnostics import CompileError
+from spyrec.dialects.ktdp import (
+    ConstructAccessTileOp,
+    ConstructMemoryViewOp,
+    LoadOp,
+    StoreOp,
+)
+from spyrec.dialects.spyre import LaunchOp
+from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.passes.spyre_stickify import row_sticked
+from spyrec.runtime.ktir_interpreter import KtirSourceError, parse_ktir
+from spyrec.target import DEFAULT_TARGET
+
+TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
+                "i32": torch.int32}
+
+
+@dataclass
+class _Arg:
+    """What the kernel does with one pointer argument."""
+
+    name: str
+    view: MemRefType
+    read: bool = False
+    written: bool = False
+
+
+def import_ktir(path: str | Path, function: str | None = None) -> ImportedProgram:
+    """The program that launches kernel `function` (the only kernel if None) of `path`."""
+    path = Path(path)
+    if not path.exists():
+        raise CompileError(f"{path}: no such file")
+    try:
+        module = parse_ktir(path)
+    except KtirSourceError as exc:
+        raise CompileError(str(exc)) from None
+    kernel = _pick(module, function, path)
+    if "grid" not in kernel.attributes:  # KTIR's default grid is one tile
+        kernel.attributes["grid"] = ArrayAttr([IntegerAttr(1, i64), IntegerAttr(1, i64)])
+    # its views are the caller's dense tensors, not stick-padded device copies
+    kernel.attributes["spyre.dense_views"] = UnitAttr()
+    # drop the other functions: the program is this kernel
+    for other in [f for f in module.body.block.ops if f is not kernel]:
+        other.detach()
+    where = f"{path}: @{kernel.sym_name.data}"
+    args = [_classify(kernel, arg, where) for arg in kernel.body.block.args]
+    inputs = [a for a in args if not a.written]
+    outputs = [a for a in args if a.written]
+    if not outputs:
+        raise CompileError(f"{where} stores to none of its arguments; it has no outputs")
+    graph, specs = _graph(kernel.sym_name.data, args, inputs, outputs)
+    module.body.block.add_op(graph)
+    module.attributes["spyre.source"] = StringAttr(str(path))
+    return ImportedProgram(module, {}, *specs, source_name=str(path))
+
+
+def _pick(module: ModuleOp, function: str | None, path: Path) -> func.FuncOp:
+    kernels = [f for f in module.body.block.ops
+               if isinstance(f, func.FuncOp) and f.body.blocks.first is not None]
+    names = ", ".join(f"@{f.sym_name.data}" for f in kernels)
+    if function is not None:
+        for f in kernels:
+            if f.sym_name.data == function:
+                return f
+        raise CompileError(f"{path}: no function @{function}; it defines {names or 'none'}")
+    if len(kernels) != 1:
+        raise CompileError(f"{path} defines {len(kernels)} functions ({names}); name the "
+                           "kernel to compile with --function NAME")
+    return kernels[0]
+
+
+def _classify(kernel: func.FuncOp, arg: SSAValue, where: str) -> _Arg:
+    name = arg.name_hint or f"arg{arg.index}"
+    if not isinstance(arg.type, IndexType):
+        raise CompileError(f"{where}: argument %{name} is a {arg.type}; the compiler takes "
+                           "kernels whose arguments are all tensor addresses (index). Run "
+                           "kernels with runtime arguments in the KTIR interpreter (spyrec run "
+                           "kernel.mlir --function ...)")
+    views = [u.operation for u in arg.uses]
+    if not views or any(not isinstance(v, ConstructMemoryViewOp) or v.offset is not arg
+                        for v in views):
+        raise CompileError(f"{where}: argument %{name} is used as a scalar (not only as the "
+                           "offset of ktdp.construct_memory_view); the compiler does not "
+                           "specialise scalar arguments yet: run it in the KTIR interpreter")
+    first = views[0].result.type
+    info = _Arg(name, first)  # type: ignore[arg-type]
+    for view in views:
+        assert isinstance(view, ConstructMemoryViewOp)
+        _check_view(view, name, where)
+        if view.result.type != first:
+            raise CompileError(f"{where}: argument %{name} is viewed as both {first} and "
+                               f"{view.result.type}; give it one view")
+        for use in view.result.uses:
+            tile = use.operation
+            if not isinstance(tile, ConstructAccessTileOp):
+                raise CompileError(f"{where}: the view of %{name} feeds {tile.name}; the "
+                                   "compiler takes direct access tiles only (no distributed "
+                                   "views or indirect tiles yet)")
+            for access in tile.result.uses:
+                info.read |= isinstance(access.operation, LoadOp)
+                info.written |= isinstance(access.operation, StoreOp)
+    if info.read and info.written:
+        raise CompileError(f"{where}: argument %{name} is both loaded and stored (updated in "
+                           "place); the compiler takes kernels whose arguments are inputs or "
+                           "outputs")
+    return info
+
+
+def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
+    mtype = view.result.type
+    assert isinstance(mtype, MemRefType)
+    space = view.memory_space
+    if space.kind != "global":
+        raise CompileError(f"{where}: the view of %{name} is in {space}; the compiler places "
+                           "tensors itself and takes views of global memory only")
+    if view.sizes or view.strides:
+        raise CompileError(f"{where}: the view of %{name} has dynamic sizes or strides; the "
+                           "compiler needs static shapes")
+    sizes = [int(s) for s in view.static_sizes.get_values()]
+    strides = [int(s) for s in view.static_strides.get_values()]
+    dense = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+    if strides != dense:
+        raise CompileError(f"{where}: the view of %{name} has strides {strides}; the compiler "
+                           f"takes dense row-major tensors (strides {dense})")
+    element = str(mtype.element_type)
+    if element not in TORCH_DTYPES:
+        raise CompileError(f"{where}: %{name} holds {element}; the device takes f16, bf16, "
+                           "f32 and i32")
+    itemsize = torch.empty((), dtype=TORCH_DTYPES[element]).element_size()
+    row_bytes = sizes[-1] * itemsize
+    if len(sizes) > 1 and row_bytes % DEFAULT_TARGET.stick_bytes:
+        raise CompileError(f"{where}: rows of %{name} are {row_bytes} B; the device stores "
+                           f"tensors in whole {DEFAULT_TARGET.stick_bytes}-byte sticks per "
+                           "row, so the last dimension must fill whole sticks")
+
+
+def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg],
+           outputs: list[_Arg]) -> tuple[func.FuncOp, tuple[list[TensorSpec], list[TensorSpec]]]:
+    def tensor(a: _Arg) -> TensorType:
+        return TensorType(a.view.element_type, a.view.get_shape())
+
+    block = Block(arg_types=[tensor(a) for a in inputs])
+    for value, a in zip(block.args, inputs):
+        value.name_hint = a.name
+    launch = LaunchOp(kernel, list(block.args), [tensor(a) for a in outputs])
+    order = [inputs.index(a) if not a.written else len(inputs) + outputs.index(a) for a in args]
+    launch.attributes["spyre.kernel_args"] = DenseArrayBase.from_list(i64, order)
+    layouts = [row_sticked(tensor(a), True, DEFAULT_TARGET).to_attr() for a in outputs]
+    launch.attributes["spyre.layout"] = (layouts[0] if len(layouts) == 1
+                                         else ArrayAttr(layouts))
+    for value, a in zip(launch.results, outputs):
+        value.name_hint = a.name
+    block.add_ops([launch, func.ReturnOp(*launch.results)])
+    graph = func.FuncOp("main", ([tensor(a) for a in inputs], [tensor(a) for a in outputs]),
+                        Region(block))
+    graph.arg_attrs = ArrayAttr([
+        DictionaryAttr({"spyre.layout": row_sticked(tensor(a), True, DEFAULT_TARGET).to_attr()})
+        for a in inputs])
+    graph.attributes["spyre.output_names"] = ArrayAttr([StringAttr(a.name) for a in outputs])
+
+    def spec(a: _Arg) -> TensorSpec:
+        return TensorSpec(a.name, tuple(a.view.get_shape()),
+                          TORCH_DTYPES[str(a.view.element_type)])
+
+    return graph, ([spec(a) for a in inputs], [spec(a) for a in outputs])

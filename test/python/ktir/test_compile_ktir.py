@@ -1,0 +1,102 @@
+"""Hand-written KTIR through the compiler: `spyrec compile kernel.mlir` + the emulator give
+what the KTIR reference interpreter gives on the same inputs; what the compiler does not
+take yet is refused with an error naming the kernel and the op."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+import spyrec
+from spyrec.cli import main
+from spyrec.diagnostics import CompileError
+from spyrec.driver import compile_program
+from spyrec.ktir import execute
+
+CONFORMANCE = Path(__file__).parents[2] / "ktir" / "conformance"
+
+ACCEPTED = [("vector_add", "vector_add"), ("softmax", "softmax"), ("matmul", "matmul"),
+            ("rmsnorm", "rmsnorm_rows"), ("ffn_swiglu", "ffn_swiglu_1core")]
+
+
+def compile_and_compare(tmp_path: Path, file: str, function: str,
+                        numerics: str) -> list[tuple[float, float, float]]:
+    """(max error, scale, tolerance) per output of the emulator against the interpreter."""
+    source = CONFORMANCE / f"{file}.mlir"
+    binary = tmp_path / f"{function}.spyre"
+    compile_program(source, binary, function=function)
+    exe = spyrec.load(binary, numerics=numerics)
+    rng = np.random.default_rng(7)
+    args: dict[str, np.ndarray] = {}
+    inputs = []
+    for b in exe.binary.inputs:
+        array = rng.standard_normal(b.layout.shape).astype(b.layout.host_dtype)
+        args[b.name] = array
+        inputs.append(torch.from_numpy(array))
+    for b in exe.binary.outputs:
+        args[b.name] = np.zeros(b.layout.shape, dtype=b.layout.host_dtype)
+    expected = execute(source, function, **args)
+    outputs = exe(*inputs)
+    outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+    result = []
+    for b, out in zip(exe.binary.outputs, outputs):
+        ref = expected[b.name].astype(np.float64)
+        err = float(np.abs(ref - out.double().numpy()).max())
+        scale = float(np.abs(ref).max())
+        tol = exe.tolerance(scale)
+        result.append((err, scale, tol.atol + tol.rtol * scale))
+    return result
+
+
+@pytest.mark.parametrize(("file", "function"), ACCEPTED)
+def test_compiled_kernel_matches_interpreter_ieee(tmp_path, file, function):
+    # IEEE 16-bit storage: the same roundings as the interpreter, up to fp32 op order
+    for err, scale, _ in compile_and_compare(tmp_path, file, function, "ieee"):
+        assert err <= 2 ** -10 * max(scale, 1.0), (err, scale)
+
+
+@pytest.mark.parametrize(("file", "function"), ACCEPTED)
+def test_compiled_kernel_matches_interpreter_dl16(tmp_path, file, function):
+    for err, scale, tol in compile_and_compare(tmp_path, file, function, "dl16"):
+        assert err <= tol, (err, scale, tol)
+
+
+@pytest.mark.parametrize(("file", "function", "message"), [
+    ("layernorm", None, "the 8x1 LX tile does not match the 1x8 block"),
+    ("rope", None, "the SFU broadcasts along rows or columns only"),
+    ("sdpa", None, "tensor.collapse_shape (%qm): no Spyre engine operation"),
+    ("rmsnorm", "rmsnorm_hidden_sharded", "ktdp.inter_tile_produce"),
+    ("gather_scatter", "gather", "direct access tiles only"),
+    ("symbolic_sizes", None, "argument %m is a !ktdp.runtime_arg"),
+    ("ffn_swiglu", None, "defines 2 functions"),
+])
+def test_refused_kernels_name_the_op(tmp_path, file, function, message):
+    with pytest.raises(CompileError) as info:
+        compile_program(CONFORMANCE / f"{file}.mlir", tmp_path / "k.spyre", function=function)
+    assert message in str(info.value)
+    assert not (tmp_path / "k.spyre").exists()
+
+
+def test_cli_compiles_and_runs_a_kernel(tmp_path):
+    out = tmp_path / "softmax.spyre"
+    runner = CliRunner()
+    result = runner.invoke(main, ["compile", str(CONFORMANCE / "softmax.mlir"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.exists()
+    result = runner.invoke(main, ["run", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "emulated time" in result.output
+    result = runner.invoke(main, ["compile", str(CONFORMANCE / "softmax.mlir"), "--emit", "ktir"])
+    assert result.exit_code == 0 and 'spyre.fn = "reduce_max"' in result.output
+
+
+def test_compile_of_a_kernel_with_a_parse_error_is_located(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @k(%a: index) attributes {grid = [1, 1]} {\n  %x = ktdp.nope\n}\n")
+    with pytest.raises(CompileError) as info:
+        compile_program(bad, tmp_path / "bad.spyre")
+    assert f"{bad}:3:1:" in str(info.value) and "ktdp.nope" in str(info.value)
