@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spyrec.runtime import ops
+from spyrec.runtime import ops, ring
 from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
                                       build_job, decode_job_binary)
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_kernel
-from spyrec.runtime.isa import Instr, matmul_flops
+from spyrec.runtime.isa import Expanded, Instr, ProgramError, expand_loops, matmul_flops
 from spyrec.runtime.layout import HOST_DTYPE, from_device, to_device
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.profile import KernelProfile, Profile, Timeline
@@ -52,8 +52,10 @@ class _Kernel:
     """A kernel as loaded from the program area: validated, costed and hazard-checked."""
 
     image: KernelImage
-    programs: dict[int, list[Instr]]
+    programs: dict[int, list[Instr]]  # loops unrolled
+    expanded: dict[int, Expanded]  # where each instruction of `programs` comes from
     costs: dict[int, list[Cost]]
+    rendezvous: ring.Rendezvous
     hazards: list[str]
     lx_peak_bytes: int
     pt_flops: int
@@ -120,24 +122,33 @@ class Emulator:
                 self.memory.write(step["dev_ptr"], to_device(binding.layout, array, self.numerics))
 
     def _load(self, job_bin_ptr: int, image: KernelImage) -> _Kernel:
-        programs = decode_job_binary(self.memory.contents_from(job_bin_ptr))
+        encoded = decode_job_binary(self.memory.contents_from(job_bin_ptr))
+        programs: dict[int, list[Instr]] = {}
+        expanded: dict[int, Expanded] = {}
         costs: dict[int, list[Cost]] = {}
         accesses: dict[int, list[Access]] = {}
         lx_peak = 0
-        for core, program in sorted(programs.items()):
+        for core, program in sorted(encoded.items()):
             if core >= self.target.num_cores:
                 raise DeviceFault(f"kernel '{image.name}' has a program for core {core}, the "
                                   f"target has {self.target.num_cores} cores")
+            try:
+                flat = expand_loops(program)
+            except ProgramError as error:
+                raise DeviceFault(error.reason).at(core, error.pc, program[error.pc]) from None
+            expanded[core], programs[core] = flat, flat.instrs
             accesses[core] = []
-            for pc, instr in enumerate(program):
+            for index, instr in enumerate(flat.instrs):
                 try:
                     reads, writes, end = ops.validate(instr, self.target, self.memory,
-                                                      self.lx[core])
+                                                      self.lx[core], core)
                 except DeviceFault as fault:
-                    raise fault.at(core, pc, instr) from None
+                    raise _located(fault, core, flat, index) from None
                 accesses[core].append((reads, writes))
                 lx_peak = max(lx_peak, end)
-            costs[core] = [instr_cost(instr, self.target) for instr in program]
+            costs[core] = [instr_cost(instr, self.target, core) for instr in flat.instrs]
+        rendezvous = ring.match(programs)
+        ring.check_agreement(rendezvous, programs)
         hazards = (check_kernel(programs, costs, accesses, self.target, image.name)
                    if self.check_hazards else [])
         if hazards and self.strict:
@@ -145,10 +156,14 @@ class Emulator:
             raise HazardError(hazards[0] + more)
         actions: dict[int, list[Callable[[], None]]] = {}
         if self.mode == "full":
-            actions = {core: [ops.bind(i, self.memory, self.lx[core], self.codec) for i in program]
+            between = ring.bind(rendezvous, programs, self.lx, self.codec)
+            actions = {core: [between[(core, pc)] if (core, pc) in between
+                              else ops.bind(i, self.memory, self.lx[core], self.codec)
+                              for pc, i in enumerate(program)]
                        for core, program in programs.items()}
         pt_flops = sum(matmul_flops(i) for program in programs.values() for i in program)
-        return _Kernel(image, programs, costs, hazards, lx_peak, pt_flops, actions)
+        return _Kernel(image, programs, expanded, costs, rendezvous, hazards, lx_peak, pt_flops,
+                       actions)
 
     # ---- execution ---------------------------------------------------------------------------
 
@@ -203,7 +218,13 @@ class Emulator:
         return outputs, profile
 
     def _compute(self, kernel: _Kernel, start_cycle: float) -> KernelProfile:
-        timed = schedule(kernel.programs, self.target, start_cycle, kernel.costs, kernel.image.name)
+        expanded = kernel.expanded
+
+        def describe(core: int, pc: int) -> str:
+            return expanded[core].where(pc)
+
+        timed = schedule(kernel.programs, self.target, start_cycle, kernel.costs,
+                         kernel.image.name, kernel.rendezvous, describe)
         if self.mode == "full":
             _execute(kernel, timed.start)
         image = kernel.image
@@ -213,8 +234,19 @@ class Emulator:
             offchip_bytes=timed.lpddr_bytes, min_offchip_bytes=image.min_offchip_bytes,
             lx_peak_bytes=kernel.lx_peak_bytes,
             instructions=sum(len(p) for p in kernel.programs.values()),
-            busy_cycles=dict(timed.busy), timeline=Timeline(kernel.programs, timed),
+            busy_cycles=dict(timed.busy),
+            timeline=Timeline(kernel.programs, timed,
+                              {core: e.origin for core, e in kernel.expanded.items()},
+                              {core: [c.track for c in costs]
+                               for core, costs in kernel.costs.items()}),
         )
+
+
+def _located(fault: DeviceFault, core: int, flat: Expanded, index: int) -> DeviceFault:
+    """A fault of an unrolled instruction, attributed to its pc (and loop iteration)."""
+    pc, iteration = flat.origin[index]
+    reason = fault.reason if iteration < 0 else f"{fault.reason} (loop iteration {iteration})"
+    return DeviceFault(reason, fault.address, core, pc, flat.instrs[index])
 
 
 def _execute(kernel: _Kernel, starts: dict[int, list[float]]) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from spyrec.runtime.isa import Instr, Region
-from spyrec.runtime.timing import Cost
+from spyrec.runtime.timing import Cost, num_tracks
 from spyrec.target import SpyreTarget
 
 MAX_REPORTED = 20  # per kernel; the rest are counted
@@ -74,14 +74,14 @@ def check_core(
     target: SpyreTarget,
 ) -> list[str]:
     """Hazard messages for one core's (validated) program, in program order."""
-    num_tracks = 1 + 2 * target.corelets_per_core
+    tracks = num_tracks(target)
     stick = target.stick_bytes
     sticks = -(-target.lx_bytes // stick)
-    clocks, positions, by_track = _clocks(program, costs, num_tracks)
+    clocks, positions, by_track = _clocks(program, costs, tracks)
     writer_pc = np.full(sticks, -1, dtype=np.int64)
     writer_track = np.zeros(sticks, dtype=np.int64)
     writer_pos = np.full(sticks, -1, dtype=np.int64)
-    reader_pos = np.full((num_tracks, sticks), -1, dtype=np.int64)
+    reader_pos = np.full((tracks, sticks), -1, dtype=np.int64)
     found: list[str] = []
 
     def report(pc: int, what: str, region: Region, other: int, why: str) -> None:

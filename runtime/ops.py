@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from spyrec.runtime import sfu
+from spyrec.runtime import ring, sfu
 from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine, Instr,
                                 ReduceFn, Region, UnaryFn, bits_f32, ddr_region, lx_access,
@@ -48,7 +48,7 @@ from spyrec.target import SpyreTarget
 _STORAGE = {DType.DL16: np.dtype(np.uint16), DType.F32: np.dtype(np.float32),
             DType.I32: np.dtype(np.int32)}
 
-_DTYPE_FIELDS = ("in_dtype", "src_dtype", "dst_dtype", "src0_dtype", "src1_dtype")
+_DTYPE_FIELDS = ("in_dtype", "src_dtype", "dst_dtype", "src0_dtype", "src1_dtype", "dtype")
 _DTYPE_CODES = frozenset(int(d) for d in DType)
 _UNARY_CODES = frozenset(int(f) for f in UnaryFn)
 _BINARY_CODES = frozenset(int(f) for f in BinaryFn)
@@ -56,14 +56,16 @@ _REDUCE_CODES = frozenset(int(f) for f in ReduceFn)
 _INT32_MIN, _INT32_END = -(2**31), 2**31
 _IMM_MIN, _IMM_END = -(2**31), 2**32  # an fp32 bit pattern, read as signed or unsigned 32 bits
 _POSITIVE_FIELDS = ("m", "k", "n", "rows", "cols", "row_bytes")
+_SINGLE_UNIT = frozenset({Engine.DMA, Engine.RING, Engine.SYNC, Engine.LOOP})
 
 
 def _check_codes(instr: Instr, target: SpyreTarget) -> None:
     a = instr.named_args()
     engine = instr.spec.engine
-    if engine is Engine.DMA and instr.unit != 0:
-        raise DeviceFault(f"DMA unit {instr.unit} does not exist (a core has one DMA engine)")
-    if engine is not Engine.DMA and not 0 <= instr.unit < target.corelets_per_core:
+    if engine in _SINGLE_UNIT and instr.unit != 0:
+        raise DeviceFault(f"{engine.value.upper()} unit {instr.unit} does not exist (a core has "
+                          f"one {engine.value.upper()} engine)")
+    if engine not in _SINGLE_UNIT and not 0 <= instr.unit < target.corelets_per_core:
         raise DeviceFault(f"{engine.value.upper()} unit {instr.unit} does not exist "
                           f"(a core has {target.corelets_per_core} corelets)")
     for name in _POSITIVE_FIELDS:
@@ -129,18 +131,20 @@ def _check_reduce(a: dict[str, int]) -> None:
 
 
 def validate(
-    instr: Instr, target: SpyreTarget, memory: DeviceMemory, lx: LocalMemory
+    instr: Instr, target: SpyreTarget, memory: DeviceMemory, lx: LocalMemory, core: int = 0
 ) -> tuple[tuple[Region, ...], tuple[Region, ...], int]:
-    """Check an instruction; returns the LX regions it reads and writes, and the highest LX
-    byte it touches plus one."""
+    """Check an instruction of `core`; returns the LX regions it reads and writes, and the
+    highest LX byte it touches plus one (0 if none)."""
     _check_codes(instr, target)
-    reads, writes = lx_access(instr)
+    if instr.op in ring.RENDEZVOUS_OPS:
+        ring.validate(instr, core, target)
+    reads, writes = lx_access(instr, core)
     for region in reads + writes:
         lx.check(region)
     ddr = ddr_region(instr)
     if ddr is not None:
         memory.check_dma(ddr)
-    return reads, writes, max(region.end for region in reads + writes)
+    return reads, writes, max((region.end for region in reads + writes), default=0)
 
 
 def _load(view: np.ndarray, dtype: DType, codec: HalfCodec) -> np.ndarray:
