@@ -29,12 +29,14 @@ from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, 
                                       build_job, decode_job_binary)
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_kernel
-from spyrec.runtime.isa import Expanded, Instr, ProgramError, expand_loops, matmul_flops
+from spyrec.runtime.isa import (Expanded, Instr, ProgramError, ddr_region, expand_loops,
+                                matmul_flops)
 from spyrec.runtime.layout import HOST_DTYPE, from_device, to_device
-from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
+from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.profile import KernelProfile, Profile, Timeline
+from spyrec.runtime.span import SpanChecker
 from spyrec.runtime.timing import Cost, instr_cost, schedule
-from spyrec.target import DEFAULT_TARGET, SpyreTarget
+from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 MODES = ("full", "timing")
 
@@ -100,6 +102,10 @@ class Emulator:
             self.warnings.append(
                 f"the binary was compiled for target '{binary.target}', emulating '{target.name}'")
         self._prepare(job.init)
+        self._tensors = [
+            (b.name, b.addr, b.addr + round_up(max(b.layout.nbytes, 1), ALIGNMENT))
+            for b in [*binary.inputs, *binary.outputs, *binary.intermediates,
+                      *(w for w, _ in binary.weights)]]
         self._kernels = {
             step["job_bin_ptr"]: self._load(step["job_bin_ptr"], binary.kernels[step["kernel"]])
             for step in self.exec_plan if step["op"] == "ComputeOnDevice"
@@ -128,6 +134,7 @@ class Emulator:
         costs: dict[int, list[Cost]] = {}
         accesses: dict[int, list[Access]] = {}
         lx_peak = 0
+        spans = SpanChecker(self._tensors, self.memory, self.target.per_core_span_bytes)
         for core, program in sorted(encoded.items()):
             if core >= self.target.num_cores:
                 raise DeviceFault(f"kernel '{image.name}' has a program for core {core}, the "
@@ -142,6 +149,9 @@ class Emulator:
                 try:
                     reads, writes, end = ops.validate(instr, self.target, self.memory,
                                                       self.lx[core], core)
+                    ddr = ddr_region(instr)
+                    if ddr is not None:
+                        spans.check(core, ddr)
                 except DeviceFault as fault:
                     raise _located(fault, core, flat, index) from None
                 accesses[core].append((reads, writes))
