@@ -159,7 +159,8 @@ class Emulator:
             costs[core] = [instr_cost(instr, self.target, core) for instr in flat.instrs]
         rendezvous = ring.match(programs)
         ring.check_agreement(rendezvous, programs)
-        hazards = (check_kernel(programs, costs, accesses, self.target, image.name)
+        hazards = (check_kernel(programs, costs, accesses, self.target, image.name,
+                                expanded)
                    if self.check_hazards else [])
         if hazards and self.strict:
             more = f" (and {len(hazards) - 1} more)" if len(hazards) > 1 else ""
@@ -228,13 +229,8 @@ class Emulator:
         return outputs, profile
 
     def _compute(self, kernel: _Kernel, start_cycle: float) -> KernelProfile:
-        expanded = kernel.expanded
-
-        def describe(core: int, pc: int) -> str:
-            return expanded[core].where(pc)
-
         timed = schedule(kernel.programs, self.target, start_cycle, kernel.costs,
-                         kernel.image.name, kernel.rendezvous, describe)
+                         kernel.image.name, kernel.rendezvous, kernel.expanded)
         if self.mode == "full":
             _execute(kernel, timed.start)
         image = kernel.image
@@ -256,7 +252,7 @@ def _located(fault: DeviceFault, core: int, flat: Expanded, index: int) -> Devic
     """A fault of an unrolled instruction, attributed to its pc (and loop iteration)."""
     pc, iteration = flat.origin[index]
     reason = fault.reason if iteration < 0 else f"{fault.reason} (loop iteration {iteration})"
-    return DeviceFault(reason, fault.address, core, pc, flat.instrs[index])
+    return DeviceFault(reason, fault.address, core, pc, flat.shown(index))
 
 
 def _execute(kernel: _Kernel, starts: dict[int, list[float]]) -> None:

@@ -342,14 +342,27 @@ def _check_incr(program: Sequence[Instr], spans: list[tuple[int, int] | None], p
 @dataclass(frozen=True)
 class Expanded:
     """A program with its loops unrolled: `origin[i]` is the (pc, iteration) that flat
-    instruction i comes from (iteration -1 outside loops)."""
+    instruction i comes from (iteration -1 outside loops); `program` is the original."""
 
     instrs: list[Instr]
     origin: list[tuple[int, int]]
+    program: Sequence[Instr]
 
     def where(self, flat: int) -> str:
+        """Where flat instruction i is, for messages: "pc 5" or "pc 5 (iteration 2)"."""
         pc, iteration = self.origin[flat]
         return f"pc {pc}" if iteration < 0 else f"pc {pc} (iteration {iteration})"
+
+    def shown(self, flat: int) -> Instr:
+        """Flat instruction i as messages show it: this iteration's fields, the program's
+        dependencies (pcs of the program, not of the unrolled list)."""
+        instr = self.instrs[flat]
+        return Instr(instr.op, instr.args, instr.unit, self.program[self.origin[flat][0]].deps)
+
+
+def plain(program: Sequence[Instr]) -> Expanded:
+    """A loop-free program as an Expanded (every instruction its own origin)."""
+    return Expanded(list(program), [(pc, -1) for pc in range(len(program))], program)
 
 
 def expand_loops(program: Sequence[Instr]) -> Expanded:
@@ -362,7 +375,7 @@ def expand_loops(program: Sequence[Instr]) -> Expanded:
     instructions, point at the latest instance (dropped if the loop ran 0 times).
     """
     if not any(i.op == "loop.begin" for i in program):
-        return Expanded(list(program), [(pc, -1) for pc in range(len(program))])
+        return plain(program)
     spans = check_program(program)
     flat: list[Instr] = []
     origin: list[tuple[int, int]] = []
@@ -406,7 +419,7 @@ def expand_loops(program: Sequence[Instr]) -> Expanded:
             previous = current
             latest.update(current)
         pc = end + 1
-    return Expanded(flat, origin)
+    return Expanded(flat, origin, program)
 
 
 def _loop_end(spans: list[tuple[int, int] | None], begin: int) -> int:

@@ -35,10 +35,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from spyrec.runtime.isa import TRANSCENDENTAL, DType, Engine, Instr
+from spyrec.runtime.isa import TRANSCENDENTAL, DType, Engine, Expanded, Instr, plain
 from spyrec.runtime.ring import Rendezvous, match, rendezvous_cycles
 from spyrec.target import SpyreTarget, round_up
 
@@ -174,13 +173,6 @@ class Schedule:
     lpddr_bytes: int = 0
 
 
-Describe = Callable[[int, int], str]  # (core, pc) -> where a report says the instruction is
-
-
-def _default_describe(core: int, pc: int) -> str:
-    return f"pc {pc}"
-
-
 def schedule(
     programs: dict[int, list[Instr]],
     target: SpyreTarget,
@@ -188,12 +180,12 @@ def schedule(
     costs: dict[int, list[Cost]] | None = None,
     name: str = "kernel",
     rendezvous: Rendezvous | None = None,
-    describe: Describe | None = None,
+    origins: dict[int, Expanded] | None = None,
 ) -> Schedule:
     """Run the discrete-event model of one kernel; raises DeadlockError if it cannot finish.
 
-    `rendezvous` groups the ring and sync instructions (`ring.match`); `describe` says where
-    an instruction is in a deadlock report (default "pc <index>").
+    `rendezvous` groups the ring and sync instructions (`ring.match`); `origins` map unrolled
+    programs back to their pcs and loop iterations for a deadlock report.
     """
     if costs is None:
         costs = {core: [instr_cost(i, target, core) for i in prog]
@@ -289,13 +281,17 @@ def schedule(
             try_start(core, now)
 
     _check_complete(programs, done, start, queues, heads, busy_track, rendezvous, issued, name,
-                    describe or _default_describe)
+                    {core: (origins or {}).get(core) or plain(p) for core, p in programs.items()})
     lpddr = sum(c.lpddr_bytes for per_core in costs.values() for c in per_core)
     end_cycle = max(now, start_cycle)
     return Schedule(start_cycle, end_cycle, start, end, busy, lpddr)
 
 
 MAX_STUCK_REPORTED = 8
+
+
+def _full(names: dict[int, Expanded], core: int, pc: int) -> str:
+    return f"{names[core].where(pc)} ({names[core].shown(pc).disassemble()})"
 
 
 def _check_complete(
@@ -308,7 +304,7 @@ def _check_complete(
     rendezvous: Rendezvous,
     issued: set[tuple[int, int]],
     name: str,
-    describe: Describe,
+    names: dict[int, Expanded],
 ) -> None:
     """Raise DeadlockError if instructions remain: first every instruction holding its engine
     for a rendezvous that cannot happen, then every queue head waiting for dependencies."""
@@ -322,9 +318,8 @@ def _check_complete(
             if busy_track[core][track]:
                 pc = queue[head - 1]
                 if math.isnan(start[core][pc]):  # issued, its group never completed
-                    waiting.append(f"core {core}: {describe(core, pc)} "
-                                   f"({program[pc].disassemble()}) waits for "
-                                   + _partners(core, pc, rendezvous, programs, issued, describe))
+                    waiting.append(f"core {core}: {_full(names, core, pc)} waits for "
+                                   + _partners(core, pc, rendezvous, programs, issued, names))
                 continue
             if head == len(queue):
                 continue
@@ -334,9 +329,9 @@ def _check_complete(
                 if not 0 <= d < len(program):
                     waits.append(f"pc {d}, which does not exist")
                 elif not done[core][d]:
-                    waits.append(f"{describe(core, d)} ({program[d].op})")
-            blocked.append(f"core {core}: {describe(core, pc)} ({program[pc].disassemble()}) "
-                           "waits for " + ", ".join(waits))
+                    waits.append(f"{names[core].where(d)} ({program[d].op})")
+            blocked.append(f"core {core}: {_full(names, core, pc)} waits for "
+                           + ", ".join(waits))
     stuck = waiting + blocked
     if stuck:
         shown = "; ".join(stuck[:MAX_STUCK_REPORTED])
@@ -347,11 +342,11 @@ def _check_complete(
 
 def _partners(
     core: int, pc: int, rendezvous: Rendezvous, programs: dict[int, list[Instr]],
-    issued: set[tuple[int, int]], describe: Describe,
+    issued: set[tuple[int, int]], names: dict[int, Expanded],
 ) -> str:
     """The members of (core, pc)'s group that never arrived, in words."""
     gid = rendezvous.group[core][pc]
-    parts = [f"core {other_core} {describe(other_core, other_pc)} "
+    parts = [f"core {other_core} {names[other_core].where(other_pc)} "
              f"({programs[other_core][other_pc].op}), which core {other_core} never reaches"
              for other_core, other_pc in rendezvous.members[gid]
              if (other_core, other_pc) not in issued]
