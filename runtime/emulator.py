@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spyrec.runtime import ops, ring
+from spyrec.runtime.batched import pc_order_actions
 from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
                                       build_job, decode_job_binary)
 from spyrec.runtime.dl16 import half_codec
@@ -35,7 +36,7 @@ from spyrec.runtime.layout import HOST_DTYPE, from_device, to_device
 from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.profile import KernelProfile, Profile, Timeline
 from spyrec.runtime.span import SpanChecker
-from spyrec.runtime.timing import Cost, instr_cost, schedule
+from spyrec.runtime.timing import Cost, Schedule, instr_cost, schedule
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 MODES = ("full", "timing")
@@ -57,11 +58,11 @@ class _Kernel:
     programs: dict[int, list[Instr]]  # loops unrolled
     expanded: dict[int, Expanded]  # where each instruction of `programs` comes from
     costs: dict[int, list[Cost]]
-    rendezvous: ring.Rendezvous
     hazards: list[str]
     lx_peak_bytes: int
     pt_flops: int
-    actions: dict[int, list[Callable[[], None]]]  # full mode: per core, per pc
+    timed: Schedule  # from cycle 0
+    ordered_actions: list[Callable[[], None]]  # full mode: every instruction, in start order
 
 
 class Emulator:
@@ -71,6 +72,10 @@ class Emulator:
     mode: "full" (numerics and timing) or "timing" (timing only, no memory contents).
     strict: raise HazardError on LX hazards instead of reporting them as profile warnings.
     check_hazards: run the hazard checker at all (it costs about as much as timing a kernel).
+    batch_cores: in full mode, run a hazard-free kernel without ring or sync instructions pc
+    by pc, each instruction once for all its cores (batched.py; same results, less time);
+    otherwise, and for every other kernel, instructions run one by one in the schedule's
+    start order.
     """
 
     def __init__(
@@ -82,6 +87,7 @@ class Emulator:
         *,
         strict: bool = False,
         check_hazards: bool = True,
+        batch_cores: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown emulator mode '{mode}' (expected one of {MODES})")
@@ -92,11 +98,17 @@ class Emulator:
         self.mode = mode
         self.strict = strict
         self.check_hazards = check_hazards
+        self.batch_cores = batch_cores
         job = build_job(binary, target)
         self.prep_plan, self.exec_plan = job.prep_plan, job.exec_plan
         backed = mode == "full"
         self.memory = DeviceMemory(target, backed=backed)
-        self.lx = [LocalMemory(target.lx_bytes, backed=backed) for _ in range(target.num_cores)]
+        # every core's LX is a row of one array, so a kernel can run batched over its cores
+        self._lx_all = np.zeros((target.num_cores, target.lx_bytes), dtype=np.uint8) \
+            if backed else None
+        self.lx = [LocalMemory(target.lx_bytes, backed=backed,
+                               buffer=None if self._lx_all is None else self._lx_all[core])
+                   for core in range(target.num_cores)]
         self.warnings: list[str] = []
         if binary.target != target.name:
             self.warnings.append(
@@ -165,16 +177,23 @@ class Emulator:
         if hazards and self.strict:
             more = f" (and {len(hazards) - 1} more)" if len(hazards) > 1 else ""
             raise HazardError(hazards[0] + more)
-        actions: dict[int, list[Callable[[], None]]] = {}
-        if self.mode == "full":
+        # The schedule depends on the programs alone, so it is computed once, from cycle 0.
+        timed = schedule(programs, self.target, 0.0, costs, image.name, rendezvous, expanded)
+        ordered: list[Callable[[], None]] | None = []
+        if self.mode == "full" and self.batch_cores and self.check_hazards and not hazards \
+                and not rendezvous.members:
+            assert self._lx_all is not None
+            ordered = pc_order_actions(programs, self.memory, self.lx, self._lx_all, self.codec)
+        if self.mode == "full" and not ordered:
             between = ring.bind(rendezvous, programs, self.lx, self.codec)
             actions = {core: [between[(core, pc)] if (core, pc) in between
                               else ops.bind(i, self.memory, self.lx[core], self.codec)
                               for pc, i in enumerate(program)]
                        for core, program in programs.items()}
+            ordered = _in_start_order(actions, timed.start)
         pt_flops = sum(matmul_flops(i) for program in programs.values() for i in program)
-        return _Kernel(image, programs, expanded, costs, rendezvous, hazards, lx_peak, pt_flops,
-                       actions)
+        return _Kernel(image, programs, expanded, costs, hazards, lx_peak, pt_flops, timed,
+                       ordered or [])
 
     # ---- execution ---------------------------------------------------------------------------
 
@@ -229,19 +248,17 @@ class Emulator:
         return outputs, profile
 
     def _compute(self, kernel: _Kernel, start_cycle: float) -> KernelProfile:
-        timed = schedule(kernel.programs, self.target, start_cycle, kernel.costs,
-                         kernel.image.name, kernel.rendezvous, kernel.expanded)
-        if self.mode == "full":
-            _execute(kernel, timed.start)
-        image = kernel.image
+        for action in kernel.ordered_actions:
+            action()
+        image, timed = kernel.image, kernel.timed
         return KernelProfile(
-            name=image.name, cores=image.num_cores, start_cycle=timed.start_cycle,
-            end_cycle=timed.end_cycle, flops=image.flops, pt_flops=kernel.pt_flops,
-            offchip_bytes=timed.lpddr_bytes, min_offchip_bytes=image.min_offchip_bytes,
-            lx_peak_bytes=kernel.lx_peak_bytes,
+            name=image.name, cores=image.num_cores, start_cycle=start_cycle,
+            end_cycle=start_cycle + timed.end_cycle, flops=image.flops,
+            pt_flops=kernel.pt_flops, offchip_bytes=timed.lpddr_bytes,
+            min_offchip_bytes=image.min_offchip_bytes, lx_peak_bytes=kernel.lx_peak_bytes,
             instructions=sum(len(p) for p in kernel.programs.values()),
             busy_cycles=dict(timed.busy),
-            timeline=Timeline(kernel.programs, timed,
+            timeline=Timeline(kernel.programs, timed, start_cycle,
                               {core: e.origin for core, e in kernel.expanded.items()},
                               {core: [c.track for c in costs]
                                for core, costs in kernel.costs.items()}),
@@ -255,18 +272,19 @@ def _located(fault: DeviceFault, core: int, flat: Expanded, index: int) -> Devic
     return DeviceFault(reason, fault.address, core, pc, flat.shown(index))
 
 
-def _execute(kernel: _Kernel, starts: dict[int, list[float]]) -> None:
-    """Execute every instruction of a kernel in the order the schedule started them."""
-    cores = sorted(kernel.programs)
+def _in_start_order(
+    actions: dict[int, list[Callable[[], None]]], starts: dict[int, list[float]]
+) -> list[Callable[[], None]]:
+    """Every instruction's action, in the order the schedule started them (ties by core, pc)."""
+    cores = sorted(actions)
     if not cores:
-        return
+        return []
     start = np.concatenate([np.asarray(starts[c], dtype=np.float64) for c in cores])
     core_of = np.concatenate([np.full(len(starts[c]), c) for c in cores])
     pc_of = np.concatenate([np.arange(len(starts[c])) for c in cores])
     order = np.lexsort((pc_of, core_of, start))
-    actions = kernel.actions
-    for core, pc in zip(core_of[order].tolist(), pc_of[order].tolist(), strict=True):
-        actions[core][pc]()
+    return [actions[core][pc]
+            for core, pc in zip(core_of[order].tolist(), pc_of[order].tolist(), strict=True)]
 
 
 def _roofline_warnings(profile: Profile) -> list[str]:

@@ -42,7 +42,7 @@ from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine, Instr,
                                 ReduceFn, Region, UnaryFn, bits_f32, ddr_region, lx_access,
                                 lx_reads, lx_writes)
-from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
+from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory, TileSource
 from spyrec.target import SpyreTarget
 
 _STORAGE = {DType.DL16: np.dtype(np.uint16), DType.F32: np.dtype(np.float32),
@@ -162,25 +162,31 @@ def _store(view: np.ndarray, dtype: DType, codec: HalfCodec, value: np.ndarray) 
         view[...] = value
 
 
-def _tile(lx: LocalMemory, region: Region, dtype: DType) -> np.ndarray:
+def _tile(lx: TileSource, region: Region, dtype: DType) -> np.ndarray:
     storage = _STORAGE[dtype]
     return lx.view(region, storage, storage.itemsize)
 
 
 def bind(
-    instr: Instr, memory: DeviceMemory, lx: LocalMemory, codec: HalfCodec
+    instr: Instr, memory: DeviceMemory, lx: TileSource, codec: HalfCodec,
+    ddr: np.ndarray | None = None,
 ) -> Callable[[], None]:
-    """A closure that executes a validated instruction on backed memory."""
+    """A closure that executes a validated instruction on backed memory.
+
+    `lx` is one core's LX or a `CoreStack` (the instruction then runs on every core of the
+    stack at once, with tiles that have a leading core axis); `ddr`, for a DMA, is the LPDDR
+    view to use (shaped like the LX tile) instead of the one the instruction addresses.
+    """
     a = instr.named_args()
     if instr.op == "dma.load":
         lx_region = lx_writes(instr)[0]
-        source = memory.view(ddr_region(instr))  # type: ignore[arg-type]
+        source = memory.view(ddr_region(instr)) if ddr is None else ddr  # type: ignore[arg-type]
         target_view = lx.view(lx_region, np.dtype(np.uint8), 1)
         return lambda: np.copyto(target_view, source)
     if instr.op == "dma.store":
         lx_region = lx_reads(instr)[0]
         source = lx.view(lx_region, np.dtype(np.uint8), 1)
-        target_view = memory.view(ddr_region(instr))  # type: ignore[arg-type]
+        target_view = memory.view(ddr_region(instr)) if ddr is None else ddr  # type: ignore[arg-type]
         return lambda: np.copyto(target_view, source)
     if instr.op in MATMUL_OPS:
         return _bind_matmul(instr, lx, codec)
@@ -197,7 +203,7 @@ def bind(
     return _bind_binary(a, lx, codec)
 
 
-def _bind_matmul(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_matmul(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     in_dtype = DType(a["in_dtype"])
     reads = lx_reads(instr)
@@ -208,7 +214,8 @@ def _bind_matmul(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[]
 
     def run() -> None:
         b_value = _load(b_tile, in_dtype, codec)
-        product = np.matmul(_load(a_tile, in_dtype, codec), b_value.T if transposed else b_value,
+        b_value = np.swapaxes(b_value, -1, -2) if transposed else b_value
+        product = np.matmul(_load(a_tile, in_dtype, codec), b_value,
                             dtype=np.float32)
         if accumulate:
             c_tile[...] = c_tile + product
@@ -223,7 +230,7 @@ def _unary_region(a: dict[str, int], prefix: str) -> Region:
     return Region(a[prefix], a["rows"], a["cols"] * dtype.itemsize, a[f"{prefix}_pitch"])
 
 
-def _bind_unary(a: dict[str, int], lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_unary(a: dict[str, int], lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     fn = UnaryFn(a["fn"])
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
     src = _tile(lx, _unary_region(a, "src"), src_dtype)
@@ -235,7 +242,7 @@ def _bind_unary(a: dict[str, int], lx: LocalMemory, codec: HalfCodec) -> Callabl
     return lambda: _store(dst, dst_dtype, codec, float_fn(_load(src, src_dtype, codec)))
 
 
-def _bind_binary(a: dict[str, int], lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_binary(a: dict[str, int], lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     fn = BinaryFn(a["fn"])
     dtypes = [DType(a[f"{p}_dtype"]) for p in ("src0", "src1", "dst")]
     src0, src1, dst = (_tile(lx, _unary_region(a, p), d)
@@ -248,7 +255,7 @@ def _bind_binary(a: dict[str, int], lx: LocalMemory, codec: HalfCodec) -> Callab
     return lambda: _store(dst, dd, codec, float_fn(_load(src0, d0, codec), _load(src1, d1, codec)))
 
 
-def _bind_scalar(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_scalar(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     fn = BinaryFn(a["fn"])
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
@@ -267,7 +274,7 @@ def _bind_scalar(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[]
     return lambda: _store(dst, dst_dtype, codec, float_fn(_load(src, src_dtype, codec), s))
 
 
-def _bind_colwise(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_colwise(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     fn = BinaryFn(a["fn"])
     d0, d1, dd = (DType(a[f"{p}_dtype"]) for p in ("src0", "src1", "dst"))
@@ -287,7 +294,7 @@ def _bind_colwise(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[
                                                    _load(src1, d1, codec)))
 
 
-def _bind_mask(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_mask(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
     (src_region,), (dst_region,) = lx_access(instr)
@@ -298,14 +305,14 @@ def _bind_mask(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], 
     return lambda: _store(dst, dst_dtype, codec, np.where(masked, s, _load(src, src_dtype, codec)))
 
 
-def _bind_reduce(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_reduce(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     reduce = sfu.REDUCE[ReduceFn(a["fn"])]
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
     (src_region,), (dst_region,) = lx_access(instr)
     src = _tile(lx, src_region, src_dtype)
     stick = _tile(lx, dst_region, dst_dtype)  # (rows, one stick of elements)
-    first, rest = stick[:, :1], stick[:, 1:]
+    first, rest = stick[..., :1], stick[..., 1:]
 
     def run() -> None:
         value = reduce(_load(src, src_dtype, codec))

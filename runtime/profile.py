@@ -49,10 +49,11 @@ class Timeline:
     """A kernel's programs (loops unrolled) with their schedule, from which trace events are
     made on demand (keeping one object per instruction alive would dominate memory on large
     models). `origins[core][i]` is the (pc, iteration) instruction i comes from, `tracks`
-    the engine track of each instruction."""
+    the engine track of each instruction; times are `schedule`'s plus `offset`."""
 
     programs: dict[int, list[Instr]]
-    schedule: Schedule
+    schedule: Schedule  # cycles from the kernel's start
+    offset: float  # the kernel's start cycle in the run
     origins: dict[int, list[tuple[int, int]]]
     tracks: dict[int, list[int]]
 
@@ -93,6 +94,7 @@ class KernelProfile:
         if self.timeline is None:
             return []
         timeline = self.timeline
+        offset = timeline.offset
         names = track_names(target)
         events = []
         for core, program in sorted(timeline.programs.items()):
@@ -102,7 +104,7 @@ class KernelProfile:
                 pc, iteration = origins[flat]
                 args = _ring_args(instr, core, target) if instr.op in RENDEZVOUS_OPS else {}
                 events.append(TraceEvent(index, core, instr.spec.engine.value, instr.unit, pc,
-                                         instr.op, starts[flat], ends[flat],
+                                         instr.op, offset + starts[flat], offset + ends[flat],
                                          names[tracks[flat]], iteration, args))
         return events
 
@@ -110,10 +112,13 @@ class KernelProfile:
         """Per core, (cycles, live LX bytes from then on); see `occupancy.lx_live_bytes`."""
         if self.timeline is None:
             return {}
-        schedule = self.timeline.schedule
-        return {core: lx_live_bytes(program, core, schedule.start[core], schedule.end[core],
-                                    target.lx_bytes, target.stick_bytes)
-                for core, program in sorted(self.timeline.programs.items())}
+        schedule, offset = self.timeline.schedule, self.timeline.offset
+        result = {}
+        for core, program in sorted(self.timeline.programs.items()):
+            times, live = lx_live_bytes(program, core, schedule.start[core], schedule.end[core],
+                                        target.lx_bytes, target.stick_bytes)
+            result[core] = (times + offset, live)
+        return result
 
     @property
     def cycles(self) -> float:
