@@ -16,7 +16,8 @@ when the hazard checker ran; a test holds both paths to bit-identical results.
 Per pc, the instruction runs batched when every core's instance has the same fields apart
 from the LPDDR address, and the addresses step evenly through one allocation (a load may
 step by 0: every core reads the same weights; a store must not overlap another core's);
-otherwise that pc runs core by core.
+otherwise that pc runs core by core. A batched call serves as many cores as keep its tiles
+within BATCH_BYTES, so large tiles run in several calls whose temporaries stay in cache.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ import numpy as np
 
 from spyrec.runtime import ops
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.runtime.isa import Engine, Instr, ddr_region
+from spyrec.runtime.isa import Engine, Instr, ddr_region, lx_access
 from spyrec.runtime.memory import CoreStack, DeviceFault, DeviceMemory, LocalMemory
 
 Action = Callable[[], None]
+
+# LX bytes of the largest tile times the cores of one batched call, at most (see _group_size)
+BATCH_BYTES = 64 * 1024
 
 
 def _stack_of(cores: list[int]) -> tuple[int, int] | None:
@@ -89,17 +93,34 @@ def pc_order_actions(
     length = len(programs[cores[0]])
     if stack is None or any(len(programs[c]) != length for c in cores):
         return None
-    stacked = CoreStack(lx_all, stack[0], stack[1], len(cores))
+    first, step = stack
     actions: list[Action] = []
     for pc in range(length):
         instrs = [programs[c][pc] for c in cores]
-        if _same_but_ddr(instrs):
-            if instrs[0].spec.engine is not Engine.DMA:
-                actions.append(ops.bind(instrs[0], memory, stacked, codec))
+        if not _same_but_ddr(instrs):
+            actions += [ops.bind(i, memory, lx[c], codec)
+                        for c, i in zip(cores, instrs, strict=True)]
+            continue
+        group = _group_size(instrs[0])
+        for start in range(0, len(cores), group):
+            part = instrs[start:start + group]
+            stacked = CoreStack(lx_all, first + start * step, step, len(part))
+            if part[0].spec.engine is not Engine.DMA:
+                actions.append(ops.bind(part[0], memory, stacked, codec))
                 continue
-            ddr = _ddr_stack(instrs, memory)
+            ddr = _ddr_stack(part, memory)
             if ddr is not None:
-                actions.append(ops.bind(instrs[0], memory, stacked, codec, ddr))
+                actions.append(ops.bind(part[0], memory, stacked, codec, ddr))
                 continue
-        actions += [ops.bind(i, memory, lx[c], codec) for c, i in zip(cores, instrs, strict=True)]
+            actions += [ops.bind(i, memory, lx[c], codec)
+                        for c, i in zip(cores[start:start + group], part, strict=True)]
     return actions
+
+
+def _group_size(instr: Instr) -> int:
+    """How many cores one call serves: enough to amortise the call, few enough that the
+    temporaries of a call stay in cache (measured: a GELU over 32 stacked 64x64 fp32 tiles
+    ran 1.5x slower than 32 single-tile calls)."""
+    reads, writes = lx_access(instr)
+    tile = max(r.rows * r.row_bytes for r in reads + writes)
+    return max(1, BATCH_BYTES // tile)

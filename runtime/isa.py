@@ -241,8 +241,8 @@ class Instr:
         return Instr(op, tuple(int(fields[f]) for f in spec.fields), unit, tuple(sorted(deps)))
 
     def disassemble(self) -> str:
-        parts = [f"{k}={v}" for k, v in self.named_args().items()]
-        text = f"{self.op} u{self.unit} " + " ".join(parts)
+        parts = [f"{self.op} u{self.unit}"] + [f"{k}={v}" for k, v in self.named_args().items()]
+        text = " ".join(parts)
         if self.deps:
             text += " deps=[" + ",".join(str(d) for d in self.deps) + "]"
         return text
