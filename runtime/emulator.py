@@ -26,6 +26,7 @@ import numpy as np
 
 from spyrec.runtime import ops, ring
 from spyrec.runtime.batched import pc_order_actions
+from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
                                       build_job, decode_job_binary)
 from spyrec.runtime.dl16 import half_codec
@@ -62,7 +63,13 @@ class _Kernel:
     lx_peak_bytes: int
     pt_flops: int
     timed: Schedule  # from cycle 0
-    ordered_actions: list[Callable[[], None]]  # full mode: every instruction, in start order
+    ordered_actions: list[Callable[[], None]]  # full mode: what to run, in order
+
+    def __post_init__(self) -> None:
+        # what every run's profile needs, computed once
+        self.instructions = sum(len(p) for p in self.programs.values())
+        self.origins = {core: e.origin for core, e in self.expanded.items()}
+        self.tracks = {core: [c.track for c in costs] for core, costs in self.costs.items()}
 
 
 class Emulator:
@@ -225,7 +232,7 @@ class Emulator:
         profile = Profile(self.target, warnings=list(self.warnings))
         outputs: list[np.ndarray] = []
         cycle = 0.0
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), single_threaded_blas():
             for step in self.exec_plan:
                 if step["op"] == "ComputeOnDevice":
                     kernel_profile = self._compute(self._kernels[step["job_bin_ptr"]], cycle)
@@ -256,12 +263,9 @@ class Emulator:
             end_cycle=start_cycle + timed.end_cycle, flops=image.flops,
             pt_flops=kernel.pt_flops, offchip_bytes=timed.lpddr_bytes,
             min_offchip_bytes=image.min_offchip_bytes, lx_peak_bytes=kernel.lx_peak_bytes,
-            instructions=sum(len(p) for p in kernel.programs.values()),
-            busy_cycles=dict(timed.busy),
-            timeline=Timeline(kernel.programs, timed, start_cycle,
-                              {core: e.origin for core, e in kernel.expanded.items()},
-                              {core: [c.track for c in costs]
-                               for core, costs in kernel.costs.items()}),
+            instructions=kernel.instructions, busy_cycles=dict(timed.busy),
+            timeline=Timeline(kernel.programs, timed, start_cycle, kernel.origins,
+                              kernel.tracks),
         )
 
 
