@@ -16,7 +16,8 @@ instructions bound) are reported apart, as they are paid once per binary.
 Each figure is the fastest of `--repeat` calls after one warm-up call. It prints a Markdown
 table; the targets are full within 3x of eager and timing-only at least 20x faster than full.
 
-    .venv/bin/python benchmarks/emulator_speed.py [--repeat 5] [--profile full|timing]
+    .venv/bin/python benchmarks/emulator_speed.py [--repeat 15] [--torch-threads N]
+                                                  [--profile full|timing]
 
 `--profile` runs cProfile over the emulator calls of the last model and prints the top
 functions, to find the hot spots.
@@ -107,7 +108,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
     parser.add_argument("--profile", choices=["full", "timing"])
+    parser.add_argument("--torch-threads", type=int,
+                        help="threads for eager PyTorch (default: PyTorch's own choice)")
     args = parser.parse_args()
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
     dtype = getattr(torch, args.dtype)
     if args.profile:
         profile(ZOO[-1], args.profile, dtype)
