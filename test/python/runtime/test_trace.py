@@ -66,3 +66,36 @@ def test_a_value_never_read_is_not_live_and_an_overwrite_ends_the_old_one() -> N
     # stick 0 lives 10..30, the overwritten value of stick 1 never, its new one 15..30
     assert times.tolist() == [10.0, 15.0, 30.0]
     assert live.tolist() == [128, 256, 0]
+
+
+def test_cli_inspect_and_profile_a_binary_with_ring_and_loop_instructions(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from spyrec.cli import main
+    from spyrec.runtime.container import write_spyre
+    from spyrec.runtime.isa import Instr
+
+    programs = {0: [Instr.make("loop.begin", trips=2),
+                    Instr.make("loop.incr", pc=2, field=0, step=ROW),
+                    load(0, 0, 1, ROW, deps=(3,)), send(0, 1, ROW, 1, deps=(2,)),
+                    Instr.make("loop.end")],
+                1: [Instr.make("loop.begin", trips=2), recv(0, 1, ROW, 0, deps=(2,)),
+                    store(0, OUT, 1, ROW, deps=(1,)),
+                    Instr.make("loop.incr", pc=2, field=1, step=ROW), Instr.make("loop.end")]}
+    path = tmp_path / "ring.spyre"
+    write_spyre(two_tensor_binary(programs), path)
+    runner = CliRunner()
+    shown = runner.invoke(main, ["inspect", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert "   0: loop.begin u0 trips=2\n" in shown.output
+    assert "   3: ring.send u0 src=0 rows=1 row_bytes=128 src_pitch=128 dst_core=1 tag=0 " \
+           "deps=[2]\n" in shown.output
+    trace = tmp_path / "trace.json"
+    profiled = runner.invoke(main, ["profile", str(path), "--json", "--trace", str(trace)])
+    assert profiled.exit_code == 0, profiled.output
+    summary = json.loads(profiled.output)
+    assert {"emulated_us", "roofline_us", "flops", "offchip_bytes", "min_offchip_bytes",
+            "lx_peak_bytes", "kernels"} <= set(summary)
+    assert summary["kernels"][0]["instructions"] == 8  # two iterations of two, per core
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" and e["name"] == "ring.recv" for e in events) == 2
