@@ -2,15 +2,20 @@
 
 Construction performs the job preparation plan (allocations, init.bin into the program area,
 weights converted to device format) and loads every kernel the execution plan launches: its
-programs are decoded from the emulated program area, each instruction is validated against
-the target and the allocations (a bad one raises DeviceFault naming core, pc and instruction),
-and the LX hazard checker runs. So a binary that would fault is refused before anything runs.
+programs are decoded from the emulated program area and their loops unrolled, each
+instruction is validated against the target, the allocations and the per-core span rule (a
+bad one raises DeviceFault naming core, pc, loop iteration and instruction), the ring and
+sync instructions are matched into groups, the LX hazard checker runs and the discrete-event
+model (timing.py) schedules the kernel, which depends on nothing but its programs. So a
+binary that would fault or deadlock is refused before anything runs.
 
 `run` then follows the execution plan: inputs are checked against the signature and copied in,
-each kernel is scheduled by the discrete-event model (timing.py) and, in "full" mode, its
-instructions are executed in the order the schedule started them (so a missing dependency
-shows up in the numbers as it would on hardware), and outputs are copied out. Kernels run one
-after another: a launch waits for the previous kernel to finish on all cores.
+each kernel's instructions are executed (in "full" mode) and its profile assembled from the
+schedule, and outputs are copied out. Instructions execute in the order the schedule started
+them, so a missing dependency shows up in the numbers as it would on hardware; a hazard-free
+kernel without ring or sync instructions runs batched over its cores instead (batched.py),
+which gives the same bytes. Kernels run one after another: a launch waits for the previous
+kernel to finish on all cores.
 
 Mode "timing" keeps no memory contents: addresses are still checked and the schedule is the
 same, so it reports the same emulated time as "full", but it needs neither inputs nor time for
@@ -148,9 +153,31 @@ class Emulator:
 
     def _load(self, job_bin_ptr: int, image: KernelImage) -> _Kernel:
         encoded = decode_job_binary(self.memory.contents_from(job_bin_ptr))
-        programs: dict[int, list[Instr]] = {}
+        expanded, accesses, lx_peak = self._validated(image, encoded)
+        programs = {core: flat.instrs for core, flat in expanded.items()}
+        costs = {core: [instr_cost(instr, self.target, core) for instr in program]
+                 for core, program in programs.items()}
+        rendezvous = ring.match(programs)
+        ring.check_agreement(rendezvous, programs)
+        hazards = (check_kernel(programs, costs, accesses, self.target, image.name, expanded)
+                   if self.check_hazards else [])
+        if hazards and self.strict:
+            more = f" (and {len(hazards) - 1} more)" if len(hazards) > 1 else ""
+            raise HazardError(hazards[0] + more)
+        # The schedule depends on the programs alone, so it is computed once, from cycle 0.
+        timed = schedule(programs, self.target, 0.0, costs, image.name, rendezvous, expanded)
+        actions = (self._actions(programs, rendezvous, bool(hazards), timed)
+                   if self.mode == "full" else [])
+        pt_flops = sum(matmul_flops(i) for program in programs.values() for i in program)
+        return _Kernel(image, programs, expanded, costs, hazards, lx_peak, pt_flops, timed,
+                       actions)
+
+    def _validated(
+        self, image: KernelImage, encoded: dict[int, list[Instr]]
+    ) -> tuple[dict[int, Expanded], dict[int, list[Access]], int]:
+        """Unroll and validate every core's program (DeviceFault naming core, pc, iteration
+        and instruction); returns the unrolled programs, their LX accesses and the LX peak."""
         expanded: dict[int, Expanded] = {}
-        costs: dict[int, list[Cost]] = {}
         accesses: dict[int, list[Access]] = {}
         lx_peak = 0
         spans = SpanChecker(self._tensors, self.memory, self.target.per_core_span_bytes)
@@ -162,7 +189,7 @@ class Emulator:
                 flat = expand_loops(program)
             except ProgramError as error:
                 raise DeviceFault(error.reason).at(core, error.pc, program[error.pc]) from None
-            expanded[core], programs[core] = flat, flat.instrs
+            expanded[core] = flat
             accesses[core] = []
             for index, instr in enumerate(flat.instrs):
                 try:
@@ -175,32 +202,25 @@ class Emulator:
                     raise _located(fault, core, flat, index) from None
                 accesses[core].append((reads, writes))
                 lx_peak = max(lx_peak, end)
-            costs[core] = [instr_cost(instr, self.target, core) for instr in flat.instrs]
-        rendezvous = ring.match(programs)
-        ring.check_agreement(rendezvous, programs)
-        hazards = (check_kernel(programs, costs, accesses, self.target, image.name,
-                                expanded)
-                   if self.check_hazards else [])
-        if hazards and self.strict:
-            more = f" (and {len(hazards) - 1} more)" if len(hazards) > 1 else ""
-            raise HazardError(hazards[0] + more)
-        # The schedule depends on the programs alone, so it is computed once, from cycle 0.
-        timed = schedule(programs, self.target, 0.0, costs, image.name, rendezvous, expanded)
-        ordered: list[Callable[[], None]] | None = []
-        if self.mode == "full" and self.batch_cores and self.check_hazards and not hazards \
-                and not rendezvous.members:
+        return expanded, accesses, lx_peak
+
+    def _actions(
+        self, programs: dict[int, list[Instr]], rendezvous: ring.Rendezvous, hazards: bool,
+        timed: Schedule,
+    ) -> list[Callable[[], None]]:
+        """What a full-mode run executes for a kernel, in order: batched over cores where
+        that gives the same bytes (batched.py), else every instruction in start order."""
+        if self.batch_cores and self.check_hazards and not hazards and not rendezvous.members:
             assert self._lx_all is not None
-            ordered = pc_order_actions(programs, self.memory, self.lx, self._lx_all, self.codec)
-        if self.mode == "full" and not ordered:
-            between = ring.bind(rendezvous, programs, self.lx, self.codec)
-            actions = {core: [between[(core, pc)] if (core, pc) in between
-                              else ops.bind(i, self.memory, self.lx[core], self.codec)
-                              for pc, i in enumerate(program)]
-                       for core, program in programs.items()}
-            ordered = _in_start_order(actions, timed.start)
-        pt_flops = sum(matmul_flops(i) for program in programs.values() for i in program)
-        return _Kernel(image, programs, expanded, costs, hazards, lx_peak, pt_flops, timed,
-                       ordered or [])
+            batched = pc_order_actions(programs, self.memory, self.lx, self._lx_all, self.codec)
+            if batched is not None:
+                return batched
+        between = ring.bind(rendezvous, programs, self.lx, self.codec)
+        actions = {core: [between[(core, pc)] if (core, pc) in between
+                          else ops.bind(i, self.memory, self.lx[core], self.codec)
+                          for pc, i in enumerate(program)]
+                   for core, program in programs.items()}
+        return _in_start_order(actions, timed.start)
 
     # ---- execution ---------------------------------------------------------------------------
 

@@ -199,6 +199,9 @@ def schedule(
         for pc, cost in enumerate(costs[core]):
             per_track[cost.track].append(pc)
         queues[core] = per_track
+    # the tracks each core uses (most use 3-5 of the 9)
+    used = {core: [t for t, queue in enumerate(per_track) if queue]
+            for core, per_track in queues.items()}
     heads = {core: [0] * tracks for core in programs}
     busy_track = {core: [False] * tracks for core in programs}
     start = {core: [math.nan] * len(p) for core, p in programs.items()}
@@ -225,7 +228,7 @@ def schedule(
         program = programs[core]
         finished = done[core]
         groups = group.get(core, {})
-        for track in range(tracks):
+        for track in used[core]:
             if busy_track[core][track]:
                 continue
             queue = queues[core][track]
