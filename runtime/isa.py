@@ -271,6 +271,7 @@ class ProgramError(EncodingError):
 
 
 LOOP_OPS = frozenset({"loop.begin", "loop.incr", "loop.end"})
+MAX_UNROLLED = 1 << 22  # instructions per core after unrolling, a bound on emulator memory
 
 
 def loop_spans(program: Sequence[Instr]) -> list[tuple[int, int] | None]:
@@ -310,6 +311,8 @@ def check_program(program: Sequence[Instr]) -> list[tuple[int, int] | None]:
     """
     spans = loop_spans(program)
     for pc, instr in enumerate(program):
+        if instr.op == "loop.begin" and instr.arg("trips") < 0:
+            raise ProgramError(pc, f"loop.begin trips={instr.arg('trips')} must not be negative")
         if instr.op in LOOP_OPS:
             if instr.deps:
                 raise ProgramError(pc, f"{instr.op} cannot have dependencies")
@@ -377,6 +380,13 @@ def expand_loops(program: Sequence[Instr]) -> Expanded:
     if not any(i.op == "loop.begin" for i in program):
         return plain(program)
     spans = check_program(program)
+    unrolled = sum(1 if span is None else program[span[0]].arg("trips")
+                   for instr, span in zip(program, spans, strict=True)
+                   if instr.op not in LOOP_OPS)
+    if unrolled > MAX_UNROLLED:
+        first = next(pc for pc, i in enumerate(program) if i.op == "loop.begin")
+        raise ProgramError(first, f"the loops unroll to {unrolled} instructions, more than the "
+                                  f"{MAX_UNROLLED} the emulator runs per core")
     flat: list[Instr] = []
     origin: list[tuple[int, int]] = []
     latest: dict[int, int] = {}  # pc -> flat index of its latest instance
@@ -398,7 +408,7 @@ def expand_loops(program: Sequence[Instr]) -> Expanded:
                 incr = program[j]
                 steps.setdefault(incr.arg("pc"), []).append((incr.arg("field"), incr.arg("step")))
         previous: dict[int, int] = {}
-        for iteration in range(max(instr.arg("trips"), 0)):
+        for iteration in range(instr.arg("trips")):
             current: dict[int, int] = {}
             for j in body:
                 source = program[j]

@@ -6,7 +6,8 @@ from runtime_helpers import F32, barrier, load, recv, send, store, two_tensor_bi
 
 from spyrec.runtime.container import build_init_bin
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import Instr, decode_program, encode_program, expand_loops
+from spyrec.runtime.isa import (Instr, ProgramError, decode_program, encode_program,
+                                expand_loops)
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.ring import ring_hops
 from spyrec.runtime.timing import DeadlockError
@@ -250,3 +251,20 @@ def test_matching_transfers_must_agree_on_their_size() -> None:
                                           r"256 bytes, but its matching ring.send \(core 0, pc "
                                           r"0\) has 2 rows x 128 bytes"):
         Emulator(two_tensor_binary(programs), mode="timing")
+
+
+def test_a_negative_trip_count_cannot_be_encoded() -> None:
+    program = [Instr.make("loop.begin", trips=-1), load(0, 0, 1, ROW), Instr.make("loop.end")]
+    with pytest.raises(ProgramError, match="instruction 0: loop.begin trips=-1 must not be "
+                                           "negative"):
+        encode_program(program)
+
+
+def test_a_loop_too_large_to_unroll_is_refused() -> None:
+    # 2^23 iterations of a one-instruction body
+    program = [Instr.make("loop.begin", trips=1 << 23), load(0, 0, 1, ROW),
+               Instr.make("loop.end")]
+    with pytest.raises(DeviceFault, match=r"core 0, pc 0 \(loop.begin u0 trips=8388608\): the "
+                                          r"loops unroll to 8388608 instructions, more than "
+                                          r"the 4194304 the emulator runs per core"):
+        Emulator(two_tensor_binary({0: program}), mode="timing")
