@@ -6,7 +6,7 @@ from runtime_helpers import F32, barrier, load, recv, send, store, two_tensor_bi
 
 from spyrec.runtime.container import build_init_bin
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import (Instr, ProgramError, decode_program, encode_program,
+from spyrec.runtime.isa import (DType, Instr, ProgramError, decode_program, encode_program,
                                 expand_loops)
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.ring import ring_hops
@@ -268,3 +268,29 @@ def test_a_loop_too_large_to_unroll_is_refused() -> None:
                                           r"loops unroll to 8388608 instructions, more than "
                                           r"the 4194304 the emulator runs per core"):
         Emulator(two_tensor_binary({0: program}), mode="timing")
+
+
+def test_ring_reduce_of_dl16_tiles_rounds_the_fp32_sum_once() -> None:
+    # fp16 x of 64 rows of 64 elements (one stick): cores 0 and 2 (stride 2) add their
+    # 32-row halves; the fp32 sum of the DL16 inputs is rounded to DL16 once, on core 0.
+    from spyrec.runtime.dl16 import round_dl16
+
+    rows = 32
+    programs = {}
+    for index, core in enumerate((0, 2)):
+        programs[core] = [
+            load(index * rows * ROW, 0, rows, ROW),
+            Instr.make("ring.reduce", deps=(0,), src=0, dst=0x2000, rows=rows, cols=64,
+                       src_pitch=ROW, dst_pitch=ROW, dtype=int(DType.DL16), first=0, count=2,
+                       stride=2, root=0, tag=5),
+        ]
+    programs[0].append(store(0x2000, OUT, rows, ROW, deps=(1,)))
+    x = (np.random.default_rng(9).standard_normal((64, 64)) * 100).astype(np.float16)
+    binary = two_tensor_binary(programs, shape=(64, 64), dtype="float16")
+    (out,), profile = Emulator(binary).run([x])
+    halves = round_dl16(x.astype(np.float32)).reshape(2, rows, 64)
+    expected = round_dl16(halves[0] + halves[1]).astype(np.float16)
+    assert out[:rows].tobytes() == expected.tobytes()
+    reduce = next(e for e in profile.events() if e.op == "ring.reduce")
+    # 4 KiB over the reduce ring (32 cycles), the chain 0-2 is 2 hops (8 cycles)
+    assert reduce.end - reduce.start == 32 + 8
