@@ -167,6 +167,12 @@ def _tile(lx: TileSource, region: Region, dtype: DType) -> np.ndarray:
     return lx.view(region, storage, storage.itemsize)
 
 
+def _ddr_view(instr: Instr, memory: DeviceMemory) -> np.ndarray:
+    region = ddr_region(instr)
+    assert region is not None, f"{instr.op} has no LPDDR operand"
+    return memory.view(region)
+
+
 def bind(
     instr: Instr, memory: DeviceMemory, lx: TileSource, codec: HalfCodec,
     ddr: np.ndarray | None = None,
@@ -180,13 +186,13 @@ def bind(
     a = instr.named_args()
     if instr.op == "dma.load":
         lx_region = lx_writes(instr)[0]
-        source = memory.view(ddr_region(instr)) if ddr is None else ddr  # type: ignore[arg-type]
+        source = _ddr_view(instr, memory) if ddr is None else ddr
         target_view = lx.view(lx_region, np.dtype(np.uint8), 1)
         return lambda: np.copyto(target_view, source)
     if instr.op == "dma.store":
         lx_region = lx_reads(instr)[0]
         source = lx.view(lx_region, np.dtype(np.uint8), 1)
-        target_view = memory.view(ddr_region(instr)) if ddr is None else ddr  # type: ignore[arg-type]
+        target_view = _ddr_view(instr, memory) if ddr is None else ddr
         return lambda: np.copyto(target_view, source)
     if instr.op in MATMUL_OPS:
         return _bind_matmul(instr, lx, codec)

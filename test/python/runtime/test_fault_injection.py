@@ -115,8 +115,8 @@ def test_a_ring_receive_that_overflows_lx(tmp_path: Path) -> None:
     with pytest.raises(DeviceFault) as info:
         run_file(tmp_path, programs)
     assert str(info.value) == (
-        f"core 1, pc 1 ({programs[1][1].disassemble()}): LX tile [0x1ffc00, 0x200400) overflows the "
-        f"{LX}-byte LX by 1024 bytes (loop iteration 0)")
+        f"core 1, pc 1 ({programs[1][1].disassemble()}): LX tile [0x1ffc00, 0x200400) "
+        f"overflows the {LX}-byte LX by 1024 bytes (loop iteration 0)")
 
 
 def test_two_cores_waiting_for_each_other(tmp_path: Path) -> None:
