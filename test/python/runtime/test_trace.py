@@ -88,8 +88,10 @@ def test_cli_inspect_and_profile_a_binary_with_ring_and_loop_instructions(tmp_pa
     shown = runner.invoke(main, ["inspect", str(path)])
     assert shown.exit_code == 0, shown.output
     assert "   0: loop.begin u0 trips=2\n" in shown.output
-    assert "   3: ring.send u0 src=0 rows=1 row_bytes=128 src_pitch=128 dst_core=1 tag=0 " \
+    assert "   1:   loop.incr u0 pc=2 field=0 step=128  ; dma.load ddr\n" in shown.output
+    assert "   3:   ring.send u0 src=0 rows=1 row_bytes=128 src_pitch=128 dst_core=1 tag=0 " \
            "deps=[2]\n" in shown.output
+    assert "   4: loop.end u0\n" in shown.output
     trace = tmp_path / "trace.json"
     profiled = runner.invoke(main, ["profile", str(path), "--json", "--trace", str(trace)])
     assert profiled.exit_code == 0, profiled.output
