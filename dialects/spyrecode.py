@@ -1,7 +1,8 @@
 """The `spyrecode` dialect: scheduled per-core programs, the last IR before bytes.
 
 One `spyrecode.program` per kernel holds one `spyrecode.core` per core, and each core a
-straight-line list of instructions, one op per SpyreCode opcode of `spyrec.runtime.isa`
+list of instructions (counted loops are `loop_begin` ... `loop_end` ops inside that list,
+as in the binary), one op per SpyreCode opcode of `spyrec.runtime.isa`
 (generated from that table, so the dialect and the binary encoding cannot disagree). Every
 instruction carries its fields, the corelet `unit` it runs on and `deps`, the indices of
 earlier instructions of the same core it waits for.
@@ -30,7 +31,8 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from spyrec.runtime.isa import SPECS_BY_NAME, Instr, OpSpec
+from spyrec.runtime.isa import (SPECS_BY_NAME, Instr, OpSpec, ProgramError, check_program,
+                                loop_spans)
 
 
 @irdl_op_definition
@@ -73,15 +75,33 @@ class CoreOp(IRDLOperation):
         return [op.to_instr() for op in self.body.block.ops if isinstance(op, InstrOp)]
 
     def verify_(self) -> None:
-        for index, op in enumerate(self.body.block.ops):
+        core = self.id.value.data
+        ops = list(self.body.block.ops)
+        for index, op in enumerate(ops):
             if not isinstance(op, InstrOp):
-                raise VerifyException(f"spyrecode.core {self.id.value.data}: op {index} "
+                raise VerifyException(f"spyrecode.core {core}: op {index} "
                                       f"({op.name}) is not a SpyreCode instruction")
-            bad = [d for d in op.deps.get_values() if not 0 <= d < index]
+        instrs = [op.to_instr() for op in ops if isinstance(op, InstrOp)]
+        try:
+            spans = loop_spans(instrs)
+        except ProgramError as error:
+            raise VerifyException(f"spyrecode.core {core}: instruction {error.pc} "
+                                  f"({ops[error.pc].name}): {error.reason}") from None
+        for index, op in enumerate(ops):
+            assert isinstance(op, InstrOp)
+            # in a loop body, a later instruction of the body is the previous iteration's
+            bad = [d for d in op.deps.get_values()
+                   if not (0 <= d < index or (spans[index] is not None and d < len(ops)
+                                              and spans[d] == spans[index]))]
             if bad:
                 raise VerifyException(
-                    f"spyrecode.core {self.id.value.data}: instruction {index} "
+                    f"spyrecode.core {core}: instruction {index} "
                     f"({op.name}) waits for {bad}, which are not earlier instructions")
+        try:
+            check_program(instrs)
+        except ProgramError as error:
+            raise VerifyException(f"spyrecode.core {core}: instruction {error.pc} "
+                                  f"({ops[error.pc].name}): {error.reason}") from None
 
 
 class InstrOp(IRDLOperation):

@@ -80,7 +80,8 @@ _DECODE_TABLE = _decode_arithmetic(np.arange(1 << 16, dtype=np.uint32))
 
 def decode(bits: np.ndarray) -> np.ndarray:
     """Convert DL16 bit patterns (uint16) to float32 values (exact)."""
-    return _DECODE_TABLE[np.asarray(bits, dtype=np.uint16)]
+    # np.take gathers about twice as fast as fancy indexing on tiles of thousands of elements
+    return np.take(_DECODE_TABLE, np.asarray(bits, dtype=np.uint16))
 
 
 def round_dl16(x: np.ndarray) -> np.ndarray:

@@ -2,15 +2,20 @@
 
 Construction performs the job preparation plan (allocations, init.bin into the program area,
 weights converted to device format) and loads every kernel the execution plan launches: its
-programs are decoded from the emulated program area, each instruction is validated against
-the target and the allocations (a bad one raises DeviceFault naming core, pc and instruction),
-and the LX hazard checker runs. So a binary that would fault is refused before anything runs.
+programs are decoded from the emulated program area and their loops unrolled, each
+instruction is validated against the target, the allocations and the per-core span rule (a
+bad one raises DeviceFault naming core, pc, loop iteration and instruction), the ring and
+sync instructions are matched into groups, the LX hazard checker runs and the discrete-event
+model (timing.py) schedules the kernel, which depends on nothing but its programs. So a
+binary that would fault or deadlock is refused before anything runs.
 
 `run` then follows the execution plan: inputs are checked against the signature and copied in,
-each kernel is scheduled by the discrete-event model (timing.py) and, in "full" mode, its
-instructions are executed in the order the schedule started them (so a missing dependency
-shows up in the numbers as it would on hardware), and outputs are copied out. Kernels run one
-after another: a launch waits for the previous kernel to finish on all cores.
+each kernel's instructions are executed (in "full" mode) and its profile assembled from the
+schedule, and outputs are copied out. Instructions execute in the order the schedule started
+them, so a missing dependency shows up in the numbers as it would on hardware; a hazard-free
+kernel without ring or sync instructions runs batched over its cores instead (batched.py),
+which gives the same bytes. Kernels run one after another: a launch waits for the previous
+kernel to finish on all cores.
 
 Mode "timing" keeps no memory contents: addresses are still checked and the schedule is the
 same, so it reports the same emulated time as "full", but it needs neither inputs nor time for
@@ -24,17 +29,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spyrec.runtime import ops
+from spyrec.runtime import ops, ring
+from spyrec.runtime.batched import pc_order_actions
+from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
                                       build_job, decode_job_binary)
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_kernel
-from spyrec.runtime.isa import Instr, matmul_flops
+from spyrec.runtime.isa import (Expanded, Instr, ProgramError, ddr_region, expand_loops,
+                                matmul_flops)
 from spyrec.runtime.layout import HOST_DTYPE, from_device, to_device
-from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
+from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.profile import KernelProfile, Profile, Timeline
-from spyrec.runtime.timing import Cost, instr_cost, schedule
-from spyrec.target import DEFAULT_TARGET, SpyreTarget
+from spyrec.runtime.span import SpanChecker
+from spyrec.runtime.timing import Cost, Schedule, instr_cost, schedule
+from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 MODES = ("full", "timing")
 
@@ -52,12 +61,20 @@ class _Kernel:
     """A kernel as loaded from the program area: validated, costed and hazard-checked."""
 
     image: KernelImage
-    programs: dict[int, list[Instr]]
+    programs: dict[int, list[Instr]]  # loops unrolled
+    expanded: dict[int, Expanded]  # where each instruction of `programs` comes from
     costs: dict[int, list[Cost]]
     hazards: list[str]
     lx_peak_bytes: int
     pt_flops: int
-    actions: dict[int, list[Callable[[], None]]]  # full mode: per core, per pc
+    timed: Schedule  # from cycle 0
+    ordered_actions: list[Callable[[], None]]  # full mode: what to run, in order
+
+    def __post_init__(self) -> None:
+        # what every run's profile needs, computed once
+        self.instructions = sum(len(p) for p in self.programs.values())
+        self.origins = {core: e.origin for core, e in self.expanded.items()}
+        self.tracks = {core: [c.track for c in costs] for core, costs in self.costs.items()}
 
 
 class Emulator:
@@ -67,6 +84,10 @@ class Emulator:
     mode: "full" (numerics and timing) or "timing" (timing only, no memory contents).
     strict: raise HazardError on LX hazards instead of reporting them as profile warnings.
     check_hazards: run the hazard checker at all (it costs about as much as timing a kernel).
+    batch_cores: in full mode, run a hazard-free kernel without ring or sync instructions pc
+    by pc, each instruction once for all its cores (batched.py; same results, less time);
+    otherwise, and for every other kernel, instructions run one by one in the schedule's
+    start order.
     """
 
     def __init__(
@@ -78,6 +99,7 @@ class Emulator:
         *,
         strict: bool = False,
         check_hazards: bool = True,
+        batch_cores: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown emulator mode '{mode}' (expected one of {MODES})")
@@ -88,16 +110,26 @@ class Emulator:
         self.mode = mode
         self.strict = strict
         self.check_hazards = check_hazards
+        self.batch_cores = batch_cores
         job = build_job(binary, target)
         self.prep_plan, self.exec_plan = job.prep_plan, job.exec_plan
         backed = mode == "full"
         self.memory = DeviceMemory(target, backed=backed)
-        self.lx = [LocalMemory(target.lx_bytes, backed=backed) for _ in range(target.num_cores)]
+        # every core's LX is a row of one array, so a kernel can run batched over its cores
+        self._lx_all = np.zeros((target.num_cores, target.lx_bytes), dtype=np.uint8) \
+            if backed else None
+        self.lx = [LocalMemory(target.lx_bytes, backed=backed,
+                               buffer=None if self._lx_all is None else self._lx_all[core])
+                   for core in range(target.num_cores)]
         self.warnings: list[str] = []
         if binary.target != target.name:
             self.warnings.append(
                 f"the binary was compiled for target '{binary.target}', emulating '{target.name}'")
         self._prepare(job.init)
+        self._tensors = [
+            (b.name, b.addr, b.addr + round_up(max(b.layout.nbytes, 1), ALIGNMENT))
+            for b in [*binary.inputs, *binary.outputs, *binary.intermediates,
+                      *(w for w, _ in binary.weights)]]
         self._kernels = {
             step["job_bin_ptr"]: self._load(step["job_bin_ptr"], binary.kernels[step["kernel"]])
             for step in self.exec_plan if step["op"] == "ComputeOnDevice"
@@ -120,35 +152,75 @@ class Emulator:
                 self.memory.write(step["dev_ptr"], to_device(binding.layout, array, self.numerics))
 
     def _load(self, job_bin_ptr: int, image: KernelImage) -> _Kernel:
-        programs = decode_job_binary(self.memory.contents_from(job_bin_ptr))
-        costs: dict[int, list[Cost]] = {}
-        accesses: dict[int, list[Access]] = {}
-        lx_peak = 0
-        for core, program in sorted(programs.items()):
-            if core >= self.target.num_cores:
-                raise DeviceFault(f"kernel '{image.name}' has a program for core {core}, the "
-                                  f"target has {self.target.num_cores} cores")
-            accesses[core] = []
-            for pc, instr in enumerate(program):
-                try:
-                    reads, writes, end = ops.validate(instr, self.target, self.memory,
-                                                      self.lx[core])
-                except DeviceFault as fault:
-                    raise fault.at(core, pc, instr) from None
-                accesses[core].append((reads, writes))
-                lx_peak = max(lx_peak, end)
-            costs[core] = [instr_cost(instr, self.target) for instr in program]
-        hazards = (check_kernel(programs, costs, accesses, self.target, image.name)
+        encoded = decode_job_binary(self.memory.contents_from(job_bin_ptr))
+        expanded, accesses, lx_peak = self._validated(image, encoded)
+        programs = {core: flat.instrs for core, flat in expanded.items()}
+        costs = {core: [instr_cost(instr, self.target, core) for instr in program]
+                 for core, program in programs.items()}
+        rendezvous = ring.match(programs)
+        ring.check_agreement(rendezvous, programs)
+        hazards = (check_kernel(programs, costs, accesses, self.target, image.name, expanded)
                    if self.check_hazards else [])
         if hazards and self.strict:
             more = f" (and {len(hazards) - 1} more)" if len(hazards) > 1 else ""
             raise HazardError(hazards[0] + more)
-        actions: dict[int, list[Callable[[], None]]] = {}
-        if self.mode == "full":
-            actions = {core: [ops.bind(i, self.memory, self.lx[core], self.codec) for i in program]
-                       for core, program in programs.items()}
+        # The schedule depends on the programs alone, so it is computed once, from cycle 0.
+        timed = schedule(programs, self.target, 0.0, costs, image.name, rendezvous, expanded)
+        actions = (self._actions(programs, rendezvous, bool(hazards), timed)
+                   if self.mode == "full" else [])
         pt_flops = sum(matmul_flops(i) for program in programs.values() for i in program)
-        return _Kernel(image, programs, costs, hazards, lx_peak, pt_flops, actions)
+        return _Kernel(image, programs, expanded, costs, hazards, lx_peak, pt_flops, timed,
+                       actions)
+
+    def _validated(
+        self, image: KernelImage, encoded: dict[int, list[Instr]]
+    ) -> tuple[dict[int, Expanded], dict[int, list[Access]], int]:
+        """Unroll and validate every core's program (DeviceFault naming core, pc, iteration
+        and instruction); returns the unrolled programs, their LX accesses and the LX peak."""
+        expanded: dict[int, Expanded] = {}
+        accesses: dict[int, list[Access]] = {}
+        lx_peak = 0
+        spans = SpanChecker(self._tensors, self.memory, self.target.per_core_span_bytes)
+        for core, program in sorted(encoded.items()):
+            if core >= self.target.num_cores:
+                raise DeviceFault(f"kernel '{image.name}' has a program for core {core}, the "
+                                  f"target has {self.target.num_cores} cores")
+            try:
+                flat = expand_loops(program)
+            except ProgramError as error:
+                raise DeviceFault(error.reason).at(core, error.pc, program[error.pc]) from None
+            expanded[core] = flat
+            accesses[core] = []
+            for index, instr in enumerate(flat.instrs):
+                try:
+                    reads, writes, end = ops.validate(instr, self.target, self.memory,
+                                                      self.lx[core], core)
+                    ddr = ddr_region(instr)
+                    if ddr is not None:
+                        spans.check(core, ddr)
+                except DeviceFault as fault:
+                    raise _located(fault, core, flat, index) from None
+                accesses[core].append((reads, writes))
+                lx_peak = max(lx_peak, end)
+        return expanded, accesses, lx_peak
+
+    def _actions(
+        self, programs: dict[int, list[Instr]], rendezvous: ring.Rendezvous, hazards: bool,
+        timed: Schedule,
+    ) -> list[Callable[[], None]]:
+        """What a full-mode run executes for a kernel, in order: batched over cores where
+        that gives the same bytes (batched.py), else every instruction in start order."""
+        if self.batch_cores and self.check_hazards and not hazards and not rendezvous.members:
+            assert self._lx_all is not None
+            batched = pc_order_actions(programs, self.memory, self.lx, self._lx_all, self.codec)
+            if batched is not None:
+                return batched
+        between = ring.bind(rendezvous, programs, self.lx, self.codec)
+        actions = {core: [between[(core, pc)] if (core, pc) in between
+                          else ops.bind(i, self.memory, self.lx[core], self.codec)
+                          for pc, i in enumerate(program)]
+                   for core, program in programs.items()}
+        return _in_start_order(actions, timed.start)
 
     # ---- execution ---------------------------------------------------------------------------
 
@@ -180,7 +252,7 @@ class Emulator:
         profile = Profile(self.target, warnings=list(self.warnings))
         outputs: list[np.ndarray] = []
         cycle = 0.0
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), single_threaded_blas():
             for step in self.exec_plan:
                 if step["op"] == "ComputeOnDevice":
                     kernel_profile = self._compute(self._kernels[step["job_bin_ptr"]], cycle)
@@ -203,32 +275,40 @@ class Emulator:
         return outputs, profile
 
     def _compute(self, kernel: _Kernel, start_cycle: float) -> KernelProfile:
-        timed = schedule(kernel.programs, self.target, start_cycle, kernel.costs, kernel.image.name)
-        if self.mode == "full":
-            _execute(kernel, timed.start)
-        image = kernel.image
+        for action in kernel.ordered_actions:
+            action()
+        image, timed = kernel.image, kernel.timed
         return KernelProfile(
-            name=image.name, cores=image.num_cores, start_cycle=timed.start_cycle,
-            end_cycle=timed.end_cycle, flops=image.flops, pt_flops=kernel.pt_flops,
-            offchip_bytes=timed.lpddr_bytes, min_offchip_bytes=image.min_offchip_bytes,
-            lx_peak_bytes=kernel.lx_peak_bytes,
-            instructions=sum(len(p) for p in kernel.programs.values()),
-            busy_cycles=dict(timed.busy), timeline=Timeline(kernel.programs, timed),
+            name=image.name, cores=image.num_cores, start_cycle=start_cycle,
+            end_cycle=start_cycle + timed.end_cycle, flops=image.flops,
+            pt_flops=kernel.pt_flops, offchip_bytes=timed.lpddr_bytes,
+            min_offchip_bytes=image.min_offchip_bytes, lx_peak_bytes=kernel.lx_peak_bytes,
+            instructions=kernel.instructions, busy_cycles=dict(timed.busy),
+            timeline=Timeline(kernel.programs, timed, start_cycle, kernel.origins,
+                              kernel.tracks),
         )
 
 
-def _execute(kernel: _Kernel, starts: dict[int, list[float]]) -> None:
-    """Execute every instruction of a kernel in the order the schedule started them."""
-    cores = sorted(kernel.programs)
+def _located(fault: DeviceFault, core: int, flat: Expanded, index: int) -> DeviceFault:
+    """A fault of an unrolled instruction, attributed to its pc (and loop iteration)."""
+    pc, iteration = flat.origin[index]
+    reason = fault.reason if iteration < 0 else f"{fault.reason} (loop iteration {iteration})"
+    return DeviceFault(reason, fault.address, core, pc, flat.shown(index))
+
+
+def _in_start_order(
+    actions: dict[int, list[Callable[[], None]]], starts: dict[int, list[float]]
+) -> list[Callable[[], None]]:
+    """Every instruction's action, in the order the schedule started them (ties by core, pc)."""
+    cores = sorted(actions)
     if not cores:
-        return
+        return []
     start = np.concatenate([np.asarray(starts[c], dtype=np.float64) for c in cores])
     core_of = np.concatenate([np.full(len(starts[c]), c) for c in cores])
     pc_of = np.concatenate([np.arange(len(starts[c])) for c in cores])
     order = np.lexsort((pc_of, core_of, start))
-    actions = kernel.actions
-    for core, pc in zip(core_of[order].tolist(), pc_of[order].tolist(), strict=True):
-        actions[core][pc]()
+    return [actions[core][pc]
+            for core, pc in zip(core_of[order].tolist(), pc_of[order].tolist(), strict=True)]
 
 
 def _roofline_warnings(profile: Profile) -> list[str]:

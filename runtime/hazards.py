@@ -9,6 +9,9 @@ reports, in program order:
 * a write of bytes whose last writer, or any reader since that write, does not happen-before
   the writer (write after write / write after read: the write may clobber bytes still needed).
 
+Ring receives and reductions write LX like DMA loads do, and sends read it like stores; a
+program with loops is checked unrolled, and messages name the pc and loop iteration.
+
 The check is static, so it holds for every timing, and it works at stick (128-byte)
 granularity because LX traffic moves whole sticks: two buffers sharing a stick conflict.
 
@@ -22,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from spyrec.runtime.isa import Instr, Region
-from spyrec.runtime.timing import Cost
+from spyrec.runtime.isa import Expanded, Instr, Region, plain
+from spyrec.runtime.timing import Cost, num_tracks
 from spyrec.target import SpyreTarget
 
 MAX_REPORTED = 20  # per kernel; the rest are counted
@@ -71,23 +74,26 @@ Access = tuple[tuple[Region, ...], tuple[Region, ...]]  # LX regions read, writt
 
 def check_core(
     core: int, program: list[Instr], costs: list[Cost], accesses: list[Access],
-    target: SpyreTarget,
+    target: SpyreTarget, origin: Expanded | None = None,
 ) -> list[str]:
-    """Hazard messages for one core's (validated) program, in program order."""
-    num_tracks = 1 + 2 * target.corelets_per_core
+    """Hazard messages for one core's (validated) program, in program order; `origin` maps
+    an unrolled program back to its pcs and loop iterations for the messages."""
+    names = origin or plain(program)
+    tracks = num_tracks(target)
     stick = target.stick_bytes
     sticks = -(-target.lx_bytes // stick)
-    clocks, positions, by_track = _clocks(program, costs, num_tracks)
+    clocks, positions, by_track = _clocks(program, costs, tracks)
     writer_pc = np.full(sticks, -1, dtype=np.int64)
     writer_track = np.zeros(sticks, dtype=np.int64)
     writer_pos = np.full(sticks, -1, dtype=np.int64)
-    reader_pos = np.full((num_tracks, sticks), -1, dtype=np.int64)
+    reader_pos = np.full((tracks, sticks), -1, dtype=np.int64)
     found: list[str] = []
 
     def report(pc: int, what: str, region: Region, other: int, why: str) -> None:
         found.append(
-            f"core {core}, pc {pc} ({program[pc].disassemble()}): {what} {_describe(region)} "
-            f"{why} pc {other} ({program[other].disassemble()}), which it does not depend on")
+            f"core {core}, {names.where(pc)} ({names.shown(pc).disassemble()}): {what} "
+            f"{_describe(region)} {why} {names.where(other)} "
+            f"({names.shown(other).disassemble()}), which it does not depend on")
 
     def unordered_writer(index: slice | np.ndarray, clock: np.ndarray) -> int | None:
         positions_here = writer_pos[index]
@@ -125,11 +131,13 @@ def check_core(
 def check_kernel(
     programs: dict[int, list[Instr]], costs: dict[int, list[Cost]],
     accesses: dict[int, list[Access]], target: SpyreTarget, name: str,
+    origins: dict[int, Expanded] | None = None,
 ) -> list[str]:
     """Hazard messages of a kernel, at most MAX_REPORTED plus a count of the rest."""
     found: list[str] = []
     for core in sorted(programs):
-        found += check_core(core, programs[core], costs[core], accesses[core], target)
+        found += check_core(core, programs[core], costs[core], accesses[core], target,
+                            (origins or {}).get(core))
     shown = [f"kernel '{name}': {message}" for message in found[:MAX_REPORTED]]
     if len(found) > MAX_REPORTED:
         shown.append(f"kernel '{name}': and {len(found) - MAX_REPORTED} more hazards")

@@ -26,6 +26,9 @@ class Engine(enum.Enum):
     DMA = "dma"
     PT = "pt"
     SFU = "sfu"
+    RING = "ring"  # LX -> LX transfers and reductions over the ring between cores
+    SYNC = "sync"  # synchronisation between cores
+    LOOP = "loop"  # loop control: expanded when a program is loaded, runs on no engine
 
 
 class DType(enum.IntEnum):
@@ -152,6 +155,51 @@ _SPECS: tuple[OpSpec, ...] = (
         "pattern is `imm` (a causal mask; `diag` carries the tile's first row). Rounded to "
         "`dst_dtype`.",
     ),
+    OpSpec(
+        "ring.send", 11, Engine.RING,
+        ("src", "rows", "row_bytes", "src_pitch", "dst_core", "tag"),
+        "Send `rows` runs of `row_bytes` from LX offset `src` (runs `src_pitch` apart) over the "
+        "ring to core `dst_core`, into the buffer of the ring.recv there that matches it (same "
+        "pair of cores and `tag`, in program order). Finishes when the data has left.",
+    ),
+    OpSpec(
+        "ring.recv", 12, Engine.RING,
+        ("dst", "rows", "row_bytes", "dst_pitch", "src_core", "tag"),
+        "Receive the matching ring.send of core `src_core` (same `tag`, same rows x row_bytes) "
+        "into LX offset `dst` (runs `dst_pitch` apart). Finishes when the data has arrived.",
+    ),
+    OpSpec(
+        "ring.reduce", 13, Engine.RING,
+        ("src", "dst", "rows", "cols", "src_pitch", "dst_pitch", "dtype", "first", "count",
+         "stride", "root", "tag"),
+        "Sum a rows x cols tile of element type `dtype` over the group of cores first, "
+        "first + stride, ... (`count` cores), all of which issue the same ring.reduce; fp32 "
+        "sums in group order, rounded to `dtype`, written to `dst` on core `root`, or on every "
+        "member when `root` is -1.",
+    ),
+    OpSpec(
+        "sync.barrier", 14, Engine.SYNC,
+        ("first", "count", "stride", "tag"),
+        "Finish when every core of the group first, first + stride, ... (`count` cores) has "
+        "reached its matching sync.barrier (same group and `tag`, in program order).",
+    ),
+    OpSpec(
+        "loop.begin", 15, Engine.LOOP,
+        ("trips",),
+        "Run the instructions up to the matching loop.end `trips` times (0 skips them). Host "
+        "program correction may patch `trips`.",
+    ),
+    OpSpec(
+        "loop.incr", 16, Engine.LOOP,
+        ("pc", "field", "step"),
+        "In the loop that contains it, add `step` per iteration to field number `field` (an "
+        "index into the fields of that instruction) of the body instruction at `pc`.",
+    ),
+    OpSpec(
+        "loop.end", 17, Engine.LOOP,
+        (),
+        "Close the innermost open loop.begin.",
+    ),
 )
 
 SPECS_BY_NAME: dict[str, OpSpec] = {s.name: s for s in _SPECS}
@@ -193,8 +241,8 @@ class Instr:
         return Instr(op, tuple(int(fields[f]) for f in spec.fields), unit, tuple(sorted(deps)))
 
     def disassemble(self) -> str:
-        parts = [f"{k}={v}" for k, v in self.named_args().items()]
-        text = f"{self.op} u{self.unit} " + " ".join(parts)
+        parts = [f"{self.op} u{self.unit}"] + [f"{k}={v}" for k, v in self.named_args().items()]
+        text = " ".join(parts)
         if self.deps:
             text += " deps=[" + ",".join(str(d) for d in self.deps) + "]"
         return text
@@ -213,13 +261,190 @@ def bits_f32(bits: int) -> float:
     return float(struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0])
 
 
+class ProgramError(EncodingError):
+    """A program whose structure is invalid (loops, dependencies); `pc` names the culprit."""
+
+    def __init__(self, pc: int, reason: str) -> None:
+        self.pc = pc
+        self.reason = reason
+        super().__init__(f"instruction {pc}: {reason}")
+
+
+LOOP_OPS = frozenset({"loop.begin", "loop.incr", "loop.end"})
+MAX_UNROLLED = 1 << 22  # instructions per core after unrolling, a bound on emulator memory
+
+
+def loop_spans(program: Sequence[Instr]) -> list[tuple[int, int] | None]:
+    """Per pc, the (loop.begin pc, loop.end pc) of the loop whose body holds it, else None.
+
+    Loops do not nest (a loop.begin inside a body is an error), every loop.begin has its
+    loop.end and every loop.incr sits in a body; ProgramError otherwise.
+    """
+    spans: list[tuple[int, int] | None] = [None] * len(program)
+    begin: int | None = None
+    for pc, instr in enumerate(program):
+        if instr.op == "loop.begin":
+            if begin is not None:
+                raise ProgramError(pc, f"loop.begin inside the loop opened at pc {begin} "
+                                       "(loops do not nest)")
+            begin = pc
+        elif instr.op == "loop.end":
+            if begin is None:
+                raise ProgramError(pc, "loop.end without a loop.begin")
+            for inner in range(begin + 1, pc):
+                spans[inner] = (begin, pc)
+            begin = None
+        elif instr.op == "loop.incr" and begin is None:
+            raise ProgramError(pc, "loop.incr outside a loop")
+    if begin is not None:
+        raise ProgramError(begin, "loop.begin without a loop.end")
+    return spans
+
+
+def check_program(program: Sequence[Instr]) -> list[tuple[int, int] | None]:
+    """Check loops and dependencies of a program (ProgramError); returns its `loop_spans`.
+
+    An instruction may depend on an earlier instruction, or, inside a loop body, on a later
+    instruction of the same body: that dependency is on the previous iteration's instance
+    (none in the first iteration). Loop control instructions have no dependencies and are no
+    one's dependency; a loop.incr names an instruction of its own body and one of its fields.
+    """
+    spans = loop_spans(program)
+    for pc, instr in enumerate(program):
+        if instr.op == "loop.begin" and instr.arg("trips") < 0:
+            raise ProgramError(pc, f"loop.begin trips={instr.arg('trips')} must not be negative")
+        if instr.op in LOOP_OPS:
+            if instr.deps:
+                raise ProgramError(pc, f"{instr.op} cannot have dependencies")
+            if instr.op == "loop.incr":
+                _check_incr(program, spans, pc, instr)
+            continue
+        for d in instr.deps:
+            if not 0 <= d < len(program):
+                raise ProgramError(pc, f"{instr.op} depends on pc {d}, which does not exist")
+            if d >= pc and (spans[pc] is None or spans[d] != spans[pc]):
+                raise ProgramError(pc, f"{instr.op} depends on a later instruction (pc {d})")
+            if program[d].op in LOOP_OPS:
+                raise ProgramError(pc, f"{instr.op} depends on pc {d}, a {program[d].op}")
+    return spans
+
+
+def _check_incr(program: Sequence[Instr], spans: list[tuple[int, int] | None], pc: int,
+                instr: Instr) -> None:
+    target, field_index = instr.arg("pc"), instr.arg("field")
+    if not 0 <= target < len(program) or spans[target] != spans[pc]:
+        raise ProgramError(pc, f"loop.incr names pc {target}, which is not in its loop body")
+    if program[target].op in LOOP_OPS:
+        raise ProgramError(pc, f"loop.incr names pc {target}, a {program[target].op}")
+    fields = program[target].spec.fields
+    if not 0 <= field_index < len(fields):
+        raise ProgramError(pc, f"loop.incr names field {field_index} of pc {target} "
+                               f"({program[target].op} has {len(fields)} fields)")
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """A program with its loops unrolled: `origin[i]` is the (pc, iteration) that flat
+    instruction i comes from (iteration -1 outside loops); `program` is the original."""
+
+    instrs: list[Instr]
+    origin: list[tuple[int, int]]
+    program: Sequence[Instr]
+
+    def where(self, flat: int) -> str:
+        """Where flat instruction i is, for messages: "pc 5" or "pc 5 (iteration 2)"."""
+        pc, iteration = self.origin[flat]
+        return f"pc {pc}" if iteration < 0 else f"pc {pc} (iteration {iteration})"
+
+    def shown(self, flat: int) -> Instr:
+        """Flat instruction i as messages show it: this iteration's fields, the program's
+        dependencies (pcs of the program, not of the unrolled list)."""
+        instr = self.instrs[flat]
+        return Instr(instr.op, instr.args, instr.unit, self.program[self.origin[flat][0]].deps)
+
+
+def plain(program: Sequence[Instr]) -> Expanded:
+    """A loop-free program as an Expanded (every instruction its own origin)."""
+    return Expanded(list(program), [(pc, -1) for pc in range(len(program))], program)
+
+
+def expand_loops(program: Sequence[Instr]) -> Expanded:
+    """Unroll every loop of a checked program into straight-line instructions.
+
+    Iteration t of a body instruction gets its loop.incr fields advanced by t * step; its
+    dependencies on body instructions point at this iteration's instances (earlier ones) or
+    at the previous iteration's (later ones, dropped in iteration 0); dependencies on
+    instructions outside the body, and those of instructions after the loop on body
+    instructions, point at the latest instance (dropped if the loop ran 0 times).
+    """
+    if not any(i.op == "loop.begin" for i in program):
+        return plain(program)
+    spans = check_program(program)
+    unrolled = sum(1 if span is None else program[span[0]].arg("trips")
+                   for instr, span in zip(program, spans, strict=True)
+                   if instr.op not in LOOP_OPS)
+    if unrolled > MAX_UNROLLED:
+        first = next(pc for pc, i in enumerate(program) if i.op == "loop.begin")
+        raise ProgramError(first, f"the loops unroll to {unrolled} instructions, more than the "
+                                  f"{MAX_UNROLLED} the emulator runs per core")
+    flat: list[Instr] = []
+    origin: list[tuple[int, int]] = []
+    latest: dict[int, int] = {}  # pc -> flat index of its latest instance
+    pc = 0
+    while pc < len(program):
+        instr = program[pc]
+        if instr.op != "loop.begin":
+            deps = tuple(sorted(latest[d] for d in instr.deps if d in latest))
+            latest[pc] = len(flat)
+            flat.append(Instr(instr.op, instr.args, instr.unit, deps))
+            origin.append((pc, -1))
+            pc += 1
+            continue
+        end = _loop_end(spans, pc)
+        body = [j for j in range(pc + 1, end) if program[j].op not in LOOP_OPS]
+        steps: dict[int, list[tuple[int, int]]] = {}
+        for j in range(pc + 1, end):
+            if program[j].op == "loop.incr":
+                incr = program[j]
+                steps.setdefault(incr.arg("pc"), []).append((incr.arg("field"), incr.arg("step")))
+        previous: dict[int, int] = {}
+        for iteration in range(instr.arg("trips")):
+            current: dict[int, int] = {}
+            for j in body:
+                source = program[j]
+                args = list(source.args)
+                for field_index, step in steps.get(j, ()):
+                    args[field_index] += iteration * step
+                deps = []
+                for d in source.deps:
+                    if pc < d < end:
+                        instance = current.get(d) if d < j else previous.get(d)
+                    else:
+                        instance = latest.get(d)
+                    if instance is not None:
+                        deps.append(instance)
+                current[j] = len(flat)
+                flat.append(Instr(source.op, tuple(args), source.unit, tuple(sorted(deps))))
+                origin.append((j, iteration))
+            previous = current
+            latest.update(current)
+        pc = end + 1
+    return Expanded(flat, origin, program)
+
+
+def _loop_end(spans: list[tuple[int, int] | None], begin: int) -> int:
+    inside = spans[begin + 1] if begin + 1 < len(spans) else None
+    if inside is not None:
+        return inside[1]
+    return begin + 1  # an empty loop: loop.begin directly followed by its loop.end
+
+
 def encode_program(program: Sequence[Instr]) -> bytes:
-    """Encode a per-core program to bytes."""
+    """Encode a per-core program to bytes (ProgramError if its loops or deps are invalid)."""
+    check_program(program)
     out = bytearray()
-    for index, instr in enumerate(program):
+    for instr in program:
         spec = instr.spec
-        if any(d >= index or d < 0 for d in instr.deps):
-            raise EncodingError(f"instruction {index} ({instr.op}) depends on a later instruction")
         out += _HEADER.pack(spec.code, instr.unit, len(instr.deps))
         out += struct.pack(f"<{len(spec.fields)}q", *instr.args)
         out += struct.pack(f"<{len(instr.deps)}I", *instr.deps)
@@ -281,10 +506,32 @@ def _itemsize(code: int) -> int:
     return DType(code).itemsize
 
 
-def lx_access(instr: Instr) -> tuple[tuple[Region, ...], tuple[Region, ...]]:
-    """The LX regions an instruction reads and writes (ValueError on an invalid dtype code)."""
+def group_members(first: int, count: int, stride: int) -> list[int]:
+    """The cores of a ring.reduce or sync.barrier group, in group order."""
+    return [first + i * stride for i in range(count)]
+
+
+def lx_access(
+    instr: Instr, core: int | None = None
+) -> tuple[tuple[Region, ...], tuple[Region, ...]]:
+    """The LX regions an instruction reads and writes (ValueError on an invalid dtype code).
+
+    `core` is the core running it; it matters only for ring.reduce, which writes `dst` on its
+    root alone (with `core` None, as if on the root).
+    """
     a = instr.named_args()
     op = instr.op
+    if instr.spec.engine in (Engine.SYNC, Engine.LOOP):
+        return (), ()
+    if op == "ring.send":
+        return (Region(a["src"], a["rows"], a["row_bytes"], a["src_pitch"]),), ()
+    if op == "ring.recv":
+        return (), (Region(a["dst"], a["rows"], a["row_bytes"], a["dst_pitch"]),)
+    if op == "ring.reduce":
+        row = a["cols"] * _itemsize(a["dtype"])
+        src = Region(a["src"], a["rows"], row, a["src_pitch"])
+        writes = a["root"] < 0 or core is None or core == a["root"]
+        return (src,), ((Region(a["dst"], a["rows"], row, a["dst_pitch"]),) if writes else ())
     if op == "dma.load":
         return (), (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),)
     if op == "dma.store":
@@ -316,14 +563,14 @@ def lx_access(instr: Instr) -> tuple[tuple[Region, ...], tuple[Region, ...]]:
     ), (dst,)
 
 
-def lx_reads(instr: Instr) -> tuple[Region, ...]:
+def lx_reads(instr: Instr, core: int | None = None) -> tuple[Region, ...]:
     """The LX regions an instruction reads."""
-    return lx_access(instr)[0]
+    return lx_access(instr, core)[0]
 
 
-def lx_writes(instr: Instr) -> tuple[Region, ...]:
+def lx_writes(instr: Instr, core: int | None = None) -> tuple[Region, ...]:
     """The LX regions an instruction writes."""
-    return lx_access(instr)[1]
+    return lx_access(instr, core)[1]
 
 
 def ddr_region(instr: Instr) -> Region | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -192,12 +193,26 @@ class DeviceMemory:
         return allocation.buffer[offset: offset + size].copy()
 
 
-class LocalMemory:
-    """One core's LX scratchpad; `buffer` is None in timing-only emulation."""
+class TileSource(Protocol):
+    """What instruction semantics read LX tiles from: one core's LX (2-D tiles) or the LX
+    of several cores at once (`CoreStack`, 3-D tiles with the core first)."""
 
-    def __init__(self, size: int, backed: bool = True) -> None:
+    def view(self, region: Region, dtype: np.dtype, itemsize: int) -> np.ndarray: ...
+
+
+class LocalMemory:
+    """One core's LX scratchpad; `buffer` is None in timing-only emulation.
+
+    `buffer`, if given, is the core's row of a `CoreStack`'s array (so the LX of several
+    cores can also be viewed at once).
+    """
+
+    def __init__(self, size: int, backed: bool = True, buffer: np.ndarray | None = None) -> None:
         self.size = size
-        self.buffer = np.zeros(size, dtype=np.uint8) if backed else None
+        if buffer is not None:
+            self.buffer: np.ndarray | None = buffer
+        else:
+            self.buffer = np.zeros(size, dtype=np.uint8) if backed else None
 
     def check(self, region: Region) -> None:
         """Raise a DeviceFault unless the region lies inside LX."""
@@ -219,3 +234,20 @@ class LocalMemory:
         return np.ndarray(
             shape=(region.rows, region.row_bytes // itemsize), dtype=dtype, buffer=self.buffer,
             offset=region.base, strides=(region.pitch, itemsize))
+
+
+class CoreStack:
+    """The LX of the cores first, first + step, ... (`count` of them) as one array: a tile
+    viewed here has a leading core axis, so one NumPy call works on every core's tile."""
+
+    def __init__(self, lx_all: np.ndarray, first: int, step: int, count: int) -> None:
+        self.lx_all = lx_all  # (num_cores, lx_bytes) uint8
+        self.first, self.step, self.count = first, step, count
+
+    def view(self, region: Region, dtype: np.dtype, itemsize: int) -> np.ndarray:
+        """A (count, rows, row_bytes // itemsize) view of a region checked on every core."""
+        lx_bytes = self.lx_all.shape[1]
+        return np.ndarray(
+            shape=(self.count, region.rows, region.row_bytes // itemsize), dtype=dtype,
+            buffer=self.lx_all, offset=self.first * lx_bytes + region.base,
+            strides=(self.step * lx_bytes, region.pitch, itemsize))

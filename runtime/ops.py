@@ -37,18 +37,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from spyrec.runtime import sfu
+from spyrec.runtime import ring, sfu
 from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine, Instr,
                                 ReduceFn, Region, UnaryFn, bits_f32, ddr_region, lx_access,
                                 lx_reads, lx_writes)
-from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
+from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory, TileSource
 from spyrec.target import SpyreTarget
 
 _STORAGE = {DType.DL16: np.dtype(np.uint16), DType.F32: np.dtype(np.float32),
             DType.I32: np.dtype(np.int32)}
 
-_DTYPE_FIELDS = ("in_dtype", "src_dtype", "dst_dtype", "src0_dtype", "src1_dtype")
+_DTYPE_FIELDS = ("in_dtype", "src_dtype", "dst_dtype", "src0_dtype", "src1_dtype", "dtype")
 _DTYPE_CODES = frozenset(int(d) for d in DType)
 _UNARY_CODES = frozenset(int(f) for f in UnaryFn)
 _BINARY_CODES = frozenset(int(f) for f in BinaryFn)
@@ -56,14 +56,16 @@ _REDUCE_CODES = frozenset(int(f) for f in ReduceFn)
 _INT32_MIN, _INT32_END = -(2**31), 2**31
 _IMM_MIN, _IMM_END = -(2**31), 2**32  # an fp32 bit pattern, read as signed or unsigned 32 bits
 _POSITIVE_FIELDS = ("m", "k", "n", "rows", "cols", "row_bytes")
+_SINGLE_UNIT = frozenset({Engine.DMA, Engine.RING, Engine.SYNC, Engine.LOOP})
 
 
 def _check_codes(instr: Instr, target: SpyreTarget) -> None:
     a = instr.named_args()
     engine = instr.spec.engine
-    if engine is Engine.DMA and instr.unit != 0:
-        raise DeviceFault(f"DMA unit {instr.unit} does not exist (a core has one DMA engine)")
-    if engine is not Engine.DMA and not 0 <= instr.unit < target.corelets_per_core:
+    if engine in _SINGLE_UNIT and instr.unit != 0:
+        raise DeviceFault(f"{engine.value.upper()} unit {instr.unit} does not exist (a core has "
+                          f"one {engine.value.upper()} engine)")
+    if engine not in _SINGLE_UNIT and not 0 <= instr.unit < target.corelets_per_core:
         raise DeviceFault(f"{engine.value.upper()} unit {instr.unit} does not exist "
                           f"(a core has {target.corelets_per_core} corelets)")
     for name in _POSITIVE_FIELDS:
@@ -129,18 +131,20 @@ def _check_reduce(a: dict[str, int]) -> None:
 
 
 def validate(
-    instr: Instr, target: SpyreTarget, memory: DeviceMemory, lx: LocalMemory
+    instr: Instr, target: SpyreTarget, memory: DeviceMemory, lx: LocalMemory, core: int = 0
 ) -> tuple[tuple[Region, ...], tuple[Region, ...], int]:
-    """Check an instruction; returns the LX regions it reads and writes, and the highest LX
-    byte it touches plus one."""
+    """Check an instruction of `core`; returns the LX regions it reads and writes, and the
+    highest LX byte it touches plus one (0 if none)."""
     _check_codes(instr, target)
-    reads, writes = lx_access(instr)
+    if instr.op in ring.RENDEZVOUS_OPS:
+        ring.validate(instr, core, target)
+    reads, writes = lx_access(instr, core)
     for region in reads + writes:
         lx.check(region)
     ddr = ddr_region(instr)
     if ddr is not None:
         memory.check_dma(ddr)
-    return reads, writes, max(region.end for region in reads + writes)
+    return reads, writes, max((region.end for region in reads + writes), default=0)
 
 
 def _load(view: np.ndarray, dtype: DType, codec: HalfCodec) -> np.ndarray:
@@ -158,25 +162,37 @@ def _store(view: np.ndarray, dtype: DType, codec: HalfCodec, value: np.ndarray) 
         view[...] = value
 
 
-def _tile(lx: LocalMemory, region: Region, dtype: DType) -> np.ndarray:
+def _tile(lx: TileSource, region: Region, dtype: DType) -> np.ndarray:
     storage = _STORAGE[dtype]
     return lx.view(region, storage, storage.itemsize)
 
 
+def _ddr_view(instr: Instr, memory: DeviceMemory) -> np.ndarray:
+    region = ddr_region(instr)
+    assert region is not None, f"{instr.op} has no LPDDR operand"
+    return memory.view(region)
+
+
 def bind(
-    instr: Instr, memory: DeviceMemory, lx: LocalMemory, codec: HalfCodec
+    instr: Instr, memory: DeviceMemory, lx: TileSource, codec: HalfCodec,
+    ddr: np.ndarray | None = None,
 ) -> Callable[[], None]:
-    """A closure that executes a validated instruction on backed memory."""
+    """A closure that executes a validated instruction on backed memory.
+
+    `lx` is one core's LX or a `CoreStack` (the instruction then runs on every core of the
+    stack at once, with tiles that have a leading core axis); `ddr`, for a DMA, is the LPDDR
+    view to use (shaped like the LX tile) instead of the one the instruction addresses.
+    """
     a = instr.named_args()
     if instr.op == "dma.load":
         lx_region = lx_writes(instr)[0]
-        source = memory.view(ddr_region(instr))  # type: ignore[arg-type]
+        source = _ddr_view(instr, memory) if ddr is None else ddr
         target_view = lx.view(lx_region, np.dtype(np.uint8), 1)
         return lambda: np.copyto(target_view, source)
     if instr.op == "dma.store":
         lx_region = lx_reads(instr)[0]
         source = lx.view(lx_region, np.dtype(np.uint8), 1)
-        target_view = memory.view(ddr_region(instr))  # type: ignore[arg-type]
+        target_view = _ddr_view(instr, memory) if ddr is None else ddr
         return lambda: np.copyto(target_view, source)
     if instr.op in MATMUL_OPS:
         return _bind_matmul(instr, lx, codec)
@@ -193,7 +209,7 @@ def bind(
     return _bind_binary(a, lx, codec)
 
 
-def _bind_matmul(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_matmul(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     in_dtype = DType(a["in_dtype"])
     reads = lx_reads(instr)
@@ -204,7 +220,8 @@ def _bind_matmul(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[]
 
     def run() -> None:
         b_value = _load(b_tile, in_dtype, codec)
-        product = np.matmul(_load(a_tile, in_dtype, codec), b_value.T if transposed else b_value,
+        b_value = np.swapaxes(b_value, -1, -2) if transposed else b_value
+        product = np.matmul(_load(a_tile, in_dtype, codec), b_value,
                             dtype=np.float32)
         if accumulate:
             c_tile[...] = c_tile + product
@@ -219,7 +236,7 @@ def _unary_region(a: dict[str, int], prefix: str) -> Region:
     return Region(a[prefix], a["rows"], a["cols"] * dtype.itemsize, a[f"{prefix}_pitch"])
 
 
-def _bind_unary(a: dict[str, int], lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_unary(a: dict[str, int], lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     fn = UnaryFn(a["fn"])
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
     src = _tile(lx, _unary_region(a, "src"), src_dtype)
@@ -231,7 +248,7 @@ def _bind_unary(a: dict[str, int], lx: LocalMemory, codec: HalfCodec) -> Callabl
     return lambda: _store(dst, dst_dtype, codec, float_fn(_load(src, src_dtype, codec)))
 
 
-def _bind_binary(a: dict[str, int], lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_binary(a: dict[str, int], lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     fn = BinaryFn(a["fn"])
     dtypes = [DType(a[f"{p}_dtype"]) for p in ("src0", "src1", "dst")]
     src0, src1, dst = (_tile(lx, _unary_region(a, p), d)
@@ -244,7 +261,7 @@ def _bind_binary(a: dict[str, int], lx: LocalMemory, codec: HalfCodec) -> Callab
     return lambda: _store(dst, dd, codec, float_fn(_load(src0, d0, codec), _load(src1, d1, codec)))
 
 
-def _bind_scalar(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_scalar(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     fn = BinaryFn(a["fn"])
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
@@ -263,7 +280,7 @@ def _bind_scalar(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[]
     return lambda: _store(dst, dst_dtype, codec, float_fn(_load(src, src_dtype, codec), s))
 
 
-def _bind_colwise(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_colwise(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     fn = BinaryFn(a["fn"])
     d0, d1, dd = (DType(a[f"{p}_dtype"]) for p in ("src0", "src1", "dst"))
@@ -283,7 +300,7 @@ def _bind_colwise(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[
                                                    _load(src1, d1, codec)))
 
 
-def _bind_mask(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_mask(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
     (src_region,), (dst_region,) = lx_access(instr)
@@ -294,14 +311,14 @@ def _bind_mask(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], 
     return lambda: _store(dst, dst_dtype, codec, np.where(masked, s, _load(src, src_dtype, codec)))
 
 
-def _bind_reduce(instr: Instr, lx: LocalMemory, codec: HalfCodec) -> Callable[[], None]:
+def _bind_reduce(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
     a = instr.named_args()
     reduce = sfu.REDUCE[ReduceFn(a["fn"])]
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
     (src_region,), (dst_region,) = lx_access(instr)
     src = _tile(lx, src_region, src_dtype)
     stick = _tile(lx, dst_region, dst_dtype)  # (rows, one stick of elements)
-    first, rest = stick[:, :1], stick[:, 1:]
+    first, rest = stick[..., :1], stick[..., 1:]
 
     def run() -> None:
         value = reduce(_load(src, src_dtype, codec))

@@ -12,38 +12,64 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from spyrec.runtime.isa import Instr
+from spyrec.runtime.occupancy import lx_live_bytes
+from spyrec.runtime.ring import RENDEZVOUS_OPS, ring_hops
 from spyrec.runtime.timing import Schedule, track_names
 from spyrec.target import SpyreTarget
 
-ENGINE_KINDS = ("dma", "pt", "sfu")
+ENGINE_KINDS = ("dma", "pt", "sfu", "ring")
 
 
 @dataclass(frozen=True)
 class TraceEvent:
-    """One instruction's run: which kernel, core, engine and unit, from when to when (cycles)."""
+    """One instruction's run: which kernel, core, engine track, from when to when (cycles).
+
+    `pc` is the instruction's index in the core's program as encoded; an instruction of a
+    loop body runs once per iteration (`iteration`, -1 outside loops).
+    """
 
     kernel: int
     core: int
-    engine: str  # "dma", "pt" or "sfu"
+    engine: str  # "dma", "pt", "sfu", "ring" or "sync"
     unit: int
     pc: int
     op: str
     start: float
     end: float
-
-    @property
-    def track(self) -> str:
-        return self.engine if self.engine == "dma" else f"{self.engine}{self.unit}"
+    track: str  # the engine track: dma, pt0, sfu1, ring_tx, ring_rx, ring_reduce, sync
+    iteration: int = -1
+    args: dict[str, int] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
 class Timeline:
-    """A kernel's programs with their schedule, from which trace events are made on demand
-    (keeping one object per instruction alive would dominate memory on large models)."""
+    """A kernel's programs (loops unrolled) with their schedule, from which trace events are
+    made on demand (keeping one object per instruction alive would dominate memory on large
+    models). `origins[core][i]` is the (pc, iteration) instruction i comes from, `tracks`
+    the engine track of each instruction; times are `schedule`'s plus `offset`."""
 
     programs: dict[int, list[Instr]]
-    schedule: Schedule
+    schedule: Schedule  # cycles from the kernel's start
+    offset: float  # the kernel's start cycle in the run
+    origins: dict[int, list[tuple[int, int]]]
+    tracks: dict[int, list[int]]
+
+
+def _ring_args(instr: Instr, core: int, target: SpyreTarget) -> dict[str, int]:
+    a = instr.named_args()
+    if instr.op == "ring.send":
+        return {"to": a["dst_core"], "bytes": a["rows"] * a["row_bytes"], "tag": a["tag"],
+                "hops": ring_hops(core, a["dst_core"], target.num_cores)}
+    if instr.op == "ring.recv":
+        return {"from": a["src_core"], "bytes": a["rows"] * a["row_bytes"], "tag": a["tag"],
+                "hops": ring_hops(core, a["src_core"], target.num_cores)}
+    if instr.op == "ring.reduce":
+        return {"first": a["first"], "count": a["count"], "stride": a["stride"],
+                "root": a["root"], "tag": a["tag"]}
+    return {}
 
 
 @dataclass
@@ -59,22 +85,40 @@ class KernelProfile:
     offchip_bytes: int  # moved by DMA between LPDDR and LX
     min_offchip_bytes: int  # declared by the compiler
     lx_peak_bytes: int  # highest LX byte touched on any core, plus one
-    instructions: int
+    instructions: int  # instructions run (a loop body counts once per iteration)
     busy_cycles: dict[str, float] = field(default_factory=dict)  # engine kind -> summed busy cycles
     timeline: Timeline | None = field(default=None, repr=False, compare=False)
 
-    def events(self, index: int) -> list[TraceEvent]:
+    def events(self, index: int, target: SpyreTarget) -> list[TraceEvent]:
         """This kernel's per-instruction events (`index` is its position in the run)."""
         if self.timeline is None:
             return []
-        schedule = self.timeline.schedule
+        timeline = self.timeline
+        offset = timeline.offset
+        names = track_names(target)
         events = []
-        for core, program in sorted(self.timeline.programs.items()):
-            starts, ends = schedule.start[core], schedule.end[core]
-            for pc, instr in enumerate(program):
+        for core, program in sorted(timeline.programs.items()):
+            starts, ends = timeline.schedule.start[core], timeline.schedule.end[core]
+            origins, tracks = timeline.origins[core], timeline.tracks[core]
+            for flat, instr in enumerate(program):
+                pc, iteration = origins[flat]
+                args = _ring_args(instr, core, target) if instr.op in RENDEZVOUS_OPS else {}
                 events.append(TraceEvent(index, core, instr.spec.engine.value, instr.unit, pc,
-                                         instr.op, starts[pc], ends[pc]))
+                                         instr.op, offset + starts[flat], offset + ends[flat],
+                                         names[tracks[flat]], iteration, args))
         return events
+
+    def lx_occupancy(self, target: SpyreTarget) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Per core, (cycles, live LX bytes from then on); see `occupancy.lx_live_bytes`."""
+        if self.timeline is None:
+            return {}
+        schedule, offset = self.timeline.schedule, self.timeline.offset
+        result = {}
+        for core, program in sorted(self.timeline.programs.items()):
+            times, live = lx_live_bytes(program, core, schedule.start[core], schedule.end[core],
+                                        target.lx_bytes, target.stick_bytes)
+            result[core] = (times + offset, live)
+        return result
 
     @property
     def cycles(self) -> float:
@@ -112,7 +156,7 @@ def _utilisation(
     if cycles <= 0:
         return {kind: 0.0 for kind in (*ENGINE_KINDS, "lpddr")}
     instances = {"dma": cores, "pt": cores * target.corelets_per_core,
-                 "sfu": cores * target.corelets_per_core}
+                 "sfu": cores * target.corelets_per_core, "ring": 3 * cores}
     result = {kind: busy.get(kind, 0.0) / (instances[kind] * cycles) for kind in ENGINE_KINDS}
     result["lpddr"] = lpddr_bytes / (target.lpddr_bytes_per_cycle * cycles)
     return result
@@ -128,7 +172,7 @@ class Profile:
 
     def events(self) -> list[TraceEvent]:
         """Every instruction's run, kernel by kernel, core by core, in program order."""
-        return [e for index, k in enumerate(self.kernels) for e in k.events(index)]
+        return [e for index, k in enumerate(self.kernels) for e in k.events(index, self.target)]
 
     @property
     def emulated_cycles(self) -> float:
@@ -187,9 +231,14 @@ class Profile:
         }
 
     def trace_events(self) -> list[dict[str, Any]]:
-        """Chrome trace-event dicts (Perfetto / chrome://tracing): a process per core with a
-        thread per engine track, plus a "kernels" process with one slice per kernel and an
-        "LX bytes" counter of each kernel's LX footprint while it runs."""
+        """Chrome trace-event dicts (Perfetto / chrome://tracing).
+
+        A "kernels" process with one slice per kernel and an "LX bytes" counter of each
+        kernel's LX footprint while it runs; a process per core with a thread per engine track
+        (dma, pt0, pt1, sfu0, sfu1, and ring_tx, ring_rx, ring_reduce, sync when used) holding
+        a slice per instruction run (ring slices carry the peer core, bytes and hops), and an
+        "LX live bytes" counter of the core's LX occupancy (`occupancy.lx_live_bytes`).
+        """
         us = self.target.cycles_to_us
         out: list[dict[str, Any]] = [
             {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "kernels"}},
@@ -216,9 +265,25 @@ class Profile:
                 named.add((pid, tid))
                 out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                             "args": {"name": event.track}})
+            args: dict[str, Any] = {"kernel": self.kernels[event.kernel].name, "pc": event.pc}
+            if event.iteration >= 0:
+                args["iteration"] = event.iteration
             out.append({
                 "ph": "X", "name": event.op, "pid": pid, "tid": tid,
                 "ts": us(event.start), "dur": us(event.end - event.start),
-                "args": {"kernel": self.kernels[event.kernel].name, "pc": event.pc},
+                "args": {**args, **event.args},
             })
+        out += self._occupancy_counters()
+        return out
+
+    def _occupancy_counters(self) -> list[dict[str, Any]]:
+        us = self.target.cycles_to_us
+        out: list[dict[str, Any]] = []
+        for kernel in self.kernels:
+            for core, (times, live) in kernel.lx_occupancy(self.target).items():
+                pid = core + 1
+                points = [(kernel.start_cycle, 0.0), *zip(times.tolist(), live.tolist()),
+                          (kernel.end_cycle, 0.0)]
+                out += [{"ph": "C", "name": "LX live bytes", "pid": pid, "ts": us(t),
+                         "args": {"bytes": int(v)}} for t, v in points]
         return out

@@ -121,9 +121,9 @@ BINARY: dict[BinaryFn, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 # Row reductions of a (rows, cols) float32 array to (rows, 1): the sum accumulates in float32
 # (NumPy's pairwise order); max and min return one of the inputs, NaN if a row has one.
 REDUCE: dict[ReduceFn, Callable[[np.ndarray], np.ndarray]] = {
-    ReduceFn.SUM: lambda x: np.sum(x, axis=1, dtype=np.float32, keepdims=True),
-    ReduceFn.MAX: lambda x: np.max(x, axis=1, keepdims=True),
-    ReduceFn.MIN: lambda x: np.min(x, axis=1, keepdims=True),
+    ReduceFn.SUM: lambda x: np.sum(x, axis=-1, dtype=np.float32, keepdims=True),
+    ReduceFn.MAX: lambda x: np.max(x, axis=-1, keepdims=True),
+    ReduceFn.MIN: lambda x: np.min(x, axis=-1, keepdims=True),
 }
 
 # Integer SFU work (all operands int32) wraps around like the device's 32-bit integer lanes.

@@ -23,8 +23,12 @@ The channel is implemented with a virtual clock that advances at bandwidth / n: 
 joining at virtual time V with B bytes finishes when the virtual clock reaches V + B, so
 completions come off a heap in O(log n).
 
-With the present ISA every dependency points backwards, so a program cannot deadlock; the
-check below guards programs built in memory with forward or dangling dependencies.
+Ring and sync instructions (ring.py) are rendezvous: each waits, holding its engine, until
+every member of its group has been issued, then all start together and finish after
+`ring.rendezvous_cycles`. A core has four engines for them besides DMA, PT and SFU: ring
+send, ring receive, the reduce ring, and sync. Cores that wait for each other forever (a
+ring.recv whose ring.send sits behind it, a barrier one member never reaches) end the
+schedule with a DeadlockError naming every blocked core, its pc and what it waits for.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from spyrec.runtime.isa import TRANSCENDENTAL, DType, Engine, Instr
+from spyrec.runtime.isa import TRANSCENDENTAL, DType, Engine, Expanded, Instr, plain
+from spyrec.runtime.ring import Rendezvous, match, rendezvous_cycles
 from spyrec.target import SpyreTarget, round_up
 
 PE_BLOCK = 8  # rows, depth and width of the PT array's work unit
@@ -49,21 +54,38 @@ class DeadlockError(RuntimeError):
 class Cost:
     """What one instruction occupies: its engine track, busy cycles and LPDDR bytes."""
 
-    track: int  # 0 = DMA, 1 + unit = PT of corelet `unit`, 1 + corelets + unit = SFU
+    # 0 = DMA, 1 + unit = PT of corelet `unit`, 1 + corelets + unit = SFU, then ring send,
+    # ring receive, reduce ring and sync (see `track_names`)
+    track: int
     cycles: int  # busy cycles on the engine (for a DMA: the setup before the transfer)
     lpddr_bytes: int  # bytes through the shared LPDDR channel (DMA only)
+
+
+# The engines after the corelets', in track order, and the op that runs on each.
+_OTHER_TRACKS = ("ring_tx", "ring_rx", "ring_reduce", "sync")
+_OTHER_TRACK_OF = {"ring.send": 0, "ring.recv": 1, "ring.reduce": 2, "sync.barrier": 3}
+
+
+def num_tracks(target: SpyreTarget) -> int:
+    """Engine tracks per core: DMA, a PT and an SFU per corelet, ring tx/rx/reduce, sync."""
+    return 1 + 2 * target.corelets_per_core + len(_OTHER_TRACKS)
 
 
 def track_names(target: SpyreTarget) -> list[str]:
     """Display names of a core's engine tracks, indexed like `Cost.track`."""
     units = range(target.corelets_per_core)
-    return ["dma"] + [f"pt{u}" for u in units] + [f"sfu{u}" for u in units]
+    return ["dma"] + [f"pt{u}" for u in units] + [f"sfu{u}" for u in units] + list(_OTHER_TRACKS)
 
 
 def track_kind(track: int, target: SpyreTarget) -> str:
+    """The engine kind of a track: dma, pt, sfu, ring or sync."""
     if track == 0:
         return "dma"
-    return "pt" if track <= target.corelets_per_core else "sfu"
+    if track <= target.corelets_per_core:
+        return "pt"
+    if track <= 2 * target.corelets_per_core:
+        return "sfu"
+    return "sync" if track == num_tracks(target) - 1 else "ring"
 
 
 def _sfu_row_bytes(cols: int, dtypes: tuple[int, ...], target: SpyreTarget) -> int:
@@ -71,10 +93,13 @@ def _sfu_row_bytes(cols: int, dtypes: tuple[int, ...], target: SpyreTarget) -> i
     return round_up(cols * widest, target.stick_bytes)
 
 
-def instr_cost(instr: Instr, target: SpyreTarget) -> Cost:
-    """The cost of one (validated) instruction on `target`."""
+def instr_cost(instr: Instr, target: SpyreTarget, core: int = 0) -> Cost:
+    """The cost of one (validated) instruction of `core` on `target`."""
     a = instr.named_args()
     engine = instr.spec.engine
+    if engine in (Engine.RING, Engine.SYNC):
+        track = 1 + 2 * target.corelets_per_core + _OTHER_TRACK_OF[instr.op]
+        return Cost(track, rendezvous_cycles(instr, core, target), 0)
     if engine is Engine.DMA:
         moved = a["rows"] * round_up(a["row_bytes"], target.stick_bytes)
         return Cost(0, target.dma_setup_cycles, moved)
@@ -154,33 +179,56 @@ def schedule(
     start_cycle: float = 0.0,
     costs: dict[int, list[Cost]] | None = None,
     name: str = "kernel",
+    rendezvous: Rendezvous | None = None,
+    origins: dict[int, Expanded] | None = None,
 ) -> Schedule:
-    """Run the discrete-event model of one kernel; raises DeadlockError if it cannot finish."""
+    """Run the discrete-event model of one kernel; raises DeadlockError if it cannot finish.
+
+    `rendezvous` groups the ring and sync instructions (`ring.match`); `origins` map unrolled
+    programs back to their pcs and loop iterations for a deadlock report.
+    """
     if costs is None:
-        costs = {core: [instr_cost(i, target) for i in prog] for core, prog in programs.items()}
-    num_tracks = 1 + 2 * target.corelets_per_core
+        costs = {core: [instr_cost(i, target, core) for i in prog]
+                 for core, prog in programs.items()}
+    if rendezvous is None:
+        rendezvous = match(programs)
+    tracks = num_tracks(target)
     queues: dict[int, list[list[int]]] = {}
     for core, program in programs.items():
-        per_track: list[list[int]] = [[] for _ in range(num_tracks)]
+        per_track: list[list[int]] = [[] for _ in range(tracks)]
         for pc, cost in enumerate(costs[core]):
             per_track[cost.track].append(pc)
         queues[core] = per_track
-    heads = {core: [0] * num_tracks for core in programs}
-    busy_track = {core: [False] * num_tracks for core in programs}
+    # the tracks each core uses (most use 3-5 of the 9)
+    used = {core: [t for t, queue in enumerate(per_track) if queue]
+            for core, per_track in queues.items()}
+    heads = {core: [0] * tracks for core in programs}
+    busy_track = {core: [False] * tracks for core in programs}
     start = {core: [math.nan] * len(p) for core, p in programs.items()}
     end = {core: [math.nan] * len(p) for core, p in programs.items()}
     done = {core: [False] * len(p) for core, p in programs.items()}
     events: list[tuple[float, int, int, int, int]] = []
     channel = _Channel(target.lpddr_bytes_per_cycle)
+    posted = [0] * len(rendezvous.members)
+    issued: set[tuple[int, int]] = set()  # rendezvous members holding their engine
     seq = 0
-    busy = {"dma": 0.0, "pt": 0.0, "sfu": 0.0}
-    kinds = [track_kind(t, target) for t in range(num_tracks)]
+    busy = {"dma": 0.0, "pt": 0.0, "sfu": 0.0, "ring": 0.0, "sync": 0.0}
+    kinds = [track_kind(t, target) for t in range(tracks)]
+    group = rendezvous.group
+
+    def begin(core: int, pc: int, now: float) -> None:
+        nonlocal seq
+        start[core][pc] = now
+        cost = costs[core][pc]
+        seq += 1
+        kind = _JOIN if cost.track == 0 else _FINISH
+        heapq.heappush(events, (now + cost.cycles, seq, kind, core, pc))
 
     def try_start(core: int, now: float) -> None:
-        nonlocal seq
         program = programs[core]
         finished = done[core]
-        for track in range(num_tracks):
+        groups = group.get(core, {})
+        for track in used[core]:
             if busy_track[core][track]:
                 continue
             queue = queues[core][track]
@@ -193,11 +241,16 @@ def schedule(
                 continue
             heads[core][track] = head + 1
             busy_track[core][track] = True
-            start[core][pc] = now
-            cost = costs[core][pc]
-            seq += 1
-            kind = _JOIN if track == 0 else _FINISH
-            heapq.heappush(events, (now + cost.cycles, seq, kind, core, pc))
+            gid = groups.get(pc)
+            if gid is None:
+                begin(core, pc, now)
+                continue
+            # a rendezvous: hold the engine until the whole group is here, then start it all
+            issued.add((core, pc))
+            posted[gid] += 1
+            if posted[gid] == rendezvous.expected[gid]:
+                for member_core, member_pc in rendezvous.members[gid]:
+                    begin(member_core, member_pc, now)
 
     def finish(core: int, pc: int, now: float) -> None:
         end[core][pc] = now
@@ -230,25 +283,47 @@ def schedule(
         for core in touched:
             try_start(core, now)
 
-    _check_complete(programs, done, queues, heads, name)
+    _check_complete(programs, done, start, queues, heads, busy_track, rendezvous, issued, name,
+                    {core: (origins or {}).get(core) or plain(p) for core, p in programs.items()})
     lpddr = sum(c.lpddr_bytes for per_core in costs.values() for c in per_core)
     end_cycle = max(now, start_cycle)
     return Schedule(start_cycle, end_cycle, start, end, busy, lpddr)
 
 
+MAX_STUCK_REPORTED = 8
+
+
+def _full(names: dict[int, Expanded], core: int, pc: int) -> str:
+    return f"{names[core].where(pc)} ({names[core].shown(pc).disassemble()})"
+
+
 def _check_complete(
     programs: dict[int, list[Instr]],
     done: dict[int, list[bool]],
+    start: dict[int, list[float]],
     queues: dict[int, list[list[int]]],
     heads: dict[int, list[int]],
+    busy_track: dict[int, list[bool]],
+    rendezvous: Rendezvous,
+    issued: set[tuple[int, int]],
     name: str,
+    names: dict[int, Expanded],
 ) -> None:
-    stuck: list[str] = []
+    """Raise DeadlockError if instructions remain: first every instruction holding its engine
+    for a rendezvous that cannot happen, then every queue head waiting for dependencies."""
+    waiting: list[str] = []
+    blocked: list[str] = []
     for core, program in sorted(programs.items()):
         if all(done[core]):
             continue
         for track, queue in enumerate(queues[core]):
             head = heads[core][track]
+            if busy_track[core][track]:
+                pc = queue[head - 1]
+                if math.isnan(start[core][pc]):  # issued, its group never completed
+                    waiting.append(f"core {core}: {_full(names, core, pc)} waits for "
+                                   + _partners(core, pc, rendezvous, programs, issued, names))
+                continue
             if head == len(queue):
                 continue
             pc = queue[head]
@@ -257,9 +332,27 @@ def _check_complete(
                 if not 0 <= d < len(program):
                     waits.append(f"pc {d}, which does not exist")
                 elif not done[core][d]:
-                    waits.append(f"pc {d} ({program[d].op})")
-            stuck.append(f"core {core}: pc {pc} ({program[pc].disassemble()}) waits for "
-                         + ", ".join(waits))
+                    waits.append(f"{names[core].where(d)} ({program[d].op})")
+            blocked.append(f"core {core}: {_full(names, core, pc)} waits for "
+                           + ", ".join(waits))
+    stuck = waiting + blocked
     if stuck:
-        shown = "; ".join(stuck[:4]) + (f"; and {len(stuck) - 4} more" if len(stuck) > 4 else "")
+        shown = "; ".join(stuck[:MAX_STUCK_REPORTED])
+        if len(stuck) > MAX_STUCK_REPORTED:
+            shown += f"; and {len(stuck) - MAX_STUCK_REPORTED} more"
         raise DeadlockError(f"deadlock in kernel '{name}': {shown}")
+
+
+def _partners(
+    core: int, pc: int, rendezvous: Rendezvous, programs: dict[int, list[Instr]],
+    issued: set[tuple[int, int]], names: dict[int, Expanded],
+) -> str:
+    """The members of (core, pc)'s group that never arrived, in words."""
+    gid = rendezvous.group[core][pc]
+    parts = [f"core {other_core} {names[other_core].where(other_pc)} "
+             f"({programs[other_core][other_pc].op}), which core {other_core} never reaches"
+             for other_core, other_pc in rendezvous.members[gid]
+             if (other_core, other_pc) not in issued]
+    if len(rendezvous.members[gid]) < rendezvous.expected[gid]:
+        parts += rendezvous.missing(gid, programs)
+    return ", ".join(parts)

@@ -10,13 +10,16 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.runtime.ktir_interpreter import KtirError
 from spyrec.pipelines import STAGE_NAMES
+
+if TYPE_CHECKING:
+    from spyrec.runtime.isa import Instr
 
 
 class _Group(click.Group):
@@ -293,9 +296,24 @@ def inspect(binary: Path, programs: bool) -> None:
         if programs:
             for core, prog in sorted(k.programs.items()):
                 click.echo(f"  core {core}:")
-                for pc, instr in enumerate(prog):
-                    click.echo(f"    {pc:4d}: {instr.disassemble()}")
+                for pc, line in enumerate(_disassembly(prog)):
+                    click.echo(f"    {pc:4d}: {line}")
 
+
+
+def _disassembly(program: list[Instr]) -> list[str]:
+    """One line per instruction; loop bodies indented, loop.incr naming the field it steps."""
+    from spyrec.runtime.isa import loop_spans
+
+    spans = loop_spans(program)
+    lines = []
+    for instr, span in zip(program, spans, strict=True):
+        text = instr.disassemble()
+        if instr.op == "loop.incr":
+            target = program[instr.arg("pc")]
+            text += f"  ; {target.op} {target.spec.fields[instr.arg('field')]}"
+        lines.append(("  " if span is not None else "") + text)
+    return lines
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ class SpyreTarget:
     lpddr_bytes_per_s: float = 204.8e9  # code: aggregate peak used by torch-spyre's cost model
     dma_setup_cycles: int = 64  # est: per-descriptor start-up cost of a DMA
     ring_bytes_per_cycle: int = 128  # official: per direction, bidirectional ring
+    ring_hop_cycles: int = 4  # est: latency a transfer adds per core it passes on the ring
     segment_bytes: int = 16 * GIB  # official: 8 x 16 GB virtual segments per job
     num_segments: int = 8  # official
     program_segment: int = 7  # official: segment 7 reserved for SpyreCode

@@ -178,3 +178,30 @@ def pipelined_binary(cores: int = 32, tiles: int = 16, fn: int = UnaryFn.GELU) -
                          + out.layout.logical_nbytes)
     weight = (np.random.default_rng(3).standard_normal((k, n)) * 0.1).astype(np.float16)
     return SpyreBinary(DEFAULT_TARGET.name, [x], [out], [(w, weight)], [], [kernel])
+
+
+def send(src: int, rows: int, row_bytes: int, dst_core: int, tag: int = 0,
+         deps: tuple[int, ...] = ()) -> Instr:
+    return Instr.make("ring.send", deps=deps, src=src, rows=rows, row_bytes=row_bytes,
+                      src_pitch=row_bytes, dst_core=dst_core, tag=tag)
+
+
+def recv(dst: int, rows: int, row_bytes: int, src_core: int, tag: int = 0,
+         deps: tuple[int, ...] = ()) -> Instr:
+    return Instr.make("ring.recv", deps=deps, dst=dst, rows=rows, row_bytes=row_bytes,
+                      dst_pitch=row_bytes, src_core=src_core, tag=tag)
+
+
+def barrier(first: int, count: int, deps: tuple[int, ...] = (), stride: int = 1,
+            tag: int = 0) -> Instr:
+    return Instr.make("sync.barrier", deps=deps, first=first, count=count, stride=stride, tag=tag)
+
+
+def two_tensor_binary(programs: dict[int, list[Instr]], shape: tuple[int, ...] = (64, 32),
+                      dtype: str = "float32", name: str = "k") -> SpyreBinary:
+    """A binary running `programs` with input x at 0 and output out at 1 GiB (both `shape`)."""
+    x = bind("x", shape, dtype, 0)
+    out = bind("out", shape, dtype, 1 * GIB)
+    cores = max(programs) + 1
+    kernel = KernelImage(name, cores, programs)
+    return SpyreBinary(DEFAULT_TARGET.name, [x], [out], [], [], [kernel])

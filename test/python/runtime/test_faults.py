@@ -3,14 +3,14 @@
 import re
 
 import pytest
-from runtime_helpers import DL16, F32, linear_relu_binary, load
+from runtime_helpers import DL16, F32, bind, linear_relu_binary, load
 
-from spyrec.runtime.container import SpyreBinary
+from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.isa import Instr, UnaryFn
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.isa import Region
-from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target import DEFAULT_TARGET, GIB, MIB
 
 LX = DEFAULT_TARGET.lx_bytes
 
@@ -108,3 +108,30 @@ def test_memory_level_faults_have_no_context() -> None:
         memory.allocate(128 * GIB, 128, "c")
     with pytest.raises(DeviceFault, match="^LX tile at 0x0 with pitch -128 reaches below"):
         LocalMemory(1024, backed=False).check(Region(0, 2, 128, -128))
+
+
+def big_tensor_binary(programs: dict[int, list[Instr]]) -> SpyreBinary:
+    """A kernel over a 512 MiB fp32 tensor 'big' (2^20 rows of 128 elements, 512-byte rows)."""
+    big = bind("big", (1 << 20, 128), "float32", 0)
+    kernel = KernelImage("span", max(programs) + 1, programs)
+    return SpyreBinary(DEFAULT_TARGET.name, [big], [], [], [], [kernel])
+
+
+def test_a_core_may_not_span_more_than_256_mib_of_one_tensor() -> None:
+    # Core 1 reads a row at 0x100 and one 300 MiB further: its span of 'big' reaches
+    # 300 MiB + 512 bytes - 0x100 = 300.0 MiB, beyond the 256 MiB window.
+    far = load(300 * MIB, 0, 1, 512)
+    programs = {0: [load(0, 0, 1, 512)], 1: [load(256, 0, 1, 256), far]}
+    fault = fault_of(big_tensor_binary(programs), mode="timing")
+    assert (fault.core, fault.pc, fault.address) == (1, 1, 300 * MIB)
+    assert str(fault) == (
+        f"core 1, pc 1 ({far.disassemble()}): LPDDR range [0x12c00000, 0x12c00200) of tensor "
+        "'big' widens this core's span of it to [0x100, 0x12c00200), 300.0 MiB, beyond the "
+        "256 MiB a core may span in one tensor")
+
+
+def test_the_span_is_per_core() -> None:
+    # Each core stays within its own 256 MiB of the tensor, which spans 512 MiB in all.
+    programs = {0: [load(0, 0, 1, 512), load(255 * MIB, 0, 1, 512)],
+                1: [load(256 * MIB, 0, 1, 512), load(511 * MIB, 0, 1, 512)]}
+    Emulator(big_tensor_binary(programs), mode="timing")  # no fault

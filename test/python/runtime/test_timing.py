@@ -149,7 +149,7 @@ def test_profile_summary() -> None:
     assert summary["roofline_us"] == pytest.approx(max(flops_us, bytes_us))
     assert summary["emulated_us"] == pytest.approx(T.cycles_to_us(summary["emulated_cycles"]))
     assert summary["lx_peak_bytes"] == 0x50000 + 32 * 128  # the relu output tile ends last
-    assert set(summary["utilisation"]) == {"dma", "pt", "sfu", "lpddr"}
+    assert set(summary["utilisation"]) == {"dma", "pt", "sfu", "ring", "lpddr"}
     json.dumps(summary)  # plain data
 
 
