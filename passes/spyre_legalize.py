@@ -509,7 +509,26 @@ def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
         if v.type.element_type != op.results[0].type.element_type:  # type: ignore[attr-defined]
             raise _Unsupported("mixed element types")
     cls = BINARY_OPS[_BINARY[op.target.data]]
-    return cls(op.operands[0], op.operands[1], op.results[0].type, source_op=op)
+    a, b = (_broadcast_rows(op, rewriter, v, _shape(op.results[0])) for v in op.operands)
+    if (a, b) == tuple(op.operands):
+        return cls(a, b, op.results[0].type, source_op=op)
+    return _emit(rewriter, op, cls(a, b, op.results[0].type))
+
+
+def _broadcast_rows(op: AtenOp, rewriter: Rewriter, value: SSAValue,
+                    out: list[int]) -> SSAValue:
+    """An operand the kernels broadcast themselves (the full tensor, one row of it, or one
+    column of it) as is; one repeated along leading dims (a [16, 64] table for [2, 16, 64]
+    rows, as rotary embeddings multiply) expanded to the output's rows by
+    spyre.expand_rows, a DMA-only move."""
+    shape = _shape(value)
+    padded = [1] * (len(out) - len(shape)) + shape
+    rows = math.prod(padded[:-1])
+    if rows in (1, math.prod(out[:-1])):
+        return value
+    if padded != shape:
+        value = _emit(rewriter, op, ReshapeOp(value, _with_shape(value, padded)))
+    return _emit(rewriter, op, ExpandRowsOp(value, _with_shape(value, out[:-1] + padded[-1:])))
 
 
 Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue"]
