@@ -9,6 +9,8 @@ int64/bool) and the rotary position tables (inv_freq x positions, cos, sin).
 
 Only the frontier of a folded region is materialized: a folded node whose value is used by
 a node that stays on the device (or is a program output). Interior values are dropped.
+Reshapes at the frontier that keep the innermost dim stay on the device (they are free
+views there), so a table that every layer reshapes is stored once.
 
 A folded boolean attention mask (every user a `scaled_dot_product_attention` taking it as
 `attn_mask`) is stored in the form the device consumes: additive, in the query's element
@@ -41,6 +43,11 @@ _VIEW_TARGETS = {
     "aten.lift_fresh_copy.default", "aten._assert_tensor_metadata.default",
 }
 
+
+# reshapes a folded value may keep on the device (see `_keep_reshapes_on_device`)
+_RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+             "aten.unsqueeze.default", "aten.squeeze.dim", "aten.alias.default",
+             "aten.clone.default"}
 
 MASKED = -30000.0
 _SDPA = "aten.scaled_dot_product_attention.default"
@@ -97,12 +104,47 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
         with torch.no_grad():
             values[node] = node.target(*args, **kwargs)
         folded.add(node)
+    _keep_reshapes_on_device(graph, folded, values)
     constants = {
         node: _device_form(node, values[node]) for node in graph.nodes
         if node in folded and isinstance(values[node], torch.Tensor)
         and any(user not in folded for user in node.users)
     }
     return Folding(folded, constants)
+
+
+def _keep_reshapes_on_device(graph: torch.fx.Graph, folded: set[torch.fx.Node],
+                             values: dict[torch.fx.Node, Any]) -> None:
+    """Move frontier reshapes of a folded value back to the device, where they are free.
+
+    Each decoder layer unsqueezes the same rotary table; materializing every unsqueeze
+    would store one copy of the table per layer. Materializing the table once and keeping
+    the reshapes (which keep the innermost dim, so op selection makes them free views)
+    stores it once.
+    """
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(graph.nodes):
+            if node not in folded or all(user in folded for user in node.users):
+                continue
+            source = node.all_input_nodes[0] if len(node.all_input_nodes) == 1 else None
+            if source is None or source not in folded or not _keeps_innermost(node, values):
+                continue
+            folded.discard(node)
+            changed = True
+
+
+def _keeps_innermost(node: torch.fx.Node, values: dict[torch.fx.Node, Any]) -> bool:
+    """Is `node` a float reshape whose innermost dim is its operand's?"""
+    if _target_name(node.target) not in _RESHAPES:
+        return False
+    value, source = values[node], values[node.all_input_nodes[0]]
+    if not isinstance(value, torch.Tensor) or not isinstance(source, torch.Tensor):
+        return False
+    if not value.dtype.is_floating_point:
+        return False  # integer and boolean values have no device form until folded
+    return value.dim() > 0 and source.dim() > 0 and value.shape[-1] == source.shape[-1]
 
 
 def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:

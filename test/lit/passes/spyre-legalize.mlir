@@ -34,3 +34,21 @@ func.func @addmm(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>
   %h = spyre.aten "aten.gelu.default"(%y) {args = {approximate = "tanh"}, operand_names = ["self"]} : (tensor<64x64xf32>) -> tensor<64x64xf32>
   func.return %g, %h : tensor<64x64xf32>, tensor<64x64xf32>
 }
+
+// -----
+
+// rotate_half of a 4-wide row, cat(-x[:, 2:], x[:, :2]): the slices and the negation fold
+// into one 4x4 matrix M with y = x @ M, so output column 0 is -x[:, 2] (M[2][0] = -1),
+// column 1 is -x[:, 3], column 2 is x[:, 0] and column 3 is x[:, 1]. No slice is selected
+// on its own: they have no uses left once the concatenation absorbed them.
+// CHECK-LABEL: func.func @rotate_half
+// CHECK:       %[[M:.*]] = spyre.param {fx_node = "cat", source = "m.py:9", param_name = "cat.columns0", value = dense<{{\[}}[0.000000e+00, 0.000000e+00, 1.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00], [-1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00], [0.000000e+00, -1.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<4x4xf32>} : tensor<4x4xf32>
+// CHECK-NEXT:  %[[Y:.*]] = spyre.matmul %x, %[[M]] {fx_node = "cat", source = "m.py:9"}
+// CHECK-NEXT:  func.return %[[Y]]
+func.func @rotate_half(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %lo = spyre.aten "aten.slice.Tensor"(%x) {args = {dim = -1 : i64, start = 0 : i64, end = 2 : i64, step = 1 : i64}, operand_names = ["self"], fx_node = "slice_1"} : (tensor<8x4xf32>) -> tensor<8x2xf32>
+  %hi = spyre.aten "aten.slice.Tensor"(%x) {args = {dim = -1 : i64, start = 2 : i64, end = 9223372036854775807 : i64, step = 1 : i64}, operand_names = ["self"], fx_node = "slice_2"} : (tensor<8x4xf32>) -> tensor<8x2xf32>
+  %neg = spyre.aten "aten.neg.default"(%hi) {args = {}, operand_names = ["self"], fx_node = "neg"} : (tensor<8x2xf32>) -> tensor<8x2xf32>
+  %y = spyre.aten "aten.cat.default"(%neg, %lo) {args = {dim = -1 : i64}, operand_names = ["tensors.0", "tensors.1"], fx_node = "cat", source = "m.py:9"} : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<8x4xf32>
+  func.return %y : tensor<8x4xf32>
+}
