@@ -303,9 +303,11 @@ def _select_pow(op: AtenOp, rewriter: Rewriter) -> SSAValue:
         return x
     if exponent == 2:
         return _binary_op(op, rewriter, "mul", x, x)
+    if exponent == 3:  # the tanh GELU of GPT-2 (`gelu_new`) cubes its input
+        return _binary_op(op, rewriter, "mul", _binary_op(op, rewriter, "mul", x, x), x)
     unary = {0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal"}.get(exponent)  # type: ignore[arg-type]
     if unary is None:
-        raise _Unsupported(f"exponent {exponent} (2, 1, 0.5, -0.5 and -1 are lowered)")
+        raise _Unsupported(f"exponent {exponent} (3, 2, 1, 0.5, -0.5 and -1 are lowered)")
     return _emit(rewriter, op, UNARY_OPS[unary](x, x.type))
 
 
@@ -604,6 +606,26 @@ def _select_slice(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _column_matmul(op, rewriter, source, matrix, f"{_fx_name(op)}.columns")
 
 
+def _select_split(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
+    """A split of the innermost dim (GPT-2's fused q/k/v projection): each used piece is a
+    matmul by its column-selection matrix; unused pieces cost nothing."""
+    _require_float(op)
+    x = op.operands[0]
+    shape = _shape(x)
+    if _arg(op, "dim", 0) % len(shape) != len(shape) - 1:  # type: ignore[operator]
+        raise _Unsupported(f"along dim {_arg(op, 'dim', 0)} (only splits of the innermost "
+                           "dimension are lowered so far)")
+    pieces: list[SSAValue | None] = []
+    column = 0
+    for index, result in enumerate(op.results):
+        width = _shape(result)[-1]
+        matrix = np.eye(shape[-1])[:, column:column + width]
+        column += width
+        pieces.append(_column_matmul(op, rewriter, x, matrix, f"{_fx_name(op)}.columns{index}")
+                      if result.uses else None)
+    return pieces
+
+
 def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     """A concatenation along the innermost dim: sum over its distinct sources of
     source @ placement, where each placement matrix puts that source's slices (negated where
@@ -636,7 +658,7 @@ def _fx_name(op: AtenOp) -> str:
     return node.data if isinstance(node, StringAttr) else "column_map"
 
 
-Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue"]
+Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue | list[SSAValue | None]"]
 
 SELECTORS: dict[str, Selector] = {
     "aten.linear.default": _select_linear,
@@ -673,6 +695,8 @@ SELECTORS: dict[str, Selector] = {
     "aten.to.dtype": _select_cast,
     "aten.slice.Tensor": _select_slice,
     "aten.cat.default": _select_cat,
+    "aten.split_with_sizes.default": _select_split,
+    "aten.split.Tensor": _select_split,
 }
 
 # ops known to have no device lowering yet, with what to do instead
@@ -727,6 +751,11 @@ def _select(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> None:
         return
     if isinstance(result, Operation):
         rewriter.replace_op(aten, result)
+    elif isinstance(result, list):
+        for old, new in zip(aten.results, result):
+            if new is not None:
+                old.replace_all_uses_with(new)
+        rewriter.erase_op(aten)
     else:
         aten.results[0].replace_all_uses_with(result)
         rewriter.erase_op(aten)

@@ -18,11 +18,12 @@ type, 0 where attention is allowed and MASKED where not (finite: DL16 has no -in
 exp(-30000 - max) is exactly 0), and with the batch / head dims it repeats along reduced to
 1 (attention broadcasts the mask). Only here, where the data is, can that be decided.
 
-Two kinds of input-independent nodes are left alone, because op selection handles them
-without copying any data and folding would store a second copy of a weight:
+Two kinds of input-independent nodes are not materialized:
 - no-op and view chains whose sources are plain parameters (`t(weight)`, `view(weight)`,
-  `alias(buffer)`): op selection folds a weight transpose into the weight's layout;
-- nodes whose evaluation is not reproducible (random ops).
+  `alias(buffer)`) that a device node reads: op selection folds a weight transpose into the
+  weight's layout, and materializing them would store a second copy of the weight (they
+  are still evaluated when a folded node reads them);
+- nodes whose evaluation is not reproducible (random ops), which are not evaluated at all.
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
         with torch.no_grad():
             values[node] = node.target(*args, **kwargs)
         folded.add(node)
+    _keep_param_views_on_device(graph, folded, param_nodes)
     _keep_reshapes_on_device(graph, folded, values)
     constants = {
         node: _device_form(node, values[node]) for node in graph.nodes
@@ -111,6 +113,20 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
         and any(user not in folded for user in node.users)
     }
     return Folding(folded, constants)
+
+
+def _keep_param_views_on_device(graph: torch.fx.Graph, folded: set[torch.fx.Node],
+                                params: set[torch.fx.Node]) -> None:
+    """Views of plain parameters that a device node reads are imported, not materialized.
+
+    They are still evaluated (a folded node may read them, as BERT's gather reads an
+    expanded buffer), but materializing one would store a second copy of the weight.
+    Users come before their operands in reverse order, so whole view chains are kept.
+    """
+    for node in reversed(graph.nodes):
+        if node in folded and _is_param_view(node, params) and any(
+                user not in folded for user in node.users):
+            folded.discard(node)
 
 
 def _keep_reshapes_on_device(graph: torch.fx.Graph, folded: set[torch.fx.Node],
@@ -174,7 +190,7 @@ def _foldable(node: torch.fx.Node, values: dict[torch.fx.Node, Any],
         return False  # depends on a user input (or on a node left on the device)
     if node.target is operator.getitem:
         return True
-    if _nondeterministic(node.target) or _is_param_view(node, params):
+    if _nondeterministic(node.target):
         return False
     schema = getattr(node.target, "_schema", None)
     return schema is not None and not schema.is_mutable
