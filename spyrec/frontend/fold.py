@@ -44,7 +44,6 @@ _VIEW_TARGETS = {
     "aten.lift_fresh_copy.default", "aten._assert_tensor_metadata.default",
 }
 
-
 # reshapes a folded value may keep on the device (see `_keep_reshapes_on_device`)
 _RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
              "aten.unsqueeze.default", "aten.squeeze.dim", "aten.alias.default",
@@ -59,7 +58,7 @@ class Folding:
     """The outcome of folding: which nodes disappear and which become constants."""
 
     folded: set[torch.fx.Node]
-    """Every input-independent node evaluated here (interior and frontier)."""
+    """Input-independent nodes the importer skips: evaluated here, interior or frontier."""
     constants: dict[torch.fx.Node, torch.Tensor]
     """The frontier: folded nodes whose value a device node or the output needs."""
 
@@ -69,8 +68,8 @@ def _target_name(target: Any) -> str:
 
 
 def _nondeterministic(target: Any) -> bool:
-    tags = getattr(target, "tags", ())
-    return torch.Tag.nondeterministic_seeded in tags or torch.Tag.nondeterministic_bitwise in tags
+    """Random ops: their value differs from call to call."""
+    return torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
 
 
 def _is_param_view(node: torch.fx.Node, params: set[torch.fx.Node]) -> bool:
@@ -78,7 +77,7 @@ def _is_param_view(node: torch.fx.Node, params: set[torch.fx.Node]) -> bool:
     while node not in params:
         if node.op != "call_function" or _target_name(node.target) not in _VIEW_TARGETS:
             return False
-        sources = [a for a in node.all_input_nodes]
+        sources = node.all_input_nodes
         if len(sources) != 1:
             return False
         node = sources[0]

@@ -97,3 +97,16 @@ def test_nodes_that_depend_on_inputs_are_not_folded():
     assert {"mul_1", "linear", "add"} <= device  # every op that reads x stays on the device
     assert not any(n.name == "permute" for n in folding.folded)  # a weight transpose: no copy
     assert [n.name for n in folding.constants] == ["cos"]
+
+
+def test_random_ops_are_not_folded():
+    class Noise(nn.Module):
+        def forward(self, x):
+            return x + torch.rand(4, 64) * torch.arange(64.0)
+
+    ep = decompose(torch.export.export(Noise(), (torch.randn(4, 64),)))
+    folding = fold_constants(ep.graph, {})
+    folded = {str(n.target) for n in folding.folded}
+    # arange is a constant and folds; the random draw and everything after it stay
+    assert any("arange" in t for t in folded)
+    assert not any("rand" in t for t in folded)
