@@ -52,3 +52,30 @@ func.func @rotate_half(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %y = spyre.aten "aten.cat.default"(%neg, %lo) {args = {dim = -1 : i64}, operand_names = ["tensors.0", "tensors.1"], fx_node = "cat", source = "m.py:9"} : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<8x4xf32>
   func.return %y : tensor<8x4xf32>
 }
+
+// -----
+
+// A split of the innermost dim into 2 + 2 columns where only the second piece is used:
+// that piece is x @ S with S[2][0] = S[3][1] = 1; the unused first piece costs nothing.
+// CHECK-LABEL: func.func @split_last
+// CHECK:       %[[S:.*]] = spyre.param {{.*}}param_name = "split.columns1", value = dense<{{\[}}[0.000000e+00, 0.000000e+00], [0.000000e+00, 0.000000e+00], [1.000000e+00, 0.000000e+00], [0.000000e+00, 1.000000e+00]]> : tensor<4x2xf32>}
+// CHECK-NEXT:  %[[Y:.*]] = spyre.matmul %x, %[[S]]
+// CHECK-NOT:   split.columns0
+func.func @split_last(%x: tensor<8x4xf32>) -> tensor<8x2xf32> {
+  %a, %b = spyre.aten "aten.split_with_sizes.default"(%x) {args = {split_sizes = [2 : i64, 2 : i64], dim = -1 : i64}, operand_names = ["self"], fx_node = "split"} : (tensor<8x4xf32>) -> (tensor<8x2xf32>, tensor<8x2xf32>)
+  func.return %b : tensor<8x2xf32>
+}
+
+// -----
+
+// A [16, 64] table times [2, 16, 64] activations: the table is repeated along the batch
+// dim, which the kernels' row/column broadcasting does not cover (16 rows, not 1 or 32),
+// so it is reshaped to [1, 16, 64] and expanded by spyre.expand_rows first.
+// CHECK-LABEL: func.func @leading_broadcast
+// CHECK:       %[[R:.*]] = spyre.reshape %t {{.*}}-> tensor<1x16x64xf32>
+// CHECK-NEXT:  %[[E:.*]] = spyre.expand_rows %[[R]] {{.*}}-> tensor<2x16x64xf32>
+// CHECK-NEXT:  spyre.mul %x, %[[E]]
+func.func @leading_broadcast(%x: tensor<2x16x64xf32>, %t: tensor<16x64xf32>) -> tensor<2x16x64xf32> {
+  %y = spyre.aten "aten.mul.Tensor"(%x, %t) {args = {}, operand_names = ["self", "other"], fx_node = "mul"} : (tensor<2x16x64xf32>, tensor<16x64xf32>) -> tensor<2x16x64xf32>
+  func.return %y : tensor<2x16x64xf32>
+}
