@@ -3,7 +3,9 @@
 The importer is mechanical: every FX `call_function` node becomes one `spyre.aten` op that
 carries the ATen overload, its non-tensor arguments by schema name, the node's name and the
 model source line; parameters, buffers and constants become `spyre.param` ops whose data goes
-into the returned weight table. Op selection happens later, in `spyre-legalize`.
+into the returned weight table. Nodes that depend on no user input are evaluated by torch
+first (`spyrec.frontend.fold`) and imported as weights named `<node>.folded` that keep the
+node's name and source line. Op selection happens later, in `spyre-legalize`.
 
 IR is built through xDSL's Python API (never by printing and parsing text): that is several
 times faster than parsing and keeps the frontend linear in the graph size.
