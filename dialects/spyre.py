@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     i64,
     DictionaryAttr,
     FloatAttr,
@@ -74,15 +75,19 @@ class ParamOp(IRDLOperation):
 
     The data lives beside the IR (the driver's weight table, stored in the .spyre). An
     optional `permutation` says the value is the stored tensor with its dims permuted, so
-    op selection can fold a transpose of a weight into the weight itself.
+    op selection can fold a transpose of a weight into the weight itself. A constant the
+    compiler makes itself (a column-selection matrix) carries its data in `value`.
 
         %w = spyre.param {param_name = "fc1.weight", permutation = array<i64: 1, 0>}
                : tensor<256x100xf16>
+        %s = spyre.param {param_name = "cat.columns", value = dense<...> : tensor<64x64xf32>}
+               : tensor<64x64xf32>
     """
 
     name = "spyre.param"
     param_name = prop_def(StringAttr)
     permutation = opt_prop_def(DenseArrayBase)
+    value = opt_prop_def(DenseIntOrFPElementsAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "attr-dict `:` type($result)"
@@ -91,11 +96,19 @@ class ParamOp(IRDLOperation):
     def __init__(
         self, param_name: str, result_type: TensorType,
         permutation: Sequence[int] | None = None,
+        value: DenseIntOrFPElementsAttr | None = None,
     ):
         props: dict[str, Attribute] = {"param_name": StringAttr(param_name)}
         if permutation is not None:
             props["permutation"] = DenseArrayBase.from_list(i64, list(permutation))
+        if value is not None:
+            props["value"] = value
         super().__init__(properties=props, result_types=[result_type])
+
+    def verify_(self) -> None:
+        if self.value is not None and self.value.type != self.result.type:
+            raise VerifyException(f"value of type {self.value.type} for a result of type "
+                                  f"{self.result.type}")
 
     @property
     def perm(self) -> tuple[int, ...] | None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -34,6 +35,8 @@ from spyrec.runtime.layout import DeviceLayout
 from spyrec.target import DEFAULT_TARGET
 
 HOST_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
+NUMPY_DTYPE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
+               "int32": np.int32}
 
 
 def _host_dtype(value: SSAValue) -> str:
@@ -52,10 +55,14 @@ def _binding(name: str, value: SSAValue) -> TensorBinding:
 
 def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBinding, np.ndarray]:
     name = param.param_name.data
-    if name not in weights:
+    if param.value is not None:
+        data = np.asarray(param.value.get_values(), dtype=np.float32).astype(
+            NUMPY_DTYPE[_host_dtype(param.result)]).reshape(param.value.type.get_shape())
+    elif name not in weights:
         raise CompileError(f"weight '{name}' has no data; pass the weights the program was "
                            "imported with")
-    data = np.asarray(weights[name])
+    else:
+        data = np.asarray(weights[name])
     if param.perm is not None:
         data = np.ascontiguousarray(data.transpose(param.perm))
     padded = layout_of(param.result).padded_shape

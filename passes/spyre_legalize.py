@@ -8,7 +8,11 @@ kernel is spent on them. Permutations of an activation's leading dims become
 `spyre.expand_rows`, and reshapes that keep the stick dim, or split / merge it in whole
 sticks (heads of a multiple of 64 fp16 elements), `spyre.reshape`. Scaled dot-product
 attention becomes `spyre.attention` (scale, causal, an additive [L, S] mask; grouped-query
-attention by the operand shapes). If any op has no lowering, the pass fails once, listing
+attention by the operand shapes). Slices and concatenations along the innermost dim (the
+half rotation of rotary embeddings: `cat(-x[..., d/2:], x[..., :d/2])`) are linear maps of
+the columns: each chain of slices and negations that feeds a concatenation folds into one
+constant 0/+-1 matrix per source, so a concatenation is one matmul per distinct source (see
+`_column_map`). If any op has no lowering, the pass fails once, listing
 every such op with its FX node, source line and the reason (never just the first).
 
     %y = spyre.aten "aten.linear.default"(%x, %w, %b) ...        // before
@@ -25,9 +29,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -296,9 +303,11 @@ def _select_pow(op: AtenOp, rewriter: Rewriter) -> SSAValue:
         return x
     if exponent == 2:
         return _binary_op(op, rewriter, "mul", x, x)
+    if exponent == 3:  # the tanh GELU of GPT-2 (`gelu_new`) cubes its input
+        return _binary_op(op, rewriter, "mul", _binary_op(op, rewriter, "mul", x, x), x)
     unary = {0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal"}.get(exponent)  # type: ignore[arg-type]
     if unary is None:
-        raise _Unsupported(f"exponent {exponent} (2, 1, 0.5, -0.5 and -1 are lowered)")
+        raise _Unsupported(f"exponent {exponent} (3, 2, 1, 0.5, -0.5 and -1 are lowered)")
     return _emit(rewriter, op, UNARY_OPS[unary](x, x.type))
 
 
@@ -509,10 +518,147 @@ def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
         if v.type.element_type != op.results[0].type.element_type:  # type: ignore[attr-defined]
             raise _Unsupported("mixed element types")
     cls = BINARY_OPS[_BINARY[op.target.data]]
-    return cls(op.operands[0], op.operands[1], op.results[0].type, source_op=op)
+    a, b = (_broadcast_rows(op, rewriter, v, _shape(op.results[0])) for v in op.operands)
+    if (a, b) == tuple(op.operands):
+        return cls(a, b, op.results[0].type, source_op=op)
+    return _emit(rewriter, op, cls(a, b, op.results[0].type))
 
 
-Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue"]
+def _broadcast_rows(op: AtenOp, rewriter: Rewriter, value: SSAValue,
+                    out: list[int]) -> SSAValue:
+    """An operand the kernels broadcast themselves (the full tensor, one row of it, or one
+    column of it) as is; one repeated along leading dims (a [16, 64] table for [2, 16, 64]
+    rows, as rotary embeddings multiply) expanded to the output's rows by
+    spyre.expand_rows, a DMA-only move."""
+    shape = _shape(value)
+    padded = [1] * (len(out) - len(shape)) + shape
+    rows = math.prod(padded[:-1])
+    if rows in (1, math.prod(out[:-1])):
+        return value
+    if padded != shape:
+        value = _emit(rewriter, op, ReshapeOp(value, _with_shape(value, padded)))
+    return _emit(rewriter, op, ExpandRowsOp(value, _with_shape(value, out[:-1] + padded[-1:])))
+
+
+INT64_MAX = 2**63 - 1
+
+
+def _last_dim_slice(op: Operation) -> tuple[int, int] | None:
+    """(start, end) of an `aten.slice` of the innermost dim with step 1, else None."""
+    if not isinstance(op, AtenOp) or op.target.data != "aten.slice.Tensor":
+        return None
+    shape = _shape(op.operands[0])
+    if _arg(op, "dim", 0) % len(shape) != len(shape) - 1 or _arg(op, "step", 1) != 1:  # type: ignore[operator]
+        return None
+    start = _arg(op, "start", 0)
+    end = _arg(op, "end", INT64_MAX)
+    start = 0 if start is None else start
+    end = INT64_MAX if end is None else end
+    start, end, _ = slice(start, end).indices(shape[-1])  # type: ignore[arg-type]
+    return start, end
+
+
+def _column_map(value: SSAValue) -> tuple[SSAValue, np.ndarray]:
+    """`value` as `source @ matrix`: a chain of innermost-dim slices and negations of
+    `source` (ATen ops not yet selected) is a [K, N] matrix of 0, 1 and -1."""
+    owner = value.owner
+    if isinstance(owner, AtenOp) and owner.target.data == "aten.neg.default":
+        source, matrix = _column_map(owner.operands[0])
+        return source, 0.0 - matrix  # +0.0 where the entry is 0, not -0.0
+    bounds = _last_dim_slice(owner)  # type: ignore[arg-type]
+    if bounds is not None:
+        source, matrix = _column_map(owner.operands[0])  # type: ignore[union-attr]
+        return source, matrix[:, bounds[0]:bounds[1]]
+    return value, np.eye(_shape(value)[-1])
+
+
+def _column_matmul(op: AtenOp, rewriter: Rewriter, source: SSAValue, matrix: np.ndarray,
+                   name: str) -> SSAValue:
+    """source @ matrix with `matrix` a constant; leading dims flattened into rows (free in
+    the row-sticked layout) and restored after."""
+    shape = _shape(source)
+    k, n = matrix.shape
+    element = source.type.element_type  # type: ignore[attr-defined]
+    ttype = TensorType(element, [k, n])
+    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
+        ttype, [float(v) for v in matrix.reshape(-1)]))
+    param.result.name_hint = name.replace(".", "_")
+    weight = _emit(rewriter, op, param)
+    rows = _numel(source) // k
+    flat = source if len(shape) == 2 else _emit(
+        rewriter, op, ReshapeOp(source, _with_shape(source, [rows, k])))
+    y = _emit(rewriter, op, MatmulOp(flat, weight, None, _with_shape(source, [rows, n])))
+    if len(shape) == 2:
+        return y
+    return _emit(rewriter, op, ReshapeOp(y, _with_shape(source, shape[:-1] + [n])))
+
+
+def _select_slice(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """A slice of the innermost dim: a matmul by a column-selection matrix (a strided
+    copy that moves whole sticks is the better lowering once a move kernel for it exists)."""
+    _require_float(op)
+    if _last_dim_slice(op) is None:
+        raise _Unsupported(f"dim {_arg(op, 'dim', 0)} step {_arg(op, 'step', 1)} (only "
+                           "step-1 slices of the innermost dimension are lowered so far)")
+    source, matrix = _column_map(op.results[0])
+    if _shape(source) == _shape(op.results[0]):
+        return source  # the whole dim
+    return _column_matmul(op, rewriter, source, matrix, f"{_fx_name(op)}.columns")
+
+
+def _select_split(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
+    """A split of the innermost dim (GPT-2's fused q/k/v projection): each used piece is a
+    matmul by its column-selection matrix; unused pieces cost nothing."""
+    _require_float(op)
+    x = op.operands[0]
+    shape = _shape(x)
+    if _arg(op, "dim", 0) % len(shape) != len(shape) - 1:  # type: ignore[operator]
+        raise _Unsupported(f"along dim {_arg(op, 'dim', 0)} (only splits of the innermost "
+                           "dimension are lowered so far)")
+    pieces: list[SSAValue | None] = []
+    column = 0
+    for index, result in enumerate(op.results):
+        width = _shape(result)[-1]
+        matrix = np.eye(shape[-1])[:, column:column + width]
+        column += width
+        pieces.append(_column_matmul(op, rewriter, x, matrix, f"{_fx_name(op)}.columns{index}")
+                      if result.uses else None)
+    return pieces
+
+
+def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """A concatenation along the innermost dim: sum over its distinct sources of
+    source @ placement, where each placement matrix puts that source's slices (negated where
+    they are) into their output columns. rotate_half is one matmul."""
+    _require_float(op)
+    out = _shape(op.results[0])
+    if _arg(op, "dim", 0) % len(out) != len(out) - 1:  # type: ignore[operator]
+        raise _Unsupported(f"along dim {_arg(op, 'dim', 0)} (only concatenation along the "
+                           "innermost dimension is lowered so far)")
+    placed: dict[SSAValue, np.ndarray] = {}
+    column = 0
+    for piece in op.operands:
+        source, matrix = _column_map(piece)
+        if _shape(source)[:-1] != out[:-1]:
+            raise _Unsupported(f"a {_shape(source)} piece for a {out} result (pieces must "
+                               "share the leading dims)")
+        placement = placed.setdefault(source, np.zeros((matrix.shape[0], out[-1])))
+        placement[:, column:column + matrix.shape[1]] = matrix
+        column += matrix.shape[1]
+    terms = [_column_matmul(op, rewriter, source, placement, f"{_fx_name(op)}.columns{i}")
+             for i, (source, placement) in enumerate(placed.items())]
+    result = terms[0]
+    for term in terms[1:]:
+        result = _emit(rewriter, op, BINARY_OPS["add"](result, term, op.results[0].type))
+    return result
+
+
+def _fx_name(op: AtenOp) -> str:
+    node = op.attributes.get("fx_node")
+    return node.data if isinstance(node, StringAttr) else "column_map"
+
+
+Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue | list[SSAValue | None]"]
 
 SELECTORS: dict[str, Selector] = {
     "aten.linear.default": _select_linear,
@@ -547,6 +693,18 @@ SELECTORS: dict[str, Selector] = {
     "aten.dropout.default": _select_identity,
     "aten._to_copy.default": _select_cast,
     "aten.to.dtype": _select_cast,
+    "aten.slice.Tensor": _select_slice,
+    "aten.cat.default": _select_cat,
+    "aten.split_with_sizes.default": _select_split,
+    "aten.split.Tensor": _select_split,
+}
+
+# ops known to have no device lowering yet, with what to do instead
+NOT_ON_DEVICE: dict[str, str] = {
+    "aten.embedding.default": (
+        "a gather of rows by token id is not on the device yet; export the model with "
+        "`inputs_embeds` (Hugging Face models accept it) and look the embeddings up on the "
+        "host"),
 }
 
 
@@ -563,27 +721,52 @@ class SpyreLegalize(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         rewriter = Rewriter()
         failures: list[str] = []
-        for aten in [o for o in op.walk() if isinstance(o, AtenOp)]:
-            selector = SELECTORS.get(aten.target.data)
-            if selector is None:
-                failures.append(f"{describe(aten)}: no Spyre lowering")
-                continue
-            try:
-                result = selector(aten, rewriter)
-            except _Unsupported as exc:
-                failures.append(f"{describe(aten)}: {exc}")
-                continue
-            if isinstance(result, Operation):
-                rewriter.replace_op(aten, result)
-            else:
-                aten.results[0].replace_all_uses_with(result)
-                rewriter.erase_op(aten)
+        atens = [o for o in op.walk() if isinstance(o, AtenOp)]
+        # concatenations first: they absorb the slices and negations feeding them (see
+        # `_column_map`), which then have no uses left and are erased, not selected
+        for aten in [a for a in atens if a.target.data == "aten.cat.default"]:
+            _select(aten, rewriter, failures)
+        _erase_dead_atens(atens)
+        for aten in [a for a in atens if a.parent is not None]:
+            _select(aten, rewriter, failures)
         if failures:
             source = op.attributes.get("spyre.source")
             raise UnsupportedOpsError(
                 source.data if isinstance(source, StringAttr) else "module", failures
             )
         _erase_dead_params(op)
+
+
+def _select(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> None:
+    """Replace one ATen op by its Spyre ops, or record why it cannot be."""
+    selector = SELECTORS.get(aten.target.data)
+    if selector is None:
+        reason = NOT_ON_DEVICE.get(aten.target.data, "no Spyre lowering")
+        failures.append(f"{describe(aten)}: {reason}")
+        return
+    try:
+        result = selector(aten, rewriter)
+    except _Unsupported as exc:
+        failures.append(f"{describe(aten)}: {exc}")
+        return
+    if isinstance(result, Operation):
+        rewriter.replace_op(aten, result)
+    elif isinstance(result, list):
+        for old, new in zip(aten.results, result):
+            if new is not None:
+                old.replace_all_uses_with(new)
+        rewriter.erase_op(aten)
+    else:
+        aten.results[0].replace_all_uses_with(result)
+        rewriter.erase_op(aten)
+
+
+def _erase_dead_atens(atens: list[AtenOp]) -> None:
+    """Erase ATen ops whose results are all unused (imported ops are pure), users first."""
+    for aten in reversed(atens):
+        if aten.parent is not None and aten.results and not any(r.uses for r in aten.results):
+            aten.detach()
+            aten.erase()
 
 
 def _erase_dead_params(module: ModuleOp) -> None:

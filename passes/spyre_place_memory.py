@@ -138,6 +138,7 @@ def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
         if isinstance(inner, ParamOp):
             a = weights.alloc(device_bytes(inner.result, target), f"weight {inner.param_name.data}")
             inner.attributes["spyre.addr"] = _addr_attr(a)
+            addr[inner.result] = a  # a reshape of a weight views it
         elif isinstance(inner, ReshapeOp):
             addr[inner.result] = addr[root[inner.result]]
             inner.attributes["spyre.addr"] = _addr_attr(addr[inner.result])

@@ -88,6 +88,12 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "mean": lambda x: x.mean(-1, keepdim=True),
     "amax": lambda x: x.amax(-1, keepdim=True),
     "cast_fp32": lambda x: x.float() * 2,
+    "cube": lambda x: x.pow(3),
+    "slice_last": lambda x: x[..., 1:-2] * 2,
+    "split_last": lambda x: x.split([x.shape[-1] // 3, x.shape[-1] - x.shape[-1] // 3],
+                                    dim=-1)[1] * 2,
+    "rotate_half": lambda x: torch.cat((-x[..., x.shape[-1] // 2:], x[..., :x.shape[-1] // 2]),
+                                       dim=-1),
 }
 BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": torch.add,
@@ -128,6 +134,10 @@ def cases() -> list[OpCase]:
             out.append(OpCase("rms_norm", dtype, shape_name,
                               lambda k=k, d=dtype: _Norm(torch.nn.RMSNorm(k, eps=1e-6)).to(d),
                               _randn(shape, dtype)))
+        # a table repeated along the leading dims (rotary cos/sin times activations)
+        out.append(OpCase("mul_leading_broadcast", dtype, "3d", lambda: _Fn(torch.mul),
+                          lambda g, d=dtype: (torch.randn(*SHAPES["3d"], generator=g).to(d),
+                                              torch.randn(*SHAPES["3d"][1:], generator=g).to(d))))
         for name, fn in BINARY.items():
             out.append(OpCase(name, dtype, "broadcast", lambda fn=fn: _Fn(fn),
                               lambda g, d=dtype: (torch.randn(64, 128, generator=g).to(d),

@@ -3,7 +3,9 @@
 The importer is mechanical: every FX `call_function` node becomes one `spyre.aten` op that
 carries the ATen overload, its non-tensor arguments by schema name, the node's name and the
 model source line; parameters, buffers and constants become `spyre.param` ops whose data goes
-into the returned weight table. Op selection happens later, in `spyre-legalize`.
+into the returned weight table. Nodes that depend on no user input are evaluated by torch
+first (`spyrec.frontend.fold`) and imported as weights named `<node>.folded` that keep the
+node's name and source line. Op selection happens later, in `spyre-legalize`.
 
 IR is built through xDSL's Python API (never by printing and parsing text): that is several
 times faster than parsing and keeps the frontend linear in the graph size.
@@ -45,6 +47,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import AtenOp, ParamOp
+from spyrec.frontend.fold import fold_constants
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -195,6 +198,8 @@ class _Importer:
         param_names = {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
                        **sig.inputs_to_lifted_tensor_constants}
         state = {**self.ep.state_dict, **self.ep.constants}
+        folding = fold_constants(self.ep.graph, {node: state[name]
+                                                 for node, name in param_names.items()})
         nodes = list(self.ep.graph.nodes)
         user_inputs = [n for n in nodes if n.op == "placeholder" and n.name not in param_names]
         inputs = [TensorSpec(n.name, tuple(n.meta["val"].shape), n.meta["val"].dtype)
@@ -208,7 +213,11 @@ class _Importer:
         outputs: list[TensorSpec] = []
         for node in nodes:
             if node.op == "placeholder" and node.name in param_names:
-                self._param(builder, node, param_names[node.name], state)
+                self._param(builder, node, param_names[node.name], state[param_names[node.name]])
+            elif node in folding.constants:
+                self._folded(builder, node, folding.constants[node])
+            elif node in folding.folded:
+                continue
             elif node.op == "call_function":
                 self._call(builder, node)
             elif node.op == "output":
@@ -223,9 +232,17 @@ class _Importer:
         return ImportedProgram(ModuleOp([fn]), self.weights, inputs, outputs,
                                weight_dtypes=self.weight_dtypes)
 
+    def _folded(self, builder: Builder, node: torch.fx.Node, value: torch.Tensor) -> None:
+        """A folded node's value as a weight named after the node, with its provenance."""
+        name = f"{node.name}.folded"
+        while name in self.weights:
+            name += "_"
+        op = self._param(builder, node, name, value)
+        op.attributes["fx_node"] = StringAttr(node.name)
+        op.attributes["source"] = StringAttr(source_line(node))
+
     def _param(self, builder: Builder, node: torch.fx.Node, name: str,
-               state: dict[str, Any]) -> None:
-        tensor = state[name]
+               tensor: torch.Tensor) -> ParamOp:
         ttype = tensor_type(tensor, f"parameter '{name}'")
         data = tensor.detach().contiguous()
         self.weight_dtypes[name] = data.dtype
@@ -237,6 +254,7 @@ class _Importer:
         op = builder.insert(ParamOp(name, ttype))
         op.result.name_hint = node.name
         self.values[node] = op.result
+        return op
 
     def _value(self, arg: Any, user: torch.fx.Node) -> SSAValue:
         value = self.values.get(arg)

@@ -99,3 +99,11 @@ func.func @attention_mask(%q: tensor<1x4x16x64xf16>, %m: tensor<16x8xf16>) {
   %a = spyre.attention %q, %q, %q mask %m {scale = 0.125 : f64} : tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16>, tensor<16x8xf16> -> tensor<1x4x16x64xf16>
   func.return
 }
+
+// -----
+
+func.func @param_value_type() {
+  // CHECK: value of type tensor<2x2xf32> for a result of type tensor<2x2xf16>
+  %s = spyre.param {param_name = "cat.columns0", value = dense<[[0.0, 1.0], [1.0, 0.0]]> : tensor<2x2xf32>} : tensor<2x2xf16>
+  func.return
+}

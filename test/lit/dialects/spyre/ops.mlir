@@ -6,10 +6,12 @@
 // CHECK-LABEL: func.func @imported
 // CHECK: %[[W:.*]] = spyre.param {param_name = "fc.weight"} : tensor<32x100xf16>
 // CHECK: %[[WT:.*]] = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>} : tensor<100x32xf16>
+// CHECK: %[[S:.*]] = spyre.param {param_name = "cat.columns0", value = dense<{{\[}}[0.000000e+00, 1.000000e+00], [1.000000e+00, 0.000000e+00]]> : tensor<2x2xf16>} : tensor<2x2xf16>
 // CHECK: %[[Y:.*]] = spyre.aten "aten.linear.default"(%x, %[[W]]) {fx_node = "linear", source = "m.py:3", args = {}, operand_names = ["input", "weight"]} : (tensor<64x100xf16>, tensor<32x100xf16>) -> tensor<64x32xf16>
 func.func @imported(%x: tensor<64x100xf16>) -> tensor<64x32xf16> {
   %w = spyre.param {param_name = "fc.weight"} : tensor<32x100xf16>
   %wt = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>} : tensor<100x32xf16>
+  %s = spyre.param {param_name = "cat.columns0", value = dense<[[0.0, 1.0], [1.0, 0.0]]> : tensor<2x2xf16>} : tensor<2x2xf16>
   %y = spyre.aten "aten.linear.default"(%x, %w) {fx_node = "linear", source = "m.py:3", args = {}, operand_names = ["input", "weight"]} : (tensor<64x100xf16>, tensor<32x100xf16>) -> tensor<64x32xf16>
   func.return %y : tensor<64x32xf16>
 }

@@ -1,0 +1,195 @@
+"""Constant folding of input-independent subgraphs, at import time, with torch.
+
+A node whose value depends only on parameters, buffers, lifted constants and static shapes
+(never on a user input) computes the same tensor on every call, so it is evaluated once here,
+by torch on the host, and the importer turns it into a weight (`spyre.param`) instead of
+device ops. This removes from the device program what exported decoders compute from
+shapes alone: causal-mask construction (arange, cumsum, comparisons, index, bitwise ops on
+int64/bool) and the rotary position tables (inv_freq x positions, cos, sin).
+
+Only the frontier of a folded region is materialized: a folded node whose value is used by
+a node that stays on the device (or is a program output). Interior values are dropped.
+Reshapes at the frontier that keep the innermost dim stay on the device (they are free
+views there), so a table that every layer reshapes is stored once.
+
+A folded boolean attention mask (every user a `scaled_dot_product_attention` taking it as
+`attn_mask`) is stored in the form the device consumes: additive, in the query's element
+type, 0 where attention is allowed and MASKED where not (finite: DL16 has no -inf, and
+exp(-30000 - max) is exactly 0), and with the batch / head dims it repeats along reduced to
+1 (attention broadcasts the mask). Only here, where the data is, can that be decided.
+
+Two kinds of input-independent nodes are not materialized:
+- no-op and view chains whose sources are plain parameters (`t(weight)`, `view(weight)`,
+  `alias(buffer)`) that a device node reads: op selection folds a weight transpose into the
+  weight's layout, and materializing them would store a second copy of the weight (they
+  are still evaluated when a folded node reads them);
+- nodes whose evaluation is not reproducible (random ops), which are not evaluated at all.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+# ops that never copy data: a chain of them over a parameter is the parameter itself
+_VIEW_TARGETS = {
+    "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+    "aten.permute.default", "aten.t.default", "aten.transpose.int",
+    "aten.unsqueeze.default", "aten.squeeze.dim", "aten.expand.default",
+    "aten.alias.default", "aten.detach.default", "aten.clone.default",
+    "aten.lift_fresh_copy.default", "aten._assert_tensor_metadata.default",
+}
+
+# reshapes a folded value may keep on the device (see `_keep_reshapes_on_device`)
+_RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+             "aten.unsqueeze.default", "aten.squeeze.dim", "aten.alias.default",
+             "aten.clone.default"}
+
+MASKED = -30000.0
+_SDPA = "aten.scaled_dot_product_attention.default"
+
+
+@dataclass
+class Folding:
+    """The outcome of folding: which nodes disappear and which become constants."""
+
+    folded: set[torch.fx.Node]
+    """Input-independent nodes the importer skips: evaluated here, interior or frontier."""
+    constants: dict[torch.fx.Node, torch.Tensor]
+    """The frontier: folded nodes whose value a device node or the output needs."""
+
+
+def _target_name(target: Any) -> str:
+    return str(target).removeprefix("torch.ops.")
+
+
+def _nondeterministic(target: Any) -> bool:
+    """Random ops: their value differs from call to call."""
+    return torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
+
+
+def _is_param_view(node: torch.fx.Node, params: set[torch.fx.Node]) -> bool:
+    """Is `node` a chain of view / no-op nodes over a plain parameter?"""
+    while node not in params:
+        if node.op != "call_function" or _target_name(node.target) not in _VIEW_TARGETS:
+            return False
+        sources = node.all_input_nodes
+        if len(sources) != 1:
+            return False
+        node = sources[0]
+    return True
+
+
+def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) -> Folding:
+    """Evaluate every input-independent `call_function` node of `graph`.
+
+    `params` maps the placeholder name of each parameter, buffer and lifted constant to its
+    tensor; every other placeholder is a user input.
+    """
+    values: dict[torch.fx.Node, Any] = {}
+    param_nodes: set[torch.fx.Node] = set()
+    for node in graph.nodes:
+        if node.op == "placeholder" and node.name in params:
+            values[node] = params[node.name]
+            param_nodes.add(node)
+    folded: set[torch.fx.Node] = set()
+    for node in graph.nodes:
+        if node.op != "call_function" or not _foldable(node, values, param_nodes):
+            continue
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
+        with torch.no_grad():
+            values[node] = node.target(*args, **kwargs)
+        folded.add(node)
+    _keep_param_views_on_device(graph, folded, param_nodes)
+    _keep_reshapes_on_device(graph, folded, values)
+    constants = {
+        node: _device_form(node, values[node]) for node in graph.nodes
+        if node in folded and isinstance(values[node], torch.Tensor)
+        and any(user not in folded for user in node.users)
+    }
+    return Folding(folded, constants)
+
+
+def _keep_param_views_on_device(graph: torch.fx.Graph, folded: set[torch.fx.Node],
+                                params: set[torch.fx.Node]) -> None:
+    """Views of plain parameters that a device node reads are imported, not materialized.
+
+    They are still evaluated (a folded node may read them, as BERT's gather reads an
+    expanded buffer), but materializing one would store a second copy of the weight.
+    Users come before their operands in reverse order, so whole view chains are kept.
+    """
+    for node in reversed(graph.nodes):
+        if node in folded and _is_param_view(node, params) and any(
+                user not in folded for user in node.users):
+            folded.discard(node)
+
+
+def _keep_reshapes_on_device(graph: torch.fx.Graph, folded: set[torch.fx.Node],
+                             values: dict[torch.fx.Node, Any]) -> None:
+    """Move frontier reshapes of a folded value back to the device, where they are free.
+
+    Each decoder layer unsqueezes the same rotary table; materializing every unsqueeze
+    would store one copy of the table per layer. Materializing the table once and keeping
+    the reshapes (which keep the innermost dim, so op selection makes them free views)
+    stores it once.
+    """
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(graph.nodes):
+            if node not in folded or all(user in folded for user in node.users):
+                continue
+            source = node.all_input_nodes[0] if len(node.all_input_nodes) == 1 else None
+            if source is None or source not in folded or not _keeps_innermost(node, values):
+                continue
+            folded.discard(node)
+            changed = True
+
+
+def _keeps_innermost(node: torch.fx.Node, values: dict[torch.fx.Node, Any]) -> bool:
+    """Is `node` a float reshape whose innermost dim is its operand's?"""
+    if _target_name(node.target) not in _RESHAPES:
+        return False
+    value, source = values[node], values[node.all_input_nodes[0]]
+    if not isinstance(value, torch.Tensor) or not isinstance(source, torch.Tensor):
+        return False
+    if not value.dtype.is_floating_point:
+        return False  # integer and boolean values have no device form until folded
+    return value.dim() > 0 and source.dim() > 0 and value.shape[-1] == source.shape[-1]
+
+
+def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
+    """A boolean attention mask as an additive one (see the module docstring); any other
+    value unchanged."""
+    if value.dtype != torch.bool or not node.users:
+        return value
+    queries = []
+    for user in node.users:
+        mask = user.kwargs.get("attn_mask", user.args[3] if len(user.args) > 3 else None)
+        if _target_name(user.target) != _SDPA or mask is not node:
+            return value
+        queries.append(user.args[0].meta["val"].dtype)  # type: ignore[union-attr]
+    if len(set(queries)) != 1:
+        return value
+    for dim in range(value.dim() - 2):
+        first = value.narrow(dim, 0, 1)
+        if torch.equal(value, first.expand_as(value)):
+            value = first
+    zero = torch.zeros((), dtype=queries[0])
+    return torch.where(value, zero, torch.tensor(MASKED, dtype=queries[0]))
+
+
+def _foldable(node: torch.fx.Node, values: dict[torch.fx.Node, Any],
+              params: set[torch.fx.Node]) -> bool:
+    if any(source not in values for source in node.all_input_nodes):
+        return False  # depends on a user input (or on a node left on the device)
+    if node.target is operator.getitem:
+        return True
+    if _nondeterministic(node.target):
+        return False
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and not schema.is_mutable

@@ -1,0 +1,112 @@
+"""Constant folding in the frontend: input-independent subgraphs become weights.
+
+A model whose buffers feed a host-style computation (arange, cos/sin tables, a causal mask
+built from comparisons) compiles although none of those ops has a device lowering, runs
+with the same results as eager, keeps the folded node's name on the constant, and stores
+each parameter once.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import spyrec
+from spyrec.dialects.spyre import ParamOp
+from spyrec.driver import compile_program
+from spyrec.frontend.fold import MASKED, fold_constants
+from spyrec.frontend.importer import decompose
+
+
+class Rotary(nn.Module):
+    """x * cos(table) + linear(x), where the table comes from a buffer and arange."""
+
+    def __init__(self, d: int = 64, rows: int = 16):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (100.0 ** (torch.arange(d) / d)),
+                             persistent=False)
+        self.fc = nn.Linear(d, d)
+        self.rows = rows
+
+    def forward(self, x):
+        positions = torch.arange(self.rows, dtype=torch.float32)
+        table = torch.outer(positions, self.inv_freq)
+        return x * torch.cos(table) + self.fc(x)
+
+
+class MaskedAttention(nn.Module):
+    """Attention with a boolean causal mask built from arange and comparisons."""
+
+    def forward(self, q, k, v):
+        rows = torch.arange(q.shape[-2])
+        mask = rows[:, None] >= rows[None, :]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask[None, None])
+
+
+def _compile_and_compare(model, *inputs):
+    ep = torch.export.export(model, inputs)
+    result = compile_program(ep)
+    assert result.binary is not None
+    exe = spyrec.api.Executable(result.binary)
+    with torch.no_grad():
+        expected = model(*inputs)
+    out = exe(*inputs)
+    scale = expected.abs().max().item()
+    err = (out - expected).abs().max().item()
+    assert exe.tolerance(scale).allows(err, scale), err
+    return result
+
+
+def test_rotary_table_is_folded_and_matches_eager():
+    torch.manual_seed(0)
+    result = _compile_and_compare(Rotary().eval(), torch.randn(2, 16, 64))
+    names = [b.name for b, _ in result.binary.weights]
+    # the cos table is one constant named after its node; the linear weight is stored once
+    # (its transpose is folded into the layout, not copied by the folder)
+    folded = [n for n in names if n.endswith(".folded")]
+    assert folded == ["cos.folded"]
+    assert sorted(n.removesuffix("^T") for n in names if not n.endswith(".folded")) == [
+        "fc.bias", "fc.weight"]
+    params = [o for o in result.program.module.walk() if isinstance(o, ParamOp)]
+    cos = next(p for p in params if p.param_name.data == "cos.folded")
+    assert cos.attributes["fx_node"].data == "cos"  # type: ignore[attr-defined]
+    assert "test_fold.py" in cos.attributes["source"].data  # type: ignore[attr-defined]
+
+
+def test_boolean_mask_becomes_an_additive_constant():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 32, 64) for _ in range(3))
+    result = _compile_and_compare(MaskedAttention(), q, k, v)
+    [(binding, data)] = result.binary.weights
+    # one [32, 32] mask shared by batch and heads: 0 on and below the diagonal, MASKED above
+    expected = torch.where(torch.ones(32, 32, dtype=torch.bool).tril(), 0.0, MASKED)
+    assert torch.equal(torch.from_numpy(data).reshape(32, 32), expected)
+
+
+def test_nodes_that_depend_on_inputs_are_not_folded():
+    ep = decompose(torch.export.export(Rotary(), (torch.randn(2, 16, 64),)))
+    sig = ep.graph_signature
+    params = {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
+              **sig.inputs_to_lifted_tensor_constants}
+    state = {**ep.state_dict, **ep.constants}
+    folding = fold_constants(ep.graph, {node: state[name] for node, name in params.items()})
+    folded = {n.name for n in folding.folded}
+    device = {n.name for n in ep.graph.nodes if n.op == "call_function"} - folded
+    assert {"arange", "cos"} <= folded
+    assert {"mul_1", "linear", "add"} <= device  # every op that reads x stays on the device
+    assert not any(n.name == "permute" for n in folding.folded)  # a weight transpose: no copy
+    assert [n.name for n in folding.constants] == ["cos"]
+
+
+def test_random_ops_are_not_folded():
+    class Noise(nn.Module):
+        def forward(self, x):
+            return x + torch.rand(4, 64) * torch.arange(64.0)
+
+    ep = decompose(torch.export.export(Noise(), (torch.randn(4, 64),)))
+    folding = fold_constants(ep.graph, {})
+    folded = {str(n.target) for n in folding.folded}
+    # arange is a constant and folds; the random draw and everything after it stay
+    assert any("arange" in t for t in folded)
+    assert not any("rand" in t for t in folded)

@@ -1,0 +1,140 @@
+"""Hugging Face models end to end: tiny configs, random weights, against PyTorch eager.
+
+Each model has 2 layers, hidden size 64, 4 query heads and 2 key/value heads, a vocabulary
+of 256 and 16 tokens, `use_cache=False`, and is wrapped to return logits. The head dim is 64
+(set explicitly; the config default would be 64 / 4 = 16): splitting a 64-wide stick into
+16-wide heads is a restickify the compiler does not lower yet.
+
+The token embedding (a gather by token id) is not on the device yet, so the models are
+exported with `inputs_embeds` and the lookup runs on the host. What the device runs:
+RMS norms, q/k/v/o projections, rotary embeddings (the cos/sin tables folded into constants
+by the frontend, the half rotation as a column-map matmul), causal grouped-query attention
+with the folded mask, SwiGLU, residual adds and the LM head. Tolerances come from
+`spyrec.tolerance` through `Executable.tolerance`. BERT and GPT-2 run with SDPA attention;
+their eager attention multiplies by a transposed key (`bmm` after a permute that moves the
+innermost dim), a restickify not lowered yet.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+import spyrec
+from spyrec.diagnostics import UnsupportedOpsError
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+transformers = pytest.importorskip("transformers")
+
+TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+            max_position_embeddings=64, use_cache=False)
+
+MODELS = {
+    "llama": lambda: transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)),
+    "qwen2": lambda: transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**TINY)),
+    # Granite's multipliers away from 1 so its extra scalings are exercised
+    "granite": lambda: transformers.GraniteForCausalLM(transformers.GraniteConfig(
+        **TINY, embedding_multiplier=2.0, residual_multiplier=0.5,
+        attention_multiplier=0.2, logits_scaling=4.0)),
+}
+
+
+# BERT and GPT-2 configs have no head_dim: hidden 128 over 2 heads gives 64
+OTHER = {
+    "bert": lambda: transformers.BertModel(transformers.BertConfig(
+        vocab_size=256, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=256, max_position_embeddings=64)),
+    "gpt2": lambda: transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=256, n_embd=128, n_layer=2, n_head=2, n_positions=64, use_cache=False,
+        bos_token_id=0, eos_token_id=0)),
+}
+
+
+class Logits(torch.nn.Module):
+    """The causal LM as embeddings -> logits."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
+        return self.model(inputs_embeds=inputs_embeds).logits
+
+
+class LastHidden(torch.nn.Module):
+    """An encoder as embeddings -> last hidden state."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
+        return self.model(inputs_embeds=inputs_embeds).last_hidden_state
+
+
+class TokenLogits(torch.nn.Module):
+    """The causal LM as token ids -> logits (the embedding lookup in the graph)."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids).logits
+
+
+def _build(name: str, dtype: torch.dtype) -> torch.nn.Module:
+    torch.manual_seed(0)
+    model = {**MODELS, **OTHER}[name]()
+    model.config._attn_implementation = "sdpa"
+    return model.to(dtype).eval()
+
+
+@pytest.mark.parametrize("name,dtype", [
+    ("llama", torch.float32), ("qwen2", torch.float32), ("granite", torch.float32),
+    ("llama", torch.float16),
+], ids=["llama-fp32", "qwen2-fp32", "granite-fp32", "llama-fp16"])
+def test_decoder_matches_eager(name, dtype):
+    exe = _compile_and_compare(_build(name, dtype), Logits)
+    # the causal mask and the rotary tables are folded constants, one of each per program
+    folded = sorted(b.name for b, _ in exe.binary.weights if b.name.endswith(".folded"))
+    assert len(folded) == 3, folded  # the mask, cos and sin
+
+
+@pytest.mark.parametrize("name,wrapper", [("bert", LastHidden), ("gpt2", Logits)])
+def test_bert_and_gpt2_match_eager(name, wrapper):
+    """BERT (LayerNorm, GELU, unmasked attention; its position and token-type embeddings
+    are folded) and GPT-2 (fused q/k/v split along the innermost dim, tanh GELU with a
+    cube, causal mask folded), both with SDPA attention."""
+    exe = _compile_and_compare(_build(name, torch.float32), wrapper)
+    assert any(b.name.endswith(".folded") for b, _ in exe.binary.weights)
+
+
+def _compile_and_compare(model: torch.nn.Module, wrapper: type[torch.nn.Module]):
+    ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        embeds = model.get_input_embeddings()(ids)
+        wrapped = wrapper(model)
+        expected = wrapped(embeds).float()
+    exe = spyrec.compile(torch.export.export(wrapped, (embeds,)))
+    out = exe(embeds).float()
+    scale = expected.abs().max().item()
+    err = (out - expected).abs().max().item()
+    tol = exe.tolerance(scale)
+    assert torch.isfinite(out).all()
+    assert tol.allows(err, scale), (err, tol)
+    return exe
+
+
+def test_token_ids_report_the_embedding():
+    model = _build("llama", torch.float32)
+    ids = torch.randint(0, 256, (2, 16))
+    with pytest.raises(UnsupportedOpsError) as info:
+        spyrec.compile(torch.export.export(TokenLogits(model), (ids,)))
+    message = str(info.value)
+    assert "aten.embedding.default (node embedding)" in message
+    assert "inputs_embeds" in message
+    assert "1 op(s)" in message  # everything else, mask construction included, is lowered
