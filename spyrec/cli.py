@@ -97,9 +97,28 @@ def _check_against(model: Path, exe: Any, inputs: list[Any], outputs: Any) -> bo
 
     from spyrec.frontend.importer import load_program
 
+    if model.suffix == ".mlir":  # compiled from hand-written KTIR: the interpreter is eager
+        return _check_against_ktir(model, exe, inputs, outputs)
+
     ep = load_program(model)
     with torch.no_grad():
         expected = ep.module()(*inputs)
+    return compare_outputs(expected, outputs, exe)
+
+
+def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any) -> bool:
+    import numpy as np
+    import torch
+
+    from spyrec.ktir import execute
+    from spyrec.runtime.layout import HOST_DTYPE
+
+    args = {b.name: x.numpy() for b, x in zip(exe.binary.inputs, inputs)}
+    for b in exe.binary.outputs:
+        args[b.name] = np.zeros(b.layout.shape, dtype=HOST_DTYPE[b.layout.host_dtype])
+    result = execute(source, exe.binary.kernels[0].name, **args)
+    expected = [torch.from_numpy(np.asarray(result[b.name], dtype=np.float32))
+                for b in exe.binary.outputs]
     return compare_outputs(expected, outputs, exe)
 
 
@@ -126,7 +145,8 @@ def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
 @main.command()
 @click.argument("binary", type=click.Path(path_type=Path))
 @click.option("--check", "check", type=click.Path(path_type=Path),
-              help="The .pt2 the binary was compiled from: compare with PyTorch eager.")
+              help="The .pt2 the binary was compiled from: compare with PyTorch eager (or "
+                   "the KTIR .mlir: compare with the KTIR interpreter).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--numerics", type=click.Choice(["dl16", "ieee"]), default="dl16",
               show_default=True, help="Round fp16/bf16 through DL16 (the device) or IEEE.")
