@@ -167,6 +167,9 @@ class _Kernel:
                                  "reductions and matmul accumulators")
             _erase(op)
         for op in reversed(list(self.fn.walk())):
+            if isinstance(op, linalg.GenericOp) and _is_fn(op, "copy") and not op.results[0].uses:
+                _erase(op)  # a widening copy every user now reads through
+        for op in reversed(list(self.fn.walk())):
             if isinstance(op, tensor.EmptyOp) and not op.tensor.uses:
                 _erase(op)
 
@@ -221,6 +224,9 @@ class _Kernel:
         else:
             fn = BINARY[name]
             build = lambda b, x, y, f=_BINARY_OPS[fn]: b.insert(f(x, y)).results[0]  # noqa: E731
+        if fn != "copy":  # the SFU reads 16-bit sources and computes in fp32: no widening copy
+            operands = [_unwiden(o) if isinstance(o, Arg) else o for o in operands]
+            args = [o for o in operands if isinstance(o, Arg)]
         out_tile = self.result_tile(op, args, shape)
         for arg in args:
             self.check_broadcast(op, arg, out_tile, len(shape))
@@ -231,10 +237,12 @@ class _Kernel:
             if isinstance(operands[0], float) and fn not in COMMUTATIVE:
                 attrs["spyre.reverse"] = UnitAttr()
 
+        compute = element if fn != "copy" else None  # the type the scalar op works in
+
         def body(b: Builder, block_args: tuple[SSAValue, ...]) -> SSAValue:
             it = iter(block_args)
-            values = [next(it) if isinstance(o, Arg) else
-                      b.insert(arith.ConstantOp(FloatAttr(o, block_args[0].type))).result
+            values = [_widen(b, next(it), compute) if isinstance(o, Arg) else
+                      b.insert(arith.ConstantOp(FloatAttr(o, compute or f32))).result
                       for o in operands]
             return build(b, *values)
 
@@ -373,6 +381,7 @@ class _Kernel:
         acc = self.fill(op, out_shape, identity, (rows, 1))
         d = [AffineExpr.dimension(i) for i in range(len(shape))]
         arg = self.operand(source, op, len(shape))
+        arg = _unwiden(arg) if isinstance(arg, Arg) else arg
         if not isinstance(arg, Arg) or tile_dims(source) != default_tile_dims(shape):
             raise self.error(op, f"its input %{source.name_hint} is not a plain tile")
 
@@ -440,6 +449,22 @@ def _cast(element: Attribute) -> Callable[[Builder, SSAValue], SSAValue]:
         wide = b.insert(arith.ExtFOp(value, f32)).result  # f16 <-> bf16 through f32
         return b.insert(arith.TruncFOp(wide, element)).result
     return build
+
+
+def _unwiden(arg: Arg) -> Arg:
+    """The 16-bit source of a widening copy (extf to f32), read through the same map."""
+    copy = arg.value.owner
+    if (isinstance(copy, linalg.GenericOp) and _is_fn(copy, "copy") and len(copy.inputs) == 1
+            and _element(copy.results[0]) == f32 and _element(copy.inputs[0]) != f32
+            and copy.indexing_maps.data[0].data == AffineMap.identity(len(_shape(arg.value)))):
+        return Arg(copy.inputs[0], arg.map)
+    return arg
+
+
+def _widen(b: Builder, value: SSAValue, to: Attribute | None) -> SSAValue:
+    if to is None or value.type == to:
+        return value
+    return b.insert(arith.ExtFOp(value, to)).result
 
 
 def _erase(op: Operation) -> None:
