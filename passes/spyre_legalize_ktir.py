@@ -117,7 +117,44 @@ class _Kernel:
     # -- walking ----------------------------------------------------------------------
     def run(self) -> None:
         self.block(self.fn.body.block)
+        self.fold_narrowing()
         self.cleanup()
+
+    def fold_narrowing(self) -> None:
+        """A narrowing copy (truncf) of an SFU result nothing else reads becomes that op's
+        destination type: the SFU computes in fp32 and rounds once to its destination."""
+        for copy in [o for o in self.fn.walk() if isinstance(o, linalg.GenericOp)
+                     and _is_fn(o, "copy") and _element(o.results[0]) != f32]:
+            producer = copy.inputs[0].owner
+            fn = producer.attributes.get("spyre.fn") if isinstance(producer, Operation) else None
+            if (not isinstance(producer, linalg.GenericOp) or not isinstance(fn, StringAttr)
+                    or fn.data in ("copy", "matmul", "matmul_nt") or fn.data.startswith("reduce")
+                    or not copy.inputs[0].has_one_use() or _element(copy.inputs[0]) != f32
+                    or copy.indexing_maps.data[0].data != AffineMap.identity(
+                        len(_shape(copy.inputs[0])))):
+                continue
+            element = _element(copy.results[0])
+            old = producer.body.block
+            block = Block(arg_types=[a.type for a in old.args[:-1]] + [element])
+            mapping: dict[SSAValue, SSAValue] = dict(zip(old.args, block.args))
+            for inner in old.ops:
+                if isinstance(inner, linalg.YieldOp):
+                    narrow = arith.TruncFOp(mapping[inner.operands[0]], element)
+                    block.add_ops([narrow, linalg.YieldOp(narrow.result)])
+                    break
+                block.add_op(inner.clone(value_mapper=mapping))
+            b = Builder(InsertPoint.before(producer))
+            empty = b.insert(tensor.EmptyOp([], copy.results[0].type)).tensor
+            new = b.insert(linalg.GenericOp(
+                list(producer.inputs), [empty], Region(block), producer.indexing_maps,
+                producer.iterator_types, [copy.results[0].type]))
+            new.attributes.update({k: v for k, v in producer.attributes.items()
+                                   if k not in ("indexing_maps", "iterator_types",
+                                                "operandSegmentSizes")})
+            new.results[0].name_hint = copy.results[0].name_hint
+            copy.results[0].replace_all_uses_with(new.results[0])
+            _erase(copy)
+            _erase(producer)
 
     def block(self, block: Block) -> None:
         for op in list(block.ops):

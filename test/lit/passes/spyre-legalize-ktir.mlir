@@ -4,7 +4,8 @@
 
 // Row softmax: each scalar op of the broadcasting generic is its own SFU op; the row max
 // and sum start from fills of their identities and are columns (8x1 in LX); the widening
-// extf folds into its readers (the SFU reads f16 and computes in fp32); truncf is a copy.
+// extf folds into its readers (the SFU reads f16 and computes in fp32) and the final
+// truncf into the divide's destination type: no copies are left.
 // CHECK-NOT:  spyre.fn = "copy"
 // CHECK:      linalg.fill {spyre.tile = array<i64: 8, 1>} ins(%{{.*}} : f32)
 // CHECK:      %max = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]{{.*}} ins(%x16 : tensor<8x256xf16>) {{.*}}spyre.fn = "reduce_max", spyre.valid_cols = 256 : index, spyre.tile = array<i64: 8, 1>
@@ -13,8 +14,8 @@
 // CHECK-NEXT:   arith.extf
 // CHECK:      %ex = linalg.generic {{.*}} {spyre.fn = "exp"}
 // CHECK:      %sum = linalg.generic {{.*}} {spyre.fn = "reduce_sum"
-// CHECK:      %p = linalg.generic {{.*}} ins(%ex, %sum {{.*}} {spyre.fn = "div"}
-// CHECK:      %p16 = linalg.generic {{.*}} {spyre.fn = "copy"}
+// CHECK:      %p16 = linalg.generic {{.*}} ins(%ex, %sum {{.*}} outs(%{{.*}} : tensor<8x256xf16>) {{.*}} {spyre.fn = "div"}
+// CHECK:        arith.truncf %{{.*}} : f32 to f16
 // CHECK-NOT:  tensor.splat
 // CHECK-NOT:  linalg.broadcast
 // CHECK-NOT:  linalg.reduce
