@@ -17,6 +17,9 @@ A folded boolean attention mask (every user a `scaled_dot_product_attention` tak
 type, 0 where attention is allowed and MASKED where not (finite: DL16 has no -inf, and
 exp(-30000 - max) is exactly 0), and with the batch / head dims it repeats along reduced to
 1 (attention broadcasts the mask). Only here, where the data is, can that be decided.
+A folded float mask that eager attention adds to its scores before a softmax over the key
+dim gets the same treatment: leading dims that only repeat reduced to 1, and values below
+MASKED (Hugging Face uses the dtype's minimum, -3.4e38 in fp32) raised to MASKED.
 
 Two kinds of input-independent nodes are not materialized:
 - no-op and view chains whose sources are plain parameters (`t(weight)`, `view(weight)`,
@@ -51,6 +54,7 @@ _RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.def
 
 MASKED = -30000.0
 _SDPA = "aten.scaled_dot_product_attention.default"
+_SOFTMAX = {"aten.softmax.int", "aten._softmax.default"}
 
 
 @dataclass
@@ -163,8 +167,10 @@ def _keeps_innermost(node: torch.fx.Node, values: dict[torch.fx.Node, Any]) -> b
 
 
 def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
-    """A boolean attention mask as an additive one (see the module docstring); any other
-    value unchanged."""
+    """A boolean attention mask as an additive one, and an eager additive one reduced and
+    clamped (see the module docstring); any other value unchanged."""
+    if value.dtype.is_floating_point and _softmax_mask(node):
+        return _reduce_repeats(value).clamp(min=MASKED)
     if value.dtype != torch.bool or not node.users:
         return value
     queries = []
@@ -175,12 +181,39 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
         queries.append(user.args[0].meta["val"].dtype)  # type: ignore[union-attr]
     if len(set(queries)) != 1:
         return value
+    zero = torch.zeros((), dtype=queries[0])
+    return torch.where(_reduce_repeats(value), zero, torch.tensor(MASKED, dtype=queries[0]))
+
+
+def _reduce_repeats(value: torch.Tensor) -> torch.Tensor:
+    """`value` with each leading dim (all but the last two) that only repeats reduced to 1."""
     for dim in range(value.dim() - 2):
         first = value.narrow(dim, 0, 1)
         if torch.equal(value, first.expand_as(value)):
             value = first
-    zero = torch.zeros((), dtype=queries[0])
-    return torch.where(value, zero, torch.tensor(MASKED, dtype=queries[0]))
+    return value
+
+
+def _softmax_mask(node: torch.fx.Node) -> bool:
+    """Is every user of `node` an `add` of it to scores of the add's full shape, feeding
+    only a softmax over the last dim (eager attention's additive mask)? Then reducing its
+    repeated dims keeps every sum, and clamping to MASKED keeps every softmax (a masked
+    score gets weight exp(-30000) = 0 either way)."""
+    if not node.users:
+        return False
+    for user in node.users:
+        if _target_name(user.target) != "aten.add.Tensor" or len(user.args) != 2 \
+                or user.kwargs.get("alpha", 1) != 1:
+            return False
+        other = user.args[1] if user.args[0] is node else user.args[0]
+        if not isinstance(other, torch.fx.Node) or other is node \
+                or other.meta["val"].shape != user.meta["val"].shape:
+            return False
+        for softmax in user.users:
+            if _target_name(softmax.target) not in _SOFTMAX or \
+                    softmax.args[1] % user.meta["val"].dim() != user.meta["val"].dim() - 1:
+                return False
+    return True
 
 
 def _foldable(node: torch.fx.Node, values: dict[torch.fx.Node, Any],
