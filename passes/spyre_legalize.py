@@ -47,6 +47,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import UnsupportedOpsError
+from spyrec.passes.eager_attention import EagerAttention, match_eager_attention
 from spyrec.dialects.spyre import (
     BINARY_OPS,
     REDUCE_OPS,
@@ -484,6 +485,20 @@ def _attention_mask(op: AtenOp, rewriter: Rewriter, mask: SSAValue, rows: int, c
     return _emit(rewriter, op, ReshapeOp(mask, _with_shape(mask, [rows, cols])))
 
 
+def _select_eager_attention(match: EagerAttention, rewriter: Rewriter) -> None:
+    """A matched eager attention block -> spyre.attention, replacing its output."""
+    q, k = match.query, match.key
+    mask = match.mask
+    if mask is not None:
+        mask = _attention_mask(match.anchor, rewriter, mask, _shape(q)[-2], _shape(k)[-2], q)
+    out = _shape(q)[:-1] + _shape(match.value)[-1:]
+    y = _emit(rewriter, match.anchor, AttentionOp(q, k, match.value, mask, match.scale, False,
+                                                  _with_shape(q, out)))
+    if _shape(match.output) != out:
+        y = _emit(rewriter, match.anchor, ReshapeOp(y, match.output.type))
+    match.output.replace_all_uses_with(y)
+
+
 def _select_gelu(op: AtenOp, rewriter: Rewriter) -> Operation:
     _require_float(op)
     approx = _arg(op, "approximate", "none")
@@ -722,6 +737,12 @@ class SpyreLegalize(ModulePass):
         rewriter = Rewriter()
         failures: list[str] = []
         atens = [o for o in op.walk() if isinstance(o, AtenOp)]
+        # eager attention first: its bmm, scale, mask add and softmax become one
+        # spyre.attention (see `eager_attention`), and the matched chain is then dead
+        for aten in [a for a in atens if a.target.data == "aten.bmm.default"]:
+            if (match := match_eager_attention(aten)) is not None:
+                _select_eager_attention(match, rewriter)
+        _erase_dead_atens(atens)
         # concatenations first: they absorb the slices and negations feeding them (see
         # `_column_map`), which then have no uses left and are erased, not selected
         for aten in [a for a in atens if a.target.data == "aten.cat.default"]:
