@@ -160,6 +160,36 @@ def test_unsupported_attention_variants_are_listed_at_once() -> None:
     assert "a i1 attn_mask (boolean masks are not lowered" in text
 
 
+def test_eager_attention_on_inputs_is_one_kernel() -> None:
+    # Attention written out (matmul by the transposed key, a constant scale, an additive
+    # [L, S] mask that is a program input, softmax over the keys, matmul by v) is the same
+    # spyre.attention kernel SDPA becomes: one kernel, no bmm, no restickify.
+    class Eager(nn.Module):
+        def forward(self, q, k, v, mask):
+            return torch.softmax(q @ k.transpose(-1, -2) * 0.3 + mask, dim=-1) @ v
+
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(2, 3, 40, 32) for _ in range(3))
+    mask = torch.where(torch.rand(40, 40) < 0.3, -30000.0, 0.0)
+    exe, _ = _check(Eager(), q, k, v, mask)
+    assert len(exe.binary.kernels) == 1
+
+
+def test_softmax_over_queries_is_not_attention() -> None:
+    # A bmm + softmax chain normalised over the queries (dim -2) is not attention: it stays
+    # unmatched and its transposed-key bmm is reported.
+    class ColumnSoftmax(nn.Module):
+        def forward(self, q, k, v):
+            return torch.softmax(q @ k.transpose(-1, -2) * 0.125, dim=-2) @ v
+
+    q = torch.randn(1, 2, 16, 32)
+    with pytest.raises(UnsupportedOpsError) as info:
+        spyrec.compile(torch.export.export(ColumnSoftmax(), (q, q, q)))
+    text = str(info.value)
+    assert "aten.bmm.default" in text
+    assert "aten.softmax.int (node softmax): over dims [-2]" in text
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_attention_ktir_runs_in_the_reference_interpreter(causal: bool) -> None:
     # The KTIR of an attention kernel (from the lit input: queries stored as the

@@ -10,9 +10,9 @@ exported with `inputs_embeds` and the lookup runs on the host. What the device r
 RMS norms, q/k/v/o projections, rotary embeddings (the cos/sin tables folded into constants
 by the frontend, the half rotation as a column-map matmul), causal grouped-query attention
 with the folded mask, SwiGLU, residual adds and the LM head. Tolerances come from
-`spyrec.tolerance` through `Executable.tolerance`. BERT and GPT-2 run with SDPA attention;
-their eager attention multiplies by a transposed key (`bmm` after a permute that moves the
-innermost dim), a restickify not lowered yet.
+`spyrec.tolerance` through `Executable.tolerance`. Models run with SDPA attention, and
+Llama, BERT and GPT-2 also with eager attention (`bmm` by a transposed key, scale, mask add,
+softmax, `bmm`), which spyre-legalize recognises as the same `spyre.attention`.
 """
 
 from __future__ import annotations
@@ -86,10 +86,10 @@ class TokenLogits(torch.nn.Module):
         return self.model(input_ids=input_ids).logits
 
 
-def _build(name: str, dtype: torch.dtype) -> torch.nn.Module:
+def _build(name: str, dtype: torch.dtype, attention: str = "sdpa") -> torch.nn.Module:
     torch.manual_seed(0)
     model = {**MODELS, **OTHER}[name]()
-    model.config._attn_implementation = "sdpa"
+    model.config._attn_implementation = attention
     return model.to(dtype).eval()
 
 
@@ -111,6 +111,19 @@ def test_bert_and_gpt2_match_eager(name, wrapper):
     cube, causal mask folded), both with SDPA attention."""
     exe = _compile_and_compare(_build(name, torch.float32), wrapper)
     assert any(b.name.endswith(".folded") for b, _ in exe.binary.weights)
+
+
+@pytest.mark.parametrize("name,wrapper", [
+    ("llama", Logits), ("bert", LastHidden), ("gpt2", Logits),
+], ids=["llama-fp32", "bert-fp32", "gpt2-fp32"])
+def test_eager_attention_matches_eager(name, wrapper):
+    """`attn_implementation="eager"`: each layer's bmm / scale / mask add / softmax / bmm
+    chain becomes one spyre.attention (Llama's through repeat_kv's grouped-query heads),
+    and the folded [2, 1, 16, 16] float mask (-3.4e38 where masked) is stored once as the
+    [1, 1, 16, 16] additive mask attention takes, clamped to -30000 (BERT's is all 0)."""
+    exe = _compile_and_compare(_build(name, torch.float32, "eager"), wrapper)
+    masks = [data for b, data in exe.binary.weights if b.name == "where.folded"]
+    assert [m.size for m in masks] == [16 * 16] and masks[0].min() >= -30000
 
 
 def _compile_and_compare(model: torch.nn.Module, wrapper: type[torch.nn.Module]):
