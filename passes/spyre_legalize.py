@@ -8,7 +8,9 @@ kernel is spent on them. Permutations of an activation's leading dims become
 `spyre.expand_rows`, and reshapes that keep the stick dim, or split / merge it in whole
 sticks (heads of a multiple of 64 fp16 elements), `spyre.reshape`. Scaled dot-product
 attention becomes `spyre.attention` (scale, causal, an additive [L, S] mask; grouped-query
-attention by the operand shapes). Slices and concatenations along the innermost dim (the
+attention by the operand shapes), and so does eager attention written out as bmm, scale,
+mask add, softmax and bmm (matched strictly by `eager_attention`, before anything else is
+selected). Slices and concatenations along the innermost dim (the
 half rotation of rotary embeddings: `cat(-x[..., d/2:], x[..., :d/2])`) are linear maps of
 the columns: each chain of slices and negations that feeds a concatenation folds into one
 constant 0/+-1 matrix per source, so a concatenation is one matmul per distinct source (see
