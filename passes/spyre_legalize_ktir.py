@@ -194,9 +194,9 @@ class _Kernel:
                 if isinstance(op, (tensor.SplatOp, linalg.FillOp, linalg.BroadcastOp))
                 and "spyre.tile" not in op.attributes]
         for op in reversed(dead):
-            if isinstance(op, linalg.FillOp) and self.scalars.get(op.results[0]) == 0.0:
-                if op.results[0].uses:  # a zero accumulator carried by a loop: stays in LX
-                    continue
+            zero_fill = isinstance(op, linalg.FillOp) and self.scalars.get(op.results[0]) == 0.0
+            if zero_fill and op.results[0].uses:  # a zero accumulator carried by a loop: in LX
+                continue
             if any(r.uses for r in op.results):
                 user = next(iter(op.results[0].uses)).operation
                 raise self.error(op, f"its value is used by {user.name}, which needs it in LX; "
@@ -257,10 +257,10 @@ class _Kernel:
             fn, build = "copy", _cast(element)
         elif name in UNARY:
             fn = UNARY[name]
-            build = lambda b, x, f=_UNARY_OPS[fn]: b.insert(f(x)).results[0]  # noqa: E731
+            build = lambda b, x, f=_UNARY_OPS[fn]: b.insert(f(x)).results[0]
         else:
             fn = BINARY[name]
-            build = lambda b, x, y, f=_BINARY_OPS[fn]: b.insert(f(x, y)).results[0]  # noqa: E731
+            build = lambda b, x, y, f=_BINARY_OPS[fn]: b.insert(f(x, y)).results[0]
         if fn != "copy":  # the SFU reads 16-bit sources and computes in fp32: no widening copy
             operands = [_unwiden(o) if isinstance(o, Arg) else o for o in operands]
             args = [o for o in operands if isinstance(o, Arg)]
