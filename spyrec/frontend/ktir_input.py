@@ -121,7 +121,11 @@ def _classify(kernel: func.FuncOp, arg: SSAValue, where: str) -> _Arg:
                            "kernels with runtime arguments in the KTIR interpreter (spyrec run "
                            "kernel.mlir --function ...)")
     views = [u.operation for u in arg.uses]
-    if not views or any(not isinstance(v, ConstructMemoryViewOp) or v.offset is not arg
+    if not views:
+        raise CompileError(f"{where}: argument %{name} is never used, so it has no view to "
+                           "give it a shape; remove it or view it with "
+                           "ktdp.construct_memory_view")
+    if any(not isinstance(v, ConstructMemoryViewOp) or v.offset is not arg
                         for v in views):
         raise CompileError(f"{where}: argument %{name} is used as a scalar (not only as the "
                            "offset of ktdp.construct_memory_view); the compiler does not "

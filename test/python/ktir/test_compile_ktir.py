@@ -101,3 +101,12 @@ def test_compile_of_a_kernel_with_a_parse_error_is_located(tmp_path):
     with pytest.raises(CompileError) as info:
         compile_program(bad, tmp_path / "bad.spyre")
     assert f"{bad}:3:1:" in str(info.value) and "ktdp.nope" in str(info.value)
+
+
+def test_unused_argument_is_named(tmp_path):
+    source = tmp_path / "unused.mlir"
+    source.write_text("func.func @k(%a: index) attributes {grid = [1, 1]} {\n"
+                      "  func.return\n}\n")
+    with pytest.raises(CompileError, match="argument %a is never used"):
+        compile_program(source, tmp_path / "k.spyre")
+
