@@ -358,6 +358,9 @@ def _sfu(it: _CoreInterpreter, op: linalg.GenericOp, fn: str, ins: list[object],
         return part(t, half, halves) if t.shape[0] > 1 else whole(t)
 
     for t in srcs:
+        if t.transposed:
+            raise it.error(op, "it reads a tile loaded through a transposing order; only a "
+                           "matmul's B operand can be read that way")
         if t.zero:
             raise it.error(op, "it reads a linalg.fill that no instruction has written; zero "
                            "fills only start matmul accumulations")

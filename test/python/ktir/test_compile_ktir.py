@@ -110,3 +110,27 @@ def test_unused_argument_is_named(tmp_path):
     with pytest.raises(CompileError, match="argument %a is never used"):
         compile_program(source, tmp_path / "k.spyre")
 
+
+TRANSPOSED_EXP = """#s = affine_set<(d0, d1) : (d0 >= 0, -d0 + 63 >= 0, d1 >= 0, -d1 + 63 >= 0)>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#i = affine_map<(d0, d1) -> (d0, d1)>
+func.func @k(%a: index, %b: index) attributes {grid = [1, 1]} {
+  %va = ktdp.construct_memory_view %a, sizes: [64, 64], strides: [64, 1] {coordinate_set = #s, memory_space = #ktdp.memory_space<global>} : memref<64x64xf32>
+  %vb = ktdp.construct_memory_view %b, sizes: [64, 64], strides: [64, 1] {coordinate_set = #s, memory_space = #ktdp.memory_space<global>} : memref<64x64xf32>
+  %ta = ktdp.construct_access_tile %va[0, 0] {access_tile_set = #s, access_tile_order = #t} : memref<64x64xf32> -> !ktdp.access_tile<64x64xindex>
+  %x = ktdp.load %ta : !ktdp.access_tile<64x64xindex> -> tensor<64x64xf32>
+  %y = math.exp %x : tensor<64x64xf32>
+  %tb = ktdp.construct_access_tile %vb[0, 0] {access_tile_set = #s, access_tile_order = #i} : memref<64x64xf32> -> !ktdp.access_tile<64x64xindex>
+  ktdp.store %y, %tb : tensor<64x64xf32>, !ktdp.access_tile<64x64xindex>
+  func.return
+}
+"""
+
+
+def test_transposed_tile_read_by_the_sfu_is_refused(tmp_path):
+    # the DMA puts the block in LX as stored; only the PT can read it transposed (matmul_nt)
+    source = tmp_path / "transposed.mlir"
+    source.write_text(TRANSPOSED_EXP)
+    with pytest.raises(CompileError, match="only a matmul's B operand can be read that way"):
+        compile_program(source, tmp_path / "k.spyre")
+
