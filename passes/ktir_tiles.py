@@ -22,6 +22,10 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from spyrec.dialects.ktdp import ConstructAccessTileOp, LoadOp
 
 
+# the access_tile_order (d0, d1) -> (d1, d0): a 2-D block read transposed
+TRANSPOSE = AffineMap(2, 0, (AffineExpr.dimension(1), AffineExpr.dimension(0)))
+
+
 def default_tile_dims(shape: Sequence[int]) -> tuple[int, int]:
     if not shape:
         return (1, 1)
@@ -43,9 +47,9 @@ def tile_dims(value: SSAValue) -> tuple[int, int]:
             rows, cols = attr.get_values()
             return (int(rows), int(cols))
         if isinstance(owner, LoadOp) and transposed_load(owner):
-            rows, cols = default_tile_dims(_shape(value))
+            rows, cols = default_tile_dims(tensor_shape(value))
             return (cols, rows)
-    return default_tile_dims(_shape(value))
+    return default_tile_dims(tensor_shape(value))
 
 
 def transposed_load(op: LoadOp) -> bool:
@@ -53,12 +57,10 @@ def transposed_load(op: LoadOp) -> bool:
     tile = op.tile.owner
     if not isinstance(tile, ConstructAccessTileOp):
         return False
-    order = tile.access_tile_order.data
-    swap = AffineMap(2, 0, (AffineExpr.dimension(1), AffineExpr.dimension(0)))
-    return order == swap
+    return tile.access_tile_order.data == TRANSPOSE
 
 
-def _shape(value: SSAValue) -> list[int]:
+def tensor_shape(value: SSAValue) -> list[int]:
     ttype = value.type
     assert isinstance(ttype, TensorType), f"%{value.name_hint} is not a tensor"
     return list(ttype.get_shape())

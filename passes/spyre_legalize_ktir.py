@@ -63,7 +63,10 @@ from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
+from spyrec.passes.ktir_builder import convert
 from spyrec.passes.ktir_tiles import default_tile_dims, tile_dims
+from spyrec.passes.ktir_tiles import tensor_shape as _shape
+from spyrec.passes.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 
 BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.divf": "div",
           "arith.maximumf": "maximum", "arith.maxnumf": "maximum",
@@ -278,9 +281,13 @@ class _Kernel:
 
         def body(b: Builder, block_args: tuple[SSAValue, ...]) -> SSAValue:
             it = iter(block_args)
-            values = [_widen(b, next(it), compute) if isinstance(o, Arg) else
-                      b.insert(arith.ConstantOp(FloatAttr(o, compute or f32))).result
-                      for o in operands]
+            values = []
+            for o in operands:
+                if isinstance(o, float):
+                    values.append(b.insert(arith.ConstantOp(FloatAttr(o, compute or f32))).result)
+                else:  # an unwidened 16-bit source is widened inside the body
+                    arg = next(it)
+                    values.append(convert(b, arg, compute) if compute else arg)
             return build(b, *values)
 
         return self.generic_op(before, args, shape, element, body, attrs, out_tile)
@@ -423,7 +430,7 @@ class _Kernel:
             raise self.error(op, f"its input %{source.name_hint} is not a plain tile")
 
         def body(b: Builder, args: tuple[SSAValue, ...]) -> SSAValue:
-            x = args[0] if args[0].type == f32 else b.insert(arith.ExtFOp(args[0], f32)).result
+            x = convert(b, args[0], f32)
             return b.insert(_BINARY_OPS[combiner](args[1], x)).results[0]  # type: ignore[index]
 
         result = self.generic_op(
@@ -457,8 +464,7 @@ class _Kernel:
         d0, d1, d2 = (AffineExpr.dimension(i) for i in range(3))
 
         def body(bb: Builder, args: tuple[SSAValue, ...]) -> SSAValue:
-            x, y, acc = (v if v.type == f32 else bb.insert(arith.ExtFOp(v, f32)).result
-                         for v in args)
+            x, y, acc = (convert(bb, v, f32) for v in args)
             prod = bb.insert(arith.MulfOp(x, y)).result
             return bb.insert(arith.AddfOp(acc, prod)).result
 
@@ -498,21 +504,9 @@ def _unwiden(arg: Arg) -> Arg:
     return arg
 
 
-def _widen(b: Builder, value: SSAValue, to: Attribute | None) -> SSAValue:
-    if to is None or value.type == to:
-        return value
-    return b.insert(arith.ExtFOp(value, to)).result
-
-
 def _erase(op: Operation) -> None:
     op.detach()
     op.erase()
-
-
-def _shape(value: SSAValue) -> list[int]:
-    ttype = value.type
-    assert isinstance(ttype, TensorType)
-    return list(ttype.get_shape())
 
 
 def _element(value: SSAValue) -> Attribute:
@@ -537,7 +531,7 @@ def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
         if isinstance(op, ConstructMemoryViewOp):
             mtype = op.result.type
             assert isinstance(mtype, MemRefType)
-            itemsize = 4 if str(mtype.element_type) in ("f32", "i32") else 2
+            itemsize = DEVICE_ITEMSIZE[DEVICE_DTYPE[str(mtype.element_type)]]
             viewed += pymath.prod(mtype.get_shape()) * itemsize
     return DictionaryAttr({"flops": IntegerAttr(flops, i64),
                            "min_offchip_bytes": IntegerAttr(viewed, i64)})

@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
@@ -52,7 +52,7 @@ from spyrec.dialects.ktdp import (
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
-from spyrec.passes.ktir_tiles import tile_dims
+from spyrec.passes.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.runtime.isa import BinaryFn, DType, Instr, ReduceFn, UnaryFn, f32_bits
 
 DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32}
@@ -231,8 +231,7 @@ def _access_tile(it: _CoreInterpreter, op: ConstructAccessTileOp) -> None:
     order = op.access_tile_order.data
     transposed = False
     if order != AffineMap.identity(len(shape)):
-        swap = AffineMap(2, 0, (AffineExpr.dimension(1), AffineExpr.dimension(0)))
-        if order != swap:
+        if order != TRANSPOSE:
             raise it.error(op, f"access_tile_order {order} has no DMA mapping (identity or a "
                            "2-D transpose feeding a matmul only)")
         shape, transposed = (shape[1], shape[0]), True

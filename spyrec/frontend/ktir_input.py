@@ -51,7 +51,7 @@ from spyrec.dialects.ktdp import (
 )
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
-from spyrec.passes.spyre_stickify import row_sticked
+from spyrec.passes.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
 from spyrec.runtime.ktir_interpreter import KtirSourceError, parse_ktir
 from spyrec.target import DEFAULT_TARGET
 
@@ -174,7 +174,7 @@ def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
     if element not in TORCH_DTYPES:
         raise CompileError(f"{where}: %{name} holds {element}; the device takes f16, bf16, "
                            "f32 and i32")
-    itemsize = torch.empty((), dtype=TORCH_DTYPES[element]).element_size()
+    itemsize = DEVICE_ITEMSIZE[DEVICE_DTYPE[element]]
     row_bytes = sizes[-1] * itemsize
     if len(sizes) > 1 and row_bytes % DEFAULT_TARGET.stick_bytes:
         raise CompileError(f"{where}: rows of %{name} are {row_bytes} B; the device stores "
