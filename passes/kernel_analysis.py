@@ -54,6 +54,7 @@ UNARY_FN = {
     "exp": UnaryFn.EXP, "neg": UnaryFn.NEG, "sigmoid": UnaryFn.SIGMOID, "silu": UnaryFn.SILU,
     "tanh": UnaryFn.TANH, "sqrt": UnaryFn.SQRT, "rsqrt": UnaryFn.RSQRT,
     "reciprocal": UnaryFn.RECIPROCAL, "abs": UnaryFn.ABS,
+    "log": UnaryFn.LOG, "erf": UnaryFn.ERF,
 }
 _SCALAR_NAMES = {cls.name: kind for kind, cls in SCALAR_OPS.items()}
 _REDUCE_NAMES = {cls.name: kind for kind, cls in REDUCE_OPS.items()}

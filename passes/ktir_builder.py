@@ -256,6 +256,8 @@ UNARY_BODIES: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
     "rsqrt": lambda b, x: b.insert(math.RsqrtOp(x)).result,
     "reciprocal": lambda b, x: b.insert(arith.DivfOp(fconst(b, 1.0), x)).result,
     "abs": lambda b, x: b.insert(math.AbsFOp(x)).result,
+    "log": lambda b, x: b.insert(math.LogOp(x)).result,
+    "erf": lambda b, x: b.insert(math.ErfOp(x)).result,
 }
 
 BINARY_BODIES: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {

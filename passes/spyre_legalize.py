@@ -81,6 +81,8 @@ _UNARY = {
     "aten.rsqrt.default": "rsqrt",
     "aten.reciprocal.default": "reciprocal",
     "aten.abs.default": "abs",
+    "aten.log.default": "log",
+    "aten.erf.default": "erf",
 }
 _BINARY = {
     "aten.add.Tensor": "add",
@@ -238,9 +240,10 @@ def _affine(op: AtenOp, rewriter: Rewriter, y: SSAValue, weight: SSAValue | None
 
 
 def _cast_to(op: AtenOp, rewriter: Rewriter, value: SSAValue, like: SSAValue) -> SSAValue:
-    if value.type == like.type:
+    """`value` in the element type of `like`, its shape kept."""
+    if _element_name(value) == _element_name(like):
         return value
-    return _emit(rewriter, op, CastOp(value, like.type))
+    return _emit(rewriter, op, CastOp(value, _with_shape(like, _shape(value))))
 
 
 def _select_layer_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -310,7 +313,7 @@ def _select_pow(op: AtenOp, rewriter: Rewriter) -> SSAValue:
         return _binary_op(op, rewriter, "mul", _binary_op(op, rewriter, "mul", x, x), x)
     unary = {0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal"}.get(exponent)  # type: ignore[arg-type]
     if unary is None:
-        raise _Unsupported(f"exponent {exponent} (3, 2, 1, 0.5, -0.5 and -1 are lowered)")
+        return _select_pow_general(op, rewriter)
     return _emit(rewriter, op, UNARY_OPS[unary](x, x.type))
 
 
@@ -677,6 +680,258 @@ def _fx_name(op: AtenOp) -> str:
 
 Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue | list[SSAValue | None]"]
 
+# ---- composite elementwise ops and row reductions, built from the SFU's tile ops ----------
+
+def _unary(op: AtenOp, rewriter: Rewriter, name: str, x: SSAValue) -> SSAValue:
+    return _emit(rewriter, op, UNARY_OPS[name](x, x.type))
+
+
+def _number(op: AtenOp, name: str) -> float | None:
+    """A scalar argument as a float (None when absent); a tensor there is refused."""
+    value = _arg(op, name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Unsupported(f"`{name}` is not a Python number")
+    return float(value)
+
+
+def _clamp(op: AtenOp, rewriter: Rewriter, x: SSAValue, low: float | None,
+           high: float | None) -> SSAValue:
+    if low is not None:
+        x = _scalar_op(op, rewriter, "maximum", x, low)
+    if high is not None:
+        x = _scalar_op(op, rewriter, "minimum", x, high)
+    return x
+
+
+def _select_clamp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """clamp / clamp_min / clamp_max / hardtanh (relu6): max then min with the bounds, in
+    torch's order (the upper bound wins when min > max)."""
+    _require_float(op)
+    x = _cast_to(op, rewriter, op.operands[0], op.results[0])
+    target = op.target.data
+    if len(op.operands) > 1:  # tensor bounds
+        if target == "aten.clamp.Tensor":
+            low, high = _operand(op, "min"), _operand(op, "max")
+        else:
+            low, high = ((op.operands[1], None) if target == "aten.clamp_min.Tensor"
+                         else (None, op.operands[1]))
+        out = _shape(op.results[0])
+        if low is not None:
+            x = _binary_op(op, rewriter, "maximum", x, _broadcast_rows(op, rewriter, low, out))
+        if high is not None:
+            x = _binary_op(op, rewriter, "minimum", x, _broadcast_rows(op, rewriter, high, out))
+        return x
+    if target == "aten.hardtanh.default":
+        low, high = _number(op, "min_val"), _number(op, "max_val")
+        return _clamp(op, rewriter, x, -1.0 if low is None else low, 1.0 if high is None else high)
+    if target == "aten.clamp_min.default":
+        return _clamp(op, rewriter, x, _number(op, "min"), None)
+    if target == "aten.clamp_max.default":
+        return _clamp(op, rewriter, x, None, _number(op, "max"))
+    return _clamp(op, rewriter, x, _number(op, "min"), _number(op, "max"))
+
+
+def _select_leaky_relu(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """leaky_relu(x) = max(x, slope * x) for 0 <= slope <= 1, min(x, slope * x) above."""
+    _require_float(op)
+    x = op.operands[0]
+    slope = _number(op, "negative_slope")
+    slope = 0.01 if slope is None else slope
+    if slope < 0:
+        raise _Unsupported(f"negative_slope {slope} < 0")
+    scaled = _scalar_op(op, rewriter, "mul", x, slope)
+    return _binary_op(op, rewriter, "maximum" if slope <= 1 else "minimum", x, scaled)
+
+
+def _select_elu(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """elu(x) = max(x, 0) + min(alpha * (exp(x) - 1), 0): the two terms are never both
+    non-zero, because exp(x) - 1 has the sign of x."""
+    _require_float(op)
+    x = op.operands[0]
+    alpha = _number(op, "alpha")
+    alpha = 1.0 if alpha is None else alpha
+    for name in ("scale", "input_scale"):
+        if _number(op, name) not in (None, 1.0):
+            raise _Unsupported(f"{name} other than 1 (selu and scaled elu are not lowered)")
+    if alpha < 0:
+        raise _Unsupported(f"alpha {alpha} < 0")
+    expm1 = _scalar_op(op, rewriter, "add", _unary(op, rewriter, "exp", x), -1.0)
+    negative = _scalar_op(op, rewriter, "minimum", _scalar_op(op, rewriter, "mul", expm1, alpha),
+                          0.0)
+    return _binary_op(op, rewriter, "add", _unary(op, rewriter, "relu", x), negative)
+
+
+def _softplus(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
+    """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)), which never overflows."""
+    tail = _unary(op, rewriter, "exp", _unary(op, rewriter, "neg", _unary(op, rewriter, "abs", x)))
+    log1p = _unary(op, rewriter, "log", _scalar_op(op, rewriter, "add", tail, 1.0))
+    return _binary_op(op, rewriter, "add", _unary(op, rewriter, "relu", x), log1p)
+
+
+def _select_softplus(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """softplus(x) = softplus(beta x) / beta; torch's linear region above `threshold`
+    differs from the smooth form by less than exp(-threshold) (2e-9 at the default 20)."""
+    _require_float(op)
+    x = op.operands[0]
+    beta = _number(op, "beta")
+    beta = 1.0 if beta is None else beta
+    threshold = _number(op, "threshold")
+    if beta <= 0:
+        raise _Unsupported(f"beta {beta} <= 0")
+    if threshold is not None and threshold < 15:
+        raise _Unsupported(f"threshold {threshold} < 15 (its linear region would differ "
+                           "visibly from the smooth form)")
+    if beta != 1.0:
+        x = _scalar_op(op, rewriter, "mul", x, beta)
+    y = _softplus(op, rewriter, x)
+    return y if beta == 1.0 else _scalar_op(op, rewriter, "mul", y, 1.0 / beta)
+
+
+def _select_mish(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """mish(x) = x * tanh(softplus(x))."""
+    _require_float(op)
+    x = op.operands[0]
+    return _binary_op(op, rewriter, "mul", x,
+                      _unary(op, rewriter, "tanh", _softplus(op, rewriter, x)))
+
+
+def _select_hard_sigmoid(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """hardsigmoid(x) = clamp(x / 6 + 1/2, 0, 1); hardswish(x) = x * hardsigmoid(x)."""
+    _require_float(op)
+    x = op.operands[0]
+    gate = _clamp(op, rewriter, _scalar_op(op, rewriter, "add",
+                                           _scalar_op(op, rewriter, "mul", x, 1.0 / 6.0), 0.5),
+                  0.0, 1.0)
+    if op.target.data == "aten.hardswish.default":
+        return _binary_op(op, rewriter, "mul", x, gate)
+    return gate
+
+
+def _select_pow_general(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """x ** p for an exponent without a one-op form: small integers by repeated
+    multiplication (and a reciprocal for negative ones), others as exp(p * log x), which
+    is NaN for x < 0 as torch's is."""
+    x = op.operands[0]
+    p = _number(op, "exponent")
+    assert p is not None
+    if p == int(p) and 2 <= abs(p) <= 8:
+        acc = x
+        for _ in range(int(abs(p)) - 1):
+            acc = _binary_op(op, rewriter, "mul", acc, x)
+        return acc if p > 0 else _unary(op, rewriter, "reciprocal", acc)
+    return _unary(op, rewriter, "exp", _scalar_op(op, rewriter, "mul",
+                                                  _unary(op, rewriter, "log", x), p))
+
+
+def _select_pow_scalar_base(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """b ** x for a positive number b: exp(x * log b)."""
+    _require_float(op)
+    base = _number(op, "self")
+    if base is None or base <= 0:
+        raise _Unsupported(f"base {base} (a positive number is lowered)")
+    x = _cast_to(op, rewriter, op.operands[0], op.results[0])
+    return _unary(op, rewriter, "exp", _scalar_op(op, rewriter, "mul", x, math.log(base)))
+
+
+def _keepdim_last(op: AtenOp, x: SSAValue) -> None:
+    _last_dim_only(op, _arg(op, "dim"), len(_shape(x)))
+    if not _arg(op, "keepdim", False):
+        raise _Unsupported("keepdim=False (the reduced dim would leave the stick; use "
+                           "keepdim=True)")
+
+
+def _logsumexp_last(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """(max, log(sum(exp(x - max)))) over the last dim: the stable form."""
+    peak = _reduce_last(op, rewriter, "max", x)
+    shifted = _binary_op(op, rewriter, "sub", x, peak)
+    total = _reduce_last(op, rewriter, "sum", _unary(op, rewriter, "exp", shifted))
+    return peak, _unary(op, rewriter, "log", total)
+
+
+def _select_log_softmax(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """x - max - log(sum(exp(x - max))) over the last dim."""
+    _require_float(op)
+    x = op.operands[0]
+    _last_dim_only(op, _arg(op, "dim"), len(_shape(x)))
+    x = _cast_to(op, rewriter, x, op.results[0])
+    peak, log_total = _logsumexp_last(op, rewriter, x)
+    return _binary_op(op, rewriter, "sub", _binary_op(op, rewriter, "sub", x, peak), log_total)
+
+
+def _select_logsumexp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    _require_float(op)
+    x = op.operands[0]
+    _keepdim_last(op, x)
+    peak, log_total = _logsumexp_last(op, rewriter, _cast_to(op, rewriter, x, op.results[0]))
+    return _binary_op(op, rewriter, "add", peak, log_total)
+
+
+def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """var / std over the last dim: the centred sum of squares (two passes, as torch's)
+    over n - correction."""
+    _require_float(op)
+    x = op.operands[0]
+    _keepdim_last(op, x)
+    n = _shape(x)[-1]
+    correction = _number(op, "correction")
+    correction = 1.0 if correction is None else correction
+    if n - correction <= 0:
+        raise _Unsupported(f"{n} elements with correction {correction} (a division by zero)")
+    x = _cast_to(op, rewriter, x, op.results[0])
+    mean = _scalar_op(op, rewriter, "mul", _reduce_last(op, rewriter, "sum", x), 1.0 / n)
+    centred = _binary_op(op, rewriter, "sub", x, mean)
+    squares = _reduce_last(op, rewriter, "sum", _binary_op(op, rewriter, "mul", centred, centred))
+    var = _scalar_op(op, rewriter, "mul", squares, 1.0 / (n - correction))
+    return _unary(op, rewriter, "sqrt", var) if op.target.data == "aten.std.correction" else var
+
+
+def _select_vector_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """linalg.vector_norm over the last dim for ord 2, 1, inf and -inf."""
+    _require_float(op)
+    x = op.operands[0]
+    _keepdim_last(op, x)
+    if _arg(op, "dtype") is not None:
+        raise _Unsupported("an explicit dtype")
+    order = _number(op, "ord")
+    order = 2.0 if order is None else order
+    x = _cast_to(op, rewriter, x, op.results[0])
+    if order == 2:
+        return _unary(op, rewriter, "sqrt",
+                      _reduce_last(op, rewriter, "sum", _binary_op(op, rewriter, "mul", x, x)))
+    magnitude = _unary(op, rewriter, "abs", x)
+    if order == 1:
+        return _reduce_last(op, rewriter, "sum", magnitude)
+    if order in (math.inf, -math.inf):
+        return _reduce_last(op, rewriter, "max" if order > 0 else "min", magnitude)
+    raise _Unsupported(f"ord {order} (2, 1, inf and -inf are lowered)")
+
+
+COMPOSITE_SELECTORS: dict[str, Selector] = {
+    "aten.clamp.default": _select_clamp,
+    "aten.clamp.Tensor": _select_clamp,
+    "aten.clamp_min.default": _select_clamp,
+    "aten.clamp_max.default": _select_clamp,
+    "aten.clamp_min.Tensor": _select_clamp,
+    "aten.clamp_max.Tensor": _select_clamp,
+    "aten.hardtanh.default": _select_clamp,
+    "aten.leaky_relu.default": _select_leaky_relu,
+    "aten.elu.default": _select_elu,
+    "aten.softplus.default": _select_softplus,
+    "aten.mish.default": _select_mish,
+    "aten.hardsigmoid.default": _select_hard_sigmoid,
+    "aten.hardswish.default": _select_hard_sigmoid,
+    "aten.pow.Scalar": _select_pow_scalar_base,
+    "aten._log_softmax.default": _select_log_softmax,
+    "aten.log_softmax.int": _select_log_softmax,
+    "aten.logsumexp.default": _select_logsumexp,
+    "aten.var.correction": _select_variance,
+    "aten.std.correction": _select_variance,
+    "aten.linalg_vector_norm.default": _select_vector_norm,
+}
+
+
 SELECTORS: dict[str, Selector] = {
     "aten.linear.default": _select_linear,
     "aten.addmm.default": _select_addmm,
@@ -714,6 +969,7 @@ SELECTORS: dict[str, Selector] = {
     "aten.cat.default": _select_cat,
     "aten.split_with_sizes.default": _select_split,
     "aten.split.Tensor": _select_split,
+    **COMPOSITE_SELECTORS,
 }
 
 # ops known to have no device lowering yet, with what to do instead

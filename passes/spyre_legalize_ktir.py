@@ -72,7 +72,7 @@ BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.
           "arith.maximumf": "maximum", "arith.maxnumf": "maximum",
           "arith.minimumf": "minimum", "arith.minnumf": "minimum"}
 UNARY = {"math.exp": "exp", "math.rsqrt": "rsqrt", "math.sqrt": "sqrt", "math.tanh": "tanh",
-         "math.absf": "abs", "arith.negf": "neg"}
+         "math.absf": "abs", "arith.negf": "neg", "math.log": "log", "math.erf": "erf"}
 CASTS = ("arith.extf", "arith.truncf")
 REDUCE = {"add": ("sum", 0.0), "maximum": ("max", float("-inf")),
           "minimum": ("min", float("inf"))}
@@ -84,7 +84,7 @@ _BINARY_OPS: dict[str, Callable[[SSAValue, SSAValue], Operation]] = {
 }
 _UNARY_OPS: dict[str, Callable[[SSAValue], Operation]] = {
     "exp": math.ExpOp, "rsqrt": math.RsqrtOp, "sqrt": math.SqrtOp, "tanh": math.TanhOp,
-    "abs": math.AbsFOp, "neg": arith.NegfOp,
+    "abs": math.AbsFOp, "neg": arith.NegfOp, "log": math.LogOp, "erf": math.ErfOp,
 }
 
 

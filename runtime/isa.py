@@ -57,11 +57,13 @@ class UnaryFn(enum.IntEnum):
     RSQRT = 10
     RECIPROCAL = 11
     ABS = 12
+    LOG = 13
+    ERF = 14
 
 
 TRANSCENDENTAL = frozenset(
     {UnaryFn.GELU, UnaryFn.GELU_TANH, UnaryFn.EXP, UnaryFn.SIGMOID, UnaryFn.SILU, UnaryFn.TANH,
-     UnaryFn.SQRT, UnaryFn.RSQRT, UnaryFn.RECIPROCAL}
+     UnaryFn.SQRT, UnaryFn.RSQRT, UnaryFn.RECIPROCAL, UnaryFn.LOG, UnaryFn.ERF}
 )
 
 

@@ -5,7 +5,9 @@ A node whose value depends only on parameters, buffers, lifted constants and sta
 by torch on the host, and the importer turns it into a weight (`spyre.param`) instead of
 device ops. This removes from the device program what exported decoders compute from
 shapes alone: causal-mask construction (arange, cumsum, comparisons, index, bitwise ops on
-int64/bool) and the rotary position tables (inv_freq x positions, cos, sin).
+int64/bool) and the rotary position tables (inv_freq x positions, cos, sin). `full_like`,
+`zeros_like` and their kind read only the shape and dtype of their operand, which are static,
+so they fold even when that operand is a user input.
 
 Only the frontier of a folded region is materialized: a folded node whose value is used by
 a node that stays on the device (or is a program output). Interior values are dropped.
@@ -51,6 +53,10 @@ _VIEW_TARGETS = {
 _RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
              "aten.unsqueeze.default", "aten.squeeze.dim", "aten.alias.default",
              "aten.clone.default"}
+
+# ops whose value depends on their first operand's shape and dtype only, never its data
+_SHAPE_ONLY = {"aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default",
+               "aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default"}
 
 MASKED = -30000.0
 _SDPA = "aten.scaled_dot_product_attention.default"
@@ -104,7 +110,8 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
     for node in graph.nodes:
         if node.op != "call_function" or not _foldable(node, values, param_nodes):
             continue
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs),
+                                             lambda n: values[n] if n in values else _stand_in(n))
         with torch.no_grad():
             values[node] = node.target(*args, **kwargs)
         folded.add(node)
@@ -216,8 +223,17 @@ def _softmax_mask(node: torch.fx.Node) -> bool:
     return True
 
 
+def _stand_in(node: torch.fx.Node) -> torch.Tensor:
+    """A tensor with the metadata of `node` for an op that reads nothing else of it."""
+    meta = node.meta["val"]
+    return torch.zeros(meta.shape, dtype=meta.dtype)
+
+
 def _foldable(node: torch.fx.Node, values: dict[torch.fx.Node, Any],
               params: set[torch.fx.Node]) -> bool:
+    if _target_name(node.target) in _SHAPE_ONLY:
+        # full_like(x, 1.0) and friends read only x's shape and dtype (static here)
+        return all(source in values for source in node.all_input_nodes[1:])
     if any(source not in values for source in node.all_input_nodes):
         return False  # depends on a user input (or on a node left on the device)
     if node.target is operator.getitem:

@@ -133,6 +133,15 @@ KEEP_WHOLE = [
     torch.ops.aten.rms_norm.default,
     torch.ops.aten.softmax.int,
     torch.ops.aten.scaled_dot_product_attention.default,
+    # decomposed, these need comparisons and selects; whole, they are a few SFU ops
+    torch.ops.aten.softplus.default,
+    torch.ops.aten.mish.default,
+    torch.ops.aten.logsumexp.default,
+    torch.ops.aten.hardswish.default,
+    torch.ops.aten.hardsigmoid.default,
+    torch.ops.aten.elu.default,
+    torch.ops.aten.leaky_relu.default,
+    torch.ops.aten.hardtanh.default,
 ]
 
 

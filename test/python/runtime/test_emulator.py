@@ -83,7 +83,7 @@ def sfu_binary(instrs: list[Instr], src: np.ndarray, out_dtype: str, rows: int,
 @pytest.mark.parametrize("fn", list(UnaryFn))
 def test_unary_functions_match_numpy_reference(fn: UnaryFn) -> None:
     values = np.linspace(-6, 6, 64 * 8).reshape(8, 64).astype(np.float16)
-    if fn in (UnaryFn.SQRT, UnaryFn.RSQRT):
+    if fn in (UnaryFn.SQRT, UnaryFn.RSQRT, UnaryFn.LOG):
         values = np.abs(values)
     unary = Instr.make("sfu.unary", deps=(0,), fn=fn, src=0, dst=0x8000, rows=8, cols=64,
                        src_pitch=128, dst_pitch=128, src_dtype=DL16, dst_dtype=DL16)
@@ -98,9 +98,10 @@ def test_unary_functions_match_numpy_reference(fn: UnaryFn) -> None:
         UnaryFn.EXP: lambda: np.exp(x), UnaryFn.SIGMOID: lambda: 1 / (1 + np.exp(-x)),
         UnaryFn.SILU: lambda: x / (1 + np.exp(-x)), UnaryFn.TANH: lambda: np.tanh(x),
         UnaryFn.SQRT: lambda: np.sqrt(x), UnaryFn.RSQRT: lambda: 1 / np.sqrt(x),
-        UnaryFn.RECIPROCAL: lambda: 1 / x,
+        UnaryFn.RECIPROCAL: lambda: 1 / x, UnaryFn.LOG: lambda: np.log(x),
+        UnaryFn.ERF: lambda: np.vectorize(math.erf)(x),
     }[fn]
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore"):  # 1/0 and log(0)
         # float64 -> float32 -> DL16, the same two roundings as the SFU.
         expected = round_dl16(exact().astype(np.float32)).astype(np.float16)
     assert same_bits(out, expected)
