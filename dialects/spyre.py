@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     i64,
+    IntegerAttr,
     DictionaryAttr,
     FloatAttr,
     UnitAttr,
@@ -385,6 +386,58 @@ class ExpandRowsOp(_OneInputOp):
 
 
 @irdl_op_definition
+class SliceRowsOp(IRDLOperation):
+    """A strided range of one leading dimension (torch slice / select on a non-innermost dim):
+    result index i along `dim` is operand index `start + i * step`; every other dim, and the
+    innermost (stick) dimension, is unchanged. Whole rows move, never elements in a row.
+
+        %y = spyre.slice_rows %x {dim = 1 : i64, start = 15 : i64, step = 1 : i64}
+               : tensor<2x16x64xf16> -> tensor<2x1x64xf16>
+    """
+
+    name = "spyre.slice_rows"
+    input = operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    start = prop_def(IntegerAttr)
+    step = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dim: int, start: int, step: int, result_type: Attribute,
+                 source_op: Operation | None = None):
+        super().__init__(operands=[input], result_types=[result_type], properties={
+            "dim": IntegerAttr(dim, i64), "start": IntegerAttr(start, i64),
+            "step": IntegerAttr(step, i64)})
+        _provenance(self, source_op)
+
+    @property
+    def bounds(self) -> tuple[int, int, int]:
+        """(dim, start, step) as Python ints."""
+        return self.dim.value.data, self.start.value.data, self.step.value.data  # type: ignore[attr-defined]
+
+    def verify_(self) -> None:
+        src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        dim, start, step = self.bounds
+        if len(src) != len(out) or not 0 <= dim < len(src) - 1:
+            raise VerifyException(
+                f"spyre.slice_rows: dim {dim} must be a leading dim of the {len(src)}-D operand "
+                "and the rank must be kept")
+        if any(s != o for i, (s, o) in enumerate(zip(src, out)) if i != dim):
+            raise VerifyException(f"spyre.slice_rows: {src} -> {out} changes a dim other than {dim}")
+        if step < 1 or start < 0 or out[dim] < 1 or start + (out[dim] - 1) * step >= src[dim]:
+            raise VerifyException(
+                f"spyre.slice_rows: {out[dim]} rows from {start} by {step} leave dim {dim} of "
+                f"size {src[dim]}")
+
+
+# the row moves that run as data-movement kernels of their own (DMA only)
+DATA_MOVES = (PermuteRowsOp, ExpandRowsOp, SliceRowsOp)
+
+
+@irdl_op_definition
 class AttentionOp(IRDLOperation):
     """Scaled dot-product attention, per batch and head: softmax(q k^T * scale + mask) v.
 
@@ -593,7 +646,7 @@ class LaunchOp(IRDLOperation):
 Spyre = Dialect(
     "spyre",
     [ParamOp, AtenOp, MatmulOp, KernelOp, YieldOp, LaunchOp, CastOp, ReshapeOp, PermuteRowsOp,
-     ExpandRowsOp, AttentionOp,
+     ExpandRowsOp, SliceRowsOp, AttentionOp,
      *UNARY_OPS.values(), *BINARY_OPS.values(), *SCALAR_OPS.values(), *REDUCE_OPS.values()],
     [],
 )

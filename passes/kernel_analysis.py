@@ -30,13 +30,14 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from spyrec.costmodel import AttentionShape, KernelShape, MoveShape, Split, Tiling
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import (
+    DATA_MOVES,
+    SliceRowsOp,
     BINARY_OPS,
     REDUCE_OPS,
     SCALAR_OPS,
     UNARY_OPS,
     AttentionOp,
     CastOp,
-    ExpandRowsOp,
     KernelOp,
     MatmulOp,
     PermuteRowsOp,
@@ -241,7 +242,10 @@ class MoveInfo:
     def shape(self) -> MoveShape:
         lead = lead_shape(self.out) or (1,)
         rows, cols = rows_cols(self.out)
-        return MoveShape(rows=rows, run=lead[-1], in_rows=self.source.map.stored_rows,
+        # a slice reads only the rows it keeps; other moves read the whole stored tensor
+        in_rows = (min(rows, self.source.map.stored_rows) if isinstance(self.op, SliceRowsOp)
+                   else self.source.map.stored_rows)
+        return MoveShape(rows=rows, run=lead[-1], in_rows=in_rows,
                          cols=cols, itemsize=itemsize(self.out),
                          broadcast=self.source.map.run_stride == 0 and lead[-1] > 1)
 
@@ -358,11 +362,11 @@ def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo:
     attention = [op for op in ops if isinstance(op, AttentionOp)]
     if attention:
         return _analyze_attention(kernel, attention[0], ops[:-1], list(term.values))
-    if len(ops) == 2 and isinstance(ops[0], (PermuteRowsOp, ExpandRowsOp)):
+    if len(ops) == 2 and isinstance(ops[0], DATA_MOVES):
         move = ops[0]
         source = move.operands[0]
         row_map = read_map([move], source, move.results[0], lead_shape(move.results[0]))
-        assert row_map is not None  # one permutation or broadcast always fits
+        assert row_map is not None  # one permutation, broadcast or slice always fits
         return MoveInfo(kernel, move, Stored(source, row_map), move.results[0])
     return _analyze_tile_graph(kernel)
 

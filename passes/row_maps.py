@@ -1,12 +1,12 @@
 """Row maps: which stored row a kernel reads or writes for each logical row.
 
-In the row-sticked layout a tensor is rows x sticks, so `spyre.reshape`, `spyre.permute_rows`
-and `spyre.expand_rows` only change which stored row a logical leading index names. A chain
+In the row-sticked layout a tensor is rows x sticks, so `spyre.reshape`, `spyre.permute_rows`,
+`spyre.expand_rows` and `spyre.slice_rows` only change which stored row a logical leading index names. A chain
 of them between a stored tensor and the op that reads it (or between an op and the tensor it
 writes) is a map from the op's leading index (i_0, ..., i_{n-1}) to a stored row. When that map
 has the form
 
-    f(i) = sum_j coef_j * (i_j floordiv div_j)        (div_{n-1} = 1)
+    f(i) = base + sum_j coef_j * (i_j floordiv div_j)        (div_{n-1} = 1)
 
 every logical dim moves with one stride (in groups of `div_j`, as the query heads sharing a
 key/value head do), and a run of rows along the last logical dim is a run of stored rows
@@ -35,9 +35,16 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 
-from spyrec.dialects.spyre import ELEMENT_BYTES, STICK_BYTES, ExpandRowsOp, PermuteRowsOp, ReshapeOp
+from spyrec.dialects.spyre import (
+    ELEMENT_BYTES,
+    STICK_BYTES,
+    ExpandRowsOp,
+    PermuteRowsOp,
+    ReshapeOp,
+    SliceRowsOp,
+)
 
-MOVE_OPS = (ReshapeOp, PermuteRowsOp, ExpandRowsOp)
+MOVE_OPS = (ReshapeOp, PermuteRowsOp, ExpandRowsOp, SliceRowsOp)
 Index = list[np.ndarray]
 
 
@@ -104,6 +111,11 @@ def index_back(op: Operation, index: Index, unit: int) -> Index:
         for i, p in enumerate(op.perm[:-1]):
             out[p] = index[i]
         return out
+    if isinstance(op, SliceRowsOp):
+        dim, start, step = op.bounds
+        out = list(index)
+        out[dim] = index[dim] * step + start
+        return out
     assert isinstance(op, ExpandRowsOp)
     src = lead_shape(op.input) + (0,) * extra
     return [np.zeros_like(i) if s == 1 else i for i, s in zip(index, src)]
@@ -120,14 +132,16 @@ def index_forward(op: Operation, index: Index, unit: int) -> Index:
 
 @dataclass(frozen=True)
 class RowMap:
-    """f(i) = sum_j coef_j * (i_j floordiv div_j) over a logical leading shape; stored rows
-    are `unit_cols` elements wide (the reader's padded row)."""
+    """f(i) = base + sum_j coef_j * (i_j floordiv div_j) over a logical leading shape; stored
+    rows are `unit_cols` elements wide (the reader's padded row). `base` is non-zero when a
+    slice of a leading dim starts past its first row."""
 
     shape: tuple[int, ...]
     coefs: tuple[int, ...]
     divs: tuple[int, ...]
     stored_rows: int
     unit_cols: int
+    base: int = 0
 
     @property
     def run_stride(self) -> int:
@@ -148,11 +162,12 @@ class RowMap:
                  for c, e, d, n in zip(self.coefs, index, self.divs, self.shape) if c]
         whole = [(c, e) for c, e, _ in terms if c % sigma == 0]
         part = [(c, e, top) for c, e, top in terms if c % sigma]
-        if sum(c * top for c, _, top in part) < sigma:  # the column terms never carry
-            row = add(*(mul(e, c // sigma) for c, e in whole))
+        if self.base % sigma == 0 and sum(c * top for c, _, top in part) < sigma:
+            # the column terms never carry into the row
+            row = add(const(self.base // sigma), *(mul(e, c // sigma) for c, e in whole))
             col = add(*(mul(e, c * cols) for c, e, _ in part))
             return row, col
-        flat = add(*(mul(e, c) for c, e, _ in terms))
+        flat = add(const(self.base), *(mul(e, c) for c, e, _ in terms))
         return fdiv(flat, sigma), mul(flat % sigma, cols)
 
 
@@ -166,8 +181,7 @@ def fit(shape: Sequence[int], rows_of: Callable[[Index], np.ndarray], stored_row
     except NotRows:
         return None
     base = int(rows.flat[0]) if rows.size else 0
-    if base:
-        return None
+    rows = rows - base
     coefs, divs = [], []
     for j, extent in enumerate(shape):
         axis = rows[tuple(slice(None) if k == j else 0 for k in range(len(shape)))]
@@ -182,7 +196,7 @@ def fit(shape: Sequence[int], rows_of: Callable[[Index], np.ndarray], stored_row
                    np.zeros(shape, np.int64))
     if not np.array_equal(expected, rows):
         return None
-    return RowMap(shape, tuple(coefs), tuple(divs), stored_rows, unit_cols)
+    return RowMap(shape, tuple(coefs), tuple(divs), stored_rows, unit_cols, base)
 
 
 def read_map(chain: Sequence[Operation], base: SSAValue, reader: SSAValue,

@@ -36,11 +36,10 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.dialects.spyre import (
+    DATA_MOVES,
     AttentionOp,
-    ExpandRowsOp,
     KernelOp,
     MatmulOp,
-    PermuteRowsOp,
     ReshapeOp,
     YieldOp,
 )
@@ -54,7 +53,7 @@ from spyrec.passes.kernel_analysis import (
 
 
 def is_compute(op: Operation) -> bool:
-    return isinstance(op, (MatmulOp, AttentionOp, PermuteRowsOp, ExpandRowsOp)) or tile_op_kind(op) is not None
+    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES)) or tile_op_kind(op) is not None
 
 
 
@@ -114,7 +113,7 @@ class SpyreFuse(ModulePass):
                 continue  # placed with its attention op
             if not is_compute(op):
                 continue
-            if isinstance(op, (AttentionOp, PermuteRowsOp, ExpandRowsOp)):
+            if isinstance(op, (AttentionOp, *DATA_MOVES)):
                 members = plans.get(op, [op])  # type: ignore[call-overload]
                 group = _Group(members, position[members[0]], position[members[-1]],
                                rows_cols(op.results[0]),
@@ -178,7 +177,7 @@ def _outline(group: list[Operation], name: str) -> None:
     if any(isinstance(op, AttentionOp) for op in group):
         reason = ("attention" if len(group) == 1 else
                   "attention with its row moves folded into its reads and write")
-    elif isinstance(group[0], (PermuteRowsOp, ExpandRowsOp)):
+    elif isinstance(group[0], DATA_MOVES):
         reason = "row move (DMA only)"
     else:
         reason = ("single op" if len(group) == 1 else

@@ -63,6 +63,7 @@ from spyrec.dialects.spyre import (
     ParamOp,
     PermuteRowsOp,
     ReshapeOp,
+    SliceRowsOp,
     describe,
     is_free_reshape,
 )
@@ -613,9 +614,34 @@ def _column_matmul(op: AtenOp, rewriter: Rewriter, source: SSAValue, matrix: np.
     return _emit(rewriter, op, ReshapeOp(y, _with_shape(source, shape[:-1] + [n])))
 
 
+def _leading_dim(op: AtenOp, x: SSAValue) -> int | None:
+    """The op's `dim` normalised, if it is a leading (not the innermost) dim of `x`."""
+    rank = len(_shape(x))
+    dim = _arg(op, "dim", 0) % max(rank, 1)  # type: ignore[operator]
+    return dim if dim < rank - 1 else None
+
+
+def _slice_rows(op: AtenOp, rewriter: Rewriter, x: SSAValue, dim: int, start: int, step: int,
+                size: int) -> SSAValue:
+    """Rows start, start + step, ... (`size` of them) of leading dim `dim`: a row move."""
+    shape = _shape(x)
+    if (start, step, size) == (0, 1, shape[dim]):
+        return x
+    return _emit(rewriter, op, SliceRowsOp(x, dim, start, step,
+                                           _with_shape(x, shape[:dim] + [size] + shape[dim + 1:])))
+
+
 def _select_slice(op: AtenOp, rewriter: Rewriter) -> SSAValue:
-    """A slice of the innermost dim: a matmul by a column-selection matrix (a strided
-    copy that moves whole sticks is the better lowering once a move kernel for it exists)."""
+    """A slice of a leading dim is a row move (`spyre.slice_rows`); one of the innermost
+    dim a matmul by a column-selection matrix (a strided copy that moves whole sticks is the
+    better lowering once a move kernel for it exists)."""
+    x = op.operands[0]
+    dim = _leading_dim(op, x)
+    if dim is not None:
+        start, end = _arg(op, "start", 0), _arg(op, "end", INT64_MAX)
+        start, end, step = slice(0 if start is None else start, INT64_MAX if end is None else end,
+                                 _arg(op, "step", 1)).indices(_shape(x)[dim])  # type: ignore[arg-type]
+        return _slice_rows(op, rewriter, x, dim, start, step, _shape(op.results[0])[dim])
     _require_float(op)
     if _last_dim_slice(op) is None:
         raise _Unsupported(f"dim {_arg(op, 'dim', 0)} step {_arg(op, 'step', 1)} (only "
@@ -629,12 +655,18 @@ def _select_slice(op: AtenOp, rewriter: Rewriter) -> SSAValue:
 def _select_split(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     """A split of the innermost dim (GPT-2's fused q/k/v projection): each used piece is a
     matmul by its column-selection matrix; unused pieces cost nothing."""
-    _require_float(op)
     x = op.operands[0]
     shape = _shape(x)
-    if _arg(op, "dim", 0) % len(shape) != len(shape) - 1:  # type: ignore[operator]
-        raise _Unsupported(f"along dim {_arg(op, 'dim', 0)} (only splits of the innermost "
-                           "dimension are lowered so far)")
+    dim = _leading_dim(op, x)
+    if dim is not None:  # pieces of a leading dim are row moves
+        rows: list[SSAValue | None] = []
+        start = 0
+        for result in op.results:
+            size = _shape(result)[dim]
+            rows.append(_slice_rows(op, rewriter, x, dim, start, 1, size) if result.uses else None)
+            start += size
+        return rows
+    _require_float(op)
     pieces: list[SSAValue | None] = []
     column = 0
     for index, result in enumerate(op.results):
@@ -644,6 +676,20 @@ def _select_split(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
         pieces.append(_column_matmul(op, rewriter, x, matrix, f"{_fx_name(op)}.columns{index}")
                       if result.uses else None)
     return pieces
+
+
+def _select_select(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """x.select(dim, i) on a leading dim (x[:, 0] of BERT's pooler, the last position of a
+    decoder): a one-row slice, then a free reshape that drops the dim."""
+    x = op.operands[0]
+    dim = _leading_dim(op, x)
+    if dim is None:
+        raise _Unsupported(f"along dim {_arg(op, 'dim', 0)}, the innermost (the result would "
+                           "leave the stick); select along a leading dim")
+    shape = _shape(x)
+    index = _arg(op, "index", 0) % shape[dim]  # type: ignore[operator]
+    row = _slice_rows(op, rewriter, x, dim, index, 1, 1)
+    return _emit(rewriter, op, ReshapeOp(row, op.results[0].type))
 
 
 def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -969,6 +1015,7 @@ SELECTORS: dict[str, Selector] = {
     "aten.cat.default": _select_cat,
     "aten.split_with_sizes.default": _select_split,
     "aten.split.Tensor": _select_split,
+    "aten.select.int": _select_select,
     **COMPOSITE_SELECTORS,
 }
 

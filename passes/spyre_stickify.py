@@ -39,15 +39,14 @@ from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import (
+    DATA_MOVES,
     BINARY_OPS,
     SCALAR_OPS,
     UNARY_OPS,
     AttentionOp,
     CastOp,
-    ExpandRowsOp,
     MatmulOp,
     ParamOp,
-    PermuteRowsOp,
     ReshapeOp,
     describe,
 )
@@ -187,7 +186,7 @@ class SpyreStickify(ModulePass):
                 )
             bias_zero = op.bias is None or zero.get(op.bias, False)
             return zero.get(op.rhs, False) and bias_zero
-        if isinstance(op, (ReshapeOp, CastOp, PermuteRowsOp, ExpandRowsOp)):
+        if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES)):
             return zero.get(op.operands[0], False)  # rows move, each keeps its padding
         if isinstance(op, AttentionOp):
             # the output is P @ V over V's whole padded width: zero where V's padding is

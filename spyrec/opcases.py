@@ -111,6 +111,9 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "std": lambda x: x.std(-1, keepdim=True),
     "norm": lambda x: torch.linalg.vector_norm(x, dim=-1, keepdim=True),
     "full_like": lambda x: x + torch.full_like(x, 0.5),
+    "slice_rows": lambda x: x[..., 1:-2:2, :] * 2,
+    "select_row": lambda x: x.select(-2, -1) * 2,
+    "split_rows": lambda x: x.split([1, x.shape[-2] - 1], dim=-2)[1] * 2,
 }
 BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": torch.add,

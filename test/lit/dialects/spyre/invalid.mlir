@@ -107,3 +107,19 @@ func.func @param_value_type() {
   %s = spyre.param {param_name = "cat.columns0", value = dense<[[0.0, 1.0], [1.0, 0.0]]> : tensor<2x2xf32>} : tensor<2x2xf16>
   func.return
 }
+
+// -----
+
+func.func @slice_innermost(%x: tensor<16x64xf16>) {
+  // CHECK: spyre.slice_rows: dim 1 must be a leading dim of the 2-D operand and the rank must be kept
+  %s = spyre.slice_rows %x {dim = 1 : i64, start = 0 : i64, step = 1 : i64} : tensor<16x64xf16> -> tensor<16x32xf16>
+  func.return
+}
+
+// -----
+
+func.func @slice_past_end(%x: tensor<16x64xf16>) {
+  // CHECK: spyre.slice_rows: 4 rows from 10 by 2 leave dim 0 of size 16
+  %s = spyre.slice_rows %x {dim = 0 : i64, start = 10 : i64, step = 2 : i64} : tensor<16x64xf16> -> tensor<4x64xf16>
+  func.return
+}

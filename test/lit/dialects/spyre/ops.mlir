@@ -93,3 +93,13 @@ func.func @rows_and_attention(%x: tensor<2x16x128xf16>, %k: tensor<2x1x1x16x64xf
   %b = spyre.attention %p, %kk, %kk mask %m {scale = 0.5 : f64} : tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>, tensor<16x16xf16> -> tensor<2x2x16x64xf16>
   func.return %a, %b : tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>
 }
+
+// A slice of a leading dim keeps the rank; its bounds are properties.
+// CHECK-LABEL: func.func @slice_rows
+// CHECK: spyre.slice_rows %x {dim = 1 : i64, start = 15 : i64, step = 1 : i64} : tensor<2x16x64xf16> -> tensor<2x1x64xf16>
+// CHECK: spyre.slice_rows %x {dim = 0 : i64, start = 1 : i64, step = 1 : i64} : tensor<2x16x64xf16> -> tensor<1x16x64xf16>
+func.func @slice_rows(%x: tensor<2x16x64xf16>) -> (tensor<2x1x64xf16>, tensor<1x16x64xf16>) {
+  %a = spyre.slice_rows %x {dim = 1 : i64, start = 15 : i64, step = 1 : i64} : tensor<2x16x64xf16> -> tensor<2x1x64xf16>
+  %b = spyre.slice_rows %x {dim = 0 : i64, start = 1 : i64, step = 1 : i64} : tensor<2x16x64xf16> -> tensor<1x16x64xf16>
+  func.return %a, %b : tensor<2x1x64xf16>, tensor<1x16x64xf16>
+}
