@@ -68,13 +68,21 @@ class TensorBinding:
     name: str
     layout: DeviceLayout
     addr: int
+    # dim -> symbol for an input or output whose size varies per call; `layout` is then the
+    # layout at the symbols' upper bounds (what the device program was compiled for)
+    symbolic: dict[int, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **self.layout.to_dict(), "addr": self.addr}
+        out = {"name": self.name, **self.layout.to_dict(), "addr": self.addr}
+        if self.symbolic:
+            out["symbolic"] = {str(d): name for d, name in sorted(self.symbolic.items())}
+        return out
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> TensorBinding:
-        return TensorBinding(str(data["name"]), DeviceLayout.from_dict(data), int(data["addr"]))
+        symbolic = {int(d): str(n) for d, n in data.get("symbolic", {}).items()}
+        return TensorBinding(str(data["name"]), DeviceLayout.from_dict(data), int(data["addr"]),
+                             symbolic)
 
 
 @dataclass
@@ -104,6 +112,8 @@ class SpyreBinary:
     intermediates: list[TensorBinding]
     kernels: list[KernelImage]
     provenance: dict[str, str] = field(default_factory=dict)
+    # symbol -> (lower, upper) inclusive bounds of the sizes that vary per call
+    symbols: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def __eq__(self, other: object) -> bool:
         # Weights compare by bytes, dtype and shape: bit-exact, and NaN equals itself.
@@ -111,9 +121,9 @@ class SpyreBinary:
             return NotImplemented
         return (
             (self.target, self.inputs, self.outputs, self.intermediates, self.kernels,
-             self.provenance)
+             self.provenance, self.symbols)
             == (other.target, other.inputs, other.outputs, other.intermediates, other.kernels,
-                other.provenance)
+                other.provenance, other.symbols)
             and len(self.weights) == len(other.weights)
             and all(
                 b1 == b2 and a1.dtype == a2.dtype and a1.shape == a2.shape
@@ -217,6 +227,18 @@ def _check_binary(binary: SpyreBinary, target: SpyreTarget) -> None:
             raise ContainerError(
                 f"weight '{binding.name}' is {tuple(array.shape)} {array.dtype}, its binding "
                 f"says {binding.layout.shape} {binding.layout.host_dtype}")
+    for name, (lower, upper) in binary.symbols.items():
+        if not 0 < lower <= upper:
+            raise ContainerError(f"symbol '{name}' has the empty range [{lower}, {upper}]")
+    for binding in binary.inputs + binary.outputs:
+        for dim, name in binding.symbolic.items():
+            if name not in binary.symbols or not 0 <= dim < len(binding.layout.shape):
+                raise ContainerError(f"tensor '{binding.name}' dim {dim} names symbol '{name}', "
+                                     "which the signature does not declare")
+            if binding.layout.shape[dim] != binary.symbols[name][1]:
+                raise ContainerError(
+                    f"tensor '{binding.name}' dim {dim} is {binding.layout.shape[dim]}, not the "
+                    f"upper bound {binary.symbols[name][1]} of symbol '{name}'")
     for kernel in binary.kernels:
         if not 1 <= kernel.num_cores <= target.num_cores:
             raise ContainerError(
@@ -281,6 +303,11 @@ def _plans(
     _replay_allocations(prep, target)
 
     exec_plan: list[dict[str, Any]] = []
+    if binary.symbols:
+        # program correction: bind the symbols from the inputs' sizes, check their bounds and
+        # zero-pad the inputs to the compiled sizes; the outputs are cropped at the end
+        exec_plan.append({"op": "ComputeOnHost", "fn": "pad_inputs",
+                          "symbols": {n: list(b) for n, b in binary.symbols.items()}})
     for index, binding in enumerate(binary.inputs):
         exec_plan.append({"op": "DataTransfer", "dirn": H2D, "host_handle": f"input:{index}",
                           "tensor": binding.name, "dev_ptr": binding.addr,
@@ -292,6 +319,8 @@ def _plans(
         exec_plan.append({"op": "DataTransfer", "dirn": D2H, "host_handle": f"output:{index}",
                           "tensor": binding.name, "dev_ptr": binding.addr,
                           "size": binding.layout.nbytes})
+    if binary.symbols:
+        exec_plan.append({"op": "ComputeOnHost", "fn": "crop_outputs"})
     return prep, exec_plan
 
 
@@ -372,7 +401,8 @@ def _manifest(binary: SpyreBinary, target: SpyreTarget) -> tuple[dict[str, Any],
         "format_version": FORMAT_VERSION,
         "target": binary.target,
         "signature": {"inputs": [b.to_dict() for b in binary.inputs],
-                      "outputs": [b.to_dict() for b in binary.outputs]},
+                      "outputs": [b.to_dict() for b in binary.outputs],
+                      "symbols": {name: list(bounds) for name, bounds in binary.symbols.items()}},
         "intermediates": [b.to_dict() for b in binary.intermediates],
         "weights": [{"binding": b.to_dict(), "blob": f"weights/{i}"}
                     for i, (b, _) in enumerate(binary.weights)],
@@ -533,6 +563,8 @@ def _binary_from(manifest: dict[str, Any], blobs: dict[str, bytearray]) -> Spyre
         intermediates=[TensorBinding.from_dict(b) for b in manifest["intermediates"]],
         kernels=kernels,
         provenance=dict(manifest["provenance"]),
+        symbols={str(name): (int(lo), int(hi))
+                 for name, (lo, hi) in signature.get("symbols", {}).items()},
     )
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from spyrec.diagnostics import RunError
 from spyrec.runtime import ops, ring
 from spyrec.runtime.batched import pc_order_actions
 from spyrec.runtime.blas import single_threaded_blas
@@ -48,8 +49,9 @@ from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 MODES = ("full", "timing")
 
 
-class InputError(ValueError):
-    """Inputs that do not match the binary's signature."""
+class InputError(RunError, ValueError):
+    """Inputs that do not match the binary's signature (a RunError: reported without a
+    traceback)."""
 
 
 class HazardError(RuntimeError):
@@ -224,21 +226,56 @@ class Emulator:
 
     # ---- execution ---------------------------------------------------------------------------
 
-    def _check_inputs(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _check_inputs(self, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict[str, int]]:
+        """The inputs as arrays and the value of each symbolic size, read from their shapes;
+        a wrong count, dtype or static size, a symbol out of its bounds or bound to two
+        values is an InputError."""
         bindings = self.binary.inputs
         if len(inputs) != len(bindings):
             names = ", ".join(b.name for b in bindings)
             raise InputError(f"expected {len(bindings)} inputs ({names}), got {len(inputs)}")
         arrays = []
+        values: dict[str, int] = {}
         for binding, value in zip(bindings, inputs, strict=True):
             array = np.asarray(value)
             layout = binding.layout
-            if tuple(array.shape) != layout.shape or array.dtype != HOST_DTYPE[layout.host_dtype]:
+            expected = tuple(binding.symbolic.get(d, n) for d, n in enumerate(layout.shape))
+            if (array.ndim != len(layout.shape) or array.dtype != HOST_DTYPE[layout.host_dtype]
+                    or any(a != e for a, e in zip(array.shape, expected) if isinstance(e, int))):
                 raise InputError(
-                    f"input '{binding.name}': expected shape {layout.shape} {layout.host_dtype}, "
-                    f"got shape {tuple(array.shape)} {array.dtype}")
+                    f"input '{binding.name}': expected shape {_shown(expected)} "
+                    f"{layout.host_dtype}, got shape {tuple(array.shape)} {array.dtype}")
+            for dim, name in binding.symbolic.items():
+                size = array.shape[dim]
+                lower, upper = self.binary.symbols[name]
+                if not lower <= size <= upper:
+                    raise InputError(
+                        f"input '{binding.name}' dim {dim}: size {size} is outside the range "
+                        f"[{lower}, {upper}] of symbolic size '{name}' the program was compiled "
+                        "for; recompile with a wider torch.export.Dim")
+                if values.setdefault(name, size) != size:
+                    raise InputError(
+                        f"input '{binding.name}' dim {dim}: size {size}, but symbolic size "
+                        f"'{name}' is {values[name]} in an earlier input")
             arrays.append(array)
-        return arrays
+        return arrays, values
+
+    def _pad_inputs(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """Program correction, before the run: zero-pad every symbolic dim to its upper bound."""
+        out = []
+        for binding, array in zip(self.binary.inputs, arrays, strict=True):
+            widths = [(0, full - size) for size, full in zip(array.shape, binding.layout.shape)]
+            out.append(np.pad(array, widths) if any(w for _, w in widths) else array)
+        return out
+
+    def _crop_outputs(self, outputs: list[np.ndarray], values: dict[str, int]) -> list[np.ndarray]:
+        """Program correction, after the run: cut each symbolic output dim to its value."""
+        out = []
+        for binding, array in zip(self.binary.outputs, outputs, strict=True):
+            index = tuple(slice(0, values.get(binding.symbolic[d], n)) if d in binding.symbolic
+                          else slice(None) for d, n in enumerate(array.shape))
+            out.append(np.ascontiguousarray(array[index]))
+        return out
 
     def run(self, inputs: Sequence[np.ndarray] | None = None) -> tuple[list[np.ndarray], Profile]:
         """Run the execution plan once; returns the outputs (none in timing mode) and a profile.
@@ -248,7 +285,7 @@ class Emulator:
         """
         if inputs is None and self.mode == "full":
             raise InputError("full emulation needs the inputs")
-        arrays = self._check_inputs(inputs) if inputs is not None else []
+        arrays, values = self._check_inputs(inputs) if inputs is not None else ([], {})
         profile = Profile(self.target, warnings=list(self.warnings))
         outputs: list[np.ndarray] = []
         cycle = 0.0
@@ -261,6 +298,11 @@ class Emulator:
                     cycle = kernel_profile.end_cycle
                 elif self.mode != "full":
                     continue
+                elif step["op"] == "ComputeOnHost":
+                    if step["fn"] == "pad_inputs":
+                        arrays = self._pad_inputs(arrays)
+                    elif step["fn"] == "crop_outputs":
+                        outputs = self._crop_outputs(outputs, values)
                 elif step["dirn"] == H2D:
                     index = int(step["host_handle"].split(":")[1])
                     binding = self.binary.inputs[index]
@@ -321,3 +363,8 @@ def _roofline_warnings(profile: Profile) -> list[str]:
                 f"kernel '{kernel.name}': roofline {roofline:.3f} us exceeds the emulated "
                 f"{emulated:.3f} us; its declared flops or min_offchip_bytes overstate the program")
     return warnings
+
+
+def _shown(shape: tuple[int | str, ...]) -> str:
+    """A shape with its symbolic sizes by name: (2, x.dim1, 128)."""
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"

@@ -47,6 +47,7 @@ class Executable:
         self._emulator: Any = None  # built on first call: weights converted and checked once
 
     def _check(self, tensors: Sequence[torch.Tensor]) -> None:
+        """Count, type, dtype and static sizes; symbolic sizes are the emulator's to check."""
         sig = self.binary.inputs
         if len(tensors) != len(sig):
             raise RunError(f"the program takes {len(sig)} input(s) "
@@ -55,10 +56,13 @@ class Executable:
             want = TORCH_DTYPES[b.layout.host_dtype]
             if not isinstance(t, torch.Tensor):
                 raise RunError(f"input '{b.name}': expected a torch.Tensor, got {type(t).__name__}")
-            if tuple(t.shape) != tuple(b.layout.shape) or t.dtype != want:
+            shape = [b.symbolic.get(d, n) for d, n in enumerate(b.layout.shape)]
+            static = len(t.shape) == len(shape) and all(
+                n == s for n, s in zip(t.shape, shape) if isinstance(s, int))
+            if not static or t.dtype != want:
                 raise RunError(
-                    f"input '{b.name}': expected shape {list(b.layout.shape)} {want}, got "
-                    f"{list(t.shape)} {t.dtype}; the program was compiled for that shape")
+                    f"input '{b.name}': expected shape [{', '.join(map(str, shape))}] {want}, "
+                    f"got {list(t.shape)} {t.dtype}; the program was compiled for that shape")
 
     def error_model(self) -> tuple[int, int]:
         """(reduction depth, rounding steps) of the program, for `spyrec.tolerance`.

@@ -155,8 +155,11 @@ def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
               help="KTIR input: NAME=FILE.npy | NAME=rand:SHAPExDTYPE | NAME=INT (repeatable).")
 @click.option("--save-outputs", type=click.Path(path_type=Path),
               help="KTIR input: write every array argument after the run as NAME.npy here.")
+@click.option("--size", "sizes", multiple=True,
+              help="SYMBOL=N: the value of a symbolic size for the random inputs (default: "
+                   "its upper bound; `spyrec inspect` lists them; repeatable).")
 def run(binary: Path, check: Path | None, seed: int, numerics: str, function: str | None,
-        args: tuple[str, ...], save_outputs: Path | None) -> None:
+        args: tuple[str, ...], save_outputs: Path | None, sizes: tuple[str, ...]) -> None:
     """Run BINARY (a .spyre on the emulator, or a KTIR .mlir in the KTIR interpreter)."""
     if binary.suffix == ".mlir":
         _run_ktir(binary, function, args, save_outputs, seed)
@@ -166,13 +169,31 @@ def run(binary: Path, check: Path | None, seed: int, numerics: str, function: st
     from spyrec.api import TORCH_DTYPES, load
 
     exe = load(binary, numerics=numerics)
+    values = _symbol_values(sizes, exe.binary.symbols)
     gen = torch.Generator().manual_seed(seed)
-    inputs = [torch.randn(*b.layout.shape, generator=gen).to(TORCH_DTYPES[b.layout.host_dtype])
+    inputs = [torch.randn(*[values.get(b.symbolic.get(d, ""), n)
+                            for d, n in enumerate(b.layout.shape)],
+                          generator=gen).to(TORCH_DTYPES[b.layout.host_dtype])
               for b in exe.binary.inputs]
     outputs = exe(*inputs)
     _report_run(exe.last_profile)
     if check is not None and not _check_against(check, exe, inputs, outputs):
         raise SystemExit(1)
+
+
+def _symbol_values(sizes: tuple[str, ...], symbols: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """--size SYMBOL=N options, checked against the binary's symbolic sizes."""
+    values: dict[str, int] = {}
+    for item in sizes:
+        name, _, number = item.partition("=")
+        if name not in symbols:
+            known = ", ".join(symbols) or "none"
+            raise click.ClickException(f"--size {item}: no symbolic size '{name}' (the binary "
+                                       f"has: {known})")
+        if not number.isdigit():
+            raise click.ClickException(f"--size {item}: expected SYMBOL=N with N an integer")
+        values[name] = int(number)
+    return values
 
 
 def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
@@ -298,9 +319,12 @@ def inspect(binary: Path, programs: bool) -> None:
 
     b = read_spyre(binary)
     click.echo(f"target {b.target}; provenance {b.provenance}")
+    for name, (lower, upper) in b.symbols.items():
+        click.echo(f"symbolic size {name}: {lower}..{upper} (compiled at {upper})")
     for kind, bindings in (("input", b.inputs), ("output", b.outputs)):
         for t in bindings:
-            click.echo(f"{kind} {t.name}: {list(t.layout.shape)} {t.layout.host_dtype} "
+            shape = [t.symbolic.get(d, n) for d, n in enumerate(t.layout.shape)]
+            click.echo(f"{kind} {t.name}: [{', '.join(map(str, shape))}] {t.layout.host_dtype} "
                        f"@ {t.addr:#x}")
     prep, exe = build_plans(b)
     click.echo("job preparation plan:")

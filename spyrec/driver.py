@@ -23,6 +23,7 @@ from xdsl.printer import Printer
 
 from spyrec.diagnostics import PassFailure, SpyrecError
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
+from spyrec.frontend.symbolic import annotate
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE
 from spyrec.registry import DIALECTS, PASSES
 from spyrec.runtime.container import SpyreBinary, write_spyre
@@ -118,6 +119,8 @@ def compile_program(
     start = time.perf_counter()
     binary = build_binary(module, imported.weights,
                           {"source": source, "compiler": f"spyrec {VERSION}"})
+    if imported.symbolic is not None:
+        annotate(binary, imported.symbolic)
     if output is not None:
         write_spyre(binary, output)
     times["emit"] = time.perf_counter() - start

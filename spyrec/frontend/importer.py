@@ -48,6 +48,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import AtenOp, ParamOp
 from spyrec.frontend.fold import fold_constants
+from spyrec.frontend.symbolic import Specialization, specialize
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -87,6 +88,7 @@ class ImportedProgram:
     outputs: list[TensorSpec]
     source_name: str = "<memory>"
     weight_dtypes: dict[str, torch.dtype] = field(default_factory=dict)
+    symbolic: Specialization | None = None  # symbolic sizes and where they are, if any
 
 
 def load_program(path: str | Path) -> torch.export.ExportedProgram:
@@ -349,7 +351,11 @@ def import_program(ep: torch.export.ExportedProgram, source_name: str = "<memory
         decomposed = decompose(ep)
     except Exception as exc:
         raise CompileError(f"{source_name}: torch decomposition failed: {exc}") from exc
+    symbolic = specialize(decomposed, source_name, source_line)
+    if symbolic is not None:  # static from here on, at the upper bounds
+        decomposed = decompose(symbolic.program)
     program = _Importer(decomposed).run()
+    program.symbolic = symbolic
     program.source_name = source_name
     program.module.attributes["spyre.source"] = StringAttr(source_name)
     return program

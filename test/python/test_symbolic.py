@@ -1,0 +1,147 @@
+"""Symbolic sizes (torch.export.Dim): one .spyre compiled at the upper bounds runs every size
+in range, the host padding the inputs and cropping the outputs; programs whose padding could
+reach a real result, and sizes out of range, are refused with what to do."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import spyrec
+from spyrec.demo import DemoDecoder
+from spyrec.diagnostics import CompileError, SpyrecError
+from spyrec.runtime.container import ContainerError, read_spyre, write_spyre
+
+SEQ = torch.export.Dim("seq", min=2, max=48)
+
+
+def _close(exe, out, expected):
+    scale = expected.abs().max().item()
+    tol = exe.tolerance(scale)
+    err = (out.float() - expected.float()).abs().max().item()
+    assert err <= tol.atol + tol.rtol * scale, (err, tol)
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    torch.manual_seed(0)
+    model = DemoDecoder(128, 1).half().eval()
+    ep = torch.export.export(model, (torch.randn(2, 16, 128).half(),),
+                             dynamic_shapes=({1: SEQ},))
+    return model, ep
+
+
+def test_decoder_with_a_symbolic_sequence_runs_every_size(decoder, tmp_path):
+    """Causal attention, RMS norms, SwiGLU, residuals: row-local along the sequence, so the
+    padded rows never reach a real one. Compiled once (at 48), run at 2, 19 and 48."""
+    model, ep = decoder
+    path = tmp_path / "decoder.spyre"
+    spyrec.compile(ep, output=path)
+    exe = spyrec.load(path)
+    assert exe.binary.symbols == {"x.dim1": (2, 48)}
+    assert exe.binary.inputs[0].symbolic == {1: "x.dim1"}
+    assert exe.binary.outputs[0].symbolic == {1: "x.dim1"}
+    assert exe.binary.inputs[0].layout.shape == (2, 48, 128)
+    for size in (2, 19, 48):
+        x = torch.randn(2, size, 128).half()
+        out = exe(x)
+        assert out.shape == (2, size, 128)
+        with torch.no_grad():
+            _close(exe, out, model(x))
+
+
+def test_sizes_out_of_range_or_inconsistent_are_refused(decoder):
+    _, ep = decoder
+    exe = spyrec.compile(ep)
+    with pytest.raises(SpyrecError, match=r"input 'x' dim 1: size 49 is outside the range "
+                                          r"\[2, 48\] of symbolic size 'x.dim1'"):
+        exe(torch.randn(2, 49, 128).half())
+    with pytest.raises(SpyrecError, match=r"expected shape \[2, x.dim1, 128\]"):
+        exe(torch.randn(3, 8, 128).half())
+
+    class Pair(torch.nn.Module):
+        def forward(self, a, b):
+            return a * b
+
+    batch = torch.export.Dim("batch", min=1, max=8)
+    pair = torch.export.export(Pair(), (torch.randn(4, 64), torch.randn(4, 64)),
+                               dynamic_shapes=({0: batch}, {0: batch}))
+    exe = spyrec.compile(pair)
+    a, b = torch.randn(3, 64), torch.randn(3, 64)
+    assert torch.allclose(exe(a, b), a * b)
+    with pytest.raises(SpyrecError, match=r"input 'b' dim 0: size 5, but symbolic size "
+                                          r"'a.dim0' is 3 in an earlier input"):
+        exe(a, torch.randn(5, 64))
+
+
+class _Pool(torch.nn.Module):
+    def forward(self, x):
+        return x.mean(1)
+
+
+class _Last(torch.nn.Module):
+    def forward(self, x):
+        return x[:, -1] * 2
+
+
+class _Bidirectional(torch.nn.Module):
+    def forward(self, x):
+        q = x.view(2, -1, 2, 64).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, q, q).transpose(1, 2).reshape(2, -1, 128)
+
+
+@pytest.mark.parametrize("module,message", [
+    (_Pool, r"node mean \(aten.mean.dim\): it reduces over dim 1, which holds a symbolic size"),
+    (_Last, r"node select \(aten.select.int\): it indexes symbolic dim 1"),
+    (_Bidirectional, (r"scaled_dot_product_attention.default\): its key length is symbolic "
+                      r"and it is not causal")),
+], ids=["mean-over-seq", "last-position", "bidirectional-attention"])
+def test_ops_that_would_read_the_padding_are_refused(module, message):
+    ep = torch.export.export(module(), (torch.randn(2, 16, 128),), dynamic_shapes=({1: SEQ},))
+    with pytest.raises(CompileError, match=message):
+        spyrec.compile(ep)
+
+
+def test_a_symbolic_size_needs_an_upper_bound():
+    ep = torch.export.export(torch.nn.Linear(64, 32), (torch.randn(4, 64),),
+                             dynamic_shapes=({0: torch.export.Dim("batch")},))
+    with pytest.raises(CompileError, match=r"input 'input' dim 0 is symbolic without an upper "
+                                           r"bound.*Dim\('seq', max=2048\)"):
+        spyrec.compile(ep)
+
+
+def test_the_signature_survives_the_file_and_a_bad_reference_is_refused(decoder, tmp_path):
+    _, ep = decoder
+    binary = spyrec.compile(ep).binary
+    path = tmp_path / "d.spyre"
+    write_spyre(binary, path)
+    assert read_spyre(path) == binary
+    binary.outputs[0].symbolic = {1: "nope"}
+    with pytest.raises(ContainerError, match=r"dim 1 names symbol 'nope', which the signature "
+                                             r"does not declare"):
+        write_spyre(binary, tmp_path / "bad.spyre")
+    assert not (tmp_path / "bad.spyre").exists()
+
+
+def test_cli_inspect_and_run_at_a_size(decoder, spyrec_cli, cli_env, tmp_path):
+    _, ep = decoder
+    pt2, out = tmp_path / "d.pt2", tmp_path / "d.spyre"
+    torch.export.save(ep, pt2)
+    def run(*args):
+        return subprocess.run([*spyrec_cli, *args], capture_output=True, text=True,
+                              env=cli_env, timeout=600, check=False)
+
+    res = run("compile", str(pt2), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    res = run("inspect", str(out), "--no-programs")
+    assert "symbolic size x.dim1: 2..48 (compiled at 48)" in res.stdout
+    assert "input x: [2, x.dim1, 128] float16" in res.stdout
+    assert "ComputeOnHost" in res.stdout
+    res = run("run", str(out), "--size", "x.dim1=7", "--check", str(pt2))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "ok" in res.stdout
+    res = run("run", str(out), "--size", "seq=7")
+    assert res.returncode != 0 and "no symbolic size 'seq' (the binary has: x.dim1)" in res.stderr
