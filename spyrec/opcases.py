@@ -7,6 +7,7 @@ measures. A case is an op, a dtype and a shape family:
 - `aligned`: 64 x 128, whole sticks in every dtype;
 - `unaligned`: 67 x 255, neither rows nor columns a multiple of anything;
 - `3d`: 2 x 5 x 100 (leading dims become rows);
+- `1d`: 100 (one row; ops on leading dims skip it) and `5d`: 2 x 2 x 3 x 4 x 64;
 - `broadcast` (binary ops): a 64 x 128 tensor with a row vector of 128.
 """
 
@@ -19,7 +20,10 @@ import torch
 import torch.nn.functional as F
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-SHAPES = {"aligned": (64, 128), "unaligned": (67, 255), "3d": (2, 5, 100)}
+SHAPES = {"aligned": (64, 128), "unaligned": (67, 255), "3d": (2, 5, 100), "1d": (100,),
+          "5d": (2, 2, 3, 4, 64)}
+# ops on a leading dim, which a 1-D tensor does not have
+ROW_OPS = {"slice_rows", "select_row", "split_rows"}
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,8 @@ def cases() -> list[OpCase]:
     for dtype in DTYPES:
         for shape_name, shape in SHAPES.items():
             for name, fn in UNARY.items():
+                if len(shape) == 1 and name in ROW_OPS:
+                    continue
                 out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
                                   _randn(shape, dtype)))
             for name, fn in BINARY.items():

@@ -13,6 +13,7 @@ times faster than parsing and keeps the frontend linear in the graph size.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -100,10 +101,16 @@ def load_program(path: str | Path) -> torch.export.ExportedProgram:
     if path.is_dir():
         raise CompileError(f"{path}: is a directory, not a .pt2 file.")
     if not zipfile.is_zipfile(path):
+        with path.open("rb") as stream:
+            zip_magic = stream.read(4) == b"PK\x03\x04"
+        if zip_magic:
+            raise CompileError(f"{path}: a truncated or corrupt .pt2 (a zip archive whose "
+                               "directory cannot be read). Save the program again.")
         raise CompileError(
             f"{path}: not a torch.export program (a .pt2 is a zip archive; this file is not). "
             "Write it with torch.export.save(torch.export.export(model, args), path)."
         )
+    _check_archive(path)
     # torch logs a traceback of its own while probing archive formats; the error below says it
     logger = logging.getLogger("torch.export")
     level = logger.level
@@ -343,6 +350,39 @@ def _return_types(block: Block) -> list[Attribute]:
     term = block.last_op
     assert isinstance(term, func.ReturnOp)
     return [v.type for v in term.arguments]
+
+
+def _check_archive(path: Path) -> None:
+    """Checksums and the versions a .pt2 records, before torch reads it: a corrupt member or
+    a program written by another torch gets a message that says which."""
+    with zipfile.ZipFile(path) as archive:
+        try:
+            bad = archive.testzip()
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+            raise CompileError(f"{path}: a corrupt .pt2 ({exc}). Save the program again.") from exc
+        if bad is not None:
+            raise CompileError(f"{path}: a corrupt .pt2: member '{bad}' fails its checksum. "
+                               "Save the program again.")
+        names = archive.namelist()
+        models = [n for n in names if n.endswith("/models/model.json")] or [
+            n for n in names if n.endswith(".json") and "/models/" in n]
+        if not models:
+            return  # not the layout this torch writes; torch.export.load says what it is
+        try:
+            meta = json.loads(archive.read(models[0]))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CompileError(f"{path}: a corrupt .pt2: {models[0]} is not JSON ({exc}). "
+                               "Save the program again.") from exc
+    from torch._export.serde.schema import SCHEMA_VERSION
+
+    written = meta.get("schema_version", {})
+    version = (written.get("major"), written.get("minor"))
+    if version[0] != SCHEMA_VERSION[0] or (version[1] or 0) > SCHEMA_VERSION[1]:
+        raise CompileError(
+            f"{path}: written by torch {meta.get('torch_version', '(unknown)')} with export "
+            f"schema {version[0]}.{version[1]}; this spyrec runs torch {torch.__version__} "
+            f"(schema {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}), which cannot read it. "
+            f"Re-export the model with torch {torch.__version__.split('+')[0]}.")
 
 
 def import_program(ep: torch.export.ExportedProgram, source_name: str = "<memory>") -> ImportedProgram:

@@ -81,6 +81,52 @@ def test_not_a_pt2(spyrec_cli, cli_env, tmp_path):
     assert not bogus.with_suffix(".spyre").exists()
 
 
+def _rewritten(src, dst, member_suffix, change):
+    """A copy of the .pt2 `src` with one member's bytes changed by `change`."""
+    import zipfile
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            zout.writestr(info, change(data) if info.filename.endswith(member_suffix) else data)
+    return dst
+
+
+def test_truncated_corrupt_and_foreign_version_pt2(tmp_path, mlp_pt2):
+    """Each broken .pt2 gets a message that says what is wrong with it, before torch reads
+    it (torch's own message for a newer schema only says to look at its log)."""
+    import json
+
+    from spyrec.diagnostics import CompileError
+    from spyrec.frontend.importer import load_program
+
+    data = mlp_pt2.read_bytes()
+    truncated = tmp_path / "truncated.pt2"
+    truncated.write_bytes(data[:len(data) // 2])
+    with pytest.raises(CompileError, match=r"truncated.pt2: a truncated or corrupt .pt2"):
+        load_program(truncated)
+    flipped = bytearray(data)
+    at = data.index(b'"graph_module"')
+    flipped[at + 30:at + 40] = b"@" * 10
+    corrupt = tmp_path / "corrupt.pt2"
+    corrupt.write_bytes(bytes(flipped))
+    with pytest.raises(CompileError, match=r"corrupt.pt2: a corrupt .pt2: member "
+                                           r"'.*models/model.json' fails its checksum"):
+        load_program(corrupt)
+
+    def newer(raw):
+        meta = json.loads(raw)
+        meta["schema_version"] = {"major": 99, "minor": 1}
+        meta["torch_version"] = "3.1.0"
+        return json.dumps(meta).encode()
+
+    foreign = _rewritten(mlp_pt2, tmp_path / "foreign.pt2", "models/model.json", newer)
+    with pytest.raises(CompileError, match=r"foreign.pt2: written by torch 3.1.0 with export "
+                                           r"schema 99.1; this spyrec runs torch 2.13.0.*"
+                                           r"Re-export the model with torch 2.13.0"):
+        load_program(foreign)
+
+
 def test_not_a_spyre(spyrec_cli, cli_env, tmp_path):
     bogus = tmp_path / "bogus.spyre"
     bogus.write_bytes(b"\x00" * 64)
