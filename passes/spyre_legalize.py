@@ -285,21 +285,48 @@ def _select_softmax(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _binary_op(op, rewriter, "div", e, total)
 
 
+_RESHAPE_TARGETS = ("aten.unsqueeze.default", "aten.view.default", "aten.reshape.default",
+                    "aten._unsafe_view.default")
+
+
+def _dim_restorers(op: AtenOp) -> list[AtenOp]:
+    """For a last-dim reduction with keepdim=False: its users, if every one of them puts the
+    reduced dim back as size 1 (`x - x.mean(-1)[..., None]`); otherwise refused, since the
+    reduced values would have to leave their column for a row."""
+    kept = _shape(op.operands[0])[:-1] + [1]
+    users = [use.operation for use in op.results[0].uses]
+    if all(isinstance(u, AtenOp) and u.target.data in _RESHAPE_TARGETS
+           and _shape(u.results[0]) == kept for u in users):
+        return users  # type: ignore[return-value]
+    raise _Unsupported("keepdim=False (the reduced dim would leave the stick; use "
+                       "keepdim=True, or unsqueeze(-1) the result)")
+
+
+def _kept_dim(op: AtenOp, y: SSAValue) -> SSAValue:
+    """The keepdim result `y` of a last-dim reduction: with keepdim=False it replaces the
+    users that put the dim back (`_dim_restorers`), which are erased."""
+    if not _arg(op, "keepdim", False):
+        for user in _dim_restorers(op):
+            user.results[0].replace_all_uses_with(y)
+            user.detach()
+            user.erase()
+    return y
+
+
 def _select_reduce(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     _require_float(op)
     x = op.operands[0]
     rank = len(_shape(x))
     _last_dim_only(op, _arg(op, "dim"), rank)
     if not _arg(op, "keepdim", False):
-        raise _Unsupported("keepdim=False (the reduced dim would leave the stick; use "
-                           "keepdim=True)")
+        _dim_restorers(op)
     target = op.target.data
     kind = {"aten.amax.default": "max", "aten.amin.default": "min"}.get(target, "sum")
     y = _reduce_last(op, rewriter, kind, _cast_to(op, rewriter, x, op.results[0]) if
                      _element_name(x) != _element_name(op.results[0]) else x)
     if target == "aten.mean.dim":
         y = _scalar_op(op, rewriter, "mul", y, 1.0 / _shape(x)[-1])
-    return y
+    return _kept_dim(op, y)
 
 
 def _select_pow(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -422,14 +449,18 @@ def _nontrivial(perm: list[int], shape: list[int]) -> list[int]:
 
 
 def _select_expand(op: AtenOp, rewriter: Rewriter) -> SSAValue:
-    """expand: a broadcast of size-1 leading dims becomes spyre.expand_rows; the stick dim
-    may not be broadcast. New leading dims are first added as size-1 dims (a reshape)."""
+    """expand: a broadcast of size-1 leading dims becomes spyre.expand_rows; a broadcast of
+    a size-1 stick dim a matmul by a row of ones. New leading dims are first added as size-1
+    dims (a reshape)."""
     x = op.operands[0]
     src, out = _shape(x), _shape(op.results[0])
     padded = [1] * (len(out) - len(src)) + src
     if padded[-1:] != out[-1:]:
-        raise _Unsupported(f"{src} -> {out} broadcasts the innermost (stick) dimension (not "
-                           "lowered yet; broadcasting binary ops handle this themselves)")
+        # a column repeated along the stick: x @ ones[1, N] (the column-map matmul)
+        _require_float(op)
+        x = _column_matmul(op, rewriter, x, np.ones((1, out[-1])), f"{_fx_name(op)}.columns")
+        src = _shape(x)
+        padded = [1] * (len(out) - len(src)) + src
     if padded != src:
         x = _emit(rewriter, op, ReshapeOp(x, _with_shape(x, padded)))
     if padded == out:
@@ -884,8 +915,7 @@ def _select_pow_scalar_base(op: AtenOp, rewriter: Rewriter) -> SSAValue:
 def _keepdim_last(op: AtenOp, x: SSAValue) -> None:
     _last_dim_only(op, _arg(op, "dim"), len(_shape(x)))
     if not _arg(op, "keepdim", False):
-        raise _Unsupported("keepdim=False (the reduced dim would leave the stick; use "
-                           "keepdim=True)")
+        _dim_restorers(op)
 
 
 def _logsumexp_last(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> tuple[SSAValue, SSAValue]:
@@ -911,7 +941,7 @@ def _select_logsumexp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     x = op.operands[0]
     _keepdim_last(op, x)
     peak, log_total = _logsumexp_last(op, rewriter, _cast_to(op, rewriter, x, op.results[0]))
-    return _binary_op(op, rewriter, "add", peak, log_total)
+    return _kept_dim(op, _binary_op(op, rewriter, "add", peak, log_total))
 
 
 def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -930,7 +960,8 @@ def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     centred = _binary_op(op, rewriter, "sub", x, mean)
     squares = _reduce_last(op, rewriter, "sum", _binary_op(op, rewriter, "mul", centred, centred))
     var = _scalar_op(op, rewriter, "mul", squares, 1.0 / (n - correction))
-    return _unary(op, rewriter, "sqrt", var) if op.target.data == "aten.std.correction" else var
+    return _kept_dim(op, _unary(op, rewriter, "sqrt", var)
+                     if op.target.data == "aten.std.correction" else var)
 
 
 def _select_vector_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -944,14 +975,13 @@ def _select_vector_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     order = 2.0 if order is None else order
     x = _cast_to(op, rewriter, x, op.results[0])
     if order == 2:
-        return _unary(op, rewriter, "sqrt",
-                      _reduce_last(op, rewriter, "sum", _binary_op(op, rewriter, "mul", x, x)))
+        return _kept_dim(op, _unary(op, rewriter, "sqrt", _reduce_last(
+            op, rewriter, "sum", _binary_op(op, rewriter, "mul", x, x))))
+    if order not in (1, math.inf, -math.inf):
+        raise _Unsupported(f"ord {order} (2, 1, inf and -inf are lowered)")
     magnitude = _unary(op, rewriter, "abs", x)
-    if order == 1:
-        return _reduce_last(op, rewriter, "sum", magnitude)
-    if order in (math.inf, -math.inf):
-        return _reduce_last(op, rewriter, "max" if order > 0 else "min", magnitude)
-    raise _Unsupported(f"ord {order} (2, 1, inf and -inf are lowered)")
+    kind = "sum" if order == 1 else "max" if order > 0 else "min"
+    return _kept_dim(op, _reduce_last(op, rewriter, kind, magnitude))
 
 
 COMPOSITE_SELECTORS: dict[str, Selector] = {
@@ -975,6 +1005,66 @@ COMPOSITE_SELECTORS: dict[str, Selector] = {
     "aten.var.correction": _select_variance,
     "aten.std.correction": _select_variance,
     "aten.linalg_vector_norm.default": _select_vector_norm,
+}
+
+
+# ---- more data movement: repeat and last-dim padding ---------------------------------------
+
+def _select_repeat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """x.repeat(r_0, ..., r_n): along leading dims each r_i > 1 is a new size-1 dim in front
+    of dim i broadcast by spyre.expand_rows, then merged into dim i (a free reshape: the
+    innermost dim is kept); along the innermost dim a matmul by [I I ... I]."""
+    x = op.operands[0]
+    repeats = [r.value.data for r in _arg(op, "repeats").data]  # type: ignore[union-attr]
+    shape = [1] * (len(repeats) - len(_shape(x))) + _shape(x)
+    if shape != _shape(x):
+        x = _emit(rewriter, op, ReshapeOp(x, _with_shape(x, shape)))
+    if repeats[-1] != 1:
+        _require_float(op)
+        x = _column_matmul(op, rewriter, x, np.tile(np.eye(shape[-1]), (1, repeats[-1])),
+                           f"{_fx_name(op)}.columns")
+        shape = _shape(x)
+    if all(r == 1 for r in repeats[:-1]):
+        return x
+    split = [d for r, n in zip(repeats[:-1], shape[:-1]) for d in (1, n)] + shape[-1:]
+    wide = [d for r, n in zip(repeats[:-1], shape[:-1]) for d in (r, n)] + shape[-1:]
+    x = _emit(rewriter, op, ReshapeOp(x, _with_shape(x, split)))
+    x = _emit(rewriter, op, ExpandRowsOp(x, _with_shape(x, wide)))
+    return _emit(rewriter, op, ReshapeOp(x, op.results[0].type))
+
+
+def _select_pad(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """constant_pad_nd along the innermost dim: x @ P with P an identity shifted by the left
+    padding (negative padding crops), plus a constant row holding `value` in the padded
+    columns when it is not 0. Padding leading dims (new rows) is not lowered."""
+    _require_float(op)
+    x = op.operands[0]
+    pad = [p.value.data for p in _arg(op, "pad").data]  # type: ignore[union-attr]
+    if any(pad[2:]):
+        raise _Unsupported(f"pad {pad} pads a leading dim (only the innermost dim is lowered)")
+    left, right = pad[0], pad[1] if len(pad) > 1 else 0
+    n = _shape(x)[-1]
+    width = n + left + right
+    matrix = np.zeros((n, width))
+    for j in range(max(0, -left), min(n, width - left)):
+        matrix[j, j + left] = 1.0
+    y = _column_matmul(op, rewriter, x, matrix, f"{_fx_name(op)}.columns")
+    value = float(_arg(op, "value", 0.0) or 0.0)  # type: ignore[arg-type]
+    if value == 0.0:
+        return y
+    fill = np.zeros(width)
+    fill[:max(left, 0)] = value
+    fill[width - max(right, 0):] = value
+    ttype = TensorType(x.type.element_type, [width])  # type: ignore[attr-defined]
+    row = ParamOp(f"{_fx_name(op)}.fill", ttype, value=DenseIntOrFPElementsAttr.from_list(
+        ttype, [float(v) for v in fill]))
+    row.result.name_hint = f"{_fx_name(op)}_fill"
+    return _binary_op(op, rewriter, "add", y, _emit(rewriter, op, row))
+
+
+MOVE_SELECTORS: dict[str, Selector] = {
+    "aten.repeat.default": _select_repeat,
+    "aten.constant_pad_nd.default": _select_pad,
 }
 
 
@@ -1005,6 +1095,8 @@ SELECTORS: dict[str, Selector] = {
     "aten.reshape.default": _select_reshape,
     "aten.unsqueeze.default": _select_reshape,
     "aten.squeeze.dim": _select_reshape,
+    "aten.squeeze.dims": _select_reshape,
+    "aten.squeeze.default": _select_reshape,
     "aten.flatten.using_ints": _select_reshape,
     "aten.clone.default": _select_identity,
     "aten.contiguous.default": _select_identity,
@@ -1017,6 +1109,7 @@ SELECTORS: dict[str, Selector] = {
     "aten.split.Tensor": _select_split,
     "aten.select.int": _select_select,
     **COMPOSITE_SELECTORS,
+    **MOVE_SELECTORS,
 }
 
 # ops known to have no device lowering yet, with what to do instead
@@ -1065,6 +1158,8 @@ class SpyreLegalize(ModulePass):
 
 def _select(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> None:
     """Replace one ATen op by its Spyre ops, or record why it cannot be."""
+    if aten.parent is None:
+        return  # erased by the selection of its producer (see `_kept_dim`)
     selector = SELECTORS.get(aten.target.data)
     if selector is None:
         reason = NOT_ON_DEVICE.get(aten.target.data, "no Spyre lowering")

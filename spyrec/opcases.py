@@ -118,6 +118,10 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "slice_rows": lambda x: x[..., 1:-2:2, :] * 2,
     "select_row": lambda x: x.select(-2, -1) * 2,
     "split_rows": lambda x: x.split([1, x.shape[-2] - 1], dim=-2)[1] * 2,
+    "center": lambda x: x - x.mean(-1)[..., None],
+    "expand_column": lambda x: x.abs().amax(-1, keepdim=True).expand_as(x) * 2,
+    "repeat": lambda x: x.repeat(*([2] + [1] * (x.dim() - 1))) * 2,
+    "pad": lambda x: F.pad(x, (2, 3), value=0.5) * 2,
 }
 BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": torch.add,
