@@ -302,9 +302,12 @@ def _dim_restorers(op: AtenOp) -> list[AtenOp]:
                        "keepdim=True, or unsqueeze(-1) the result)")
 
 
-def _kept_dim(op: AtenOp, y: SSAValue) -> SSAValue:
+def _kept_dim(op: AtenOp, rewriter: Rewriter, y: SSAValue) -> SSAValue:
     """The keepdim result `y` of a last-dim reduction: with keepdim=False it replaces the
-    users that put the dim back (`_dim_restorers`), which are erased."""
+    users that put the dim back (`_dim_restorers`), which are erased; a scalar result (a
+    1-D input reduced whole) is a free reshape of it."""
+    if not _shape(op.results[0]):
+        return _emit(rewriter, op, ReshapeOp(y, op.results[0].type))
     if not _arg(op, "keepdim", False):
         for user in _dim_restorers(op):
             user.results[0].replace_all_uses_with(y)
@@ -313,20 +316,93 @@ def _kept_dim(op: AtenOp, y: SSAValue) -> SSAValue:
     return y
 
 
+def _reduced_dims(op: AtenOp, rank: int) -> list[int]:
+    """The dims a reduction's `dim` argument names, normalised (none given: all of them)."""
+    dims = _arg(op, "dim")
+    if dims is None or (isinstance(dims, ArrayAttr) and not dims.data):
+        return list(range(rank))
+    values = ([d.value.data for d in dims.data] if isinstance(dims, ArrayAttr)  # type: ignore[attr-defined]
+              else [dims])
+    return sorted({v % max(rank, 1) for v in values})  # type: ignore[operator]
+
+
+MEANS = ("aten.mean.dim", "aten.mean.default")
+# the largest constant summation matrix a leading-dim reduction may store (elements)
+MAX_ROW_MATRIX = 1 << 22
+
+
+def _reduce_rows(op: AtenOp, rewriter: Rewriter, x: SSAValue, dims: list[int],
+                 mean: bool) -> SSAValue:
+    """sum / mean over leading dims: P @ x with x viewed as [R_in, N] (a free reshape) and P
+    the [R_out, R_in] 0/1 matrix of which input rows each output row sums (1/count for a
+    mean). x is the rhs, so R_in must be whole sticks: an activation's rows past the tensor
+    cannot be zero-padded for the contraction."""
+    shape = _shape(x)
+    lead = shape[:-1]
+    kept = [d for d in range(len(lead)) if d not in dims]
+    r_in = math.prod(lead)
+    r_out = math.prod(lead[d] for d in kept)
+    per_stick = 128 // {"f32": 4}.get(_element_name(x), 2)
+    if r_in % per_stick:
+        raise _Unsupported(f"over leading dims {dims}: the {r_in} rows summed are not a "
+                           f"multiple of {per_stick} (a whole stick), as a matmul by a "
+                           "summation matrix needs")
+    if r_in * r_out > MAX_ROW_MATRIX:
+        raise _Unsupported(f"over leading dims {dims}: a {r_out} x {r_in} summation matrix "
+                           "is too large")
+    index = np.indices(lead).reshape(len(lead), -1)
+    out_row = np.zeros(r_in, dtype=np.int64)
+    for d in kept:
+        out_row = out_row * lead[d] + index[d]
+    matrix = np.zeros((r_out, r_in))
+    matrix[out_row, np.arange(r_in)] = 1.0 / (r_in // r_out) if mean else 1.0
+    ttype = TensorType(x.type.element_type, [r_out, r_in])  # type: ignore[attr-defined]
+    name = f"{_fx_name(op)}.rows"
+    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
+        ttype, [float(v) for v in matrix.reshape(-1)]))
+    param.result.name_hint = name.replace(".", "_")
+    flat = x if len(shape) == 2 else _emit(rewriter, op, ReshapeOp(x, _with_shape(x, [r_in, shape[-1]])))
+    y = _emit(rewriter, op, MatmulOp(_emit(rewriter, op, param), flat, None,
+                                     _with_shape(x, [r_out, shape[-1]])))
+    if _shape(y) == _shape(op.results[0]):
+        return y
+    return _emit(rewriter, op, ReshapeOp(y, _with_shape(x, _shape(op.results[0]))))
+
+
 def _select_reduce(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     _require_float(op)
     x = op.operands[0]
     rank = len(_shape(x))
-    _last_dim_only(op, _arg(op, "dim"), rank)
-    if not _arg(op, "keepdim", False):
+    dims = _reduced_dims(op, rank)
+    target = op.target.data
+    mean = target in MEANS
+    if target in ("aten.sum.dim_IntList", "aten.sum.default", *MEANS) and rank > 1 \
+            and dims != [rank - 1]:
+        x = _cast_to(op, rewriter, x, op.results[0])
+        leading = [d for d in dims if d < rank - 1]
+        if rank - 1 not in dims:
+            return _reduce_rows(op, rewriter, x, leading, mean)
+        # the stick dim first (a row reduction), then the leading dims (a matmul)
+        out = _shape(op.results[0])
+        if out and out[-1] != 1:
+            raise _Unsupported(f"over dims {dims} to a {out} result (the sums would have to "
+                               "move from a column into a row; keep the last dim)")
+        y = _reduce_last(op, rewriter, "sum", x)
+        if mean:
+            y = _scalar_op(op, rewriter, "mul", y, 1.0 / _shape(x)[-1])
+        return _reduce_rows(op, rewriter, y, leading, mean)
+    if dims != [rank - 1]:
+        raise _Unsupported(f"over dims {dims} (the last dim, or sums and means over leading "
+                           "dims, are lowered)")
+    if not _arg(op, "keepdim", False) and _shape(op.results[0]):
         _dim_restorers(op)
     target = op.target.data
     kind = {"aten.amax.default": "max", "aten.amin.default": "min"}.get(target, "sum")
     y = _reduce_last(op, rewriter, kind, _cast_to(op, rewriter, x, op.results[0]) if
                      _element_name(x) != _element_name(op.results[0]) else x)
-    if target == "aten.mean.dim":
+    if mean:
         y = _scalar_op(op, rewriter, "mul", y, 1.0 / _shape(x)[-1])
-    return _kept_dim(op, y)
+    return _kept_dim(op, rewriter, y)
 
 
 def _select_pow(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -941,7 +1017,7 @@ def _select_logsumexp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     x = op.operands[0]
     _keepdim_last(op, x)
     peak, log_total = _logsumexp_last(op, rewriter, _cast_to(op, rewriter, x, op.results[0]))
-    return _kept_dim(op, _binary_op(op, rewriter, "add", peak, log_total))
+    return _kept_dim(op, rewriter, _binary_op(op, rewriter, "add", peak, log_total))
 
 
 def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -960,7 +1036,7 @@ def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     centred = _binary_op(op, rewriter, "sub", x, mean)
     squares = _reduce_last(op, rewriter, "sum", _binary_op(op, rewriter, "mul", centred, centred))
     var = _scalar_op(op, rewriter, "mul", squares, 1.0 / (n - correction))
-    return _kept_dim(op, _unary(op, rewriter, "sqrt", var)
+    return _kept_dim(op, rewriter, _unary(op, rewriter, "sqrt", var)
                      if op.target.data == "aten.std.correction" else var)
 
 
@@ -975,13 +1051,13 @@ def _select_vector_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     order = 2.0 if order is None else order
     x = _cast_to(op, rewriter, x, op.results[0])
     if order == 2:
-        return _kept_dim(op, _unary(op, rewriter, "sqrt", _reduce_last(
+        return _kept_dim(op, rewriter, _unary(op, rewriter, "sqrt", _reduce_last(
             op, rewriter, "sum", _binary_op(op, rewriter, "mul", x, x))))
     if order not in (1, math.inf, -math.inf):
         raise _Unsupported(f"ord {order} (2, 1, inf and -inf are lowered)")
     magnitude = _unary(op, rewriter, "abs", x)
     kind = "sum" if order == 1 else "max" if order > 0 else "min"
-    return _kept_dim(op, _reduce_last(op, rewriter, kind, magnitude))
+    return _kept_dim(op, rewriter, _reduce_last(op, rewriter, kind, magnitude))
 
 
 COMPOSITE_SELECTORS: dict[str, Selector] = {
@@ -1086,7 +1162,9 @@ SELECTORS: dict[str, Selector] = {
     "aten.softmax.int": _select_softmax,
     "aten._softmax.default": _select_softmax,
     "aten.sum.dim_IntList": _select_reduce,
+    "aten.sum.default": _select_reduce,
     "aten.mean.dim": _select_reduce,
+    "aten.mean.default": _select_reduce,
     "aten.amax.default": _select_reduce,
     "aten.amin.default": _select_reduce,
     "aten.pow.Tensor_Scalar": _select_pow,

@@ -87,7 +87,7 @@ _REDUCTIONS = {
     "aten.softmax.int": "dim", "aten._softmax.default": "dim", "aten._log_softmax.default": "dim",
     "aten.log_softmax.int": "dim", "aten.max.dim": "dim", "aten.min.dim": "dim",
     "aten.argmax.default": "dim", "aten.argmin.default": "dim", "aten.cumsum.default": "dim",
-    "aten.prod.dim_int": "dim",
+    "aten.prod.dim_int": "dim", "aten.sum.default": "dim", "aten.mean.default": "dim",
 }
 _NORMS = {"aten.layer_norm.default", "aten.native_layer_norm.default", "aten.rms_norm.default"}
 _SKIPPED = {"aten._assert_tensor_metadata.default", "aten.sym_size.int",

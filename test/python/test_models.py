@@ -100,3 +100,34 @@ def test_softmax_over_a_middle_dim_is_reported():
 
     with pytest.raises(UnsupportedOpsError, match=r"over dims \[1\] \(only the last dimension"):
         spyrec.compile(torch.export.export(Bad(), (torch.randn(4, 8, 64),)))
+
+
+@pytest.mark.parametrize("name,fn,shape", [
+    ("mean_pool", lambda x: x.mean(1), (2, 64, 100)),
+    ("sum_dim0_keep", lambda x: x.sum(0, keepdim=True), (64, 100)),
+    ("sum_all", lambda x: x.sum(), (2, 32, 100)),
+    ("mean_all_keep", lambda x: x.mean((0, 1, 2), keepdim=True), (2, 32, 100)),
+    ("mean_1d", lambda x: x.mean(), (100,)),
+], ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["fp16", "fp32"])
+def test_sums_and_means_over_leading_dims(name, fn, shape, dtype):
+    """Over leading dims a sum is P @ x with P a constant 0/1 summation matrix (the rows are
+    the contraction); over the stick dim and leading dims, a row reduction first."""
+    class Reduce(nn.Module):
+        def forward(self, x):
+            return fn(x)
+
+    torch.manual_seed(0)
+    _check(Reduce(), torch.randn(*shape).to(dtype))
+
+
+def test_a_leading_dim_sum_over_rows_that_are_not_whole_sticks_is_reported():
+    class Pool(nn.Module):
+        def forward(self, x):
+            return x.mean(1)
+
+    from spyrec.diagnostics import UnsupportedOpsError
+
+    with pytest.raises(UnsupportedOpsError, match=r"aten.mean.dim .*over leading dims \[1\]: "
+                                                  r"the 20 rows summed are not a multiple of 64"):
+        spyrec.compile(torch.export.export(Pool(), (torch.randn(2, 10, 64).half(),)))

@@ -36,3 +36,15 @@ func.func @center(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
   %y = spyre.aten "aten.sub.Tensor"(%x, %u) {args = {}, operand_names = ["self", "other"], fx_node = "sub"} : (tensor<16x64xf32>, tensor<16x1xf32>) -> tensor<16x64xf32>
   func.return %y : tensor<16x64xf32>
 }
+
+// mean over dim 1 of [2, 64, 32]: the 128 input rows are the contraction of P [2, 128] @ x,
+// with P[b, 64 b + s] = 1/64 (0.015625); x is the rhs, so its 128 rows must be whole sticks.
+// CHECK-LABEL: func.func @mean_pool
+// CHECK:      %[[X:.*]] = spyre.reshape %x {{.*}}: tensor<2x64x32xf16> -> tensor<128x32xf16>
+// CHECK-NEXT: %[[P:.*]] = spyre.param {{.*}}param_name = "mean.rows", value = dense<"0x0024{{.*}}"> : tensor<2x128xf16>}
+// CHECK-NEXT: %[[M:.*]] = spyre.matmul %[[P]], %[[X]] {{.*}}: tensor<2x128xf16>, tensor<128x32xf16> -> tensor<2x32xf16>
+// CHECK-NEXT: func.return %[[M]]
+func.func @mean_pool(%x: tensor<2x64x32xf16>) -> tensor<2x32xf16> {
+  %y = spyre.aten "aten.mean.dim"(%x) {args = {dim = [1 : i64], keepdim = false}, operand_names = ["self"], fx_node = "mean"} : (tensor<2x64x32xf16>) -> tensor<2x32xf16>
+  func.return %y : tensor<2x32xf16>
+}
