@@ -53,7 +53,17 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
 from spyrec.passes.ktir_tiles import TRANSPOSE, tile_dims
-from spyrec.runtime.isa import BinaryFn, DType, Instr, ReduceFn, UnaryFn, f32_bits
+from spyrec.passes.schedule_templates import Affine, Symbolic, TemplateCache, index_value, kernel_key
+from spyrec.runtime.isa import (
+    SPECS_BY_NAME,
+    BinaryFn,
+    DType,
+    EncodingError,
+    Instr,
+    ReduceFn,
+    UnaryFn,
+    f32_bits,
+)
 
 DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32}
 STICK = 128
@@ -142,7 +152,12 @@ class _Stream:
                 deps.add(self.writer[key])
             deps.update(self.readers.get(key, ()))
         index = len(self.instrs)
-        self.instrs.append(Instr.make(op, unit=unit, deps=deps, **fields))
+        names = SPECS_BY_NAME[op].fields
+        if len(names) != len(fields):
+            raise EncodingError(f"{op}: fields {sorted(fields)}, expected {list(names)}")
+        # a field is an int, or an affine form while a template is interpreted
+        args = tuple(v if isinstance(v, Affine) else int(v) for v in map(fields.__getitem__, names))
+        self.instrs.append(Instr(op, args, unit, tuple(sorted(deps))))
         for key in reads:
             self.readers.setdefault(key, []).append(index)
         for key in writes:
@@ -153,13 +168,14 @@ class _Stream:
 class _CoreInterpreter:
     """Evaluates a KTIR kernel for one core, emitting its instruction stream."""
 
-    def __init__(self, fn: func.FuncOp, core: tuple[int, int], args: list[int]):
+    def __init__(self, fn: func.FuncOp, core: tuple[object, object], args: list[object]):
         self.fn = fn
         self.core = core
         self.env: dict[SSAValue, object] = {}
         self.stream = _Stream()
         self.slot_turn: dict[Operation, int] = {}
         self.args = args
+        self.symbolic = any(isinstance(v, Affine) for v in (*core, *args))
 
     def run(self) -> list[Instr]:
         for arg, addr in zip(self.fn.body.block.args, self.args):
@@ -172,6 +188,8 @@ class _CoreInterpreter:
             if isinstance(op, scf.YieldOp):
                 return [self.env[v] for v in op.operands]
             handler = HANDLERS_BY_NAME.get(op.name)
+            if self.symbolic and op.name not in SYMBOLIC_OPS:
+                raise Symbolic(f"{op.name} is not interpreted symbolically")
             if handler is None:
                 raise CompileError(f"kernel @{self.fn.sym_name.data}: spyre-schedule-dataflow "
                                    f"cannot schedule {op.name}")
@@ -221,7 +239,7 @@ def _view(it: _CoreInterpreter, op: ConstructMemoryViewOp) -> None:
     itemsize = DTYPES[str(mtype.element_type)].itemsize
     strides = tuple(int(s) for s in op.static_strides.get_values())
     sizes = tuple(int(s) for s in op.static_sizes.get_values())
-    it.env[op.result] = View(int(it.env[op.offset]), strides, itemsize, sizes)  # type: ignore[arg-type]
+    it.env[op.result] = View(index_value(it.env[op.offset]), strides, itemsize, sizes)  # type: ignore[arg-type]
 
 
 def _access_tile(it: _CoreInterpreter, op: ConstructAccessTileOp) -> None:
@@ -254,7 +272,9 @@ def _dma_geometry(it: _CoreInterpreter, op: Operation, tile: Tile,
     cols = shape[-1]
     row_bytes = _stick_bytes(cols * view.itemsize)
     pitch = strides[-2] * view.itemsize if len(shape) > 1 else row_bytes
-    if tile.addr % STICK or (rows > 1 and pitch % STICK):
+    # a symbolic address is checked when its template is instantiated
+    misaligned = not isinstance(tile.addr, Affine) and tile.addr % STICK
+    if misaligned or (rows > 1 and pitch % STICK):
         raise it.error(op, f"the tile at {list(tile.origin)} starts {tile.addr % STICK} B into "
                        f"a stick (row pitch {pitch} B); DMA moves 128-byte aligned sticks")
     # the compiler's own views are stick-padded, so a partial last stick is padding; a
@@ -370,7 +390,7 @@ def _sfu(it: _CoreInterpreter, op: linalg.GenericOp, fn: str, ins: list[object],
         value = op.attributes["spyre.scalar"]
         assert isinstance(value, FloatAttr)
         it.stream.emit("sfu.mask", keys(src), dst_keys, src=at(src), cols=cols,
-                       diag=int(ins[1]) + row, imm=f32_bits(value.value.data),  # type: ignore[call-overload]
+                       diag=index_value(ins[1]) + row, imm=f32_bits(value.value.data),  # type: ignore[call-overload]
                        **common)
         return
     if fn.startswith("reduce_"):
@@ -450,16 +470,34 @@ HANDLERS: dict[type, Callable] = {
 HANDLERS_BY_NAME: dict[str, Callable] = {cls.name: h for cls, h in HANDLERS.items()}  # type: ignore[attr-defined]
 
 
-def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
-    """Per-core instruction lists of kernel `fn` launched on tensors at byte addresses `args`."""
+# ops whose handlers compute on symbolic values exactly or raise Symbolic (a handler added
+# to the table is not trusted with them until it is listed here: the kernel falls back to
+# the plain interpreter)
+SYMBOLIC_OPS = frozenset({"arith.constant", "arith.addi", "arith.muli",
+                          "ktdp.get_compute_tile_id", "ktdp.construct_memory_view",
+                          "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
+                          "linalg.fill", "linalg.generic", "scf.for", "tensor.empty",
+                          "func.return"})
+
+
+def kernel_grid(fn: func.FuncOp) -> tuple[int, int]:
     grid = fn.attributes["grid"]
     assert isinstance(grid, ArrayAttr)
     gm, gn = (g.value.data for g in grid.data)  # type: ignore[attr-defined]
-    programs = {}
-    for y in range(gn):
-        for x in range(gm):
-            programs[y * gm + x] = prefetch_order(_CoreInterpreter(fn, (x, y), args).run())
-    return programs
+    return gm, gn
+
+
+def interpret_core(fn: func.FuncOp, core: tuple[object, object], args: list[object]) -> list[Instr]:
+    """One core's program in issue order; core and arguments may be ints or `Affine`."""
+    return prefetch_order(_CoreInterpreter(fn, core, args).run())
+
+
+def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
+    """Per-core instruction lists of kernel `fn` launched on tensors at byte addresses `args`,
+    by the plain interpreter: once per core, no templates."""
+    gm, gn = kernel_grid(fn)
+    return {y * gm + x: interpret_core(fn, (x, y), list(args))
+            for y in range(gn) for x in range(gm)}
 
 
 def prefetch_order(program: list[Instr]) -> list[Instr]:
@@ -498,13 +536,25 @@ def prefetch_order(program: list[Instr]) -> list[Instr]:
 
 @dataclass(frozen=True)
 class SpyreScheduleDataflow(ModulePass):
-    """Unroll each launched KTIR kernel per core into SpyreCode instruction streams."""
+    """Unroll each launched KTIR kernel per core into SpyreCode instruction streams.
+
+    With `templates` (the default) each structurally distinct kernel is interpreted once
+    with its address arguments and core coordinates as symbols and every launch and core
+    instantiates that template (`passes/schedule_templates.py`); each program records how
+    it was made in `spyre.schedule` (`symbolic`, `per-core` or `plain`) and the first
+    kernel of its structure in `spyre.template`. `templates=false` interprets every core
+    of every launch, the reference the templates are tested against.
+    """
 
     name = "spyre-schedule-dataflow"
+
+    templates: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = {f.sym_name.data: f for f in op.body.block.ops
                    if isinstance(f, func.FuncOp) and "grid" in f.attributes}
+        cache = TemplateCache(interpret_core)
+        first_of: dict[object, str] = {}
         for launch in [o for o in op.walk() if isinstance(o, LaunchOp)]:
             name = launch.callee.string_value()
             fn = kernels[name]
@@ -513,8 +563,15 @@ class SpyreScheduleDataflow(ModulePass):
             order = launch.attributes.get("spyre.kernel_args")
             if isinstance(order, DenseArrayBase):  # hand-written KTIR: its own argument order
                 args = [args[i] for i in order.get_values()]
-            programs = schedule_kernel(fn, args)
+            if self.templates:
+                key = kernel_key(fn)
+                programs, how = cache.programs(fn, kernel_grid(fn), args, key)
+                template = first_of.setdefault(key, name)
+            else:
+                programs, how, template = schedule_kernel(fn, args), "plain", name
             program = program_from_instrs(name, programs, len(programs))
+            program.attributes["spyre.schedule"] = StringAttr(how)
+            program.attributes["spyre.template"] = StringAttr(template)
             for key in ("spyre.cost", "spyre.decisions"):
                 if key in fn.attributes:
                     program.attributes[key] = fn.attributes[key]

@@ -1,0 +1,305 @@
+"""Schedule once, relocate: per-core programs from one symbolic interpretation of a kernel.
+
+spyre-schedule-dataflow unrolls a KTIR kernel into one instruction stream per core. Every
+core of a launch, and every launch of a structurally identical kernel (the layers of a
+decoder stack), runs the same control flow on the same LX slots; only addresses differ,
+and those are affine in the kernel's address arguments and the core's coordinates. So the
+kernel is interpreted once with those as symbols (`Affine`), giving a `Template` whose
+instruction fields are affine forms; a launch instantiates it for all its cores at once with
+one NumPy product.
+
+Exactness: symbolic values support only exact affine arithmetic (sums, products by a
+constant). Anything that would need a symbol's value — a loop bound, a floor division or
+modulo, a comparison, `int()` — raises `Symbolic`, and the kernel falls back to the next
+level: first the core coordinates become concrete (one template per core, still shared by
+identical launches), then everything (the plain per-core interpreter). The one check the
+interpreter makes on an address value, 128-byte alignment of a DMA's LPDDR address, is
+applied to the instantiated values, and a failure reruns the plain interpreter so the error
+is its own. So a template never yields a program the plain interpreter would not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from spyrec.diagnostics import CompileError
+from spyrec.runtime.isa import SPECS_BY_NAME, Instr
+
+
+class Symbolic(Exception):
+    """A value the interpretation needs concretely depends on a symbol."""
+
+
+class Affine:
+    """const + sum(coeff * symbol): a kernel argument or a core coordinate, symbolically.
+
+    Arithmetic that stays affine returns an `Affine` (or a plain int when no symbol is
+    left); anything else raises `Symbolic`, never a guess.
+    """
+
+    __slots__ = ("const", "terms")
+
+    def __init__(self, const: int, terms: dict[int, int]):
+        self.const = const
+        self.terms = terms  # symbol index -> nonzero coefficient
+
+    @staticmethod
+    def symbol(index: int) -> Affine:
+        return Affine(0, {index: 1})
+
+    @staticmethod
+    def _make(const: int, terms: dict[int, int]) -> Affine | int:
+        terms = {s: c for s, c in terms.items() if c}
+        return Affine(const, terms) if terms else const
+
+    def __add__(self, other: object) -> Affine | int:
+        if isinstance(other, Affine):
+            terms = dict(self.terms)
+            for s, c in other.terms.items():
+                terms[s] = terms.get(s, 0) + c
+            return Affine._make(self.const + other.const, terms)
+        if isinstance(other, int):
+            return Affine(self.const + other, self.terms)
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Affine:
+        return Affine(-self.const, {s: -c for s, c in self.terms.items()})
+
+    def __sub__(self, other: object) -> Affine | int:
+        if isinstance(other, (Affine, int)):
+            return self + (-other)
+        return NotImplemented
+
+    def __rsub__(self, other: object) -> Affine | int:
+        return (-self) + other
+
+    def __mul__(self, other: object) -> Affine | int:
+        if isinstance(other, Affine):
+            raise Symbolic("product of two symbolic values")
+        if isinstance(other, int):
+            return Affine._make(self.const * other, {s: c * other for s, c in self.terms.items()})
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    def _concrete(self, *_: object) -> object:
+        raise Symbolic("a symbolic value is used where its value is needed")
+
+    __int__ = __index__ = __bool__ = __hash__ = _concrete  # type: ignore[assignment]
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = _concrete  # type: ignore[assignment]
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _concrete  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return " + ".join([str(self.const)] + [f"{c}*s{s}" for s, c in sorted(self.terms.items())])
+
+
+def index_value(value: object) -> Affine | int:
+    """An index operand as the interpreter keeps it: an int, or an affine form."""
+    return value if isinstance(value, Affine) else int(value)  # type: ignore[call-overload]
+
+
+# --- structural identity of kernels --------------------------------------------------------
+
+# attributes that describe a kernel to the user and never change what it computes
+_DESCRIPTIVE = frozenset({"sym_name", "spyre.decisions", "spyre.cost", "spyre.partition",
+                          "spyre.tiling"})
+
+
+def _attr_key(attr: Attribute) -> object:
+    try:
+        hash(attr)
+    except TypeError:
+        return str(attr)
+    return attr
+
+
+def kernel_key(fn: func.FuncOp) -> tuple[object, ...]:
+    """A hashable description of `fn` that is equal for structurally identical kernels.
+
+    Covers every op's name, operand wiring (by position), result and block-argument types,
+    properties and attributes, and the function's own attributes except its name and its
+    descriptive ledger entries. Two kernels with equal keys schedule to the same template.
+    """
+    numbering: dict[SSAValue, int] = {}
+    items: list[object] = [tuple((k, _attr_key(v)) for k, v in sorted(fn.attributes.items())
+                                 if k not in _DESCRIPTIVE),
+                           fn.function_type]
+
+    def number(value: SSAValue) -> None:
+        numbering[value] = len(numbering)
+
+    def walk(op: Operation) -> None:
+        items.append((
+            op.name,
+            tuple(numbering[v] for v in op.operands),
+            tuple(r.type for r in op.results),
+            tuple((k, _attr_key(v)) for k, v in sorted(op.properties.items())),
+            tuple((k, _attr_key(v)) for k, v in sorted(op.attributes.items())
+                  if k not in _DESCRIPTIVE),
+            len(op.regions),
+        ))
+        for r in op.results:
+            number(r)
+        for region in op.regions:
+            for block in region.blocks:
+                items.append(("block", tuple(a.type for a in block.args)))
+                for a in block.args:
+                    number(a)
+                for inner in block.ops:
+                    walk(inner)
+
+    for a in fn.body.block.args:
+        number(a)
+    for op in fn.body.block.ops:
+        walk(op)
+    return tuple(items)
+
+
+# --- templates -----------------------------------------------------------------------------
+
+@dataclass
+class Template:
+    """A core's program with its fields affine in the symbols (arguments, then x, y).
+
+    `ops`, `units` and `deps` are shared by every instance; field values are
+    `consts + coeffs @ symbols` at the flat positions `positions` of the field vector.
+    """
+
+    ops: list[str]
+    units: list[int]
+    deps: list[tuple[int, ...]]
+    offsets: list[int]  # where each instruction's fields start in the flat field vector
+    consts: np.ndarray  # int64 [fields]
+    positions: np.ndarray  # int64 [relocated fields]
+    coeffs: np.ndarray  # int64 [relocated fields, symbols]
+    aligned: np.ndarray  # int64: positions (into `positions`) that must be 128-byte aligned
+
+    @staticmethod
+    def build(program: Sequence[Instr], symbols: int) -> Template:
+        ops, units, deps, offsets = [], [], [], []
+        consts: list[int] = []
+        positions: list[int] = []
+        rows: list[list[int]] = []
+        aligned: list[int] = []
+        for instr in program:
+            ops.append(instr.op)
+            units.append(instr.unit)
+            deps.append(instr.deps)
+            offsets.append(len(consts))
+            names = SPECS_BY_NAME[instr.op].fields
+            for name, value in zip(names, instr.args):
+                if isinstance(value, Affine):
+                    if name == "ddr":
+                        aligned.append(len(positions))
+                    positions.append(len(consts))
+                    row = [0] * symbols
+                    for s, c in value.terms.items():
+                        row[s] = c
+                    rows.append(row)
+                    consts.append(value.const)
+                else:
+                    consts.append(int(value))
+        offsets.append(len(consts))
+        return Template(ops, units, deps, offsets, np.array(consts, dtype=np.int64),
+                        np.array(positions, dtype=np.int64),
+                        np.array(rows, dtype=np.int64).reshape(len(rows), symbols),
+                        np.array(aligned, dtype=np.int64))
+
+    def instantiate(self, symbols: np.ndarray) -> list[list[Instr]] | None:
+        """Programs for each column of `symbols` [symbols, instances]; None when a DMA's
+        LPDDR address is not 128-byte aligned (the caller reruns the plain interpreter,
+        whose error names the op)."""
+        count = symbols.shape[1]
+        values = np.repeat(self.consts[:, None], count, axis=1)
+        if len(self.positions):
+            relocated = values[self.positions] + self.coeffs @ symbols
+            if len(self.aligned) and (relocated[self.aligned] % 128).any():
+                return None
+            values[self.positions] = relocated
+        columns = values.T.tolist()
+        offsets, ops, units, deps = self.offsets, self.ops, self.units, self.deps
+        return [[Instr(ops[i], tuple(col[offsets[i]:offsets[i + 1]]), units[i], deps[i])
+                 for i in range(len(ops))] for col in columns]
+
+
+Interpret = Callable[[func.FuncOp, tuple[object, object], list[object]], list[Instr]]
+
+
+@dataclass
+class TemplateStats:
+    """What the template cache did, for the pass's ledger and the compile-time benchmark."""
+
+    launches: int = 0
+    templates: int = 0  # kernels interpreted symbolically in the core coordinates
+    per_core_templates: int = 0  # (kernel, core) pairs interpreted with concrete coordinates
+    plain_cores: int = 0  # cores scheduled by the plain interpreter
+
+
+@dataclass
+class TemplateCache:
+    """Templates by kernel structure, shared by all launches of one module.
+
+    `interpret(fn, core, args)` is the scheduler's interpreter followed by its prefetch
+    ordering: it runs on ints or on `Affine` values alike.
+    """
+
+    interpret: Interpret
+    stats: TemplateStats = field(default_factory=TemplateStats)
+    _by_key: dict[object, Template | None] = field(default_factory=dict)
+
+    def _template(self, key: object, fn: func.FuncOp, core: tuple[object, object],
+                  nargs: int) -> Template | None:
+        if key in self._by_key:
+            return self._by_key[key]
+        symbols = [Affine.symbol(i) for i in range(nargs)]
+        try:
+            template: Template | None = Template.build(self.interpret(fn, core, symbols),
+                                                       nargs + 2)
+        except (Symbolic, CompileError):
+            template = None  # the fallback reproduces a genuine error with its own message
+        self._by_key[key] = template
+        return template
+
+    def programs(self, fn: func.FuncOp, grid: tuple[int, int], args: list[int],
+                 key: object | None = None) -> tuple[dict[int, list[Instr]], str]:
+        """Per-core programs of `fn` on `grid` launched on `args`, and how they were made:
+        "symbolic" (one template for all cores), "per-core" or "plain"."""
+        self.stats.launches += 1
+        key = kernel_key(fn) if key is None else key
+        gm, gn = grid
+        nargs = len(args)
+        cores = [(x, y) for y in range(gn) for x in range(gm)]
+        ids = [y * gm + x for x, y in cores]
+        xy = (Affine.symbol(nargs), Affine.symbol(nargs + 1))
+        built = key not in self._by_key
+        template = self._template(key, fn, xy, nargs)
+        if template is not None:
+            self.stats.templates += built
+            symbols = np.array([[*args, x, y] for x, y in cores], dtype=np.int64).T
+            made = template.instantiate(symbols)
+            if made is not None:
+                return dict(zip(ids, made)), "symbolic"
+        programs: dict[int, list[Instr]] = {}
+        how = "per-core"
+        for core_id, (x, y) in zip(ids, cores):
+            core_key = (key, x, y)
+            built = core_key not in self._by_key
+            per_core = self._template(core_key, fn, (x, y), nargs)
+            made = None
+            if per_core is not None:
+                self.stats.per_core_templates += built
+                made = per_core.instantiate(np.array([[*args, x, y]], dtype=np.int64).T)
+            if made is None:
+                self.stats.plain_cores += 1
+                how = "plain"
+                programs[core_id] = self.interpret(fn, (x, y), list(args))
+            else:
+                programs[core_id] = made[0]
+        return programs, how

@@ -1,0 +1,140 @@
+"""Schedule templates give exactly the programs of the plain per-core interpreter.
+
+spyre-schedule-dataflow interprets each structurally distinct kernel once with symbolic
+addresses and core coordinates and instantiates it per launch and core
+(`passes/schedule_templates.py`). These tests compile the model suite's programs to the
+KTIR stage, schedule them both ways and compare every core's instruction stream field by
+field, and check that the templates are really used (a silent fallback to the plain
+interpreter would pass the equality but lose the speed).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from xdsl.dialects.builtin import ModuleOp
+
+from spyrec.demo import DemoDecoder, DemoDecoderFFN, DemoMLP
+from spyrec.dialects.spyrecode import ProgramOp
+from spyrec.driver import compile_program, make_context
+from spyrec.passes.schedule_templates import Affine, Symbolic, kernel_key
+from spyrec.passes.spyre_schedule_dataflow import SpyreScheduleDataflow
+
+
+class CausalAttention(torch.nn.Module):
+    """q/k/v projections of 4 heads of 64 over 2 KV heads, causal SDPA, output projection."""
+
+    def __init__(self, features: int = 256):
+        super().__init__()
+        self.q = torch.nn.Linear(features, features, bias=False)
+        self.k = torch.nn.Linear(features, features // 2, bias=False)
+        self.v = torch.nn.Linear(features, features // 2, bias=False)
+        self.o = torch.nn.Linear(features, features, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, f = x.shape
+        q = self.q(x).view(b, s, 4, 64).transpose(1, 2)
+        k = self.k(x).view(b, s, 2, 64).transpose(1, 2)
+        v = self.v(x).view(b, s, 2, 64).transpose(1, 2)
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                             enable_gqa=True)
+        return self.o(o.transpose(1, 2).reshape(b, s, f))
+
+
+MODELS = {
+    "mlp": (lambda: DemoMLP(256), (64, 256)),
+    "decoder_ffn": (lambda: DemoDecoderFFN(256, 3), (2, 32, 256)),
+    "decoder": (lambda: DemoDecoder(256, 2), (2, 32, 256)),
+    "attention": (lambda: CausalAttention(), (2, 48, 256)),
+}
+
+
+def _placed(name: str) -> ModuleOp:
+    torch.manual_seed(0)
+    make, shape = MODELS[name]
+    model = make().half().eval()
+    ep = torch.export.export(model, (torch.randn(*shape).half(),))
+    return compile_program(ep, stop_after="ktir").module
+
+
+def _programs(module: ModuleOp, templates: bool) -> dict[str, ProgramOp]:
+    scheduled = module.clone()
+    SpyreScheduleDataflow(templates=templates).apply(make_context(), scheduled)
+    return {p.kernel.data: p for p in scheduled.body.block.ops if isinstance(p, ProgramOp)}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_templates_match_the_plain_interpreter(name: str) -> None:
+    module = _placed(name)
+    fast = _programs(module, templates=True)
+    plain = _programs(module, templates=False)
+    assert fast.keys() == plain.keys()
+    for kernel, program in plain.items():
+        expected = {c.id.value.data: c.instrs() for c in program.cores()}
+        got = {c.id.value.data: c.instrs() for c in fast[kernel].cores()}
+        assert got.keys() == expected.keys(), kernel
+        for core, instrs in expected.items():
+            assert got[core] == instrs, f"{name}: @{kernel} core {core} differs"
+    # every kernel is affine in its addresses; all but attention also in the core
+    # coordinates (its head index is a floor division of one, so it is templated per core)
+    how = {k: p.attributes["spyre.schedule"].data for k, p in fast.items()}  # type: ignore[attr-defined]
+    per_core = {k for k, h in how.items() if h == "per-core"}
+    assert per_core == {k for k in how if _is_attention(module, k)}, how
+    assert "plain" not in how.values(), how
+
+
+def _is_attention(module: ModuleOp, kernel: str) -> bool:
+    fn = next(op for op in module.body.block.ops if getattr(op, "sym_name", None) is not None
+              and op.sym_name.data == kernel)  # type: ignore[attr-defined]
+    return any(op.attributes.get("spyre.fn") is not None
+               and op.attributes["spyre.fn"].data == "matmul_nt" for op in fn.walk())  # type: ignore[attr-defined]
+
+
+def test_identical_layers_share_templates() -> None:
+    """Three FFN layers and a final norm: every kernel of layers 2 and 3 reuses a template
+    made for an earlier layer (the first layer's norm differs: it reads the input)."""
+    fast = _programs(_placed("decoder_ffn"), templates=True)
+    per_layer = (len(fast) - 1) // 3
+    shared = [k for k, p in fast.items() if p.attributes["spyre.template"].data != k]  # type: ignore[attr-defined]
+    assert len(shared) >= 2 * per_layer, sorted(shared)
+
+
+def test_kernel_key_ignores_names_but_not_structure() -> None:
+    module = _placed("decoder_ffn")
+    kernels = [op for op in module.body.block.ops if "grid" in op.attributes]
+    keys = [kernel_key(fn) for fn in kernels]  # type: ignore[arg-type]
+    assert len(set(keys)) < len(keys)  # the layers repeat
+    assert len(set(keys)) > 1  # norm, projections and the final norm differ
+
+
+def test_affine_arithmetic_is_exact_or_refused() -> None:
+    a, x = Affine.symbol(0), Affine.symbol(1)
+    form = (a + 3 * x) * 2 + 128
+    assert (form.const, form.terms) == (128, {0: 2, 1: 6})  # type: ignore[union-attr]
+    assert (form - 2 * a) - 6 * x == 128  # back to a plain int when no symbol is left
+    for refused in (lambda: a * x, lambda: int(a), lambda: a // 2, lambda: a % 128,
+                    lambda: a < 3, lambda: bool(a), lambda: range(a)):  # type: ignore[call-overload]
+        with pytest.raises(Symbolic):
+            refused()
+
+
+def test_core_dependent_control_flow_falls_back_per_core() -> None:
+    """A loop whose trip count depends on the core cannot be one template: the kernel is
+    scheduled per core, and still equals the plain interpreter."""
+    from xdsl.dialects import arith, scf
+
+    module = _placed("mlp")
+    kernel = next(op for op in module.body.block.ops if "grid" in op.attributes)
+    loop = next(op for op in kernel.walk() if isinstance(op, scf.ForOp))
+    tile_id = next(op for op in kernel.walk() if op.name == "ktdp.get_compute_tile_id")
+    # upper bound = ub + core x: core 0 keeps its trip count, every other core would not
+    bound = arith.AddiOp(loop.ub, tile_id.results[0])
+    bound.detach() if bound.parent else None
+    loop.parent_block().insert_op_before(bound, loop)  # type: ignore[union-attr]
+    loop.operands[1] = bound.result
+    fast = _programs(module, templates=True)
+    plain = _programs(module, templates=False)
+    name = kernel.sym_name.data  # type: ignore[attr-defined]
+    assert fast[name].attributes["spyre.schedule"].data == "per-core"  # type: ignore[attr-defined]
+    for a, b in zip(fast[name].cores(), plain[name].cores(), strict=True):
+        assert a.instrs() == b.instrs()
