@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, i64
-from xdsl.ir import Attribute, Dialect, Region
+from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, StringAttr, i8, i64
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_op_definition,
+    opt_prop_def,
     prop_def,
     region_def,
     traits_def,
@@ -31,8 +32,8 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from spyrec.runtime.isa import (SPECS_BY_NAME, Instr, OpSpec, ProgramError, check_program,
-                                loop_spans)
+from spyrec.runtime.isa import (SPECS_BY_NAME, EncodingError, Instr, OpSpec, ProgramError,
+                                check_program, decode_program, encode_program, loop_spans)
 
 
 @irdl_op_definition
@@ -59,24 +60,46 @@ class ProgramOp(IRDLOperation):
 
 @irdl_op_definition
 class CoreOp(IRDLOperation):
-    """The instruction stream of one core."""
+    """The instruction stream of one core: one op per instruction, or, packed, the
+    instructions in their binary encoding (`isa.encode_program`) as an `array<i8>` in
+    `code` with an empty body. The packed form is what the compile driver schedules into:
+    a decoder layer has tens of thousands of instructions, and an op per instruction costs
+    more to build and verify than everything else in the compile.
+
+        spyrecode.core attributes {id = 0 : i64, code = array<i8: 1, 0, 0, 0, ...>} {
+        }
+    """
 
     name = "spyrecode.core"
     id = prop_def(IntegerAttr)
+    code = opt_prop_def(DenseArrayBase)
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict-with-keyword $body"
 
-    def __init__(self, core_id: int, body: Region):
-        super().__init__(properties={"id": IntegerAttr(core_id, i64)}, regions=[body])
+    def __init__(self, core_id: int, body: Region, code: bytes | None = None):
+        props: dict[str, Attribute] = {"id": IntegerAttr(core_id, i64)}
+        if code is not None:
+            props["code"] = DenseArrayBase(i8, BytesAttr(code))
+        super().__init__(properties=props, regions=[body])
+
+    def encoded(self) -> bytes | None:
+        """The packed instructions' bytes (None for the op-per-instruction form)."""
+        return None if self.code is None else self.code.data.data
 
     def instrs(self) -> list[Instr]:
+        code = self.encoded()
+        if code is not None:
+            return decode_program(code)
         return [op.to_instr() for op in self.body.block.ops if isinstance(op, InstrOp)]
 
     def verify_(self) -> None:
         core = self.id.value.data
         ops = list(self.body.block.ops)
+        if self.code is not None:
+            self._verify_packed(core, ops)
+            return
         for index, op in enumerate(ops):
             if not isinstance(op, InstrOp):
                 raise VerifyException(f"spyrecode.core {core}: op {index} "
@@ -102,6 +125,23 @@ class CoreOp(IRDLOperation):
         except ProgramError as error:
             raise VerifyException(f"spyrecode.core {core}: instruction {error.pc} "
                                   f"({ops[error.pc].name}): {error.reason}") from None
+
+    def _verify_packed(self, core: int, ops: list[Operation]) -> None:
+        assert self.code is not None
+        if ops:
+            raise VerifyException(f"spyrecode.core {core}: a packed core (`code`) has an "
+                                  f"empty body, not {len(ops)} ops")
+        if self.code.elt_type != i8:
+            raise VerifyException(f"spyrecode.core {core}: `code` is an array<i8>, not of "
+                                  f"{self.code.elt_type}")
+        try:
+            check_program(decode_program(self.code.data.data))
+        except ProgramError as error:
+            raise VerifyException(f"spyrecode.core {core}: instruction {error.pc}: "
+                                  f"{error.reason}") from None
+        except EncodingError as error:
+            raise VerifyException(f"spyrecode.core {core}: `code` does not decode: "
+                                  f"{error}") from None
 
 
 class InstrOp(IRDLOperation):
@@ -144,14 +184,22 @@ INSTR_OPS: dict[str, type[InstrOp]] = {name: _instr_op(spec) for name, spec in S
 SPEC_OF_OP: dict[str, OpSpec] = {cls.name: SPECS_BY_NAME[isa] for isa, cls in INSTR_OPS.items()}
 
 
-def program_from_instrs(name: str, programs: dict[int, Sequence[Instr]], num_cores: int) -> ProgramOp:
-    """Build a spyrecode.program from per-core instruction lists."""
-    from xdsl.ir import Block
-
+def program_from_instrs(name: str, programs: dict[int, Sequence[Instr]], num_cores: int,
+                        packed: bool = False) -> ProgramOp:
+    """Build a spyrecode.program from per-core instruction lists (packed: as encoded cores)."""
+    if packed:
+        return program_from_encoded(name, {c: encode_program(p) for c, p in programs.items()},
+                                    num_cores)
     cores = []
     for core_id in sorted(programs):
         block = Block([InstrOp.from_instr(i) for i in programs[core_id]])
         cores.append(CoreOp(core_id, Region(block)))
+    return ProgramOp(name, num_cores, Region(Block(cores)))
+
+
+def program_from_encoded(name: str, programs: dict[int, bytes], num_cores: int) -> ProgramOp:
+    """Build a spyrecode.program of packed cores from per-core encoded programs."""
+    cores = [CoreOp(core_id, Region(Block()), programs[core_id]) for core_id in sorted(programs)]
     return ProgramOp(name, num_cores, Region(Block(cores)))
 
 

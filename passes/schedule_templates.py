@@ -28,7 +28,7 @@ from xdsl.dialects import func
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from spyrec.diagnostics import CompileError
-from spyrec.runtime.isa import SPECS_BY_NAME, Instr
+from spyrec.runtime.isa import SPECS_BY_NAME, Instr, encode_program
 
 
 class Symbolic(Exception):
@@ -180,6 +180,8 @@ class Template:
     positions: np.ndarray  # int64 [relocated fields]
     coeffs: np.ndarray  # int64 [relocated fields, symbols]
     aligned: np.ndarray  # int64: positions (into `positions`) that must be 128-byte aligned
+    _layout: np.ndarray | None = None  # the encoding, built on the first `encode`
+    _field_bytes: np.ndarray | None = None
 
     @staticmethod
     def build(program: Sequence[Instr], symbols: int) -> Template:
@@ -212,21 +214,59 @@ class Template:
                         np.array(rows, dtype=np.int64).reshape(len(rows), symbols),
                         np.array(aligned, dtype=np.int64))
 
+    def _relocated(self, symbols: np.ndarray) -> np.ndarray | None:
+        """The relocated fields [relocated fields, instances] for the symbol columns, or
+        None when a DMA's LPDDR address is not 128-byte aligned (the caller reruns the
+        plain interpreter, whose error names the op)."""
+        relocated = self.consts[self.positions][:, None] + self.coeffs @ symbols
+        if len(self.aligned) and (relocated[self.aligned] % 128).any():
+            return None
+        return relocated
+
     def instantiate(self, symbols: np.ndarray) -> list[list[Instr]] | None:
-        """Programs for each column of `symbols` [symbols, instances]; None when a DMA's
-        LPDDR address is not 128-byte aligned (the caller reruns the plain interpreter,
-        whose error names the op)."""
-        count = symbols.shape[1]
-        values = np.repeat(self.consts[:, None], count, axis=1)
-        if len(self.positions):
-            relocated = values[self.positions] + self.coeffs @ symbols
-            if len(self.aligned) and (relocated[self.aligned] % 128).any():
-                return None
-            values[self.positions] = relocated
+        """Programs for each column of `symbols` [symbols, instances] (None: see
+        `_relocated`)."""
+        relocated = self._relocated(symbols)
+        if relocated is None:
+            return None
+        values = np.repeat(self.consts[:, None], symbols.shape[1], axis=1)
+        values[self.positions] = relocated
         columns = values.T.tolist()
         offsets, ops, units, deps = self.offsets, self.ops, self.units, self.deps
         return [[Instr(ops[i], tuple(col[offsets[i]:offsets[i + 1]]), units[i], deps[i])
                  for i in range(len(ops))] for col in columns]
+
+    def encode(self, symbols: np.ndarray) -> list[bytes] | None:
+        """`isa.encode_program` of each instance, made by patching the relocated fields
+        into the encoding of the template's constant parts (None: see `_relocated`)."""
+        relocated = self._relocated(symbols)
+        if relocated is None:
+            return None
+        if self._layout is None:
+            self._layout, self._field_bytes = self._encoding_layout()
+        count = symbols.shape[1]
+        out = np.repeat(self._layout[None, :], count, axis=0)
+        if len(self.positions):
+            patch = np.ascontiguousarray(relocated.T.astype("<i8")).view(np.uint8)
+            out[:, self._field_bytes] = patch.reshape(count, -1)
+        return [row.tobytes() for row in out]
+
+    def _encoding_layout(self) -> tuple[np.ndarray, np.ndarray]:
+        """The encoded constant program and the byte index of every relocated field's 8
+        bytes (the encoding: a 4-byte header, one i64 per field, one u32 per dependence)."""
+        consts = self.consts.tolist()
+        program = [Instr(op, tuple(consts[self.offsets[i]:self.offsets[i + 1]]), unit, deps)
+                   for i, (op, unit, deps) in enumerate(zip(self.ops, self.units, self.deps))]
+        layout = np.frombuffer(encode_program(program), dtype=np.uint8)
+        field_byte = np.empty(len(consts), dtype=np.int64)  # byte offset of each field
+        start = 0
+        for i, deps in enumerate(self.deps):
+            first, end = self.offsets[i], self.offsets[i + 1]
+            field_byte[first:end] = start + 4 + 8 * np.arange(end - first)
+            start += 4 + 8 * (end - first) + 4 * len(deps)
+        assert start == len(layout)
+        index = field_byte[self.positions][:, None] + np.arange(8)
+        return layout, index.reshape(-1)
 
 
 Interpret = Callable[[func.FuncOp, tuple[object, object], list[object]], list[Instr]]
@@ -268,25 +308,32 @@ class TemplateCache:
         return template
 
     def programs(self, fn: func.FuncOp, grid: tuple[int, int], args: list[int],
-                 key: object | None = None) -> tuple[dict[int, list[Instr]], str]:
-        """Per-core programs of `fn` on `grid` launched on `args`, and how they were made:
-        "symbolic" (one template for all cores), "per-core" or "plain"."""
+                 key: object | None = None, packed: bool = False,
+                 ) -> tuple[dict[int, list[Instr]] | dict[int, bytes], str]:
+        """Per-core programs of `fn` on `grid` launched on `args` (packed: encoded with
+        `isa.encode_program`), and how they were made: "symbolic" (one template for all
+        cores), "per-core" (a template per core) or "plain" (some core interpreted
+        directly)."""
         self.stats.launches += 1
         key = kernel_key(fn) if key is None else key
         gm, gn = grid
         nargs = len(args)
         cores = [(x, y) for y in range(gn) for x in range(gm)]
         ids = [y * gm + x for x, y in cores]
-        xy = (Affine.symbol(nargs), Affine.symbol(nargs + 1))
+
+        def make(template: Template, columns: list[tuple[int, int]]) -> list | None:
+            symbols = np.array([[*args, x, y] for x, y in columns], dtype=np.int64).T
+            return template.encode(symbols) if packed else template.instantiate(symbols)
+
         built = key not in self._by_key
+        xy = (Affine.symbol(nargs), Affine.symbol(nargs + 1))
         template = self._template(key, fn, xy, nargs)
         if template is not None:
             self.stats.templates += built
-            symbols = np.array([[*args, x, y] for x, y in cores], dtype=np.int64).T
-            made = template.instantiate(symbols)
+            made = make(template, cores)
             if made is not None:
                 return dict(zip(ids, made)), "symbolic"
-        programs: dict[int, list[Instr]] = {}
+        programs: dict = {}
         how = "per-core"
         for core_id, (x, y) in zip(ids, cores):
             core_key = (key, x, y)
@@ -295,11 +342,12 @@ class TemplateCache:
             made = None
             if per_core is not None:
                 self.stats.per_core_templates += built
-                made = per_core.instantiate(np.array([[*args, x, y]], dtype=np.int64).T)
+                made = make(per_core, [(x, y)])
             if made is None:
                 self.stats.plain_cores += 1
                 how = "plain"
-                programs[core_id] = self.interpret(fn, (x, y), list(args))
+                program = self.interpret(fn, (x, y), list(args))
+                programs[core_id] = encode_program(program) if packed else program
             else:
                 programs[core_id] = made[0]
         return programs, how

@@ -30,7 +30,14 @@ from spyrec.dialects.spyre import LaunchOp, ParamOp
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.passes.spyre_schedule_dataflow import addr_of
 from spyrec.passes.spyre_stickify import layout_of
-from spyrec.runtime.container import KernelImage, SpyreBinary, TensorBinding, write_spyre
+from spyrec.runtime.container import (
+    EncodedPrograms,
+    KernelImage,
+    SpyreBinary,
+    TensorBinding,
+    write_spyre,
+)
+from spyrec.runtime.isa import Instr
 from spyrec.runtime.layout import DeviceLayout
 from spyrec.target import DEFAULT_TARGET
 
@@ -110,13 +117,21 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
         decisions = prog.attributes.get("spyre.decisions")
         fused = decisions.data.get("fused") if isinstance(decisions, DictionaryAttr) else None
         prov = [a.data for a in fused.data] if isinstance(fused, ArrayAttr) else []  # type: ignore[attr-defined]
-        kernels.append(KernelImage(name, prog.num_cores.value.data,
-                                   {c.id.value.data: c.instrs() for c in prog.cores()},
+        kernels.append(KernelImage(name, prog.num_cores.value.data, _programs(prog),
                                    flops, min_bytes, prov))
     weight_bindings = [_weight(p, weights) for p in params]
     _unique_names([*inputs, *outputs, *intermediates, *(b for b, _ in weight_bindings)])
     return SpyreBinary(DEFAULT_TARGET.name, inputs, outputs, weight_bindings, intermediates,
                        kernels, dict(provenance or {}))
+
+
+def _programs(prog: ProgramOp) -> Mapping[int, list[Instr]]:
+    """A program's cores as the container takes them: packed cores keep their encoding."""
+    cores = prog.cores()
+    code = {c.id.value.data: c.encoded() for c in cores}
+    if all(c is not None for c in code.values()):
+        return EncodedPrograms(code)  # type: ignore[arg-type]
+    return {c.id.value.data: c.instrs() for c in cores}
 
 
 def _unique_names(bindings: list[TensorBinding]) -> None:

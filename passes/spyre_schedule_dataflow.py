@@ -50,7 +50,7 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.spyre import LaunchOp
-from spyrec.dialects.spyrecode import program_from_instrs
+from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
 from spyrec.passes.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.schedule_templates import Affine, Symbolic, TemplateCache, index_value, kernel_key
@@ -61,6 +61,7 @@ from spyrec.runtime.isa import (
     EncodingError,
     Instr,
     ReduceFn,
+    encode_program,
     UnaryFn,
     f32_bits,
 )
@@ -543,12 +544,15 @@ class SpyreScheduleDataflow(ModulePass):
     instantiates that template (`passes/schedule_templates.py`); each program records how
     it was made in `spyre.schedule` (`symbolic`, `per-core` or `plain`) and the first
     kernel of its structure in `spyre.template`. `templates=false` interprets every core
-    of every launch, the reference the templates are tested against.
+    of every launch, the reference the templates are tested against. With `packed` each
+    core holds its instructions encoded (`spyrecode.core` with `code`), which is how the
+    compile driver runs it: building an op per instruction costs more than the schedule.
     """
 
     name = "spyre-schedule-dataflow"
 
     templates: bool = True
+    packed: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = {f.sym_name.data: f for f in op.body.block.ops
@@ -565,11 +569,16 @@ class SpyreScheduleDataflow(ModulePass):
                 args = [args[i] for i in order.get_values()]
             if self.templates:
                 key = kernel_key(fn)
-                programs, how = cache.programs(fn, kernel_grid(fn), args, key)
+                programs, how = cache.programs(fn, kernel_grid(fn), args, key, self.packed)
                 template = first_of.setdefault(key, name)
             else:
                 programs, how, template = schedule_kernel(fn, args), "plain", name
-            program = program_from_instrs(name, programs, len(programs))
+                if self.packed:
+                    programs = {c: encode_program(p) for c, p in programs.items()}
+            if self.packed:
+                program = program_from_encoded(name, programs, len(programs))  # type: ignore[arg-type]
+            else:
+                program = program_from_instrs(name, programs, len(programs))  # type: ignore[arg-type]
             program.attributes["spyre.schedule"] = StringAttr(how)
             program.attributes["spyre.template"] = StringAttr(template)
             for key in ("spyre.cost", "spyre.decisions"):

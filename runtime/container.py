@@ -35,7 +35,7 @@ import json
 import os
 import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -85,6 +85,33 @@ class TensorBinding:
                              symbolic)
 
 
+class EncodedPrograms(Mapping[int, list[Instr]]):
+    """Per-core programs held in their binary encoding (`isa.encode_program`), as the
+    compiler's packed `spyrecode.core`s carry them (verified there); decoded on access.
+
+    Writing a container copies the bytes, so a program of a million instructions costs
+    no per-instruction work on the way out.
+    """
+
+    def __init__(self, code: dict[int, bytes]):
+        self.code = code
+        self._decoded: dict[int, list[Instr]] = {}
+
+    def __getitem__(self, core: int) -> list[Instr]:
+        if core not in self._decoded:
+            self._decoded[core] = decode_program(self.code[core])
+        return self._decoded[core]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.code)
+
+    def __len__(self) -> int:
+        return len(self.code)
+
+    def __repr__(self) -> str:
+        return f"EncodedPrograms({len(self.code)} cores)"
+
+
 @dataclass
 class KernelImage:
     """One kernel: a program per core, run by one ComputeOnDevice.
@@ -95,7 +122,7 @@ class KernelImage:
 
     name: str
     num_cores: int
-    programs: dict[int, list[Instr]]
+    programs: Mapping[int, list[Instr]]  # a dict, or EncodedPrograms
     flops: int = 0
     min_offchip_bytes: int = 0
     provenance: list[str] = field(default_factory=list)
@@ -149,10 +176,13 @@ def _pad(buffer: bytearray) -> None:
     buffer += bytes(round_up(len(buffer), ALIGNMENT) - len(buffer))
 
 
-def encode_job_binary(programs: dict[int, list[Instr]]) -> tuple[bytes, dict[int, tuple[int, int]]]:
+def encode_job_binary(programs: Mapping[int, list[Instr]]) -> tuple[bytes, dict[int, tuple[int, int]]]:
     """Encode one kernel's programs as a job binary; returns it and its core -> (offset, size)."""
     cores = sorted(programs)
-    encoded = [encode_program(programs[core]) for core in cores]
+    if isinstance(programs, EncodedPrograms):
+        encoded = [programs.code[core] for core in cores]
+    else:
+        encoded = [encode_program(programs[core]) for core in cores]
     table_bytes = _JOB_HEADER.size + _JOB_ENTRY.size * len(cores)
     offset = round_up(table_bytes, ALIGNMENT)
     table: dict[int, tuple[int, int]] = {}

@@ -24,7 +24,7 @@ from xdsl.printer import Printer
 from spyrec.diagnostics import PassFailure, SpyrecError
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
 from spyrec.frontend.symbolic import annotate
-from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE
+from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, pass_spec
 from spyrec.registry import DIALECTS, PASSES
 from spyrec.runtime.container import SpyreBinary, write_spyre
 
@@ -56,9 +56,11 @@ def module_text(module: ModuleOp) -> str:
     return out.getvalue() + "\n"
 
 
-def _run_pass(name: str, module: ModuleOp, ctx: Context) -> None:
+def _run_pass(name: str, module: ModuleOp, ctx: Context,
+              options: dict[str, object] | None = None) -> None:
+    options = options or {}
     try:
-        PASSES[name]()().apply(ctx, module)
+        PASSES[name]()(**options).apply(ctx, module)
         module.verify()
     except SpyrecError:
         raise
@@ -67,7 +69,7 @@ def _run_pass(name: str, module: ModuleOp, ctx: Context) -> None:
             f.write(module_text(module))
         raise PassFailure(
             f"pass {name} failed: {type(exc).__name__}: {exc}\nIts input is saved; reproduce "
-            f"with:\n  spyre-opt {f.name} -p {name}"
+            f"with:\n  spyre-opt {f.name} -p '{pass_spec(name, options)}'"
         ) from exc
 
 
@@ -106,7 +108,7 @@ def compile_program(
     for stage in pipeline:
         start = time.perf_counter()
         for name in stage.passes:
-            _run_pass(name, module, ctx)
+            _run_pass(name, module, ctx, stage.options_of(name))
             if print_ir is not None:
                 print_ir.write(f"// -----// IR after {name} //----- //\n{module_text(module)}")
         times[stage.name] = time.perf_counter() - start

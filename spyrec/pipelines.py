@@ -14,6 +14,20 @@ class Stage:
     name: str
     passes: tuple[str, ...]
     doc: str
+    # options the driver sets on a pass, as `spyre-opt -p 'name{key=value}'` would
+    options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
+
+    def options_of(self, name: str) -> dict[str, object]:
+        return dict(dict(self.options).get(name, ()))
+
+
+def pass_spec(name: str, options: dict[str, object]) -> str:
+    """The pass as `spyre-opt -p` spells it, with its options."""
+    if not options:
+        return name
+    text = " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in options.items())
+    return f"{name}{{{text}}}"
 
 
 DEFAULT_PIPELINE: tuple[Stage, ...] = (
@@ -22,8 +36,10 @@ DEFAULT_PIPELINE: tuple[Stage, ...] = (
           "spyre graph dialect: ops selected, layouts, kernels, core splits and tiles"),
     Stage("ktir", ("convert-spyre-to-ktir", "spyre-place-memory"),
           "KTIR kernels (ktdp + arith/linalg/scf/tensor) with LPDDR and LX placement"),
+    # packed cores: an op per instruction would cost more than scheduling (design note 26)
     Stage("spyrecode", ("spyre-schedule-dataflow",),
-          "spyrecode dialect: per-core DMA / PT / SFU instruction streams"),
+          "spyrecode dialect: per-core DMA / PT / SFU instruction streams",
+          (("spyre-schedule-dataflow", (("packed", True),)),)),
 )
 
 # Hand-written KTIR enters at the KTIR stage: engine selection, then the back end.

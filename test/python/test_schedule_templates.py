@@ -57,24 +57,28 @@ def _placed(name: str) -> ModuleOp:
     return compile_program(ep, stop_after="ktir").module
 
 
-def _programs(module: ModuleOp, templates: bool) -> dict[str, ProgramOp]:
+def _programs(module: ModuleOp, templates: bool, packed: bool = False) -> dict[str, ProgramOp]:
     scheduled = module.clone()
-    SpyreScheduleDataflow(templates=templates).apply(make_context(), scheduled)
+    SpyreScheduleDataflow(templates=templates, packed=packed).apply(make_context(), scheduled)
+    scheduled.verify()
     return {p.kernel.data: p for p in scheduled.body.block.ops if isinstance(p, ProgramOp)}
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_templates_match_the_plain_interpreter(name: str) -> None:
     module = _placed(name)
-    fast = _programs(module, templates=True)
     plain = _programs(module, templates=False)
-    assert fast.keys() == plain.keys()
-    for kernel, program in plain.items():
-        expected = {c.id.value.data: c.instrs() for c in program.cores()}
-        got = {c.id.value.data: c.instrs() for c in fast[kernel].cores()}
-        assert got.keys() == expected.keys(), kernel
-        for core, instrs in expected.items():
-            assert got[core] == instrs, f"{name}: @{kernel} core {core} differs"
+    fast = _programs(module, templates=True)
+    # packed: the templates' encodings patched per core, decoded back
+    packed = _programs(module, templates=True, packed=True)
+    for scheduled in (fast, packed):
+        assert scheduled.keys() == plain.keys()
+        for kernel, program in plain.items():
+            expected = {c.id.value.data: c.instrs() for c in program.cores()}
+            got = {c.id.value.data: c.instrs() for c in scheduled[kernel].cores()}
+            assert got.keys() == expected.keys(), kernel
+            for core, instrs in expected.items():
+                assert got[core] == instrs, f"{name}: @{kernel} core {core} differs"
     # every kernel is affine in its addresses; all but attention also in the core
     # coordinates (its head index is a floor division of one, so it is templated per core)
     how = {k: p.attributes["spyre.schedule"].data for k, p in fast.items()}  # type: ignore[attr-defined]
