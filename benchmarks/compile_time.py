@@ -1,53 +1,163 @@
-"""Compile time per stage for decoder FFN stacks of growing depth.
+"""Compile time per stage for decoder stacks of growing depth.
 
-Builds `DemoDecoderFFN` stacks (RMS norm + SwiGLU FFN + residual per layer) with random
-weights, exports each with torch.export, compiles it to a .spyre and prints a Markdown
-table of the host seconds per stage and per layer:
+Two models, random weights, fp16, batch 1:
 
-    .venv/bin/python benchmarks/compile_time.py [--hidden 1024] [--layers 1 2 4 8]
+* `ffn` (default): `DemoDecoderFFN` stacks, RMS norm + SwiGLU FFN (hidden 1024 -> 2048 ->
+  1024) + residual per layer, 128 rows.
+* `granite`: Granite-3.3-8B-shaped decoder layers (Hugging Face `GraniteModel` from a config:
+  hidden 4096, 32 query heads and 8 key/value heads of 128, MLP 12800, RMS norms, rotary
+  embeddings, causal SDPA, Granite's residual and attention multipliers, a final norm), a
+  sequence of 128 tokens given as embeddings. By default every layer is the same module, so
+  the stack holds one layer's weights (400 MB) however deep it is and 40 layers fit this
+  24 GB machine; the compiler stores such tied weights once and does the same work per
+  layer otherwise. `--distinct-weights` gives each layer its own (400 MB per layer, twice
+  over while the compile copies and transposes them).
+
+Each depth is exported with torch.export and compiled to a .spyre image in memory; the
+table gives host seconds per stage and per layer, the instructions of all cores, the
+kernels and how many distinct schedule templates they needed. `--plain` schedules with the
+per-core interpreter instead of templates (the compiler before design note 26).
+`--emulate` also loads the binary into the emulator in timing-only mode and runs it once:
+
+    .venv/bin/python benchmarks/compile_time.py [--model granite] [--layers 1 2 4 8]
+                                                [--emulate] [--plain] [--profile out.prof]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import os
 import time
 
 import torch
 
 from spyrec.demo import DemoDecoderFFN
-from spyrec.driver import compile_program
+from spyrec.dialects.spyrecode import ProgramOp
+from spyrec.driver import CompileResult, compile_program
 
 STAGES = ("frontend", "graph", "ktir", "spyrecode", "emit")
 
 
-def measure(layers: int, hidden: int, rows: int) -> dict[str, float]:
+class LastHidden(torch.nn.Module):
+    """A Hugging Face base model as embeddings -> last hidden state."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
+        return self.model(inputs_embeds=inputs_embeds).last_hidden_state
+
+
+def granite(layers: int, rows: int, distinct: bool) -> tuple[torch.nn.Module, torch.Tensor]:
+    """A Granite-3.3-8B-shaped decoder stack without embedding table and LM head."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers
+
+    config = transformers.GraniteConfig(
+        vocab_size=256, hidden_size=4096, intermediate_size=12800,
+        num_hidden_layers=layers if distinct else 1, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=max(rows, 128),
+        rms_norm_eps=1e-5, rope_theta=10000000.0, embedding_multiplier=12.0,
+        residual_multiplier=0.22, attention_multiplier=0.0078125, logits_scaling=16.0,
+        use_cache=False)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float16)  # build in fp16: no fp32 copy of the weights
+    try:
+        model = transformers.GraniteModel(config).eval()
+    finally:
+        torch.set_default_dtype(default)
+    if not distinct:
+        model.layers = torch.nn.ModuleList([model.layers[0]] * layers)
+        model.config.num_hidden_layers = layers
+    return LastHidden(model), torch.randn(1, rows, 4096, dtype=torch.float16)
+
+
+def ffn(layers: int, rows: int, hidden: int) -> tuple[torch.nn.Module, torch.Tensor]:
+    return DemoDecoderFFN(hidden, layers).half().eval(), torch.randn(1, rows, hidden).half()
+
+
+def _count(result: CompileResult) -> tuple[int, int, int]:
+    """(instructions, kernels, distinct schedule templates) of a compile."""
+    assert result.binary is not None
+    instructions = sum(len(p) for k in result.binary.kernels for p in k.programs.values())
+    programs = [p for p in result.module.body.block.ops if isinstance(p, ProgramOp)]
+    templates = {p.attributes["spyre.template"].data for p in programs  # type: ignore[attr-defined]
+                 if "spyre.template" in p.attributes}
+    return instructions, len(programs), len(templates)
+
+
+def measure(args: argparse.Namespace, layers: int) -> dict[str, float]:
     torch.manual_seed(0)
-    model = DemoDecoderFFN(hidden, layers).half().eval()
-    x = torch.randn(1, rows, hidden).half()
+    if args.model == "granite":
+        model, x = granite(layers, args.rows, args.distinct_weights)
+    else:
+        model, x = ffn(layers, args.rows, args.hidden)
     start = time.perf_counter()
     ep = torch.export.export(model, (x,))
     export_s = time.perf_counter() - start
-    result = compile_program(ep)
-    assert result.binary is not None
-    instructions = sum(len(p) for k in result.binary.kernels for p in k.programs.values())
-    return {"export": export_s, **result.stage_seconds, "instructions": instructions}
+    del model
+    options = {"spyre-schedule-dataflow": {"templates": False}} if args.plain else None
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler:
+        profiler.enable()
+    result = compile_program(ep, pass_options=options)
+    if profiler:
+        profiler.disable()
+        profiler.dump_stats(f"{args.profile}.{layers}")
+    instructions, kernels, templates = _count(result)
+    row = {"export": export_s, **result.stage_seconds, "instructions": instructions,
+           "kernels": kernels, "templates": templates}
+    if args.emulate:
+        from spyrec.runtime.emulator import Emulator
+
+        assert result.binary is not None
+        start = time.perf_counter()
+        emulator = Emulator(result.binary, mode="timing")
+        row["load"] = time.perf_counter() - start
+        start = time.perf_counter()
+        _, profile = emulator.run()
+        row["run"] = time.perf_counter() - start
+        row["emulated_us"] = profile.emulated_us
+    return row
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--hidden", type=int, default=1024)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=["ffn", "granite"], default="ffn")
+    parser.add_argument("--hidden", type=int, default=1024, help="ffn model width")
     parser.add_argument("--rows", type=int, default=128, help="sequence length (batch 1)")
     parser.add_argument("--layers", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--distinct-weights", action="store_true",
+                        help="granite: a copy of the weights per layer (400 MB each)")
+    parser.add_argument("--plain", action="store_true",
+                        help="schedule every core with the plain interpreter (no templates)")
+    parser.add_argument("--emulate", action="store_true",
+                        help="also load and run the binary in the emulator's timing-only mode")
+    parser.add_argument("--profile", metavar="PREFIX", help="cProfile each compile to PREFIX.N")
     args = parser.parse_args()
-    print(f"hidden {args.hidden}, FFN {2 * args.hidden}, {args.rows} rows, fp16")
+    if args.model == "granite":
+        print("Granite-3.3-8B-shaped layers: hidden 4096, 32 heads / 8 KV heads of 128, MLP "
+              f"12800, {args.rows} tokens, fp16, "
+              + ("distinct weights" if args.distinct_weights else "tied weights"))
+    else:
+        print(f"decoder FFN: hidden {args.hidden}, FFN {2 * args.hidden}, {args.rows} rows, fp16")
+    extra = " load s | run s | emulated µs |" if args.emulate else ""
     print("| layers | export s | " + " | ".join(f"{s} s" for s in STAGES)
-          + " | total s | s / layer | instructions |")
-    print("|---|---|" + "---|" * len(STAGES) + "---|---|---|")
+          + " | total s | s / layer | instructions | kernels | templates |" + extra)
+    print("|---|---|" + "---|" * len(STAGES) + "---|---|---|---|---|"
+          + "---|---|---|" * bool(args.emulate))
     for layers in args.layers:
-        r = measure(layers, args.hidden, args.rows)
+        r = measure(args, layers)
         total = sum(r[s] for s in STAGES)
-        print(f"| {layers} | {r['export']:.2f} | " + " | ".join(f"{r[s]:.2f}" for s in STAGES)
-              + f" | {total:.2f} | {total / layers:.2f} | {int(r['instructions'])} |")
+        line = (f"| {layers} | {r['export']:.2f} | " + " | ".join(f"{r[s]:.2f}" for s in STAGES)
+                + f" | {total:.2f} | {total / layers:.2f} | {int(r['instructions'])} | "
+                f"{int(r['kernels'])} | {int(r['templates'])} |")
+        if args.emulate:
+            line += f" {r['load']:.2f} | {r['run']:.2f} | {r['emulated_us']:.0f} |"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

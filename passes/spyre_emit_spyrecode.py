@@ -71,7 +71,7 @@ def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBi
     else:
         data = np.asarray(weights[name])
     if param.perm is not None:
-        data = np.ascontiguousarray(data.transpose(param.perm))
+        data = _permuted(data, param.perm)
     padded = layout_of(param.result).padded_shape
     if data.ndim >= 2 and padded[0] > data.shape[0]:
         pad = [(0, padded[0] - data.shape[0])] + [(0, 0)] * (data.ndim - 1)
@@ -80,6 +80,20 @@ def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBi
     layout = DeviceLayout(shape, _host_dtype(param.result))
     label = name + ("^T" if param.perm is not None else "")
     return TensorBinding(label, layout, addr_of(param.result)), data
+
+
+def _permuted(data: np.ndarray, perm: tuple[int, ...]) -> np.ndarray:
+    """`data.transpose(perm)` in C order. A 2-D transpose is copied in blocks of 32 x 1024
+    source elements: element by element it strides through memory and ran 6x slower on a
+    4096 x 12800 fp16 weight (0.88 s against 0.14 s)."""
+    if data.ndim != 2 or tuple(perm) != (1, 0):
+        return np.ascontiguousarray(data.transpose(perm))
+    rows, cols = data.shape
+    out = np.empty((cols, rows), dtype=data.dtype)
+    for i in range(0, rows, 32):
+        for j in range(0, cols, 1024):
+            out[j:j + 1024, i:i + 32] = data[i:i + 32, j:j + 1024].T
+    return out
 
 
 def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],

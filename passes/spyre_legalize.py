@@ -27,6 +27,8 @@ every such op with its FX node, source line and the reason (never just the first
 
 from __future__ import annotations
 
+import weakref
+
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,11 +150,24 @@ def _transposed_weight(op: AtenOp, value: SSAValue, rewriter: Rewriter) -> SSAVa
     if len(shape) != 2:
         raise _Unsupported(f"transpose of a {len(shape)}-D weight")
     base = owner.perm or (0, 1)
-    new = ParamOp(owner.param_name.data, TensorType(ttype.element_type, shape[::-1]),
-                  permutation=[base[1], base[0]])
+    new_type = TensorType(ttype.element_type, shape[::-1])
+    perm = (base[1], base[0])
+    # one transposed weight per weight, however many ops read it that way (a weight shared
+    # by every layer is stored and placed once), reused where it is defined before the op
+    block = op.parent_block()
+    for earlier in _TRANSPOSED.get(owner, ()):
+        if (earlier.parent_block() is block and block is not None and earlier.perm == perm
+                and earlier.result.type == new_type and earlier.is_before_in_block(op)):
+            return earlier.result
+    new = ParamOp(owner.param_name.data, new_type, permutation=list(perm))
     new.result.name_hint = f"{value.name_hint or 'w'}_t"
     rewriter.insert_op(new, _before(op))
+    _TRANSPOSED.setdefault(owner, []).append(new)
     return new.result
+
+
+# the transposed copies made of each weight op, for reuse by its other readers
+_TRANSPOSED: weakref.WeakKeyDictionary[ParamOp, list[ParamOp]] = weakref.WeakKeyDictionary()
 
 
 def _before(op: Operation) -> InsertPoint:

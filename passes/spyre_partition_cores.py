@@ -42,6 +42,17 @@ def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None
         "choice": StringAttr(f"{split.gm}x{split.gn}"), "reason": StringAttr("set by the user")})
 
 
+def _scored(shape: Shape, target: SpyreTarget) -> list[tuple[float, Split]]:
+    """Every legal split of `shape` with its best tiling's cycles, cheapest first."""
+    scored: list[tuple[float, Split]] = []
+    for split in candidate_splits(shape, target):
+        best = best_tiling(shape, split, target)
+        if best is not None:
+            scored.append((best[1].cycles, split))
+    scored.sort(key=lambda s: (s[0], s[1].cores))
+    return scored
+
+
 @dataclass(frozen=True)
 class SpyrePartitionCores(ModulePass):
     """Choose the core split of every kernel by predicted cycles."""
@@ -50,23 +61,22 @@ class SpyrePartitionCores(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
+        # the scores depend on the kernel's shape alone: the layers of a stack share them
+        scores: dict[Shape, list[tuple[float, Split]]] = {}
         for kernel in [o for o in op.walk() if isinstance(o, KernelOp)]:
             shape = analyze(kernel).shape()
             if "grid" in kernel.attributes:
                 _check_override(kernel, shape, target)
                 continue
-            scored: list[tuple[float, Split]] = []
-            for split in candidate_splits(shape, target):
-                best = best_tiling(shape, split, target)
-                if best is not None:
-                    scored.append((best[1].cycles, split))
+            if shape not in scores:
+                scores[shape] = _scored(shape, target)
+            scored = scores[shape]
             if not scored:
                 raise CompileError(
                     f"kernel @{kernel.sym_name.data}: no split of {shape.work()} "
                     f"fits {target.lx_usable_bytes} B of LX per core; reduce the sequence "
                     "length or the head dim of this kernel"
                 )
-            scored.sort(key=lambda s: (s[0], s[1].cores))
             cycles, split = scored[0]
             kernel.attributes["grid"] = int_array([split.gm, split.gn])
             one_core = next((c for c, s in scored if s.cores == 1), None)

@@ -80,9 +80,12 @@ def compile_program(
     print_ir: TextIO | None = None,
     on_stage: Callable[[str, float], None] | None = None,
     function: str | None = None,
+    pass_options: dict[str, dict[str, object]] | None = None,
 ) -> CompileResult:
     """Compile `program` (an ExportedProgram, a .pt2 path, or a hand-written KTIR .mlir
-    whose kernel `function` is compiled); write `output` if given."""
+    whose kernel `function` is compiled); write `output` if given. `pass_options` sets
+    options of named passes over the pipeline's own (e.g. `{"spyre-schedule-dataflow":
+    {"templates": False}}`)."""
     times: dict[str, float] = {}
     start = time.perf_counter()
     source = "<memory>"
@@ -108,7 +111,8 @@ def compile_program(
     for stage in pipeline:
         start = time.perf_counter()
         for name in stage.passes:
-            _run_pass(name, module, ctx, stage.options_of(name))
+            options = {**stage.options_of(name), **(pass_options or {}).get(name, {})}
+            _run_pass(name, module, ctx, options)
             if print_ir is not None:
                 print_ir.write(f"// -----// IR after {name} //----- //\n{module_text(module)}")
         times[stage.name] = time.perf_counter() - start

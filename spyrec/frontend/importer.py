@@ -210,6 +210,7 @@ class _Importer:
         self.values: dict[torch.fx.Node, SSAValue | list[SSAValue]] = {}
         self.weights: dict[str, np.ndarray] = {}
         self.weight_dtypes: dict[str, torch.dtype] = {}
+        self._tied: dict[tuple[object, ...], ParamOp] = {}
 
     def run(self) -> ImportedProgram:
         sig = self.ep.graph_signature
@@ -231,7 +232,7 @@ class _Importer:
         outputs: list[TensorSpec] = []
         for node in nodes:
             if node.op == "placeholder" and node.name in param_names:
-                self._param(builder, node, param_names[node.name], state[param_names[node.name]])
+                self._state(builder, node, param_names[node.name], state[param_names[node.name]])
             elif node in folding.constants:
                 self._folded(builder, node, folding.constants[node])
             elif node in folding.folded:
@@ -258,6 +259,18 @@ class _Importer:
         op = self._param(builder, node, name, value)
         op.attributes["fx_node"] = StringAttr(node.name)
         op.attributes["source"] = StringAttr(source_line(node))
+
+    def _state(self, builder: Builder, node: torch.fx.Node, name: str,
+               tensor: torch.Tensor) -> None:
+        """A parameter, buffer or constant; one tensor lifted under several names (a module
+        reused across layers, tied embeddings) becomes one weight, stored and placed once."""
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(),
+               tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+        tied = self._tied.get(key)
+        if tied is not None and tensor.numel():
+            self.values[node] = tied.result
+            return
+        self._tied[key] = self._param(builder, node, name, tensor)
 
     def _param(self, builder: Builder, node: torch.fx.Node, name: str,
                tensor: torch.Tensor) -> ParamOp:

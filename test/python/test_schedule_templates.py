@@ -142,3 +142,33 @@ def test_core_dependent_control_flow_falls_back_per_core() -> None:
     assert fast[name].attributes["spyre.schedule"].data == "per-core"  # type: ignore[attr-defined]
     for a, b in zip(fast[name].cores(), plain[name].cores(), strict=True):
         assert a.instrs() == b.instrs()
+
+
+def test_a_module_reused_by_every_layer_stores_its_weights_once() -> None:
+    """One FFN block applied three times: its weights are lifted under three names but are
+    one tensor, so the program holds them once (each transposed once), and runs right."""
+    import spyrec
+    from spyrec.demo import FFNBlock
+
+    class Tied(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = torch.nn.ModuleList([FFNBlock(128)] * 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    torch.manual_seed(0)
+    model = Tied().half().eval()
+    x = torch.randn(1, 32, 128).half()
+    exe = spyrec.compile(torch.export.export(model, (x,)))
+    names = [b.name for b, _ in exe.binary.weights]
+    assert len(names) == 4, names  # the norm weight and the three transposed projections
+    with torch.no_grad():
+        expected = model(x).float()
+    out = exe(x).float()
+    scale = expected.abs().max().item()
+    tol = exe.tolerance(scale)
+    assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
