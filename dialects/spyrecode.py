@@ -16,7 +16,10 @@ earlier instructions of the same core it waits for.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
+
+import numpy as np
 
 from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, StringAttr, i8, i64
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region
@@ -32,8 +35,9 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from spyrec.runtime.isa import (SPECS_BY_NAME, EncodingError, Instr, OpSpec, ProgramError,
-                                check_program, decode_program, encode_program, loop_spans)
+from spyrec.runtime.isa import (LOOP_OPS, SPECS_BY_NAME, EncodingError, Instr, OpSpec,
+                                ProgramError, check_program, decode_program, encode_program,
+                                loop_spans)
 
 
 @irdl_op_definition
@@ -135,13 +139,62 @@ class CoreOp(IRDLOperation):
             raise VerifyException(f"spyrecode.core {core}: `code` is an array<i8>, not of "
                                   f"{self.code.elt_type}")
         try:
-            check_program(decode_program(self.code.data.data))
+            check_encoded(self.code.data.data)
         except ProgramError as error:
             raise VerifyException(f"spyrecode.core {core}: instruction {error.pc}: "
                                   f"{error.reason}") from None
         except EncodingError as error:
             raise VerifyException(f"spyrecode.core {core}: `code` does not decode: "
                                   f"{error}") from None
+
+
+_HEADER = struct.Struct("<BBH")  # opcode, unit, dependence count (isa.encode_program)
+_SPEC_BY_CODE = {spec.code: spec for spec in SPECS_BY_NAME.values()}
+_LOOP_CODES = frozenset(SPECS_BY_NAME[name].code for name in LOOP_OPS)
+
+
+def check_encoded(code: bytes) -> None:
+    """`check_program(decode_program(code))` for a loop-free program without decoding its
+    fields: the headers give each instruction's extent, and the dependences are checked
+    with NumPy (a packed decoder layer has tens of thousands of instructions). Programs
+    with loops take the full check."""
+    unpack = _HEADER.unpack_from
+    size = len(code)
+    starts: list[int] = []
+    counts: list[int] = []
+    pcs: list[int] = []
+    pos = pc = 0
+    while pos < size:
+        if pos + 4 > size:
+            raise EncodingError(f"truncated instruction header at byte {pos}")
+        opcode, _, ndeps = unpack(code, pos)
+        spec = _SPEC_BY_CODE.get(opcode)
+        if spec is None:
+            raise EncodingError(f"unknown opcode {opcode} at byte {pos}")
+        if opcode in _LOOP_CODES:
+            check_program(decode_program(code))
+            return
+        start = pos + 4 + 8 * len(spec.fields)
+        pos = start + 4 * ndeps
+        if pos > size:
+            raise EncodingError(f"truncated {spec.name} at byte {start - 8 * len(spec.fields) - 4}")
+        if ndeps:
+            starts.append(start)
+            counts.append(ndeps)
+            pcs.append(pc)
+        pc += 1
+    if not starts:
+        return
+    count = np.array(counts)
+    first = np.repeat(np.array(starts) - 4 * (np.cumsum(count) - count), count)
+    at = first + 4 * np.arange(int(count.sum()))  # byte offset of every dependence
+    raw = np.frombuffer(code, dtype=np.uint8).astype(np.int64)
+    deps = raw[at] | raw[at + 1] << 8 | raw[at + 2] << 16 | raw[at + 3] << 24
+    owner = np.repeat(np.array(pcs), count)
+    bad = np.flatnonzero(deps >= owner)
+    if bad.size:
+        i = int(bad[0])
+        raise ProgramError(int(owner[i]), f"depends on a later instruction (pc {int(deps[i])})")
 
 
 class InstrOp(IRDLOperation):

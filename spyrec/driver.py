@@ -20,6 +20,7 @@ import torch
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from spyrec.diagnostics import PassFailure, SpyrecError
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
@@ -57,11 +58,23 @@ def module_text(module: ModuleOp) -> str:
 
 
 def _run_pass(name: str, module: ModuleOp, ctx: Context,
-              options: dict[str, object] | None = None) -> None:
+              options: dict[str, object] | None = None,
+              verify_since: tuple[str, ...] | None = (),
+              ) -> None:
+    """Run pass `name`; then verify the module unless `verify_since` is None (it names the
+    passes run since the last verification, which a failure may come from)."""
     options = options or {}
     try:
         PASSES[name]()(**options).apply(ctx, module)
-        module.verify()
+        if verify_since is not None:
+            try:
+                module.verify()
+            except VerifyException as exc:
+                if verify_since:
+                    raise VerifyException(
+                        f"{exc}\n(verified after {', '.join([*verify_since, name])}; "
+                        "compile with verify_each_pass=True to name the pass)") from exc
+                raise
     except SpyrecError:
         raise
     except Exception as exc:
@@ -81,11 +94,14 @@ def compile_program(
     on_stage: Callable[[str, float], None] | None = None,
     function: str | None = None,
     pass_options: dict[str, dict[str, object]] | None = None,
+    verify_each_pass: bool = False,
 ) -> CompileResult:
     """Compile `program` (an ExportedProgram, a .pt2 path, or a hand-written KTIR .mlir
     whose kernel `function` is compiled); write `output` if given. `pass_options` sets
     options of named passes over the pipeline's own (e.g. `{"spyre-schedule-dataflow":
-    {"templates": False}}`)."""
+    {"templates": False}}`). The module is verified after each stage (after each pass with
+    `verify_each_pass` or `print_ir`): verifying a deep model's module costs about as much
+    as a pass, so eight verifications were a fifth of the compile (design note 26)."""
     times: dict[str, float] = {}
     start = time.perf_counter()
     source = "<memory>"
@@ -108,11 +124,19 @@ def compile_program(
     ctx = make_context()
     if print_ir is not None:
         print_ir.write(f"// -----// IR after frontend //----- //\n{module_text(module)}")
+    # IR that is shown keeps one op per instruction; the binary path packs the cores
+    shown = {"spyre-schedule-dataflow": {"packed": False}} if (
+        print_ir is not None or stop_after == "spyrecode") else {}
     for stage in pipeline:
         start = time.perf_counter()
         for name in stage.passes:
-            options = {**stage.options_of(name), **(pass_options or {}).get(name, {})}
-            _run_pass(name, module, ctx, options)
+            options = {**stage.options_of(name), **shown.get(name, {}),
+                       **(pass_options or {}).get(name, {})}
+            each = verify_each_pass or print_ir is not None
+            index = stage.passes.index(name)
+            since = None if not each and index < len(stage.passes) - 1 else (
+                () if each else stage.passes[:index])
+            _run_pass(name, module, ctx, options, since)
             if print_ir is not None:
                 print_ir.write(f"// -----// IR after {name} //----- //\n{module_text(module)}")
         times[stage.name] = time.perf_counter() - start

@@ -172,3 +172,30 @@ def test_a_module_reused_by_every_layer_stores_its_weights_once() -> None:
     scale = expected.abs().max().item()
     tol = exe.tolerance(scale)
     assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+
+
+def test_a_packed_core_is_verified_like_an_expanded_one() -> None:
+    """Packed cores decode and keep the dependence rule: only earlier instructions."""
+    import struct
+
+    from xdsl.utils.exceptions import VerifyException
+
+    from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
+    from spyrec.runtime.isa import Instr, encode_program
+
+    def load(*deps: int) -> Instr:
+        return Instr.make("dma.load", deps=deps, ddr=128, lx=0, rows=1, row_bytes=128,
+                          ddr_pitch=128, lx_pitch=128)
+
+    good = [load(), load(0), load(0, 1)]
+    program = program_from_instrs("k0", {0: good}, 1, packed=True)
+    program.verify()
+    assert program.cores()[0].instrs() == good
+    # instruction 0 waits for instruction 1 (encode_program itself refuses to write that)
+    header, fields = struct.Struct("<BBH"), struct.Struct("<6q")
+    forward = (header.pack(1, 0, 1) + fields.pack(*good[0].args) + struct.pack("<I", 1)
+               + header.pack(1, 0, 0) + fields.pack(*good[0].args))
+    with pytest.raises(VerifyException, match="instruction 0: depends on a later"):
+        program_from_encoded("k0", {0: forward}, 1).verify()
+    with pytest.raises(VerifyException, match="does not decode"):
+        program_from_encoded("k0", {0: encode_program(good)[:-3]}, 1).verify()
