@@ -293,6 +293,12 @@ class TemplateCache:
     interpret: Interpret
     stats: TemplateStats = field(default_factory=TemplateStats)
     _by_key: dict[object, Template | None] = field(default_factory=dict)
+    _ids: dict[tuple[object, ...], int] = field(default_factory=dict)
+
+    def structure(self, fn: func.FuncOp) -> int:
+        """A small id of `fn`'s `kernel_key`: equal for structurally identical kernels.
+        (The key is a long tuple of attributes, and tuples do not cache their hash.)"""
+        return self._ids.setdefault(kernel_key(fn), len(self._ids))
 
     def _template(self, key: object, fn: func.FuncOp, core: tuple[object, object],
                   nargs: int) -> Template | None:
@@ -315,7 +321,7 @@ class TemplateCache:
         cores), "per-core" (a template per core) or "plain" (some core interpreted
         directly)."""
         self.stats.launches += 1
-        key = kernel_key(fn) if key is None else key
+        key = self.structure(fn) if key is None else key
         gm, gn = grid
         nargs = len(args)
         cores = [(x, y) for y in range(gn) for x in range(gm)]

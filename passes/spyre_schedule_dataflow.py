@@ -53,7 +53,7 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
 from spyrec.passes.ktir_tiles import TRANSPOSE, tile_dims
-from spyrec.passes.schedule_templates import Affine, Symbolic, TemplateCache, index_value, kernel_key
+from spyrec.passes.schedule_templates import Affine, Symbolic, TemplateCache, index_value
 from spyrec.runtime.isa import (
     SPECS_BY_NAME,
     BinaryFn,
@@ -568,7 +568,7 @@ class SpyreScheduleDataflow(ModulePass):
             if isinstance(order, DenseArrayBase):  # hand-written KTIR: its own argument order
                 args = [args[i] for i in order.get_values()]
             if self.templates:
-                key = kernel_key(fn)
+                key = cache.structure(fn)
                 programs, how = cache.programs(fn, kernel_grid(fn), args, key, self.packed)
                 template = first_of.setdefault(key, name)
             else:
