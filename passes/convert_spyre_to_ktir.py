@@ -105,24 +105,30 @@ class _KernelBuilder(KtirBuilder):
         col0 = self.mul(y, self.const(nc))
         t = self.tiling
 
-        def m_body(mi: SSAValue) -> None:
-            r = self.add(row0, mi)
-            a_tile = None
-            if info.matmul and self._k_tiles() == 1:
-                a_tile = self._load_a(r, self.const(0))  # A row block stays resident over n
+        resident = self._resident()
 
-            def n_body(ni: SSAValue) -> None:
+        def out_tile(r: SSAValue, c: SSAValue, a: SSAValue | None, b: SSAValue | None) -> None:
+            self.env: dict[SSAValue, SSAValue] = {}
+            if info.matmul:
+                self.env[info.matmul.result] = self._matmul(r, c, a, b)
+            self._tile_graph(r, c)
+            for value in info.outputs:
+                self._store(value, r, c)
+
+        if resident == "b":  # columns outer: the K x tn block of B is loaded once per column
+            def n_outer(ni: SSAValue) -> None:
                 c = self.add(col0, ni)
-                self.env: dict[SSAValue, SSAValue] = {}
-                if info.matmul:
-                    self.env[info.matmul.result] = self._matmul(r, c, a_tile)
-                self._tile_graph(r, c)
-                for value in info.outputs:
-                    self._store(value, r, c)
+                b_tile = self._load_b(self.const(0), c)
+                self.loop(mc, t.tm, lambda mi: out_tile(self.add(row0, mi), c, None, b_tile))
 
-            self.loop(nc, t.tn, n_body)
+            self.loop(nc, t.tn, n_outer)
+        else:  # rows outer: with "a" the tm x K block of A is loaded once per row
+            def m_outer(mi: SSAValue) -> None:
+                r = self.add(row0, mi)
+                a_tile = self._load_a(r, self.const(0)) if resident == "a" else None
+                self.loop(nc, t.tn, lambda ni: out_tile(r, self.add(col0, ni), a_tile, None))
 
-        self.loop(mc, t.tm, m_body)
+            self.loop(mc, t.tm, m_outer)
         self.b.insert(func.ReturnOp())
         fn = func.FuncOp(self.name, ([IDX] * len(inner), []), Region(block))
         fn.attributes["grid"] = ArrayAttr([IntegerAttr(self.split.gm, 64),
@@ -138,10 +144,15 @@ class _KernelBuilder(KtirBuilder):
         })
         return fn
 
-    def _k_tiles(self) -> int:
-        assert self.info.matmul is not None
+    def _resident(self) -> str:
+        """The matmul operand kept in LX (spyre-tile's `resident`; a tile set without one
+        keeps A when K fits one tile)."""
+        if self.info.matmul is None:
+            return ""
+        if self.tiling.resident:
+            return self.tiling.resident
         kp = self.views[self.info.matmul.lhs][1][1]
-        return kp // self.tiling.tk
+        return "a" if kp == self.tiling.tk else "acc"
 
     def _load_a(self, r: SSAValue, k: SSAValue) -> SSAValue:
         mm = self.info.matmul
@@ -149,7 +160,16 @@ class _KernelBuilder(KtirBuilder):
         view = self.views[mm.lhs][0]
         return self.load(view, r, k, (self.tiling.tm, self.tiling.tk), mm.lhs.type.element_type)  # type: ignore[attr-defined]
 
-    def _matmul(self, r: SSAValue, c: SSAValue, a_resident: SSAValue | None) -> SSAValue:
+    def _load_b(self, k: SSAValue, c: SSAValue) -> SSAValue:
+        mm = self.info.matmul
+        assert mm is not None
+        view = self.views[mm.rhs][0]
+        return self.load(view, k, c, (self.tiling.tk, self.tiling.tn), mm.rhs.type.element_type)  # type: ignore[attr-defined]
+
+    def _matmul(self, r: SSAValue, c: SSAValue, a_resident: SSAValue | None,
+                b_resident: SSAValue | None) -> SSAValue:
+        """acc = A[r, :] @ B[:, c] over the K loop; a resident operand (its whole K, loaded
+        outside the loops) is read as it is, the other is loaded per K step."""
         mm = self.info.matmul
         assert mm is not None
         t = self.tiling
@@ -161,7 +181,7 @@ class _KernelBuilder(KtirBuilder):
         self.b = Builder(InsertPoint.at_end(block))
         ki, acc = block.args
         a = a_resident if a_resident is not None else self._load_a(r, ki)
-        b = self.load(self.views[mm.rhs][0], ki, c, (t.tk, t.tn), mm.rhs.type.element_type)  # type: ignore[attr-defined]
+        b = b_resident if b_resident is not None else self._load_b(ki, c)
         prod = self.matmul_generic(a, b, acc)
         self.b.insert(scf.YieldOp(prod))
         self.b, self.consts = outer, saved

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, TensorType, i64
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from spyrec.costmodel import AttentionShape, KernelShape, MoveShape, Split, Tiling
@@ -422,7 +422,8 @@ def read_tiling(kernel: KernelOp) -> Tiling:
     if not isinstance(tile, ArrayAttr):
         raise CompileError(f"kernel @{kernel.sym_name.data} has no tile; run spyre-tile first")
     tm, tn, tk = (t.value.data for t in tile.data)  # type: ignore[attr-defined]
-    return Tiling(tm, tn, tk)
+    resident = kernel.attributes.get("resident")
+    return Tiling(tm, tn, tk, resident.data if isinstance(resident, StringAttr) else "")
 
 
 def int_array(values: list[int]) -> ArrayAttr:

@@ -92,17 +92,21 @@ class SpyreFuse(ModulePass):
 
     name = "spyre-fuse"
 
+    enabled: bool = True
+    """false: every compute op becomes a kernel of its own (attention keeps its folded row
+    moves), so every intermediate goes through LPDDR; to measure what fusion gains."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         counter = 0
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if fn.body.blocks.first is None or "grid" in fn.attributes:
                 continue
-            for group in self._groups(fn.body.block):
+            for group in self._groups(fn.body.block, self.enabled):
                 _outline(group.ops, f"k{counter}")
                 counter += 1
 
     @staticmethod
-    def _groups(block: Block) -> list[_Group]:
+    def _groups(block: Block, enabled: bool = True) -> list[_Group]:
         groups: list[_Group] = []
         group_of: dict[Operation, _Group] = {}
         position = {op: index for index, op in enumerate(block.ops)}
@@ -122,7 +126,7 @@ class SpyreFuse(ModulePass):
                 group_of.update((o, group) for o in members)
                 continue
             target = None
-            if not isinstance(op, MatmulOp):
+            if enabled and not isinstance(op, MatmulOp):
                 owners = {group_of[v.owner] for v in op.operands if v.owner in group_of}
                 if len(owners) == 1:
                     candidate = owners.pop()

@@ -6,8 +6,11 @@ sticks, gm * gn <= the target's core count, each share an equal whole number of 
 128-byte sticks (so no core touches another core's sticks). An attention kernel splits its
 heads (batch x query heads) over gm and its query rows over gn; a data-movement kernel its
 runs of rows over gm and the rows of a run over gn. The split is the one with the
-fewest cycles predicted by the cost model, each split scored with its own best tiling; the
-choice, the reason and the best alternatives are recorded in `spyre.partition`. A `grid`
+fewest cycles predicted by the cost model, each split scored with its own best tiling and
+matmul loop order (so a split whose replicated operand reads outgrow its parallelism loses,
+and all 32 cores are used once the resident blocks keep the traffic from growing with the
+core count); the choice, the reason, the off-chip bytes and the best alternatives are
+recorded in `spyre.partition`. A `grid`
 already on a kernel is a user override: it is checked and kept.
 
     %r = spyre.kernel "k0"(...)                 // before
@@ -19,10 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    f64,
+    i64,
+)
 from xdsl.passes import ModulePass
 
-from spyrec.costmodel import Shape, Split, best_tiling, candidate_splits
+from spyrec.costmodel import Prediction, Shape, Split, Tiling, best_tiling, candidate_splits
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.kernel_analysis import analyze, int_array, read_split
@@ -42,14 +54,19 @@ def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None
         "choice": StringAttr(f"{split.gm}x{split.gn}"), "reason": StringAttr("set by the user")})
 
 
-def _scored(shape: Shape, target: SpyreTarget) -> list[tuple[float, Split]]:
-    """Every legal split of `shape` with its best tiling's cycles, cheapest first."""
-    scored: list[tuple[float, Split]] = []
+Scored = tuple[float, Split, Prediction, Tiling]
+
+
+def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
+            resident: str = "") -> list[Scored]:
+    """Every legal split of `shape` with its best tiling (and matmul loop order): cycles,
+    split, prediction, tiling; fewest cycles first, then fewest off-chip bytes, then cores."""
+    scored: list[Scored] = []
     for split in candidate_splits(shape, target):
-        best = best_tiling(shape, split, target)
+        best = best_tiling(shape, split, target, buffers, resident)
         if best is not None:
-            scored.append((best[1].cycles, split))
-    scored.sort(key=lambda s: (s[0], s[1].cores))
+            scored.append((best[1].cycles, split, best[1], best[0]))
+    scored.sort(key=lambda s: (s[0], s[2].offchip_bytes, s[1].cores))
     return scored
 
 
@@ -59,17 +76,25 @@ class SpyrePartitionCores(ModulePass):
 
     name = "spyre-partition-cores"
 
+    double_buffer: bool = True
+    """Score splits with ping-pong buffers (as spyre-tile will tile them); false: one slot."""
+
+    resident: str = ""
+    """Score matmul splits with this loop order only ("a", "b" or "acc"), as spyre-tile
+    will be told to use it; "": the cheapest."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
+        buffers = 2 if self.double_buffer else 1
         # the scores depend on the kernel's shape alone: the layers of a stack share them
-        scores: dict[Shape, list[tuple[float, Split]]] = {}
+        scores: dict[Shape, list[Scored]] = {}
         for kernel in [o for o in op.walk() if isinstance(o, KernelOp)]:
             shape = analyze(kernel).shape()
             if "grid" in kernel.attributes:
                 _check_override(kernel, shape, target)
                 continue
             if shape not in scores:
-                scores[shape] = _scored(shape, target)
+                scores[shape] = _scored(shape, target, buffers, self.resident)
             scored = scores[shape]
             if not scored:
                 raise CompileError(
@@ -77,18 +102,24 @@ class SpyrePartitionCores(ModulePass):
                     f"fits {target.lx_usable_bytes} B of LX per core; reduce the sequence "
                     "length or the head dim of this kernel"
                 )
-            cycles, split = scored[0]
+            cycles, split, pred, _ = scored[0]
             kernel.attributes["grid"] = int_array([split.gm, split.gn])
-            one_core = next((c for c, s in scored if s.cores == 1), None)
+            one_core = next((c for c, s, _, _ in scored if s.cores == 1), None)
             reason = (f"fewest predicted cycles of {len(scored)} even splits of "
-                      f"{shape.work()}")
+                      f"{shape.work()}; bound by {pred.bound}")
             if one_core and split.cores > 1:
                 reason += f"; {one_core / cycles:.1f}x faster than one core"
+            most = max(scored, key=lambda s: (s[1].cores, -s[0]))
+            if most[1].cores > split.cores:
+                reason += (f"; {most[1].cores} cores ({most[1].gm}x{most[1].gn}) would move "
+                           f"{most[2].offchip_bytes} B off chip against {pred.offchip_bytes} B")
             kernel.attributes["spyre.partition"] = DictionaryAttr({
                 "choice": StringAttr(f"{split.gm}x{split.gn}"),
                 "reason": StringAttr(reason),
                 "predicted_cycles": FloatAttr(round(cycles, 1), f64),
+                "offchip_bytes": IntegerAttr(pred.offchip_bytes, i64),
                 "alternatives": ArrayAttr([
-                    StringAttr(f"{s.gm}x{s.gn}: {c:.0f} cycles")
-                    for c, s in scored[1:1 + LEDGER_ALTERNATIVES]]),
+                    StringAttr(f"{s.gm}x{s.gn}: {c:.0f} cycles, {p.offchip_bytes} B off chip"
+                               f"{f' (resident {t.resident})' if t.resident else ''}")
+                    for c, s, p, t in scored[1:1 + LEDGER_ALTERNATIVES]]),
             })

@@ -8,7 +8,9 @@ convert-spyre-to-ktir). Guarantees:
   last reader has run is free for later launches, so peak scratch follows the live set.
 - every tile-producing op of a KTIR kernel (`ktdp.load`, `linalg.fill`, `linalg.generic`)
   has `lx_slots = array<i64: a, b>`: two 128-byte aligned LX offsets (ping-pong buffers, so
-  the next tile's DMA can fill one while compute reads the other). Elementwise steps that
+  the next tile's DMA can fill one while compute reads the other); a load that runs once
+  per core (a resident matmul block whose loops have one trip) gets one slot (a = b), and
+  so does every buffer with `double_buffer=false`. Elementwise steps that
   keep the element type reuse their input's slots in place when the input has no other use;
   the matmul and the row reductions accumulate in place in their `linalg.fill` buffer. The kernel's LX total is
   recorded as `spyre.lx_bytes` and checked against the target's usable LX.
@@ -22,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, scf
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -102,11 +104,14 @@ class SpyrePlaceMemory(ModulePass):
 
     name = "spyre-place-memory"
 
+    double_buffer: bool = True
+    """Two LX slots per streamed tile buffer (ping-pong); false: one, nothing overlaps."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
             if "grid" in fn.attributes:
-                _place_lx(fn, target)
+                _place_lx(fn, target, 2 if self.double_buffer else 1)
             elif fn.body.blocks.first is not None:
                 _place_lpddr(fn, target)
 
@@ -154,21 +159,43 @@ def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
         "activations": IntegerAttr(acts.high, i64), "weights": IntegerAttr(weights.high, i64)})
 
 
-def _place_lx(fn: func.FuncOp, target: SpyreTarget) -> None:
-    """Two slots per distinct tile buffer, in-place for elementwise steps and accumulation."""
+def executions(op: Operation) -> int | None:
+    """How often `op` runs on one core: the product of the trip counts of the `scf.for`
+    loops around it (None when a bound is not a constant)."""
+    count = 1
+    parent = op.parent_op()
+    while isinstance(parent, scf.ForOp):
+        bounds = []
+        for value in (parent.lb, parent.ub, parent.step):
+            owner = value.owner
+            if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, IntegerAttr):
+                return None
+            bounds.append(owner.value.value.data)
+        lb, ub, step = bounds
+        count *= max(0, -(-(ub - lb) // step))
+        parent = parent.parent_op()
+    return count
+
+
+def _place_lx(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> None:
+    """Two slots per distinct tile buffer (one when `buffers` is 1, and for a load that runs
+    once per core: a resident block outside every loop), in-place for elementwise steps and
+    accumulation."""
     slots: dict[SSAValue, tuple[int, int]] = {}
     next_free = 0
 
-    def fresh(value: SSAValue) -> tuple[int, int]:
+    def fresh(value: SSAValue, copies: int = buffers) -> tuple[int, int]:
         nonlocal next_free
         size = tile_bytes(value, target)
-        pair = (next_free, next_free + size)
-        next_free += 2 * size
+        pair = (next_free, next_free + size) if copies == 2 else (next_free, next_free)
+        next_free += copies * size
         return pair
 
     for inner in fn.walk():
         pair: tuple[int, int] | None = None
-        if isinstance(inner, LoadOp) or isinstance(inner, linalg.FillOp):
+        if isinstance(inner, LoadOp):
+            pair = fresh(inner.results[0], 1 if executions(inner) == 1 else buffers)
+        elif isinstance(inner, linalg.FillOp):
             pair = fresh(inner.results[0])
         elif isinstance(inner, linalg.GenericOp):
             init, src = inner.outputs[0], inner.inputs[0]

@@ -1,19 +1,24 @@
-"""spyre-tile: per-core tile shapes that fit LX with double buffering.
+"""spyre-tile: per-core tile shapes and matmul loop orders that fit LX with double buffering.
 
 Expects: kernels with a `grid` (after spyre-partition-cores). Guarantees: every kernel has
 `tile = [tm, tn, tk]` in elements: tm divides the core's rows, tn a whole number of
 128-byte sticks dividing the core's columns, tk whole sticks dividing the padded K (0 when
 there is no matmul), and the LX footprint of every streamed buffer doubled for ping-pong
-(A, B, accumulator, output and epilogue operand tiles) fits the usable LX. Among those, the
-tiling with the fewest predicted cycles wins (fewer, larger DMAs; A kept resident across
-the column loop when K fits one tile). An attention kernel's tile is
+(A, B, accumulator, output and epilogue operand tiles) fits the usable LX; a block the core
+loads only once needs no second slot. A matmul kernel also gets `resident`, the operand kept
+in LX while the other streams (`costmodel.Tiling`): "a" (the tm x K row block of A over the
+column loop), "b" (the K x tn column block of B over the row loop) or "acc" (K blocked
+innermost, the f32 accumulator resident). Among all (tile, order) pairs the one with the
+fewest predicted cycles wins, then the fewest off-chip bytes; the ledger lists the best of
+every other order with its cycles, bytes and LX. An attention kernel's tile is
 [query rows tq, padded value width, key rows]: the head's whole K and V stay in LX across
 its query tiles, and the budget check includes them; a data-movement kernel's is
 [rows of a run, padded width, 0]. Recorded in `spyre.tiling` with the LX bytes used. A
 `tile` already on a kernel is a user override: it is checked and kept.
 
     spyre.kernel "k0"(...) {grid = [8, 4]}                  // before
-    spyre.kernel "k0"(...) {grid = [8, 4], tile = [8, 64, 256], spyre.tiling = {...}}
+    spyre.kernel "k0"(...) {grid = [8, 4], tile = [8, 64, 256], resident = "b",
+                            spyre.tiling = {...}}               // after
 """
 
 from __future__ import annotations
@@ -33,60 +38,118 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.passes import ModulePass
 
-from spyrec.costmodel import Shape, Split, candidate_tilings, lx_footprint, predict
+from spyrec.costmodel import (
+    RESIDENCY_NAMES,
+    KernelShape,
+    Prediction,
+    Shape,
+    Split,
+    Tiling,
+    candidate_tilings,
+    lx_footprint,
+    padded_cols,
+    ranked_tilings,
+)
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.kernel_analysis import analyze, int_array, read_split, read_tiling
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
+LEDGER_ALTERNATIVES = 3
+
+
+def legacy_resident(shape: Shape, tiling: Tiling, target: SpyreTarget) -> str:
+    """The loop order of a `tile` set without `resident`: A kept when K fits one tile."""
+    if not isinstance(shape, KernelShape) or not shape.k:
+        return ""
+    return "a" if tiling.tk == padded_cols(shape.k, shape.in_itemsize, target) else "acc"
+
+
+def describe(pred: Prediction, tiling: Tiling) -> str:
+    """One ledger line: tile, loop order, predicted cycles, off-chip bytes and LX."""
+    order = f" resident {tiling.resident}" if tiling.resident else ""
+    return (f"{tiling.tm}x{tiling.tn}x{tiling.tk}{order}: {pred.cycles:.0f} cycles, "
+            f"{pred.offchip_bytes} B off chip, {pred.lx_bytes} B LX")
+
 
 def _check_override(kernel: KernelOp, shape: Shape, split: Split,
-                    target: SpyreTarget) -> None:
+                    target: SpyreTarget, buffers: int) -> None:
     """A `tile` already on the kernel is the user's decision: keep it if it is legal."""
     tiling = read_tiling(kernel)
-    if tiling not in candidate_tilings(shape, split, target):
+    if not tiling.resident:
+        tiling = Tiling(tiling.tm, tiling.tn, tiling.tk, legacy_resident(shape, tiling, target))
+    if tiling not in candidate_tilings(shape, split, target, buffers):
         raise CompileError(
             f"kernel @{kernel.sym_name.data}: tile [{tiling.tm}, {tiling.tn}, {tiling.tk}] must "
             f"{shape.tile_rule}, and fit {target.lx_usable_bytes} B of LX with double buffering "
-            f"(it needs {lx_footprint(shape, tiling)} B)")
+            f"(it needs {lx_footprint(shape, tiling, split, buffers, target)} B)")
+    if tiling.resident:
+        kernel.attributes["resident"] = StringAttr(tiling.resident)
     kernel.attributes["spyre.tiling"] = DictionaryAttr({
         "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),
         "reason": StringAttr("set by the user"),
-        "lx_bytes": IntegerAttr(lx_footprint(shape, tiling), i64)})
+        "lx_bytes": IntegerAttr(lx_footprint(shape, tiling, split, buffers, target), i64)})
+
+
+def _alternatives(options: list[tuple[Prediction, Tiling]]) -> list[tuple[Prediction, Tiling]]:
+    """The runners-up for the ledger: the best tiling of every other loop order first, then
+    the next best tilings overall."""
+    chosen = options[0][1]
+    picked: list[tuple[Prediction, Tiling]] = []
+    seen = {chosen.resident}
+    for pred, tiling in options[1:]:
+        if tiling.resident not in seen:
+            seen.add(tiling.resident)
+            picked.append((pred, tiling))
+    for option in options[1:]:
+        if len(picked) >= LEDGER_ALTERNATIVES:
+            break
+        if option not in picked:
+            picked.append(option)
+    return picked
 
 
 @dataclass(frozen=True)
 class SpyreTile(ModulePass):
-    """Choose each kernel's per-core tile shape by predicted cycles under the LX budget."""
+    """Choose each kernel's per-core tile shape and matmul loop order by predicted cycles
+    under the LX budget."""
 
     name = "spyre-tile"
 
+    double_buffer: bool = True
+    """Give every streamed buffer two LX slots (ping-pong); false: one, nothing overlaps."""
+
+    resident: str = ""
+    """Force every matmul kernel's loop order ("a", "b" or "acc"); "": the cheapest."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
+        buffers = 2 if self.double_buffer else 1
         for kernel in [o for o in op.walk() if isinstance(o, KernelOp)]:
             shape = analyze(kernel).shape()
             split = read_split(kernel)
             if "tile" in kernel.attributes:
-                _check_override(kernel, shape, split, target)
+                _check_override(kernel, shape, split, target, buffers)
                 continue
-            options = [(predict(shape, split, t, target), t)
-                       for t in candidate_tilings(shape, split, target)]
+            options = ranked_tilings(shape, split, target, buffers, self.resident)
             if not options:
                 raise CompileError(
                     f"kernel @{kernel.sym_name.data}: no tiling of its {split.gm}x{split.gn} "
                     f"split fits {target.lx_usable_bytes} B of LX per core")
-            options.sort(key=lambda o: (o[0].cycles, -(o[1].tm * o[1].tn * max(o[1].tk, 1))))
             pred, tiling = options[0]
             kernel.attributes["tile"] = int_array([tiling.tm, tiling.tn, tiling.tk])
+            reason = (f"fewest predicted cycles of {len(options)} tilings that fit LX; "
+                      f"bound by {pred.bound}")
+            if tiling.resident:
+                kernel.attributes["resident"] = StringAttr(tiling.resident)
+                reason += f"; {RESIDENCY_NAMES[tiling.resident]}"
             kernel.attributes["spyre.tiling"] = DictionaryAttr({
                 "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),
-                "reason": StringAttr(
-                    f"fewest predicted cycles of {len(options)} tilings that fit LX; "
-                    f"bound by {pred.bound}"),
+                "reason": StringAttr(reason),
                 "lx_bytes": IntegerAttr(pred.lx_bytes, i64),
                 "lx_budget": IntegerAttr(target.lx_usable_bytes, i64),
                 "predicted_cycles": FloatAttr(round(pred.cycles, 1), f64),
-                "alternatives": ArrayAttr([
-                    StringAttr(f"{t.tm}x{t.tn}x{t.tk}: {p.cycles:.0f} cycles")
-                    for p, t in options[1:4]]),
+                "offchip_bytes": IntegerAttr(pred.offchip_bytes, i64),
+                "alternatives": ArrayAttr([StringAttr(describe(p, t))
+                                           for p, t in _alternatives(options)]),
             })

@@ -120,10 +120,17 @@ class Executable:
 
 def compile(program: torch.export.ExportedProgram | str | Path, output: str | Path | None = None,
             **options: Any) -> Executable:  # noqa: A001 - mirrors torch.compile
-    """Compile an ExportedProgram or a .pt2 path for Spyre; optionally write the .spyre."""
+    """Compile an ExportedProgram or a .pt2 path for Spyre; optionally write the .spyre.
+
+    Options: `numerics` ("dl16" or "ieee"), the switches of `spyrec.pipelines.
+    compile_options` (`fuse`, `double_buffer`, `resident`), and `compile_program`'s."""
     from spyrec.driver import compile_program
+    from spyrec.pipelines import compile_options
 
     numerics = options.pop("numerics", "dl16")
+    switches = {k: options.pop(k) for k in ("fuse", "double_buffer", "resident") if k in options}
+    if switches:
+        options["pass_options"] = compile_options(**switches)
     result = compile_program(program, output, **options)
     assert result.binary is not None
     return Executable(result.binary, numerics=numerics)

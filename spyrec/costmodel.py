@@ -19,7 +19,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from spyrec.target import SpyreTarget, round_up
+from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 
 @dataclass(frozen=True)
@@ -196,13 +196,32 @@ class Split:
         return self.gm * self.gn
 
 
+RESIDENCIES = ("a", "b", "acc")
+RESIDENCY_NAMES = {
+    "a": "A row block resident over the column loop",
+    "b": "B column block resident over the row loop",
+    "acc": "output-stationary, K-blocked, accumulator resident",
+}
+
+
 @dataclass(frozen=True)
 class Tiling:
-    """Per-core tile extents in elements: rows, output columns, contraction."""
+    """Per-core tile extents in elements: rows, output columns, contraction; and, for a
+    matmul, which operand stays in LX while the other streams (`resident`):
+
+    - "a": loop rows outer, columns inner; the tm x K row block of A is loaded once per row
+      tile and kept over the column loop (tk = the whole padded K);
+    - "b": loop columns outer, rows inner; the K x tn column block of B is loaded once per
+      column tile and kept over the row loop (tk = the whole padded K);
+    - "acc": rows, columns, then K innermost (tk < K); both operands stream and the f32
+      accumulator is the resident tile.
+    Kernels without a matmul have resident = "".
+    """
 
     tm: int
     tn: int
     tk: int
+    resident: str = ""
 
 
 @dataclass(frozen=True)
@@ -239,22 +258,56 @@ def dma_cycles_alone(nbytes: int, target: SpyreTarget, sharers: int = 1) -> floa
     return target.dma_setup_cycles + nbytes * sharers / target.lpddr_bytes_per_cycle
 
 
-def lx_footprint(shape: Shape, tiling: Tiling) -> int:
-    """LX bytes a core needs for `tiling`, with every streamed buffer doubled (ping-pong)."""
+@dataclass(frozen=True)
+class MatmulLoads:
+    """How often one core loads its A and B tiles under a tiling (and tiles per core)."""
+
+    a: int
+    b: int
+    tiles: int
+    k_steps: int
+
+
+def matmul_loads(shape: KernelShape, split: Split, tiling: Tiling,
+                 target: SpyreTarget) -> MatmulLoads:
+    """Loads per core of A tiles (tm x tk) and B tiles (tk x tn) for the tiling's loop order."""
+    out_cols = shape.col_sticks * shape.stick_elems
+    kp = padded_cols(shape.k, shape.in_itemsize, target) if shape.k else 0
+    nm = shape.rows // split.gm // tiling.tm
+    nn = out_cols // split.gn // tiling.tn
+    nk = kp // tiling.tk if shape.k and tiling.tk else 0
+    tiles = nm * nn
+    if tiling.resident == "a":
+        return MatmulLoads(nm, tiles, tiles, nk)
+    if tiling.resident == "b":
+        return MatmulLoads(tiles, nn, tiles, nk)
+    return MatmulLoads(tiles * nk, tiles * nk, tiles, nk)
+
+
+def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
+                 buffers: int = 2, target: SpyreTarget | None = None) -> int:
+    """LX bytes a core needs for `tiling`: every streamed buffer `buffers` times (2 =
+    ping-pong); a matmul operand the core loads only once (a resident block whose loop has
+    one trip, known when `split` is given) needs one copy, as spyre-place-memory gives it."""
     if isinstance(shape, AttentionShape):
-        return _attention_lx(shape, tiling)
+        return _attention_lx(shape, tiling) // 2 * buffers
     if isinstance(shape, MoveShape):
-        return 2 * tiling.tm * shape.row_bytes
+        return buffers * tiling.tm * shape.row_bytes
     tm, tn, tk = tiling.tm, tiling.tn, tiling.tk
     total = 0
     if shape.k:
-        total += 2 * tm * tk * shape.in_itemsize  # A tiles
-        total += 2 * tk * tn * shape.in_itemsize  # B tiles
-    total += 2 * shape.full_temps * tm * tn * 4  # fp32 accumulator and tile-graph values
-    total += 2 * shape.col_temps * tm * 128  # row reductions: one stick per row
-    total += 2 * shape.outputs * tm * tn * shape.out_itemsize  # output tiles
-    total += 2 * shape.row_operands * max(tn * shape.in_itemsize, 128)
-    total += 2 * shape.full_operands * tm * tn * shape.in_itemsize
+        a_copies = b_copies = buffers
+        if split is not None:
+            loads = matmul_loads(shape, split, tiling, target or DEFAULT_TARGET)
+            a_copies = 1 if loads.a == 1 else buffers
+            b_copies = 1 if loads.b == 1 else buffers
+        total += a_copies * tm * tk * shape.in_itemsize  # A tiles
+        total += b_copies * tk * tn * shape.in_itemsize  # B tiles
+    total += buffers * shape.full_temps * tm * tn * 4  # fp32 accumulator, tile-graph values
+    total += buffers * shape.col_temps * tm * 128  # row reductions: one stick per row
+    total += buffers * shape.outputs * tm * tn * shape.out_itemsize  # output tiles
+    total += buffers * shape.row_operands * max(tn * shape.in_itemsize, 128)
+    total += buffers * shape.full_operands * tm * tn * shape.in_itemsize
     return total
 
 
@@ -324,41 +377,41 @@ def _predict_move(shape: MoveShape, split: Split, tiling: Tiling,
                       lx_footprint(shape, tiling))
 
 
-def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget) -> Prediction:
-    """Predicted cycles of the kernel with this split and tiling."""
+def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
+            buffers: int = 2) -> Prediction:
+    """Predicted cycles of the kernel with this split and tiling (`buffers` = 1: no
+    ping-pong, so a tile's loads, compute and store run one after the other)."""
     if isinstance(shape, AttentionShape):
         return _predict_attention(shape, split, tiling, target)
     if isinstance(shape, MoveShape):
         return _predict_move(shape, split, tiling, target)
-    out_cols = shape.col_sticks * shape.stick_elems
-    kp = padded_cols(shape.k, shape.in_itemsize, target) if shape.k else 0
-    mc, nc = shape.rows // split.gm, out_cols // split.gn
-    nm, nn = mc // tiling.tm, nc // tiling.tn
-    nk = kp // tiling.tk if shape.k else 0
     tm, tn, tk = tiling.tm, tiling.tn, tiling.tk
     isz, osz = shape.in_itemsize, shape.out_itemsize
-    tiles = nm * nn
+    loads = matmul_loads(shape, split, tiling, target)
+    tiles, nk = loads.tiles, loads.k_steps
     a_tile, b_tile = tm * tk * isz, tk * tn * isz
-    # the A row block stays resident across the n loop when K fits one tile
-    a_loads = nm if nk == 1 else tiles * nk
     per_tile_in = shape.row_operands * tn * isz + shape.full_operands * tm * tn * isz
-    bytes_core = (a_loads * a_tile + tiles * nk * b_tile + tiles * per_tile_in
-                  + tiles * shape.outputs * tm * tn * osz)
-    dmas_core = (a_loads + tiles * nk * (1 if shape.k else 0)
-                 + tiles * (shape.outputs + shape.row_operands + shape.full_operands))
+    bytes_core = tiles * per_tile_in + tiles * shape.outputs * tm * tn * osz
+    dmas_core = tiles * (shape.outputs + shape.row_operands + shape.full_operands)
+    if shape.k:
+        bytes_core += loads.a * a_tile + loads.b * b_tile
+        dmas_core += loads.a + loads.b
     cores = split.cores
     dma = dmas_core * target.dma_setup_cycles + bytes_core * cores / target.lpddr_bytes_per_cycle
     # tile ops of >= 16 rows are split by rows over the corelets (one instruction each)
-    rows = tm // target.corelets_per_core if tm >= 16 and tm % 2 == 0 else tm
+    rows = _halves(tm, target)
     pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
     passes = max(1, shape.sfu_passes)
     sfu = tiles * sfu_cycles(rows, tn * 4, passes, target)
+    lx = lx_footprint(shape, tiling, split, buffers, target)
+    if buffers == 1:  # one slot per buffer: nothing overlaps
+        return Prediction(dma + pt + sfu, dma, pt, sfu, bytes_core * cores, lx)
     # pipeline fill (first loads) and drain (last epilogue and store)
     first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, shape.full_operands)
     fill = dma_cycles_alone(first_in, target, cores)
     drain = sfu_cycles(rows, tn * 4, passes, target) + dma_cycles_alone(tm * tn * osz, target, cores)
     cycles = max(dma, pt, sfu) + fill + drain
-    return Prediction(cycles, dma, pt, sfu, bytes_core * cores, lx_footprint(shape, tiling))
+    return Prediction(cycles, dma, pt, sfu, bytes_core * cores, lx)
 
 
 def _divisors(n: int) -> list[int]:
@@ -379,20 +432,22 @@ def candidate_splits(shape: Shape, target: SpyreTarget) -> list[Split]:
             if gm * gn <= target.num_cores]
 
 
-def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget) -> list[Tiling]:
-    """Tilings of one core's share that fit LX: tm | rows share, sticks of tn | cols share
-    (attention: tq | query rows share with the head's K and V resident; move: tm | run share,
-    1 for a broadcast run)."""
+def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
+                      buffers: int = 2) -> list[Tiling]:
+    """Tilings of one core's share that fit LX: tm | rows share, sticks of tn | cols share,
+    and for a matmul sticks of tk | K with the resident operand: "a" or "b" when tk is the
+    whole K, "acc" when K is blocked (attention: tq | query rows share with the head's K and
+    V resident; move: tm | run share, 1 for a broadcast run)."""
     budget = target.lx_usable_bytes
     if isinstance(shape, AttentionShape):
         tilings = [Tiling(tq, shape.value_cols, shape.kv_rows)
                    for tq in _divisors(shape.q_rows // split.gn)]
-        return [t for t in tilings if lx_footprint(shape, t) <= budget]
+        return [t for t in tilings if lx_footprint(shape, t, buffers=buffers) <= budget]
     if isinstance(shape, MoveShape):
         cols = shape.row_bytes // shape.itemsize
         tms = [1] if shape.broadcast else _divisors(shape.run // split.gn)
         return [Tiling(tm, cols, 0) for tm in tms
-                if lx_footprint(shape, Tiling(tm, cols, 0)) <= budget]
+                if lx_footprint(shape, Tiling(tm, cols, 0), buffers=buffers) <= budget]
     out_eps = shape.stick_elems
     in_eps = target.elems_per_stick(shape.in_itemsize)
     mc = shape.rows // split.gm
@@ -400,18 +455,38 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget) -> list[T
     k_sticks = shape.sticks(shape.in_itemsize, shape.k) if shape.k else 0
     tms = _divisors(mc)
     tns = [nc_sticks * out_eps] if shape.reduce else [d * out_eps for d in _divisors(nc_sticks)]
-    tks = [d * in_eps for d in _divisors(k_sticks)] if shape.k else [0]
-    return [Tiling(tm, tn, tk) for tm, tn, tk in itertools.product(tms, tns, tks)
-            if lx_footprint(shape, Tiling(tm, tn, tk)) <= budget]
+    if not shape.k:
+        tilings = [Tiling(tm, tn, 0) for tm, tn in itertools.product(tms, tns)]
+    else:
+        tilings = []
+        for tm, tn, d in itertools.product(tms, tns, _divisors(k_sticks)):
+            residents = ("a", "b") if d == k_sticks else ("acc",)
+            tilings.extend(Tiling(tm, tn, d * in_eps, r) for r in residents)
+    return [t for t in tilings if lx_footprint(shape, t, split, buffers, target) <= budget]
 
 
-def best_tiling(shape: Shape, split: Split,
-                target: SpyreTarget) -> tuple[Tiling, Prediction] | None:
-    """The tiling with the fewest predicted cycles (larger tiles break ties)."""
-    best: tuple[Tiling, Prediction] | None = None
-    for tiling in candidate_tilings(shape, split, target):
-        pred = predict(shape, split, tiling, target)
-        key = (pred.cycles, -(tiling.tm * tiling.tn * max(tiling.tk, 1)))
-        if best is None or key < (best[1].cycles, -(best[0].tm * best[0].tn * max(best[0].tk, 1))):
-            best = (tiling, pred)
-    return best
+def _size_key(tiling: Tiling) -> int:
+    return -(tiling.tm * tiling.tn * max(tiling.tk, 1))
+
+
+def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
+                   resident: str = "") -> list[tuple[Prediction, Tiling]]:
+    """Every tiling that fits, fewest predicted cycles first (then fewer off-chip bytes,
+    then larger tiles); `resident` keeps only matmul tilings of that loop order."""
+    options = [(predict(shape, split, t, target, buffers), t)
+               for t in candidate_tilings(shape, split, target, buffers)
+               if not (resident and t.resident) or t.resident == resident]
+    options.sort(key=lambda o: (o[0].cycles, o[0].offchip_bytes, _size_key(o[1]),
+                                o[1].resident))
+    return options
+
+
+def best_tiling(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
+                resident: str = "") -> tuple[Tiling, Prediction] | None:
+    """The tiling with the fewest predicted cycles (fewer bytes, then larger tiles break
+    ties)."""
+    ranked = ranked_tilings(shape, split, target, buffers, resident)
+    if not ranked:
+        return None
+    pred, tiling = ranked[0]
+    return tiling, pred

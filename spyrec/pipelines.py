@@ -49,6 +49,32 @@ KTIR_PIPELINE: tuple[Stage, ...] = (
     DEFAULT_PIPELINE[-1],
 )
 
+def compile_options(fuse: bool = True, double_buffer: bool = True,
+                    resident: str = "") -> dict[str, dict[str, object]]:
+    """Pass options for the user-facing compile switches (keyword arguments of
+    `spyrec.compile`, flags of `spyrec compile`), so each pass's gain can be measured:
+
+    - fuse=False: spyre-fuse puts every op in a kernel of its own;
+    - double_buffer=False: one LX slot per tile buffer (spyre-partition-cores and spyre-tile
+      plan with it, spyre-place-memory allocates it), so loads do not overlap compute;
+    - resident="a" | "b" | "acc": every matmul kernel uses that loop order (see
+      `spyrec.costmodel.Tiling`) instead of the cheapest one.
+    """
+    options: dict[str, dict[str, object]] = {}
+    if not fuse:
+        options["spyre-fuse"] = {"enabled": False}
+    planning: dict[str, object] = {}
+    if not double_buffer:
+        planning["double_buffer"] = False
+        options["spyre-place-memory"] = {"double_buffer": False}
+    if resident:
+        planning["resident"] = resident
+    if planning:
+        options["spyre-partition-cores"] = dict(planning)
+        options["spyre-tile"] = dict(planning)
+    return options
+
+
 STAGE_NAMES = tuple(s.name for s in DEFAULT_PIPELINE) + ("binary",)
 
 

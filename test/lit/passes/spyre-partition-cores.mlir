@@ -6,5 +6,5 @@
 // kernels are small (1.6 MFLOP each), so splitting mostly replicates the 32 KB weight reads:
 // the predicted best uses one or two cores, and the ledger lists the runners-up.
 // CHECK: spyre.kernel "k0"{{.*}}grid = [[[GM0:[0-9]+]] : i64, [[GN0:[0-9]+]] : i64], spyre.partition = {choice = "[[GM0]]x[[GN0]]", reason = "fewest predicted cycles of 11 even splits of 64 rows x 2 output sticks
-// CHECK-SAME: alternatives = ["{{[0-9]+x[0-9]+}}: {{[0-9]+}} cycles",
+// CHECK-SAME: alternatives = ["{{[0-9]+x[0-9]+}}: {{[0-9]+}} cycles, {{[0-9]+}} B off chip (resident {{a|b|acc}})",
 // CHECK: spyre.kernel "k1"{{.*}}grid = [{{[0-9]+}} : i64, {{[0-9]+}} : i64], spyre.partition = {choice =

@@ -11,14 +11,14 @@
 // CHECK: spyrecode.program "k0" attributes {{.*}}num_cores = 1 : i64
 // CHECK:   spyrecode.core attributes {id = 0 : i64}
 // CHECK-NEXT: spyrecode.dma_load {ddr = 0 : i64, lx = 0 : i64, rows = 64 : i64, row_bytes = 256 : i64, ddr_pitch = 256 : i64, lx_pitch = 256 : i64, unit = 0 : i64, deps = array<i64>}
-// CHECK-NEXT: spyrecode.dma_load {ddr = 17179869184 : i64, lx = 65536 : i64, rows = 128 : i64, row_bytes = 128 : i64
+// CHECK-NEXT: spyrecode.dma_load {ddr = 17179869184 : i64, lx = 49152 : i64, rows = 128 : i64, row_bytes = 128 : i64
 // CHECK-NEXT: spyrecode.dma_load {{.*}}rows = 1 : i64{{.*}}deps = array<i64>}
 // The second tile's B block: 64 columns (128 bytes) further into the weight, the other slot.
-// CHECK-NEXT: spyrecode.dma_load {ddr = 17179869312 : i64, lx = 81920 : i64, {{.*}}deps = array<i64>}
+// CHECK-NEXT: spyrecode.dma_load {ddr = 17179869312 : i64, lx = 65536 : i64, {{.*}}deps = array<i64>}
 // CHECK-NEXT: spyrecode.dma_load {{.*}}rows = 1 : i64{{.*}}deps = array<i64>}
-// CHECK-NEXT: spyrecode.pt_matmul {a = 0 : i64, b = 65536 : i64, c = 32768 : i64, m = 32 : i64, k = 128 : i64, n = 64 : i64, {{.*}}accumulate = 0 : i64, unit = 0 : i64, deps = array<i64: 0, 1>}
+// CHECK-NEXT: spyrecode.pt_matmul {a = 0 : i64, b = 49152 : i64, c = 16384 : i64, m = 32 : i64, k = 128 : i64, n = 64 : i64, {{.*}}accumulate = 0 : i64, unit = 0 : i64, deps = array<i64: 0, 1>}
 // The second half: 32 rows further into A (32 x 256 B = 8192) and into the accumulator.
-// CHECK-NEXT: spyrecode.pt_matmul {a = 8192 : i64, b = 65536 : i64, c = 40960 : i64, m = 32 : i64, {{.*}}unit = 1 : i64, deps = array<i64: 0, 1>}
+// CHECK-NEXT: spyrecode.pt_matmul {a = 8192 : i64, b = 49152 : i64, c = 24576 : i64, m = 32 : i64, {{.*}}unit = 1 : i64, deps = array<i64: 0, 1>}
 // CHECK-NEXT: spyrecode.sfu_binary {fn = 0 : i64, {{.*}}src1_pitch = 0 : i64{{.*}}unit = 0 : i64, deps = array<i64: 2, 5>}
 // CHECK-NEXT: spyrecode.sfu_binary {fn = 0 : i64, {{.*}}unit = 1 : i64, deps = array<i64: 2, 6>}
 // CHECK-NEXT: spyrecode.sfu_unary {fn = 1 : i64
@@ -26,7 +26,7 @@
 // CHECK-NEXT: spyrecode.sfu_unary {fn = 0 : i64, {{.*}}dst_dtype = 1 : i64
 // CHECK-NEXT: spyrecode.sfu_unary {fn = 0 : i64, {{.*}}dst_dtype = 1 : i64
 // CHECK-NEXT: spyrecode.dma_store {{.*}}deps = array<i64: 11, 12>}
-// CHECK-NEXT: spyrecode.pt_matmul {a = 0 : i64, b = 81920 : i64, {{.*}}deps = array<i64: 0, 3>}
+// CHECK-NEXT: spyrecode.pt_matmul {a = 0 : i64, b = 65536 : i64, {{.*}}deps = array<i64: 0, 3>}
 // k1 runs on two cores.
 // CHECK: spyrecode.program "k1" attributes {{.*}}num_cores = 2 : i64
 // CHECK: spyrecode.core attributes {id = 1 : i64}
