@@ -397,7 +397,11 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         bytes_core += loads.a * a_tile + loads.b * b_tile
         dmas_core += loads.a + loads.b
     cores = split.cores
-    dma = dmas_core * target.dma_setup_cycles + bytes_core * cores / target.lpddr_bytes_per_cycle
+    # a core's DMA engine spends a setup per descriptor; while it does, the other cores'
+    # transfers have the shared channel, so setups overlap other cores' bytes
+    channel = bytes_core * cores / target.lpddr_bytes_per_cycle
+    engine = dmas_core * target.dma_setup_cycles + bytes_core / target.lpddr_bytes_per_cycle
+    dma = max(channel + dmas_core * target.dma_setup_cycles / cores, engine)
     # tile ops of >= 16 rows are split by rows over the corelets (one instruction each)
     rows = _halves(tm, target)
     pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
@@ -409,8 +413,15 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     # pipeline fill (first loads) and drain (last epilogue and store)
     first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, shape.full_operands)
     fill = dma_cycles_alone(first_in, target, cores)
-    drain = sfu_cycles(rows, tn * 4, passes, target) + dma_cycles_alone(tm * tn * osz, target, cores)
-    cycles = max(dma, pt, sfu) + fill + drain
+    last_sfu = sfu_cycles(rows, tn * 4, passes, target)
+    tile_pt = pt / tiles if tiles else 0.0
+    if dma >= max(pt, sfu):
+        # DMA-bound: the first loads and the last store are part of `dma`; after the last
+        # load only that tile's matmul and epilogue remain
+        cycles = dma + tile_pt + last_sfu
+    else:
+        drain = last_sfu + dma_cycles_alone(tm * tn * osz, target, cores)
+        cycles = max(pt, sfu) + fill + drain
     return Prediction(cycles, dma, pt, sfu, bytes_core * cores, lx)
 
 
@@ -460,7 +471,7 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
     else:
         tilings = []
         for tm, tn, d in itertools.product(tms, tns, _divisors(k_sticks)):
-            residents = ("a", "b") if d == k_sticks else ("acc",)
+            residents = ("a", "b", "acc") if d == k_sticks else ("acc",)
             tilings.extend(Tiling(tm, tn, d * in_eps, r) for r in residents)
     return [t for t in tilings if lx_footprint(shape, t, split, buffers, target) <= budget]
 

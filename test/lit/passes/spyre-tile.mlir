@@ -1,15 +1,14 @@
 // RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile | filecheck %s
 
-// k0 runs on one core: the whole 64x128 padded output in 64x64 tiles with K = 128 in one
-// step, A resident: its one 64-row block is loaded once, so it needs one slot, 64*128*2 =
-// 16384; every streamed buffer doubled: B 2*128*64*2 = 32768, f32 accumulator 2*64*64*4 =
-// 32768, fp16 output 2*64*64*2 = 16384, bias 2*64*2 = 256: 98560 B, well inside the
-// 1677696 B (80 % of 2 MiB, stick aligned) usable.
-// Off chip: A 64*128*2 = 16384 once, B 128*64*2 = 16384 per column tile (2), the bias row
-// 128 B per tile, the output 64*64*2 per tile: 16384 + 32768 + 256 + 16384 = 65792 B.
-// B resident (columns outer) needs the A block per tile: 82176 B, so it loses.
-// CHECK: spyre.kernel "k0"{{.*}}tile = [64 : i64, 64 : i64, 128 : i64], resident = "a", spyre.tiling = {choice = "64x64x128", reason = "fewest predicted cycles of {{[0-9]+}} tilings that fit LX; bound by {{[a-z]+}}; A row block resident over the column loop", lx_bytes = 98560 : i64, lx_budget = 1677696 : i64
-// CHECK-SAME: offchip_bytes = 65792 : i64
-// CHECK-SAME: alternatives = [{{.*}}resident b: {{[0-9]+}} cycles, {{[0-9]+}} B off chip, {{[0-9]+}} B LX"
+// k0 (64x100 @ 100x100 + bias, relu; padded to 64x128, K 128) is split 2x2 by
+// spyre-partition-cores: each core owns 32 rows and one 64-column stick. B resident with
+// 16x64x128 tiles: the core's 128x64 B block (16384 B) is loaded once, one LX slot; A tiles
+// 16x128 (4096 B), the f32 accumulator 16x64 (4096 B) and the fp16 output 16x64 (2048 B)
+// doubled, the bias row 2 x 128: 16384 + 8192 + 8192 + 4096 + 256 = 37120 B, well inside
+// the 1677696 B (80 % of 2 MiB, stick aligned) usable. Off chip per core: B 16384 + A 2 x
+// 4096 + bias 2 x 128 + output 2 x 2048 = 28928 B; 4 cores: 115712 B.
+// CHECK: spyre.kernel "k0"{{.*}}tile = [16 : i64, 64 : i64, 128 : i64], resident = "b", spyre.tiling = {choice = "16x64x128", reason = "fewest predicted cycles of {{[0-9]+}} tilings that fit LX; bound by {{[a-z]+}}; B column block resident over the row loop", lx_bytes = 37120 : i64, lx_budget = 1677696 : i64
+// CHECK-SAME: offchip_bytes = 115712 : i64
+// CHECK-SAME: alternatives = [{{.*}}resident a: {{[0-9]+}} cycles, {{[0-9]+}} B off chip, {{[0-9]+}} B LX"
 // k1 gets a tiling of its own split (whatever spyre-partition-cores chose).
 // CHECK: spyre.kernel "k1"{{.*}}tile = [{{[0-9]+}} : i64, {{[0-9]+}} : i64, {{[0-9]+}} : i64], resident = "{{a|b|acc}}", spyre.tiling = {choice =

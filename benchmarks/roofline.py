@@ -1,0 +1,202 @@
+"""Roofline suite: emulated time and off-chip traffic of single ops against the target's limits.
+
+One command measures fp16 GEMMs from 128 to 4096 (with sizes that are not multiples of 64),
+the memory-bound chain add -> gelu -> mul on 4096 x 4096, softmax / layer norm / RMS norm
+over rows, and SDPA prefill and decode, each compiled three ways: as spyrec compiles it,
+with fusion off (`fuse=False`) and with double buffering off (`double_buffer=False`):
+
+    .venv/bin/python benchmarks/roofline.py [--quick] [--only gemm|chain|norm|sdpa]
+                                            [--variants default,nofuse,nobuf]
+
+Per case and variant it prints emulated µs (the emulator in timing-only mode: the schedule
+and the profile, no data), the roofline bound of the whole program (max(flops / 98.3 TFLOPS,
+minimum bytes / 204.8 GB/s)), their ratio (1.0 = at the hardware's limit), off-chip bytes
+against the minimum (each input and weight read once, each output written once, unpadded),
+the LX peak of any core, and for a GEMM the core split, tile and resident operand chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr
+
+from spyrec.driver import compile_program
+from spyrec.pipelines import compile_options
+from spyrec.runtime.emulator import Emulator
+from spyrec.target import DEFAULT_TARGET
+
+VARIANTS: dict[str, dict[str, object]] = {
+    "default": {},
+    "nofuse": {"fuse": False},
+    "nobuf": {"double_buffer": False},
+}
+
+
+class Gemm(torch.nn.Module):
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(k, n) / k**0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.w
+
+
+class Chain(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x + y) * z
+
+
+class Softmax(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=-1)
+
+
+class Norm(torch.nn.Module):
+    def __init__(self, kind: str, n: int):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(n) if kind == "layernorm" else torch.nn.RMSNorm(n)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+
+class Sdpa(torch.nn.Module):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+@dataclass(frozen=True)
+class Case:
+    group: str
+    name: str
+    build: Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]
+    flops: int  # the program's useful flops (the matmuls; elementwise work is negligible)
+
+
+def gemm(m: int, k: int, n: int) -> Case:
+    return Case("gemm", f"gemm {m}x{k}x{n}",
+                lambda: (Gemm(k, n), (torch.randn(m, k),)), 2 * m * k * n)
+
+
+def rows(name: str, module: Callable[[], torch.nn.Module], m: int, n: int,
+         inputs: int = 1, group: str = "norm") -> Case:
+    return Case(group, f"{name} {m}x{n}",
+                lambda: (module(), tuple(torch.randn(m, n) for _ in range(inputs))), 0)
+
+
+def sdpa(heads: int, q_len: int, kv_len: int, dim: int = 64) -> Case:
+    kind = "decode" if q_len == 1 else "prefill"
+    return Case("sdpa", f"sdpa {kind} h{heads} L{q_len} S{kv_len} d{dim}",
+                lambda: (Sdpa(), (torch.randn(1, heads, q_len, dim),
+                                  torch.randn(1, heads, kv_len, dim),
+                                  torch.randn(1, heads, kv_len, dim))),
+                4 * heads * q_len * kv_len * dim)
+
+
+QUICK_GEMMS = [(128, 128, 128), (256, 1000, 320), (1000, 1500, 1000), (1024, 1024, 1024)]
+GEMMS = [(128, 128, 128), (256, 256, 256), (512, 512, 512), (256, 1000, 320),
+         (1000, 1500, 1000), (1024, 1024, 1024), (1500, 1000, 1500), (1024, 2048, 2048),
+         (2048, 2048, 2048), (128, 4096, 4096), (4096, 128, 4096), (4096, 4096, 4096)]
+
+
+def cases(quick: bool) -> list[Case]:
+    size = 1024 if quick else 4096
+    out = [gemm(*s) for s in (QUICK_GEMMS if quick else GEMMS)]
+    out.append(rows("add->gelu->mul", Chain, size, size, inputs=3, group="chain"))
+    out += [rows("softmax", Softmax, size, size),
+            rows("layernorm", lambda: Norm("layernorm", size), size, size),
+            rows("rmsnorm", lambda: Norm("rmsnorm", size), size, size)]
+    out += [sdpa(8, 256, 256) if quick else sdpa(8, 1024, 1024),
+            sdpa(8, 1, 1024) if quick else sdpa(8, 1, 2048)]
+    return out
+
+
+def min_bytes(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
+              output: torch.Tensor) -> int:
+    """Each input and weight read once, the output written once, unpadded."""
+    tensors = [*inputs, *module.parameters(), output]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _decisions(module) -> str:  # noqa: ANN001 - an xDSL ModuleOp
+    """The matmul kernels' split, tile and resident operand, from the decision ledger."""
+    found = []
+    for op in module.walk():
+        if not isinstance(op, func.FuncOp):
+            continue
+        ledger = op.attributes.get("spyre.decisions")
+        grid = op.attributes.get("grid")
+        if not isinstance(ledger, DictionaryAttr) or not isinstance(grid, ArrayAttr):
+            continue
+        resident = ledger.data.get("resident")
+        if not isinstance(resident, StringAttr):
+            continue
+        tile = ledger.data["tile"]
+        assert isinstance(tile, ArrayAttr)
+        dims = "x".join(str(t.value.data) for t in tile.data)  # type: ignore[attr-defined]
+        cores = "x".join(str(g.value.data) for g in grid.data)  # type: ignore[attr-defined]
+        found.append(f"{cores} / {dims} / {resident.data}")
+    return ", ".join(found) or "-"
+
+
+def measure(case: Case, variant: dict[str, object]) -> dict[str, object]:
+    torch.manual_seed(0)
+    module, inputs = case.build()
+    module = module.to(torch.float16).eval()
+    inputs = tuple(t.to(torch.float16) for t in inputs)
+    with torch.no_grad():
+        output = module(*inputs)
+    ep = torch.export.export(module, inputs)
+    start = time.perf_counter()
+    result = compile_program(ep, pass_options=compile_options(**variant))  # type: ignore[arg-type]
+    compile_s = time.perf_counter() - start
+    assert result.binary is not None
+    _, prof = Emulator(result.binary, mode="timing").run()
+    target = DEFAULT_TARGET
+    emulated = prof.emulated_us
+    flops = case.flops or prof.to_dict()["flops"]
+    least = min_bytes(module, inputs, output)
+    roofline = max(flops / target.peak_flops, least / target.lpddr_bytes_per_s) * 1e6
+    return {
+        "compile_s": compile_s, "kernels": len(result.binary.kernels), "us": emulated,
+        "roofline": roofline, "ratio": roofline / emulated, "bytes": prof.offchip_bytes / least,
+        "lx": prof.lx_peak_bytes, "blocking": _decisions(result.module),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
+    parser.add_argument("--only", choices=["gemm", "chain", "norm", "sdpa"])
+    parser.add_argument("--variants", default="default,nofuse,nobuf",
+                        help="comma-separated subset of " + ",".join(VARIANTS))
+    args = parser.parse_args()
+    variants = args.variants.split(",")
+    print("| case | variant | kernels | emulated µs | roofline µs | ratio | off-chip / min "
+          "| LX peak KiB | split / tile / resident | compile s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for case in cases(args.quick):
+        if args.only and case.group != args.only:
+            continue
+        for name in variants:
+            if name == "nofuse" and case.group == "gemm":
+                continue  # one op: nothing to fuse
+            try:
+                r = measure(case, VARIANTS[name])
+            except Exception as exc:  # noqa: BLE001 - a row that failed says why
+                print(f"| {case.name} | {name} | failed: {type(exc).__name__}: "
+                      f"{str(exc).splitlines()[0][:120]} |||||||")
+                continue
+            print(f"| {case.name} | {name} | {r['kernels']} | {r['us']:.1f} | {r['roofline']:.1f} "
+                  f"| {r['ratio']:.2f} | {r['bytes']:.2f} | {r['lx'] / 1024:.0f} "  # type: ignore[operator]
+                  f"| {r['blocking']} | {r['compile_s']:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
