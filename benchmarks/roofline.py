@@ -12,7 +12,9 @@ Per case and variant it prints emulated µs (the emulator in timing-only mode: t
 and the profile, no data), the roofline bound of the whole program (max(flops / 98.3 TFLOPS,
 minimum bytes / 204.8 GB/s)), their ratio (1.0 = at the hardware's limit), off-chip bytes
 against the minimum (each input and weight read once, each output written once, unpadded),
-the LX peak of any core, and for a GEMM the core split, tile and resident operand chosen.
+the LX peak of any core, and for a GEMM the core split, tile and resident operand chosen
+and the best time any blocking could reach without sharing operands between cores over the
+ring (`split_bound_us`), as a ratio to the emulated time.
 """
 
 from __future__ import annotations
@@ -77,11 +79,13 @@ class Case:
     name: str
     build: Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]
     flops: int  # the program's useful flops (the matmuls; elementwise work is negligible)
+    split_bound_us: float = 0.0  # a GEMM's best time with no operand shared between cores
 
 
 def gemm(m: int, k: int, n: int) -> Case:
     return Case("gemm", f"gemm {m}x{k}x{n}",
-                lambda: (Gemm(k, n), (torch.randn(m, k),)), 2 * m * k * n)
+                lambda: (Gemm(k, n), (torch.randn(m, k),)), 2 * m * k * n,
+                split_bound_us(m, k, n))
 
 
 def rows(name: str, module: Callable[[], torch.nn.Module], m: int, n: int,
@@ -117,6 +121,22 @@ def cases(quick: bool) -> list[Case]:
     return out
 
 
+def split_bound_us(m: int, k: int, n: int) -> float:
+    """The best time any blocking can reach when every core reads its own operands from
+    LPDDR (no sharing over the ring): over all core grids gm x gn <= 32, each core reading
+    its rows of A and columns of B exactly once, max(traffic / bandwidth, flops / the cores'
+    peak). Traffic is gn |A| + gm |B| + |C|: A is read by every core column, B by every row."""
+    target = DEFAULT_TARGET
+    a, b, c = 2 * m * k, 2 * k * n, 2 * m * n
+    best = float("inf")
+    for gm in range(1, target.num_cores + 1):
+        for gn in range(1, target.num_cores // gm + 1):
+            traffic = gn * a + gm * b + c
+            compute = 2 * m * k * n / (gm * gn * target.peak_flops_per_core)
+            best = min(best, max(traffic / target.lpddr_bytes_per_s, compute))
+    return best * 1e6
+
+
 def min_bytes(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
               output: torch.Tensor) -> int:
     """Each input and weight read once, the output written once, unpadded."""
@@ -124,7 +144,7 @@ def min_bytes(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def _decisions(module) -> str:  # noqa: ANN001 - an xDSL ModuleOp
+def _decisions(module) -> str:  # an xDSL ModuleOp
     """The matmul kernels' split, tile and resident operand, from the decision ledger."""
     found = []
     for op in module.walk():
@@ -167,6 +187,7 @@ def measure(case: Case, variant: dict[str, object]) -> dict[str, object]:
         "compile_s": compile_s, "kernels": len(result.binary.kernels), "us": emulated,
         "roofline": roofline, "ratio": roofline / emulated, "bytes": prof.offchip_bytes / least,
         "lx": prof.lx_peak_bytes, "blocking": _decisions(result.module),
+        "split_bound": case.split_bound_us / emulated if case.split_bound_us else None,
     }
 
 
@@ -179,8 +200,8 @@ def main() -> None:
     args = parser.parse_args()
     variants = args.variants.split(",")
     print("| case | variant | kernels | emulated µs | roofline µs | ratio | off-chip / min "
-          "| LX peak KiB | split / tile / resident | compile s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| LX peak KiB | split / tile / resident | no-sharing bound / emulated | compile s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for case in cases(args.quick):
         if args.only and case.group != args.only:
             continue
@@ -191,11 +212,12 @@ def main() -> None:
                 r = measure(case, VARIANTS[name])
             except Exception as exc:  # noqa: BLE001 - a row that failed says why
                 print(f"| {case.name} | {name} | failed: {type(exc).__name__}: "
-                      f"{str(exc).splitlines()[0][:120]} |||||||")
+                      f"{str(exc).splitlines()[0][:120]} ||||||||")
                 continue
+            bound = f"{r['split_bound']:.2f}" if r["split_bound"] else "-"
             print(f"| {case.name} | {name} | {r['kernels']} | {r['us']:.1f} | {r['roofline']:.1f} "
                   f"| {r['ratio']:.2f} | {r['bytes']:.2f} | {r['lx'] / 1024:.0f} "  # type: ignore[operator]
-                  f"| {r['blocking']} | {r['compile_s']:.1f} |", flush=True)
+                  f"| {r['blocking']} | {bound} | {r['compile_s']:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

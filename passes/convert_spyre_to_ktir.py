@@ -7,8 +7,11 @@ one element offset per input and output tensor, and the graph calls it with `spy
 
 Inside, each core (`ktdp.get_compute_tile_id`) owns rows [x*Mc, (x+1)*Mc) and columns
 [y*Nc, (y+1)*Nc) of the output. Views (`ktdp.construct_memory_view`) describe the stick-padded
-LPDDR tensors; `scf.for` loops walk the core's tiles; `ktdp.construct_access_tile` +
-`ktdp.load` bring tiles in; `linalg.matmul` accumulates in f32 over the K loop; each
+LPDDR tensors; `scf.for` loops walk the core's tiles in the order spyre-tile chose
+(`resident`): "a" rows outer with the tm x K block of A loaded before the column loop, "b"
+columns outer with the K x tn block of B loaded before the row loop, "acc" rows, columns,
+then the K loop loading both; `ktdp.construct_access_tile` + `ktdp.load` bring tiles in;
+a `matmul` generic accumulates in f32 over the K loop; each
 epilogue op is a `linalg.generic` on the f32 tile (tagged `spyre.fn` with the SFU function
 that implements it), a final one rounds to the output type, and `ktdp.store` writes it back.
 Attention and row-move kernels are built by `passes/ktir_attention.py`: their views make
@@ -17,9 +20,12 @@ floordiv / mod) of the head and row indices, and the attention body is a `matmul
 generic (B indexed (d1, d2): K as stored), a `causal_mask` generic (`linalg.index` against
 the tile's first query row, an index operand), the softmax generics and a `matmul` generic.
 
-    %r = spyre.kernel "k0"(%x, %w, %b) {grid = [1, 2], tile = [64, 128, 64]} {...}   // before
-    %r = spyre.launch @k0(%x, %w, %b) : ...                                          // after
+    %r = spyre.kernel "k0"(%x, %w, %b) {grid = [1, 2], tile = [64, 128, 256],
+                                        resident = "b"} {...}                 // before
+    %r = spyre.launch @k0(%x, %w, %b) : ...                                   // after
     func.func @k0(%x: index, %w: index, %b: index, %out: index) attributes {grid = [1, 2]}
+      scf.for %n ... { %bt = ktdp.load B[0, col0 + %n]       // K x 128, once per column
+        scf.for %m ... { %a = ktdp.load A[row0 + %m, 0] ... matmul(%a, %bt) ... } }
 """
 
 from __future__ import annotations

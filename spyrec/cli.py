@@ -59,6 +59,17 @@ def _stage_printer() -> Callable[[str, float], None]:
     return report
 
 
+def _switches(command: Callable[..., None]) -> Callable[..., None]:
+    """The compile switches of `spyrec.pipelines.compile_options` as command-line flags."""
+    command = click.option("--fuse/--no-fuse", default=True, show_default=True,
+                           help="Fuse ops into kernels (off: every op is a kernel).")(command)
+    command = click.option("--double-buffer/--no-double-buffer", default=True,
+                           show_default=True,
+                           help="Two LX slots per streamed tile (off: one, no overlap).")(command)
+    return click.option("--resident", type=click.Choice(["a", "b", "acc"]),
+                        help="Force every matmul's loop order (default: the cheapest).")(command)
+
+
 @main.command()
 @click.argument("model", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="The .spyre to write.")
@@ -66,17 +77,21 @@ def _stage_printer() -> Callable[[str, float], None]:
               help="Stop after this stage and print its IR (binary: write the .spyre).")
 @click.option("--print-ir-after-all", is_flag=True, help="Print the IR after every pass.")
 @click.option("--function", help="KTIR input (.mlir): the kernel to compile (if several).")
+@_switches
 def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,  # noqa: A001
-            function: str | None) -> None:
+            function: str | None, fuse: bool, double_buffer: bool,
+            resident: str | None) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
     from spyrec.driver import compile_program, module_text
+    from spyrec.pipelines import compile_options
 
     if emit == "binary" and output is None:
         output = model.with_suffix(".spyre")
     result = compile_program(model, output if emit == "binary" else None, stop_after=emit,
                              print_ir=sys.stdout if print_ir_after_all else None,
-                             on_stage=_stage_printer(), function=function)
+                             on_stage=_stage_printer(), function=function,
+                             pass_options=compile_options(fuse, double_buffer, resident or ""))
     if emit != "binary":
         if not print_ir_after_all:
             click.echo(module_text(result.module), nl=False)
@@ -221,14 +236,18 @@ def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
 
 @main.command()
 @click.argument("model", type=click.Path(path_type=Path))
-def explain(model: Path) -> None:
-    """Print each kernel's decisions for MODEL (a .pt2): fusion, core split, tiles, why."""
+@_switches
+def explain(model: Path, fuse: bool, double_buffer: bool, resident: str | None) -> None:
+    """Print each kernel's decisions for MODEL (a .pt2): fusion, core split, tiles and loop
+    order, why, and the alternatives' predicted cost."""
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
 
     from spyrec.dialects.spyre import KernelOp
     from spyrec.driver import compile_program
+    from spyrec.pipelines import compile_options
 
-    result = compile_program(model, stop_after="graph")
+    result = compile_program(model, stop_after="graph",
+                             pass_options=compile_options(fuse, double_buffer, resident or ""))
     for kernel in (op for op in result.module.walk() if isinstance(op, KernelOp)):
         attrs = kernel.attributes
         fused = attrs.get("fused")

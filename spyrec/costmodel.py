@@ -290,7 +290,7 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
     ping-pong); a matmul operand the core loads only once (a resident block whose loop has
     one trip, known when `split` is given) needs one copy, as spyre-place-memory gives it."""
     if isinstance(shape, AttentionShape):
-        return _attention_lx(shape, tiling) // 2 * buffers
+        return _attention_lx(shape, tiling, split, buffers)
     if isinstance(shape, MoveShape):
         return buffers * tiling.tm * shape.row_bytes
     tm, tn, tk = tiling.tm, tiling.tn, tiling.tk
@@ -311,20 +311,30 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
     return total
 
 
-def _attention_lx(shape: AttentionShape, tiling: Tiling) -> int:
-    """Two slots for every buffer spyre-place-memory gives an attention tile: Q, K, V, the
-    mask tile, fp32 scores (scaled and masked in place), the row max, the shifted scores
-    (exp in place), the row sum, P, the fp32 output accumulator and the converted output."""
+def _attention_lx(shape: AttentionShape, tiling: Tiling, split: Split | None = None,
+                  buffers: int = 2) -> int:
+    """`buffers` slots for every buffer spyre-place-memory gives an attention tile: Q, K, V,
+    the mask tile, fp32 scores (scaled and masked in place), the row max, the shifted scores
+    (exp in place), the row sum, P, the fp32 output accumulator and the converted output.
+    A load that runs once per core takes one slot: K and V when the core has one head, Q
+    and the mask when it also has one query tile (known when `split` is given)."""
     tq, s, isz = tiling.tm, shape.kv_rows, shape.in_itemsize
     row = shape.row_bytes
-    buffers = [
-        tq * row(shape.head_dim, isz), s * row(shape.head_dim, isz),
-        s * row(shape.value_dim, isz), tq * row(s, isz) if shape.mask else 0,
+    kv_copies = q_copies = buffers
+    if split is not None:
+        heads = shape.heads // split.gm
+        tiles = heads * (shape.q_rows // split.gn // tq)
+        kv_copies = 1 if heads == 1 else buffers
+        q_copies = 1 if tiles == 1 else buffers
+    loads_once = [s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)]
+    loads_per_tile = [tq * row(shape.head_dim, isz), tq * row(s, isz) if shape.mask else 0]
+    buffers_per_tile = [
         tq * row(s, 4), tq * 128, tq * row(s, 4), tq * 128, tq * row(s, isz),
         tq * row(shape.value_cols, 4),
         tq * row(shape.value_cols, shape.out_itemsize) if shape.out_itemsize != 4 else 0,
     ]
-    return 2 * sum(buffers)
+    return (kv_copies * sum(loads_once) + q_copies * sum(loads_per_tile)
+            + buffers * sum(buffers_per_tile))
 
 
 def _halves(rows: int, target: SpyreTarget) -> int:
@@ -361,7 +371,8 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     fill = dma_cycles_alone(kv_bytes + tile_in, target, cores)
     drain = dma_cycles_alone(tile_out, target, cores)
     cycles = max(dma, compute) + fill + drain
-    return Prediction(cycles, dma, pt, sfu, bytes_core * cores, _attention_lx(shape, tiling))
+    return Prediction(cycles, dma, pt, sfu, bytes_core * cores,
+                      _attention_lx(shape, tiling, split))
 
 
 def _predict_move(shape: MoveShape, split: Split, tiling: Tiling,
@@ -453,7 +464,7 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
     if isinstance(shape, AttentionShape):
         tilings = [Tiling(tq, shape.value_cols, shape.kv_rows)
                    for tq in _divisors(shape.q_rows // split.gn)]
-        return [t for t in tilings if lx_footprint(shape, t, buffers=buffers) <= budget]
+        return [t for t in tilings if lx_footprint(shape, t, split, buffers) <= budget]
     if isinstance(shape, MoveShape):
         cols = shape.row_bytes // shape.itemsize
         tms = [1] if shape.broadcast else _divisors(shape.run // split.gn)

@@ -54,3 +54,25 @@ def test_switches_off_match_eager():
     for exe in (unfused, spyrec.compile(ep, double_buffer=False)):
         tol = exe.tolerance(scale)
         assert (exe(x).float() - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+
+
+@pytest.mark.parametrize("resident", ["a", "b", "acc"])
+def test_predicted_bytes_are_the_moved_bytes(resident):
+    """The off-chip bytes spyre-tile predicts for a loop order are the bytes the emulator's
+    DMAs move (edge sticks included)."""
+    from spyrec.api import Executable
+    from spyrec.driver import compile_program
+    from spyrec.pipelines import compile_options
+
+    torch.manual_seed(0)
+    model = _Linear(1000, 130).to(torch.float16).eval()
+    x = torch.randn(72, 1000).to(torch.float16)
+    result = compile_program(torch.export.export(model, (x,)),
+                             pass_options=compile_options(resident=resident))
+    (program,) = [op for op in result.module.walk() if op.name == "spyrecode.program"]
+    ledger = program.attributes["spyre.decisions"].data
+    assert ledger["resident"].data == resident
+    predicted = ledger["spyre.tiling"].data["offchip_bytes"].value.data
+    exe = Executable(result.binary)
+    exe(x)
+    assert exe.last_profile.to_dict()["offchip_bytes"] == predicted
