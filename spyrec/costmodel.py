@@ -425,11 +425,11 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, shape.full_operands)
     fill = dma_cycles_alone(first_in, target, cores)
     last_sfu = sfu_cycles(rows, tn * 4, passes, target)
-    tile_pt = pt / tiles if tiles else 0.0
+    step_pt = pt / (tiles * nk) if shape.k and tiles else 0.0
     if dma >= max(pt, sfu):
         # DMA-bound: the first loads and the last store are part of `dma`; after the last
-        # load only that tile's matmul and epilogue remain
-        cycles = dma + tile_pt + last_sfu
+        # load only one K step's matmul and the last epilogue remain
+        cycles = dma + step_pt + last_sfu
     else:
         drain = last_sfu + dma_cycles_alone(tm * tn * osz, target, cores)
         cycles = max(pt, sfu) + fill + drain

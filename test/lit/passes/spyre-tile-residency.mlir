@@ -12,11 +12,13 @@
 // (8192 B, doubled), the f32 accumulator 16x128 (8192 B, doubled), the fp16 output 16x128
 // (4096 B, doubled): 65536 + 16384 + 16384 + 8192 = 106496 B of LX. Off chip per core:
 // B 65536 + A 16 x 8192 + output 256 x 128 x 2 = 65536, i.e. 262144 B; 8 cores: 2097152 B.
-// Output-stationary 128x128 tiles re-read B for each of 2 row tiles: 2621440 B.
+// Output-stationary with the whole 256x128 core block as the accumulator reads every byte
+// once too, but needs 491520 B of LX (the f32 accumulator 2 x 131072, the output 2 x 65536,
+// A 256x64 2 x 32768, B 64x128 2 x 16384) and its first matmul waits for a 32 KiB A tile.
 // CHECK-LABEL: func.func @wide
 // CHECK: tile = [16 : i64, 128 : i64, 256 : i64], resident = "b", spyre.tiling = {choice = "16x128x256", reason = "fewest predicted cycles of {{[0-9]+}} tilings that fit LX; bound by dma; B column block resident over the row loop", lx_bytes = 106496 : i64
 // CHECK-SAME: offchip_bytes = 2097152 : i64
-// CHECK-SAME: "128x128x256 resident acc: {{[0-9]+}} cycles, 2621440 B off chip, 458752 B LX"
+// CHECK-SAME: "256x128x64 resident acc: {{[0-9]+}} cycles, 2097152 B off chip, 491520 B LX"
 // Forced to keep A: the whole 256x256 A block (131072 B, one slot) over 64-column B tiles
 // (32768 B, doubled), accumulator 256x64 f32 (65536 B, doubled), output (32768 B, doubled):
 // 131072 + 65536 + 131072 + 65536 = 393216 B; the same 2097152 B, but the 128 KiB A block
