@@ -286,6 +286,14 @@ class _KernelBuilder(KtirBuilder):
         return self.elementwise(fn, inputs, maps, result_type, body)
 
 
+def build_kernel_func(kernel: KernelOp) -> func.FuncOp:
+    """The KTIR function of a tile-graph kernel with `grid` and `tile` (spyre-tile lowers
+    candidate tilings with it to count the LX spyre-place-memory will allocate)."""
+    info = analyze(kernel)
+    assert isinstance(info, KernelInfo)
+    return _KernelBuilder(info, kernel.sym_name.data).build()
+
+
 @dataclass(frozen=True)
 class ConvertSpyreToKtir(ModulePass):
     """Replace every spyre.kernel by a KTIR function and a spyre.launch of it."""

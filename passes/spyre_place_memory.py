@@ -178,9 +178,19 @@ def executions(op: Operation) -> int | None:
 
 
 def _place_lx(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> None:
+    """Place `fn`'s tiles in LX (`assign_lx_slots`) and refuse a kernel that overflows."""
+    total = assign_lx_slots(fn, target, buffers)
+    if total > target.lx_usable_bytes:
+        raise CompileError(
+            f"kernel @{fn.sym_name.data}: its tiles need {total} B of LX with double "
+            f"buffering but only {target.lx_usable_bytes} B are usable; rerun spyre-tile")
+    fn.attributes["spyre.lx_bytes"] = IntegerAttr(total, i64)
+
+
+def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> int:
     """Two slots per distinct tile buffer (one when `buffers` is 1, and for a load that runs
     once per core: a resident block outside every loop), in-place for elementwise steps and
-    accumulation."""
+    accumulation; sets `lx_slots` and returns the LX bytes used."""
     slots: dict[SSAValue, tuple[int, int]] = {}
     next_free = 0
 
@@ -213,11 +223,7 @@ def _place_lx(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> None:
             continue
         slots[inner.results[0]] = pair
         inner.attributes["lx_slots"] = DenseArrayBase.from_list(i64, list(pair))
-    if next_free > target.lx_usable_bytes:
-        raise CompileError(
-            f"kernel @{fn.sym_name.data}: its tiles need {next_free} B of LX with double "
-            f"buffering but only {target.lx_usable_bytes} B are usable; rerun spyre-tile")
-    fn.attributes["spyre.lx_bytes"] = IntegerAttr(next_free, i64)
+    return next_free
 
 
 def _is(attr: object, name: str) -> bool:
