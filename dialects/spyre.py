@@ -643,10 +643,116 @@ class LaunchOp(IRDLOperation):
         )
 
 
+
+# ---- channels-last windows (convolution, pooling) ---------------------------------------------
+
+
+def window_out_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Output extent of a window op along one spatial dim (floor mode, as torch's default)."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def window_block_cols(channels: int, taps: int, element: str) -> int:
+    """Columns of one tap's block in `spyre.window_rows`: the channels for a single tap,
+    the channels padded to whole sticks for several (so every block starts on a stick)."""
+    if taps == 1:
+        return channels
+    per_stick = STICK_BYTES // ELEMENT_BYTES[element]
+    return -(-channels // per_stick) * per_stick
+
+
+@irdl_op_definition
+class WindowRowsOp(IRDLOperation):
+    """Gathers the window rows of a channels-last image: im2col done by DMA.
+
+    The input is [N, H, W, C] (rows n, h, w; channels in the stick). For each output pixel
+    (n, ho, wo) and each tap (kh, kw) of `taps`, the result row holds input row
+    (n, ho * sh + kh * dh - ph, wo * sw + kw * dw - pw) in the tap's column block, or the
+    first row of `pad` where that pixel is outside the image (zero padding for a
+    convolution, a very negative value for max pooling). A block is C columns for a single
+    tap and C padded to whole sticks for several, so every block starts on a stick and a
+    convolution is this op followed by one matmul with K = taps x block.
+
+        %cols = spyre.window_rows %x, %pad {kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>,
+                  padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+                  taps = array<i64: 0, 0, 0, 1, ...>}
+                  : (tensor<2x32x32x3xf16>, tensor<32x3xf16>) -> tensor<2x32x32x576xf16>
+    """
+
+    name = "spyre.window_rows"
+    input = operand_def(TensorType)
+    pad = operand_def(TensorType)
+    kernel = prop_def(DenseArrayBase)
+    stride = prop_def(DenseArrayBase)
+    padding = prop_def(DenseArrayBase)
+    dilation = prop_def(DenseArrayBase)
+    taps = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = ("$input `,` $pad attr-dict `:` `(` type($input) `,` type($pad) `)` "
+                       "`->` type($result)")
+
+    def __init__(self, input: SSAValue, pad: SSAValue, kernel: Sequence[int],
+                 stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                 taps: Sequence[tuple[int, int]], result_type: Attribute,
+                 source_op: Operation | None = None):
+        flat = [i for tap in taps for i in tap]
+        super().__init__(operands=[input, pad], result_types=[result_type], properties={
+            "kernel": DenseArrayBase.from_list(i64, list(kernel)),
+            "stride": DenseArrayBase.from_list(i64, list(stride)),
+            "padding": DenseArrayBase.from_list(i64, list(padding)),
+            "dilation": DenseArrayBase.from_list(i64, list(dilation)),
+            "taps": DenseArrayBase.from_list(i64, flat)})
+        _provenance(self, source_op)
+
+    def pair(self, name: str) -> tuple[int, int]:
+        values = self.properties[name].get_values()  # type: ignore[attr-defined]
+        return int(values[0]), int(values[1])
+
+    @property
+    def tap_list(self) -> list[tuple[int, int]]:
+        flat = [int(v) for v in self.taps.get_values()]
+        return list(zip(flat[::2], flat[1::2]))
+
+    def out_hw(self) -> tuple[int, int]:
+        _, h, w, _ = self.input.type.get_shape()  # type: ignore[attr-defined]
+        return tuple(window_out_size(size, *args) for size, args in zip(  # type: ignore[return-value]
+            (h, w), zip(self.pair("kernel"), self.pair("stride"), self.pair("padding"),
+                        self.pair("dilation"))))
+
+    def block_cols(self) -> int:
+        """Columns of one tap's block: C, or C padded to whole sticks for several taps."""
+        ttype = self.input.type
+        assert isinstance(ttype, TensorType)
+        return window_block_cols(ttype.get_shape()[-1], len(self.tap_list),
+                                 str(ttype.element_type))
+
+    def verify_(self) -> None:
+        src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        pad = list(self.pad.type.get_shape())  # type: ignore[attr-defined]
+        if len(src) != 4:
+            raise VerifyException(f"spyre.window_rows: input of rank {len(src)}, expected "
+                                  "[N, H, W, C]")
+        taps = self.tap_list
+        kh, kw = self.pair("kernel")
+        if not taps or any(not (0 <= a < kh and 0 <= b < kw) for a, b in taps):
+            raise VerifyException(f"spyre.window_rows: taps {taps} outside the {kh}x{kw} "
+                                  "kernel")
+        ho, wo = self.out_hw()
+        want = [src[0], ho, wo, len(taps) * self.block_cols()]
+        if out != want:
+            raise VerifyException(f"spyre.window_rows: result shape {out}, expected {want}")
+        if pad != [max(wo, 1), src[3]]:
+            raise VerifyException(f"spyre.window_rows: pad rows of shape {pad}, expected "
+                                  f"{[max(wo, 1), src[3]]} (one output row of pad values)")
+
+
 Spyre = Dialect(
     "spyre",
     [ParamOp, AtenOp, MatmulOp, KernelOp, YieldOp, LaunchOp, CastOp, ReshapeOp, PermuteRowsOp,
-     ExpandRowsOp, SliceRowsOp, AttentionOp,
+     ExpandRowsOp, SliceRowsOp, AttentionOp, WindowRowsOp,
      *UNARY_OPS.values(), *BINARY_OPS.values(), *SCALAR_OPS.values(), *REDUCE_OPS.values()],
     [],
 )

@@ -64,6 +64,7 @@ from spyrec.passes.kernel_analysis import (
     read_tiling,
 )
 from spyrec.passes.ktir_attention import AttentionBuilder, MoveBuilder
+from spyrec.passes.ktir_window import WindowBuilder, WindowInfo
 from spyrec.passes.ktir_builder import (
     BINARY_BODIES,
     IDX,
@@ -309,6 +310,8 @@ class ConvertSpyreToKtir(ModulePass):
                 fn = AttentionBuilder(info, name).build()
             elif isinstance(info, MoveInfo):
                 fn = MoveBuilder(info, name).build()
+            elif isinstance(info, WindowInfo):
+                fn = WindowBuilder(info, name).build()
             else:
                 fn = _KernelBuilder(info, name).build()
             op.body.block.add_op(fn)

@@ -41,6 +41,7 @@ from spyrec.dialects.spyre import (
     KernelOp,
     MatmulOp,
     PermuteRowsOp,
+    WindowRowsOp,
     ReshapeOp,
     YieldOp,
     describe,
@@ -362,6 +363,10 @@ def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo:
     attention = [op for op in ops if isinstance(op, AttentionOp)]
     if attention:
         return _analyze_attention(kernel, attention[0], ops[:-1], list(term.values))
+    if len(ops) == 2 and isinstance(ops[0], WindowRowsOp):
+        from spyrec.passes.ktir_window import WindowInfo  # a window kernel (conv, pooling)
+
+        return WindowInfo(kernel, ops[0])  # type: ignore[return-value]
     if len(ops) == 2 and isinstance(ops[0], DATA_MOVES):
         move = ops[0]
         source = move.operands[0]

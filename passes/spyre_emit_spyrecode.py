@@ -22,7 +22,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
@@ -55,9 +55,20 @@ def _host_dtype(value: SSAValue) -> str:
     return HOST_DTYPE[element]
 
 
-def _binding(name: str, value: SSAValue) -> TensorBinding:
+def _binding(name: str, value: SSAValue, host_perms: Mapping[str, Attribute] | None = None
+             ) -> TensorBinding:
     shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
-    return TensorBinding(name, DeviceLayout(shape, _host_dtype(value)), addr_of(value))
+    perm_attr = (host_perms or {}).get(name)
+    if perm_attr is None:
+        return TensorBinding(name, DeviceLayout(shape, _host_dtype(value)), addr_of(value))
+    # a program input or output kept channels-last on the device (spyre-legalize's
+    # `spyre.host_perms`): the binding has the host's shape, the host permutes
+    perm = tuple(int(p) for p in perm_attr.get_values())  # type: ignore[attr-defined]
+    host = [0] * len(shape)
+    for device_dim, host_dim in enumerate(perm):
+        host[host_dim] = shape[device_dim]
+    return TensorBinding(name, DeviceLayout(tuple(host), _host_dtype(value), perm),
+                         addr_of(value))
 
 
 def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBinding, np.ndarray]:
@@ -109,8 +120,10 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
     names_attr = graph.attributes.get("spyre.output_names")
     out_names = ([n.data for n in names_attr.data] if isinstance(names_attr, ArrayAttr)  # type: ignore[attr-defined]
                  else [f"output{i}" for i in range(len(ret.arguments))])
-    inputs = [_binding(a.name_hint or f"input{a.index}", a) for a in block.args]
-    outputs = [_binding(n, v) for n, v in zip(out_names, ret.arguments)]
+    perms_attr = graph.attributes.get("spyre.host_perms")
+    perms = perms_attr.data if isinstance(perms_attr, DictionaryAttr) else {}
+    inputs = [_binding(a.name_hint or f"input{a.index}", a, perms) for a in block.args]
+    outputs = [_binding(n, v, perms) for n, v in zip(out_names, ret.arguments)]
     params = [o for o in block.ops if isinstance(o, ParamOp)]
     returned = set(ret.arguments)
     intermediates = [_binding(r.name_hint or "tmp", r) for o in block.ops

@@ -40,6 +40,7 @@ from spyrec.dialects.spyre import (
     AttentionOp,
     KernelOp,
     MatmulOp,
+    WindowRowsOp,
     ReshapeOp,
     YieldOp,
 )
@@ -53,7 +54,8 @@ from spyrec.passes.kernel_analysis import (
 
 
 def is_compute(op: Operation) -> bool:
-    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES)) or tile_op_kind(op) is not None
+    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES, WindowRowsOp)) \
+        or tile_op_kind(op) is not None
 
 
 
@@ -117,7 +119,7 @@ class SpyreFuse(ModulePass):
                 continue  # placed with its attention op
             if not is_compute(op):
                 continue
-            if isinstance(op, (AttentionOp, *DATA_MOVES)):
+            if isinstance(op, (AttentionOp, *DATA_MOVES, WindowRowsOp)):
                 members = plans.get(op, [op])  # type: ignore[call-overload]
                 group = _Group(members, position[members[0]], position[members[-1]],
                                rows_cols(op.results[0]),
@@ -183,6 +185,8 @@ def _outline(group: list[Operation], name: str) -> None:
                   "attention with its row moves folded into its reads and write")
     elif isinstance(group[0], DATA_MOVES):
         reason = "row move (DMA only)"
+    elif isinstance(group[0], WindowRowsOp):
+        reason = "window rows (im2col by DMA)"
     else:
         reason = ("single op" if len(group) == 1 else
                   "matmul with tile-op epilogue" if has_matmul else "tile-op graph")

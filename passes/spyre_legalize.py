@@ -51,6 +51,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import UnsupportedOpsError
+from spyrec.passes.conv import select_channels_last
 from spyrec.passes.eager_attention import EagerAttention, match_eager_attention
 from spyrec.dialects.spyre import (
     BINARY_OPS,
@@ -1214,6 +1215,10 @@ NOT_ON_DEVICE: dict[str, str] = {
 }
 
 
+# ---- channels-last images (passes/conv.py) ---------------------------------------------------
+CHANNELS_LAST_ELEMENTWISE = {*_UNARY, *_BINARY, "aten.clone.default", "aten.dropout.default"}
+
+
 def supported_targets() -> list[str]:
     return sorted(SELECTORS)
 
@@ -1239,6 +1244,10 @@ class SpyreLegalize(ModulePass):
         for aten in [a for a in atens if a.target.data == "aten.cat.default"]:
             _select(aten, rewriter, failures)
         _erase_dead_atens(atens)
+        # convolution, batch norm and pooling: channels-last, with the elementwise ops
+        # between them (`passes/conv.py`); what it reports is not selected again
+        reported = select_channels_last(op, rewriter, CHANNELS_LAST_ELEMENTWISE, failures)
+        atens = [o for o in op.walk() if isinstance(o, AtenOp) and o not in reported]
         for aten in [a for a in atens if a.parent is not None]:
             _select(aten, rewriter, failures)
         if failures:

@@ -47,6 +47,7 @@ from spyrec.dialects.spyre import (
     CastOp,
     MatmulOp,
     ParamOp,
+    WindowRowsOp,
     ReshapeOp,
     describe,
 )
@@ -186,7 +187,7 @@ class SpyreStickify(ModulePass):
                 )
             bias_zero = op.bias is None or zero.get(op.bias, False)
             return zero.get(op.rhs, False) and bias_zero
-        if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES)):
+        if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES, WindowRowsOp)):
             return zero.get(op.operands[0], False)  # rows move, each keeps its padding
         if isinstance(op, AttentionOp):
             # the output is P @ V over V's whole padded width: zero where V's padding is

@@ -45,6 +45,15 @@ class DeviceLayout:
 
     shape: tuple[int, ...]  # logical (host) shape
     host_dtype: str  # "float16", "bfloat16", "float32", "int32"
+    # device dim i is host dim perm[i] (a channels-last image: (0, 2, 3, 1)); the host
+    # permutes when it copies in and out, as it pads sticks and rounds to DL16
+    perm: tuple[int, ...] | None = None
+
+    @property
+    def device_shape(self) -> tuple[int, ...]:
+        if self.perm is None:
+            return self.shape
+        return tuple(self.shape[p] for p in self.perm)
 
     @property
     def device_dtype(self) -> DType:
@@ -52,11 +61,13 @@ class DeviceLayout:
 
     @property
     def rows(self) -> int:
-        return math.prod(self.shape[:-1]) if len(self.shape) > 1 else 1
+        shape = self.device_shape
+        return math.prod(shape[:-1]) if len(shape) > 1 else 1
 
     @property
     def cols(self) -> int:
-        return self.shape[-1] if self.shape else 1
+        shape = self.device_shape
+        return shape[-1] if shape else 1
 
     @property
     def elems_per_stick(self) -> int:
@@ -81,11 +92,16 @@ class DeviceLayout:
         return self.rows * self.cols * self.device_dtype.itemsize
 
     def to_dict(self) -> dict[str, object]:
-        return {"shape": list(self.shape), "dtype": self.host_dtype}
+        out: dict[str, object] = {"shape": list(self.shape), "dtype": self.host_dtype}
+        if self.perm is not None:
+            out["perm"] = list(self.perm)
+        return out
 
     @staticmethod
     def from_dict(data: dict[str, object]) -> DeviceLayout:
-        return DeviceLayout(tuple(int(s) for s in data["shape"]), str(data["dtype"]))  # type: ignore[union-attr]
+        perm = data.get("perm")
+        return DeviceLayout(tuple(int(s) for s in data["shape"]), str(data["dtype"]),  # type: ignore[union-attr]
+                            None if perm is None else tuple(int(p) for p in perm))  # type: ignore[union-attr]
 
 
 def _host_matrix(layout: DeviceLayout, host: np.ndarray) -> np.ndarray:
@@ -97,6 +113,8 @@ def _host_matrix(layout: DeviceLayout, host: np.ndarray) -> np.ndarray:
             f"host array is {tuple(host.shape)} {host.dtype}, "
             f"the layout wants {layout.shape} {layout.host_dtype}"
         )
+    if layout.perm is not None:
+        host = host.transpose(layout.perm)
     return host.reshape(layout.rows, layout.cols)
 
 
@@ -134,4 +152,7 @@ def from_device(layout: DeviceLayout, raw: np.ndarray, numerics: str = "dl16") -
             matrix = half_codec(numerics).decode(stored).astype(host_dtype)
     else:
         matrix = raw.view(host_dtype).reshape(layout.rows, layout.padded_cols)[:, : layout.cols]
-    return np.array(matrix).reshape(layout.shape)
+    if layout.perm is None:
+        return np.array(matrix).reshape(layout.shape)
+    inverse = tuple(int(i) for i in np.argsort(layout.perm))
+    return np.ascontiguousarray(np.array(matrix).reshape(layout.device_shape).transpose(inverse))

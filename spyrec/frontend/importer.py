@@ -48,6 +48,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import AtenOp, ParamOp
+from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.fold import fold_constants
 from spyrec.frontend.symbolic import Specialization, specialize
 
@@ -219,6 +220,8 @@ class _Importer:
         state = {**self.ep.state_dict, **self.ep.constants}
         folding = fold_constants(self.ep.graph, {node: state[name]
                                                  for node, name in param_names.items()})
+        convs = plan_convolutions(self.ep.graph, lambda n: state[param_names[n.name]] if (
+            n.op == "placeholder" and n.name in param_names) else folding.constants.get(n))
         nodes = list(self.ep.graph.nodes)
         user_inputs = [n for n in nodes if n.op == "placeholder" and n.name not in param_names]
         inputs = [TensorSpec(n.name, tuple(n.meta["val"].shape), n.meta["val"].dtype)
@@ -237,6 +240,10 @@ class _Importer:
                 self._folded(builder, node, folding.constants[node])
             elif node in folding.folded:
                 continue
+            elif node in convs.folded_norms:  # folded into its convolution's weights
+                self.values[node] = [self.values[convs.folded_norms[node]]]
+            elif node in convs.convs:
+                self._conv(builder, node, convs.convs[node])
             elif node.op == "call_function":
                 self._call(builder, node)
             elif node.op == "output":
@@ -286,6 +293,44 @@ class _Importer:
         op.result.name_hint = node.name
         self.values[node] = op.result
         return op
+
+    def _conv(self, builder: Builder, node: torch.fx.Node, prepared: ConvWeights) -> None:
+        """A convolution with its weight as the matrix of its taps (and a batch norm
+        folded in): `spyre.aten` with `kernel_size` added, which says the weight operand is
+        that [KH*KW*Cb, Cout] matrix (see `conv_weights`)."""
+        x = self._value(node.args[0], node)
+        operands, names = [x], [StringAttr("input")]
+        for role, tensor in (("weight", prepared.weight), ("bias", prepared.bias)):
+            if tensor is None:
+                continue
+            name = f"{node.name}.{role}"
+            param = self._param(builder, node, name, tensor)
+            param.attributes["fx_node"] = StringAttr(node.name)
+            param.attributes["source"] = StringAttr(source_line(node))
+            operands.append(param.result)
+            names.append(StringAttr(role))
+        bound = _bind(node.target._schema, node)  # type: ignore[union-attr]
+        args: dict[str, Attribute] = {}
+        for key, value in bound.items():
+            if not isinstance(value, torch.fx.Node) and value is not None:
+                attr = _arg_attr(value, f"node {node.name} argument '{key}'")
+                assert attr is not None
+                args[key] = attr
+        args["kernel_size"] = ArrayAttr([IntegerAttr(k, i64) for k in prepared.kernel])
+        out = node if prepared.batch_norm is None else prepared.batch_norm
+        if prepared.batch_norm is not None:
+            args["batch_norm"] = StringAttr(prepared.batch_norm.name)
+        val = out.meta["val"]
+        val = val[0] if isinstance(val, (list, tuple)) else val
+        op = AtenOp.create(
+            operands=operands,
+            result_types=[tensor_type(val, f"node {node.name} ({_target_name(node.target)})")],
+            properties={"target": StringAttr(_target_name(node.target)),
+                        "args": DictionaryAttr(args), "operand_names": ArrayAttr(names)},
+            attributes={"fx_node": StringAttr(node.name), "source": StringAttr(source_line(node))})
+        builder.insert(op)
+        op.results[0].name_hint = node.name
+        self.values[node] = op.results[0]
 
     def _value(self, arg: Any, user: torch.fx.Node) -> SSAValue:
         value = self.values.get(arg)

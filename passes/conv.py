@@ -1,0 +1,514 @@
+"""Channels-last op selection for convolution, batch norm and pooling (part of spyre-legalize).
+
+Images enter as NCHW, but on Spyre the channels belong in the stick: a convolution is a
+contraction over channels, and the row-sticked layout contracts over its innermost dim. So
+every 4-D value that a convolution, batch norm or pooling op touches is selected as
+[N, H, W, C] (rows n, h, w; channels along the 128-byte stick):
+
+- `aten.convolution` (2-D, groups 1, any kernel, stride, padding and dilation): the frontend
+  stores its weight as the [KH*KW*Cb, Cout] matrix of its taps (a batch norm that follows
+  it folded in, see `spyrec/frontend/conv_weights.py`), so the convolution is
+  `spyre.window_rows` (the window rows of every tap, one stick-aligned column block each;
+  im2col by DMA with zero padding) and one `spyre.matmul` with the bias; a 1x1 stride-1
+  convolution is the matmul alone;
+- batch norm in eval mode not folded into a convolution: (x - mean) * rsqrt(var + eps) *
+  weight + bias with per-channel rows, which broadcast along the stick;
+- `max_pool2d`: the elementwise maximum of one `spyre.window_rows` per tap, padded with the
+  lowest finite value (torch pads with -inf; each window holds at least one real pixel);
+- `avg_pool2d`, `_adaptive_avg_pool2d` with uniform windows and the mean over H and W
+  (global pooling): `spyre.window_rows` and a matmul by a constant [KH*KW*Cb, C] matrix of
+  1/(KH*KW) blocks;
+- elementwise ops (relu, the residual add, ...) on channels-last values are re-created on
+  the [N, H, W, C] values and selected as usual.
+
+Program inputs read only by such ops become channels-last inputs and 4-D outputs
+channels-last outputs: the host permutes them when it copies them in and out (the graph's
+`spyre.host_perms`), as it pads sticks and rounds to DL16. A flatten after a 1x1 pooling is
+free ([N, 1, 1, C] and [N, C] are the same rows). Any other use of a channels-last value in
+NCHW order would be a restickify on the device, which is not lowered: it is reported with
+the node that needs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from spyrec.dialects.spyre import (
+    BINARY_OPS,
+    SCALAR_OPS,
+    UNARY_OPS,
+    AtenOp,
+    MatmulOp,
+    ParamOp,
+    ReshapeOp,
+    WindowRowsOp,
+    describe,
+    window_block_cols,
+    window_out_size,
+)
+
+NHWC = (0, 2, 3, 1)  # device dim i is host dim NHWC[i]
+
+CONV = "aten.convolution.default"
+BATCH_NORM = "aten._native_batch_norm_legit_no_training.default"
+MAX_POOL = ("aten.max_pool2d_with_indices.default", "aten.max_pool2d.default")
+AVG_POOL = "aten.avg_pool2d.default"
+ADAPTIVE_AVG_POOL = "aten._adaptive_avg_pool2d.default"
+MEAN = "aten.mean.dim"
+FLOATS = ("f16", "bf16", "f32")
+# what max pooling pads with, per element type: below every value the device holds, yet
+# finite in the host type and in DL16 (whose largest finite magnitude is about 8.6e9)
+LOWEST = {"f16": -65504.0, "bf16": -(2.0**32), "f32": -3.4028234663852886e38}
+FREE_USERS = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+              "aten.flatten.using_ints", "aten.squeeze.dim", "aten.squeeze.dims")
+
+
+class Unsupported(Exception):
+    """One op cannot be selected channels-last; the message says why and what to do."""
+
+
+def _shape(value: SSAValue) -> list[int]:
+    assert isinstance(value.type, TensorType)
+    return list(value.type.get_shape())
+
+
+def _element(value: SSAValue) -> str:
+    assert isinstance(value.type, TensorType)
+    return str(value.type.element_type)
+
+
+def _nhwc_type(value: SSAValue) -> TensorType:
+    n, c, h, w = _shape(value)
+    assert isinstance(value.type, TensorType)
+    return TensorType(value.type.element_type, [n, h, w, c])
+
+
+def _ints(op: AtenOp, name: str, default: list[int] | None = None) -> list[int]:
+    attr = op.args.data.get(name)
+    if attr is None:
+        return list(default or [])
+    if isinstance(attr, IntegerAttr):
+        return [attr.value.data]
+    assert isinstance(attr, ArrayAttr)
+    return [a.value.data for a in attr.data]  # type: ignore[attr-defined]
+
+
+def _pair(values: list[int], default: int) -> tuple[int, int]:
+    if not values:
+        return default, default
+    return (values[0], values[0]) if len(values) == 1 else (values[0], values[1])
+
+
+def _flag(op: AtenOp, name: str, default: bool = False) -> bool:
+    attr = op.args.data.get(name)
+    if isinstance(attr, IntegerAttr):
+        return bool(attr.value.data)
+    return default
+
+
+def _operand(op: AtenOp, name: str) -> SSAValue | None:
+    names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
+    return op.operands[names.index(name)] if name in names else None
+
+
+@dataclass
+class _Selection:
+    """The channels-last values of one function and the ops they replace."""
+
+    fn: func.FuncOp
+    rewriter: Rewriter
+    nhwc: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    tainted: set[SSAValue] = field(default_factory=set)  # downstream of a reported failure
+    skip: set[AtenOp] = field(default_factory=set)
+    replaced: list[AtenOp] = field(default_factory=list)
+    inputs: dict[BlockArgument, BlockArgument] = field(default_factory=dict)
+
+    def emit(self, at: AtenOp, new: Operation) -> SSAValue:
+        for key in ("fx_node", "source"):
+            if key in at.attributes:
+                new.attributes[key] = at.attributes[key]
+        self.rewriter.insert_op(new, InsertPoint.before(at))
+        return new.results[0]
+
+    def channels_last(self, value: SSAValue, user: AtenOp) -> SSAValue:
+        """The [N, H, W, C] form of an NCHW operand of `user`."""
+        if value in self.nhwc:
+            return self.nhwc[value]
+        if len(_shape(value)) != 4:
+            raise Unsupported(f"an operand of shape {_shape(value)} (an [N, C, H, W] image is "
+                              "expected)")
+        if isinstance(value, BlockArgument):
+            block = value.block
+            new = block.insert_arg(_nhwc_type(value), value.index)
+            new.name_hint = value.name_hint
+            self.inputs[value] = new
+            self.nhwc[value] = new
+            return new
+        producer = value.owner
+        what = describe(producer) if isinstance(producer, Operation) else "its producer"
+        raise Unsupported(
+            f"its input comes from {what} in NCHW order; moving the channels into the stick "
+            "on the device is a restickify, which is not lowered. Feed it a program input, or "
+            "the output of a convolution, pooling, batch norm or elementwise op")
+
+    def pad_rows(self, at: AtenOp, x: SSAValue, wo: int, value: float) -> SSAValue:
+        """A constant [Wo, C] of `value`: what window rows outside the image read."""
+        c = _shape(x)[-1]
+        ttype = TensorType(x.type.element_type, [max(wo, 1), c])  # type: ignore[attr-defined]
+        name = f"{_fx_name(at)}.pad"
+        param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
+            ttype, [value] * (max(wo, 1) * c)))
+        param.result.name_hint = name.replace(".", "_")
+        return self.emit(at, param)
+
+    def windows(self, at: AtenOp, x: SSAValue, kernel: tuple[int, int],
+                stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int],
+                taps: list[tuple[int, int]], pad_value: float) -> SSAValue:
+        n, h, w, c = _shape(x)
+        ho, wo = (window_out_size(s, k, st, p, d) for s, k, st, p, d in
+                  zip((h, w), kernel, stride, padding, dilation))
+        if ho <= 0 or wo <= 0:
+            raise Unsupported(f"a {kernel[0]}x{kernel[1]} window on a {h}x{w} image has no "
+                              "output pixels")
+        pad = self.pad_rows(at, x, wo, pad_value)
+        cols = len(taps) * window_block_cols(c, len(taps), _element(x))
+        ttype = TensorType(x.type.element_type, [n, ho, wo, cols])  # type: ignore[attr-defined]
+        return self.emit(at, WindowRowsOp(x, pad, kernel, stride, padding, dilation, taps,
+                                          ttype))
+
+    def rows_matmul(self, at: AtenOp, lhs: SSAValue, rhs: SSAValue, bias: SSAValue | None,
+                    out_c: int) -> SSAValue:
+        """[N, Ho, Wo, K] @ [K, out_c] (+ bias) as [N, Ho, Wo, out_c]: rows are pixels."""
+        n, ho, wo, k = _shape(lhs)
+        element = lhs.type.element_type  # type: ignore[attr-defined]
+        flat = self.emit(at, ReshapeOp(lhs, TensorType(element, [n * ho * wo, k])))
+        y = self.emit(at, MatmulOp(flat, rhs, bias, TensorType(element, [n * ho * wo, out_c])))
+        return self.emit(at, ReshapeOp(y, TensorType(element, [n, ho, wo, out_c])))
+
+
+def _fx_name(op: Operation) -> str:
+    node = op.attributes.get("fx_node")
+    return node.data if isinstance(node, StringAttr) else op.name
+
+
+def _require_float(op: AtenOp) -> None:
+    for v in [*op.operands, *op.results]:
+        if _element(v) not in FLOATS:
+            raise Unsupported(f"element type {_element(v)} (only f16, bf16, f32 so far)")
+
+
+def _all_taps(kernel: tuple[int, int]) -> list[tuple[int, int]]:
+    return [(a, b) for a in range(kernel[0]) for b in range(kernel[1])]
+
+
+def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
+    _require_float(op)
+    x, weight, bias = (_operand(op, n) for n in ("input", "weight", "bias"))
+    assert x is not None and weight is not None
+    if len(_shape(x)) != 4:
+        raise Unsupported(f"a {len(_shape(x)) - 2}-D convolution (only 2-D convolutions, "
+                          "on [N, C, H, W] images, are lowered)")
+    if _flag(op, "transposed"):
+        raise Unsupported("a transposed convolution (not lowered; only forward convolutions "
+                          "are)")
+    groups = _ints(op, "groups", [1])[0]
+    if groups != 1:
+        raise Unsupported(
+            f"groups={groups} (grouped and depthwise convolutions are not lowered yet; use "
+            "groups=1, or write a depthwise layer as a full convolution)")
+    if "kernel_size" not in op.args.data:
+        raise Unsupported(
+            "its weight is not a constant: the frontend stores a convolution's weight as the "
+            "matrix of its taps, which needs the weight's data; make it a parameter or buffer")
+    kernel = _pair(_ints(op, "kernel_size"), 1)
+    stride = _pair(_ints(op, "stride"), 1)
+    padding = _pair(_ints(op, "padding"), 0)
+    dilation = _pair(_ints(op, "dilation"), 1)
+    xs = sel.channels_last(x, op)
+    out_c = _shape(op.results[0])[1]
+    if kernel == (1, 1) and stride == (1, 1) and padding == (0, 0):
+        return sel.rows_matmul(op, xs, weight, bias, out_c)  # the pixels are the rows
+    cols = sel.windows(op, xs, kernel, stride, padding, dilation, _all_taps(kernel), 0.0)
+    if _shape(weight)[0] != _shape(cols)[-1]:
+        raise Unsupported(f"a weight of {_shape(weight)[0]} rows for {_shape(cols)[-1]} window "
+                          "columns (the frontend's weight matrix does not match the taps)")
+    return sel.rows_matmul(op, cols, weight, bias, out_c)
+
+
+def _select_batch_norm(op: AtenOp, sel: _Selection) -> SSAValue:
+    _require_float(op)
+    if any(r.uses for r in op.results[1:]):
+        raise Unsupported("its saved mean or invstd outputs are used (training-mode batch "
+                          "norm is not lowered; export the model in eval mode)")
+    x = _operand(op, "input")
+    mean, var = _operand(op, "running_mean"), _operand(op, "running_var")
+    assert x is not None and mean is not None and var is not None
+    xs = sel.channels_last(x, op)
+    eps = op.args.data.get("eps")
+    eps_value = float(eps.value.data) if eps is not None else 1e-5  # type: ignore[attr-defined]
+    shifted = sel.emit(op, SCALAR_OPS["add"](var, eps_value, var.type))
+    scale = sel.emit(op, UNARY_OPS["rsqrt"](shifted, shifted.type))
+    weight, bias = _operand(op, "weight"), _operand(op, "bias")
+    if weight is not None:
+        scale = sel.emit(op, BINARY_OPS["mul"](scale, weight, scale.type))
+    y = sel.emit(op, BINARY_OPS["sub"](xs, mean, xs.type))
+    y = sel.emit(op, BINARY_OPS["mul"](y, scale, xs.type))
+    if bias is not None:
+        y = sel.emit(op, BINARY_OPS["add"](y, bias, xs.type))
+    return y
+
+
+def _pool_args(op: AtenOp) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    kernel = _pair(_ints(op, "kernel_size"), 1)
+    stride = _pair(_ints(op, "stride"), 0)
+    if stride == (0, 0):
+        stride = kernel  # torch: an empty stride is the kernel size
+    padding = _pair(_ints(op, "padding"), 0)
+    if _flag(op, "ceil_mode"):
+        raise Unsupported("ceil_mode=True (partial windows at the edge are not lowered; "
+                          "use ceil_mode=False)")
+    return kernel, stride, padding
+
+
+def _select_max_pool(op: AtenOp, sel: _Selection) -> SSAValue:
+    for v in (op.operands[0], op.results[0]):  # the indices output (i64) is checked below
+        if _element(v) not in FLOATS:
+            raise Unsupported(f"element type {_element(v)} (only f16, bf16, f32 so far)")
+    if len(op.results) > 1 and op.results[1].uses:
+        raise Unsupported("its indices output is used (only the pooled values are lowered)")
+    x = op.operands[0]
+    kernel, stride, padding = _pool_args(op)
+    dilation = _pair(_ints(op, "dilation"), 1)
+    xs = sel.channels_last(x, op)
+    lowest = LOWEST[_element(xs)]
+    result: SSAValue | None = None
+    for tap in _all_taps(kernel):
+        view = sel.windows(op, xs, kernel, stride, padding, dilation, [tap], lowest)
+        result = view if result is None else sel.emit(
+            op, BINARY_OPS["maximum"](result, view, view.type))
+    assert result is not None
+    return result
+
+
+def _average(op: AtenOp, sel: _Selection, xs: SSAValue, kernel: tuple[int, int],
+             stride: tuple[int, int], padding: tuple[int, int], divisor: int) -> SSAValue:
+    """The windows of every tap, then a matmul by blocks of identity / divisor."""
+    c = _shape(xs)[-1]
+    taps = _all_taps(kernel)
+    cols = sel.windows(op, xs, kernel, stride, padding, (1, 1), taps, 0.0)
+    block = window_block_cols(c, len(taps), _element(xs))
+    matrix = np.zeros((len(taps) * block, c))
+    for t in range(len(taps)):
+        matrix[t * block + np.arange(c), np.arange(c)] = 1.0 / divisor
+    ttype = TensorType(xs.type.element_type, list(matrix.shape))  # type: ignore[attr-defined]
+    name = f"{_fx_name(op)}.average"
+    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
+        ttype, [float(v) for v in matrix.reshape(-1)]))
+    param.result.name_hint = name.replace(".", "_")
+    return sel.rows_matmul(op, cols, sel.emit(op, param), None, c)
+
+
+def _select_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
+    _require_float(op)
+    kernel, stride, padding = _pool_args(op)
+    if padding != (0, 0) and not _flag(op, "count_include_pad", True):
+        raise Unsupported("count_include_pad=False with padding (the divisor would vary at "
+                          "the edges; not lowered)")
+    divisor = _ints(op, "divisor_override")
+    xs = sel.channels_last(op.operands[0], op)
+    return _average(op, sel, xs, kernel, stride, padding,
+                    divisor[0] if divisor else kernel[0] * kernel[1])
+
+
+def _select_adaptive_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
+    _require_float(op)
+    x = op.operands[0]
+    _, _, h, w = _shape(x)
+    oh, ow = _shape(op.results[0])[-2:]
+    if h % oh or w % ow:
+        raise Unsupported(
+            f"output size {oh}x{ow} of a {h}x{w} image (windows of different sizes are not "
+            "lowered; choose an output size that divides the input)")
+    kernel = (h // oh, w // ow)
+    return _average(op, sel, sel.channels_last(x, op), kernel, kernel, (0, 0),
+                    kernel[0] * kernel[1])
+
+
+def _is_spatial_mean(op: AtenOp) -> bool:
+    if op.target.data != MEAN or len(_shape(op.operands[0])) != 4:
+        return False
+    dims = sorted(d % 4 for d in _ints(op, "dim"))
+    return dims == [2, 3]
+
+
+def _select_mean(op: AtenOp, sel: _Selection) -> SSAValue:
+    _require_float(op)
+    x = op.operands[0]
+    _, _, h, w = _shape(x)
+    return _average(op, sel, sel.channels_last(x, op), (h, w), (h, w), (0, 0), h * w)
+
+
+SELECTORS = {
+    CONV: _select_conv,
+    BATCH_NORM: _select_batch_norm,
+    **{name: _select_max_pool for name in MAX_POOL},
+    AVG_POOL: _select_avg_pool,
+    ADAPTIVE_AVG_POOL: _select_adaptive_avg_pool,
+    MEAN: _select_mean,
+}
+
+
+def _is_anchor(op: AtenOp) -> bool:
+    target = op.target.data
+    return target in SELECTORS and (target != MEAN or _is_spatial_mean(op))
+
+
+def _elementwise_in_region(op: AtenOp, sel: _Selection, elementwise: set[str]) -> bool:
+    return (op.target.data in elementwise and len(op.results) == 1
+            and len(_shape(op.results[0])) == 4
+            and any(v in sel.nhwc for v in op.operands))
+
+
+def _recreate(op: AtenOp, sel: _Selection) -> SSAValue:
+    """The elementwise op on the channels-last forms of its operands."""
+    operands = []
+    for v in op.operands:
+        shape = _shape(v)
+        if len(shape) == 4:
+            operands.append(sel.channels_last(v, op))
+        elif all(d == 1 for d in shape):
+            operands.append(v)  # a one-element tensor broadcasts in any layout
+        else:
+            raise Unsupported(f"an operand of shape {shape} broadcast against an NCHW image "
+                              "(only full images and one-element tensors are lowered "
+                              "channels-last)")
+    new = AtenOp.create(operands=operands, result_types=[_nhwc_type(op.results[0])],
+                        properties=dict(op.properties), attributes=dict(op.attributes))
+    return sel.emit(op, new)
+
+
+def select_channels_last(module: ModuleOp, rewriter: Rewriter, elementwise: set[str],
+                         failures: list[str]) -> set[AtenOp]:
+    """Select every convolution, batch norm and pooling op channels-last (see the module
+    docstring); elementwise ops (`elementwise`: ATen targets) between them follow. Failures
+    are appended to `failures`, one per op, naming the node; the ops returned are left for
+    the error (a failed op and the region ops after it) and must not be selected again."""
+    skip: set[AtenOp] = set()
+    for fn in [o for o in module.walk() if isinstance(o, func.FuncOp)]:
+        if fn.body.blocks.first is None:
+            continue
+        atens = [o for o in fn.body.block.ops if isinstance(o, AtenOp)]
+        if not any(_is_anchor(a) for a in atens):
+            continue
+        sel = _Selection(fn, rewriter)
+        for aten in atens:
+            if any(v in sel.tainted for v in aten.operands):
+                sel.tainted.update(aten.results)
+                if _is_anchor(aten) or aten.target.data in elementwise:
+                    sel.skip.add(aten)  # the failure upstream is what to fix
+                continue
+            try:
+                if _is_anchor(aten):
+                    sel.nhwc[aten.results[0]] = SELECTORS[aten.target.data](aten, sel)
+                elif _elementwise_in_region(aten, sel, elementwise):
+                    sel.nhwc[aten.results[0]] = _recreate(aten, sel)
+                else:
+                    continue
+            except Unsupported as exc:
+                failures.append(f"{describe(aten)}: {exc}")
+                sel.skip.add(aten)
+                sel.tainted.update(aten.results)
+                continue
+            sel.replaced.append(aten)
+        _leave_region(sel, failures)
+        skip |= sel.skip
+    return skip
+
+
+def _leave_region(sel: _Selection, failures: list[str]) -> None:
+    """Give the uses outside the region their values: a free reshape for a flatten after a
+    1x1 pooling, a channels-last program output otherwise; erase the replaced ops."""
+    replaced = set(sel.replaced)
+    fn = sel.fn
+    block = fn.body.block
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    names_attr = fn.attributes.get("spyre.output_names")
+    names = [n.data for n in names_attr.data] if isinstance(names_attr, ArrayAttr) else []  # type: ignore[attr-defined]
+    perms: dict[str, Attribute] = {}
+    old_perms = fn.attributes.get("spyre.host_perms")
+    if isinstance(old_perms, DictionaryAttr):
+        perms.update(old_perms.data)
+    nhwc_perm = DenseArrayBase.from_list(i64, list(NHWC))
+    for old, new in list(sel.nhwc.items()):
+        if old.owner is None or isinstance(old, BlockArgument):
+            continue
+        if _is_anchor(old.owner) and old.owner.target.data == MEAN \
+                and len(_shape(old)) == 2:
+            # mean over H and W without keepdim: [N, 1, 1, C] is [N, C]
+            flat = sel.emit(old.owner, ReshapeOp(new, old.type))  # type: ignore[arg-type]
+            old.replace_all_uses_with(flat)
+            continue
+        for use in list(old.uses):
+            user = use.operation
+            if user in replaced:
+                continue
+            if isinstance(user, func.ReturnOp):
+                user.operands[use.index] = new
+                if use.index < len(names):
+                    perms[names[use.index]] = nhwc_perm
+                continue
+            if isinstance(user, AtenOp) and _free_flatten(user, new):
+                flat = sel.emit(user, ReshapeOp(new, user.results[0].type))
+                user.results[0].replace_all_uses_with(flat)
+                replaced.add(user)
+                sel.replaced.append(user)
+                continue
+            what = describe(user)
+            failures.append(
+                f"{what}: reads the channels-last output of {describe(old.owner)} in NCHW "  # type: ignore[arg-type]
+                "order, which would be a restickify on the device (not lowered); only "
+                "convolution, pooling, batch norm and elementwise ops, a flatten of a 1x1 "
+                "image and the program's outputs read channels-last values")
+    for aten in reversed(sel.replaced):
+        if any(r.uses for r in aten.results):
+            continue  # its failure is reported; the original stays for the error listing
+        aten.detach()
+        aten.erase()
+    for old, new in sel.inputs.items():
+        if old.uses:
+            continue  # a use outside the region was reported
+        perms[new.name_hint or f"input{new.index}"] = nhwc_perm
+        block.erase_arg(old)
+    if perms:
+        fn.attributes["spyre.host_perms"] = DictionaryAttr(perms)
+    fn.function_type = FunctionType.from_lists([a.type for a in block.args],
+                                               [v.type for v in ret.operands])
+
+
+def _free_flatten(user: AtenOp, value: SSAValue) -> bool:
+    """Is `user` a reshape of an [N, C, 1, 1] image to [N, C] (or [N, C, 1])? Then the
+    channels-last [N, 1, 1, C] is the same rows."""
+    if user.target.data not in FREE_USERS:
+        return False
+    n, h, w, c = _shape(value)
+    out = _shape(user.results[0])
+    return h == 1 and w == 1 and out[:1] == [n] and out[-1] == c and \
+        all(d == 1 for d in out[1:-1])

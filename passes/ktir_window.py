@@ -1,0 +1,247 @@
+"""Window-row kernels: the KTIR of `spyre.window_rows` (im2col by DMA).
+
+A window kernel is DMA only. Its input is a channels-last image [N, H, W, C] stored as
+N*H*W rows of C (padded to whole sticks); its output has one row per output pixel and one
+column block per tap. For a tap (kh, kw) the input row of pixel (n, ho, wo) is
+
+    n*H*W + (ho*sh + kh*dh - ph)*W + (wo*sw + kw*dw - pw)
+
+which, for a fixed (n, ho), is a run of stored rows `sw` apart: one strided DMA into the
+tap's block. The pixels whose input row lies outside the image (the padding) get rows of
+the kernel's `pad` operand instead: a constant loaded into LX once and stored wherever the
+padding falls. Which output rows are padding is static per tap, so the kernel is
+
+    per tap:  for n, ho with the input row inside:  load run, store run      (interior)
+                                                      store pad [wo_lo rows]   (left edge)
+                                                      store pad [Wo - wo_hi]   (right edge)
+              for n, ho above or below the image:     store pad [Wo rows]      (top, bottom)
+
+A run of rows `sw` apart is a box of the view [N*H*W / sw, sw * Cp] (as in
+`row_maps.RowMap.view_shape`); when N*H*W, H*W or sh*W is not a multiple of sw, the run is
+moved a row at a time. Cores split the images (grid [gm, 1], gm | N).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir.affine import AffineExpr
+from xdsl.rewriter import InsertPoint
+
+from spyrec.costmodel import MoveShape
+from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
+from spyrec.dialects.spyre import KernelOp, WindowRowsOp
+from spyrec.passes.ktir_builder import IDX, KtirBuilder
+from spyrec.passes.spyre_stickify import layout_of
+
+
+@dataclass
+class WindowInfo:
+    """A window kernel: one `spyre.window_rows`."""
+
+    kernel: KernelOp
+    op: WindowRowsOp
+
+    @property
+    def outputs(self) -> list[SSAValue]:
+        return [self.op.result]
+
+    def shape(self) -> MoveShape:
+        """The split is over images only (runs of one image each); a "row" of the move is
+        the LX a core holds: the pad rows and two run buffers of Wo rows per tap block."""
+        n, h, w, _ = self.op.input.type.get_shape()  # type: ignore[attr-defined]
+        _, wo = self.op.out_hw()
+        block = self.op.block_cols()
+        return MoveShape(rows=n, run=1, in_rows=n * h * w, cols=3 * max(wo, 1) * block,
+                         itemsize=_itemsize(self.op.input))
+
+
+def _itemsize(value: SSAValue) -> int:
+    return {"f16": 2, "bf16": 2, "f32": 4}[str(value.type.element_type)]  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class _TapPlan:
+    """Static bounds of one tap: output rows [ho_lo, ho_hi) and columns [wo_lo, wo_hi)
+    read inside the image."""
+
+    index: int
+    kh: int
+    kw: int
+    ho_lo: int
+    ho_hi: int
+    wo_lo: int
+    wo_hi: int
+
+
+def _valid(out: int, size: int, offset: int, stride: int) -> tuple[int, int]:
+    """[lo, hi) of output positions o with 0 <= o*stride + offset < size."""
+    lo = max(0, -(offset // stride))
+    hi = min(out, (size - 1 - offset) // stride + 1)
+    return lo, max(lo, hi)
+
+
+def tap_plans(op: WindowRowsOp) -> list[_TapPlan]:
+    _, h, w, _ = op.input.type.get_shape()  # type: ignore[attr-defined]
+    ho, wo = op.out_hw()
+    sh, sw = op.pair("stride")
+    ph, pw = op.pair("padding")
+    dh, dw = op.pair("dilation")
+    plans = []
+    for t, (kh, kw) in enumerate(op.tap_list):
+        ho_lo, ho_hi = _valid(ho, h, kh * dh - ph, sh)
+        wo_lo, wo_hi = _valid(wo, w, kw * dw - pw, sw)
+        plans.append(_TapPlan(t, kh, kw, ho_lo, ho_hi, wo_lo, wo_hi))
+    return plans
+
+
+class WindowBuilder(KtirBuilder):
+    """Builds the KTIR function of one window kernel."""
+
+    def __init__(self, info: WindowInfo, name: str):
+        super().__init__()
+        self.info = info
+        self.name = name
+        kernel = info.kernel
+        self.inner = [*kernel.body.block.args, *info.outputs]
+        self.outer = [*kernel.inputs, *kernel.results]
+        self.block = Block(arg_types=[IDX] * len(self.inner))
+        for arg, value in zip(self.block.args, self.outer):
+            arg.name_hint = value.name_hint
+        self.b = Builder(InsertPoint.at_end(self.block))
+        self.moved_bytes = 0
+
+    def _pointer(self, value: SSAValue) -> SSAValue:
+        return self.block.args[self.inner.index(value)]
+
+    def _cols(self, value: SSAValue) -> int:
+        return layout_of(self.outer[self.inner.index(value)]).padded_shape[-1]
+
+    def build(self) -> func.FuncOp:
+        op = self.info.op
+        grid = self.info.kernel.attributes["grid"]
+        gm = grid.data[0].value.data  # type: ignore[attr-defined]
+        n, h, w, _ = op.input.type.get_shape()  # type: ignore[attr-defined]
+        ho, wo = op.out_hw()
+        sh, sw = op.pair("stride")
+        ph, pw = op.pair("padding")
+        dh, dw = op.pair("dilation")
+        element = op.input.type.element_type  # type: ignore[attr-defined]
+        block, cp = op.block_cols(), self._cols(op.input)
+        per_core = n // gm
+        x, _ = self.b.insert(GetComputeTileIdOp(2)).results
+        image0 = self.mul(x, self.const(per_core))
+        rows_in = n * h * w
+        sigma = sw if sw > 1 and rows_in % sw == 0 and (h * w) % sw == 0 \
+            and (sh * w) % sw == 0 else 1
+        source = self.view(self._pointer(op.input), (rows_in // sigma, sigma * cp), element)
+        out_view = self.view(self._pointer(op.result), (n * ho * wo, self._cols(op.result)),
+                             element)
+        pad_view = self.view(self._pointer(op.pad), (max(wo, 1), self._cols(op.pad)), element)
+        itemsize = _itemsize(op.input)
+        stick_bytes = -(-block * itemsize // 128) * 128
+        plans = tap_plans(op)
+        # the pad rows never change: each width of padding is loaded once, before the loops
+        pads = {count: self.load(pad_view, self.const(0), self.const(0), (count, block), element)
+                for count in sorted(_pad_widths(plans, ho, wo))}
+        d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        for plan in plans:
+            col = plan.index * block
+            inside = plan.ho_hi - plan.ho_lo
+            # rows of the image above and below: whole output rows of padding
+            for lo, hi in ((0, plan.ho_lo), (plan.ho_hi, ho)):
+                if hi > lo:
+                    self._store_rows(out_view, image0, per_core, lo, hi, 0, wo, col, block,
+                                     pads, ho, wo)
+            if not inside:
+                continue
+            for lo, hi in ((0, plan.wo_lo), (plan.wo_hi, wo)):
+                if hi > lo:
+                    self._store_rows(out_view, image0, per_core, plan.ho_lo, plan.ho_hi, lo, hi,
+                                     col, block, pads, ho, wo)
+            count = plan.wo_hi - plan.wo_lo
+            if count <= 0:
+                continue
+            # flat input row of (image i, output row ho_lo + j, first valid column)
+            start = ((plan.ho_lo * sh + plan.kh * dh - ph) * w
+                     + plan.wo_lo * sw + plan.kw * dw - pw)
+            self.moved_bytes += 2 * n * inside * count * stick_bytes
+
+            def image_body(i: SSAValue, plan: _TapPlan = plan, start: int = start,
+                           count: int = count, col: int = col, inside: int = inside) -> None:
+                image = self.add(image0, i)
+
+                def row_body(j: SSAValue) -> None:
+                    dst = (d0 * (ho * wo) + (d1 + plan.ho_lo) * wo + plan.wo_lo, _c(col))
+                    if sigma == sw:
+                        src = (d0 * (h * w // sigma) + d1 * (sh * w // sigma) + start // sigma,
+                               _c((start % sigma) * cp))
+                        rows = self.load_at(source, [image, j], src, (count, block), element)
+                        self.b.insert(StoreOp(rows, self.tile_at(out_view, [image, j], dst,
+                                                                 (count, block))))
+                        return
+
+                    def pixel_body(k: SSAValue) -> None:
+                        d2 = AffineExpr.dimension(2)
+                        src = (d0 * (h * w) + d1 * (sh * w) + d2 * sw + start, _c(0))
+                        row = self.load_at(source, [image, j, k], src, (1, block), element)
+                        self.b.insert(StoreOp(row, self.tile_at(
+                            out_view, [image, j, k], (dst[0] + d2, _c(col)), (1, block))))
+
+                    self.loop(count, 1, pixel_body)
+
+                self.loop(inside, 1, row_body)
+
+            self.loop(per_core, 1, image_body)
+        self.b.insert(func.ReturnOp())
+        fn = func.FuncOp(self.name, ([IDX] * len(self.inner), []), Region(self.block))
+        fn.attributes["grid"] = ArrayAttr([IntegerAttr(gm, 64), IntegerAttr(1, 64)])
+        fn.attributes["spyre.decisions"] = DictionaryAttr({
+            k: self.info.kernel.attributes[k] for k in
+            ("fused", "reason", "spyre.partition", "spyre.tiling", "tile")
+            if k in self.info.kernel.attributes})
+        out_bytes = n * ho * wo * len(op.tap_list) * stick_bytes
+        fn.attributes["spyre.cost"] = DictionaryAttr({
+            "flops": IntegerAttr(0, 64),
+            "min_offchip_bytes": IntegerAttr(rows_in * stick_bytes + out_bytes, 64)})
+        return fn
+
+    def _store_rows(self, out_view: SSAValue, image0: SSAValue, per_core: int, ho_lo: int,
+                    ho_hi: int, wo_lo: int, wo_hi: int, col: int, block: int,
+                    pads: dict[int, SSAValue], ho: int, wo: int) -> None:
+        """Store pad rows to output pixels [ho_lo, ho_hi) x [wo_lo, wo_hi) of every image of
+        the core, in the tap's column block."""
+        tile = pads[wo_hi - wo_lo]
+        d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+
+        def image_body(i: SSAValue) -> None:
+            image = self.add(image0, i)
+
+            def row_body(j: SSAValue) -> None:
+                dst = (d0 * (ho * wo) + (d1 + ho_lo) * wo + wo_lo, _c(col))
+                self.b.insert(StoreOp(tile, self.tile_at(out_view, [image, j], dst,
+                                                         (wo_hi - wo_lo, block))))
+
+            self.loop(ho_hi - ho_lo, 1, row_body)
+
+        self.loop(per_core, 1, image_body)
+
+
+def _c(value: int) -> AffineExpr:
+    return AffineExpr.constant(value)
+
+
+def _pad_widths(plans: list[_TapPlan], ho: int, wo: int) -> set[int]:
+    """Row counts of the pad stores the taps need (whole rows, left and right edges)."""
+    widths = set()
+    for p in plans:
+        if p.ho_lo > 0 or p.ho_hi < ho:
+            widths.add(wo)
+        if p.ho_hi > p.ho_lo:
+            widths.update(c for c in (p.wo_lo, wo - p.wo_hi) if c > 0)
+    return widths
+

@@ -1,0 +1,121 @@
+"""Convolution weights in their device form, with eval-mode batch norm folded in.
+
+On Spyre a 2-D convolution is im2col by DMA (`spyre.window_rows`: one column block per
+tap, each block the input channels padded to whole sticks) followed by one matmul, so its
+weight is needed as the [KH*KW*Cb, Cout] matrix whose row t*Cb + c holds
+weight[:, c, kh, kw] for tap t = kh*KW + kw (zero rows where c is stick padding). That is
+a permutation, a zero padding and a reshape of the parameter: done here, once, with torch,
+because op selection sees no weight data.
+
+A batch norm in eval mode (`_native_batch_norm_legit_no_training`) whose input is a
+convolution's only use folds into it: with s = gamma / sqrt(var + eps),
+
+    bn(conv(x, W, b)) = conv(x, W * s[:, None, None, None], (b - mean) * s + beta)
+
+computed in fp32 and rounded once to the weight's dtype. Both are input-independent (see
+`fold.py`), so the device never sees the batch norm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from spyrec.dialects.spyre import window_block_cols
+
+CONV = "aten.convolution.default"
+BATCH_NORM = "aten._native_batch_norm_legit_no_training.default"
+_ELEMENT = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
+
+
+@dataclass
+class ConvWeights:
+    """The device-form weight and bias of one convolution node."""
+
+    weight: torch.Tensor  # [KH*KW*Cb, Cout]
+    bias: torch.Tensor | None
+    kernel: tuple[int, int]
+    batch_norm: torch.fx.Node | None = None
+
+
+@dataclass
+class ConvPlan:
+    convs: dict[torch.fx.Node, ConvWeights] = field(default_factory=dict)
+    folded_norms: dict[torch.fx.Node, torch.fx.Node] = field(default_factory=dict)
+    """batch norm node -> the convolution it is folded into"""
+
+
+def _name(target: object) -> str:
+    return str(target).removeprefix("torch.ops.")
+
+
+def _arg(node: torch.fx.Node, index: int, name: str, default: object) -> object:
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def plan_convolutions(graph: torch.fx.Graph,
+                      constant: Callable[[torch.fx.Node], torch.Tensor | None]) -> ConvPlan:
+    """Device-form weights of every 2-D, groups-1 convolution whose weight (and bias) are
+    constants; `constant(node)` is a node's value if it depends on no user input."""
+    plan = ConvPlan()
+    for node in graph.nodes:
+        if node.op != "call_function" or _name(node.target) != CONV:
+            continue
+        weight = constant(node.args[1]) if isinstance(node.args[1], torch.fx.Node) else None
+        bias_node = _arg(node, 2, "bias", None)
+        bias = constant(bias_node) if isinstance(bias_node, torch.fx.Node) else None
+        if weight is None or weight.dim() != 4 or (bias_node is not None and bias is None):
+            continue  # op selection reports it
+        if _arg(node, 6, "transposed", False) or _arg(node, 8, "groups", 1) != 1:
+            continue
+        x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+        if x is None or x.dtype not in _ELEMENT:
+            continue
+        w = weight.detach().float()
+        b = bias.detach().float() if bias is not None else None
+        norm = _folded_norm(node, constant)
+        if norm is not None:
+            gamma, beta, mean, var, eps = norm[1]
+            scale = gamma / torch.sqrt(var + eps)
+            w = w * scale[:, None, None, None]
+            b = ((b if b is not None else torch.zeros_like(mean)) - mean) * scale + beta
+            plan.folded_norms[norm[0]] = node
+        cout, cin, kh, kw = w.shape
+        block = window_block_cols(cin, kh * kw, _ELEMENT[x.dtype])
+        taps = torch.zeros(kh, kw, block, cout)
+        taps[:, :, :cin, :] = w.permute(2, 3, 1, 0)
+        plan.convs[node] = ConvWeights(
+            taps.reshape(kh * kw * block, cout).to(weight.dtype).contiguous(),
+            None if b is None else b.to(weight.dtype),
+            (kh, kw), norm[0] if norm is not None else None)
+    return plan
+
+
+def _folded_norm(conv: torch.fx.Node, constant: Callable[[torch.fx.Node], torch.Tensor | None]
+                 ) -> tuple[torch.fx.Node, tuple[torch.Tensor, ...]] | None:
+    """The eval-mode batch norm that is the only user of `conv`, with its constants, if
+    its statistics outputs are unused."""
+    if len(conv.users) != 1:
+        return None
+    norm = next(iter(conv.users))
+    if norm.op != "call_function" or _name(norm.target) != BATCH_NORM or norm.args[0] is not conv:
+        return None
+    if any(u.op != "call_function" or u.args[1] != 0 for u in norm.users):
+        return None  # the saved mean / invstd are read
+    values = []
+    channels = conv.meta["val"].shape[1]
+    for index in (1, 2, 3, 4):
+        arg = norm.args[index]
+        if arg is None:
+            values.append(torch.ones(channels) if index == 1 else torch.zeros(channels))
+            continue
+        value = constant(arg) if isinstance(arg, torch.fx.Node) else None
+        if value is None:
+            return None
+        values.append(value.detach().float())
+    eps = float(_arg(norm, 6, "eps", 1e-5))  # type: ignore[arg-type]
+    return norm, (*values, torch.tensor(eps))
