@@ -268,10 +268,12 @@ def explain(model: Path, fuse: bool, double_buffer: bool, resident: str | None) 
 
 
 @main.command()
-@click.option("--model", "model_name", type=click.Choice(["decoder", "decoder-ffn", "mlp"]),
+@click.option("--model", "model_name",
+              type=click.Choice(["decoder", "decoder-ffn", "mlp", "convnet"]),
               default="decoder", show_default=True,
               help="decoder: two Llama-shaped layers (attention + SwiGLU); decoder-ffn: their "
-                   "FFN blocks only; mlp: the MLP.")
+                   "FFN blocks only; mlp: the MLP; convnet: a small ResNet on 2x3x32x32 "
+                   "images (--features and --batch do not apply).")
 @click.option("--dtype", type=click.Choice(["float16", "float32", "bfloat16"]),
               default="float16", show_default=True)
 @click.option("--features", default=256, show_default=True, help="Hidden size.")

@@ -2,7 +2,7 @@
 
 Builds a model with random weights — by default a two-layer Llama-shaped decoder (RMS norms,
 causal grouped-query attention, SwiGLU feed-forward, residuals); or its FFN blocks alone; or
-the MLP of the Foundation issue — exports it with torch.export, compiles it, runs it on the
+the MLP of the Foundation issue; or a small ResNet-style conv net (`DemoConvNet`) — exports it with torch.export, compiles it, runs it on the
 emulator and compares with PyTorch eager.
 """
 
@@ -126,7 +126,56 @@ class DemoDecoder(torch.nn.Module):
         return self.norm(x)
 
 
-MODELS = ("decoder", "decoder-ffn", "mlp")
+# ---- the conv net (Conv2d, BatchNorm2d, ReLU, MaxPool2d, AdaptiveAvgPool2d, Linear) ---------
+
+
+def _conv_bn(cin: int, cout: int, kernel: int, stride: int) -> torch.nn.Sequential:
+    """Conv2d without bias and an eval-mode BatchNorm2d with non-trivial statistics."""
+    bn = torch.nn.BatchNorm2d(cout)
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.normal_(0, 0.1)
+        bn.running_mean.normal_(0, 0.1)
+        bn.running_var.uniform_(0.5, 1.5)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(cin, cout, kernel, stride, kernel // 2, bias=False), bn)
+
+
+class BasicBlock(torch.nn.Module):
+    """ResNet's basic block: relu(bn(conv(relu(bn(conv(x))))) + shortcut(x))."""
+
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.conv1 = _conv_bn(cin, cout, 3, stride)
+        self.conv2 = _conv_bn(cout, cout, 3, 1)
+        self.shortcut = (_conv_bn(cin, cout, 1, stride) if stride != 1 or cin != cout
+                         else torch.nn.Identity())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv2(torch.relu(self.conv1(x)))
+        return torch.relu(y + self.shortcut(x))
+
+
+class DemoConvNet(torch.nn.Module):
+    """A small ResNet on [N, 3, 32, 32] images: stem conv-bn-relu, 3x3/2 max pool, a basic
+    block, a downsampling block, global average pool, linear classifier."""
+
+    def __init__(self, width: int = 16, classes: int = 10):
+        super().__init__()
+        self.stem = _conv_bn(3, width, 3, 1)
+        self.pool = torch.nn.MaxPool2d(3, 2, 1)
+        self.layer1 = BasicBlock(width, width, 1)
+        self.layer2 = BasicBlock(width, 2 * width, 2)
+        self.avgpool = torch.nn.AdaptiveAvgPool2d(1)
+        self.fc = torch.nn.Linear(2 * width, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(torch.relu(self.stem(x)))
+        x = self.layer2(self.layer1(x))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+MODELS = ("decoder", "decoder-ffn", "mlp", "convnet")
 
 
 def run_demo(dtype: str, features: int, batch: int, model_name: str = "decoder") -> bool:
@@ -140,6 +189,9 @@ def run_demo(dtype: str, features: int, batch: int, model_name: str = "decoder")
     if model_name == "mlp":
         model: torch.nn.Module = DemoMLP(features)
         x = torch.randn(batch, features)
+    elif model_name == "convnet":
+        model = DemoConvNet()
+        x = torch.randn(2, 3, 32, 32)
     else:
         model = DemoDecoderFFN(features) if model_name == "decoder-ffn" else DemoDecoder(features)
         x = torch.randn(2, batch // 2, features)
