@@ -76,6 +76,12 @@ FLOATS = ("f16", "bf16", "f32")
 # what max pooling pads with, per element type: below every value the device holds, yet
 # finite in the host type and in DL16 (whose largest finite magnitude is about 8.6e9)
 LOWEST = {"f16": -65504.0, "bf16": -(2.0**32), "f32": -3.4028234663852886e38}
+# elementwise ATen ops whose result keeps zero stick padding when their operands have it
+ZERO_KEEPING = {"aten.relu.default", "aten.neg.default", "aten.abs.default",
+                "aten.clone.default", "aten.dropout.default", "aten.tanh.default",
+                "aten.gelu.default", "aten.silu.default", "aten.mul.Scalar", "aten.div.Scalar"}
+ZERO_KEEPING_TENSOR = {"aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor",
+                       "aten.maximum.default", "aten.minimum.default"}
 FREE_USERS = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
               "aten.flatten.using_ints", "aten.squeeze.dim", "aten.squeeze.dims")
 
@@ -193,6 +199,25 @@ class _Selection:
         return self.emit(at, WindowRowsOp(x, pad, kernel, stride, padding, dilation, taps,
                                           ttype))
 
+    def zero_padded(self, at: AtenOp, xs: SSAValue) -> SSAValue:
+        """`xs`, with its stick padding made zero if the elementwise op that produced it
+        may not keep it so (a scalar add, exp, ...): the matmul after the windows contracts
+        over whole sticks, so the padding must be zero (docs/design.md, note 4). A multiply
+        by a zero-padded row of ones does it, fused into the producer's kernel."""
+        producer = xs.owner
+        if not isinstance(producer, AtenOp) or producer.target.data in ZERO_KEEPING:
+            return xs
+        if len(producer.operands) == 2 and all(len(_shape(v)) == 4 for v in producer.operands) \
+                and producer.target.data in ZERO_KEEPING_TENSOR:
+            return xs
+        c = _shape(xs)[-1]
+        ttype = TensorType(xs.type.element_type, [c])  # type: ignore[attr-defined]
+        name = f"{_fx_name(at)}.ones"
+        param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(ttype, [1.0] * c))
+        param.result.name_hint = name.replace(".", "_")
+        ones = self.emit(at, param)
+        return self.emit(at, BINARY_OPS["mul"](xs, ones, xs.type))
+
     def rows_matmul(self, at: AtenOp, lhs: SSAValue, rhs: SSAValue, bias: SSAValue | None,
                     out_c: int) -> SSAValue:
         """[N, Ho, Wo, K] @ [K, out_c] (+ bias) as [N, Ho, Wo, out_c]: rows are pixels."""
@@ -241,7 +266,7 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
     stride = _pair(_ints(op, "stride"), 1)
     padding = _pair(_ints(op, "padding"), 0)
     dilation = _pair(_ints(op, "dilation"), 1)
-    xs = sel.channels_last(x, op)
+    xs = sel.zero_padded(op, sel.channels_last(x, op))
     out_c = _shape(op.results[0])[1]
     if kernel == (1, 1) and stride == (1, 1) and padding == (0, 0):
         return sel.rows_matmul(op, xs, weight, bias, out_c)  # the pixels are the rows
@@ -310,6 +335,7 @@ def _select_max_pool(op: AtenOp, sel: _Selection) -> SSAValue:
 def _average(op: AtenOp, sel: _Selection, xs: SSAValue, kernel: tuple[int, int],
              stride: tuple[int, int], padding: tuple[int, int], divisor: int) -> SSAValue:
     """The windows of every tap, then a matmul by blocks of identity / divisor."""
+    xs = sel.zero_padded(op, xs)
     c = _shape(xs)[-1]
     taps = _all_taps(kernel)
     cols = sel.windows(op, xs, kernel, stride, padding, (1, 1), taps, 0.0)
@@ -380,10 +406,26 @@ def _is_anchor(op: AtenOp) -> bool:
     return target in SELECTORS and (target != MEAN or _is_spatial_mean(op))
 
 
-def _elementwise_in_region(op: AtenOp, sel: _Selection, elementwise: set[str]) -> bool:
+def _elementwise_in_region(op: AtenOp, sel: _Selection, elementwise: set[str],
+                           images: set[SSAValue]) -> bool:
     return (op.target.data in elementwise and len(op.results) == 1
             and len(_shape(op.results[0])) == 4
-            and any(v in sel.nhwc for v in op.operands))
+            and any(v in sel.nhwc or v in images for v in op.operands))
+
+
+def _image_inputs(fn: func.FuncOp, elementwise: set[str]) -> set[SSAValue]:
+    """4-D program inputs read only by convolution, batch norm, pooling and elementwise
+    ops: an input normalisation (x - mean) / std in front of the first convolution then
+    runs channels-last too, instead of leaving the image in NCHW order."""
+    out: set[SSAValue] = set()
+    for arg in fn.body.block.args:
+        if len(_shape(arg)) != 4 or not arg.uses:
+            continue
+        users = [u.operation for u in arg.uses]
+        if all(isinstance(u, AtenOp) and (_is_anchor(u) or u.target.data in elementwise)
+               for u in users):
+            out.add(arg)
+    return out
 
 
 def _recreate(op: AtenOp, sel: _Selection) -> SSAValue:
@@ -418,6 +460,7 @@ def select_channels_last(module: ModuleOp, rewriter: Rewriter, elementwise: set[
         if not any(_is_anchor(a) for a in atens):
             continue
         sel = _Selection(fn, rewriter)
+        images = _image_inputs(fn, elementwise)
         for aten in atens:
             if any(v in sel.tainted for v in aten.operands):
                 sel.tainted.update(aten.results)
@@ -427,7 +470,7 @@ def select_channels_last(module: ModuleOp, rewriter: Rewriter, elementwise: set[
             try:
                 if _is_anchor(aten):
                     sel.nhwc[aten.results[0]] = SELECTORS[aten.target.data](aten, sel)
-                elif _elementwise_in_region(aten, sel, elementwise):
+                elif _elementwise_in_region(aten, sel, elementwise, images):
                     sel.nhwc[aten.results[0]] = _recreate(aten, sel)
                 else:
                     continue

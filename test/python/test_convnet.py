@@ -1,0 +1,146 @@
+"""Conv nets on the device: a small ResNet through `spyrec.compile` and through the CLI,
+matched with eager; channels-last inputs and outputs; what is refused, and how."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import spyrec
+from spyrec.demo import DemoConvNet
+from spyrec.diagnostics import SpyrecError
+
+
+def _check(model: torch.nn.Module, *inputs: torch.Tensor) -> spyrec.Executable:
+    """Compile, run on the emulator, and hold the result to the program's tolerance."""
+    exe = spyrec.compile(torch.export.export(model, inputs))
+    out = exe(*inputs)
+    with torch.no_grad():
+        expected = model(*inputs)
+    outs = out if isinstance(out, tuple) else (out,)
+    refs = expected if isinstance(expected, tuple) else (expected,)
+    for got, ref in zip(outs, refs):
+        assert got.shape == ref.shape and got.dtype == ref.dtype
+        scale = ref.float().abs().max().item()
+        tol = exe.tolerance(scale)
+        err = (got.float() - ref.float()).abs().max().item()
+        assert tol.allows(err, scale), f"max error {err} above {tol} at scale {scale}"
+    return exe
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["fp16", "fp32"])
+def test_resnet_matches_eager(dtype):
+    torch.manual_seed(0)
+    model = DemoConvNet().to(dtype).eval()
+    exe = _check(model, torch.randn(2, 3, 32, 32).to(dtype))
+    # convolutions and pooling read their windows through DMA-only kernels, and every
+    # batch norm is folded into its convolution's weights: no norm statistics remain
+    dma_only = [k for k in exe.binary.kernels
+                if all(i.op.startswith("dma.") for p in k.programs.values() for i in p)]
+    assert len(dma_only) >= 10  # 9 max-pool taps and the convolutions' windows
+    names = {b.name for b, _ in exe.binary.weights}
+    assert not any("running" in n for n in names), names
+    assert any(n.endswith(".weight") and n.startswith("convolution") for n in names), names
+    (image,) = exe.binary.inputs
+    assert image.layout.shape == (2, 3, 32, 32) and image.layout.perm == (0, 2, 3, 1)
+
+
+def test_resnet_through_the_cli(spyrec_cli, cli_env, tmp_path):
+    torch.manual_seed(0)
+    model = DemoConvNet().to(torch.float16).eval()
+    pt2 = tmp_path / "convnet.pt2"
+    torch.export.save(torch.export.export(model, (torch.randn(2, 3, 32, 32).half(),)), pt2)
+    out = tmp_path / "convnet.spyre"
+    res = subprocess.run([*spyrec_cli, "compile", str(pt2), "-o", str(out)],
+                         capture_output=True, text=True, env=cli_env, timeout=600)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([*spyrec_cli, "run", str(out), "--check", str(pt2)],
+                         capture_output=True, text=True, env=cli_env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "emulated time" in res.stdout and "ok" in res.stdout
+    assert "FAILED" not in res.stdout
+
+
+class _Stages(torch.nn.Module):
+    """Input normalisation, conv-bn-relu, a residual add, a max pool; the 4-D feature map
+    is a program output (channels-last on the device, NCHW for the caller)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        with torch.no_grad():
+            self.bn.running_mean.normal_()
+            self.bn.running_var.uniform_(0.5, 2)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.conv((x - 0.5) * 2.0)))
+        y = y + self.conv2(y)
+        return F.max_pool2d(y, 2), y.mean((2, 3))
+
+
+def test_channels_last_outputs_and_input_normalisation():
+    torch.manual_seed(0)
+    exe = _check(_Stages().eval(), torch.randn(1, 3, 12, 20))
+    assert [b.layout.perm for b in exe.binary.outputs] == [(0, 2, 3, 1), None]
+
+
+def test_unfolded_batch_norm_is_a_channel_scale_and_shift():
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(16)
+    with torch.no_grad():
+        bn.running_mean.normal_()
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.normal_()
+        bn.bias.normal_()
+    model = torch.nn.Sequential(torch.nn.MaxPool2d(2), bn, torch.nn.AdaptiveAvgPool2d(2))
+    _check(model.eval(), torch.randn(2, 16, 8, 8))
+
+
+def _refusal(model: torch.nn.Module, *inputs: torch.Tensor) -> str:
+    with pytest.raises(SpyrecError) as info:
+        spyrec.compile(torch.export.export(model.eval(), inputs))
+    return str(info.value)
+
+
+def test_depthwise_convolution_is_refused_by_name():
+    message = _refusal(torch.nn.Conv2d(8, 8, 3, padding=1, groups=8), torch.randn(1, 8, 8, 8))
+    assert "aten.convolution.default (node convolution)" in message
+    assert "groups=8" in message and "depthwise" in message
+
+
+def test_ceil_mode_and_uneven_adaptive_windows_are_refused():
+    message = _refusal(torch.nn.MaxPool2d(3, 2, ceil_mode=True), torch.randn(1, 4, 8, 8))
+    assert "max_pool2d_with_indices" in message and "ceil_mode=True" in message
+    message = _refusal(torch.nn.AdaptiveAvgPool2d(3), torch.randn(1, 4, 8, 8))
+    assert "_adaptive_avg_pool2d" in message and "3x3 of a 8x8 image" in message
+
+
+class _ReadsNchw(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x).sum(-1)  # a reduction over W reads the image in NCHW order
+
+
+def test_nchw_use_of_a_channels_last_value_is_refused():
+    message = _refusal(_ReadsNchw(), torch.randn(1, 3, 8, 8))
+    assert "aten.sum.dim_IntList (node sum_1)" in message
+    assert "channels-last output of" in message and "restickify" in message
+
+
+class _WeightInput(torch.nn.Module):
+    def forward(self, x, w):
+        return F.conv2d(x, w, padding=1)
+
+
+def test_a_convolution_weight_that_is_not_constant_is_refused():
+    message = _refusal(_WeightInput(), torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3))
+    assert "aten.convolution.default (node convolution)" in message
+    assert "weight is not a constant" in message
