@@ -525,6 +525,8 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
                 sel.replaced.append(user)
                 continue
             what = describe(user)
+            if isinstance(user, AtenOp):
+                sel.skip.add(user)  # reported here, not selected again
             failures.append(
                 f"{what}: reads the channels-last output of {describe(old.owner)} in NCHW "  # type: ignore[arg-type]
                 "order, which would be a restickify on the device (not lowered); only "
@@ -532,7 +534,8 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
                 "image and the program's outputs read channels-last values")
     for aten in reversed(sel.replaced):
         if any(r.uses for r in aten.results):
-            continue  # its failure is reported; the original stays for the error listing
+            sel.skip.add(aten)  # a use of it was reported above; it stays for the listing
+            continue
         aten.detach()
         aten.erase()
     for old, new in sel.inputs.items():

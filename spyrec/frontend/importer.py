@@ -305,6 +305,7 @@ class _Importer:
                 continue
             name = f"{node.name}.{role}"
             param = self._param(builder, node, name, tensor)
+            param.result.name_hint = f"{node.name}_{role}"
             param.attributes["fx_node"] = StringAttr(node.name)
             param.attributes["source"] = StringAttr(source_line(node))
             operands.append(param.result)
