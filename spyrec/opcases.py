@@ -8,7 +8,8 @@ measures. A case is an op, a dtype and a shape family:
 - `unaligned`: 67 x 255, neither rows nor columns a multiple of anything;
 - `3d`: 2 x 5 x 100 (leading dims become rows);
 - `1d`: 100 (one row; ops on leading dims skip it) and `5d`: 2 x 2 x 3 x 4 x 64;
-- `broadcast` (binary ops): a 64 x 128 tensor with a row vector of 128.
+- `broadcast` (binary ops): a 64 x 128 tensor with a row vector of 128;
+- `image` (convolution, batch norm, pooling): a 2 x 8 x 16 x 16 NCHW image.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class OpCase:
     shape: str
     module: Callable[[], torch.nn.Module]
     inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]]
+    refused: str = ""
+    """A known gap: the compile error this case must give (`test_ops` holds it to that)."""
 
     @property
     def id(self) -> str:
@@ -172,6 +175,56 @@ def cases() -> list[OpCase]:
             out.append(OpCase(name, dtype, "broadcast", lambda fn=fn: _Fn(fn),
                               lambda g, d=dtype: (torch.randn(64, 128, generator=g).to(d),
                                                   torch.randn(128, generator=g).to(d))))
+    out.extend(image_cases())
+    return out
+
+
+# ---- images: convolution, batch norm, pooling (channels-last on the device) ------------------
+
+IMAGE = (2, 8, 16, 16)  # N, C, H, W: the "image" shape family
+
+
+def _batch_norm(channels: int) -> torch.nn.Module:
+    bn = torch.nn.BatchNorm2d(channels)
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.normal_(0, 0.2)
+        bn.running_mean.normal_(0, 0.2)
+        bn.running_var.uniform_(0.5, 1.5)
+    return bn
+
+
+IMAGE_MODULES: dict[str, Callable[[], torch.nn.Module]] = {
+    "conv2d_k1": lambda: torch.nn.Conv2d(8, 16, 1),
+    "conv2d_k1_s2": lambda: torch.nn.Conv2d(8, 16, 1, stride=2, bias=False),
+    "conv2d_k3_p1": lambda: torch.nn.Conv2d(8, 16, 3, padding=1),
+    "conv2d_k3_s2_p1_nobias": lambda: torch.nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False),
+    "conv2d_k3_nopad": lambda: torch.nn.Conv2d(8, 16, 3),
+    "conv2d_k3_dilation2": lambda: torch.nn.Conv2d(8, 16, 3, padding=2, dilation=2),
+    "conv2d_k5_p2": lambda: torch.nn.Conv2d(8, 16, 5, padding=2),
+    "conv2d_k7_s2_p3": lambda: torch.nn.Conv2d(8, 16, 7, stride=2, padding=3),
+    "conv2d_bn_relu": lambda: torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1),
+                                                  _batch_norm(16), torch.nn.ReLU()),
+    "conv2d_depthwise": lambda: torch.nn.Conv2d(8, 8, 3, padding=1, groups=8),
+    "batch_norm": lambda: _batch_norm(8),
+    "max_pool_2x2": lambda: torch.nn.MaxPool2d(2),
+    "max_pool_3x3_s2_p1": lambda: torch.nn.MaxPool2d(3, 2, 1),
+    "avg_pool_2x2": lambda: torch.nn.AvgPool2d(2),
+    "adaptive_avg_pool_1": lambda: torch.nn.AdaptiveAvgPool2d(1),
+    "adaptive_avg_pool_4": lambda: torch.nn.AdaptiveAvgPool2d(4),
+}
+
+
+IMAGE_REFUSED = {"conv2d_depthwise": "groups=8 (grouped and depthwise convolutions are not "
+                                     "lowered yet"}
+
+
+def image_cases() -> list[OpCase]:
+    out = []
+    for dtype in DTYPES:
+        for name, make in IMAGE_MODULES.items():
+            out.append(OpCase(name, dtype, "image", lambda make=make, d=dtype: make().to(d),
+                              _randn(IMAGE, dtype), IMAGE_REFUSED.get(name, "")))
     return out
 
 

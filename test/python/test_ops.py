@@ -18,4 +18,7 @@ CASES = cases()
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_op_matches_eager(case):
     outcome = run_case(case)
+    if case.refused:  # a known gap: it must be refused at compile time, with this reason
+        assert not outcome.passed and case.refused in outcome.reason, outcome.reason
+        return
     assert outcome.passed, outcome.reason
