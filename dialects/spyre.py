@@ -744,9 +744,11 @@ class WindowRowsOp(IRDLOperation):
         want = [src[0], ho, wo, len(taps) * self.block_cols()]
         if out != want:
             raise VerifyException(f"spyre.window_rows: result shape {out}, expected {want}")
-        if pad != [max(wo, 1), src[3]]:
+        rows = wo if self.pair("padding") != (0, 0) else 1
+        if len(pad) != 2 or pad[1] != src[3] or pad[0] < rows:
             raise VerifyException(f"spyre.window_rows: pad rows of shape {pad}, expected "
-                                  f"{[max(wo, 1), src[3]]} (one output row of pad values)")
+                                  f"[{rows}, {src[3]}] or more rows (an output row of pad "
+                                  "values where the windows leave the image)")
 
 
 Spyre = Dialect(

@@ -143,6 +143,8 @@ class _Selection:
     nhwc: dict[SSAValue, SSAValue] = field(default_factory=dict)
     tainted: set[SSAValue] = field(default_factory=set)  # downstream of a reported failure
     skip: set[AtenOp] = field(default_factory=set)
+    padded: dict[tuple[SSAValue, tuple[int, int], float], SSAValue] = field(default_factory=dict)
+    pads: int = 0
     replaced: list[AtenOp] = field(default_factory=list)
     inputs: dict[BlockArgument, BlockArgument] = field(default_factory=dict)
 
@@ -178,7 +180,8 @@ class _Selection:
         """A constant [Wo, C] of `value`: what window rows outside the image read."""
         c = _shape(x)[-1]
         ttype = TensorType(x.type.element_type, [max(wo, 1), c])  # type: ignore[attr-defined]
-        name = f"{_fx_name(at)}.pad"
+        self.pads += 1
+        name = f"{_fx_name(at)}.pad{self.pads - 1 or ''}"
         param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
             ttype, [value] * (max(wo, 1) * c)))
         param.result.name_hint = name.replace(".", "_")
@@ -193,11 +196,30 @@ class _Selection:
         if ho <= 0 or wo <= 0:
             raise Unsupported(f"a {kernel[0]}x{kernel[1]} window on a {h}x{w} image has no "
                               "output pixels")
-        pad = self.pad_rows(at, x, wo, pad_value)
+        if padding != (0, 0):
+            # pad once, then gather windows that never leave the (padded) image: those
+            # split over the cores by output rows, with the same DMAs on every core
+            x = self.padded_image(at, x, padding, pad_value)
+            padding = (0, 0)
+        pad = self.pad_rows(at, x, 1, pad_value)
         cols = len(taps) * window_block_cols(c, len(taps), _element(x))
         ttype = TensorType(x.type.element_type, [n, ho, wo, cols])  # type: ignore[attr-defined]
         return self.emit(at, WindowRowsOp(x, pad, kernel, stride, padding, dilation, taps,
                                           ttype))
+
+    def padded_image(self, at: AtenOp, x: SSAValue, padding: tuple[int, int],
+                     value: float) -> SSAValue:
+        """[N, H + 2ph, W + 2pw, C]: `x` inside a border of `value` (a 1x1 window with
+        padding), made once per image, padding and value."""
+        key = (x, padding, value)
+        if key not in self.padded:
+            n, h, w, c = _shape(x)
+            wp = w + 2 * padding[1]
+            ttype = TensorType(x.type.element_type, [n, h + 2 * padding[0], wp, c])  # type: ignore[attr-defined]
+            pad = self.pad_rows(at, x, wp, value)
+            self.padded[key] = self.emit(at, WindowRowsOp(
+                x, pad, (1, 1), (1, 1), padding, (1, 1), [(0, 0)], ttype))
+        return self.padded[key]
 
     def zero_padded(self, at: AtenOp, xs: SSAValue) -> SSAValue:
         """`xs`, with its stick padding made zero if the elementwise op that produced it
@@ -323,12 +345,12 @@ def _select_max_pool(op: AtenOp, sel: _Selection) -> SSAValue:
     dilation = _pair(_ints(op, "dilation"), 1)
     xs = sel.channels_last(x, op)
     lowest = LOWEST[_element(xs)]
-    result: SSAValue | None = None
-    for tap in _all_taps(kernel):
-        view = sel.windows(op, xs, kernel, stride, padding, dilation, [tap], lowest)
-        result = view if result is None else sel.emit(
-            op, BINARY_OPS["maximum"](result, view, view.type))
-    assert result is not None
+    # all windows first, then the maximum chain: spyre-fuse makes the chain one kernel
+    views = [sel.windows(op, xs, kernel, stride, padding, dilation, [tap], lowest)
+             for tap in _all_taps(kernel)]
+    result = views[0]
+    for view in views[1:]:
+        result = sel.emit(op, BINARY_OPS["maximum"](result, view, view.type))
     return result
 
 

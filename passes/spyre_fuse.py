@@ -129,7 +129,10 @@ class SpyreFuse(ModulePass):
                 continue
             target = None
             if enabled and not isinstance(op, MatmulOp):
-                owners = {group_of[v.owner] for v in op.operands if v.owner in group_of}
+                # values of move and attention kernels are inputs to a tile kernel like
+                # any stored tensor (the window gathers of a max pool feed one maximum chain)
+                owners = {group_of[v.owner] for v in op.operands if v.owner in group_of
+                          and group_of[v.owner].kind == "tile"}
                 if len(owners) == 1:
                     candidate = owners.pop()
                     if candidate.kind == "tile" and _can_join(op, candidate, group_of):

@@ -6,15 +6,20 @@
 
 // A 3x3 convolution with padding 1 on a 1x3x8x8 fp16 image. The frontend stored the weight
 // as the matrix of its 9 taps, each block the 3 input channels padded to one 64-element
-// stick: 9 * 64 = 576 rows. spyre.window_rows gathers, per output pixel, the 9 input rows
-// into 9 stick-aligned blocks (576 columns; out of the image: the zero pad row), and one
-// matmul of the 64 pixels x 576 by 576 x 16 adds the bias; relu follows on [1, 8, 8, 16].
+// stick: 9 * 64 = 576 rows. A first spyre.window_rows (1x1, padding 1) puts the image in a
+// zero border (10x10, the pad row 10 pixels wide); the second gathers, per output pixel,
+// the 9 input rows into 9 stick-aligned blocks (576 columns), never leaving the padded
+// image, so its cores split the output rows. One matmul of the 64 pixels x 576 by 576 x 16
+// adds the bias; relu follows on [1, 8, 8, 16].
 // CHECK-LABEL: func.func @conv3x3
 // CHECK-SAME: (%x: tensor<1x8x8x3xf16>) -> tensor<1x8x8x16xf16>
 // CHECK-SAME: spyre.host_perms = {relu = array<i64: 0, 2, 3, 1>, x = array<i64: 0, 2, 3, 1>}
-// CHECK:      %[[PAD:.*]] = spyre.param {{.*}}param_name = "convolution.pad"{{.*}} : tensor<8x3xf16>
-// CHECK-NEXT: %[[COLS:.*]] = spyre.window_rows %x, %[[PAD]] {{{.*}}kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, taps = array<i64: 0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2, 2, 0, 2, 1, 2, 2>}
-// CHECK-SAME: : (tensor<1x8x8x3xf16>, tensor<8x3xf16>) -> tensor<1x8x8x576xf16>
+// CHECK:      %[[ZERO:.*]] = spyre.param {{.*}}param_name = "convolution.pad", value = dense<0.000000e+00> : tensor<10x3xf16>}
+// CHECK-NEXT: %[[PADDED:.*]] = spyre.window_rows %x, %[[ZERO]] {{{.*}}kernel = array<i64: 1, 1>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, taps = array<i64: 0, 0>}
+// CHECK-SAME: : (tensor<1x8x8x3xf16>, tensor<10x3xf16>) -> tensor<1x10x10x3xf16>
+// CHECK-NEXT: %[[UNUSED:.*]] = spyre.param {{.*}}param_name = "convolution.pad1"
+// CHECK-NEXT: %[[COLS:.*]] = spyre.window_rows %[[PADDED]], %[[UNUSED]] {{{.*}}kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, taps = array<i64: 0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2, 2, 0, 2, 1, 2, 2>}
+// CHECK-SAME: : (tensor<1x10x10x3xf16>, tensor<1x3xf16>) -> tensor<1x8x8x576xf16>
 // CHECK-NEXT: %[[ROWS:.*]] = spyre.reshape %[[COLS]] {{.*}}-> tensor<64x576xf16>
 // CHECK-NEXT: %[[MM:.*]] = spyre.matmul %[[ROWS]], %convolution_weight bias %convolution_bias
 // CHECK-SAME: -> tensor<64x16xf16>
@@ -46,15 +51,15 @@ func.func @conv1x1(%x: tensor<2x64x4x4xf32>) -> tensor<2x32x4x4xf32> attributes 
 // -----
 
 // max_pool2d 2x2 on 8x8: one window per tap (a block of the 16 channels each, 4x4 output
-// pixels), their elementwise maximum. No tap leaves the image, so the pad row (the lowest
-// fp16, -65504) is never stored; its indices output is unused.
+// pixels), all four first, then their elementwise maximum (spyre-fuse makes the chain one
+// kernel). No padding, so no border image; the indices output is unused.
 // CHECK-LABEL: func.func @max_pool
 // CHECK:      %[[T0:.*]] = spyre.window_rows %x, %{{.*}} {{.*}}taps = array<i64: 0, 0>{{.*}} -> tensor<1x4x4x16xf16>
 // CHECK:      %[[T1:.*]] = spyre.window_rows %x, %{{.*}} {{.*}}taps = array<i64: 0, 1>
-// CHECK-NEXT: %[[M1:.*]] = spyre.maximum %[[T0]], %[[T1]]
 // CHECK:      %[[T2:.*]] = spyre.window_rows %x, %{{.*}} {{.*}}taps = array<i64: 1, 0>
-// CHECK-NEXT: %[[M2:.*]] = spyre.maximum %[[M1]], %[[T2]]
 // CHECK:      %[[T3:.*]] = spyre.window_rows %x, %{{.*}} {{.*}}taps = array<i64: 1, 1>
+// CHECK-NEXT: %[[M1:.*]] = spyre.maximum %[[T0]], %[[T1]]
+// CHECK-NEXT: %[[M2:.*]] = spyre.maximum %[[M1]], %[[T2]]
 // CHECK-NEXT: %[[M3:.*]] = spyre.maximum %[[M2]], %[[T3]]
 // CHECK-NEXT: func.return %[[M3]] : tensor<1x4x4x16xf16>
 func.func @max_pool(%x: tensor<1x16x8x8xf16>) -> tensor<1x16x4x4xf16> attributes {spyre.output_names = ["pool"]} {
