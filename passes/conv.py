@@ -144,6 +144,7 @@ class _Selection:
     tainted: set[SSAValue] = field(default_factory=set)  # downstream of a reported failure
     skip: set[AtenOp] = field(default_factory=set)
     padded: dict[tuple[SSAValue, tuple[int, int], float], SSAValue] = field(default_factory=dict)
+    inside_pads: dict[tuple[SSAValue, float], SSAValue] = field(default_factory=dict)
     pads: int = 0
     replaced: list[AtenOp] = field(default_factory=list)
     inputs: dict[BlockArgument, BlockArgument] = field(default_factory=dict)
@@ -201,7 +202,9 @@ class _Selection:
             # split over the cores by output rows, with the same DMAs on every core
             x = self.padded_image(at, x, padding, pad_value)
             padding = (0, 0)
-        pad = self.pad_rows(at, x, 1, pad_value)
+        if (x, pad_value) not in self.inside_pads:  # never read: the windows stay inside
+            self.inside_pads[(x, pad_value)] = self.pad_rows(at, x, 1, pad_value)
+        pad = self.inside_pads[(x, pad_value)]
         cols = len(taps) * window_block_cols(c, len(taps), _element(x))
         ttype = TensorType(x.type.element_type, [n, ho, wo, cols])  # type: ignore[attr-defined]
         return self.emit(at, WindowRowsOp(x, pad, kernel, stride, padding, dilation, taps,
