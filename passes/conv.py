@@ -5,12 +5,13 @@ contraction over channels, and the row-sticked layout contracts over its innermo
 every 4-D value that a convolution, batch norm or pooling op touches is selected as
 [N, H, W, C] (rows n, h, w; channels along the 128-byte stick):
 
-- `aten.convolution` (2-D, groups 1, any kernel, stride, padding and dilation): the frontend
+- `aten.convolution` (2-D, any kernel, stride, padding, dilation and groups): the frontend
   stores its weight as the [KH*KW*Cb, Cout] matrix of its taps (a batch norm that follows
   it folded in, see `spyrec/frontend/conv_weights.py`), so the convolution is
   `spyre.window_rows` (the window rows of every tap, one stick-aligned column block each;
   im2col by DMA with zero padding) and one `spyre.matmul` with the bias; a 1x1 stride-1
-  convolution is the matmul alone;
+  convolution is the matmul alone; a grouped or depthwise one has the dense weight with
+  zeros between its groups (the frontend expands it);
 - batch norm in eval mode not folded into a convolution: (x - mean) * rsqrt(var + eps) *
   weight + bias with per-channel rows, which broadcast along the stick;
 - `max_pool2d`: the elementwise maximum of one `spyre.window_rows` per tap, padded with the
@@ -271,19 +272,14 @@ def _all_taps(kernel: tuple[int, int]) -> list[tuple[int, int]]:
 def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
     _require_float(op)
     x, weight, bias = (_operand(op, n) for n in ("input", "weight", "bias"))
-    assert x is not None and weight is not None
+    assert x is not None
     if len(_shape(x)) != 4:
         raise Unsupported(f"a {len(_shape(x)) - 2}-D convolution (only 2-D convolutions, "
                           "on [N, C, H, W] images, are lowered)")
     if _flag(op, "transposed"):
         raise Unsupported("a transposed convolution (not lowered; only forward convolutions "
                           "are)")
-    groups = _ints(op, "groups", [1])[0]
-    if groups != 1:
-        raise Unsupported(
-            f"groups={groups} (grouped and depthwise convolutions are not lowered yet; use "
-            "groups=1, or write a depthwise layer as a full convolution)")
-    if "kernel_size" not in op.args.data:
+    if "kernel_size" not in op.args.data or weight is None:
         raise Unsupported(
             "its weight is not a constant: the frontend stores a convolution's weight as the "
             "matrix of its taps, which needs the weight's data; make it a parameter or buffer")

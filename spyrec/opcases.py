@@ -206,17 +206,22 @@ IMAGE_MODULES: dict[str, Callable[[], torch.nn.Module]] = {
     "conv2d_bn_relu": lambda: torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1),
                                                   _batch_norm(16), torch.nn.ReLU()),
     "conv2d_depthwise": lambda: torch.nn.Conv2d(8, 8, 3, padding=1, groups=8),
+    "conv2d_groups2": lambda: torch.nn.Conv2d(8, 16, 3, padding=1, groups=2),
     "batch_norm": lambda: _batch_norm(8),
     "max_pool_2x2": lambda: torch.nn.MaxPool2d(2),
     "max_pool_3x3_s2_p1": lambda: torch.nn.MaxPool2d(3, 2, 1),
     "avg_pool_2x2": lambda: torch.nn.AvgPool2d(2),
     "adaptive_avg_pool_1": lambda: torch.nn.AdaptiveAvgPool2d(1),
     "adaptive_avg_pool_4": lambda: torch.nn.AdaptiveAvgPool2d(4),
+    "max_pool_ceil_mode": lambda: torch.nn.MaxPool2d(3, 2, ceil_mode=True),
+    "adaptive_avg_pool_3": lambda: torch.nn.AdaptiveAvgPool2d(3),
 }
 
 
-IMAGE_REFUSED = {"conv2d_depthwise": "groups=8 (grouped and depthwise convolutions are not "
-                                     "lowered yet"}
+IMAGE_REFUSED = {"max_pool_ceil_mode": "ceil_mode=True (partial windows at the edge are not "
+                                       "lowered",
+                 "adaptive_avg_pool_3": "output size 3x3 of a 16x16 image (windows of "
+                                        "different sizes are not lowered"}
 
 
 def image_cases() -> list[OpCase]:

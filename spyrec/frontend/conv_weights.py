@@ -5,7 +5,9 @@ tap, each block the input channels padded to whole sticks) followed by one matmu
 weight is needed as the [KH*KW*Cb, Cout] matrix whose row t*Cb + c holds
 weight[:, c, kh, kw] for tap t = kh*KW + kw (zero rows where c is stick padding). That is
 a permutation, a zero padding and a reshape of the parameter: done here, once, with torch,
-because op selection sees no weight data.
+because op selection sees no weight data. A grouped convolution (depthwise: groups =
+channels) gets the dense weight with zeros between its groups, so it is an ordinary
+convolution on the device (docs/design.md, note 27, has the trade-off).
 
 A batch norm in eval mode (`_native_batch_norm_legit_no_training`) whose input is a
 convolution's only use folds into it: with s = gamma / sqrt(var + eps),
@@ -59,8 +61,9 @@ def _arg(node: torch.fx.Node, index: int, name: str, default: object) -> object:
 
 def plan_convolutions(graph: torch.fx.Graph,
                       constant: Callable[[torch.fx.Node], torch.Tensor | None]) -> ConvPlan:
-    """Device-form weights of every 2-D, groups-1 convolution whose weight (and bias) are
-    constants; `constant(node)` is a node's value if it depends on no user input."""
+    """Device-form weights of every 2-D forward convolution (any groups) whose weight (and
+    bias) are constants; `constant(node)` is a node's value if it depends on no user
+    input."""
     plan = ConvPlan()
     for node in graph.nodes:
         if node.op != "call_function" or _name(node.target) != CONV:
@@ -70,7 +73,8 @@ def plan_convolutions(graph: torch.fx.Graph,
         bias = constant(bias_node) if isinstance(bias_node, torch.fx.Node) else None
         if weight is None or weight.dim() != 4 or (bias_node is not None and bias is None):
             continue  # op selection reports it
-        if _arg(node, 6, "transposed", False) or _arg(node, 8, "groups", 1) != 1:
+        groups = int(_arg(node, 8, "groups", 1))  # type: ignore[call-overload]
+        if _arg(node, 6, "transposed", False):
             continue
         x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
         if x is None or x.dtype not in _ELEMENT:
@@ -84,6 +88,13 @@ def plan_convolutions(graph: torch.fx.Graph,
             w = w * scale[:, None, None, None]
             b = ((b if b is not None else torch.zeros_like(mean)) - mean) * scale + beta
             plan.folded_norms[norm[0]] = node
+        if groups != 1:  # grouped: the dense weight with zeros between the groups
+            per = w.shape[0] // groups
+            dense = torch.zeros(w.shape[0], w.shape[1] * groups, *w.shape[2:])
+            for g in range(groups):
+                dense[g * per:(g + 1) * per, g * w.shape[1]:(g + 1) * w.shape[1]] = \
+                    w[g * per:(g + 1) * per]
+            w = dense
         cout, cin, kh, kw = w.shape
         block = window_block_cols(cin, kh * kw, _ELEMENT[x.dtype])
         taps = torch.zeros(kh, kw, block, cout)

@@ -107,10 +107,18 @@ def _refusal(model: torch.nn.Module, *inputs: torch.Tensor) -> str:
     return str(info.value)
 
 
-def test_depthwise_convolution_is_refused_by_name():
-    message = _refusal(torch.nn.Conv2d(8, 8, 3, padding=1, groups=8), torch.randn(1, 8, 8, 8))
+@pytest.mark.parametrize("groups,out", [(8, 8), (2, 12)], ids=["depthwise", "groups2"])
+def test_grouped_convolutions_run_as_dense_ones(groups, out):
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(8, out, 3, stride=2, padding=1, groups=groups).half()
+    exe = _check(conv.eval(), torch.randn(2, 8, 9, 9).half())
+    assert len(exe.binary.kernels) == 3  # border image, windows, matmul
+
+
+def test_transposed_convolution_is_refused_by_name():
+    message = _refusal(torch.nn.ConvTranspose2d(4, 4, 2, stride=2), torch.randn(1, 4, 8, 8))
     assert "aten.convolution.default (node convolution)" in message
-    assert "groups=8" in message and "depthwise" in message
+    assert "a transposed convolution" in message
 
 
 def test_ceil_mode_and_uneven_adaptive_windows_are_refused():
