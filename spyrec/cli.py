@@ -345,8 +345,10 @@ def inspect(binary: Path, programs: bool) -> None:
     for kind, bindings in (("input", b.inputs), ("output", b.outputs)):
         for t in bindings:
             shape = [t.symbolic.get(d, n) for d, n in enumerate(t.layout.shape)]
+            stored = ("" if t.layout.perm is None else
+                      f", stored as {list(t.layout.device_shape)} (dims {list(t.layout.perm)})")
             click.echo(f"{kind} {t.name}: [{', '.join(map(str, shape))}] {t.layout.host_dtype} "
-                       f"@ {t.addr:#x}")
+                       f"@ {t.addr:#x}{stored}")
     prep, exe = build_plans(b)
     click.echo("job preparation plan:")
     for step in prep:
