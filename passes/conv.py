@@ -53,6 +53,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.dialects.spyre import (
     BINARY_OPS,
+    ELEMENT_BYTES,
+    STICK_BYTES,
     SCALAR_OPS,
     UNARY_OPS,
     AtenOp,
@@ -393,6 +395,8 @@ def _select_adaptive_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
         raise Unsupported(
             f"output size {oh}x{ow} of a {h}x{w} image (windows of different sizes are not "
             "lowered; choose an output size that divides the input)")
+    if (oh, ow) == (1, 1):
+        return _global_average(op, sel, sel.channels_last(x, op))
     kernel = (h // oh, w // ow)
     return _average(op, sel, sel.channels_last(x, op), kernel, kernel, (0, 0),
                     kernel[0] * kernel[1])
@@ -405,11 +409,29 @@ def _is_spatial_mean(op: AtenOp) -> bool:
     return dims == [2, 3]
 
 
+def _global_average(op: AtenOp, sel: _Selection, xs: SSAValue) -> SSAValue:
+    """The mean over H and W as [N, 1, 1, C]. When the N*H*W pixels are whole sticks it is
+    one matmul, a constant [N, N*H*W] averaging matrix times the image's rows (no window
+    kernel); otherwise the windows and a block matrix (`_average`)."""
+    n, h, w, c = _shape(xs)
+    element = xs.type.element_type  # type: ignore[attr-defined]
+    per_stick = STICK_BYTES // ELEMENT_BYTES[_element(xs)]
+    if (n * h * w) % per_stick:  # the image would be the matmul's rhs: its K rows unpadded
+        return _average(op, sel, xs, (h, w), (h, w), (0, 0), h * w)
+    matrix = np.kron(np.eye(n), np.full((1, h * w), 1.0 / (h * w)))
+    ttype = TensorType(element, list(matrix.shape))
+    name = f"{_fx_name(op)}.average"
+    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
+        ttype, [float(v) for v in matrix.reshape(-1)]))
+    param.result.name_hint = name.replace(".", "_")
+    rows = sel.emit(op, ReshapeOp(xs, TensorType(element, [n * h * w, c])))
+    mean = sel.emit(op, MatmulOp(sel.emit(op, param), rows, None, TensorType(element, [n, c])))
+    return sel.emit(op, ReshapeOp(mean, TensorType(element, [n, 1, 1, c])))
+
+
 def _select_mean(op: AtenOp, sel: _Selection) -> SSAValue:
     _require_float(op)
-    x = op.operands[0]
-    _, _, h, w = _shape(x)
-    return _average(op, sel, sel.channels_last(x, op), (h, w), (h, w), (0, 0), h * w)
+    return _global_average(op, sel, sel.channels_last(op.operands[0], op))
 
 
 SELECTORS = {

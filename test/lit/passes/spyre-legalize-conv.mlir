@@ -69,19 +69,35 @@ func.func @max_pool(%x: tensor<1x16x8x8xf16>) -> tensor<1x16x4x4xf16> attributes
 
 // -----
 
-// Global average pooling (mean over H and W, keepdim=False) and a flatten-free linear
-// after it: the 4x4 = 16 taps of each image in blocks of 32 fp32 channels (one stick),
-// times a constant [16 * 32, 32] matrix of identity / 16, is the [2, 1, 1, 32] mean,
-// which is [2, 32] as stored. The input is a program input, so it is stored channels-last.
+// Global average pooling (mean over H and W, keepdim=False). 2 images of 4x4 pixels are
+// 32 rows: one fp32 stick, so the mean is one matmul, a constant [2, 32] matrix (1/16
+// over each image's 16 rows) times the image's rows, and [2, 32] is the result as stored.
+// The input is a program input, so it is stored channels-last.
 // CHECK-LABEL: func.func @global_mean
 // CHECK-SAME: (%x: tensor<2x4x4x32xf32>) -> tensor<2x32xf32>
 // CHECK-SAME: spyre.host_perms = {x = array<i64: 0, 2, 3, 1>}
-// CHECK:      %[[COLS:.*]] = spyre.window_rows %x, %{{.*}} {{.*}}kernel = array<i64: 4, 4>{{.*}} -> tensor<2x1x1x512xf32>
-// CHECK:      %[[AVG:.*]] = spyre.param {{.*}}param_name = "mean.average"{{.*}} : tensor<512x32xf32>
-// CHECK:      spyre.matmul %{{.*}}, %[[AVG]] {{.*}}-> tensor<2x32xf32>
-// CHECK:      %[[M:.*]] = spyre.reshape %{{.*}} -> tensor<2x32xf32>
-// CHECK-NEXT: func.return %[[M]]
+// CHECK-NOT:  spyre.window_rows
+// CHECK:      %[[ROWS:.*]] = spyre.reshape %x {{.*}}-> tensor<32x32xf32>
+// CHECK-NEXT: %[[AVG:.*]] = spyre.param {{.*}}param_name = "mean.average"{{.*}} : tensor<2x32xf32>
+// CHECK-NEXT: %[[M:.*]] = spyre.matmul %[[AVG]], %[[ROWS]] {{.*}}-> tensor<2x32xf32>
+// CHECK-NEXT: %[[M4:.*]] = spyre.reshape %[[M]] {{.*}}-> tensor<2x1x1x32xf32>
+// CHECK-NEXT: %[[OUT:.*]] = spyre.reshape %[[M4]] {{.*}}-> tensor<2x32xf32>
+// CHECK-NEXT: func.return %[[OUT]]
 func.func @global_mean(%x: tensor<2x32x4x4xf32>) -> tensor<2x32xf32> attributes {spyre.output_names = ["mean"]} {
   %m = spyre.aten "aten.mean.dim"(%x) {fx_node = "mean", args = {dim = [-1 : i64, -2 : i64], keepdim = false}, operand_names = ["self"]} : (tensor<2x32x4x4xf32>) -> tensor<2x32xf32>
   func.return %m : tensor<2x32xf32>
+}
+
+// -----
+
+// The same on one 3x3 image: 9 rows are not a whole stick, and an activation cannot be a
+// matmul's rhs with unpadded K rows, so the 9 taps are gathered into blocks of 32 fp32
+// channels (one stick) and multiplied by a constant [9 * 32, 32] matrix of identity / 9.
+// CHECK-LABEL: func.func @global_mean_windows
+// CHECK:      %[[COLS:.*]] = spyre.window_rows %x, %{{.*}} {{.*}}kernel = array<i64: 3, 3>{{.*}} -> tensor<1x1x1x288xf32>
+// CHECK:      %[[AVG:.*]] = spyre.param {{.*}}param_name = "mean.average"{{.*}} : tensor<288x32xf32>
+// CHECK:      spyre.matmul %{{.*}}, %[[AVG]] {{.*}}-> tensor<1x32xf32>
+func.func @global_mean_windows(%x: tensor<1x32x3x3xf32>) -> tensor<1x32x1x1xf32> attributes {spyre.output_names = ["mean"]} {
+  %m = spyre.aten "aten.mean.dim"(%x) {fx_node = "mean", args = {dim = [-1 : i64, -2 : i64], keepdim = true}, operand_names = ["self"]} : (tensor<1x32x3x3xf32>) -> tensor<1x32x1x1xf32>
+  func.return %m : tensor<1x32x1x1xf32>
 }
