@@ -128,7 +128,6 @@ class WindowBuilder(KtirBuilder):
         for arg, value in zip(self.block.args, self.outer):
             arg.name_hint = value.name_hint
         self.b = Builder(InsertPoint.at_end(self.block))
-        self.moved_bytes = 0
 
     def _pointer(self, value: SSAValue) -> SSAValue:
         return self.block.args[self.inner.index(value)]
@@ -137,9 +136,16 @@ class WindowBuilder(KtirBuilder):
         return layout_of(self.outer[self.inner.index(value)]).padded_shape[-1]
 
     def build(self) -> func.FuncOp:
-        op = self.info.op
         grid = self.info.kernel.attributes["grid"]
         gm = grid.data[0].value.data  # type: ignore[attr-defined]
+        build = self._build_rows if self.info.by_rows else self._build_images
+        return self._finish(build(gm), gm)
+
+    def _build_images(self, gm: int) -> int:
+        """Windows that may leave the image: core x handles images [x * Nc, (x + 1) * Nc),
+        per tap the border rows, the left and right edges and the interior runs (see the
+        module docstring); returns the input bytes."""
+        op = self.info.op
         n, h, w, _ = op.input.type.get_shape()  # type: ignore[attr-defined]
         ho, wo = op.out_hw()
         sh, sw = op.pair("stride")
@@ -147,8 +153,6 @@ class WindowBuilder(KtirBuilder):
         dh, dw = op.pair("dilation")
         element = op.input.type.element_type  # type: ignore[attr-defined]
         block, cp = op.block_cols(), self._cols(op.input)
-        if self.info.by_rows:
-            return self._finish(self._build_rows(gm), gm)
         per_core = n // gm
         x, _ = self.b.insert(GetComputeTileIdOp(2)).results
         image0 = self.mul(x, self.const(per_core))
@@ -186,7 +190,6 @@ class WindowBuilder(KtirBuilder):
             # flat input row of (image i, output row ho_lo + j, first valid column)
             start = ((plan.ho_lo * sh + plan.kh * dh - ph) * w
                      + plan.wo_lo * sw + plan.kw * dw - pw)
-            self.moved_bytes += 2 * n * inside * count * stick_bytes
 
             def image_body(i: SSAValue, plan: _TapPlan = plan, start: int = start,
                            count: int = count, col: int = col, inside: int = inside) -> None:
@@ -214,7 +217,7 @@ class WindowBuilder(KtirBuilder):
                 self.loop(inside, 1, row_body)
 
             self.loop(per_core, 1, image_body)
-        return self._finish(rows_in * stick_bytes, gm)
+        return rows_in * stick_bytes
 
     def _build_rows(self, gm: int) -> int:
         """Windows inside the image: core x gathers output rows [x * R, (x + 1) * R) of
@@ -266,6 +269,7 @@ class WindowBuilder(KtirBuilder):
                                                                  // 128) * 128
 
     def _finish(self, in_bytes: int, gm: int) -> func.FuncOp:
+        """Close the function; its grid and the decisions and cost it records."""
         op = self.info.op
         n = op.input.type.get_shape()[0]  # type: ignore[attr-defined]
         ho, wo = op.out_hw()
