@@ -123,3 +123,31 @@ func.func @slice_past_end(%x: tensor<16x64xf16>) {
   %s = spyre.slice_rows %x {dim = 0 : i64, start = 10 : i64, step = 2 : i64} : tensor<16x64xf16> -> tensor<4x64xf16>
   func.return
 }
+
+// -----
+
+// 3x3, stride 1, padding 1 on 8x8 keeps 8x8 pixels; 9 taps of one 64-element stick
+// are 576 columns, not 512.
+func.func @window_bad_result(%x: tensor<1x8x8x3xf16>, %pad: tensor<8x3xf16>) {
+  // CHECK: spyre.window_rows: result shape [1, 8, 8, 512], expected [1, 8, 8, 576]
+  %c = spyre.window_rows %x, %pad {kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, taps = array<i64: 0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2, 2, 0, 2, 1, 2, 2>} : (tensor<1x8x8x3xf16>, tensor<8x3xf16>) -> tensor<1x8x8x512xf16>
+  func.return
+}
+
+// -----
+
+// With padding, windows leave the image: the pad operand must hold an output row (8).
+func.func @window_short_pad(%x: tensor<1x8x8x3xf16>, %pad: tensor<1x3xf16>) {
+  // CHECK: spyre.window_rows: pad rows of shape [1, 3], expected [8, 3] or more rows
+  %c = spyre.window_rows %x, %pad {kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, taps = array<i64: 1, 1>} : (tensor<1x8x8x3xf16>, tensor<1x3xf16>) -> tensor<1x8x8x3xf16>
+  func.return
+}
+
+// -----
+
+// Tap (3, 0) is outside a 3x3 kernel.
+func.func @window_bad_tap(%x: tensor<1x8x8x3xf16>, %pad: tensor<8x3xf16>) {
+  // CHECK: spyre.window_rows: taps [(3, 0)] outside the 3x3 kernel
+  %c = spyre.window_rows %x, %pad {kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, taps = array<i64: 3, 0>} : (tensor<1x8x8x3xf16>, tensor<8x3xf16>) -> tensor<1x8x8x3xf16>
+  func.return
+}
