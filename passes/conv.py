@@ -25,7 +25,8 @@ every 4-D value that a convolution, batch norm or pooling op touches is selected
 Program inputs read only by such ops become channels-last inputs and 4-D outputs
 channels-last outputs: the host permutes them when it copies them in and out (the graph's
 `spyre.host_perms`), as it pads sticks and rounds to DL16. A flatten after a 1x1 pooling is
-free ([N, 1, 1, C] and [N, C] are the same rows). Any other use of a channels-last value in
+free ([N, 1, 1, C] and [N, C] are the same rows), and so are a vision transformer's patch
+tokens, `conv(x).flatten(2).transpose(1, 2)` ([N, H*W, C] are the image's rows). Any other use of a channels-last value in
 NCHW order would be a restickify on the device, which is not lowered: it is reported with
 the node that needs it.
 """
@@ -567,6 +568,13 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
                 replaced.add(user)
                 sel.replaced.append(user)
                 continue
+            tokens = _patch_tokens(user, new) if isinstance(user, AtenOp) else None
+            if tokens is not None:  # flatten(2).transpose(1, 2): the pixels as tokens
+                rows = sel.emit(tokens, ReshapeOp(new, tokens.results[0].type))
+                tokens.results[0].replace_all_uses_with(rows)
+                replaced.update((user, tokens))
+                sel.replaced.extend((user, tokens))
+                continue
             what = describe(user)
             if isinstance(user, AtenOp):
                 sel.skip.add(user)  # reported here, not selected again
@@ -590,6 +598,28 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
         fn.attributes["spyre.host_perms"] = DictionaryAttr(perms)
     fn.function_type = FunctionType.from_lists([a.type for a in block.args],
                                                [v.type for v in ret.operands])
+
+
+def _patch_tokens(user: AtenOp, value: SSAValue) -> AtenOp | None:
+    """The transpose after `user` if `user` flattens an [N, C, H, W] image to
+    [N, C, H*W] and its only user swaps the last two dims (a vision transformer's patch
+    embedding: `conv(x).flatten(2).transpose(1, 2)`): [N, H*W, C] is the channels-last
+    image's rows as they are stored."""
+    if user.target.data not in FREE_USERS or len(list(user.results[0].uses)) != 1:
+        return None
+    n, h, w, c = _shape(value)
+    if _shape(user.results[0]) != [n, c, h * w]:
+        return None
+    swap = next(iter(user.results[0].uses)).operation
+    if not isinstance(swap, AtenOp) or _shape(swap.results[0]) != [n, h * w, c]:
+        return None
+    target = swap.target.data
+    if target == "aten.transpose.int":
+        dims = sorted(d % 3 for d in (*_ints(swap, "dim0"), *_ints(swap, "dim1")))
+        return swap if dims == [1, 2] else None
+    if target == "aten.permute.default":
+        return swap if [d % 3 for d in _ints(swap, "dims")] == [0, 2, 1] else None
+    return None
 
 
 def _free_flatten(user: AtenOp, value: SSAValue) -> bool:

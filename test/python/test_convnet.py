@@ -171,3 +171,23 @@ def test_a_convolution_weight_that_is_not_constant_is_refused():
     message = _refusal(_WeightInput(), torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3))
     assert "aten.convolution.default (node convolution)" in message
     assert "weight is not a constant" in message
+
+
+class _PatchEmbed(torch.nn.Module):
+    """A vision transformer's front: 4x4 patches by a stride-4 convolution, the pixels as
+    tokens (flatten(2).transpose(1, 2), free channels-last), a LayerNorm and a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Conv2d(3, 64, 4, stride=4)
+        self.norm = torch.nn.LayerNorm(64)
+        self.fc = torch.nn.Linear(64, 32)
+
+    def forward(self, x):
+        return self.fc(self.norm(self.proj(x).flatten(2).transpose(1, 2)))
+
+
+def test_patch_embedding_tokens_need_no_move():
+    torch.manual_seed(0)
+    exe = _check(_PatchEmbed().eval(), torch.randn(2, 3, 32, 32))
+    assert len(exe.binary.kernels) <= 4  # windows, the convolution's matmul, norm, linear
