@@ -27,15 +27,20 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.rewriter import InsertPoint
 
 from spyrec.costmodel import MoveShape
-from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
+from spyrec.dialects.ktdp import (
+    ConstructMemoryViewOp,
+    GetComputeTileIdOp,
+    MemorySpaceAttr,
+    StoreOp,
+)
 from spyrec.dialects.spyre import KernelOp, WindowRowsOp
-from spyrec.passes.ktir_builder import IDX, KtirBuilder
+from spyrec.passes.ktir_builder import IDX, KtirBuilder, box_set
 from spyrec.passes.spyre_stickify import layout_of
 
 
@@ -235,29 +240,65 @@ class WindowBuilder(KtirBuilder):
         row0 = self.mul(x, self.const(per_core))
         sigma = sw if sw > 1 and rows_in % sw == 0 and (h * w) % sw == 0 \
             and (sh * w) % sw == 0 else 1
-        source = self.view(self._pointer(op.input), (rows_in // sigma, sigma * cp), element)
         out_view = self.view(self._pointer(op.result), (n * ho * wo, self._cols(op.result)),
                              element)
+        views: dict[int, SSAValue] = {}  # by the rows a load spans: the views it reads
+
+        def source(span: int) -> SSAValue:
+            if span not in views:
+                views[span] = (self.view(self._pointer(op.input), (rows_in // sigma,
+                                                                   sigma * cp), element)
+                               if span == 1 else
+                               self._overlap_view(op.input, rows_in - span + 1, span * cp, cp,
+                                                  element))
+            return views[span]
+
         d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
         image, row = d0 // ho, d0 % ho
-        for t, (kh, kw) in enumerate(op.tap_list):
+        taps = op.tap_list
+        t = 0
+        while t < len(taps):
+            kh, kw = taps[t]
+            span = _tap_run(taps, t) if sw == 1 and dw == 1 and block == cp else 1
+            if span > 1:
+                # taps (kh, kw) .. (kh, kw + span - 1) of a pixel are `span` consecutive
+                # input rows, and their blocks are adjacent output columns: one DMA each
+                # way moves them, reading rows `span` sticks long one stick apart (a view
+                # whose rows overlap)
+                wide = source(span)
+                start = kh * dh * w + kw
+
+                def run_body(r: SSAValue, start: int = start, col: int = t * block,
+                             span: int = span, wide: SSAValue = wide) -> None:
+                    flat = self.add(row0, r)
+                    src = (image * (h * w) + row * (sh * w) + start, _c(0))
+                    rows = self.load_at(wide, [flat], src, (wo, span * block), element)
+                    self.b.insert(StoreOp(rows, self.tile_at(
+                        out_view, [flat], (d0 * wo, _c(col)), (wo, span * block))))
+
+                self.loop(per_core, 1, run_body)
+                t += span
+                continue
             start = kh * dh * w + kw * dw
             col = t * block
+            t += 1
+            rows_view = source(1)  # built here, outside the loops that read it
 
-            def row_body(r: SSAValue, start: int = start, col: int = col) -> None:
+            def row_body(r: SSAValue, start: int = start, col: int = col,
+                         rows_view: SSAValue = rows_view) -> None:
                 flat = self.add(row0, r)
                 dst = (d0 * wo, _c(col))
                 if sigma == sw:
                     src = (image * (h * w // sigma) + row * (sh * w // sigma) + start // sigma,
                            _c((start % sigma) * cp))
-                    rows = self.load_at(source, [flat], src, (wo, block), element)
+                    rows = self.load_at(rows_view, [flat], src, (wo, block), element)
                     self.b.insert(StoreOp(rows, self.tile_at(out_view, [flat], dst,
                                                              (wo, block))))
                     return
 
                 def pixel_body(k: SSAValue) -> None:
                     src = (image * (h * w) + row * (sh * w) + d1 * sw + start, _c(0))
-                    one = self.load_at(source, [flat, k], src, (1, block), element)
+                    one = self.load_at(rows_view, [flat, k], src, (1, block), element)
                     self.b.insert(StoreOp(one, self.tile_at(out_view, [flat, k],
                                                             (dst[0] + d1, _c(col)), (1, block))))
 
@@ -267,6 +308,14 @@ class WindowBuilder(KtirBuilder):
         # the least input a gather reads: every input row once, or fewer if it skips some
         return min(rows_in, n * ho * wo * len(op.tap_list)) * -(-block * _itemsize(op.input)
                                                                  // 128) * 128
+
+    def _overlap_view(self, value: SSAValue, rows: int, cols: int, pitch: int,
+                      element: Attribute) -> SSAValue:
+        """A [rows, cols] view of `value` whose rows start `pitch` elements apart."""
+        shape = [rows, cols]
+        return self.b.insert(ConstructMemoryViewOp(
+            self._pointer(value), shape, [pitch, 1], MemRefType(element, shape),
+            box_set(shape), MemorySpaceAttr.global_())).result
 
     def _finish(self, in_bytes: int, gm: int) -> func.FuncOp:
         """Close the function; its grid and the decisions and cost it records."""
@@ -306,6 +355,15 @@ class WindowBuilder(KtirBuilder):
             self.loop(ho_hi - ho_lo, 1, row_body)
 
         self.loop(per_core, 1, image_body)
+
+
+def _tap_run(taps: list[tuple[int, int]], t: int) -> int:
+    """How many taps from `t` on share its kernel row with consecutive columns."""
+    kh, kw = taps[t]
+    span = 1
+    while t + span < len(taps) and taps[t + span] == (kh, kw + span):
+        span += 1
+    return span
 
 
 def _c(value: int) -> AffineExpr:

@@ -22,19 +22,23 @@
 // CHECK-NEXT:  ktdp.construct_access_tile %[[OUT]][%{{.*}} * 36 + (%{{.*}} * 6 + 6) + 1, 0]
 // CHECK-NEXT:  ktdp.store %[[ROWS]]
 //
-// @k1 gathers the 9 taps inside the padded image: its cores split the 4 output rows. For
-// output row r (image r / 4, row r mod 4) tap (kh, kw) reads the 4 padded rows from
-// (r / 4) * 36 + (r mod 4 + kh) * 6 + kw and stores them into columns 64 * (3 kh + kw)
-// of output rows 4r .. 4r + 3 (576 columns: 9 sticks).
+// @k1 gathers the 9 taps inside the padded image: its cores split the 4 output rows. Taps
+// (kh, 0), (kh, 1), (kh, 2) of a pixel are 3 consecutive padded rows and fill 3 adjacent
+// 64-column blocks, so one DMA moves them: a view of the padded image whose rows are 3
+// sticks (192 columns) long and start one stick (64 elements) apart, 36 - 3 + 1 = 34 of
+// them. For output row r (image r / 4, row r mod 4) kernel row kh reads 4 such rows from
+// (r / 4) * 36 + (r mod 4 + kh) * 6 and stores them into columns 192 * kh of output rows
+// 4r .. 4r + 3 (576 columns: 9 sticks).
 // CHECK-LABEL: func.func @k1
-// CHECK:       %[[PADDED:.*]] = ktdp.construct_memory_view {{.*}}sizes: [36, 64]
-// CHECK:       %[[COLS:.*]] = ktdp.construct_memory_view {{.*}}sizes: [16, 576]
-// CHECK:       ktdp.construct_access_tile %[[PADDED]][%[[R0:.*]] floordiv 4 * 36 + %[[R0]] mod 4 * 6, 0]
-// CHECK:       ktdp.construct_access_tile %[[COLS]][%[[R0]] * 4, 0]
-// CHECK:       ktdp.construct_access_tile %[[PADDED]][%[[R1:.*]] floordiv 4 * 36 + %[[R1]] mod 4 * 6 + 1, 0]
-// CHECK:       ktdp.construct_access_tile %[[COLS]][%[[R1]] * 4, 64]
-// CHECK:       ktdp.construct_access_tile %[[PADDED]][%[[R8:.*]] floordiv 4 * 36 + %[[R8]] mod 4 * 6 + 14, 0]
-// CHECK:       ktdp.construct_access_tile %[[COLS]][%[[R8]] * 4, 512]
+// CHECK:       %[[COLS:.*]] = ktdp.construct_memory_view {{.*}}sizes: [16, 576], strides: [576, 1]
+// CHECK:       %[[WIDE:.*]] = ktdp.construct_memory_view {{.*}}sizes: [34, 192], strides: [64, 1]
+// CHECK:       ktdp.construct_access_tile %[[WIDE]][%[[R0:.*]] floordiv 4 * 36 + %[[R0]] mod 4 * 6, 0]
+// CHECK-NEXT:  ktdp.load {{.*}} -> tensor<4x192xf16>
+// CHECK-NEXT:  ktdp.construct_access_tile %[[COLS]][%[[R0]] * 4, 0]
+// CHECK:       ktdp.construct_access_tile %[[WIDE]][%[[R1:.*]] floordiv 4 * 36 + %[[R1]] mod 4 * 6 + 6, 0]
+// CHECK:       ktdp.construct_access_tile %[[COLS]][%[[R1]] * 4, 192]
+// CHECK:       ktdp.construct_access_tile %[[WIDE]][%[[R2:.*]] floordiv 4 * 36 + %[[R2]] mod 4 * 6 + 12, 0]
+// CHECK:       ktdp.construct_access_tile %[[COLS]][%[[R2]] * 4, 384]
 //
 // @k2 is the matmul: 16 pixels x 576 by 576 x 64.
 // CHECK-LABEL: func.func @k2
