@@ -511,6 +511,9 @@ def select_channels_last(module: ModuleOp, rewriter: Rewriter, elementwise: set[
                 if _is_anchor(aten) or aten.target.data in elementwise:
                     sel.skip.add(aten)  # the failure upstream is what to fix
                 continue
+            if aten.target.data == MEAN and aten.operands[0] not in sel.nhwc \
+                    and aten.operands[0] not in images:
+                continue  # a mean of an NCHW value: op selection's reductions take it
             try:
                 if _is_anchor(aten):
                     sel.nhwc[aten.results[0]] = SELECTORS[aten.target.data](aten, sel)
