@@ -97,6 +97,10 @@ def pc_order_actions(
     actions: list[Action] = []
     for pc in range(length):
         instrs = [programs[c][pc] for c in cores]
+        if instrs[0].op == "dma.gather":  # data-dependent rows: one call per core
+            actions += [ops.bind(i, memory, lx[c], codec, where=(c, pc))
+                        for c, i in zip(cores, instrs, strict=True)]
+            continue
         if not _same_but_ddr(instrs):
             actions += [ops.bind(i, memory, lx[c], codec)
                         for c, i in zip(cores, instrs, strict=True)]

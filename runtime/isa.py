@@ -202,6 +202,13 @@ _SPECS: tuple[OpSpec, ...] = (
         (),
         "Close the innermost open loop.begin.",
     ),
+    OpSpec(
+        "dma.gather", 18, Engine.DMA,
+        ("ddr", "lx", "rows", "row_bytes", "ddr_pitch", "lx_pitch", "idx", "limit"),
+        "For each i < `rows`, copy `row_bytes` from table row k = idx[i] (LPDDR address "
+        "`ddr + k * ddr_pitch`) to LX offset `lx + i * lx_pitch`, where idx is the int32 "
+        "vector at LX offset `idx`; faults unless 0 <= k < `limit` (the table's rows).",
+    ),
 )
 
 SPECS_BY_NAME: dict[str, OpSpec] = {s.name: s for s in _SPECS}
@@ -536,6 +543,9 @@ def lx_access(
         return (src,), ((Region(a["dst"], a["rows"], row, a["dst_pitch"]),) if writes else ())
     if op == "dma.load":
         return (), (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),)
+    if op == "dma.gather":
+        return ((gather_index_region(instr),),
+                (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),))
     if op == "dma.store":
         return (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),), ()
     if op in ("pt.matmul", "pt.matmul_nt"):
@@ -576,11 +586,22 @@ def lx_writes(instr: Instr, core: int | None = None) -> tuple[Region, ...]:
 
 
 def ddr_region(instr: Instr) -> Region | None:
-    """The LPDDR region a DMA instruction reads or writes; None for compute instructions."""
+    """The LPDDR region a DMA instruction reads or writes; None for compute instructions.
+    For dma.gather it is the whole table (`limit` rows): any of them may be read."""
     if instr.spec.engine is not Engine.DMA:
         return None
     a = instr.named_args()
-    return Region(a["ddr"], a["rows"], a["row_bytes"], a["ddr_pitch"])
+    rows = a["limit"] if instr.op == "dma.gather" else a["rows"]
+    return Region(a["ddr"], rows, a["row_bytes"], a["ddr_pitch"])
+
+
+GATHER_INDEX_BYTES = 4  # dma.gather reads its row indices as int32
+
+
+def gather_index_region(instr: Instr) -> Region:
+    """The LX bytes of a dma.gather's index vector: `rows` contiguous int32."""
+    return Region(instr.arg("idx"), 1, instr.arg("rows") * GATHER_INDEX_BYTES,
+                  instr.arg("rows") * GATHER_INDEX_BYTES)
 
 
 MATMUL_OPS = frozenset({"pt.matmul", "pt.matmul_nt"})
