@@ -55,6 +55,7 @@ from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
 from spyrec.dialects.spyre import KernelOp, LaunchOp
 from spyrec.passes.kernel_analysis import (
     AttentionInfo,
+    GatherInfo,
     Kind,
     KernelInfo,
     MoveInfo,
@@ -64,6 +65,7 @@ from spyrec.passes.kernel_analysis import (
     read_tiling,
 )
 from spyrec.passes.ktir_attention import AttentionBuilder, MoveBuilder
+from spyrec.passes.ktir_gather import GatherBuilder
 from spyrec.passes.ktir_builder import (
     BINARY_BODIES,
     IDX,
@@ -309,6 +311,8 @@ class ConvertSpyreToKtir(ModulePass):
                 fn = AttentionBuilder(info, name).build()
             elif isinstance(info, MoveInfo):
                 fn = MoveBuilder(info, name).build()
+            elif isinstance(info, GatherInfo):
+                fn = GatherBuilder(info, name).build()
             else:
                 fn = _KernelBuilder(info, name).build()
             op.body.block.add_op(fn)

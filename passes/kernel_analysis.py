@@ -38,6 +38,7 @@ from spyrec.dialects.spyre import (
     UNARY_OPS,
     AttentionOp,
     CastOp,
+    GatherOp,
     KernelOp,
     MatmulOp,
     PermuteRowsOp,
@@ -48,7 +49,7 @@ from spyrec.dialects.spyre import (
 from spyrec.passes.row_maps import MOVE_OPS, Index, RowMap, lead_shape, read_map, write_map
 from spyrec.runtime.isa import TRANSCENDENTAL, UnaryFn
 
-DEVICE_ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}
+DEVICE_ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i64": 4}  # i64 is int32 on device
 
 UNARY_FN = {
     "relu": UnaryFn.RELU, "gelu": UnaryFn.GELU, "gelu_tanh": UnaryFn.GELU_TANH,
@@ -250,6 +251,33 @@ class MoveInfo:
                          broadcast=self.source.map.run_stride == 0 and lead[-1] > 1)
 
 
+@dataclass
+class GatherInfo:
+    """A gather kernel: rows of `table` picked by `indices` (both kernel inputs) into `out`.
+
+    The output's rows are the indices' elements in order; a run is one stored row of the
+    indices (its innermost dim), so the split and tiling of a move kernel apply: gm cores over
+    the runs, gn over the indices of a run, tm indices per `dma.gather`."""
+
+    kernel: KernelOp
+    op: GatherOp
+    table: SSAValue
+    indices: SSAValue
+    out: SSAValue
+
+    @property
+    def outputs(self) -> list[SSAValue]:
+        return [self.out]
+
+    def shape(self) -> MoveShape:
+        ids = list(self.indices.type.get_shape()) or [1]  # type: ignore[attr-defined]
+        rows, cols = rows_cols(self.out)
+        # each gathered row is read once and written once: the minimum traffic counts the
+        # rows read, not the table
+        return MoveShape(rows=rows, run=ids[-1], in_rows=rows, cols=cols,
+                         itemsize=itemsize(self.out))
+
+
 def kv_index(group: int) -> Callable[[Index], Index]:
     """Key/value index of a query index: head h reads key/value head h / group."""
 
@@ -354,7 +382,7 @@ def _analyze_attention(kernel: KernelOp, op: AttentionOp, body: list[Operation],
     return AttentionInfo(kernel, op, *stored, Stored(last, out_map), mask)
 
 
-def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo:
+def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherInfo:
     """Classify a kernel and its values; reject shapes the kernels cannot express."""
     ops = list(kernel.body.block.ops)
     term = ops[-1]
@@ -362,6 +390,9 @@ def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo:
     attention = [op for op in ops if isinstance(op, AttentionOp)]
     if attention:
         return _analyze_attention(kernel, attention[0], ops[:-1], list(term.values))
+    if len(ops) == 2 and isinstance(ops[0], GatherOp):
+        gather = ops[0]
+        return GatherInfo(kernel, gather, gather.table, gather.indices, gather.result)
     if len(ops) == 2 and isinstance(ops[0], DATA_MOVES):
         move = ops[0]
         source = move.operands[0]

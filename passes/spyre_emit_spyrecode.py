@@ -41,9 +41,10 @@ from spyrec.runtime.isa import Instr
 from spyrec.runtime.layout import DeviceLayout
 from spyrec.target import DEFAULT_TARGET
 
-HOST_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
+HOST_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32",
+              "i64": "int64"}
 NUMPY_DTYPE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
-               "int32": np.int32}
+               "int32": np.int32, "int64": np.int64}
 
 
 def _host_dtype(value: SSAValue) -> str:

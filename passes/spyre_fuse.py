@@ -38,6 +38,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from spyrec.dialects.spyre import (
     DATA_MOVES,
     AttentionOp,
+    GatherOp,
     KernelOp,
     MatmulOp,
     ReshapeOp,
@@ -53,7 +54,7 @@ from spyrec.passes.kernel_analysis import (
 
 
 def is_compute(op: Operation) -> bool:
-    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES)) or tile_op_kind(op) is not None
+    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES, GatherOp)) or tile_op_kind(op) is not None
 
 
 
@@ -117,7 +118,7 @@ class SpyreFuse(ModulePass):
                 continue  # placed with its attention op
             if not is_compute(op):
                 continue
-            if isinstance(op, (AttentionOp, *DATA_MOVES)):
+            if isinstance(op, (AttentionOp, *DATA_MOVES, GatherOp)):
                 members = plans.get(op, [op])  # type: ignore[call-overload]
                 group = _Group(members, position[members[0]], position[members[-1]],
                                rows_cols(op.results[0]),
@@ -183,6 +184,8 @@ def _outline(group: list[Operation], name: str) -> None:
                   "attention with its row moves folded into its reads and write")
     elif isinstance(group[0], DATA_MOVES):
         reason = "row move (DMA only)"
+    elif isinstance(group[0], GatherOp):
+        reason = "row gather by index (dma.gather)"
     else:
         reason = ("single op" if len(group) == 1 else
                   "matmul with tile-op epilogue" if has_matmul else "tile-op graph")

@@ -61,6 +61,7 @@ from spyrec.dialects.spyre import (
     AttentionOp,
     CastOp,
     ExpandRowsOp,
+    GatherOp,
     MatmulOp,
     ParamOp,
     PermuteRowsOp,
@@ -1205,13 +1206,53 @@ SELECTORS: dict[str, Selector] = {
     **MOVE_SELECTORS,
 }
 
-# ops known to have no device lowering yet, with what to do instead
-NOT_ON_DEVICE: dict[str, str] = {
-    "aten.embedding.default": (
-        "a gather of rows by token id is not on the device yet; export the model with "
-        "`inputs_embeds` (Hugging Face models accept it) and look the embeddings up on the "
-        "host"),
+# ---- gathers of table rows by index (embedding, index_select along rows) ------------------
+
+INDEX_ELEMENTS = ("i32", "i64")
+
+
+def _gather_rows(op: AtenOp, rewriter: Rewriter, table: SSAValue, indices: SSAValue) -> Operation:
+    """`table[indices]` for a 2-D float table and integer indices: a spyre.gather."""
+    if len(_shape(table)) != 2:
+        raise _Unsupported(f"a {len(_shape(table))}-D table {_shape(table)} (rows of a 2-D "
+                           "table are gathered; reshape it to [rows, width] first)")
+    if _element_name(table) not in FLOAT_ELEMENTS:
+        raise _Unsupported(f"a {_element_name(table)} table (f16, bf16 and f32 tables)")
+    if _element_name(indices) not in INDEX_ELEMENTS:
+        raise _Unsupported(f"{_element_name(indices)} indices (int32 or int64 indices)")
+    return GatherOp(table, indices, op.results[0].type, source_op=op)
+
+
+def _select_embedding(op: AtenOp, rewriter: Rewriter) -> Operation:
+    """aten.embedding: rows of the weight by index. padding_idx only changes the gradient.
+    The indices are checked against [0, V) when the gather runs (dma.gather faults)."""
+    weight, indices = _operand(op, "weight"), _operand(op, "indices")
+    if weight is None or indices is None:
+        raise _Unsupported("a weight or indices that is not a tensor")
+    return _gather_rows(op, rewriter, weight, indices)
+
+
+def _select_index_select(op: AtenOp, rewriter: Rewriter) -> Operation:
+    """aten.index_select along dim 0 of a 2-D tensor is the same gather of rows."""
+    table, index = _operand(op, "self"), _operand(op, "index")
+    if table is None or index is None:
+        raise _Unsupported("a source or index that is not a tensor")
+    dim = _arg(op, "dim", 0)
+    if len(_shape(table)) != 2 or dim % 2 != 0:  # type: ignore[operator]
+        raise _Unsupported(f"along dim {dim} of a {_shape(table)} tensor (only rows of a 2-D "
+                           "tensor, dim 0, are gathered; a gather of columns is a matmul by a "
+                           "selection matrix when the index is constant)")
+    return _gather_rows(op, rewriter, table, index)
+
+
+GATHER_SELECTORS: dict[str, Selector] = {
+    "aten.embedding.default": _select_embedding,
+    "aten.index_select.default": _select_index_select,
 }
+SELECTORS.update(GATHER_SELECTORS)
+
+# ops known to have no device lowering yet, with what to do instead
+NOT_ON_DEVICE: dict[str, str] = {}
 
 
 def supported_targets() -> list[str]:

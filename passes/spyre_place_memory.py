@@ -41,6 +41,7 @@ from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import LoadOp
+from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.ktir_tiles import tile_dims
 from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
@@ -223,7 +224,21 @@ def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> i
             continue
         slots[inner.results[0]] = pair
         inner.attributes["lx_slots"] = DenseArrayBase.from_list(i64, list(pair))
+        if isinstance(inner, LoadOp) and (index_bytes := gather_index_bytes(inner, target)):
+            inner.attributes["lx_index_slots"] = DenseArrayBase.from_list(
+                i64, [next_free, next_free + index_bytes])
+            next_free += 2 * index_bytes
     return next_free
+
+
+def gather_index_bytes(load: LoadOp, target: SpyreTarget) -> int:
+    """LX bytes for the index sticks of a load through an indirect tile (0 for a direct
+    one): the tile's rows of int32 indices may start anywhere in a stick, so one stick more
+    than they fill."""
+    if not isinstance(load.tile.owner, ConstructIndirectAccessTileOp):
+        return 0
+    rows = tile_dims(load.results[0])[0]
+    return (-(-rows * 4 // target.stick_bytes) + 1) * target.stick_bytes
 
 
 def _is(attr: object, name: str) -> bool:

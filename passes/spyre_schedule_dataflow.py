@@ -49,6 +49,7 @@ from spyrec.dialects.ktdp import (
     LoadOp,
     StoreOp,
 )
+from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
@@ -452,6 +453,80 @@ def _noop(it: _CoreInterpreter, op: Operation) -> None:
     return None
 
 
+# ---- gathers: loads through an indirect access tile (design note 28) ------------------------
+
+@dataclass
+class IndirectTile:
+    """Rows of a 2-D `table` view picked by `rows` contiguous indices of the `index` view,
+    starting at `index_origin`; `cols` whole columns of each row."""
+
+    table: View
+    index: View
+    index_origin: tuple[int, ...]
+    rows: int
+    cols: int
+
+    @property
+    def index_addr(self) -> int:
+        offset = sum(o * s for o, s in zip(self.index_origin, self.index.strides))
+        return self.index.base + offset * self.index.itemsize
+
+
+def _indirect_tile(it: _CoreInterpreter, op: ConstructIndirectAccessTileOp) -> None:
+    """The one indirect form dma.gather runs: `%table[ind(%idx[..., f + %r]), (%c)]` over a
+    (rows, cols) box: row r of the tile is table row idx[..., f + r], all its columns."""
+    rows, cols = (int(d) for d in op.result.type.get_shape())  # type: ignore[attr-defined]
+    maps = [m.data for m in op.per_dim_subscript_maps]
+    form = ("an indirect tile %table[ind(%idx[..., f + %r]), (%c)] over a rows x cols box "
+            "with the identity order")
+    if (op.subscript_kinds != [True, False] or len(op.indirect_memrefs) != 1
+            or op.variables_space_order.data != AffineMap.identity(2)):
+        raise it.error(op, f"only {form} maps to dma.gather")
+    captured = [int(it.env[v]) for v in op.captured_variables]  # type: ignore[call-overload]
+
+    def at(m: AffineMap, r: int, c: int) -> tuple[int, ...]:
+        return tuple(m.eval([*captured, r, c], []))
+
+    origin = at(maps[0], 0, 0)
+    step = tuple(b - a for a, b in zip(origin, at(maps[0], 1, 0)))
+    if (step != (0,) * (len(origin) - 1) + (1,) or at(maps[0], 0, 1) != origin
+            or [at(maps[1], 0, 0), at(maps[1], 0, 1), at(maps[1], 1, 0)] != [(0,), (1,), (0,)]):
+        raise it.error(op, f"only {form} maps to dma.gather (the indices of consecutive rows "
+                       "must be consecutive, the columns direct)")
+    table, index = it.env[op.base], it.env[op.indirect_memrefs[0]]
+    assert isinstance(table, View) and isinstance(index, View)
+    if index.itemsize != 4 or index.strides[-1] != 1:
+        raise it.error(op, "the index view must hold contiguous int32 (dma.gather's indices)")
+    it.env[op.result] = IndirectTile(table, index, origin, rows, cols)
+
+
+def _gather_load(it: _CoreInterpreter, op: LoadOp) -> None:
+    """A load through an indirect tile: a dma.load of the sticks holding the tile's indices,
+    then a dma.gather of the rows they name (checked against the table's rows on device)."""
+    tile = it.env[op.tile]
+    if not isinstance(tile, IndirectTile):
+        _load(it, op)
+        return
+    index_slots = op.attributes.get("lx_index_slots")
+    if not isinstance(index_slots, DenseArrayBase):
+        raise it.error(op, "a load through an indirect tile has no lx_index_slots; run "
+                       "spyre-place-memory first")
+    turn = it.slot_turn.get(op, 0)
+    lx = it.lx_tensor(op.results[0], it.slot(op))
+    idx_slot = int(index_slots.get_values()[turn % 2])
+    first = tile.index_addr % STICK
+    nbytes = _stick_bytes(first + tile.rows * 4)
+    idx = LxTensor(idx_slot, (1, nbytes // 4), DType.I32)
+    it.stream.emit("dma.load", [], whole(idx), ddr=tile.index_addr - first, lx=idx_slot,
+                   rows=1, row_bytes=nbytes, ddr_pitch=nbytes, lx_pitch=nbytes)
+    table = tile.table
+    it.stream.emit("dma.gather", whole(idx), whole(lx), ddr=table.base, lx=lx.addr,
+                   rows=tile.rows, row_bytes=_stick_bytes(tile.cols * table.itemsize),
+                   ddr_pitch=table.strides[0] * table.itemsize, lx_pitch=lx.pitch,
+                   idx=idx_slot + first, limit=table.sizes[0])
+    it.env[op.results[0]] = lx
+
+
 HANDLERS: dict[type, Callable] = {
     arith.ConstantOp: _constant,
     arith.AddiOp: _binary_index(lambda a, b: a + b),
@@ -459,7 +534,8 @@ HANDLERS: dict[type, Callable] = {
     GetComputeTileIdOp: _tile_id,
     ConstructMemoryViewOp: _view,
     ConstructAccessTileOp: _access_tile,
-    LoadOp: _load,
+    LoadOp: _gather_load,
+    ConstructIndirectAccessTileOp: _indirect_tile,
     StoreOp: _store,
     linalg.FillOp: _fill,
     linalg.GenericOp: _generic,

@@ -45,6 +45,7 @@ from spyrec.dialects.spyre import (
     UNARY_OPS,
     AttentionOp,
     CastOp,
+    GatherOp,
     MatmulOp,
     ParamOp,
     ReshapeOp,
@@ -59,7 +60,7 @@ ZERO_PRESERVING_UNARY = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "neg", "sq
 # binary functions with f(0, 0) == 0
 ZERO_PRESERVING_BINARY = {"add", "sub", "mul", "maximum", "minimum"}
 
-DEVICE_DTYPE = {"f16": "dl16", "bf16": "dl16", "f32": "f32", "i32": "i32"}
+DEVICE_DTYPE = {"f16": "dl16", "bf16": "dl16", "f32": "f32", "i32": "i32", "i64": "i32"}
 DEVICE_ITEMSIZE = {"dl16": 2, "f32": 4, "i32": 4}
 
 
@@ -186,7 +187,7 @@ class SpyreStickify(ModulePass):
                 )
             bias_zero = op.bias is None or zero.get(op.bias, False)
             return zero.get(op.rhs, False) and bias_zero
-        if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES)):
+        if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES, GatherOp)):
             return zero.get(op.operands[0], False)  # rows move, each keeps its padding
         if isinstance(op, AttentionOp):
             # the output is P @ V over V's whole padded width: zero where V's padding is

@@ -323,9 +323,14 @@ class Emulator:
         return outputs, profile
 
     def _compute(self, kernel: _Kernel, start_cycle: float) -> KernelProfile:
-        for action in kernel.ordered_actions:
-            action()
         image, timed = kernel.image, kernel.timed
+        try:
+            for action in kernel.ordered_actions:
+                action()
+        except DeviceFault as fault:  # a data-dependent fault (dma.gather's index check)
+            origin = f" (from {', '.join(image.provenance)})" if image.provenance else ""
+            raise DeviceFault(f"{fault.reason}; in kernel '{image.name}'{origin}", fault.address,
+                              fault.core, fault.pc, fault.instr) from None
         return KernelProfile(
             name=image.name, cores=image.num_cores, start_cycle=start_cycle,
             end_cycle=start_cycle + timed.end_cycle, flops=image.flops,

@@ -20,7 +20,7 @@ from spyrec.runtime.container import SpyreBinary, read_spyre
 from spyrec.tolerance import UNIT_ROUNDOFF, Tolerance, tolerance
 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-                "int32": torch.int32}
+                "int32": torch.int32, "int64": torch.int64}
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
