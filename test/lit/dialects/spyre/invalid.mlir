@@ -123,3 +123,19 @@ func.func @slice_past_end(%x: tensor<16x64xf16>) {
   %s = spyre.slice_rows %x {dim = 0 : i64, start = 10 : i64, step = 2 : i64} : tensor<16x64xf16> -> tensor<4x64xf16>
   func.return
 }
+
+// -----
+
+func.func @gather_shape(%t: tensor<256x64xf32>, %ids: tensor<2x16xi64>) {
+  // CHECK: spyre.gather: result shape [32, 64] is not the indices' [2, 16] followed by the table's row width 64
+  %e = spyre.gather %t, %ids : tensor<256x64xf32>, tensor<2x16xi64> -> tensor<32x64xf32>
+  func.return
+}
+
+// -----
+
+func.func @gather_float_indices(%t: tensor<256x64xf32>, %ids: tensor<16xf32>) {
+  // CHECK: spyre.gather: indices must be i32 or i64, got f32
+  %e = spyre.gather %t, %ids : tensor<256x64xf32>, tensor<16xf32> -> tensor<16x64xf32>
+  func.return
+}
