@@ -209,6 +209,14 @@ _SPECS: tuple[OpSpec, ...] = (
         "`ddr + k * ddr_pitch`) to LX offset `lx + i * lx_pitch`, where idx is the int32 "
         "vector at LX offset `idx`; faults unless 0 <= k < `limit` (the table's rows).",
     ),
+    OpSpec(
+        "dma.scatter", 19, Engine.DMA,
+        ("lx", "ddr", "rows", "row_bytes", "lx_pitch", "ddr_pitch", "idx", "limit"),
+        "For each i < `rows` in order, copy `row_bytes` from LX offset `lx + i * lx_pitch` to "
+        "table row k = idx[i] (LPDDR address `ddr + k * ddr_pitch`), where idx is the int32 "
+        "vector at LX offset `idx`; faults unless 0 <= k < `limit`. A repeated k keeps the "
+        "last row written to it.",
+    ),
 )
 
 SPECS_BY_NAME: dict[str, OpSpec] = {s.name: s for s in _SPECS}
@@ -546,6 +554,9 @@ def lx_access(
     if op == "dma.gather":
         return ((gather_index_region(instr),),
                 (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),))
+    if op == "dma.scatter":
+        return ((gather_index_region(instr),
+                 Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"])), ())
     if op == "dma.store":
         return (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),), ()
     if op in ("pt.matmul", "pt.matmul_nt"):
@@ -587,19 +598,21 @@ def lx_writes(instr: Instr, core: int | None = None) -> tuple[Region, ...]:
 
 def ddr_region(instr: Instr) -> Region | None:
     """The LPDDR region a DMA instruction reads or writes; None for compute instructions.
-    For dma.gather it is the whole table (`limit` rows): any of them may be read."""
+    For dma.gather and dma.scatter it is the whole table (`limit` rows): any of them may be
+    read or written."""
     if instr.spec.engine is not Engine.DMA:
         return None
     a = instr.named_args()
-    rows = a["limit"] if instr.op == "dma.gather" else a["rows"]
+    rows = a["limit"] if instr.op in INDIRECT_DMA_OPS else a["rows"]
     return Region(a["ddr"], rows, a["row_bytes"], a["ddr_pitch"])
 
 
-GATHER_INDEX_BYTES = 4  # dma.gather reads its row indices as int32
+GATHER_INDEX_BYTES = 4  # dma.gather and dma.scatter read their row indices as int32
+INDIRECT_DMA_OPS = frozenset({"dma.gather", "dma.scatter"})
 
 
 def gather_index_region(instr: Instr) -> Region:
-    """The LX bytes of a dma.gather's index vector: `rows` contiguous int32."""
+    """The LX bytes of a dma.gather's or dma.scatter's index vector: `rows` contiguous int32."""
     return Region(instr.arg("idx"), 1, instr.arg("rows") * GATHER_INDEX_BYTES,
                   instr.arg("rows") * GATHER_INDEX_BYTES)
 

@@ -43,7 +43,7 @@ import numpy as np
 from spyrec.runtime import ring, sfu
 from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine, Instr,
-                                GATHER_INDEX_BYTES, ReduceFn, Region, UnaryFn, bits_f32,
+                                GATHER_INDEX_BYTES, INDIRECT_DMA_OPS, ReduceFn, Region, UnaryFn, bits_f32,
                                 ddr_region, gather_index_region, lx_access, lx_reads,
                                 lx_writes)
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory, TileSource
@@ -99,7 +99,7 @@ def _check_codes(instr: Instr, target: SpyreTarget) -> None:
         _check_mask(a)
     if "reverse" in a and a["reverse"] not in (0, 1):
         raise DeviceFault(f"reverse={a['reverse']} must be 0 or 1")
-    if instr.op == "dma.gather":
+    if instr.op in INDIRECT_DMA_OPS:
         _check_gather(a)
 
 
@@ -202,6 +202,8 @@ def bind(
     a = instr.named_args()
     if instr.op == "dma.gather":
         return _bind_gather(instr, memory, lx, where)
+    if instr.op == "dma.scatter":
+        return _bind_scatter(instr, memory, lx, where)
     if instr.op == "dma.load":
         lx_region = lx_writes(instr)[0]
         source = _ddr_view(instr, memory) if ddr is None else ddr
@@ -231,22 +233,45 @@ def _bind_gather(instr: Instr, memory: DeviceMemory, lx: TileSource,
                  where: tuple[int, int] | None) -> Callable[[], None]:
     """Rows of the LPDDR table picked by the int32 index vector in LX; an index outside
     [0, limit) is a fault, raised before any byte is copied (never a read of other data)."""
-    limit = instr.arg("limit")
     table = _ddr_view(instr, memory)  # (limit, row_bytes)
     indices = lx.view(gather_index_region(instr), np.dtype(np.int32), GATHER_INDEX_BYTES)
     target_view = lx.view(lx_writes(instr)[0], np.dtype(np.uint8), 1)
 
     def run() -> None:
-        k = indices.reshape(-1)
-        bad = np.flatnonzero((k < 0) | (k >= limit))
-        if bad.size:
-            row = int(bad[0])
-            fault = DeviceFault(f"dma.gather row {row}: index {int(k[row])} is outside the "
-                                f"table's rows [0, {limit}) ({bad.size} of {k.size} indices are)")
-            raise fault.at(where[0], where[1], instr) if where is not None else fault
-        np.copyto(target_view, table[k])
+        np.copyto(target_view, table[_checked_indices(instr, indices, where)])
 
     return run
+
+
+def _bind_scatter(instr: Instr, memory: DeviceMemory, lx: TileSource,
+                  where: tuple[int, int] | None) -> Callable[[], None]:
+    """The rows of an LX tile written to the LPDDR table rows the int32 index vector names,
+    in row order (a repeated index keeps the last row); indices checked first, as gather's."""
+    table = _ddr_view(instr, memory)  # (limit, row_bytes)
+    indices = lx.view(gather_index_region(instr), np.dtype(np.int32), GATHER_INDEX_BYTES)
+    source = lx.view(lx_reads(instr)[1], np.dtype(np.uint8), 1)
+
+    def run() -> None:
+        k = _checked_indices(instr, indices, where)
+        # NumPy's fancy assignment keeps the last of repeated indices
+        table[k] = source
+
+    return run
+
+
+def _checked_indices(instr: Instr, indices: np.ndarray,
+                     where: tuple[int, int] | None) -> np.ndarray:
+    """The index vector of a dma.gather / dma.scatter, or a DeviceFault naming the first
+    index outside [0, limit)."""
+    limit = instr.arg("limit")
+    k = indices.reshape(-1)
+    bad = np.flatnonzero((k < 0) | (k >= limit))
+    if bad.size:
+        row = int(bad[0])
+        fault = DeviceFault(f"{instr.op} row {row}: index {int(k[row])} is outside the "
+                            f"table's rows [0, {limit}) ({bad.size} of {k.size} indices are)")
+        raise fault.at(where[0], where[1], instr) if where is not None else fault
+    return k
 
 
 def _bind_matmul(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:

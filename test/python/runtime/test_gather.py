@@ -130,3 +130,56 @@ def test_a_misaligned_index_vector_is_refused() -> None:
     program[1] = gather(2 * GIB, 0x1000, TOKENS, 256, idx=2, limit=VOCAB, deps=(0,))
     with pytest.raises(DeviceFault, match="idx=2 is not 4-byte aligned"):
         Emulator(binary)
+
+
+# ---- dma.scatter: the reverse, LX rows written to the LPDDR table rows an index names ---------
+
+def scatter_binary(cores: int = 2) -> SpyreBinary:
+    """out[ids[c, t]] = src[c, t] for each core c's TOKENS rows; other rows keep their bytes
+    (zero: the output allocation starts zeroed)."""
+    ids = bind("ids", (cores, TOKENS), "int32", 0)
+    src = bind("src", (cores, TOKENS, DIM), "float32", 1 * GIB)
+    out = bind("out", (VOCAB, DIM), "float32", 2 * GIB)
+    row = out.layout.row_pitch
+    programs = {}
+    for core in range(cores):
+        programs[core] = [
+            load(ids.addr + core * ids.layout.row_pitch, 0, 1, ids.layout.row_pitch),
+            load(src.addr + core * TOKENS * row, 0x1000, TOKENS, row),
+            Instr.make("dma.scatter", deps=(0, 1), lx=0x1000, ddr=out.addr, rows=TOKENS,
+                       row_bytes=row, lx_pitch=row, ddr_pitch=row, idx=0, limit=VOCAB),
+        ]
+    kernel = KernelImage("scatter", cores, programs, 0, min_offchip_bytes=2 * cores * TOKENS * row)
+    return SpyreBinary(DEFAULT_TARGET.name, [ids, src], [out], [], [], [kernel])
+
+
+def test_scatter_writes_rows_in_order() -> None:
+    binary = scatter_binary(cores=1)
+    ids = np.arange(TOKENS, dtype=np.int32)[None, ::-1].copy() * 3
+    ids[0, 5] = ids[0, 9]  # a repeated index: the later row (9) wins
+    src = np.random.default_rng(8).standard_normal((1, TOKENS, DIM)).astype(np.float32)
+    (out,), profile = Emulator(binary).run([ids, src])
+    expected = np.zeros((VOCAB, DIM), dtype=np.float32)
+    for t in range(TOKENS):
+        expected[ids[0, t]] = src[0, t]
+    assert np.array_equal(out, expected)
+    assert np.array_equal(out[ids[0, 9]], src[0, 9])
+    assert profile.warnings == []
+
+
+def test_scatter_checks_every_index_before_writing() -> None:
+    binary = scatter_binary()
+    ids = np.zeros((2, TOKENS), dtype=np.int32)
+    ids[0, 15] = -3
+    with pytest.raises(DeviceFault, match=r"core 0, pc 2 \(dma.scatter .*\): dma.scatter row 15: "
+                                          r"index -3 is outside the table's rows \[0, 100\)"):
+        Emulator(binary).run([ids, np.ones((2, TOKENS, DIM), dtype=np.float32)])
+
+
+def test_scatter_access_reads_the_indices_and_the_tile() -> None:
+    instr = scatter_binary().kernels[0].programs[0][2]
+    reads, writes = lx_access(instr)
+    assert [(r.base, r.rows * r.row_bytes) for r in reads] == [(0, TOKENS * 4),
+                                                              (0x1000, TOKENS * 256)]
+    assert writes == ()
+    assert instr_cost(instr, DEFAULT_TARGET).lpddr_bytes == TOKENS * 256
