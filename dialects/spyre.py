@@ -552,6 +552,49 @@ class GatherOp(IRDLOperation):
             raise VerifyException("spyre.gather: the result has the table's element type")
 
 
+@irdl_op_definition
+class ScatterOp(IRDLOperation):
+    """Rows written into a table at integer positions along its row dim (torch `index_put`
+    with `[None, ..., positions]`, `index_copy` along dim -2): the result is `table` with
+    `table[..., indices[j], :] = values[..., j, :]`. The back end updates the table's storage
+    in place (a decode step's KV-cache append), so the table may have no other reader.
+
+        %c = spyre.scatter %cache, %pos, %k : tensor<1x2x256x64xf32>, tensor<1xi64>,
+               tensor<1x2x1x64xf32> -> tensor<1x2x256x64xf32>
+    """
+
+    name = "spyre.scatter"
+    table = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    values = operand_def(TensorType)
+    result = result_def(TensorType)
+    assembly_format = ("$table `,` $indices `,` $values attr-dict `:` type($table) `,` "
+                       "type($indices) `,` type($values) `->` type($result)")
+
+    def __init__(self, table: SSAValue, indices: SSAValue, values: SSAValue,
+                 source_op: Operation | None = None):
+        super().__init__(operands=[table, indices, values], result_types=[table.type])
+        _provenance(self, source_op)
+
+    def verify_(self) -> None:
+        table = list(self.table.type.get_shape())  # type: ignore[attr-defined]
+        ids = list(self.indices.type.get_shape())  # type: ignore[attr-defined]
+        values = list(self.values.type.get_shape())  # type: ignore[attr-defined]
+        if len(table) < 2 or len(ids) != 1:
+            raise VerifyException(f"spyre.scatter: a table of rank >= 2 ({table}) and 1-D "
+                                  f"indices ({ids})")
+        if str(self.indices.type.element_type) not in ("i32", "i64"):  # type: ignore[attr-defined]
+            raise VerifyException("spyre.scatter: indices must be i32 or i64")
+        if values != table[:-2] + ids + table[-1:]:
+            raise VerifyException(f"spyre.scatter: values {values} are not "
+                                  f"{table[:-2] + ids + table[-1:]} (the table's leading dims, "
+                                  "one row per index, the row width)")
+        if self.result.type != self.table.type or \
+                self.values.type.element_type != self.table.type.element_type:  # type: ignore[attr-defined]
+            raise VerifyException("spyre.scatter: the result and the values have the table's "
+                                  "type")
+
+
 BINARY_OPS: dict[str, type[_BinaryOp]] = {
     name: _op_class(_BinaryOp, f"spyre.{name}", f"Elementwise {name} with broadcasting on the SFU.")
     for name in ("add", "sub", "mul", "div", "maximum", "minimum")
@@ -685,7 +728,7 @@ class LaunchOp(IRDLOperation):
 Spyre = Dialect(
     "spyre",
     [ParamOp, AtenOp, MatmulOp, KernelOp, YieldOp, LaunchOp, CastOp, ReshapeOp, PermuteRowsOp,
-     ExpandRowsOp, SliceRowsOp, AttentionOp, GatherOp,
+     ExpandRowsOp, SliceRowsOp, AttentionOp, GatherOp, ScatterOp,
      *UNARY_OPS.values(), *BINARY_OPS.values(), *SCALAR_OPS.values(), *REDUCE_OPS.values()],
     [],
 )

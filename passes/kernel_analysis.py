@@ -39,6 +39,7 @@ from spyrec.dialects.spyre import (
     AttentionOp,
     CastOp,
     GatherOp,
+    ScatterOp,
     KernelOp,
     MatmulOp,
     PermuteRowsOp,
@@ -278,6 +279,36 @@ class GatherInfo:
                          itemsize=itemsize(self.out))
 
 
+@dataclass
+class ScatterInfo:
+    """An in-place scatter kernel: `values` rows written into `table` (both kernel inputs;
+    `out` is the table's own storage) at the positions in `indices`, along dim -2. A run is
+    one [positions, D] block of values (one batch and head of a KV cache); its rows go to
+    the run's [rows, D] block of the table."""
+
+    kernel: KernelOp
+    op: ScatterOp
+    table: SSAValue
+    indices: SSAValue
+    values: SSAValue
+    out: SSAValue
+
+    @property
+    def outputs(self) -> list[SSAValue]:
+        return [self.out]
+
+    @property
+    def table_rows(self) -> int:
+        """Rows of one run's block of the table (the cache length)."""
+        return self.table.type.get_shape()[-2]  # type: ignore[attr-defined]
+
+    def shape(self) -> MoveShape:
+        positions = self.indices.type.get_shape()[0]  # type: ignore[attr-defined]
+        rows, cols = rows_cols(self.values)
+        return MoveShape(rows=rows, run=positions, in_rows=rows, cols=cols,
+                         itemsize=itemsize(self.values))
+
+
 def kv_index(group: int) -> Callable[[Index], Index]:
     """Key/value index of a query index: head h reads key/value head h / group."""
 
@@ -382,7 +413,7 @@ def _analyze_attention(kernel: KernelOp, op: AttentionOp, body: list[Operation],
     return AttentionInfo(kernel, op, *stored, Stored(last, out_map), mask)
 
 
-def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherInfo:
+def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherInfo | ScatterInfo:
     """Classify a kernel and its values; reject shapes the kernels cannot express."""
     ops = list(kernel.body.block.ops)
     term = ops[-1]
@@ -390,6 +421,9 @@ def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherI
     attention = [op for op in ops if isinstance(op, AttentionOp)]
     if attention:
         return _analyze_attention(kernel, attention[0], ops[:-1], list(term.values))
+    if len(ops) == 2 and isinstance(ops[0], ScatterOp):
+        s = ops[0]
+        return ScatterInfo(kernel, s, s.table, s.indices, s.values, s.result)
     if len(ops) == 2 and isinstance(ops[0], GatherOp):
         gather = ops[0]
         return GatherInfo(kernel, gather, gather.table, gather.indices, gather.result)

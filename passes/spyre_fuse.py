@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -40,6 +40,7 @@ from spyrec.dialects.spyre import (
     AttentionOp,
     GatherOp,
     KernelOp,
+    ScatterOp,
     MatmulOp,
     ReshapeOp,
     YieldOp,
@@ -54,7 +55,7 @@ from spyrec.passes.kernel_analysis import (
 
 
 def is_compute(op: Operation) -> bool:
-    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES, GatherOp)) or tile_op_kind(op) is not None
+    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES, GatherOp, ScatterOp)) or tile_op_kind(op) is not None
 
 
 
@@ -118,7 +119,7 @@ class SpyreFuse(ModulePass):
                 continue  # placed with its attention op
             if not is_compute(op):
                 continue
-            if isinstance(op, (AttentionOp, *DATA_MOVES, GatherOp)):
+            if isinstance(op, (AttentionOp, *DATA_MOVES, GatherOp, ScatterOp)):
                 members = plans.get(op, [op])  # type: ignore[call-overload]
                 group = _Group(members, position[members[0]], position[members[-1]],
                                rows_cols(op.results[0]),
@@ -186,6 +187,10 @@ def _outline(group: list[Operation], name: str) -> None:
         reason = "row move (DMA only)"
     elif isinstance(group[0], GatherOp):
         reason = "row gather by index (dma.gather)"
+    elif isinstance(group[0], ScatterOp):
+        reason = "in-place row update by index (dma.scatter)"
+        # the result is the table's own storage (spyre-place-memory aliases them)
+        kernel.attributes["spyre.inplace"] = ArrayAttr([IntegerAttr(0, i64)])
     else:
         reason = ("single op" if len(group) == 1 else
                   "matmul with tile-op epilogue" if has_matmul else "tile-op graph")

@@ -39,6 +39,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
+    Float32Type,
+    UnitAttr,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -63,6 +65,7 @@ from spyrec.dialects.spyre import (
     ExpandRowsOp,
     GatherOp,
     MatmulOp,
+    ScatterOp,
     ParamOp,
     PermuteRowsOp,
     ReshapeOp,
@@ -448,7 +451,8 @@ def _select_reshape(op: AtenOp, rewriter: Rewriter) -> SSAValue:
             "of 64 fp16 / 32 fp32 elements")
     if src == out:
         return x
-    return _emit(rewriter, op, ReshapeOp(x, op.results[0].type))
+    # the operand's element type: a boolean is an f32 predicate on the device
+    return _emit(rewriter, op, ReshapeOp(x, _with_shape(x, out)))
 
 
 def _select_identity(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -529,9 +533,10 @@ def _select_transpose(op: AtenOp, rewriter: Rewriter) -> SSAValue:
             f"permute {perm} of a {shape} activation moves the innermost (stick) dimension "
             "(a restickify, not lowered yet); only permutations of the leading dims are")
     kept = _nontrivial(perm, shape)
+    out = _with_shape(src, _shape(op.results[0]))
     if kept == sorted(kept):
-        return _emit(rewriter, op, ReshapeOp(src, op.results[0].type))
-    return _emit(rewriter, op, PermuteRowsOp(src, perm, op.results[0].type))
+        return _emit(rewriter, op, ReshapeOp(src, out))
+    return _emit(rewriter, op, PermuteRowsOp(src, perm, out))
 
 
 def _nontrivial(perm: list[int], shape: list[int]) -> list[int]:
@@ -557,7 +562,7 @@ def _select_expand(op: AtenOp, rewriter: Rewriter) -> SSAValue:
         x = _emit(rewriter, op, ReshapeOp(x, _with_shape(x, padded)))
     if padded == out:
         return x
-    return _emit(rewriter, op, ExpandRowsOp(x, op.results[0].type))
+    return _emit(rewriter, op, ExpandRowsOp(x, _with_shape(x, out)))
 
 
 def _select_attention(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -1245,11 +1250,213 @@ def _select_index_select(op: AtenOp, rewriter: Rewriter) -> Operation:
     return _gather_rows(op, rewriter, table, index)
 
 
+def _scatter_rows(op: AtenOp, rewriter: Rewriter, table: SSAValue, dim: int,
+                  index: SSAValue, values: SSAValue) -> Operation:
+    """`table[..., index, :] = values` along dim -2 of a buffer, in place: a spyre.scatter."""
+    shape = _shape(table)
+    if len(shape) < 2 or dim % len(shape) != len(shape) - 2:
+        raise _Unsupported(f"along dim {dim} of a {shape} tensor (rows are written along "
+                           "the second-to-last dim, the sequence dim of a KV cache)")
+    if not isinstance(table.owner, ParamOp):
+        raise _Unsupported("into an activation (only buffers are updated, in place: the "
+                           "KV-cache form `cache[:, :, pos] = k` / `cache.index_copy_(2, pos, "
+                           "k)`)")
+    if not table.has_one_use():
+        raise _Unsupported(f"buffer '{table.owner.param_name.data}' is also read before the "
+                           "update; the update happens in place, so read the updated value")
+    if _element_name(table) not in FLOAT_ELEMENTS or _element_name(values) != _element_name(table):
+        raise _Unsupported(f"{_element_name(values)} values into a {_element_name(table)} "
+                           "buffer (f16, bf16 or f32, the same for both)")
+    if _element_name(index) not in INDEX_ELEMENTS or len(_shape(index)) != 1:
+        raise _Unsupported(f"a {_shape(index)} {_element_name(index)} index (1-D int32 or "
+                           "int64 positions)")
+    rows = shape[:-2] + _shape(index) + shape[-1:]
+    given = _shape(values)
+    if [1] * (len(rows) - len(given)) + given != rows:
+        raise _Unsupported(f"values of shape {given} for {rows} rows (broadcast values are "
+                           "not lowered; pass one row per position)")
+    if given != rows:
+        values = _emit(rewriter, op, ReshapeOp(values, _with_shape(values, rows)))
+    return ScatterOp(table, index, values, source_op=op)
+
+
+def _select_index_put(op: AtenOp, rewriter: Rewriter) -> Operation:
+    """index_put(cache, [None, .., None, pos], rows): rows written at positions pos of the
+    second-to-last dim (torch.export writes both `cache[:, :, pos] = k` and
+    `cache.index_copy_(2, pos, k)` so)."""
+    if _arg(op, "accumulate", False):
+        raise _Unsupported("accumulate=True (only writes of rows are lowered)")
+    names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
+    indexed = [int(n.split(".")[1]) for n in names if n.startswith("indices.")]
+    table, values = _operand(op, "self"), _operand(op, "values")
+    if len(indexed) != 1 or table is None or values is None:
+        raise _Unsupported(f"tensor indices at dims {indexed} (one index tensor, at the "
+                           "second-to-last dim, is lowered)")
+    index = _operand(op, f"indices.{indexed[0]}")
+    assert index is not None
+    return _scatter_rows(op, rewriter, table, indexed[0], index, values)
+
+
+def _select_index_copy(op: AtenOp, rewriter: Rewriter) -> Operation:
+    table, index, source = (_operand(op, n) for n in ("self", "index", "source"))
+    if table is None or index is None or source is None:
+        raise _Unsupported("an operand that is not a tensor")
+    return _scatter_rows(op, rewriter, table, int(_arg(op, "dim", 0)), index, source)  # type: ignore[arg-type]
+
+
 GATHER_SELECTORS: dict[str, Selector] = {
     "aten.embedding.default": _select_embedding,
     "aten.index_select.default": _select_index_select,
+    "aten.index_put.default": _select_index_put,
+    "aten.index_copy.default": _select_index_copy,
 }
 SELECTORS.update(GATHER_SELECTORS)
+
+
+# ---- predicates: comparisons of integers, where, boolean attention masks ---------------------
+#
+# A boolean tensor lives on the device as an f32 tensor of 0.0 / 1.0 (a "predicate"), which
+# is its numeric value, so a consumer that reads it as a number (a cast to float, a sum) is
+# right as is; the ops made here carry `spyre.predicate` so `where` and attention can tell a
+# predicate from a float tensor. A comparison of integers subtracts in f32 and clamps to
+# [0, 1]: exact for integer values below 2^24 in magnitude (positions, lengths, token ids).
+
+_COMPARE = {"le": (1, 1.0), "lt": (1, 0.0), "ge": (-1, 1.0), "gt": (-1, 0.0)}
+INT_ELEMENTS = ("i32", "i64")
+
+
+def is_predicate(value: SSAValue) -> bool:
+    """Is `value` a 0/1 predicate made by a comparison (possibly reshaped or broadcast)?"""
+    owner = value.owner
+    while isinstance(owner, (ReshapeOp, ExpandRowsOp, PermuteRowsOp)):
+        owner = owner.operands[0].owner
+    return isinstance(owner, Operation) and "spyre.predicate" in owner.attributes
+
+
+def _as_f32(op: AtenOp, rewriter: Rewriter, value: SSAValue) -> SSAValue:
+    if _element_name(value) not in INT_ELEMENTS:
+        raise _Unsupported(f"a {_element_name(value)} operand (comparisons of int32 / int64 "
+                           "tensors are lowered; float comparisons are not exact as a clamp)")
+    return _emit(rewriter, op, CastOp(value, TensorType(Float32Type(), _shape(value))))
+
+
+def _mark(value: SSAValue) -> SSAValue:
+    assert isinstance(value.owner, Operation)
+    value.owner.attributes["spyre.predicate"] = UnitAttr()
+    return value
+
+
+def _select_compare(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """a <= b as clamp(b - a + 1, 0, 1), a < b as clamp(b - a, 0, 1) (ge, gt mirrored), a == b
+    as 1 - clamp(|a - b|, 0, 1), a != b as clamp(|a - b|, 0, 1): 0.0 / 1.0 in f32."""
+    kind = op.target.data.split(".")[1]
+    a = _as_f32(op, rewriter, op.operands[0])
+    if len(op.operands) == 2:
+        b = _as_f32(op, rewriter, op.operands[1])
+        diff = _binary_op(op, rewriter, "sub", a, b)
+    else:
+        other = _arg(op, "other")
+        if not isinstance(other, int) or isinstance(other, bool):
+            raise _Unsupported(f"a {type(other).__name__} scalar (an integer is lowered)")
+        diff = _scalar_op(op, rewriter, "sub", a, float(other))
+    # diff = a - b; shape it so that 1 means true after the clamp
+    if kind in _COMPARE:
+        sign, shift = _COMPARE[kind]
+        diff = _scalar_op(op, rewriter, "mul", diff, float(-sign)) if sign > 0 else diff
+        diff = _scalar_op(op, rewriter, "add", diff, shift) if shift else diff
+    else:
+        diff = _emit(rewriter, op, UNARY_OPS["abs"](diff, diff.type))
+    clamped = _scalar_op(op, rewriter, "minimum", _scalar_op(op, rewriter, "maximum", diff, 0.0),
+                         1.0)
+    if kind == "eq":
+        clamped = _scalar_op(op, rewriter, "sub", clamped, 1.0, reverse=True)
+    return _mark(clamped)
+
+
+def _scalar_value(value: SSAValue) -> float | None:
+    """The value of a one-element constant (a folded `scalar_tensor`), else None."""
+    owner = value.owner
+    if isinstance(owner, ParamOp) and owner.value is not None and _numel(value) == 1:
+        return float(owner.value.get_values()[0])
+    return None
+
+
+def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """where(p, a, b) = p * a + (1 - p) * b: exact for finite a and b, since one term is 0."""
+    cond, a, b = op.operands
+    if not is_predicate(cond):
+        raise _Unsupported("a condition that is not a comparison of integers (predicates are "
+                           "made by le/lt/ge/gt/eq/ne of int tensors)")
+    if _element_name(op.results[0]) not in FLOAT_ELEMENTS:
+        raise _Unsupported(f"{_element_name(op.results[0])} values (float where is lowered)")
+    out = _shape(op.results[0])
+
+    def term(value: SSAValue, weight: SSAValue, scalar_weight: Callable[[float], SSAValue]) -> SSAValue:
+        constant = _scalar_value(value)
+        if constant is not None:
+            return scalar_weight(constant)
+        if _element_name(value) != "f32":
+            value = _emit(rewriter, op, CastOp(value, TensorType(Float32Type(), _shape(value))))
+        return _binary_op(op, rewriter, "mul", weight, value)
+
+    not_cond = _scalar_op(op, rewriter, "sub", cond, 1.0, reverse=True)
+    t1 = term(a, cond, lambda v: _scalar_op(op, rewriter, "mul", cond, v))
+    t2 = term(b, not_cond, lambda v: _scalar_op(op, rewriter, "mul", not_cond, v))
+    total = _binary_op(op, rewriter, "add", t1, t2)
+    if _shape(total) != out:
+        raise _Unsupported(f"a result of shape {out} from a {_shape(total)} condition (the "
+                           "condition must have the result's shape)")
+    return _cast_to(op, rewriter, total, op.results[0])
+
+
+def _select_logical(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """and / or / not of predicates: product, maximum, 1 - p."""
+    if not all(is_predicate(v) for v in op.operands):
+        raise _Unsupported("an operand that is not a comparison of integers")
+    kind = op.target.data
+    if "not" in kind:
+        return _mark(_scalar_op(op, rewriter, "sub", op.operands[0], 1.0, reverse=True))
+    fn = "mul" if "and" in kind else "maximum"
+    return _mark(_binary_op(op, rewriter, fn, op.operands[0], op.operands[1]))
+
+
+def _select_attention_any_mask(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """SDPA whose boolean mask is a predicate: the mask becomes additive (p * 30000 - 30000,
+    exactly 0 or -30000) in the query's type before the usual selection."""
+    mask, query = _operand(op, "attn_mask"), _operand(op, "query")
+    if mask is not None and query is not None and is_predicate(mask):
+        scaled = _scalar_op(op, rewriter, "mul", mask, 30000.0)
+        additive = _scalar_op(op, rewriter, "add", scaled, -30000.0)
+        if _element_name(query) != "f32":
+            additive = _emit(rewriter, op, CastOp(additive, _with_shape(query, _shape(mask))))
+        names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
+        op.operands[names.index("attn_mask")] = additive
+    return _select_attention(op, rewriter)
+
+
+def _select_cast_int(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """Casts from int32 / int64 (or a predicate) to a float type; float casts as before."""
+    x = op.operands[0]
+    if _element_name(op.results[0]) in FLOAT_ELEMENTS and (
+            _element_name(x) in INT_ELEMENTS or is_predicate(x)):
+        return _emit(rewriter, op, CastOp(x, op.results[0].type))
+    return _select_cast(op, rewriter)
+
+
+SELECTORS.update({
+    **{f"aten.{k}.{form}": _select_compare for k in ("le", "lt", "ge", "gt", "eq", "ne")
+       for form in ("Tensor", "Scalar")},
+    "aten.where.self": _select_where,
+    "aten.logical_and.default": _select_logical,
+    "aten.bitwise_and.Tensor": _select_logical,
+    "aten.logical_or.default": _select_logical,
+    "aten.bitwise_or.Tensor": _select_logical,
+    "aten.logical_not.default": _select_logical,
+    "aten.bitwise_not.default": _select_logical,
+    "aten.scaled_dot_product_attention.default": _select_attention_any_mask,
+    "aten._to_copy.default": _select_cast_int,
+    "aten.to.dtype": _select_cast_int,
+})
 
 # ops known to have no device lowering yet, with what to do instead
 NOT_ON_DEVICE: dict[str, str] = {}

@@ -40,7 +40,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.ktdp import LoadOp
+from spyrec.dialects.ktdp import LoadOp, StoreOp
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.ktir_tiles import tile_dims
@@ -149,11 +149,16 @@ def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
             addr[inner.result] = addr[root[inner.result]]
             inner.attributes["spyre.addr"] = _addr_attr(addr[inner.result])
         elif isinstance(inner, LaunchOp):
+            aliased = inplace_results(inner)
             for r in inner.results:
+                if r.index in aliased:  # an in-place update: the operand's own storage
+                    addr[r] = addr[root.get(aliased[r.index], aliased[r.index])]
+                    continue
                 addr[r] = acts.alloc(device_bytes(r, target), f"result of @{inner.callee}")
             inner.attributes["spyre.addr"] = ArrayAttr([_addr_attr(addr[r]) for r in inner.results])
             for buffer in {root.get(v, v) for v in inner.operands}:
-                intermediate = isinstance(buffer.owner, LaunchOp) and buffer not in returned
+                intermediate = (isinstance(buffer.owner, LaunchOp) and buffer not in returned
+                                and buffer.index not in inplace_results(buffer.owner))
                 if intermediate and last_use[buffer] is inner:
                     acts.free(addr[buffer])
     fn.attributes["spyre.lpddr_bytes"] = DictionaryAttr({
@@ -228,17 +233,31 @@ def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> i
             inner.attributes["lx_index_slots"] = DenseArrayBase.from_list(
                 i64, [next_free, next_free + index_bytes])
             next_free += 2 * index_bytes
+    for store in [o for o in fn.walk() if isinstance(o, StoreOp)]:  # dma.scatter's indices
+        if index_bytes := gather_index_bytes(store, target):
+            store.attributes["lx_index_slots"] = DenseArrayBase.from_list(
+                i64, [next_free, next_free + index_bytes])
+            next_free += 2 * index_bytes
     return next_free
 
 
-def gather_index_bytes(load: LoadOp, target: SpyreTarget) -> int:
-    """LX bytes for the index sticks of a load through an indirect tile (0 for a direct
-    one): the tile's rows of int32 indices may start anywhere in a stick, so one stick more
-    than they fill."""
-    if not isinstance(load.tile.owner, ConstructIndirectAccessTileOp):
+def gather_index_bytes(access: LoadOp | StoreOp, target: SpyreTarget) -> int:
+    """LX bytes for the index sticks of a load or store through an indirect tile (0 for a
+    direct one): the tile's rows of int32 indices may start anywhere in a stick, so one
+    stick more than they fill."""
+    if not isinstance(access.tile.owner, ConstructIndirectAccessTileOp):
         return 0
-    rows = tile_dims(load.results[0])[0]
+    rows = access.tile.type.get_shape()[0]  # type: ignore[attr-defined]
     return (-(-rows * 4 // target.stick_bytes) + 1) * target.stick_bytes
+
+
+def inplace_results(launch: LaunchOp) -> dict[int, SSAValue]:
+    """{result index: operand} of a launch whose results are stored in place of operands
+    (`spyre.inplace`, one operand index per result: the in-place scatter of a KV cache)."""
+    attr = launch.attributes.get("spyre.inplace")
+    if not isinstance(attr, ArrayAttr):
+        return {}
+    return {i: launch.operands[a.value.data] for i, a in enumerate(attr.data)}  # type: ignore[attr-defined]
 
 
 def _is(attr: object, name: str) -> bool:

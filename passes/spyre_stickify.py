@@ -47,6 +47,7 @@ from spyrec.dialects.spyre import (
     CastOp,
     GatherOp,
     MatmulOp,
+    ScatterOp,
     ParamOp,
     ReshapeOp,
     describe,
@@ -189,6 +190,8 @@ class SpyreStickify(ModulePass):
             return zero.get(op.rhs, False) and bias_zero
         if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES, GatherOp)):
             return zero.get(op.operands[0], False)  # rows move, each keeps its padding
+        if isinstance(op, ScatterOp):  # rows of the values replace rows of the table
+            return zero.get(op.table, False) and zero.get(op.values, False)
         if isinstance(op, AttentionOp):
             # the output is P @ V over V's whole padded width: zero where V's padding is
             return zero.get(op.value, False)
