@@ -218,8 +218,12 @@ class _Importer:
         param_names = {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
                        **sig.inputs_to_lifted_tensor_constants}
         state = {**self.ep.state_dict, **self.ep.constants}
+        # a buffer the program updates (a KV cache) is state, not a constant: nothing that
+        # reads it may be folded into a snapshot of its first value
+        mutable = set(sig.buffers_to_mutate.values())
         folding = fold_constants(self.ep.graph, {node: state[name]
-                                                 for node, name in param_names.items()})
+                                                 for node, name in param_names.items()
+                                                 if name not in mutable})
         nodes = list(self.ep.graph.nodes)
         user_inputs = [n for n in nodes if n.op == "placeholder" and n.name not in param_names]
         inputs = [TensorSpec(n.name, tuple(n.meta["val"].shape), n.meta["val"].dtype)
