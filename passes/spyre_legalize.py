@@ -1321,7 +1321,7 @@ SELECTORS.update(GATHER_SELECTORS)
 # predicate from a float tensor. A comparison of integers subtracts in f32 and clamps to
 # [0, 1]: exact for integer values below 2^24 in magnitude (positions, lengths, token ids).
 
-_COMPARE = {"le": (1, 1.0), "lt": (1, 0.0), "ge": (-1, 1.0), "gt": (-1, 0.0)}
+_COMPARE = {"le": (True, 1.0), "lt": (True, 0.0), "ge": (False, 1.0), "gt": (False, 0.0)}
 INT_ELEMENTS = ("i32", "i64")
 
 
@@ -1361,9 +1361,11 @@ def _select_compare(op: AtenOp, rewriter: Rewriter) -> SSAValue:
         diff = _scalar_op(op, rewriter, "sub", a, float(other))
     # diff = a - b; shape it so that 1 means true after the clamp
     if kind in _COMPARE:
-        sign, shift = _COMPARE[kind]
-        diff = _scalar_op(op, rewriter, "mul", diff, float(-sign)) if sign > 0 else diff
-        diff = _scalar_op(op, rewriter, "add", diff, shift) if shift else diff
+        flip, shift = _COMPARE[kind]
+        if flip:  # le, lt: shift - (a - b)
+            diff = _scalar_op(op, rewriter, "sub", diff, shift, reverse=True)
+        elif shift:  # ge: (a - b) + 1
+            diff = _scalar_op(op, rewriter, "add", diff, shift)
     else:
         diff = _emit(rewriter, op, UNARY_OPS["abs"](diff, diff.type))
     clamped = _scalar_op(op, rewriter, "minimum", _scalar_op(op, rewriter, "maximum", diff, 0.0),

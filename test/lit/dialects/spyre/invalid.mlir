@@ -139,3 +139,11 @@ func.func @gather_float_indices(%t: tensor<256x64xf32>, %ids: tensor<16xf32>) {
   %e = spyre.gather %t, %ids : tensor<256x64xf32>, tensor<16xf32> -> tensor<16x64xf32>
   func.return
 }
+
+// -----
+
+func.func @scatter_values(%c: tensor<1x2x256x64xf16>, %pos: tensor<2xi64>, %k: tensor<1x2x1x64xf16>) {
+  // CHECK: spyre.scatter: values [1, 2, 1, 64] are not [1, 2, 2, 64] (the table's leading dims, one row per index, the row width)
+  %u = spyre.scatter %c, %pos, %k : tensor<1x2x256x64xf16>, tensor<2xi64>, tensor<1x2x1x64xf16> -> tensor<1x2x256x64xf16>
+  func.return
+}

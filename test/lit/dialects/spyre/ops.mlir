@@ -112,3 +112,10 @@ func.func @gather(%t: tensor<256x64xf32>, %ids: tensor<2x16xi64>, %i: tensor<8xi
   %f = spyre.gather %t, %i : tensor<256x64xf32>, tensor<8xi32> -> tensor<8x64xf32>
   func.return %e, %f : tensor<2x16x64xf32>, tensor<8x64xf32>
 }
+
+// CHECK-LABEL: func.func @scatter
+// CHECK: spyre.scatter %c, %pos, %k : tensor<1x2x256x64xf16>, tensor<1xi64>, tensor<1x2x1x64xf16> -> tensor<1x2x256x64xf16>
+func.func @scatter(%c: tensor<1x2x256x64xf16>, %pos: tensor<1xi64>, %k: tensor<1x2x1x64xf16>) -> tensor<1x2x256x64xf16> {
+  %u = spyre.scatter %c, %pos, %k : tensor<1x2x256x64xf16>, tensor<1xi64>, tensor<1x2x1x64xf16> -> tensor<1x2x256x64xf16>
+  func.return %u : tensor<1x2x256x64xf16>
+}
