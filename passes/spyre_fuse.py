@@ -66,6 +66,8 @@ class _Group:
     end: int
     full: tuple[int, int]  # rows x cols of the kernel's full tile
     kind: str = "tile"  # "tile" (matmul / tile graph), "attention" or "move"
+    read: bool = False  # another group reads a value of this one: it is outlined before
+    # that reader, so no op after the reader may join it
 
 
 def _single_use(value: SSAValue) -> bool:
@@ -126,6 +128,9 @@ class SpyreFuse(ModulePass):
                                "attention" if op in plans else "move")
                 groups.append(group)
                 group_of.update((o, group) for o in members)
+                for v in (v for o in members for v in o.operands):
+                    if v.owner in group_of and group_of[v.owner] is not group:  # type: ignore[index]
+                        group_of[v.owner].read = True  # type: ignore[index]
                 continue
             target = None
             if enabled and not isinstance(op, MatmulOp):
@@ -143,12 +148,15 @@ class SpyreFuse(ModulePass):
             target.ops.append(op)
             target.end = index
             group_of[op] = target
+            for v in op.operands:
+                if v.owner in group_of and group_of[v.owner] is not target:  # type: ignore[index]
+                    group_of[v.owner].read = True  # type: ignore[index]
         return groups
 
 
 def _can_join(op: Operation, group: _Group, group_of: dict[Operation, _Group]) -> bool:
     """`op` may join `group` without creating a cycle and with a compatible tile shape."""
-    if any(classify(v, group.full) is None for v in [*op.operands, *op.results]):
+    if group.read or any(classify(v, group.full) is None for v in [*op.operands, *op.results]):
         return False
     for operand in op.operands:
         root = _root(operand)

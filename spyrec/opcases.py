@@ -173,6 +173,7 @@ def cases() -> list[OpCase]:
                               lambda g, d=dtype: (torch.randn(64, 128, generator=g).to(d),
                                                   torch.randn(128, generator=g).to(d))))
     out += gather_cases()
+    out += predicate_cases()
     return out
 
 
@@ -217,6 +218,37 @@ def gather_cases() -> list[OpCase]:
                                   _ids((c,), r, torch.int64, g))))
     return out
 
+
+# ---- integer comparisons, where and casts of integers (f32 0/1 predicates on the device) -----
+
+COMPARE: dict[str, Callable[..., torch.Tensor]] = {
+    "le": lambda a, b, x: torch.where(a <= b, x, -x),
+    "lt": lambda a, b, x: torch.where(a < b, x, -x),
+    "ge": lambda a, b, x: torch.where(a >= b, x, -x),
+    "gt": lambda a, b, x: torch.where(a > b, x, -x),
+    "eq": lambda a, b, x: torch.where(a == b, x, 0.5),
+    "ne": lambda a, b, x: torch.where(a != b, 2.0, x),
+    "ne_scalar": lambda a, b, x: torch.where(a != 3, x, -x),
+    "logical_and_not": lambda a, b, x: torch.where((a <= b) & ~(a == 0), x, -x),
+    "cast_int": lambda a, b, x: a.to(x.dtype) * x,
+}
+
+
+def predicate_cases() -> list[OpCase]:
+    """Comparisons of int64 tensors (int32 for `le_int32`) in [-4, 4], so equal values
+    occur, selecting between float tensors of each dtype; casts of int64 to float."""
+    out: list[OpCase] = []
+    ops = {**COMPARE, "le_int32": COMPARE["le"]}
+    for dtype in DTYPES:
+        for shape_name, shape in SHAPES.items():
+            for name, fn in ops.items():
+                ints = torch.int32 if name.endswith("int32") else torch.int64
+                out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                                  lambda g, s=shape, d=dtype, i=ints: (
+                                      torch.randint(-4, 5, s, generator=g, dtype=i),
+                                      torch.randint(-4, 5, s, generator=g, dtype=i),
+                                      torch.randn(*s, generator=g).to(d))))
+    return out
 
 @dataclass
 class Outcome:
