@@ -214,6 +214,8 @@ def convert(b: Builder, value: SSAValue, to: Attribute) -> SSAValue:
         return value
     if isinstance(value.type, IntegerType):  # int32 / int64 tiles read as float (exact < 2^24)
         return b.insert(arith.SIToFPOp(value, to)).result
+    if isinstance(to, IntegerType):  # indices computed in f32, stored as integers
+        return b.insert(arith.FPToSIOp(value, to)).result
     if to == f32:
         return b.insert(arith.ExtFOp(value, f32)).result
     return b.insert(arith.TruncFOp(value, to)).result

@@ -1384,7 +1384,8 @@ def _scalar_value(value: SSAValue) -> float | None:
 
 
 def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
-    """where(p, a, b) = p * a + (1 - p) * b: exact for finite a and b, since one term is 0."""
+    """where(p, a, b) = p * a + (1 - p) * b in the result's type: exact for finite a and b,
+    since p is 0 or 1 and one term is 0."""
     cond, a, b = op.operands
     if not is_predicate(cond):
         raise _Unsupported("a condition that is not a comparison of integers (predicates are "
@@ -1397,10 +1398,17 @@ def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
         constant = _scalar_value(value)
         if constant is not None:
             return scalar_weight(constant)
-        if _element_name(value) != "f32":
-            value = _emit(rewriter, op, CastOp(value, TensorType(Float32Type(), _shape(value))))
         return _binary_op(op, rewriter, "mul", weight, value)
 
+    element = op.results[0].type.element_type  # type: ignore[attr-defined]
+
+    def typed(v: SSAValue) -> SSAValue:
+        if _element_name(v) != _element_name(op.results[0]):
+            v = _emit(rewriter, op, CastOp(v, TensorType(element, _shape(v))))
+        return _broadcast_rows(op, rewriter, v, out)
+
+    cond = typed(cond)
+    a, b = (v if _scalar_value(v) is not None else typed(v) for v in (a, b))
     not_cond = _scalar_op(op, rewriter, "sub", cond, 1.0, reverse=True)
     t1 = term(a, cond, lambda v: _scalar_op(op, rewriter, "mul", cond, v))
     t2 = term(b, not_cond, lambda v: _scalar_op(op, rewriter, "mul", not_cond, v))
@@ -1444,6 +1452,74 @@ def _select_cast_int(op: AtenOp, rewriter: Rewriter) -> SSAValue:
         return _emit(rewriter, op, CastOp(x, op.results[0].type))
     return _select_cast(op, rewriter)
 
+
+# ---- cumsum, argmax / argmin (and max / min with indices) over the last dim -----------------
+
+def _select_cumsum(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """cumsum along the last dim: x @ U with U[i, j] = 1 for i <= j, a constant upper
+    triangle (exact products, fp32 accumulation in the PT, as a K = n reduction)."""
+    _require_float(op)
+    x = op.operands[0]
+    shape = _shape(x)
+    if int(_arg(op, "dim", 0)) % len(shape) != len(shape) - 1:  # type: ignore[arg-type]
+        raise _Unsupported(f"along dim {_arg(op, 'dim')} (only the last dim is lowered: a "
+                           "matmul by a constant triangle)")
+    if _element_name(x) != _element_name(op.results[0]):
+        raise _Unsupported("a dtype argument that changes the element type")
+    n = shape[-1]
+    return _column_matmul(op, rewriter, x, np.triu(np.ones((n, n))), f"{_fx_name(op)}.triangle")
+
+
+ARG_SCALE = 2.0**100  # twice: any nonzero fp32 difference (>= 2^-149) becomes >= 2^51
+
+
+def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
+    """argmax / argmin (and max.dim / min.dim's indices) over the last dim: with m the row's
+    max (min), the first index j where x_j == m is min over j of j + |m - x_j| * 2^200 (any
+    nonzero difference outweighs every index, 0 leaves j itself), a row reduction; stored as
+    int64 (int32 on device). NaN rows are not handled (torch returns the NaN's index)."""
+    _require_float_inputs = [v for v in op.operands if _element_name(v) not in FLOAT_ELEMENTS]
+    if _require_float_inputs:
+        raise _Unsupported(f"a {_element_name(op.operands[0])} input (float inputs)")
+    x = op.operands[0]
+    shape = _shape(x)
+    dim = _arg(op, "dim")
+    if dim is None or int(dim) % len(shape) != len(shape) - 1:  # type: ignore[arg-type]
+        raise _Unsupported(f"over dim {dim} (only the last dim is lowered so far)")
+    keep = bool(_arg(op, "keepdim", False))
+    if not keep and math.prod(shape[:-1]) > 1:
+        raise _Unsupported(f"keepdim=False over a {shape} input (the indices would move from "
+                           "a column to a row, a restickify; use keepdim=True)")
+    kind = "max" if "max" in op.target.data else "min"
+    f32 = TensorType(Float32Type(), shape)
+    xf = _emit(rewriter, op, CastOp(x, f32)) if _element_name(x) != "f32" else x
+    best = _reduce_last(op, rewriter, kind, xf)
+    gap = _emit(rewriter, op, UNARY_OPS["abs"](_binary_op(op, rewriter, "sub", xf, best), f32))
+    gap = _scalar_op(op, rewriter, "mul", _scalar_op(op, rewriter, "mul", gap, ARG_SCALE),
+                     ARG_SCALE)
+    ttype = TensorType(Float32Type(), [1, shape[-1]])
+    index = ParamOp(f"{_fx_name(op)}.columns", ttype, value=DenseIntOrFPElementsAttr.from_list(
+        ttype, [float(j) for j in range(shape[-1])]))
+    index.result.name_hint = "columns"
+    columns = _emit(rewriter, op, index)
+    first = _reduce_last(op, rewriter, "min", _binary_op(op, rewriter, "add", gap, columns))
+    indices = op.results[-1]
+    result = _emit(rewriter, op, CastOp(first, _with_shape(indices, _shape(first))))
+    if _shape(result) != _shape(indices):
+        result = _emit(rewriter, op, ReshapeOp(result, indices.type))
+    if len(op.results) == 1:
+        return [result]
+    values = best if keep else _emit(rewriter, op, ReshapeOp(best, _with_shape(best, _shape(op.results[0]))))
+    return [_cast_to(op, rewriter, values, op.results[0]), result]
+
+
+SELECTORS.update({
+    "aten.cumsum.default": _select_cumsum,
+    "aten.argmax.default": _select_arg_reduce,
+    "aten.argmin.default": _select_arg_reduce,
+    "aten.max.dim": _select_arg_reduce,
+    "aten.min.dim": _select_arg_reduce,
+})
 
 SELECTORS.update({
     **{f"aten.{k}.{form}": _select_compare for k in ("le", "lt", "ge", "gt", "eq", "ne")

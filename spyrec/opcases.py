@@ -123,6 +123,16 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "repeat": lambda x: x.repeat(*([2] + [1] * (x.dim() - 1))) * 2,
     "pad": lambda x: F.pad(x, (2, 3), value=0.5) * 2,
 }
+# ops torch-spyre runs on the CPU, on the device here (design note 28c)
+UNARY.update({
+    "cumsum": lambda x: torch.cumsum(x, -1),
+    "tril": lambda x: torch.tril(x, 1),
+    "triu": lambda x: torch.triu(x),
+    "argmax": lambda x: x.argmax(-1, keepdim=True),
+    "argmin": lambda x: x.argmin(-1, keepdim=True),
+    "max_dim": lambda x: x.max(-1, keepdim=True)[1],
+    "min_dim_values": lambda x: x.min(-1, keepdim=True)[0] * 2,
+})
 BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": torch.add,
     "sub": torch.sub,

@@ -180,6 +180,12 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
         return _reduce_repeats(value).clamp(min=MASKED)
     if value.dtype != torch.bool or not node.users:
         return value
+    if all(_target_name(u.target) == "aten.where.self" and u.args[0] is node
+           and node not in u.args[1:] for u in node.users):
+        # a constant condition (tril, triu): a 0/1 predicate in the type of the values it
+        # selects (exact in every float type), so the select needs no cast
+        types = {u.meta["val"].dtype for u in node.users}
+        return value.to(types.pop() if len(types) == 1 else torch.float32)
     queries = []
     for user in node.users:
         mask = user.kwargs.get("attn_mask", user.args[3] if len(user.args) > 3 else None)

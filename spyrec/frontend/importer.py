@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
     f64,
     i64,
 )
@@ -272,6 +273,10 @@ class _Importer:
             # a scalar (where's 0.0 / -30000): op selection reads it as a constant
             op.properties["value"] = DenseIntOrFPElementsAttr.from_list(
                 op.result.type, [float(value.reshape(-1)[0])])  # type: ignore[arg-type]
+        original = node.meta.get("val")
+        if isinstance(original, torch.Tensor) and original.dtype == torch.bool \
+                and value.dtype.is_floating_point:
+            op.attributes["spyre.predicate"] = UnitAttr()  # a condition stored as 0.0 / 1.0
         op.attributes["fx_node"] = StringAttr(node.name)
         op.attributes["source"] = StringAttr(source_line(node))
 
