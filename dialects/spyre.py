@@ -209,7 +209,7 @@ def _check_same_shape(op: Operation, a: Attribute, b: Attribute) -> None:
 UNARY_OPS: dict[str, type[_UnaryOp]] = {
     name: _op_class(_UnaryOp, f"spyre.{name}", f"Elementwise {name} on the SFU.")
     for name in ("relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "neg", "sqrt",
-                 "rsqrt", "reciprocal", "abs", "log", "erf")
+                 "rsqrt", "reciprocal", "abs", "log", "erf", "sin", "cos")
 }
 class _ScalarOp(IRDLOperation):
     """Base of elementwise ops between a tensor and a constant (`reverse`: constant first)."""

@@ -58,6 +58,7 @@ UNARY_FN = {
     "tanh": UnaryFn.TANH, "sqrt": UnaryFn.SQRT, "rsqrt": UnaryFn.RSQRT,
     "reciprocal": UnaryFn.RECIPROCAL, "abs": UnaryFn.ABS,
     "log": UnaryFn.LOG, "erf": UnaryFn.ERF,
+    "sin": UnaryFn.SIN, "cos": UnaryFn.COS,
 }
 _SCALAR_NAMES = {cls.name: kind for kind, cls in SCALAR_OPS.items()}
 _REDUCE_NAMES = {cls.name: kind for kind, cls in REDUCE_OPS.items()}

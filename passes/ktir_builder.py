@@ -263,6 +263,8 @@ UNARY_BODIES: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
     "abs": lambda b, x: b.insert(math.AbsFOp(x)).result,
     "log": lambda b, x: b.insert(math.LogOp(x)).result,
     "erf": lambda b, x: b.insert(math.ErfOp(x)).result,
+    "sin": lambda b, x: b.insert(math.SinOp(x)).result,
+    "cos": lambda b, x: b.insert(math.CosOp(x)).result,
 }
 
 BINARY_BODIES: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {

@@ -1513,7 +1513,11 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     return [_cast_to(op, rewriter, values, op.results[0]), result]
 
 
+_UNARY.update({"aten.sin.default": "sin", "aten.cos.default": "cos"})  # run-time positions
+
 SELECTORS.update({
+    "aten.sin.default": _select_unary,
+    "aten.cos.default": _select_unary,
     "aten.cumsum.default": _select_cumsum,
     "aten.argmax.default": _select_arg_reduce,
     "aten.argmin.default": _select_arg_reduce,

@@ -57,7 +57,8 @@ from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 _SCALAR_CLASSES = tuple(SCALAR_OPS.values())
 
 # unary functions with f(0) == 0: they keep zero padding zero
-ZERO_PRESERVING_UNARY = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "neg", "sqrt", "abs", "erf"}
+ZERO_PRESERVING_UNARY = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "neg", "sqrt", "abs", "erf",
+                         "sin"}
 # binary functions with f(0, 0) == 0
 ZERO_PRESERVING_BINARY = {"add", "sub", "mul", "maximum", "minimum"}
 

@@ -59,11 +59,14 @@ class UnaryFn(enum.IntEnum):
     ABS = 12
     LOG = 13
     ERF = 14
+    SIN = 15  # rotary tables of positions known only at run time
+    COS = 16
 
 
 TRANSCENDENTAL = frozenset(
     {UnaryFn.GELU, UnaryFn.GELU_TANH, UnaryFn.EXP, UnaryFn.SIGMOID, UnaryFn.SILU, UnaryFn.TANH,
-     UnaryFn.SQRT, UnaryFn.RSQRT, UnaryFn.RECIPROCAL, UnaryFn.LOG, UnaryFn.ERF}
+     UnaryFn.SQRT, UnaryFn.RSQRT, UnaryFn.RECIPROCAL, UnaryFn.LOG, UnaryFn.ERF, UnaryFn.SIN,
+     UnaryFn.COS}
 )
 
 

@@ -132,6 +132,8 @@ UNARY.update({
     "argmin": lambda x: x.argmin(-1, keepdim=True),
     "max_dim": lambda x: x.max(-1, keepdim=True)[1],
     "min_dim_values": lambda x: x.min(-1, keepdim=True)[0] * 2,
+    "sin": torch.sin,
+    "cos": lambda x: torch.cos(x * 3),
 })
 BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": torch.add,

@@ -158,3 +158,27 @@ def test_a_buffer_read_before_its_update_is_refused():
     with pytest.raises(UnsupportedOpsError, match=r"buffer 'table' is also read before the "
                                                   r"update"):
         spyrec.compile(torch.export.export(RowUpdate(), (torch.tensor([1]), torch.ones(1, 32))))
+
+
+class RotaryOfPositions(torch.nn.Module):
+    """A rotary table of positions known only at run time (one column of positions)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, 64, 2).float() / 64))
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        angles = pos.float() * self.inv_freq[None, :]
+        table = torch.cat((angles, angles), -1)
+        return x * table.cos() + x * table.sin()
+
+
+def test_sin_and_cos_of_run_time_positions():
+    """pos.float() is an int cast on the device, cos and sin are SFU functions (transcendental
+    cost), angles up to 4095 rad are reduced in float64 by the emulator as by torch."""
+    model = RotaryOfPositions()
+    x = torch.randn(4, 64)
+    pos = torch.tensor([[5], [100], [1000], [4095]])
+    exe = spyrec.compile(torch.export.export(model, (x, pos)))
+    _close(exe, exe(x, pos), model(x, pos))
+    assert not any(b.name.endswith(".folded") and "cos" in b.name for b, _ in exe.binary.weights)
