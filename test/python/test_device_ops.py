@@ -12,12 +12,19 @@ and they must equal the eager module's buffers after the same calls.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from xdsl.parser import Parser
 
 import spyrec
 from spyrec.diagnostics import CompileError, UnsupportedOpsError
+from spyrec.driver import make_context, module_text
+from spyrec.ktir import execute
+from spyrec.registry import PASSES
 from spyrec.runtime.memory import DeviceFault
 
 CACHE = 256
@@ -182,3 +189,33 @@ def test_sin_and_cos_of_run_time_positions():
     exe = spyrec.compile(torch.export.export(model, (x, pos)))
     _close(exe, exe(x, pos), model(x, pos))
     assert not any(b.name.endswith(".folded") and "cos" in b.name for b, _ in exe.binary.weights)
+
+
+def _ktir_run(lit_input: str, **arrays: np.ndarray) -> dict[str, np.ndarray]:
+    ctx = make_context()
+    source = Path(__file__).parents[1] / "lit" / "passes" / lit_input
+    module = Parser(ctx, source.read_text()).parse_module()
+    PASSES["convert-spyre-to-ktir"]()().apply(ctx, module)
+    return execute(module_text(module), "k0", **arrays)
+
+
+def test_gather_and_scatter_ktir_run_in_the_reference_interpreter():
+    """The KTIR of the gather and scatter kernels (the lit inputs: ids [2, 16] into a
+    [100, 64] table; two new rows per head into a [2, 256, 64] cache) means in the KTIR
+    reference interpreter what dma.gather / dma.scatter make of it."""
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((100, 64)).astype(np.float16)
+    ids = np.zeros((2, 32), np.int32)  # the int32 view, stick padded
+    ids[:, :16] = rng.integers(0, 100, (2, 16))
+    out = _ktir_run("spyre-schedule-dataflow-gather.mlir", w=table, ids=ids,
+                    e=np.zeros((32, 64), np.float16))
+    assert np.array_equal(out["e"].reshape(2, 16, 64), table[ids[:, :16]])
+    cache = rng.standard_normal((2, 256, 64)).astype(np.float32)
+    pos = np.zeros((1, 32), np.int32)
+    pos[0, :2] = [7, 200]
+    rows = rng.standard_normal((4, 64)).astype(np.float32)
+    out = _ktir_run("spyre-schedule-dataflow-scatter.mlir", c=cache, pos=pos, k=rows,
+                    u=cache.copy())
+    expected = cache.copy()
+    expected[:, [7, 200]] = rows.reshape(2, 2, 64)
+    assert np.array_equal(out["u"], expected)
