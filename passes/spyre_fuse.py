@@ -15,7 +15,10 @@ be folded: the single-use reshapes, `spyre.permute_rows` and `spyre.expand_rows`
 q, k and v (the head transposes and a repeat_interleave of key/value heads) and the
 permutation after it, whenever the reads and the write stay strided runs of stored rows
 (`row_maps.fit`). Those moves then cost no kernel and no LPDDR round trip. Any other
-`spyre.permute_rows` / `spyre.expand_rows` is a DMA-only kernel of its own.
+`spyre.permute_rows` / `spyre.expand_rows` is a DMA-only kernel of its own, and so are
+`spyre.gather` and `spyre.scatter` (the scatter's kernel is marked `spyre.inplace`: its
+result is its table operand's storage). A group that another group already reads takes no
+more ops: it is outlined at its last op, which must stay before that reader.
 
     %a = spyre.matmul %x, %w bias %b ...     // before: two ops, %a goes through LPDDR
     %r = spyre.relu %a ...

@@ -14,8 +14,14 @@ selected). Slices and concatenations along the innermost dim (the
 half rotation of rotary embeddings: `cat(-x[..., d/2:], x[..., :d/2])`) are linear maps of
 the columns: each chain of slices and negations that feeds a concatenation folds into one
 constant 0/+-1 matrix per source, so a concatenation is one matmul per distinct source (see
-`_column_map`). If any op has no lowering, the pass fails once, listing
-every such op with its FX node, source line and the reason (never just the first).
+`_column_map`). Gathers of table rows by index (`embedding`, `index_select` along rows)
+become `spyre.gather`, and row writes into a buffer at run-time positions (`index_put` with
+`[None, .., pos]`, `index_copy` along dim -2: a KV-cache append) `spyre.scatter`, done in
+place. Comparisons of integers become f32 0/1 predicates (`spyre.predicate`), which `where`,
+`and`/`or`/`not` and boolean SDPA masks consume; cumsum over the last dim is a matmul by a
+constant triangle; argmax / argmin a row reduction (design note 28). If any op has no
+lowering, the pass fails once, listing every such op with its FX node, source line and the
+reason (never just the first).
 
     %y = spyre.aten "aten.linear.default"(%x, %w, %b) ...        // before
     %wt = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>} ...

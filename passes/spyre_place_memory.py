@@ -14,6 +14,10 @@ convert-spyre-to-ktir). Guarantees:
   keep the element type reuse their input's slots in place when the input has no other use;
   the matmul and the row reductions accumulate in place in their `linalg.fill` buffer. The kernel's LX total is
   recorded as `spyre.lx_bytes` and checked against the target's usable LX.
+- a load or store through an indirect access tile also has `lx_index_slots`: two slots for
+  the sticks holding its int32 indices (dma.gather / dma.scatter read them from LX).
+- a launch with `spyre.inplace` (an in-place scatter into a buffer) gets its operand's
+  address for its result: the KV cache is updated where it lives.
 
     %t = ktdp.load %tile : ... -> tensor<64x128xf16>                   // before
     %t = ktdp.load %tile {lx_slots = array<i64: 0, 16384>} : ...       // after
