@@ -148,6 +148,8 @@ def _programs(prog: ProgramOp) -> Mapping[int, list[Instr]]:
     if all(c is not None for c in code.values()):
         return EncodedPrograms(code)  # type: ignore[arg-type]
     return {c.id.value.data: c.instrs() for c in cores}
+
+
 def _buffer_updates(graph: func.FuncOp, results: list[SSAValue],
                     params: list[ParamOp]) -> list[str]:
     """The buffers the leading results update (`spyre.mutated_buffers`, from the export's
