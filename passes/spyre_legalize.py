@@ -1500,6 +1500,15 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     f32 = TensorType(Float32Type(), shape)
     xf = _emit(rewriter, op, CastOp(x, f32)) if _element_name(x) != "f32" else x
     best = _reduce_last(op, rewriter, kind, xf)
+    results: list[SSAValue | None] = []
+    if len(op.results) == 2:  # max.dim / min.dim: the values, then the indices
+        values = op.results[0]
+        results.append(None if not values.uses else _cast_to(
+            op, rewriter, best if keep else _emit(rewriter, op, ReshapeOp(
+                best, _with_shape(best, _shape(values)))), values))
+    indices = op.results[-1]
+    if not indices.uses:  # made only when read: no dead ops reach spyre-fuse
+        return [*results, None]
     gap = _emit(rewriter, op, UNARY_OPS["abs"](_binary_op(op, rewriter, "sub", xf, best), f32))
     gap = _scalar_op(op, rewriter, "mul", _scalar_op(op, rewriter, "mul", gap, ARG_SCALE),
                      ARG_SCALE)
@@ -1508,18 +1517,14 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
         ttype, [float(j) for j in range(shape[-1])]))
     index.result.name_hint = "columns"
     columns = _emit(rewriter, op, index)
+    if len(shape) == 1:
+        columns = _emit(rewriter, op, ReshapeOp(columns, _with_shape(columns, shape)))
     first = _reduce_last(op, rewriter, "min", _binary_op(op, rewriter, "add", gap, columns))
-    indices = op.results[-1]
     result = _emit(rewriter, op, CastOp(first, _with_shape(indices, _shape(first))))
     if _shape(result) != _shape(indices):
         result = _emit(rewriter, op, ReshapeOp(result, indices.type))
-    if len(op.results) == 1:
-        return [result]
-    values = best if keep else _emit(rewriter, op, ReshapeOp(best, _with_shape(best, _shape(op.results[0]))))
-    return [_cast_to(op, rewriter, values, op.results[0]), result]
+    return [*results, result]
 
-
-_UNARY.update({"aten.sin.default": "sin", "aten.cos.default": "cos"})  # run-time positions
 
 SELECTORS.update({
     "aten.sin.default": _select_unary,

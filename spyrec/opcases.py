@@ -135,6 +135,7 @@ UNARY.update({
     "sin": torch.sin,
     "cos": lambda x: torch.cos(x * 3),
 })
+ROW_OPS |= {"tril", "triu"}  # matrices: a 1-D tensor has no rows to mask
 BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": torch.add,
     "sub": torch.sub,
