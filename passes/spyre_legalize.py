@@ -1526,6 +1526,8 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     return [*results, result]
 
 
+_UNARY.update({"aten.sin.default": "sin", "aten.cos.default": "cos"})  # run-time positions
+
 SELECTORS.update({
     "aten.sin.default": _select_unary,
     "aten.cos.default": _select_unary,
