@@ -18,18 +18,19 @@
 // KTIR-NEXT:     %[[O:.*]] = ktdp.construct_access_tile %{{.*}}[%[[RUNI]] * 16 + %[[ROW]], 0]
 // KTIR-NEXT:     ktdp.store %[[ROWS]], %[[O]]
 
-// The 8 rows of 128 B take two 1024-byte slots; the indices two slots of 256 B after them:
-// 8 int32 are 32 B, but they may start anywhere in a stick, so one stick more than they fill.
-// LX: ktdp.load %{{.*}} {lx_slots = array<i64: 0, 1024>, lx_index_slots = array<i64: 2048, 2304>}
+// The 8 rows of 128 B take one 1024-byte slot (the load runs once per core: one tile); the
+// indices two slots of 256 B after it: 8 int32 are 32 B, but they may start anywhere in a
+// stick, so one stick more than they fill.
+// LX: ktdp.load %{{.*}} {lx_slots = array<i64: 0, 0>, lx_index_slots = array<i64: 1024, 1280>}
 
 // Core 3 = (1, 1): ids row 1 (LPDDR byte 128; the ids are the first input, at 0), ids 8..15
 // at bytes 128 + 32 .. 128 + 64, so the stick at 128 is loaded and the gather reads its
-// indices 32 B in (LX 2048 + 32 = 2080). The table is the first weight (segment 1,
+// indices 32 B in (LX 1024 + 32 = 1056). The table is the first weight (segment 1,
 // 0x400000000 = 17179869184), 100 rows of 128 B: `limit` is 100. The rows land at output
 // row 16 + 8 = 24, byte 256 (after the 256-byte ids) + 24 * 128 = 3328.
 // CHECK: spyrecode.core attributes {id = 3 : i64}
-// CHECK-NEXT: spyrecode.dma_load {ddr = 128 : i64, lx = 2048 : i64, rows = 1 : i64, row_bytes = 128 : i64, ddr_pitch = 128 : i64, lx_pitch = 128 : i64, unit = 0 : i64, deps = array<i64>}
-// CHECK-NEXT: spyrecode.dma_gather {ddr = 17179869184 : i64, lx = 0 : i64, rows = 8 : i64, row_bytes = 128 : i64, ddr_pitch = 128 : i64, lx_pitch = 128 : i64, idx = 2080 : i64, limit = 100 : i64, unit = 0 : i64, deps = array<i64: 0>}
+// CHECK-NEXT: spyrecode.dma_load {ddr = 128 : i64, lx = 1024 : i64, rows = 1 : i64, row_bytes = 128 : i64, ddr_pitch = 128 : i64, lx_pitch = 128 : i64, unit = 0 : i64, deps = array<i64>}
+// CHECK-NEXT: spyrecode.dma_gather {ddr = 17179869184 : i64, lx = 0 : i64, rows = 8 : i64, row_bytes = 128 : i64, ddr_pitch = 128 : i64, lx_pitch = 128 : i64, idx = 1056 : i64, limit = 100 : i64, unit = 0 : i64, deps = array<i64: 0>}
 // CHECK-NEXT: spyrecode.dma_store {lx = 0 : i64, ddr = 3328 : i64, rows = 8 : i64, row_bytes = 128 : i64, lx_pitch = 128 : i64, ddr_pitch = 128 : i64, unit = 0 : i64, deps = array<i64: 1>}
 // CHECK-NEXT: }
 builtin.module {

@@ -15,10 +15,11 @@
 
 // The result is the cache's own storage: the launch result gets the weight's address
 // (segment 1, 0x400000000 = 17179869184), no activation is allocated for it. The rows take
-// two 512-byte LX slots, the two int32 positions two 256-byte index slots after them.
+// one 512-byte LX slot (one tile per core), the two int32 positions two 256-byte index slots
+// after it.
 // PLACE:      spyre.param {{.*}}spyre.addr = 17179869184 : i64, param_name = "k_cache"
 // PLACE:      spyre.launch @k0({{.*}}) {{.*}}spyre.inplace = [0 : i64], spyre.addr = [17179869184 : i64]
-// PLACE:      ktdp.store {{.*}}lx_index_slots = array<i64: 1024, 1280>
+// PLACE:      ktdp.store {{.*}}lx_index_slots = array<i64: 512, 768>
 
 // Core 1 = head 1: its rows are k rows 2 and 3 (k is the second input, after the 128-byte
 // pos: byte 128 + 2 * 256 = 640); its cache block starts 1 * 256 rows of 256 B in, at
@@ -26,8 +27,8 @@
 // loads.
 // CHECK: spyrecode.core attributes {id = 1 : i64}
 // CHECK-NEXT: spyrecode.dma_load {ddr = 640 : i64, lx = 0 : i64, rows = 2 : i64, row_bytes = 256 : i64, ddr_pitch = 256 : i64, lx_pitch = 256 : i64, unit = 0 : i64, deps = array<i64>}
-// CHECK-NEXT: spyrecode.dma_load {ddr = 0 : i64, lx = 1024 : i64, rows = 1 : i64, row_bytes = 128 : i64, ddr_pitch = 128 : i64, lx_pitch = 128 : i64, unit = 0 : i64, deps = array<i64>}
-// CHECK-NEXT: spyrecode.dma_scatter {lx = 0 : i64, ddr = 17179934720 : i64, rows = 2 : i64, row_bytes = 256 : i64, lx_pitch = 256 : i64, ddr_pitch = 256 : i64, idx = 1024 : i64, limit = 256 : i64, unit = 0 : i64, deps = array<i64: 0, 1>}
+// CHECK-NEXT: spyrecode.dma_load {ddr = 0 : i64, lx = 512 : i64, rows = 1 : i64, row_bytes = 128 : i64, ddr_pitch = 128 : i64, lx_pitch = 128 : i64, unit = 0 : i64, deps = array<i64>}
+// CHECK-NEXT: spyrecode.dma_scatter {lx = 0 : i64, ddr = 17179934720 : i64, rows = 2 : i64, row_bytes = 256 : i64, lx_pitch = 256 : i64, ddr_pitch = 256 : i64, idx = 512 : i64, limit = 256 : i64, unit = 0 : i64, deps = array<i64: 0, 1>}
 // CHECK-NEXT: }
 builtin.module {
   func.func @forward(%pos: tensor<2xi64> {spyre.layout = {stick_dim = 0 : i64, padded_shape = array<i64: 32>, device_dtype = "i32", pad = "zero"}}, %k: tensor<1x2x2x64xf32> {spyre.layout = {stick_dim = 3 : i64, padded_shape = array<i64: 1, 2, 2, 64>, device_dtype = "f32", pad = "zero"}}) -> tensor<1x2x256x64xf32> {
