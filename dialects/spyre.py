@@ -209,7 +209,7 @@ def _check_same_shape(op: Operation, a: Attribute, b: Attribute) -> None:
 UNARY_OPS: dict[str, type[_UnaryOp]] = {
     name: _op_class(_UnaryOp, f"spyre.{name}", f"Elementwise {name} on the SFU.")
     for name in ("relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "neg", "sqrt",
-                 "rsqrt", "reciprocal", "abs", "log", "erf")
+                 "rsqrt", "reciprocal", "abs", "log", "erf", "sin", "cos")
 }
 class _ScalarOp(IRDLOperation):
     """Base of elementwise ops between a tensor and a constant (`reverse`: constant first)."""
@@ -302,7 +302,7 @@ def _prod(shape: Sequence[int]) -> int:
 
 
 STICK_BYTES = 128
-ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}
+ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i64": 4}  # device bytes: i64 is int32
 
 
 def is_free_reshape(src: Sequence[int], out: Sequence[int], element: Attribute) -> bool:
@@ -511,6 +511,88 @@ class AttentionOp(IRDLOperation):
             if m != [q[-2], k[-2]]:
                 raise VerifyException(
                     f"spyre.attention: mask shape {m} is not [{q[-2]}, {k[-2]}]")
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """Rows of a 2-D table picked by integer indices (torch `embedding`): the result is
+    `table[indices]`, of shape indices.shape + [D]. On the device the indices are int32 and
+    every one is checked against [0, V) when the gather runs (`dma.gather`).
+
+        %e = spyre.gather %table, %ids : tensor<256x64xf32>, tensor<2x16xi64>
+               -> tensor<2x16x64xf32>
+    """
+
+    name = "spyre.gather"
+    table = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = ("$table `,` $indices attr-dict `:` type($table) `,` type($indices) `->` "
+                       "type($result)")
+
+    def __init__(self, table: SSAValue, indices: SSAValue, result_type: Attribute,
+                 source_op: Operation | None = None):
+        super().__init__(operands=[table, indices], result_types=[result_type])
+        _provenance(self, source_op)
+
+    def verify_(self) -> None:
+        table = list(self.table.type.get_shape())  # type: ignore[attr-defined]
+        ids = list(self.indices.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        if len(table) != 2:
+            raise VerifyException(f"spyre.gather: the table must be 2-D, got {table}")
+        if str(self.indices.type.element_type) not in ("i32", "i64"):  # type: ignore[attr-defined]
+            raise VerifyException("spyre.gather: indices must be i32 or i64, got "
+                                  f"{self.indices.type.element_type}")  # type: ignore[attr-defined]
+        if out != ids + table[1:]:
+            raise VerifyException(f"spyre.gather: result shape {out} is not the indices' "
+                                  f"{ids} followed by the table's row width {table[1]}")
+        if self.result.type.element_type != self.table.type.element_type:  # type: ignore[attr-defined]
+            raise VerifyException("spyre.gather: the result has the table's element type")
+
+
+@irdl_op_definition
+class ScatterOp(IRDLOperation):
+    """Rows written into a table at integer positions along its row dim (torch `index_put`
+    with `[None, ..., positions]`, `index_copy` along dim -2): the result is `table` with
+    `table[..., indices[j], :] = values[..., j, :]`. The back end updates the table's storage
+    in place (a decode step's KV-cache append), so the table may have no other reader.
+
+        %c = spyre.scatter %cache, %pos, %k : tensor<1x2x256x64xf32>, tensor<1xi64>,
+               tensor<1x2x1x64xf32> -> tensor<1x2x256x64xf32>
+    """
+
+    name = "spyre.scatter"
+    table = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    values = operand_def(TensorType)
+    result = result_def(TensorType)
+    assembly_format = ("$table `,` $indices `,` $values attr-dict `:` type($table) `,` "
+                       "type($indices) `,` type($values) `->` type($result)")
+
+    def __init__(self, table: SSAValue, indices: SSAValue, values: SSAValue,
+                 source_op: Operation | None = None):
+        super().__init__(operands=[table, indices, values], result_types=[table.type])
+        _provenance(self, source_op)
+
+    def verify_(self) -> None:
+        table = list(self.table.type.get_shape())  # type: ignore[attr-defined]
+        ids = list(self.indices.type.get_shape())  # type: ignore[attr-defined]
+        values = list(self.values.type.get_shape())  # type: ignore[attr-defined]
+        if len(table) < 2 or len(ids) != 1:
+            raise VerifyException(f"spyre.scatter: a table of rank >= 2 ({table}) and 1-D "
+                                  f"indices ({ids})")
+        if str(self.indices.type.element_type) not in ("i32", "i64"):  # type: ignore[attr-defined]
+            raise VerifyException("spyre.scatter: indices must be i32 or i64")
+        if values != table[:-2] + ids + table[-1:]:
+            raise VerifyException(f"spyre.scatter: values {values} are not "
+                                  f"{table[:-2] + ids + table[-1:]} (the table's leading dims, "
+                                  "one row per index, the row width)")
+        if self.result.type != self.table.type or \
+                self.values.type.element_type != self.table.type.element_type:  # type: ignore[attr-defined]
+            raise VerifyException("spyre.scatter: the result and the values have the table's "
+                                  "type")
 
 
 BINARY_OPS: dict[str, type[_BinaryOp]] = {
@@ -754,7 +836,7 @@ class WindowRowsOp(IRDLOperation):
 Spyre = Dialect(
     "spyre",
     [ParamOp, AtenOp, MatmulOp, KernelOp, YieldOp, LaunchOp, CastOp, ReshapeOp, PermuteRowsOp,
-     ExpandRowsOp, SliceRowsOp, AttentionOp, WindowRowsOp,
+     ExpandRowsOp, SliceRowsOp, AttentionOp, WindowRowsOp, GatherOp, ScatterOp,
      *UNARY_OPS.values(), *BINARY_OPS.values(), *SCALAR_OPS.values(), *REDUCE_OPS.values()],
     [],
 )

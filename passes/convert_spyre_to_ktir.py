@@ -55,7 +55,9 @@ from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
 from spyrec.dialects.spyre import KernelOp, LaunchOp
 from spyrec.passes.kernel_analysis import (
     AttentionInfo,
+    GatherInfo,
     Kind,
+    ScatterInfo,
     KernelInfo,
     MoveInfo,
     analyze,
@@ -65,6 +67,7 @@ from spyrec.passes.kernel_analysis import (
 )
 from spyrec.passes.ktir_attention import AttentionBuilder, MoveBuilder
 from spyrec.passes.ktir_window import WindowBuilder, WindowInfo
+from spyrec.passes.ktir_gather import GatherBuilder, ScatterBuilder
 from spyrec.passes.ktir_builder import (
     BINARY_BODIES,
     IDX,
@@ -312,9 +315,15 @@ class ConvertSpyreToKtir(ModulePass):
                 fn = MoveBuilder(info, name).build()
             elif isinstance(info, WindowInfo):
                 fn = WindowBuilder(info, name).build()
+            elif isinstance(info, GatherInfo):
+                fn = GatherBuilder(info, name).build()
+            elif isinstance(info, ScatterInfo):
+                fn = ScatterBuilder(info, name).build()
             else:
                 fn = _KernelBuilder(info, name).build()
             op.body.block.add_op(fn)
             launch = LaunchOp(name, list(kernel.inputs), [r.type for r in kernel.results])
             launch.attributes["spyre.layout"] = kernel.attributes["spyre.layout"]
+            if "spyre.inplace" in kernel.attributes:  # an in-place scatter (ktir_gather.py)
+                launch.attributes["spyre.inplace"] = kernel.attributes["spyre.inplace"]
             rewriter.replace_op(kernel, launch)

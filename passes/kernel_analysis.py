@@ -38,6 +38,8 @@ from spyrec.dialects.spyre import (
     UNARY_OPS,
     AttentionOp,
     CastOp,
+    GatherOp,
+    ScatterOp,
     KernelOp,
     MatmulOp,
     PermuteRowsOp,
@@ -49,7 +51,7 @@ from spyrec.dialects.spyre import (
 from spyrec.passes.row_maps import MOVE_OPS, Index, RowMap, lead_shape, read_map, write_map
 from spyrec.runtime.isa import TRANSCENDENTAL, UnaryFn
 
-DEVICE_ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}
+DEVICE_ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i64": 4}  # i64 is int32 on device
 
 UNARY_FN = {
     "relu": UnaryFn.RELU, "gelu": UnaryFn.GELU, "gelu_tanh": UnaryFn.GELU_TANH,
@@ -57,6 +59,7 @@ UNARY_FN = {
     "tanh": UnaryFn.TANH, "sqrt": UnaryFn.SQRT, "rsqrt": UnaryFn.RSQRT,
     "reciprocal": UnaryFn.RECIPROCAL, "abs": UnaryFn.ABS,
     "log": UnaryFn.LOG, "erf": UnaryFn.ERF,
+    "sin": UnaryFn.SIN, "cos": UnaryFn.COS,
 }
 _SCALAR_NAMES = {cls.name: kind for kind, cls in SCALAR_OPS.items()}
 _REDUCE_NAMES = {cls.name: kind for kind, cls in REDUCE_OPS.items()}
@@ -251,6 +254,63 @@ class MoveInfo:
                          broadcast=self.source.map.run_stride == 0 and lead[-1] > 1)
 
 
+@dataclass
+class GatherInfo:
+    """A gather kernel: rows of `table` picked by `indices` (both kernel inputs) into `out`.
+
+    The output's rows are the indices' elements in order; a run is one stored row of the
+    indices (its innermost dim), so the split and tiling of a move kernel apply: gm cores over
+    the runs, gn over the indices of a run, tm indices per `dma.gather`."""
+
+    kernel: KernelOp
+    op: GatherOp
+    table: SSAValue
+    indices: SSAValue
+    out: SSAValue
+
+    @property
+    def outputs(self) -> list[SSAValue]:
+        return [self.out]
+
+    def shape(self) -> MoveShape:
+        ids = list(self.indices.type.get_shape()) or [1]  # type: ignore[attr-defined]
+        rows, cols = rows_cols(self.out)
+        # each gathered row is read once and written once: the minimum traffic counts the
+        # rows read, not the table
+        return MoveShape(rows=rows, run=ids[-1], in_rows=rows, cols=cols,
+                         itemsize=itemsize(self.out))
+
+
+@dataclass
+class ScatterInfo:
+    """An in-place scatter kernel: `values` rows written into `table` (both kernel inputs;
+    `out` is the table's own storage) at the positions in `indices`, along dim -2. A run is
+    one [positions, D] block of values (one batch and head of a KV cache); its rows go to
+    the run's [rows, D] block of the table."""
+
+    kernel: KernelOp
+    op: ScatterOp
+    table: SSAValue
+    indices: SSAValue
+    values: SSAValue
+    out: SSAValue
+
+    @property
+    def outputs(self) -> list[SSAValue]:
+        return [self.out]
+
+    @property
+    def table_rows(self) -> int:
+        """Rows of one run's block of the table (the cache length)."""
+        return self.table.type.get_shape()[-2]  # type: ignore[attr-defined]
+
+    def shape(self) -> MoveShape:
+        positions = self.indices.type.get_shape()[0]  # type: ignore[attr-defined]
+        rows, cols = rows_cols(self.values)
+        return MoveShape(rows=rows, run=positions, in_rows=rows, cols=cols,
+                         itemsize=itemsize(self.values))
+
+
 def kv_index(group: int) -> Callable[[Index], Index]:
     """Key/value index of a query index: head h reads key/value head h / group."""
 
@@ -355,7 +415,7 @@ def _analyze_attention(kernel: KernelOp, op: AttentionOp, body: list[Operation],
     return AttentionInfo(kernel, op, *stored, Stored(last, out_map), mask)
 
 
-def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo:
+def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherInfo | ScatterInfo:
     """Classify a kernel and its values; reject shapes the kernels cannot express."""
     ops = list(kernel.body.block.ops)
     term = ops[-1]
@@ -367,6 +427,12 @@ def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo:
         from spyrec.passes.ktir_window import WindowInfo  # a window kernel (conv, pooling)
 
         return WindowInfo(kernel, ops[0])  # type: ignore[return-value]
+    if len(ops) == 2 and isinstance(ops[0], ScatterOp):
+        s = ops[0]
+        return ScatterInfo(kernel, s, s.table, s.indices, s.values, s.result)
+    if len(ops) == 2 and isinstance(ops[0], GatherOp):
+        gather = ops[0]
+        return GatherInfo(kernel, gather, gather.table, gather.indices, gather.result)
     if len(ops) == 2 and isinstance(ops[0], DATA_MOVES):
         move = ops[0]
         source = move.operands[0]

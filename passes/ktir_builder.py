@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     TensorType,
@@ -211,6 +212,10 @@ def padded_rows_cols(padded: Sequence[int]) -> tuple[int, int]:
 def convert(b: Builder, value: SSAValue, to: Attribute) -> SSAValue:
     if value.type == to:
         return value
+    if isinstance(value.type, IntegerType):  # int32 / int64 tiles read as float (exact < 2^24)
+        return b.insert(arith.SIToFPOp(value, to)).result
+    if isinstance(to, IntegerType):  # indices computed in f32, stored as integers
+        return b.insert(arith.FPToSIOp(value, to)).result
     if to == f32:
         return b.insert(arith.ExtFOp(value, f32)).result
     return b.insert(arith.TruncFOp(value, to)).result
@@ -258,6 +263,8 @@ UNARY_BODIES: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
     "abs": lambda b, x: b.insert(math.AbsFOp(x)).result,
     "log": lambda b, x: b.insert(math.LogOp(x)).result,
     "erf": lambda b, x: b.insert(math.ErfOp(x)).result,
+    "sin": lambda b, x: b.insert(math.SinOp(x)).result,
+    "cos": lambda b, x: b.insert(math.CosOp(x)).result,
 }
 
 BINARY_BODIES: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {

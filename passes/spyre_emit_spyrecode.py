@@ -41,9 +41,10 @@ from spyrec.runtime.isa import Instr
 from spyrec.runtime.layout import DeviceLayout
 from spyrec.target import DEFAULT_TARGET
 
-HOST_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
+HOST_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32",
+              "i64": "int64"}
 NUMPY_DTYPE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
-               "int32": np.int32}
+               "int32": np.int32, "int64": np.int64}
 
 
 def _host_dtype(value: SSAValue) -> str:
@@ -123,8 +124,9 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
     perms_attr = graph.attributes.get("spyre.host_perms")
     perms = perms_attr.data if isinstance(perms_attr, DictionaryAttr) else {}
     inputs = [_binding(a.name_hint or f"input{a.index}", a, perms) for a in block.args]
-    outputs = [_binding(n, v, perms) for n, v in zip(out_names, ret.arguments)]
     params = [o for o in block.ops if isinstance(o, ParamOp)]
+    updated = _buffer_updates(graph, list(ret.arguments), params)
+    outputs = [_binding(n, v, perms) for n, v in zip(out_names, ret.arguments[len(updated):])]
     returned = set(ret.arguments)
     intermediates = [_binding(r.name_hint or "tmp", r) for o in block.ops
                      if isinstance(o, LaunchOp) for r in o.results if r not in returned]
@@ -159,6 +161,24 @@ def _programs(prog: ProgramOp) -> Mapping[int, list[Instr]]:
     if all(c is not None for c in code.values()):
         return EncodedPrograms(code)  # type: ignore[arg-type]
     return {c.id.value.data: c.instrs() for c in cores}
+
+
+def _buffer_updates(graph: func.FuncOp, results: list[SSAValue],
+                    params: list[ParamOp]) -> list[str]:
+    """The buffers the leading results update (`spyre.mutated_buffers`, from the export's
+    buffer mutations). Each must already be in its buffer's storage, written in place (a
+    KV-cache scatter): the program keeps the buffer on the device, and later runs see the
+    new value, as torch's module state does. Anything else is a compile error."""
+    attr = graph.attributes.get("spyre.mutated_buffers")
+    names = [n.data for n in attr.data] if isinstance(attr, ArrayAttr) else []  # type: ignore[attr-defined]
+    for name, value in zip(names, results):
+        param = next((p for p in params if p.param_name.data == name and p.perm is None), None)
+        if param is None or addr_of(value) != addr_of(param.result):
+            raise CompileError(
+                f"buffer '{name}' is updated by %{value.name_hint}, which is not an in-place "
+                "update of it; only row writes (`cache[:, :, pos] = k`, `index_copy_`) are "
+                "done in place on the device")
+    return names
 
 
 def _unique_names(bindings: list[TensorBinding]) -> None:

@@ -15,7 +15,10 @@ be folded: the single-use reshapes, `spyre.permute_rows` and `spyre.expand_rows`
 q, k and v (the head transposes and a repeat_interleave of key/value heads) and the
 permutation after it, whenever the reads and the write stay strided runs of stored rows
 (`row_maps.fit`). Those moves then cost no kernel and no LPDDR round trip. Any other
-`spyre.permute_rows` / `spyre.expand_rows` is a DMA-only kernel of its own.
+`spyre.permute_rows` / `spyre.expand_rows` is a DMA-only kernel of its own, and so are
+`spyre.gather` and `spyre.scatter` (the scatter's kernel is marked `spyre.inplace`: its
+result is its table operand's storage). A group that another group already reads takes no
+more ops: it is outlined at its last op, which must stay before that reader.
 
     %a = spyre.matmul %x, %w bias %b ...     // before: two ops, %a goes through LPDDR
     %r = spyre.relu %a ...
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -38,7 +41,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from spyrec.dialects.spyre import (
     DATA_MOVES,
     AttentionOp,
+    GatherOp,
     KernelOp,
+    ScatterOp,
     MatmulOp,
     WindowRowsOp,
     ReshapeOp,
@@ -54,8 +59,8 @@ from spyrec.passes.kernel_analysis import (
 
 
 def is_compute(op: Operation) -> bool:
-    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES, WindowRowsOp)) \
-        or tile_op_kind(op) is not None
+    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES, WindowRowsOp, GatherOp,
+                           ScatterOp)) or tile_op_kind(op) is not None
 
 
 
@@ -66,6 +71,8 @@ class _Group:
     end: int
     full: tuple[int, int]  # rows x cols of the kernel's full tile
     kind: str = "tile"  # "tile" (matmul / tile graph), "attention" or "move"
+    read: bool = False  # another group reads a value of this one: it is outlined before
+    # that reader, so no op after the reader may join it
 
 
 def _single_use(value: SSAValue) -> bool:
@@ -119,13 +126,16 @@ class SpyreFuse(ModulePass):
                 continue  # placed with its attention op
             if not is_compute(op):
                 continue
-            if isinstance(op, (AttentionOp, *DATA_MOVES, WindowRowsOp)):
+            if isinstance(op, (AttentionOp, *DATA_MOVES, WindowRowsOp, GatherOp, ScatterOp)):
                 members = plans.get(op, [op])  # type: ignore[call-overload]
                 group = _Group(members, position[members[0]], position[members[-1]],
                                rows_cols(op.results[0]),
                                "attention" if op in plans else "move")
                 groups.append(group)
                 group_of.update((o, group) for o in members)
+                for v in (v for o in members for v in o.operands):
+                    if v.owner in group_of and group_of[v.owner] is not group:  # type: ignore[index]
+                        group_of[v.owner].read = True  # type: ignore[index]
                 continue
             target = None
             if enabled and not isinstance(op, MatmulOp):
@@ -146,12 +156,15 @@ class SpyreFuse(ModulePass):
             target.ops.append(op)
             target.end = index
             group_of[op] = target
+            for v in op.operands:
+                if v.owner in group_of and group_of[v.owner] is not target:  # type: ignore[index]
+                    group_of[v.owner].read = True  # type: ignore[index]
         return groups
 
 
 def _can_join(op: Operation, group: _Group, group_of: dict[Operation, _Group]) -> bool:
     """`op` may join `group` without creating a cycle and with a compatible tile shape."""
-    if any(classify(v, group.full) is None for v in [*op.operands, *op.results]):
+    if group.read or any(classify(v, group.full) is None for v in [*op.operands, *op.results]):
         return False
     for operand in op.operands:
         root = _root(operand)
@@ -190,6 +203,12 @@ def _outline(group: list[Operation], name: str) -> None:
         reason = "row move (DMA only)"
     elif isinstance(group[0], WindowRowsOp):
         reason = "window rows (im2col by DMA)"
+    elif isinstance(group[0], GatherOp):
+        reason = "row gather by index (dma.gather)"
+    elif isinstance(group[0], ScatterOp):
+        reason = "in-place row update by index (dma.scatter)"
+        # the result is the table's own storage (spyre-place-memory aliases them)
+        kernel.attributes["spyre.inplace"] = ArrayAttr([IntegerAttr(0, i64)])
     else:
         reason = ("single op" if len(group) == 1 else
                   "matmul with tile-op epilogue" if has_matmul else "tile-op graph")

@@ -14,8 +14,14 @@ selected). Slices and concatenations along the innermost dim (the
 half rotation of rotary embeddings: `cat(-x[..., d/2:], x[..., :d/2])`) are linear maps of
 the columns: each chain of slices and negations that feeds a concatenation folds into one
 constant 0/+-1 matrix per source, so a concatenation is one matmul per distinct source (see
-`_column_map`). If any op has no lowering, the pass fails once, listing
-every such op with its FX node, source line and the reason (never just the first).
+`_column_map`). Gathers of table rows by index (`embedding`, `index_select` along rows)
+become `spyre.gather`, and row writes into a buffer at run-time positions (`index_put` with
+`[None, .., pos]`, `index_copy` along dim -2: a KV-cache append) `spyre.scatter`, done in
+place. Comparisons of integers become f32 0/1 predicates (`spyre.predicate`), which `where`,
+`and`/`or`/`not` and boolean SDPA masks consume; cumsum over the last dim is a matmul by a
+constant triangle; argmax / argmin a row reduction (design note 28). If any op has no
+lowering, the pass fails once, listing every such op with its FX node, source line and the
+reason (never just the first).
 
     %y = spyre.aten "aten.linear.default"(%x, %w, %b) ...        // before
     %wt = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>} ...
@@ -39,6 +45,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
+    Float32Type,
+    UnitAttr,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -62,7 +70,9 @@ from spyrec.dialects.spyre import (
     AttentionOp,
     CastOp,
     ExpandRowsOp,
+    GatherOp,
     MatmulOp,
+    ScatterOp,
     ParamOp,
     PermuteRowsOp,
     ReshapeOp,
@@ -448,7 +458,8 @@ def _select_reshape(op: AtenOp, rewriter: Rewriter) -> SSAValue:
             "of 64 fp16 / 32 fp32 elements")
     if src == out:
         return x
-    return _emit(rewriter, op, ReshapeOp(x, op.results[0].type))
+    # the operand's element type: a boolean is an f32 predicate on the device
+    return _emit(rewriter, op, ReshapeOp(x, _with_shape(x, out)))
 
 
 def _select_identity(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -529,9 +540,10 @@ def _select_transpose(op: AtenOp, rewriter: Rewriter) -> SSAValue:
             f"permute {perm} of a {shape} activation moves the innermost (stick) dimension "
             "(a restickify, not lowered yet); only permutations of the leading dims are")
     kept = _nontrivial(perm, shape)
+    out = _with_shape(src, _shape(op.results[0]))
     if kept == sorted(kept):
-        return _emit(rewriter, op, ReshapeOp(src, op.results[0].type))
-    return _emit(rewriter, op, PermuteRowsOp(src, perm, op.results[0].type))
+        return _emit(rewriter, op, ReshapeOp(src, out))
+    return _emit(rewriter, op, PermuteRowsOp(src, perm, out))
 
 
 def _nontrivial(perm: list[int], shape: list[int]) -> list[int]:
@@ -557,7 +569,7 @@ def _select_expand(op: AtenOp, rewriter: Rewriter) -> SSAValue:
         x = _emit(rewriter, op, ReshapeOp(x, _with_shape(x, padded)))
     if padded == out:
         return x
-    return _emit(rewriter, op, ExpandRowsOp(x, op.results[0].type))
+    return _emit(rewriter, op, ExpandRowsOp(x, _with_shape(x, out)))
 
 
 def _select_attention(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -1206,13 +1218,344 @@ SELECTORS: dict[str, Selector] = {
     **MOVE_SELECTORS,
 }
 
-# ops known to have no device lowering yet, with what to do instead
-NOT_ON_DEVICE: dict[str, str] = {
-    "aten.embedding.default": (
-        "a gather of rows by token id is not on the device yet; export the model with "
-        "`inputs_embeds` (Hugging Face models accept it) and look the embeddings up on the "
-        "host"),
+# ---- gathers of table rows by index (embedding, index_select along rows) ------------------
+
+INDEX_ELEMENTS = ("i32", "i64")
+
+
+def _gather_rows(op: AtenOp, rewriter: Rewriter, table: SSAValue, indices: SSAValue) -> Operation:
+    """`table[indices]` for a 2-D float table and integer indices: a spyre.gather."""
+    if len(_shape(table)) != 2:
+        raise _Unsupported(f"a {len(_shape(table))}-D table {_shape(table)} (rows of a 2-D "
+                           "table are gathered; reshape it to [rows, width] first)")
+    if _element_name(table) not in FLOAT_ELEMENTS:
+        raise _Unsupported(f"a {_element_name(table)} table (f16, bf16 and f32 tables)")
+    if _element_name(indices) not in INDEX_ELEMENTS:
+        raise _Unsupported(f"{_element_name(indices)} indices (int32 or int64 indices)")
+    return GatherOp(table, indices, op.results[0].type, source_op=op)
+
+
+def _select_embedding(op: AtenOp, rewriter: Rewriter) -> Operation:
+    """aten.embedding: rows of the weight by index. padding_idx only changes the gradient.
+    The indices are checked against [0, V) when the gather runs (dma.gather faults)."""
+    weight, indices = _operand(op, "weight"), _operand(op, "indices")
+    if weight is None or indices is None:
+        raise _Unsupported("a weight or indices that is not a tensor")
+    return _gather_rows(op, rewriter, weight, indices)
+
+
+def _select_index_select(op: AtenOp, rewriter: Rewriter) -> Operation:
+    """aten.index_select along dim 0 of a 2-D tensor is the same gather of rows."""
+    table, index = _operand(op, "self"), _operand(op, "index")
+    if table is None or index is None:
+        raise _Unsupported("a source or index that is not a tensor")
+    dim = _arg(op, "dim", 0)
+    if len(_shape(table)) != 2 or dim % 2 != 0:  # type: ignore[operator]
+        raise _Unsupported(f"along dim {dim} of a {_shape(table)} tensor (only rows of a 2-D "
+                           "tensor, dim 0, are gathered; a gather of columns is a matmul by a "
+                           "selection matrix when the index is constant)")
+    return _gather_rows(op, rewriter, table, index)
+
+
+def _scatter_rows(op: AtenOp, rewriter: Rewriter, table: SSAValue, dim: int,
+                  index: SSAValue, values: SSAValue) -> Operation:
+    """`table[..., index, :] = values` along dim -2 of a buffer, in place: a spyre.scatter."""
+    shape = _shape(table)
+    if len(shape) < 2 or dim % len(shape) != len(shape) - 2:
+        raise _Unsupported(f"along dim {dim} of a {shape} tensor (rows are written along "
+                           "the second-to-last dim, the sequence dim of a KV cache)")
+    if not isinstance(table.owner, ParamOp):
+        raise _Unsupported("into an activation (only buffers are updated, in place: the "
+                           "KV-cache form `cache[:, :, pos] = k` / `cache.index_copy_(2, pos, "
+                           "k)`)")
+    if not table.has_one_use():
+        raise _Unsupported(f"buffer '{table.owner.param_name.data}' is also read before the "
+                           "update; the update happens in place, so read the updated value")
+    if _element_name(table) not in FLOAT_ELEMENTS or _element_name(values) != _element_name(table):
+        raise _Unsupported(f"{_element_name(values)} values into a {_element_name(table)} "
+                           "buffer (f16, bf16 or f32, the same for both)")
+    if _element_name(index) not in INDEX_ELEMENTS or len(_shape(index)) != 1:
+        raise _Unsupported(f"a {_shape(index)} {_element_name(index)} index (1-D int32 or "
+                           "int64 positions)")
+    rows = shape[:-2] + _shape(index) + shape[-1:]
+    given = _shape(values)
+    if [1] * (len(rows) - len(given)) + given != rows:
+        raise _Unsupported(f"values of shape {given} for {rows} rows (broadcast values are "
+                           "not lowered; pass one row per position)")
+    if given != rows:
+        values = _emit(rewriter, op, ReshapeOp(values, _with_shape(values, rows)))
+    return ScatterOp(table, index, values, source_op=op)
+
+
+def _select_index_put(op: AtenOp, rewriter: Rewriter) -> Operation:
+    """index_put(cache, [None, .., None, pos], rows): rows written at positions pos of the
+    second-to-last dim (torch.export writes both `cache[:, :, pos] = k` and
+    `cache.index_copy_(2, pos, k)` so)."""
+    if _arg(op, "accumulate", False):
+        raise _Unsupported("accumulate=True (only writes of rows are lowered)")
+    names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
+    indexed = [int(n.split(".")[1]) for n in names if n.startswith("indices.")]
+    table, values = _operand(op, "self"), _operand(op, "values")
+    if len(indexed) != 1 or table is None or values is None:
+        raise _Unsupported(f"tensor indices at dims {indexed} (one index tensor, at the "
+                           "second-to-last dim, is lowered)")
+    index = _operand(op, f"indices.{indexed[0]}")
+    assert index is not None
+    return _scatter_rows(op, rewriter, table, indexed[0], index, values)
+
+
+def _select_index_copy(op: AtenOp, rewriter: Rewriter) -> Operation:
+    table, index, source = (_operand(op, n) for n in ("self", "index", "source"))
+    if table is None or index is None or source is None:
+        raise _Unsupported("an operand that is not a tensor")
+    return _scatter_rows(op, rewriter, table, int(_arg(op, "dim", 0)), index, source)  # type: ignore[arg-type]
+
+
+GATHER_SELECTORS: dict[str, Selector] = {
+    "aten.embedding.default": _select_embedding,
+    "aten.index_select.default": _select_index_select,
+    "aten.index_put.default": _select_index_put,
+    "aten.index_copy.default": _select_index_copy,
 }
+SELECTORS.update(GATHER_SELECTORS)
+
+
+# ---- predicates: comparisons of integers, where, boolean attention masks ---------------------
+#
+# A boolean tensor lives on the device as an f32 tensor of 0.0 / 1.0 (a "predicate"), which
+# is its numeric value, so a consumer that reads it as a number (a cast to float, a sum) is
+# right as is; the ops made here carry `spyre.predicate` so `where` and attention can tell a
+# predicate from a float tensor. A comparison of integers subtracts in f32 and clamps to
+# [0, 1]: exact for integer values below 2^24 in magnitude (positions, lengths, token ids).
+
+_COMPARE = {"le": (True, 1.0), "lt": (True, 0.0), "ge": (False, 1.0), "gt": (False, 0.0)}
+INT_ELEMENTS = ("i32", "i64")
+
+
+def is_predicate(value: SSAValue) -> bool:
+    """Is `value` a 0/1 predicate made by a comparison (possibly reshaped or broadcast)?"""
+    owner = value.owner
+    while isinstance(owner, (ReshapeOp, ExpandRowsOp, PermuteRowsOp)):
+        owner = owner.operands[0].owner
+    return isinstance(owner, Operation) and "spyre.predicate" in owner.attributes
+
+
+def _as_f32(op: AtenOp, rewriter: Rewriter, value: SSAValue) -> SSAValue:
+    if _element_name(value) not in INT_ELEMENTS:
+        raise _Unsupported(f"a {_element_name(value)} operand (comparisons of int32 / int64 "
+                           "tensors are lowered; float comparisons are not exact as a clamp)")
+    return _emit(rewriter, op, CastOp(value, TensorType(Float32Type(), _shape(value))))
+
+
+def _mark(value: SSAValue) -> SSAValue:
+    assert isinstance(value.owner, Operation)
+    value.owner.attributes["spyre.predicate"] = UnitAttr()
+    return value
+
+
+def _select_compare(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """a <= b as clamp(b - a + 1, 0, 1), a < b as clamp(b - a, 0, 1) (ge, gt mirrored), a == b
+    as 1 - clamp(|a - b|, 0, 1), a != b as clamp(|a - b|, 0, 1): 0.0 / 1.0 in f32."""
+    kind = op.target.data.split(".")[1]
+    a = _as_f32(op, rewriter, op.operands[0])
+    if len(op.operands) == 2:
+        b = _as_f32(op, rewriter, op.operands[1])
+        diff = _binary_op(op, rewriter, "sub", a, b)
+    else:
+        other = _arg(op, "other")
+        if not isinstance(other, int) or isinstance(other, bool):
+            raise _Unsupported(f"a {type(other).__name__} scalar (an integer is lowered)")
+        diff = _scalar_op(op, rewriter, "sub", a, float(other))
+    # diff = a - b; shape it so that 1 means true after the clamp
+    if kind in _COMPARE:
+        flip, shift = _COMPARE[kind]
+        if flip:  # le, lt: shift - (a - b)
+            diff = _scalar_op(op, rewriter, "sub", diff, shift, reverse=True)
+        elif shift:  # ge: (a - b) + 1
+            diff = _scalar_op(op, rewriter, "add", diff, shift)
+    else:
+        diff = _emit(rewriter, op, UNARY_OPS["abs"](diff, diff.type))
+    clamped = _scalar_op(op, rewriter, "minimum", _scalar_op(op, rewriter, "maximum", diff, 0.0),
+                         1.0)
+    if kind == "eq":
+        clamped = _scalar_op(op, rewriter, "sub", clamped, 1.0, reverse=True)
+    return _mark(clamped)
+
+
+def _scalar_value(value: SSAValue) -> float | None:
+    """The value of a one-element constant (a folded `scalar_tensor`), else None."""
+    owner = value.owner
+    if isinstance(owner, ParamOp) and owner.value is not None and _numel(value) == 1:
+        return float(owner.value.get_values()[0])
+    return None
+
+
+def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """where(p, a, b) = p * a + (1 - p) * b in the result's type: exact for finite a and b,
+    since p is 0 or 1 and one term is 0."""
+    cond, a, b = op.operands
+    if not is_predicate(cond):
+        raise _Unsupported("a condition that is not a comparison of integers (predicates are "
+                           "made by le/lt/ge/gt/eq/ne of int tensors)")
+    if _element_name(op.results[0]) not in FLOAT_ELEMENTS:
+        raise _Unsupported(f"{_element_name(op.results[0])} values (float where is lowered)")
+    out = _shape(op.results[0])
+
+    def term(value: SSAValue, weight: SSAValue, scalar_weight: Callable[[float], SSAValue]) -> SSAValue:
+        constant = _scalar_value(value)
+        if constant is not None:
+            return scalar_weight(constant)
+        return _binary_op(op, rewriter, "mul", weight, value)
+
+    element = op.results[0].type.element_type  # type: ignore[attr-defined]
+
+    def typed(v: SSAValue) -> SSAValue:
+        if _element_name(v) != _element_name(op.results[0]):
+            v = _emit(rewriter, op, CastOp(v, TensorType(element, _shape(v))))
+        return _broadcast_rows(op, rewriter, v, out)
+
+    cond = typed(cond)
+    a, b = (v if _scalar_value(v) is not None else typed(v) for v in (a, b))
+    not_cond = _scalar_op(op, rewriter, "sub", cond, 1.0, reverse=True)
+    t1 = term(a, cond, lambda v: _scalar_op(op, rewriter, "mul", cond, v))
+    t2 = term(b, not_cond, lambda v: _scalar_op(op, rewriter, "mul", not_cond, v))
+    total = _binary_op(op, rewriter, "add", t1, t2)
+    if _shape(total) != out:
+        raise _Unsupported(f"a result of shape {out} from a {_shape(total)} condition (the "
+                           "condition must have the result's shape)")
+    return _cast_to(op, rewriter, total, op.results[0])
+
+
+def _select_logical(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """and / or / not of predicates: product, maximum, 1 - p."""
+    if not all(is_predicate(v) for v in op.operands):
+        raise _Unsupported("an operand that is not a comparison of integers")
+    kind = op.target.data
+    if "not" in kind:
+        return _mark(_scalar_op(op, rewriter, "sub", op.operands[0], 1.0, reverse=True))
+    fn = "mul" if "and" in kind else "maximum"
+    return _mark(_binary_op(op, rewriter, fn, op.operands[0], op.operands[1]))
+
+
+def _select_attention_any_mask(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """SDPA whose boolean mask is a predicate: the mask becomes additive (p * 30000 - 30000,
+    exactly 0 or -30000) in the query's type before the usual selection."""
+    mask, query = _operand(op, "attn_mask"), _operand(op, "query")
+    if mask is not None and query is not None and is_predicate(mask):
+        scaled = _scalar_op(op, rewriter, "mul", mask, 30000.0)
+        additive = _scalar_op(op, rewriter, "add", scaled, -30000.0)
+        if _element_name(query) != "f32":
+            additive = _emit(rewriter, op, CastOp(additive, _with_shape(query, _shape(mask))))
+        names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
+        op.operands[names.index("attn_mask")] = additive
+    return _select_attention(op, rewriter)
+
+
+def _select_cast_int(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """Casts from int32 / int64 (or a predicate) to a float type; float casts as before."""
+    x = op.operands[0]
+    if _element_name(op.results[0]) in FLOAT_ELEMENTS and (
+            _element_name(x) in INT_ELEMENTS or is_predicate(x)):
+        return _emit(rewriter, op, CastOp(x, op.results[0].type))
+    return _select_cast(op, rewriter)
+
+
+# ---- cumsum, argmax / argmin (and max / min with indices) over the last dim -----------------
+
+def _select_cumsum(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """cumsum along the last dim: x @ U with U[i, j] = 1 for i <= j, a constant upper
+    triangle (exact products, fp32 accumulation in the PT, as a K = n reduction)."""
+    _require_float(op)
+    x = op.operands[0]
+    shape = _shape(x)
+    if int(_arg(op, "dim", 0)) % len(shape) != len(shape) - 1:  # type: ignore[arg-type]
+        raise _Unsupported(f"along dim {_arg(op, 'dim')} (only the last dim is lowered: a "
+                           "matmul by a constant triangle)")
+    if _element_name(x) != _element_name(op.results[0]):
+        raise _Unsupported("a dtype argument that changes the element type")
+    n = shape[-1]
+    return _column_matmul(op, rewriter, x, np.triu(np.ones((n, n))), f"{_fx_name(op)}.triangle")
+
+
+ARG_SCALE = 2.0**100  # twice: any nonzero fp32 difference (>= 2^-149) becomes >= 2^51
+
+
+def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
+    """argmax / argmin (and max.dim / min.dim's indices) over the last dim: with m the row's
+    max (min), the first index j where x_j == m is min over j of j + |m - x_j| * 2^200 (any
+    nonzero difference outweighs every index, 0 leaves j itself), a row reduction; stored as
+    int64 (int32 on device). NaN rows are not handled (torch returns the NaN's index)."""
+    _require_float_inputs = [v for v in op.operands if _element_name(v) not in FLOAT_ELEMENTS]
+    if _require_float_inputs:
+        raise _Unsupported(f"a {_element_name(op.operands[0])} input (float inputs)")
+    x = op.operands[0]
+    shape = _shape(x)
+    dim = _arg(op, "dim")
+    if dim is None or int(dim) % len(shape) != len(shape) - 1:  # type: ignore[arg-type]
+        raise _Unsupported(f"over dim {dim} (only the last dim is lowered so far)")
+    keep = bool(_arg(op, "keepdim", False))
+    if not keep and math.prod(shape[:-1]) > 1:
+        raise _Unsupported(f"keepdim=False over a {shape} input (the indices would move from "
+                           "a column to a row, a restickify; use keepdim=True)")
+    kind = "max" if "max" in op.target.data else "min"
+    f32 = TensorType(Float32Type(), shape)
+    xf = _emit(rewriter, op, CastOp(x, f32)) if _element_name(x) != "f32" else x
+    best = _reduce_last(op, rewriter, kind, xf)
+    results: list[SSAValue | None] = []
+    if len(op.results) == 2:  # max.dim / min.dim: the values, then the indices
+        values = op.results[0]
+        results.append(None if not values.uses else _cast_to(
+            op, rewriter, best if keep else _emit(rewriter, op, ReshapeOp(
+                best, _with_shape(best, _shape(values)))), values))
+    indices = op.results[-1]
+    if not indices.uses:  # made only when read: no dead ops reach spyre-fuse
+        return [*results, None]
+    gap = _emit(rewriter, op, UNARY_OPS["abs"](_binary_op(op, rewriter, "sub", xf, best), f32))
+    gap = _scalar_op(op, rewriter, "mul", _scalar_op(op, rewriter, "mul", gap, ARG_SCALE),
+                     ARG_SCALE)
+    ttype = TensorType(Float32Type(), [1, shape[-1]])
+    index = ParamOp(f"{_fx_name(op)}.columns", ttype, value=DenseIntOrFPElementsAttr.from_list(
+        ttype, [float(j) for j in range(shape[-1])]))
+    index.result.name_hint = "columns"
+    columns = _emit(rewriter, op, index)
+    if len(shape) == 1:
+        columns = _emit(rewriter, op, ReshapeOp(columns, _with_shape(columns, shape)))
+    first = _reduce_last(op, rewriter, "min", _binary_op(op, rewriter, "add", gap, columns))
+    result = _emit(rewriter, op, CastOp(first, _with_shape(indices, _shape(first))))
+    if _shape(result) != _shape(indices):
+        result = _emit(rewriter, op, ReshapeOp(result, indices.type))
+    return [*results, result]
+
+
+_UNARY.update({"aten.sin.default": "sin", "aten.cos.default": "cos"})  # run-time positions
+
+SELECTORS.update({
+    "aten.sin.default": _select_unary,
+    "aten.cos.default": _select_unary,
+    "aten.cumsum.default": _select_cumsum,
+    "aten.argmax.default": _select_arg_reduce,
+    "aten.argmin.default": _select_arg_reduce,
+    "aten.max.dim": _select_arg_reduce,
+    "aten.min.dim": _select_arg_reduce,
+})
+
+SELECTORS.update({
+    **{f"aten.{k}.{form}": _select_compare for k in ("le", "lt", "ge", "gt", "eq", "ne")
+       for form in ("Tensor", "Scalar")},
+    "aten.where.self": _select_where,
+    "aten.logical_and.default": _select_logical,
+    "aten.bitwise_and.Tensor": _select_logical,
+    "aten.logical_or.default": _select_logical,
+    "aten.bitwise_or.Tensor": _select_logical,
+    "aten.logical_not.default": _select_logical,
+    "aten.bitwise_not.default": _select_logical,
+    "aten.scaled_dot_product_attention.default": _select_attention_any_mask,
+    "aten._to_copy.default": _select_cast_int,
+    "aten.to.dtype": _select_cast_int,
+})
+
+# ops known to have no device lowering yet, with what to do instead
+NOT_ON_DEVICE: dict[str, str] = {}
 
 
 # ---- channels-last images (passes/conv.py) ---------------------------------------------------

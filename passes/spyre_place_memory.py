@@ -14,6 +14,10 @@ convert-spyre-to-ktir). Guarantees:
   keep the element type reuse their input's slots in place when the input has no other use;
   the matmul and the row reductions accumulate in place in their `linalg.fill` buffer. The kernel's LX total is
   recorded as `spyre.lx_bytes` and checked against the target's usable LX.
+- a load or store through an indirect access tile also has `lx_index_slots`: two slots for
+  the sticks holding its int32 indices (dma.gather / dma.scatter read them from LX).
+- a launch with `spyre.inplace` (an in-place scatter into a buffer) gets its operand's
+  address for its result: the KV cache is updated where it lives.
 
     %t = ktdp.load %tile : ... -> tensor<64x128xf16>                   // before
     %t = ktdp.load %tile {lx_slots = array<i64: 0, 16384>} : ...       // after
@@ -40,7 +44,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.ktdp import LoadOp
+from spyrec.dialects.ktdp import LoadOp, StoreOp
+from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.ktir_tiles import tile_dims
 from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
@@ -148,11 +153,16 @@ def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
             addr[inner.result] = addr[root[inner.result]]
             inner.attributes["spyre.addr"] = _addr_attr(addr[inner.result])
         elif isinstance(inner, LaunchOp):
+            aliased = inplace_results(inner)
             for r in inner.results:
+                if r.index in aliased:  # an in-place update: the operand's own storage
+                    addr[r] = addr[root.get(aliased[r.index], aliased[r.index])]
+                    continue
                 addr[r] = acts.alloc(device_bytes(r, target), f"result of @{inner.callee}")
             inner.attributes["spyre.addr"] = ArrayAttr([_addr_attr(addr[r]) for r in inner.results])
             for buffer in {root.get(v, v) for v in inner.operands}:
-                intermediate = isinstance(buffer.owner, LaunchOp) and buffer not in returned
+                intermediate = (isinstance(buffer.owner, LaunchOp) and buffer not in returned
+                                and buffer.index not in inplace_results(buffer.owner))
                 if intermediate and last_use[buffer] is inner:
                     acts.free(addr[buffer])
     fn.attributes["spyre.lpddr_bytes"] = DictionaryAttr({
@@ -223,7 +233,35 @@ def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> i
             continue
         slots[inner.results[0]] = pair
         inner.attributes["lx_slots"] = DenseArrayBase.from_list(i64, list(pair))
+        if isinstance(inner, LoadOp) and (index_bytes := gather_index_bytes(inner, target)):
+            inner.attributes["lx_index_slots"] = DenseArrayBase.from_list(
+                i64, [next_free, next_free + index_bytes])
+            next_free += 2 * index_bytes
+    for store in [o for o in fn.walk() if isinstance(o, StoreOp)]:  # dma.scatter's indices
+        if index_bytes := gather_index_bytes(store, target):
+            store.attributes["lx_index_slots"] = DenseArrayBase.from_list(
+                i64, [next_free, next_free + index_bytes])
+            next_free += 2 * index_bytes
     return next_free
+
+
+def gather_index_bytes(access: LoadOp | StoreOp, target: SpyreTarget) -> int:
+    """LX bytes for the index sticks of a load or store through an indirect tile (0 for a
+    direct one): the tile's rows of int32 indices may start anywhere in a stick, so one
+    stick more than they fill."""
+    if not isinstance(access.tile.owner, ConstructIndirectAccessTileOp):
+        return 0
+    rows = access.tile.type.get_shape()[0]  # type: ignore[attr-defined]
+    return (-(-rows * 4 // target.stick_bytes) + 1) * target.stick_bytes
+
+
+def inplace_results(launch: LaunchOp) -> dict[int, SSAValue]:
+    """{result index: operand} of a launch whose results are stored in place of operands
+    (`spyre.inplace`, one operand index per result: the in-place scatter of a KV cache)."""
+    attr = launch.attributes.get("spyre.inplace")
+    if not isinstance(attr, ArrayAttr):
+        return {}
+    return {i: launch.operands[a.value.data] for i, a in enumerate(attr.data)}  # type: ignore[attr-defined]
 
 
 def _is(attr: object, name: str) -> bool:

@@ -49,6 +49,7 @@ from spyrec.dialects.ktdp import (
     LoadOp,
     StoreOp,
 )
+from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
@@ -66,7 +67,8 @@ from spyrec.runtime.isa import (
     f32_bits,
 )
 
-DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32}
+DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32,
+          "i64": DType.I32}  # int64 tensors are int32 on the device
 STICK = 128
 REDUCE_FN = {"reduce_sum": ReduceFn.SUM, "reduce_max": ReduceFn.MAX, "reduce_min": ReduceFn.MIN}
 COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
@@ -452,6 +454,118 @@ def _noop(it: _CoreInterpreter, op: Operation) -> None:
     return None
 
 
+# ---- gathers and scatters: loads and stores through indirect access tiles (note 28) -------
+
+@dataclass
+class IndirectTile:
+    """Rows of a table picked by `rows` contiguous indices of the `index` view, starting at
+    `index_origin`: table row k is at byte `base + k * pitch`, `limit` rows; `cols` whole
+    columns of `itemsize` bytes each row."""
+
+    base: int
+    pitch: int
+    limit: int
+    itemsize: int
+    index: View
+    index_origin: tuple[int, ...]
+    rows: int
+    cols: int
+
+    @property
+    def index_addr(self) -> int:
+        offset = sum(o * s for o, s in zip(self.index_origin, self.index.strides))
+        return self.index.base + offset * self.index.itemsize
+
+
+def _indirect_tile(it: _CoreInterpreter, op: ConstructIndirectAccessTileOp) -> None:
+    """The indirect form dma.gather / dma.scatter run: `%t[(a), .., ind(%idx[.., f + %r]),
+    (%c)]` over a (rows, cols) box: the leading subscripts fixed for the tile, row r of the
+    tile at table row idx[.., f + r] of the second-to-last dim, all its columns."""
+    rows, cols = (int(d) for d in op.result.type.get_shape())  # type: ignore[attr-defined]
+    maps = [m.data for m in op.per_dim_subscript_maps]
+    rank = len(maps)
+    form = ("an indirect tile %t[(a), ..., ind(%idx[..., f + %r]), (%c)] over a rows x cols "
+            "box with the identity order")
+    if (rank < 2 or op.subscript_kinds != [False] * (rank - 2) + [True, False]
+            or len(op.indirect_memrefs) != 1
+            or op.variables_space_order.data != AffineMap.identity(2)):
+        raise it.error(op, f"only {form} maps to dma.gather / dma.scatter")
+    captured = [int(it.env[v]) for v in op.captured_variables]  # type: ignore[call-overload]
+
+    def at(m: AffineMap, r: int, c: int) -> tuple[int, ...]:
+        return tuple(m.eval([*captured, r, c], []))
+
+    origin = at(maps[-2], 0, 0)
+    step = tuple(b - a for a, b in zip(origin, at(maps[-2], 1, 0)))
+    lead = [at(m, 0, 0) for m in maps[:-2]]
+    fixed = all(at(m, 1, 0) == at(m, 0, 1) == v for m, v in zip(maps[:-2], lead))
+    if (step != (0,) * (len(origin) - 1) + (1,) or at(maps[-2], 0, 1) != origin or not fixed
+            or [at(maps[-1], 0, 0), at(maps[-1], 0, 1), at(maps[-1], 1, 0)] != [(0,), (1,), (0,)]):
+        raise it.error(op, f"only {form} maps to dma.gather / dma.scatter (the indices of "
+                       "consecutive rows must be consecutive, the other subscripts direct)")
+    table, index = it.env[op.base], it.env[op.indirect_memrefs[0]]
+    assert isinstance(table, View) and isinstance(index, View)
+    if index.itemsize != 4 or index.strides[-1] != 1:
+        raise it.error(op, "the index view must hold contiguous int32 (the DMA's indices)")
+    offset = sum(v[0] * s for v, s in zip(lead, table.strides))
+    it.env[op.result] = IndirectTile(table.base + offset * table.itemsize,
+                                     table.strides[-2] * table.itemsize, table.sizes[-2],
+                                     table.itemsize, index, origin, rows, cols)
+
+
+def _index_vector(it: _CoreInterpreter, op: Operation, tile: IndirectTile) -> tuple[LxTensor, int]:
+    """A dma.load of the sticks holding the tile's indices into this execution's index slot;
+    the LX tensor of those sticks and the LX offset of the first index."""
+    index_slots = op.attributes.get("lx_index_slots")
+    if not isinstance(index_slots, DenseArrayBase):
+        raise it.error(op, "an access through an indirect tile has no lx_index_slots; run "
+                       "spyre-place-memory first")
+    turn = it.slot_turn.get(op, 0)
+    it.slot_turn[op] = turn + 1
+    slot = int(index_slots.get_values()[turn % 2])
+    first = tile.index_addr % STICK
+    nbytes = _stick_bytes(first + tile.rows * 4)
+    idx = LxTensor(slot, (1, nbytes // 4), DType.I32)
+    it.stream.emit("dma.load", [], whole(idx), ddr=tile.index_addr - first, lx=slot, rows=1,
+                   row_bytes=nbytes, ddr_pitch=nbytes, lx_pitch=nbytes)
+    return idx, slot + first
+
+
+def _gather_load(it: _CoreInterpreter, op: LoadOp) -> None:
+    """A load through an indirect tile: the index sticks, then a dma.gather of the rows they
+    name (checked against the table's rows on device)."""
+    tile = it.env[op.tile]
+    if not isinstance(tile, IndirectTile):
+        _load(it, op)
+        return
+    turn = it.slot_turn.get(op, 0)
+    idx, first = _index_vector(it, op, tile)
+    it.slot_turn[op] = turn  # the index and the data slots alternate together
+    lx = it.lx_tensor(op.results[0], it.slot(op))
+    it.stream.emit("dma.gather", whole(idx), whole(lx), ddr=tile.base, lx=lx.addr,
+                   rows=tile.rows, row_bytes=_stick_bytes(tile.cols * tile.itemsize),
+                   ddr_pitch=tile.pitch, lx_pitch=lx.pitch, idx=first, limit=tile.limit)
+    it.env[op.results[0]] = lx
+
+
+def _scatter_store(it: _CoreInterpreter, op: StoreOp) -> None:
+    """A store through an indirect tile: the index sticks, then a dma.scatter of the tile's
+    rows to the table rows they name (checked on device)."""
+    tile = it.env[op.tile]
+    if not isinstance(tile, IndirectTile):
+        _store(it, op)
+        return
+    src = it.env[op.value]
+    assert isinstance(src, LxTensor)
+    if src.shape != (tile.rows, tile.cols):
+        raise it.error(op, f"the {src.shape[0]}x{src.shape[1]} LX tile does not match the "
+                       f"{tile.rows}x{tile.cols} indirect tile")
+    idx, first = _index_vector(it, op, tile)
+    it.stream.emit("dma.scatter", whole(idx) + whole(src), [], lx=src.addr, ddr=tile.base,
+                   rows=tile.rows, row_bytes=_stick_bytes(tile.cols * tile.itemsize),
+                   lx_pitch=src.pitch, ddr_pitch=tile.pitch, idx=first, limit=tile.limit)
+
+
 HANDLERS: dict[type, Callable] = {
     arith.ConstantOp: _constant,
     arith.AddiOp: _binary_index(lambda a, b: a + b),
@@ -459,8 +573,9 @@ HANDLERS: dict[type, Callable] = {
     GetComputeTileIdOp: _tile_id,
     ConstructMemoryViewOp: _view,
     ConstructAccessTileOp: _access_tile,
-    LoadOp: _load,
-    StoreOp: _store,
+    LoadOp: _gather_load,
+    ConstructIndirectAccessTileOp: _indirect_tile,
+    StoreOp: _scatter_store,
     linalg.FillOp: _fill,
     linalg.GenericOp: _generic,
     scf.ForOp: _for,

@@ -45,7 +45,9 @@ from spyrec.dialects.spyre import (
     UNARY_OPS,
     AttentionOp,
     CastOp,
+    GatherOp,
     MatmulOp,
+    ScatterOp,
     ParamOp,
     WindowRowsOp,
     ReshapeOp,
@@ -56,11 +58,12 @@ from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 _SCALAR_CLASSES = tuple(SCALAR_OPS.values())
 
 # unary functions with f(0) == 0: they keep zero padding zero
-ZERO_PRESERVING_UNARY = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "neg", "sqrt", "abs", "erf"}
+ZERO_PRESERVING_UNARY = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "neg", "sqrt", "abs", "erf",
+                         "sin"}
 # binary functions with f(0, 0) == 0
 ZERO_PRESERVING_BINARY = {"add", "sub", "mul", "maximum", "minimum"}
 
-DEVICE_DTYPE = {"f16": "dl16", "bf16": "dl16", "f32": "f32", "i32": "i32"}
+DEVICE_DTYPE = {"f16": "dl16", "bf16": "dl16", "f32": "f32", "i32": "i32", "i64": "i32"}
 DEVICE_ITEMSIZE = {"dl16": 2, "f32": 4, "i32": 4}
 
 
@@ -187,8 +190,10 @@ class SpyreStickify(ModulePass):
                 )
             bias_zero = op.bias is None or zero.get(op.bias, False)
             return zero.get(op.rhs, False) and bias_zero
-        if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES, WindowRowsOp)):
+        if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES, WindowRowsOp, GatherOp)):
             return zero.get(op.operands[0], False)  # rows move, each keeps its padding
+        if isinstance(op, ScatterOp):  # rows of the values replace rows of the table
+            return zero.get(op.table, False) and zero.get(op.values, False)
         if isinstance(op, AttentionOp):
             # the output is P @ V over V's whole padded width: zero where V's padding is
             return zero.get(op.value, False)

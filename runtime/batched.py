@@ -28,7 +28,7 @@ import numpy as np
 
 from spyrec.runtime import ops
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.runtime.isa import Engine, Instr, ddr_region, lx_access
+from spyrec.runtime.isa import INDIRECT_DMA_OPS, Engine, Instr, ddr_region, lx_access
 from spyrec.runtime.memory import CoreStack, DeviceFault, DeviceMemory, LocalMemory
 
 Action = Callable[[], None]
@@ -97,6 +97,10 @@ def pc_order_actions(
     actions: list[Action] = []
     for pc in range(length):
         instrs = [programs[c][pc] for c in cores]
+        if instrs[0].op in INDIRECT_DMA_OPS:  # data-dependent rows: one call per core
+            actions += [ops.bind(i, memory, lx[c], codec, where=(c, pc))
+                        for c, i in zip(cores, instrs, strict=True)]
+            continue
         if not _same_but_ddr(instrs):
             actions += [ops.bind(i, memory, lx[c], codec)
                         for c, i in zip(cores, instrs, strict=True)]

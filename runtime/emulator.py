@@ -39,7 +39,7 @@ from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_kernel
 from spyrec.runtime.isa import (Expanded, Instr, ProgramError, ddr_region, expand_loops,
                                 matmul_flops)
-from spyrec.runtime.layout import HOST_DTYPE, from_device, to_device
+from spyrec.runtime.layout import HOST_DTYPE, check_int32, from_device, to_device
 from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.profile import KernelProfile, Profile, Timeline
 from spyrec.runtime.span import SpanChecker
@@ -219,7 +219,8 @@ class Emulator:
                 return batched
         between = ring.bind(rendezvous, programs, self.lx, self.codec)
         actions = {core: [between[(core, pc)] if (core, pc) in between
-                          else ops.bind(i, self.memory, self.lx[core], self.codec)
+                          else ops.bind(i, self.memory, self.lx[core], self.codec,
+                                        where=(core, pc))
                           for pc, i in enumerate(program)]
                    for core, program in programs.items()}
         return _in_start_order(actions, timed.start)
@@ -257,6 +258,11 @@ class Emulator:
                     raise InputError(
                         f"input '{binding.name}' dim {dim}: size {size}, but symbolic size "
                         f"'{name}' is {values[name]} in an earlier input")
+            if layout.host_dtype == "int64":  # int32 on device: refuse what would wrap
+                try:
+                    check_int32(array)
+                except ValueError as error:
+                    raise InputError(f"input '{binding.name}': {error}") from None
             arrays.append(array)
         return arrays, values
 
@@ -317,9 +323,14 @@ class Emulator:
         return outputs, profile
 
     def _compute(self, kernel: _Kernel, start_cycle: float) -> KernelProfile:
-        for action in kernel.ordered_actions:
-            action()
         image, timed = kernel.image, kernel.timed
+        try:
+            for action in kernel.ordered_actions:
+                action()
+        except DeviceFault as fault:  # a data-dependent fault (dma.gather's index check)
+            origin = f" (from {', '.join(image.provenance)})" if image.provenance else ""
+            raise DeviceFault(f"{fault.reason}; in kernel '{image.name}'{origin}", fault.address,
+                              fault.core, fault.pc, fault.instr) from None
         return KernelProfile(
             name=image.name, cores=image.num_cores, start_cycle=start_cycle,
             end_cycle=start_cycle + timed.end_cycle, flops=image.flops,

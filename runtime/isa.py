@@ -59,11 +59,14 @@ class UnaryFn(enum.IntEnum):
     ABS = 12
     LOG = 13
     ERF = 14
+    SIN = 15  # rotary tables of positions known only at run time
+    COS = 16
 
 
 TRANSCENDENTAL = frozenset(
     {UnaryFn.GELU, UnaryFn.GELU_TANH, UnaryFn.EXP, UnaryFn.SIGMOID, UnaryFn.SILU, UnaryFn.TANH,
-     UnaryFn.SQRT, UnaryFn.RSQRT, UnaryFn.RECIPROCAL, UnaryFn.LOG, UnaryFn.ERF}
+     UnaryFn.SQRT, UnaryFn.RSQRT, UnaryFn.RECIPROCAL, UnaryFn.LOG, UnaryFn.ERF, UnaryFn.SIN,
+     UnaryFn.COS}
 )
 
 
@@ -201,6 +204,21 @@ _SPECS: tuple[OpSpec, ...] = (
         "loop.end", 17, Engine.LOOP,
         (),
         "Close the innermost open loop.begin.",
+    ),
+    OpSpec(
+        "dma.gather", 18, Engine.DMA,
+        ("ddr", "lx", "rows", "row_bytes", "ddr_pitch", "lx_pitch", "idx", "limit"),
+        "For each i < `rows`, copy `row_bytes` from table row k = idx[i] (LPDDR address "
+        "`ddr + k * ddr_pitch`) to LX offset `lx + i * lx_pitch`, where idx is the int32 "
+        "vector at LX offset `idx`; faults unless 0 <= k < `limit` (the table's rows).",
+    ),
+    OpSpec(
+        "dma.scatter", 19, Engine.DMA,
+        ("lx", "ddr", "rows", "row_bytes", "lx_pitch", "ddr_pitch", "idx", "limit"),
+        "For each i < `rows` in order, copy `row_bytes` from LX offset `lx + i * lx_pitch` to "
+        "table row k = idx[i] (LPDDR address `ddr + k * ddr_pitch`), where idx is the int32 "
+        "vector at LX offset `idx`; faults unless 0 <= k < `limit`. A repeated k keeps the "
+        "last row written to it.",
     ),
 )
 
@@ -536,6 +554,12 @@ def lx_access(
         return (src,), ((Region(a["dst"], a["rows"], row, a["dst_pitch"]),) if writes else ())
     if op == "dma.load":
         return (), (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),)
+    if op == "dma.gather":
+        return ((gather_index_region(instr),),
+                (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),))
+    if op == "dma.scatter":
+        return ((gather_index_region(instr),
+                 Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"])), ())
     if op == "dma.store":
         return (Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),), ()
     if op in ("pt.matmul", "pt.matmul_nt"):
@@ -576,11 +600,24 @@ def lx_writes(instr: Instr, core: int | None = None) -> tuple[Region, ...]:
 
 
 def ddr_region(instr: Instr) -> Region | None:
-    """The LPDDR region a DMA instruction reads or writes; None for compute instructions."""
+    """The LPDDR region a DMA instruction reads or writes; None for compute instructions.
+    For dma.gather and dma.scatter it is the whole table (`limit` rows): any of them may be
+    read or written."""
     if instr.spec.engine is not Engine.DMA:
         return None
     a = instr.named_args()
-    return Region(a["ddr"], a["rows"], a["row_bytes"], a["ddr_pitch"])
+    rows = a["limit"] if instr.op in INDIRECT_DMA_OPS else a["rows"]
+    return Region(a["ddr"], rows, a["row_bytes"], a["ddr_pitch"])
+
+
+GATHER_INDEX_BYTES = 4  # dma.gather and dma.scatter read their row indices as int32
+INDIRECT_DMA_OPS = frozenset({"dma.gather", "dma.scatter"})
+
+
+def gather_index_region(instr: Instr) -> Region:
+    """The LX bytes of a dma.gather's or dma.scatter's index vector: `rows` contiguous int32."""
+    return Region(instr.arg("idx"), 1, instr.arg("rows") * GATHER_INDEX_BYTES,
+                  instr.arg("rows") * GATHER_INDEX_BYTES)
 
 
 MATMUL_OPS = frozenset({"pt.matmul", "pt.matmul_nt"})

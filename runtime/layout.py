@@ -3,7 +3,8 @@
 The layout used today is the row-sticked one: a tensor of logical shape (d0, ..., dn-1) is
 viewed as `rows = d0 * ... * dn-2` rows of `cols = dn-1` elements; the last (stick) dimension
 is padded with zeros to whole 128-byte sticks, and rows follow each other at `row_pitch`
-bytes. fp16 and bf16 data are stored as DL16, fp32 as fp32.
+bytes. fp16 and bf16 data are stored as DL16, fp32 as fp32, int32 as int32, and int64 (token
+ids, positions) as int32: copying an int64 tensor in checks that every value fits.
 
 The compiler (spyre-stickify) chooses layouts and the runtime converts host data to and from
 them with `to_device` / `from_device`, so both sides agree by construction.
@@ -28,6 +29,7 @@ DEVICE_DTYPE: dict[str, DType] = {
     "bfloat16": DType.DL16,
     "float32": DType.F32,
     "int32": DType.I32,
+    "int64": DType.I32,  # ids and positions: int32 on device, range-checked on the way in
 }
 
 # host dtype name -> NumPy dtype of host arrays
@@ -36,6 +38,7 @@ HOST_DTYPE: dict[str, np.dtype] = {
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float32": np.dtype(np.float32),
     "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
 }
 
 
@@ -44,7 +47,7 @@ class DeviceLayout:
     """Row-sticked layout of one tensor."""
 
     shape: tuple[int, ...]  # logical (host) shape
-    host_dtype: str  # "float16", "bfloat16", "float32", "int32"
+    host_dtype: str  # "float16", "bfloat16", "float32", "int32", "int64"
     # device dim i is host dim perm[i] (a channels-last image: (0, 2, 3, 1)); the host
     # permutes when it copies in and out, as it pads sticks and rounds to DL16
     perm: tuple[int, ...] | None = None
@@ -122,15 +125,19 @@ def to_device(layout: DeviceLayout, host: np.ndarray, numerics: str = "dl16") ->
     """Convert a host array to the device bytes of `layout` (uint8, `layout.nbytes` long).
 
     fp16 and bf16 values are rounded to the 16-bit device format of `numerics` ("dl16": DL16,
-    "ieee": IEEE fp16 bits); fp32 and int32 are stored as they are. Padding columns are zero.
+    "ieee": IEEE fp16 bits); fp32 and int32 are stored as they are, int64 as int32 after a
+    check that every value fits (ValueError naming the first one that does not). Padding
+    columns are zero.
     """
     matrix = _host_matrix(layout, np.asarray(host))
     device = layout.device_dtype
+    if layout.host_dtype == "int64":
+        matrix = _narrow_int64(matrix)
     if device is DType.DL16:
         storage = np.zeros((layout.rows, layout.padded_cols), dtype=np.uint16)
         storage[:, : layout.cols] = half_codec(numerics).encode(matrix.astype(np.float32))
     else:
-        storage = np.zeros((layout.rows, layout.padded_cols), dtype=HOST_DTYPE[layout.host_dtype])
+        storage = np.zeros((layout.rows, layout.padded_cols), dtype=_STORAGE[device])
         storage[:, : layout.cols] = matrix
     return storage.reshape(-1).view(np.uint8)
 
@@ -151,8 +158,28 @@ def from_device(layout: DeviceLayout, raw: np.ndarray, numerics: str = "dl16") -
         with np.errstate(over="ignore"):
             matrix = half_codec(numerics).decode(stored).astype(host_dtype)
     else:
-        matrix = raw.view(host_dtype).reshape(layout.rows, layout.padded_cols)[:, : layout.cols]
+        stored = raw.view(_STORAGE[device]).reshape(layout.rows, layout.padded_cols)
+        matrix = stored[:, : layout.cols].astype(host_dtype)
     if layout.perm is None:
         return np.array(matrix).reshape(layout.shape)
     inverse = tuple(int(i) for i in np.argsort(layout.perm))
     return np.ascontiguousarray(np.array(matrix).reshape(layout.device_shape).transpose(inverse))
+
+
+_STORAGE = {DType.F32: np.dtype(np.float32), DType.I32: np.dtype(np.int32)}
+_INT32 = np.iinfo(np.int32)
+
+
+def check_int32(values: np.ndarray) -> None:
+    """ValueError naming the first value that does not fit int32 (an id never wraps)."""
+    bad = np.flatnonzero((values < _INT32.min) | (values > _INT32.max))
+    if bad.size:
+        flat = int(bad[0])
+        raise ValueError(f"int64 value {int(values.reshape(-1)[flat])} at flat index {flat} "
+                         f"does not fit the device's int32 ({bad.size} values do not)")
+
+
+def _narrow_int64(matrix: np.ndarray) -> np.ndarray:
+    """int64 host values as int32; ValueError if one does not fit (never a wrapped id)."""
+    check_int32(matrix)
+    return matrix.astype(np.int32)

@@ -7,6 +7,9 @@ closure over fixed NumPy views of LX and LPDDR, so executing it is one or two ar
 
 Numerics (all whole-tile):
 * dma.load / dma.store copy `rows` runs of `row_bytes` between strided views.
+* dma.gather reads its `rows` int32 indices from LX, checks every one against [0, limit)
+  (a DeviceFault naming the first bad row and value, before anything is copied) and copies
+  the selected table rows with one fancy-indexed NumPy copy.
 * pt.matmul decodes A and B from `in_dtype` (DL16 or fp32) to float32, multiplies with
   np.matmul on float32 (fp32 products and sums), and stores C in fp32; with `accumulate` the
   product is added to the old C in fp32. pt.matmul_nt is the same with B read as an (n, k)
@@ -40,8 +43,9 @@ import numpy as np
 from spyrec.runtime import ring, sfu
 from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine, Instr,
-                                ReduceFn, Region, UnaryFn, bits_f32, ddr_region, lx_access,
-                                lx_reads, lx_writes)
+                                GATHER_INDEX_BYTES, INDIRECT_DMA_OPS, ReduceFn, Region, UnaryFn, bits_f32,
+                                ddr_region, gather_index_region, lx_access, lx_reads,
+                                lx_writes)
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory, TileSource
 from spyrec.target import SpyreTarget
 
@@ -95,6 +99,16 @@ def _check_codes(instr: Instr, target: SpyreTarget) -> None:
         _check_mask(a)
     if "reverse" in a and a["reverse"] not in (0, 1):
         raise DeviceFault(f"reverse={a['reverse']} must be 0 or 1")
+    if instr.op in INDIRECT_DMA_OPS:
+        _check_gather(a)
+
+
+def _check_gather(a: dict[str, int]) -> None:
+    if a["limit"] <= 0:
+        raise DeviceFault(f"limit={a['limit']} must be positive (the table's row count)")
+    if a["idx"] % GATHER_INDEX_BYTES:
+        raise DeviceFault(f"idx={a['idx']} is not {GATHER_INDEX_BYTES}-byte aligned (the "
+                          "indices are int32)")
 
 
 def _check_scalar(a: dict[str, int]) -> None:
@@ -175,15 +189,21 @@ def _ddr_view(instr: Instr, memory: DeviceMemory) -> np.ndarray:
 
 def bind(
     instr: Instr, memory: DeviceMemory, lx: TileSource, codec: HalfCodec,
-    ddr: np.ndarray | None = None,
+    ddr: np.ndarray | None = None, where: tuple[int, int] | None = None,
 ) -> Callable[[], None]:
     """A closure that executes a validated instruction on backed memory.
 
     `lx` is one core's LX or a `CoreStack` (the instruction then runs on every core of the
     stack at once, with tiles that have a leading core axis); `ddr`, for a DMA, is the LPDDR
     view to use (shaped like the LX tile) instead of the one the instruction addresses.
+    `where` (core, pc) locates the faults an instruction can raise while it runs (dma.gather's
+    index check).
     """
     a = instr.named_args()
+    if instr.op == "dma.gather":
+        return _bind_gather(instr, memory, lx, where)
+    if instr.op == "dma.scatter":
+        return _bind_scatter(instr, memory, lx, where)
     if instr.op == "dma.load":
         lx_region = lx_writes(instr)[0]
         source = _ddr_view(instr, memory) if ddr is None else ddr
@@ -207,6 +227,51 @@ def bind(
     if instr.op == "sfu.colwise":
         return _bind_colwise(instr, lx, codec)
     return _bind_binary(a, lx, codec)
+
+
+def _bind_gather(instr: Instr, memory: DeviceMemory, lx: TileSource,
+                 where: tuple[int, int] | None) -> Callable[[], None]:
+    """Rows of the LPDDR table picked by the int32 index vector in LX; an index outside
+    [0, limit) is a fault, raised before any byte is copied (never a read of other data)."""
+    table = _ddr_view(instr, memory)  # (limit, row_bytes)
+    indices = lx.view(gather_index_region(instr), np.dtype(np.int32), GATHER_INDEX_BYTES)
+    target_view = lx.view(lx_writes(instr)[0], np.dtype(np.uint8), 1)
+
+    def run() -> None:
+        np.copyto(target_view, table[_checked_indices(instr, indices, where)])
+
+    return run
+
+
+def _bind_scatter(instr: Instr, memory: DeviceMemory, lx: TileSource,
+                  where: tuple[int, int] | None) -> Callable[[], None]:
+    """The rows of an LX tile written to the LPDDR table rows the int32 index vector names,
+    in row order (a repeated index keeps the last row); indices checked first, as gather's."""
+    table = _ddr_view(instr, memory)  # (limit, row_bytes)
+    indices = lx.view(gather_index_region(instr), np.dtype(np.int32), GATHER_INDEX_BYTES)
+    source = lx.view(lx_reads(instr)[1], np.dtype(np.uint8), 1)
+
+    def run() -> None:
+        k = _checked_indices(instr, indices, where)
+        # NumPy's fancy assignment keeps the last of repeated indices
+        table[k] = source
+
+    return run
+
+
+def _checked_indices(instr: Instr, indices: np.ndarray,
+                     where: tuple[int, int] | None) -> np.ndarray:
+    """The index vector of a dma.gather / dma.scatter, or a DeviceFault naming the first
+    index outside [0, limit)."""
+    limit = instr.arg("limit")
+    k = indices.reshape(-1)
+    bad = np.flatnonzero((k < 0) | (k >= limit))
+    if bad.size:
+        row = int(bad[0])
+        fault = DeviceFault(f"{instr.op} row {row}: index {int(k[row])} is outside the "
+                            f"table's rows [0, {limit}) ({bad.size} of {k.size} indices are)")
+        raise fault.at(where[0], where[1], instr) if where is not None else fault
+    return k
 
 
 def _bind_matmul(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:

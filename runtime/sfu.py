@@ -122,6 +122,8 @@ UNARY: dict[UnaryFn, Callable[[np.ndarray], np.ndarray]] = {
     UnaryFn.ABS: np.abs,
     UnaryFn.LOG: _in_double(np.log),
     UnaryFn.ERF: _in_double(erf),
+    UnaryFn.SIN: _in_double(np.sin),
+    UnaryFn.COS: _in_double(np.cos),
 }
 
 BINARY: dict[BinaryFn, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {

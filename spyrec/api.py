@@ -20,7 +20,7 @@ from spyrec.runtime.container import SpyreBinary, read_spyre
 from spyrec.tolerance import UNIT_ROUNDOFF, Tolerance, tolerance
 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-                "int32": torch.int32}
+                "int32": torch.int32, "int64": torch.int64}
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -105,6 +105,22 @@ class Executable:
         coarsest = max(dtypes, key=lambda d: UNIT_ROUNDOFF.get(d, 0.0))
         depth, steps = self.error_model()
         return tolerance(coarsest, depth, steps, scale)
+
+    def buffer(self, name: str) -> torch.Tensor:
+        """The current value of weight or buffer `name` as the device holds it: a buffer the
+        program updates in place (a KV cache) shows every call made so far, as the torch
+        module's buffer does after the same calls."""
+        from spyrec.runtime.layout import from_device
+
+        match = [(b, data) for b, data in self.binary.weights if b.name == name]
+        if not match:
+            names = ", ".join(b.name for b, _ in self.binary.weights)
+            raise RunError(f"no weight or buffer '{name}' in the program (it has {names})")
+        binding, data = match[0]
+        if self._emulator is None or self.mode != "full":
+            return to_torch(data)
+        raw = self._emulator.memory.read(binding.addr, binding.layout.nbytes)
+        return to_torch(from_device(binding.layout, raw, self.numerics))
 
     def __call__(self, *tensors: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         from spyrec.runtime.emulator import Emulator

@@ -126,6 +126,19 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "repeat": lambda x: x.repeat(*([2] + [1] * (x.dim() - 1))) * 2,
     "pad": lambda x: F.pad(x, (2, 3), value=0.5) * 2,
 }
+# ops torch-spyre runs on the CPU, on the device here (design note 28c)
+UNARY.update({
+    "cumsum": lambda x: torch.cumsum(x, -1),
+    "tril": lambda x: torch.tril(x, 1),
+    "triu": lambda x: torch.triu(x),
+    "argmax": lambda x: x.argmax(-1, keepdim=True),
+    "argmin": lambda x: x.argmin(-1, keepdim=True),
+    "max_dim": lambda x: x.max(-1, keepdim=True)[1],
+    "min_dim_values": lambda x: x.min(-1, keepdim=True)[0] * 2,
+    "sin": torch.sin,
+    "cos": lambda x: torch.cos(x * 3),
+})
+ROW_OPS |= {"tril", "triu"}  # matrices: a 1-D tensor has no rows to mask
 BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": torch.add,
     "sub": torch.sub,
@@ -176,6 +189,8 @@ def cases() -> list[OpCase]:
                               lambda g, d=dtype: (torch.randn(64, 128, generator=g).to(d),
                                                   torch.randn(128, generator=g).to(d))))
     out.extend(image_cases())
+    out += gather_cases()
+    out += predicate_cases()
     return out
 
 
@@ -232,6 +247,79 @@ def image_cases() -> list[OpCase]:
                               _randn(IMAGE, dtype), IMAGE_REFUSED.get(name, "")))
     return out
 
+
+# ---- gathers of rows by index (embedding, index_select): dma.gather on the device ----------
+
+# shape family -> (index shape, table rows, table width)
+GATHER_SHAPES = {"aligned": ((4, 16), 256, 128), "unaligned": ((3, 7), 67, 255),
+                 "3d": ((2, 5, 3), 100, 100)}
+
+
+class _Embedding(torch.nn.Module):
+    def __init__(self, rows: int, width: int):
+        super().__init__()
+        self.table = torch.nn.Embedding(rows, width)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.table(ids)
+
+
+def _ids(shape: tuple[int, ...], rows: int, dtype: torch.dtype,
+         g: torch.Generator) -> torch.Tensor:
+    ids = torch.randint(0, rows, shape, generator=g, dtype=dtype)
+    ids.view(-1)[:2] = torch.tensor([0, rows - 1])  # both ends of the table
+    return ids
+
+
+def gather_cases() -> list[OpCase]:
+    """embedding with int64 and int32 ids (a weight table), index_select of rows of an
+    activation, per table dtype and index shape."""
+    out: list[OpCase] = []
+    for dtype in DTYPES:
+        for shape_name, (ids, rows, width) in GATHER_SHAPES.items():
+            for op, id_dtype in (("embedding", torch.int64), ("embedding_int32", torch.int32)):
+                out.append(OpCase(op, dtype, shape_name,
+                                  lambda r=rows, w=width, d=dtype: _Embedding(r, w).to(d),
+                                  lambda g, s=ids, r=rows, i=id_dtype: (_ids(s, r, i, g),)))
+            count = ids[-1] * 2
+            out.append(OpCase("index_select", dtype, shape_name,
+                              lambda: _Fn(lambda x, i: torch.index_select(x, 0, i) * 2),
+                              lambda g, r=rows, w=width, d=dtype, c=count: (
+                                  torch.randn(r, w, generator=g).to(d),
+                                  _ids((c,), r, torch.int64, g))))
+    return out
+
+
+# ---- integer comparisons, where and casts of integers (f32 0/1 predicates on the device) -----
+
+COMPARE: dict[str, Callable[..., torch.Tensor]] = {
+    "le": lambda a, b, x: torch.where(a <= b, x, -x),
+    "lt": lambda a, b, x: torch.where(a < b, x, -x),
+    "ge": lambda a, b, x: torch.where(a >= b, x, -x),
+    "gt": lambda a, b, x: torch.where(a > b, x, -x),
+    "eq": lambda a, b, x: torch.where(a == b, x, 0.5),
+    "ne": lambda a, b, x: torch.where(a != b, 2.0, x),
+    "ne_scalar": lambda a, b, x: torch.where(a != 3, x, -x),
+    "logical_and_not": lambda a, b, x: torch.where((a <= b) & ~(a == 0), x, -x),
+    "cast_int": lambda a, b, x: a.to(x.dtype) * x,
+}
+
+
+def predicate_cases() -> list[OpCase]:
+    """Comparisons of int64 tensors (int32 for `le_int32`) in [-4, 4], so equal values
+    occur, selecting between float tensors of each dtype; casts of int64 to float."""
+    out: list[OpCase] = []
+    ops = {**COMPARE, "le_int32": COMPARE["le"]}
+    for dtype in DTYPES:
+        for shape_name, shape in SHAPES.items():
+            for name, fn in ops.items():
+                ints = torch.int32 if name.endswith("int32") else torch.int64
+                out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                                  lambda g, s=shape, d=dtype, i=ints: (
+                                      torch.randint(-4, 5, s, generator=g, dtype=i),
+                                      torch.randint(-4, 5, s, generator=g, dtype=i),
+                                      torch.randn(*s, generator=g).to(d))))
+    return out
 
 @dataclass
 class Outcome:

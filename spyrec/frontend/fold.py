@@ -180,6 +180,11 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
         return _reduce_repeats(value).clamp(min=MASKED)
     if value.dtype != torch.bool or not node.users:
         return value
+    if is_where_condition(node):
+        # a constant condition (tril, triu): a 0/1 predicate in the type of the values it
+        # selects (exact in every float type), so the select needs no cast
+        types = {u.meta["val"].dtype for u in node.users}
+        return value.to(types.pop() if len(types) == 1 else torch.float32)
     queries = []
     for user in node.users:
         mask = user.kwargs.get("attn_mask", user.args[3] if len(user.args) > 3 else None)
@@ -190,6 +195,14 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
         return value
     zero = torch.zeros((), dtype=queries[0])
     return torch.where(_reduce_repeats(value), zero, torch.tensor(MASKED, dtype=queries[0]))
+
+
+def is_where_condition(node: torch.fx.Node) -> bool:
+    """Is every user of `node` a `where` taking it as its condition (and only so)? A folded
+    boolean such node is stored as 0.0 / 1.0, a predicate (tril, triu)."""
+    return bool(node.users) and all(
+        _target_name(u.target) == "aten.where.self" and u.args[0] is node
+        and node not in u.args[1:] for u in node.users)
 
 
 def _reduce_repeats(value: torch.Tensor) -> torch.Tensor:

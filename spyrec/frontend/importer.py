@@ -31,6 +31,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     Float16Type,
     Float32Type,
@@ -41,6 +42,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
     f64,
     i64,
 )
@@ -49,7 +51,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import AtenOp, ParamOp
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
-from spyrec.frontend.fold import fold_constants
+from spyrec.frontend.fold import fold_constants, is_where_condition
 from spyrec.frontend.symbolic import Specialization, specialize
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -218,8 +220,12 @@ class _Importer:
         param_names = {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
                        **sig.inputs_to_lifted_tensor_constants}
         state = {**self.ep.state_dict, **self.ep.constants}
+        # a buffer the program updates (a KV cache) is state, not a constant: nothing that
+        # reads it may be folded into a snapshot of its first value
+        mutable = set(sig.buffers_to_mutate.values())
         folding = fold_constants(self.ep.graph, {node: state[name]
-                                                 for node, name in param_names.items()})
+                                                 for node, name in param_names.items()
+                                                 if name not in mutable})
         convs = plan_convolutions(self.ep.graph, lambda n: state[param_names[n.name]] if (
             n.op == "placeholder" and n.name in param_names) else folding.constants.get(n))
         nodes = list(self.ep.graph.nodes)
@@ -233,6 +239,7 @@ class _Importer:
             self.values[node] = arg
         builder = Builder(InsertPoint.at_end(block))
         outputs: list[TensorSpec] = []
+        mutated: dict[str, str] = {}
         for node in nodes:
             if node.op == "placeholder" and node.name in param_names:
                 self._state(builder, node, param_names[node.name], state[param_names[node.name]])
@@ -248,13 +255,18 @@ class _Importer:
                 self._call(builder, node)
             elif node.op == "output":
                 results = [self._value(a, node) for a in node.args[0]]
+                mutated = buffer_mutations(self.ep, node)
                 for a in node.args[0]:
                     val = a.meta["val"]
-                    outputs.append(TensorSpec(a.name, tuple(val.shape), val.dtype))
+                    if a.name not in mutated:
+                        outputs.append(TensorSpec(a.name, tuple(val.shape), val.dtype))
                 builder.insert(func.ReturnOp(*results))
         fn = func.FuncOp("forward", ([a.type for a in block.args],
                                      [t for t in _return_types(block)]), Region(block))
         fn.attributes["spyre.output_names"] = ArrayAttr([StringAttr(o.name) for o in outputs])
+        if mutated:  # the leading results are new values of buffers, not outputs
+            fn.attributes["spyre.mutated_buffers"] = ArrayAttr(
+                [StringAttr(mutated[a.name]) for a in node.args[0] if a.name in mutated])
         return ImportedProgram(ModuleOp([fn]), self.weights, inputs, outputs,
                                weight_dtypes=self.weight_dtypes)
 
@@ -264,6 +276,14 @@ class _Importer:
         while name in self.weights:
             name += "_"
         op = self._param(builder, node, name, value)
+        if value.numel() == 1 and value.dtype.is_floating_point:
+            # a scalar (where's 0.0 / -30000): op selection reads it as a constant
+            op.properties["value"] = DenseIntOrFPElementsAttr.from_list(
+                op.result.type, [float(value.reshape(-1)[0])])  # type: ignore[arg-type]
+        original = node.meta.get("val")
+        if isinstance(original, torch.Tensor) and original.dtype == torch.bool \
+                and value.dtype.is_floating_point and is_where_condition(node):
+            op.attributes["spyre.predicate"] = UnitAttr()  # a condition stored as 0.0 / 1.0
         op.attributes["fx_node"] = StringAttr(node.name)
         op.attributes["source"] = StringAttr(source_line(node))
 
@@ -363,6 +383,8 @@ class _Importer:
                 operand_names.append(StringAttr(arg_name))
             elif isinstance(value, (list, tuple)) and any(isinstance(v, torch.fx.Node) for v in value):
                 for i, v in enumerate(value):
+                    if v is None:  # index_put's [None, None, pos]: the name keeps i
+                        continue
                     operands.append(self._value(v, node))
                     operand_names.append(StringAttr(f"{arg_name}.{i}"))
             else:
@@ -386,6 +408,29 @@ class _Importer:
             self.values[node] = list(op.results)
         elif op.results:
             self.values[node] = op.results[0]
+
+
+def buffer_mutations(ep: torch.export.ExportedProgram, output: torch.fx.Node) -> dict[str, str]:
+    """{output node name: buffer name} for the outputs that are new buffer values (an
+    in-place update such as a KV-cache append); they lead the output list. Other mutations
+    (of user inputs or parameters) are refused: a compiled program has no way to write them
+    back."""
+    mutated: dict[str, str] = {}
+    kinds = torch.export.graph_signature.OutputKind
+    names = [a.name for a in output.args[0]]
+    for position, spec in enumerate(ep.graph_signature.output_specs):
+        name = getattr(spec.arg, "name", None)
+        if spec.kind == kinds.BUFFER_MUTATION:
+            if position != len(mutated):
+                raise CompileError(f"node {name}: a buffer mutation after a user output")
+            mutated[name] = spec.target
+        elif spec.kind != kinds.USER_OUTPUT:
+            raise CompileError(
+                f"node {name}: the program's {spec.kind.name.lower().replace('_', ' ')} of "
+                f"'{spec.target}' is not supported; only buffers may be updated in place "
+                "(copy the input and return the new value instead)")
+    assert set(mutated) <= set(names)
+    return mutated
 
 
 def _target_name(target: Any) -> str:

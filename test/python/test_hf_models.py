@@ -5,8 +5,11 @@ of 256 and 16 tokens, `use_cache=False`, and is wrapped to return logits. The he
 (set explicitly; the config default would be 64 / 4 = 16): splitting a 64-wide stick into
 16-wide heads is a restickify the compiler does not lower yet.
 
-The token embedding (a gather by token id) is not on the device yet, so the models are
-exported with `inputs_embeds` and the lookup runs on the host. What the device runs:
+Most tests export with `inputs_embeds` (the lookup on the host) to test the layers; the
+`input_ids` tests export Llama, GPT-2 (token + position embeddings) and BERT (word + position
++ token-type embeddings) with token ids, so the token embedding is a `dma.gather` on the
+device (the position and token-type lookups depend on no input and are folded). What the
+device runs:
 RMS norms, q/k/v/o projections, rotary embeddings (the cos/sin tables folded into constants
 by the frontend, the half rotation as a column-map matmul), causal grouped-query attention
 with the folded mask, SwiGLU, residual adds and the LM head. Tolerances come from
@@ -23,7 +26,8 @@ import pytest
 import torch
 
 import spyrec
-from spyrec.diagnostics import UnsupportedOpsError
+from spyrec.runtime.emulator import InputError
+from spyrec.runtime.memory import DeviceFault
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
@@ -142,12 +146,57 @@ def _compile_and_compare(model: torch.nn.Module, wrapper: type[torch.nn.Module])
     return exe
 
 
-def test_token_ids_report_the_embedding():
-    model = _build("llama", torch.float32)
-    ids = torch.randint(0, 256, (2, 16))
-    with pytest.raises(UnsupportedOpsError) as info:
-        spyrec.compile(torch.export.export(TokenLogits(model), (ids,)))
-    message = str(info.value)
-    assert "aten.embedding.default (node embedding)" in message
-    assert "inputs_embeds" in message
-    assert "1 op(s)" in message  # everything else, mask construction included, is lowered
+class TokenHidden(torch.nn.Module):
+    """An encoder as token ids -> last hidden state."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids).last_hidden_state
+
+
+def _ids() -> torch.Tensor:
+    ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(1))
+    ids[0, :2] = torch.tensor([0, 255])  # both ends of the vocabulary
+    return ids
+
+
+@pytest.mark.parametrize("name,dtype,wrapper", [
+    ("llama", torch.float32, TokenLogits), ("llama", torch.float16, TokenLogits),
+    ("gpt2", torch.float32, TokenLogits), ("bert", torch.float32, TokenHidden),
+], ids=["llama-fp32", "llama-fp16", "gpt2-fp32", "bert-fp32"])
+def test_token_ids_match_eager(name, dtype, wrapper):
+    """int64 `input_ids`: the token embedding is the program's first kernel, a dma.gather
+    of table rows by id; the position (GPT-2, BERT) and token-type (BERT) lookups are folded.
+    The result matches eager within the program's tolerance."""
+    wrapped = wrapper(_build(name, dtype))
+    ids = _ids()
+    with torch.no_grad():
+        expected = wrapped(ids).float()
+    exe = spyrec.compile(torch.export.export(wrapped, (ids,)))
+    assert exe.binary.inputs[0].layout.host_dtype == "int64"
+    gathers = [k for k in exe.binary.kernels
+               if any(i.op == "dma.gather" for p in k.programs.values() for i in p)]
+    assert [k.provenance for k in gathers] == [["embedding"]]
+    out = exe(ids).float()
+    scale = expected.abs().max().item()
+    err = (out - expected).abs().max().item()
+    assert torch.isfinite(out).all()
+    assert exe.tolerance(scale).allows(err, scale), (err, exe.tolerance(scale))
+
+
+def test_an_out_of_range_token_id_is_caught():
+    """An id >= vocab_size is a device fault naming the gather and the id, never a row of
+    other data; an int64 id beyond int32 is refused on the way in."""
+    wrapped = TokenLogits(_build("llama", torch.float32))
+    exe = spyrec.compile(torch.export.export(wrapped, (_ids(),)))
+    bad = _ids()
+    bad[1, 7] = 256
+    with pytest.raises(DeviceFault, match=r"dma.gather row \d+: index 256 is outside the "
+                                        r"table's rows \[0, 256\).*\(from embedding\)"):
+        exe(bad)
+    bad[1, 7] = 2**32
+    with pytest.raises(InputError, match=r"input 'input_ids': int64 value 4294967296"):
+        exe(bad)

@@ -39,18 +39,18 @@ def test_backend_matches_eager(model, x, recwarn):
 
 class _Unsupported(torch.nn.Module):
     def forward(self, x):
-        return torch.cumsum(x, dim=1)
+        return torch.cumprod(x, dim=1)
 
 
 def test_unsupported_graph_falls_back_with_a_warning():
     x = torch.randn(4, 64)
-    with pytest.warns(UserWarning, match=r"(?s)running this graph in eager PyTorch: .*cumsum"):
+    with pytest.warns(UserWarning, match=r"(?s)running this graph in eager PyTorch: .*cumprod"):
         out = torch.compile(_Unsupported(), backend="spyrec")(x)
-    assert torch.equal(out, torch.cumsum(x, dim=1))
+    assert torch.equal(out, torch.cumprod(x, dim=1))
 
 
 def test_no_fallback_option_raises():
     x = torch.randn(4, 64)
     compiled = torch.compile(_Unsupported(), backend="spyrec", options={"fallback": False})
-    with pytest.raises(Exception, match="cumsum"):
+    with pytest.raises(Exception, match="cumprod"):
         compiled(x)

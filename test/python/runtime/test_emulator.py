@@ -100,6 +100,7 @@ def test_unary_functions_match_numpy_reference(fn: UnaryFn) -> None:
         UnaryFn.SQRT: lambda: np.sqrt(x), UnaryFn.RSQRT: lambda: 1 / np.sqrt(x),
         UnaryFn.RECIPROCAL: lambda: 1 / x, UnaryFn.LOG: lambda: np.log(x),
         UnaryFn.ERF: lambda: np.vectorize(math.erf)(x),
+        UnaryFn.SIN: lambda: np.sin(x), UnaryFn.COS: lambda: np.cos(x),
     }[fn]
     with np.errstate(divide="ignore"):  # 1/0 and log(0)
         # float64 -> float32 -> DL16, the same two roundings as the SFU.

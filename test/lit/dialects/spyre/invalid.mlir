@@ -136,6 +136,14 @@ func.func @window_bad_result(%x: tensor<1x8x8x3xf16>, %pad: tensor<8x3xf16>) {
 
 // -----
 
+func.func @gather_shape(%t: tensor<256x64xf32>, %ids: tensor<2x16xi64>) {
+  // CHECK: spyre.gather: result shape [32, 64] is not the indices' [2, 16] followed by the table's row width 64
+  %e = spyre.gather %t, %ids : tensor<256x64xf32>, tensor<2x16xi64> -> tensor<32x64xf32>
+  func.return
+}
+
+// -----
+
 // With padding, windows leave the image: the pad operand must hold an output row (8).
 func.func @window_short_pad(%x: tensor<1x8x8x3xf16>, %pad: tensor<1x3xf16>) {
   // CHECK: spyre.window_rows: pad rows of shape [1, 3], expected [8, 3] or more rows
@@ -145,9 +153,25 @@ func.func @window_short_pad(%x: tensor<1x8x8x3xf16>, %pad: tensor<1x3xf16>) {
 
 // -----
 
+func.func @gather_float_indices(%t: tensor<256x64xf32>, %ids: tensor<16xf32>) {
+  // CHECK: spyre.gather: indices must be i32 or i64, got f32
+  %e = spyre.gather %t, %ids : tensor<256x64xf32>, tensor<16xf32> -> tensor<16x64xf32>
+  func.return
+}
+
+// -----
+
 // Tap (3, 0) is outside a 3x3 kernel.
 func.func @window_bad_tap(%x: tensor<1x8x8x3xf16>, %pad: tensor<8x3xf16>) {
   // CHECK: spyre.window_rows: taps [(3, 0)] outside the 3x3 kernel
   %c = spyre.window_rows %x, %pad {kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, taps = array<i64: 3, 0>} : (tensor<1x8x8x3xf16>, tensor<8x3xf16>) -> tensor<1x8x8x3xf16>
+  func.return
+}
+
+// -----
+
+func.func @scatter_values(%c: tensor<1x2x256x64xf16>, %pos: tensor<2xi64>, %k: tensor<1x2x1x64xf16>) {
+  // CHECK: spyre.scatter: values [1, 2, 1, 64] are not [1, 2, 2, 64] (the table's leading dims, one row per index, the row width)
+  %u = spyre.scatter %c, %pos, %k : tensor<1x2x256x64xf16>, tensor<2xi64>, tensor<1x2x1x64xf16> -> tensor<1x2x256x64xf16>
   func.return
 }

@@ -103,3 +103,19 @@ func.func @slice_rows(%x: tensor<2x16x64xf16>) -> (tensor<2x1x64xf16>, tensor<1x
   %b = spyre.slice_rows %x {dim = 0 : i64, start = 1 : i64, step = 1 : i64} : tensor<2x16x64xf16> -> tensor<1x16x64xf16>
   func.return %a, %b : tensor<2x1x64xf16>, tensor<1x16x64xf16>
 }
+
+// CHECK-LABEL: func.func @gather
+// CHECK: %[[E:.*]] = spyre.gather %t, %ids : tensor<256x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
+// CHECK: spyre.gather %t, %i : tensor<256x64xf32>, tensor<8xi32> -> tensor<8x64xf32>
+func.func @gather(%t: tensor<256x64xf32>, %ids: tensor<2x16xi64>, %i: tensor<8xi32>) -> (tensor<2x16x64xf32>, tensor<8x64xf32>) {
+  %e = spyre.gather %t, %ids : tensor<256x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
+  %f = spyre.gather %t, %i : tensor<256x64xf32>, tensor<8xi32> -> tensor<8x64xf32>
+  func.return %e, %f : tensor<2x16x64xf32>, tensor<8x64xf32>
+}
+
+// CHECK-LABEL: func.func @scatter
+// CHECK: spyre.scatter %c, %pos, %k : tensor<1x2x256x64xf16>, tensor<1xi64>, tensor<1x2x1x64xf16> -> tensor<1x2x256x64xf16>
+func.func @scatter(%c: tensor<1x2x256x64xf16>, %pos: tensor<1xi64>, %k: tensor<1x2x1x64xf16>) -> tensor<1x2x256x64xf16> {
+  %u = spyre.scatter %c, %pos, %k : tensor<1x2x256x64xf16>, tensor<1xi64>, tensor<1x2x1x64xf16> -> tensor<1x2x256x64xf16>
+  func.return %u : tensor<1x2x256x64xf16>
+}

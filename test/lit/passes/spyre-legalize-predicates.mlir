@@ -1,0 +1,46 @@
+// RUN: spyre-opt %s -p spyre-legalize --split-input-file | filecheck %s
+
+// A decode step's mask: positions 0..255 (a folded arange) <= pos (an input), viewed
+// [1, 256], as SDPA's boolean attn_mask. The comparison is f32 arithmetic on the casts:
+// 1 - (a - pos) is >= 1 exactly where a <= pos, clamped to [0, 1] it is the predicate (exact
+// for integers below 2^24); the mask is then p * 30000 - 30000 (0 or -30000 exactly) in the
+// query's type, the additive form spyre.attention takes.
+// CHECK-LABEL: func.func @decode_mask
+// CHECK:       %[[A:.*]] = spyre.cast %a {fx_node = "le"} : tensor<256xi64> -> tensor<256xf32>
+// CHECK-NEXT:  %[[P:.*]] = spyre.cast %pos {fx_node = "le"} : tensor<1xi64> -> tensor<1xf32>
+// CHECK-NEXT:  %[[D:.*]] = spyre.sub %[[A]], %[[P]] {fx_node = "le"} : tensor<256xf32>, tensor<1xf32> -> tensor<256xf32>
+// CHECK-NEXT:  %[[S:.*]] = spyre.sub_scalar %[[D]] {fx_node = "le", value = 1.000000e+00 : f64, reverse}
+// CHECK-NEXT:  %[[LO:.*]] = spyre.maximum_scalar %[[S]] {fx_node = "le", value = 0.000000e+00 : f64}
+// CHECK-NEXT:  %[[LE:.*]] = spyre.minimum_scalar %[[LO]] {fx_node = "le", spyre.predicate, value = 1.000000e+00 : f64}
+// CHECK-NEXT:  %[[M:.*]] = spyre.reshape %[[LE]] {fx_node = "view"} : tensor<256xf32> -> tensor<1x256xf32>
+// CHECK-NEXT:  %[[X:.*]] = spyre.mul_scalar %[[M]] {fx_node = "sdpa", value = 3.000000e+04 : f64}
+// CHECK-NEXT:  %[[ADD:.*]] = spyre.add_scalar %[[X]] {fx_node = "sdpa", value = -3.000000e+04 : f64}
+// CHECK-NEXT:  %[[H:.*]] = spyre.cast %[[ADD]] {fx_node = "sdpa"} : tensor<1x256xf32> -> tensor<1x256xf16>
+// CHECK-NEXT:  spyre.attention %q, %k, %k mask %[[H]]
+func.func @decode_mask(%pos: tensor<1xi64>, %q: tensor<1x2x1x64xf16>, %k: tensor<1x2x256x64xf16>) -> tensor<1x2x1x64xf16> {
+  %a = spyre.param {param_name = "arange.folded"} : tensor<256xi64>
+  %le = spyre.aten "aten.le.Tensor"(%a, %pos) {args = {}, operand_names = ["self", "other"], fx_node = "le"} : (tensor<256xi64>, tensor<1xi64>) -> tensor<256xi1>
+  %m = spyre.aten "aten.view.default"(%le) {args = {size = [1 : i64, 256 : i64]}, operand_names = ["self"], fx_node = "view"} : (tensor<256xi1>) -> tensor<1x256xi1>
+  %o = spyre.aten "aten.scaled_dot_product_attention.default"(%q, %k, %k, %m) {args = {}, operand_names = ["query", "key", "value", "attn_mask"], fx_node = "sdpa"} : (tensor<1x2x1x64xf16>, tensor<1x2x256x64xf16>, tensor<1x2x256x64xf16>, tensor<1x256xi1>) -> tensor<1x2x1x64xf16>
+  func.return %o : tensor<1x2x1x64xf16>
+}
+
+// -----
+
+// where(x != 3, 0.5 (a folded scalar), y): p = clamp(|x - 3|, 0, 1); p * 0.5 is a scalar
+// multiply, (1 - p) * y a product, and one of the two terms is exactly 0, so the sum is
+// exactly the chosen value.
+// CHECK-LABEL: func.func @where_scalar
+// CHECK:       %[[D:.*]] = spyre.sub_scalar %{{.*}} {fx_node = "ne", value = 3.000000e+00 : f64}
+// CHECK-NEXT:  %[[ABS:.*]] = spyre.abs %[[D]]
+// CHECK:       %[[P:.*]] = spyre.minimum_scalar %{{.*}} {fx_node = "ne", spyre.predicate, value = 1.000000e+00 : f64}
+// CHECK-NEXT:  %[[NP:.*]] = spyre.sub_scalar %[[P]] {fx_node = "where", value = 1.000000e+00 : f64, reverse}
+// CHECK-NEXT:  %[[T1:.*]] = spyre.mul_scalar %[[P]] {fx_node = "where", value = 5.000000e-01 : f64}
+// CHECK-NEXT:  %[[T2:.*]] = spyre.mul %[[NP]], %y {fx_node = "where"}
+// CHECK-NEXT:  spyre.add %[[T1]], %[[T2]] {fx_node = "where"} : tensor<4x32xf32>, tensor<4x32xf32> -> tensor<4x32xf32>
+func.func @where_scalar(%x: tensor<4x32xi32>, %y: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %h = spyre.param {param_name = "half.folded", value = dense<0.5> : tensor<f32>} : tensor<f32>
+  %ne = spyre.aten "aten.ne.Scalar"(%x) {args = {other = 3 : i64}, operand_names = ["self"], fx_node = "ne"} : (tensor<4x32xi32>) -> tensor<4x32xi1>
+  %w = spyre.aten "aten.where.self"(%ne, %h, %y) {args = {}, operand_names = ["condition", "self", "other"], fx_node = "where"} : (tensor<4x32xi1>, tensor<f32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  func.return %w : tensor<4x32xf32>
+}
