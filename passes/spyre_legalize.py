@@ -54,7 +54,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -192,6 +192,16 @@ def _emit(rewriter: Rewriter, at: AtenOp, new: Operation) -> SSAValue:
             new.attributes[key] = at.attributes[key]
     rewriter.insert_op(new, _before(at))
     return new.results[0]
+
+
+def _constant(op: AtenOp, rewriter: Rewriter, name: str, values: np.ndarray,
+              element: Attribute) -> SSAValue:
+    """`values` as a constant tensor (a spyre.param named `name`) inserted before `op`."""
+    ttype = TensorType(element, list(values.shape))
+    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
+        ttype, [float(v) for v in values.reshape(-1)]))
+    param.result.name_hint = name.replace(".", "_")
+    return _emit(rewriter, op, param)
 
 
 def _shape(value: SSAValue) -> list[int]:
@@ -382,14 +392,9 @@ def _reduce_rows(op: AtenOp, rewriter: Rewriter, x: SSAValue, dims: list[int],
         out_row = out_row * lead[d] + index[d]
     matrix = np.zeros((r_out, r_in))
     matrix[out_row, np.arange(r_in)] = 1.0 / (r_in // r_out) if mean else 1.0
-    ttype = TensorType(x.type.element_type, [r_out, r_in])  # type: ignore[attr-defined]
-    name = f"{_fx_name(op)}.rows"
-    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
-        ttype, [float(v) for v in matrix.reshape(-1)]))
-    param.result.name_hint = name.replace(".", "_")
     flat = x if len(shape) == 2 else _emit(rewriter, op, ReshapeOp(x, _with_shape(x, [r_in, shape[-1]])))
-    y = _emit(rewriter, op, MatmulOp(_emit(rewriter, op, param), flat, None,
-                                     _with_shape(x, [r_out, shape[-1]])))
+    rows = _constant(op, rewriter, f"{_fx_name(op)}.rows", matrix, x.type.element_type)  # type: ignore[attr-defined]
+    y = _emit(rewriter, op, MatmulOp(rows, flat, None, _with_shape(x, [r_out, shape[-1]])))
     if _shape(y) == _shape(op.results[0]):
         return y
     return _emit(rewriter, op, ReshapeOp(y, _with_shape(x, _shape(op.results[0]))))
@@ -734,12 +739,7 @@ def _column_matmul(op: AtenOp, rewriter: Rewriter, source: SSAValue, matrix: np.
     the row-sticked layout) and restored after."""
     shape = _shape(source)
     k, n = matrix.shape
-    element = source.type.element_type  # type: ignore[attr-defined]
-    ttype = TensorType(element, [k, n])
-    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
-        ttype, [float(v) for v in matrix.reshape(-1)]))
-    param.result.name_hint = name.replace(".", "_")
-    weight = _emit(rewriter, op, param)
+    weight = _constant(op, rewriter, name, matrix, source.type.element_type)  # type: ignore[attr-defined]
     rows = _numel(source) // k
     flat = source if len(shape) == 2 else _emit(
         rewriter, op, ReshapeOp(source, _with_shape(source, [rows, k])))
@@ -1159,11 +1159,8 @@ def _select_pad(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     fill = np.zeros(width)
     fill[:max(left, 0)] = value
     fill[width - max(right, 0):] = value
-    ttype = TensorType(x.type.element_type, [width])  # type: ignore[attr-defined]
-    row = ParamOp(f"{_fx_name(op)}.fill", ttype, value=DenseIntOrFPElementsAttr.from_list(
-        ttype, [float(v) for v in fill]))
-    row.result.name_hint = f"{_fx_name(op)}_fill"
-    return _binary_op(op, rewriter, "add", y, _emit(rewriter, op, row))
+    row = _constant(op, rewriter, f"{_fx_name(op)}.fill", fill, x.type.element_type)  # type: ignore[attr-defined]
+    return _binary_op(op, rewriter, "add", y, row)
 
 
 MOVE_SELECTORS: dict[str, Selector] = {
