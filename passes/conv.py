@@ -40,18 +40,20 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
-    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FunctionType,
     IntegerAttr,
     ModuleOp,
-    StringAttr,
     TensorType,
     i64,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 
+from spyrec.passes.graph_build import constant, emit
+from spyrec.passes.graph_build import element as _element
+from spyrec.passes.graph_build import fx_name as _fx_name
+from spyrec.passes.graph_build import shape as _shape
 from spyrec.dialects.spyre import (
     BINARY_OPS,
     ELEMENT_BYTES,
@@ -60,7 +62,6 @@ from spyrec.dialects.spyre import (
     UNARY_OPS,
     AtenOp,
     MatmulOp,
-    ParamOp,
     ReshapeOp,
     WindowRowsOp,
     describe,
@@ -92,16 +93,6 @@ FREE_USERS = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.de
 
 class Unsupported(Exception):
     """One op cannot be selected channels-last; the message says why and what to do."""
-
-
-def _shape(value: SSAValue) -> list[int]:
-    assert isinstance(value.type, TensorType)
-    return list(value.type.get_shape())
-
-
-def _element(value: SSAValue) -> str:
-    assert isinstance(value.type, TensorType)
-    return str(value.type.element_type)
 
 
 def _nhwc_type(value: SSAValue) -> TensorType:
@@ -154,11 +145,12 @@ class _Selection:
     inputs: dict[BlockArgument, BlockArgument] = field(default_factory=dict)
 
     def emit(self, at: AtenOp, new: Operation) -> SSAValue:
-        for key in ("fx_node", "source"):
-            if key in at.attributes:
-                new.attributes[key] = at.attributes[key]
-        self.rewriter.insert_op(new, InsertPoint.before(at))
-        return new.results[0]
+        return emit(self.rewriter, at, new)
+
+    def constant(self, at: AtenOp, name: str, values: np.ndarray, like: SSAValue) -> SSAValue:
+        """`values` as a constant with the element type of `like`."""
+        return constant(at, self.rewriter, name, values,
+                        like.type.element_type)  # type: ignore[attr-defined]
 
     def channels_last(self, value: SSAValue, user: AtenOp) -> SSAValue:
         """The [N, H, W, C] form of an NCHW operand of `user`."""
@@ -184,13 +176,9 @@ class _Selection:
     def pad_rows(self, at: AtenOp, x: SSAValue, wo: int, value: float) -> SSAValue:
         """A constant [Wo, C] of `value`: what window rows outside the image read."""
         c = _shape(x)[-1]
-        ttype = TensorType(x.type.element_type, [max(wo, 1), c])  # type: ignore[attr-defined]
         self.pads += 1
-        name = f"{_fx_name(at)}.pad{self.pads - 1 or ''}"
-        param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
-            ttype, [value] * (max(wo, 1) * c)))
-        param.result.name_hint = name.replace(".", "_")
-        return self.emit(at, param)
+        return self.constant(at, f"{_fx_name(at)}.pad{self.pads - 1 or ''}",
+                             np.full((max(wo, 1), c), value), x)
 
     def windows(self, at: AtenOp, x: SSAValue, kernel: tuple[int, int],
                 stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int],
@@ -239,12 +227,7 @@ class _Selection:
         if len(producer.operands) == 2 and all(len(_shape(v)) == 4 for v in producer.operands) \
                 and producer.target.data in ZERO_KEEPING_TENSOR:
             return xs
-        c = _shape(xs)[-1]
-        ttype = TensorType(xs.type.element_type, [c])  # type: ignore[attr-defined]
-        name = f"{_fx_name(at)}.ones"
-        param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(ttype, [1.0] * c))
-        param.result.name_hint = name.replace(".", "_")
-        ones = self.emit(at, param)
+        ones = self.constant(at, f"{_fx_name(at)}.ones", np.ones(_shape(xs)[-1]), xs)
         return self.emit(at, BINARY_OPS["mul"](xs, ones, xs.type))
 
     def rows_matmul(self, at: AtenOp, lhs: SSAValue, rhs: SSAValue, bias: SSAValue | None,
@@ -255,11 +238,6 @@ class _Selection:
         flat = self.emit(at, ReshapeOp(lhs, TensorType(element, [n * ho * wo, k])))
         y = self.emit(at, MatmulOp(flat, rhs, bias, TensorType(element, [n * ho * wo, out_c])))
         return self.emit(at, ReshapeOp(y, TensorType(element, [n, ho, wo, out_c])))
-
-
-def _fx_name(op: Operation) -> str:
-    node = op.attributes.get("fx_node")
-    return node.data if isinstance(node, StringAttr) else op.name
 
 
 def _require_float(op: AtenOp) -> None:
@@ -367,12 +345,8 @@ def _average(op: AtenOp, sel: _Selection, xs: SSAValue, kernel: tuple[int, int],
     matrix = np.zeros((len(taps) * block, c))
     for t in range(len(taps)):
         matrix[t * block + np.arange(c), np.arange(c)] = 1.0 / divisor
-    ttype = TensorType(xs.type.element_type, list(matrix.shape))  # type: ignore[attr-defined]
-    name = f"{_fx_name(op)}.average"
-    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
-        ttype, [float(v) for v in matrix.reshape(-1)]))
-    param.result.name_hint = name.replace(".", "_")
-    return sel.rows_matmul(op, cols, sel.emit(op, param), None, c)
+    average = sel.constant(op, f"{_fx_name(op)}.average", matrix, xs)
+    return sel.rows_matmul(op, cols, average, None, c)
 
 
 def _select_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
@@ -420,13 +394,9 @@ def _global_average(op: AtenOp, sel: _Selection, xs: SSAValue) -> SSAValue:
     if (n * h * w) % per_stick:  # the image would be the matmul's rhs: its K rows unpadded
         return _average(op, sel, xs, (h, w), (h, w), (0, 0), h * w)
     matrix = np.kron(np.eye(n), np.full((1, h * w), 1.0 / (h * w)))
-    ttype = TensorType(element, list(matrix.shape))
-    name = f"{_fx_name(op)}.average"
-    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
-        ttype, [float(v) for v in matrix.reshape(-1)]))
-    param.result.name_hint = name.replace(".", "_")
     rows = sel.emit(op, ReshapeOp(xs, TensorType(element, [n * h * w, c])))
-    mean = sel.emit(op, MatmulOp(sel.emit(op, param), rows, None, TensorType(element, [n, c])))
+    average = sel.constant(op, f"{_fx_name(op)}.average", matrix, xs)
+    mean = sel.emit(op, MatmulOp(average, rows, None, TensorType(element, [n, c])))
     return sel.emit(op, ReshapeOp(mean, TensorType(element, [n, 1, 1, c])))
 
 

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import SSAValue
 
 from spyrec.dialects.spyre import AtenOp
+from spyrec.passes.graph_build import element as _element
+from spyrec.passes.graph_build import shape as _shape
 
 FLOAT_ELEMENTS = ("f16", "bf16", "f32")
 
@@ -51,16 +53,6 @@ class EagerAttention:
     output: SSAValue
     anchor: AtenOp
     """The `bmm` of the probabilities and the values (insertion point and provenance)."""
-
-
-def _shape(value: SSAValue) -> list[int]:
-    assert isinstance(value.type, TensorType)
-    return list(value.type.get_shape())
-
-
-def _element(value: SSAValue) -> str:
-    assert isinstance(value.type, TensorType)
-    return str(value.type.element_type)
 
 
 def _aten(value: SSAValue, targets: set[str] | dict[str, bool]) -> AtenOp | None:

@@ -44,7 +44,6 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DenseIntOrFPElementsAttr,
     Float32Type,
     UnitAttr,
     FloatAttr,
@@ -54,12 +53,17 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import UnsupportedOpsError
 from spyrec.passes.conv import select_channels_last
+from spyrec.passes.graph_build import constant as _constant
+from spyrec.passes.graph_build import element as _element_name
+from spyrec.passes.graph_build import emit as _emit
+from spyrec.passes.graph_build import fx_name as _fx_name
+from spyrec.passes.graph_build import shape as _shape
 from spyrec.passes.eager_attention import EagerAttention, match_eager_attention
 from spyrec.dialects.spyre import (
     BINARY_OPS,
@@ -137,12 +141,6 @@ def _operand(op: AtenOp, name: str) -> SSAValue | None:
     return op.operands[names.index(name)] if name in names else None
 
 
-def _element_name(value: SSAValue) -> str:
-    ttype = value.type
-    assert isinstance(ttype, TensorType)
-    return str(ttype.element_type)
-
-
 def _require_float(op: AtenOp) -> None:
     for v in [*op.operands, *op.results]:
         if _element_name(v) not in FLOAT_ELEMENTS:
@@ -183,30 +181,6 @@ _TRANSPOSED: weakref.WeakKeyDictionary[ParamOp, list[ParamOp]] = weakref.WeakKey
 
 def _before(op: Operation) -> InsertPoint:
     return InsertPoint.before(op)
-
-
-def _emit(rewriter: Rewriter, at: AtenOp, new: Operation) -> SSAValue:
-    """Insert `new` before the ATen op it helps to replace; keep the node's provenance."""
-    for key in ("fx_node", "source"):
-        if key in at.attributes:
-            new.attributes[key] = at.attributes[key]
-    rewriter.insert_op(new, _before(at))
-    return new.results[0]
-
-
-def _constant(op: AtenOp, rewriter: Rewriter, name: str, values: np.ndarray,
-              element: Attribute) -> SSAValue:
-    """`values` as a constant tensor (a spyre.param named `name`) inserted before `op`."""
-    ttype = TensorType(element, list(values.shape))
-    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
-        ttype, [float(v) for v in values.reshape(-1)]))
-    param.result.name_hint = name.replace(".", "_")
-    return _emit(rewriter, op, param)
-
-
-def _shape(value: SSAValue) -> list[int]:
-    assert isinstance(value.type, TensorType)
-    return list(value.type.get_shape())
 
 
 def _with_shape(value: SSAValue, shape: list[int]) -> TensorType:
@@ -852,11 +826,6 @@ def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     for term in terms[1:]:
         result = _emit(rewriter, op, BINARY_OPS["add"](result, term, op.results[0].type))
     return result
-
-
-def _fx_name(op: AtenOp) -> str:
-    node = op.attributes.get("fx_node")
-    return node.data if isinstance(node, StringAttr) else "column_map"
 
 
 Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue | list[SSAValue | None]"]
@@ -1510,11 +1479,8 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     gap = _emit(rewriter, op, UNARY_OPS["abs"](_binary_op(op, rewriter, "sub", xf, best), f32))
     gap = _scalar_op(op, rewriter, "mul", _scalar_op(op, rewriter, "mul", gap, ARG_SCALE),
                      ARG_SCALE)
-    ttype = TensorType(Float32Type(), [1, shape[-1]])
-    index = ParamOp(f"{_fx_name(op)}.columns", ttype, value=DenseIntOrFPElementsAttr.from_list(
-        ttype, [float(j) for j in range(shape[-1])]))
-    index.result.name_hint = "columns"
-    columns = _emit(rewriter, op, index)
+    columns = _constant(op, rewriter, f"{_fx_name(op)}.columns",
+                        np.arange(shape[-1], dtype=np.float64)[None, :], Float32Type())
     if len(shape) == 1:
         columns = _emit(rewriter, op, ReshapeOp(columns, _with_shape(columns, shape)))
     first = _reduce_last(op, rewriter, "min", _binary_op(op, rewriter, "add", gap, columns))
