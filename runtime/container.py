@@ -35,7 +35,7 @@ import json
 import os
 import struct
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -463,20 +463,23 @@ def _write_body(stream: BinaryIO, manifest_bytes: bytes, blobs: list[memoryview]
 def write_spyre(
     binary: SpyreBinary, path: str | Path, target: SpyreTarget = DEFAULT_TARGET
 ) -> None:
-    """Write a `.spyre` file atomically: the file at `path` is either complete or untouched.
-
-    The bytes go to a temporary file in the same directory, which is flushed to disk and then
-    renamed over `path`; any failure removes the temporary file.
-    """
-    path = Path(path)
+    """Write a `.spyre` file atomically: the file at `path` is either complete or untouched."""
     manifest, blobs = _manifest(binary, target)
     manifest_bytes = json.dumps(manifest, separators=(",", ":")).encode()
+    write_atomically(path, lambda stream: _write_body(stream, manifest_bytes, blobs))
+
+
+def write_atomically(path: str | Path, write: Callable[[BinaryIO], None]) -> None:
+    """Call `write` on a temporary file in the directory of `path`, flush it to disk and
+    rename it over `path`: `path` is either complete or untouched, whatever interrupts the
+    write (an error, Ctrl-C, a crash); any failure removes the temporary file."""
+    path = Path(path)
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     # Created like open() would (mode 0666 less the umask), unlike mkstemp's private 0600.
     handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(handle, "wb") as stream:
-            _write_body(stream, manifest_bytes, blobs)
+            write(stream)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)

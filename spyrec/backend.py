@@ -24,6 +24,7 @@ def spyrec_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                    **kwargs: Any) -> Callable[..., Any]:
     """A torch.compile backend (registered under the name "spyrec")."""
     from spyrec.api import Executable
+    from spyrec.cache import resolve_cache
     from spyrec.driver import compile_program
 
     options = kwargs.get("options") or {}
@@ -35,7 +36,7 @@ def spyrec_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     module = _WithWeights(gm, list(example_inputs), weights)
     try:
         ep = torch.export.export(module, tuple(example_inputs[i] for i in user), strict=False)
-        result = compile_program(ep)
+        result = compile_program(ep, cache=resolve_cache(options.get("cache")))
     except CompileError as exc:
         return _fallback(gm, str(exc), options)
     assert result.binary is not None

@@ -77,12 +77,16 @@ def _switches(command: Callable[..., None]) -> Callable[..., None]:
               help="Stop after this stage and print its IR (binary: write the .spyre).")
 @click.option("--print-ir-after-all", is_flag=True, help="Print the IR after every pass.")
 @click.option("--function", help="KTIR input (.mlir): the kernel to compile (if several).")
+@click.option("--cache/--no-cache", default=None,
+              help="Reuse a binary compiled before from the same model, options and compiler "
+                   "(default: on, unless SPYREC_CACHE=0; see `spyrec cache`).")
 @_switches
 def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,  # noqa: A001
-            function: str | None, fuse: bool, double_buffer: bool,
+            function: str | None, cache: bool | None, fuse: bool, double_buffer: bool,
             resident: str | None) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
+    from spyrec.cache import resolve_cache
     from spyrec.driver import compile_program, module_text
     from spyrec.pipelines import compile_options
 
@@ -91,12 +95,41 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
     result = compile_program(model, output if emit == "binary" else None, stop_after=emit,
                              print_ir=sys.stdout if print_ir_after_all else None,
                              on_stage=_stage_printer(), function=function,
-                             pass_options=compile_options(fuse, double_buffer, resident or ""))
+                             pass_options=compile_options(fuse, double_buffer, resident or ""),
+                             cache=resolve_cache(cache))
     if emit != "binary":
         if not print_ir_after_all:
             click.echo(module_text(result.module), nl=False)
         return
-    click.echo(f"wrote {output}", err=True)
+    click.echo(f"wrote {output}{' (from the compile cache)' if result.cached else ''}",
+               err=True)
+
+
+@main.group()
+def cache() -> None:
+    """The on-disk compile cache ($SPYREC_CACHE_DIR, default ~/.cache/spyrec)."""
+
+
+@cache.command("info")
+def cache_info() -> None:
+    """Show where the cache is, its entries and their size."""
+    from spyrec.cache import CompileCache, enabled_by_default
+
+    store = CompileCache.default()
+    entries = list(store.entries())
+    size = sum(p.stat().st_size for p in entries)
+    state = "on" if enabled_by_default() else "off (SPYREC_CACHE=0)"
+    click.echo(f"{store.directory}: {len(entries)} entries, {size / 2**20:.1f} MiB; "
+               f"cache {state}")
+
+
+@cache.command("clear")
+def cache_clear() -> None:
+    """Remove every entry of the cache."""
+    from spyrec.cache import CompileCache
+
+    store = CompileCache.default()
+    click.echo(f"removed {store.clear()} entries from {store.directory}")
 
 
 def _report_run(profile: Any) -> None:

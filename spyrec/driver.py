@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from spyrec.cache import CompileCache
 from spyrec.diagnostics import PassFailure, SpyrecError
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
 from spyrec.frontend.symbolic import annotate
@@ -36,10 +37,11 @@ VERSION = "0.1.0"
 class CompileResult:
     """What a compile produced: the final module, the binary (if emitted) and stage times."""
 
-    module: ModuleOp
-    program: ImportedProgram
+    module: ModuleOp | None  # None when the binary came from the compile cache
+    program: ImportedProgram | None
     binary: SpyreBinary | None
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    cached: bool = False
 
 
 def make_context() -> Context:
@@ -95,15 +97,32 @@ def compile_program(
     function: str | None = None,
     pass_options: dict[str, dict[str, object]] | None = None,
     verify_each_pass: bool = False,
+    cache: CompileCache | None = None,
 ) -> CompileResult:
     """Compile `program` (an ExportedProgram, a .pt2 path, or a hand-written KTIR .mlir
     whose kernel `function` is compiled); write `output` if given. `pass_options` sets
     options of named passes over the pipeline's own (e.g. `{"spyre-schedule-dataflow":
     {"templates": False}}`). The module is verified after each stage (after each pass with
     `verify_each_pass` or `print_ir`): verifying a deep model's module costs about as much
-    as a pass, so eight verifications were a fifth of the compile (design note 26)."""
+    as a pass, so eight verifications were a fifth of the compile (design note 26).
+    With a `cache`, a binary compiled before from the same program, options and compiler
+    is returned (and copied to `output`) without compiling (design note 39)."""
     times: dict[str, float] = {}
     start = time.perf_counter()
+    key = None
+    if cache is not None and stop_after == "binary" and print_ir is None:
+        key = cache.key(program if isinstance(program, torch.export.ExportedProgram)
+                        else Path(program),
+                        {"function": function, "pass_options": pass_options})
+        hit = cache.get(key)
+        if hit is not None:
+            if output is not None:
+                cache.copy_to(key, output)
+            times["cache"] = time.perf_counter() - start
+            if on_stage:
+                on_stage("cache", times["cache"])
+            return CompileResult(None, None, hit, times, cached=True)
+        start = time.perf_counter()
     source = "<memory>"
     pipeline = DEFAULT_PIPELINE
     if isinstance(program, (str, Path)) and Path(program).suffix == ".mlir":
@@ -151,6 +170,8 @@ def compile_program(
                           {"source": source, "compiler": f"spyrec {VERSION}"})
     if imported.symbolic is not None:
         annotate(binary, imported.symbolic)
+    if key is not None:
+        cache.put(key, lambda path: write_spyre(binary, path))  # type: ignore[union-attr]
     if output is not None:
         write_spyre(binary, output)
     times["emit"] = time.perf_counter() - start

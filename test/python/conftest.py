@@ -13,6 +13,10 @@ from spyrec.demo import DemoMLP
 
 BIN = Path(sys.executable).parent
 
+# Tests compile afresh: the on-disk compile cache is off unless a test turns it on
+# (test_cache.py); subprocesses of the CLI tests inherit this.
+os.environ["SPYREC_CACHE"] = "0"
+
 
 def export_mlp(features: int, dtype: torch.dtype, batch: int = 64, seed: int = 0):
     torch.manual_seed(seed)
