@@ -74,7 +74,7 @@ def test_tied_weights_are_hashed_once_by_name():
 
 
 def test_a_damaged_entry_is_recompiled(store):
-    _, x, ep = export_mlp(64, torch.float16)
+    _, _, ep = export_mlp(64, torch.float16)
     compile_program(ep, cache=store)
     (entry,) = store.entries()
     data = bytearray(entry.read_bytes())
