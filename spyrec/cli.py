@@ -105,6 +105,27 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
                err=True)
 
 
+@main.command()
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("--seed", default=0, show_default=True,
+              help="Seed of the random inputs (when the .pt2 kept no example inputs).")
+@click.option("--keep", type=click.Path(path_type=Path),
+              help="Where to write the bad pass's input module (default: a temporary folder).")
+@_switches
+def bisect(model: Path, seed: int, keep: Path | None, fuse: bool, double_buffer: bool,
+           resident: str | None) -> None:
+    """Find the first pass whose output leaves PyTorch eager's tolerance on MODEL (a .pt2):
+    the graph is run after every pass (graph and KTIR interpreters, then the emulator)."""
+    from spyrec.numeric_bisect import bisect as run_bisect
+    from spyrec.pipelines import compile_options
+
+    result = run_bisect(model, seed=seed, keep=keep,
+                        pass_options=compile_options(fuse, double_buffer, resident or ""))
+    click.echo(result.report())
+    if result.first_bad is not None:
+        sys.exit(1)
+
+
 @main.group()
 def cache() -> None:
     """The on-disk compile cache ($SPYREC_CACHE_DIR, default ~/.cache/spyrec)."""

@@ -1,0 +1,199 @@
+"""Pass-level numeric bisection: which pass made the results wrong?
+
+`bisect(program)` compiles the program pass by pass and, after every pass, runs what the
+compile has so far on the same inputs and compares it with PyTorch eager:
+
+* after the graph passes (spyre-legalize ... spyre-tile) the `spyre` graph in the graph
+  interpreter (`spyrec.graph_interpreter`);
+* after convert-spyre-to-ktir and spyre-place-memory the graph with its kernels lowered,
+  each `spyre.launch` in the KTIR reference interpreter;
+* after spyre-schedule-dataflow the emitted binary on the emulator (full mode), so this
+  checkpoint covers the scheduler and the emission.
+
+The first checkpoint out of tolerance names the pass; its input module is written to a file
+and the `spyre-opt` command that runs that pass on it is returned. Tolerances come from
+`spyrec.tolerance`: for the interpreters from the graph's reductions and rounding points
+(`graph_error_model`), for the emulator from the binary's own error model.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from spyrec.diagnostics import SpyrecError
+from spyrec.driver import _run_pass, make_context, module_text
+from spyrec.frontend.importer import import_program, load_program
+from spyrec.graph_interpreter import GraphInterpreter, InterpretError, graph_error_model
+from spyrec.pipelines import DEFAULT_PIPELINE, pass_spec
+from spyrec.tolerance import UNIT_ROUNDOFF, tolerance
+
+
+@dataclass
+class Checkpoint:
+    """The comparison after one pass."""
+
+    after: str
+    how: str  # "graph interpreter", "KTIR interpreter", "emulator"
+    status: str  # "ok", "out of tolerance", "not run: <why>", "failed: <error>"
+    error: float = 0.0  # the largest error over the outputs, relative to the allowed one
+    worst: str = ""  # which output, its max abs error and its allowed error
+
+    @property
+    def bad(self) -> bool:
+        return self.status == "out of tolerance" or self.status.startswith("failed")
+
+
+@dataclass
+class BisectResult:
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    first_bad: str | None = None
+    reproducer: str | None = None  # the spyre-opt command that runs the bad pass on its input
+
+    def report(self) -> str:
+        lines = [f"{'after pass':<26} {'checked by':<18} {'error / allowed':>15}  result"]
+        for c in self.checkpoints:
+            ratio = f"{c.error:.3g}" if c.status in ("ok", "out of tolerance") else "-"
+            lines.append(f"{c.after:<26} {c.how:<18} {ratio:>15}  {c.status}"
+                         + (f" ({c.worst})" if c.worst and c.bad else ""))
+        if self.first_bad is None:
+            lines.append("every checkpoint is within tolerance of eager")
+        else:
+            failed = self.checkpoints[-1].status.startswith("failed")
+            lines.append(f"first {'failing pass' if failed else 'pass out of tolerance'}: "
+                         f"{self.first_bad}")
+            lines.append(f"reproduce: {self.reproducer}")
+        return "\n".join(lines)
+
+
+def _inputs(program: torch.export.ExportedProgram, seed: int) -> list[torch.Tensor]:
+    """The program's example inputs if it kept them, else random ones of its input specs."""
+    example = getattr(program, "example_inputs", None)
+    if example is not None and example[0] and not example[1]:
+        tensors = list(example[0])
+        if all(isinstance(t, torch.Tensor) for t in tensors):
+            return [t.detach().clone() for t in tensors]
+    generator = torch.Generator().manual_seed(seed)
+    inputs = []
+    for node in program.graph.nodes:
+        if node.op != "placeholder" or node.name not in program.graph_signature.user_inputs:
+            continue
+        val = node.meta["val"]
+        if val.dtype.is_floating_point:
+            inputs.append(torch.randn(*val.shape, generator=generator).to(val.dtype))
+        else:
+            inputs.append(torch.randint(0, 16, tuple(val.shape), generator=generator,
+                                        dtype=val.dtype))
+    return inputs
+
+
+def _compare(expected: list[torch.Tensor], actual: list[torch.Tensor], names: list[str],
+             allowed) -> tuple[float, str]:
+    """The worst error / allowed ratio over the outputs and a note naming that output."""
+    worst, note = 0.0, ""
+    for e, a, name in zip(expected, actual, names):
+        e32, a32 = e.detach().float(), a.detach().float()
+        if e32.shape != a32.shape:
+            return float("inf"), f"{name}: shape {list(a32.shape)}, eager {list(e32.shape)}"
+        err = (e32 - a32).abs().nan_to_num(float("inf")).max().item() if e32.numel() else 0.0
+        scale = e32.abs().max().item() if e32.numel() else 0.0
+        limit = allowed(e, scale)
+        ratio = err / limit if limit else (0.0 if err == 0 else float("inf"))
+        if ratio >= worst:
+            worst, note = ratio, f"{name}: max abs error {err:.3g}, allowed {limit:.3g}"
+    return worst, note
+
+
+def bisect(program: torch.export.ExportedProgram | str | Path, seed: int = 0,
+           keep: str | Path | None = None,
+           pass_options: dict[str, dict[str, object]] | None = None) -> BisectResult:
+    """Compile `program` pass by pass, checking each pass's output against eager."""
+    source = "<memory>"
+    if not isinstance(program, torch.export.ExportedProgram):
+        source = str(program)
+        program = load_program(program)
+    inputs = _inputs(program, seed)
+    with torch.no_grad():
+        eager = program.module()(*inputs)
+    expected = list(eager) if isinstance(eager, (tuple, list)) else [eager]
+    imported = import_program(program, source)
+    names = [spec.name for spec in imported.outputs]
+    module = imported.module
+    ctx = make_context()
+    result = BisectResult()
+    keep_dir = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="spyrec-bisect-"))
+    depth_steps: tuple[int, int] | None = None
+    dtypes = [str(t.dtype).removeprefix("torch.") for t in [*inputs, *expected]]
+    coarsest = max(dtypes, key=lambda d: UNIT_ROUNDOFF.get(d, 0.0))
+
+    def interpreted(e: torch.Tensor, scale: float) -> float:
+        assert depth_steps is not None
+        if not e.dtype.is_floating_point:
+            return 0.0
+        tol = tolerance(coarsest if coarsest in UNIT_ROUNDOFF else "float32", *depth_steps,
+                        scale)
+        return tol.atol + tol.rtol * scale
+
+    for stage in DEFAULT_PIPELINE:
+        for name in stage.passes:
+            options = {**stage.options_of(name), **(pass_options or {}).get(name, {})}
+            before = module_text(module)
+            try:
+                _run_pass(name, module, ctx, options, ())
+            except SpyrecError as exc:
+                result.checkpoints.append(Checkpoint(name, "-", f"failed: {exc}"))
+                _name_bad(result, name, options, before, keep_dir)
+                return result
+            if depth_steps is None:
+                depth_steps = graph_error_model(module)
+            how = {"graph": "graph interpreter", "ktir": "KTIR interpreter"}.get(
+                stage.name, "emulator")
+            try:
+                if how == "emulator":
+                    actual, allowed = _emulate(module, imported.weights, inputs)
+                else:
+                    actual = GraphInterpreter(module, imported.weights).run(inputs)
+                    allowed = interpreted
+            except InterpretError as exc:
+                result.checkpoints.append(Checkpoint(name, how, f"not run: {exc}"))
+                continue
+            except SpyrecError as exc:
+                result.checkpoints.append(Checkpoint(name, how, f"failed: {exc}"))
+                _name_bad(result, name, options, before, keep_dir)
+                return result
+            ratio, note = _compare(expected, actual, names, allowed)
+            status = "ok" if ratio <= 1.0 else "out of tolerance"
+            result.checkpoints.append(Checkpoint(name, how, status, ratio, note))
+            if status != "ok":
+                _name_bad(result, name, options, before, keep_dir)
+                return result
+    return result
+
+
+def _emulate(module, weights, inputs):
+    from spyrec.api import Executable
+    from spyrec.passes.spyre_emit_spyrecode import build_binary
+
+    exe = Executable(build_binary(module, weights))
+    out = exe(*inputs)
+    actual = list(out) if isinstance(out, tuple) else [out]
+
+    def allowed(e: torch.Tensor, scale: float) -> float:
+        if not e.dtype.is_floating_point:
+            return 0.0
+        tol = exe.tolerance(scale)
+        return tol.atol + tol.rtol * scale
+
+    return actual, allowed
+
+
+def _name_bad(result: BisectResult, name: str, options: dict[str, object], before: str,
+              keep_dir: Path) -> None:
+    keep_dir.mkdir(parents=True, exist_ok=True)
+    path = keep_dir / f"{name}.input.mlir"
+    path.write_text(before)
+    result.first_bad = name
+    result.reproducer = f"spyre-opt {path} -p '{pass_spec(name, options)}'"
