@@ -126,6 +126,28 @@ def bisect(model: Path, seed: int, keep: Path | None, fuse: bool, double_buffer:
         sys.exit(1)
 
 
+@main.command()
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("--until", "condition", required=True,
+              help="What must keep holding: error:TEXT (compiling fails with TEXT in the "
+                   "message), mismatch (results leave eager's tolerance) or bisect:PASS.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("."),
+              show_default=True, help="Folder for the reduced .pt2 and its pytest file.")
+@click.option("--budget", default=300, show_default=True,
+              help="The most candidate programs to compile.")
+def reduce(model: Path, condition: str, output: Path, budget: int) -> None:  # noqa: A001
+    """Shrink MODEL (a .pt2) to a minimal program for which the condition still holds, and
+    write it as a .pt2 with a ready pytest case."""
+    from spyrec.reduce import reduce as run_reduce
+
+    result = run_reduce(model, condition, output, budget=budget,
+                        log=lambda line: click.echo(line, err=True))
+    click.echo(f"{result.ops_before} ops -> {result.ops_after} after {result.tests} tests")
+    click.echo(result.program.graph_module.code.strip())
+    for path in result.files:
+        click.echo(f"wrote {path}")
+
+
 @main.group()
 def cache() -> None:
     """The on-disk compile cache ($SPYREC_CACHE_DIR, default ~/.cache/spyrec)."""

@@ -69,7 +69,7 @@ class BisectResult:
         return "\n".join(lines)
 
 
-def _inputs(program: torch.export.ExportedProgram, seed: int) -> list[torch.Tensor]:
+def program_inputs(program: torch.export.ExportedProgram, seed: int) -> list[torch.Tensor]:
     """The program's example inputs if it kept them, else random ones of its input specs."""
     example = getattr(program, "example_inputs", None)
     if example is not None and example[0] and not example[1]:
@@ -115,7 +115,7 @@ def bisect(program: torch.export.ExportedProgram | str | Path, seed: int = 0,
     if not isinstance(program, torch.export.ExportedProgram):
         source = str(program)
         program = load_program(program)
-    inputs = _inputs(program, seed)
+    inputs = program_inputs(program, seed)
     with torch.no_grad():
         eager = program.module()(*inputs)
     expected = list(eager) if isinstance(eager, (tuple, list)) else [eager]
