@@ -200,6 +200,8 @@ def _last_dim_only(op: AtenOp, dims: object, rank: int) -> None:
 
 def _reduce_last(op: AtenOp, rewriter: Rewriter, kind: str, x: SSAValue) -> SSAValue:
     shape = _shape(x)
+    if shape[-1] == 1:  # the sum, max or min of one column is that column
+        return x
     return _emit(rewriter, op, REDUCE_OPS[kind](x, _with_shape(x, shape[:-1] + [1])))
 
 
@@ -277,8 +279,8 @@ def _select_rms_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     assert x is not None
     _check_normalized_shape(op, x)
     eps = _arg(op, "eps")
-    if eps is None:  # torch uses the dtype's machine epsilon
-        eps = {"f16": 2.0**-10, "bf16": 2.0**-7, "f32": 2.0**-23}[_element_name(x)]
+    if eps is None:  # torch uses the machine epsilon of the type it computes in: fp32
+        eps = 2.0**-23  # for fp16 and bf16 too (their opmath type)
     y = _normalize(op, rewriter, x, centered=False, eps=float(eps))  # type: ignore[arg-type]
     y = _affine(op, rewriter, y, _operand(op, "weight"), None)
     return _cast_to(op, rewriter, y, op.results[0])
@@ -352,6 +354,9 @@ def _reduce_rows(op: AtenOp, rewriter: Rewriter, x: SSAValue, dims: list[int],
     kept = [d for d in range(len(lead)) if d not in dims]
     r_in = math.prod(lead)
     r_out = math.prod(lead[d] for d in kept)
+    if r_in == r_out:  # every summed dim has size 1: the rows stay, a free reshape
+        result = _shape(op.results[0])
+        return x if shape == result else _emit(rewriter, op, ReshapeOp(x, _with_shape(x, result)))
     per_stick = 128 // {"f32": 4}.get(_element_name(x), 2)
     if r_in % per_stick:
         raise _Unsupported(f"over leading dims {dims}: the {r_in} rows summed are not a "

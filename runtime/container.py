@@ -522,6 +522,10 @@ def _read_head(stream: BinaryIO, path: Path) -> tuple[dict[str, Any], int]:
     if version != FORMAT_VERSION:
         raise ContainerError(f"{path}: unsupported format version {version} "
                              f"(this spyrec reads version {FORMAT_VERSION})")
+    file_size = os.fstat(stream.fileno()).st_size
+    if _HEADER.size + manifest_size > file_size:  # checked before a damaged size allocates
+        raise ContainerError(f"{path}: truncated: the manifest needs {manifest_size} bytes, "
+                             f"{file_size - _HEADER.size} are left")
     manifest_bytes = _read_exact(stream, manifest_size)
     if len(manifest_bytes) < manifest_size:
         raise ContainerError(f"{path}: truncated: the manifest needs {manifest_size} bytes, "

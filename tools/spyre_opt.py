@@ -59,7 +59,13 @@ class SpyreOptMain(xDSLOptMain):
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
         self.line_offset = start_offset  # of this chunk, under --split-input-file
-        return super().parse_chunk(chunk, file_extension, start_offset)
+        try:
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        except (ParseError, DiagnosticException):
+            raise
+        except Exception as exc:  # xDSL failing on malformed input (e.g. an i644 type)
+            raise SpyrecError(f"{self.get_input_name()}: the input cannot be parsed "
+                              f"({type(exc).__name__}: {exc})") from exc
 
     def apply_passes(self, prog: ModuleOp) -> None:
         self.module = prog  # verified before and after the passes: kept to locate failures

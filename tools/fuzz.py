@@ -1,0 +1,122 @@
+"""Run the fuzzers of `spyrec.fuzz` for longer and print what they found.
+
+    .venv/bin/python -m spyrec.tools.fuzz [--programs 200] [--ir 2000] [--spyre 2000]
+                                          [--seed 0] [--max-steps 5]
+
+Each failure is printed with the example that caused it (a random program as its steps,
+damaged IR or bytes by size); the last lines are the counts for docs/fuzzing.md. Needs the
+`dev` extra (hypothesis).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import torch
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from spyrec.fuzz import (
+    Counts,
+    check_ir_text,
+    check_program,
+    check_spyre_bytes,
+    damaged_bytes,
+    damaged_texts,
+    programs,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(strategy, examples: int, rng_seed: int, check) -> list[str]:
+    """Draw `examples` values, call `check` on each and collect its failures (the run goes
+    on after a failure; nothing is shrunk)."""
+    failures: list[str] = []
+
+    @seed(rng_seed)
+    @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def body(value):
+        try:
+            check(value)
+        except AssertionError as exc:
+            failures.append(str(exc).splitlines()[0][:400])
+        except Exception as exc:  # noqa: BLE001 - a crash of the harness itself, reported
+            failures.append(f"{type(exc).__name__}: {exc}"[:400] + traceback.format_exc(-2))
+
+    body()
+    return failures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--programs", type=int, default=200)
+    parser.add_argument("--ir", type=int, default=2000)
+    parser.add_argument("--spyre", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-steps", type=int, default=5)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="spyrec-fuzz-"))
+    lines = []
+
+    if args.programs:
+        counts = Counts()
+        start = time.perf_counter()
+        failures = _run(programs(args.max_steps), args.programs, args.seed,
+                        lambda spec: check_program(spec, counts))
+        for f in failures:
+            print("program:", f, flush=True)
+        lines.append(f"random programs: {counts.tried} tried, {counts.passed} matched eager, "
+                     f"{sum(counts.refused.values())} refused as unsupported, {len(failures)} "
+                     f"failed ({time.perf_counter() - start:.0f} s)")
+        for reason, n in sorted(counts.refused.items(), key=lambda kv: -kv[1]):
+            lines.append(f"  refused {n}x: {reason}")
+
+    if args.ir:
+        seeds = [p.read_text() for p in sorted((ROOT / "test" / "lit").rglob("*.mlir"))]
+        outcomes: dict[str, int] = {}
+        start = time.perf_counter()
+
+        def ir(text: str) -> None:
+            result = check_ir_text(text, None, work)
+            outcomes[result] = outcomes.get(result, 0) + 1
+
+        failures = _run(damaged_texts(seeds), args.ir, args.seed, ir)
+        for f in failures:
+            print("spyre-opt:", f, flush=True)
+        lines.append(f"damaged IR: {sum(outcomes.values()) + len(failures)} tried, "
+                     f"{outcomes.get('ok', 0)} parsed, {outcomes.get('error', 0)} clean errors, "
+                     f"{len(failures)} crashes ({time.perf_counter() - start:.0f} s)")
+
+    if args.spyre:
+        import spyrec
+        from spyrec.demo import DemoDecoder
+
+        torch.manual_seed(args.seed)
+        model = DemoDecoder(128, 1).half().eval()
+        program = torch.export.export(model, (torch.randn(1, 16, 128).half(),))
+        spyrec.compile(program, output=work / "seed.spyre", cache=False)
+        data = (work / "seed.spyre").read_bytes()
+        outcomes = {}
+        start = time.perf_counter()
+
+        def loader(damaged: bytes) -> None:
+            result = check_spyre_bytes(damaged, work)
+            outcomes[result] = outcomes.get(result, 0) + 1
+
+        failures = _run(damaged_bytes(data), args.spyre, args.seed, loader)
+        for f in failures:
+            print(".spyre loader:", f, flush=True)
+        lines.append(f"damaged .spyre ({len(data)} bytes): {sum(outcomes.values()) + len(failures)}"
+                     f" tried, {outcomes.get('refused', 0)} refused, {outcomes.get('loaded', 0)} "
+                     f"loaded, {len(failures)} crashes ({time.perf_counter() - start:.0f} s)")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
