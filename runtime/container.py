@@ -518,10 +518,12 @@ def _read_head(stream: BinaryIO, path: Path) -> tuple[dict[str, Any], int]:
     if len(header) < _HEADER.size:
         raise ContainerError(f"{path}: truncated: the header needs {_HEADER.size} bytes, "
                              f"the file has {len(header)}")
-    _, version, _, manifest_size, digest = _HEADER.unpack(header)
+    _, version, flags, manifest_size, digest = _HEADER.unpack(header)
     if version != FORMAT_VERSION:
         raise ContainerError(f"{path}: unsupported format version {version} "
                              f"(this spyrec reads version {FORMAT_VERSION})")
+    if flags != 0:  # written as zero; no checksum covers the header itself
+        raise ContainerError(f"{path}: corrupt header (flags {flags:#x}, not 0)")
     file_size = os.fstat(stream.fileno()).st_size
     if _HEADER.size + manifest_size > file_size:  # checked before a damaged size allocates
         raise ContainerError(f"{path}: truncated: the manifest needs {manifest_size} bytes, "

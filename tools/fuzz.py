@@ -32,9 +32,10 @@ from spyrec.fuzz import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _run(strategy, examples: int, rng_seed: int, check) -> list[str]:
+def _run(strategy, examples: int, rng_seed: int, check, work: Path) -> list[str]:
     """Draw `examples` values, call `check` on each and collect its failures (the run goes
-    on after a failure; nothing is shrunk)."""
+    on after a failure; nothing is shrunk). Each failure's whole message, with the input
+    that caused it, is written to `work/failure-N.txt`."""
     failures: list[str] = []
 
     @seed(rng_seed)
@@ -44,10 +45,11 @@ def _run(strategy, examples: int, rng_seed: int, check) -> list[str]:
     def body(value):
         try:
             check(value)
-        except AssertionError as exc:
-            failures.append(str(exc).splitlines()[0][:400])
-        except Exception as exc:  # noqa: BLE001 - a crash of the harness itself, reported
-            failures.append(f"{type(exc).__name__}: {exc}"[:400] + traceback.format_exc(-2))
+        except Exception as exc:  # noqa: BLE001 - a failed check, or the harness crashing
+            text = str(exc) if isinstance(exc, AssertionError) else traceback.format_exc()
+            path = work / f"failure-{len(list(work.glob('failure-*.txt')))}.txt"
+            path.write_text(text)
+            failures.append(f"{text.splitlines()[0][:300]} [{path}]")
 
     body()
     return failures
@@ -68,7 +70,7 @@ def main() -> None:
         counts = Counts()
         start = time.perf_counter()
         failures = _run(programs(args.max_steps), args.programs, args.seed,
-                        lambda spec: check_program(spec, counts))
+                        lambda spec: check_program(spec, counts), work)
         for f in failures:
             print("program:", f, flush=True)
         lines.append(f"random programs: {counts.tried} tried, {counts.passed} matched eager, "
@@ -86,7 +88,7 @@ def main() -> None:
             result = check_ir_text(text, None, work)
             outcomes[result] = outcomes.get(result, 0) + 1
 
-        failures = _run(damaged_texts(seeds), args.ir, args.seed, ir)
+        failures = _run(damaged_texts(seeds), args.ir, args.seed, ir, work)
         for f in failures:
             print("spyre-opt:", f, flush=True)
         lines.append(f"damaged IR: {sum(outcomes.values()) + len(failures)} tried, "
@@ -109,7 +111,7 @@ def main() -> None:
             result = check_spyre_bytes(damaged, work)
             outcomes[result] = outcomes.get(result, 0) + 1
 
-        failures = _run(damaged_bytes(data), args.spyre, args.seed, loader)
+        failures = _run(damaged_bytes(data), args.spyre, args.seed, loader, work)
         for f in failures:
             print(".spyre loader:", f, flush=True)
         lines.append(f"damaged .spyre ({len(data)} bytes): {sum(outcomes.values()) + len(failures)}"

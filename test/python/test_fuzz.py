@@ -85,3 +85,12 @@ def test_loader_never_crashes_on_damaged_files(spyre_bytes, tmp_path):
 
     damaged()
     assert check_spyre_bytes(spyre_bytes, tmp_path) == "loaded"
+
+
+def test_every_header_byte_is_checked(spyre_bytes, tmp_path):
+    """No checksum covers the header: magic, version, flags, manifest length and digest are
+    each checked, so a flip of any of its 56 bytes is refused (the flags once were not)."""
+    for position in range(56):
+        data = bytearray(spyre_bytes)
+        data[position] ^= 0x10
+        assert check_spyre_bytes(bytes(data), tmp_path) == "refused", position
