@@ -69,6 +69,14 @@ class SpyreOptMain(xDSLOptMain):
 
     def apply_passes(self, prog: ModuleOp) -> None:
         self.module = prog  # verified before and after the passes: kept to locate failures
+        if not self.args.disable_verify:
+            try:  # xDSL's verifiers can crash on malformed input (a func.func without
+                prog.verify()  # its function_type): that is the input's fault, said so
+            except DiagnosticException:
+                raise
+            except Exception as exc:
+                raise SpyrecError(f"{self.get_input_name()}: malformed input, the verifier "
+                                  f"failed on it ({type(exc).__name__}: {exc})") from exc
         super().apply_passes(prog)
 
     def locate(self, error: DiagnosticException) -> str:
