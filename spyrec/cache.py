@@ -123,6 +123,9 @@ class CompileCache:
 
     directory: Path
 
+    def __post_init__(self) -> None:
+        self.directory = Path(self.directory)
+
     @classmethod
     def default(cls) -> CompileCache:
         return cls(default_directory())
