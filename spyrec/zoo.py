@@ -60,7 +60,8 @@ class Rotary(nn.Module):
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype
                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        angles = positions.float()[:, None] * self.inv_freq[None, :]
+        # .float(): the frequencies stay fp32 when the module is cast with .to(float16)
+        angles = positions.float()[:, None] * self.inv_freq.float()[None, :]
         table = torch.cat((angles, angles), dim=-1)
         return table.cos().to(dtype), table.sin().to(dtype)
 
