@@ -1,6 +1,6 @@
 """The zoo's Granite-3.3-8B-shaped decoder layer at its real size against eager: prefill of 128
-tokens and decode steps over a KV cache of 2048 entries, through the Python API (fp16 and
-fp32) and once through the command line.
+tokens and decode steps over a KV cache of 2048 entries (1024 in fp32), through the Python
+API (fp16 and fp32) and once through the command line.
 
 One layer is 200 M parameters (400 MB in fp16), so each dtype's layer is built once per
 module and its two programs are compiled once and shared by the tests (design note 36 has the
