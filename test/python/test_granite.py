@@ -172,3 +172,16 @@ def test_decode_steps_reproduce_the_prefill():
         rows = [step(x[:, i:i + 1], torch.tensor([i])) for i in range(x.shape[1])]
     assert torch.allclose(torch.cat(rows, dim=1), full, atol=1e-5)
 
+
+
+def test_the_demo_lists_the_zoo_and_names_an_unknown_model():
+    from click.testing import CliRunner
+
+    from spyrec.cli import main
+
+    res = CliRunner().invoke(main, ["demo", "--list"])
+    assert res.exit_code == 0, res.output
+    assert "granite-8b-layer" in res.output and "granite-8b-decode" in res.output
+    res = CliRunner().invoke(main, ["demo", "--model", "granite-9b"])
+    assert res.exit_code != 0
+    assert "'granite-9b' is not in the zoo; choose one of decoder," in res.output
