@@ -24,6 +24,8 @@ from torch import nn
 
 from spyrec.demo import DemoConvNet, DemoDecoder, DemoDecoderFFN, DemoMLP, RMSNorm
 
+Built = tuple[nn.Module, tuple[torch.Tensor, ...]]  # a model and its example inputs
+
 
 @dataclass(frozen=True)
 class GraniteShape:
@@ -204,7 +206,7 @@ def fill_cache(model: GraniteDecode) -> GraniteDecode:
 
 def granite_prefill(dtype: torch.dtype = torch.float16, sequence: int = 128,
                     layer: GraniteLayer | None = None
-                    ) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+                    ) -> Built:
     """`granite-8b-layer`: one Granite-3.3-8B-shaped layer over `sequence` tokens."""
     model = GranitePrefill([layer or granite_layer(dtype)]).eval()
     return model, (torch.randn(1, sequence, GRANITE_8B.hidden_size).to(dtype),)
@@ -212,7 +214,7 @@ def granite_prefill(dtype: torch.dtype = torch.float16, sequence: int = 128,
 
 def granite_decode(dtype: torch.dtype = torch.float16, cache: int = 2048, pos: int = 128,
                    layer: GraniteLayer | None = None
-                   ) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+                   ) -> Built:
     """`granite-8b-decode`: one token through a Granite-3.3-8B-shaped layer with a KV cache
     of `cache` entries, at position `pos`."""
     model = fill_cache(GraniteDecode(layer or granite_layer(dtype), cache)).eval()
@@ -222,7 +224,7 @@ def granite_decode(dtype: torch.dtype = torch.float16, cache: int = 2048, pos: i
 
 def granite_stack(layers: int, sequence: int, distinct: bool,
                   dtype: torch.dtype = torch.float16
-                  ) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+                  ) -> Built:
     """A Granite-3.3-8B-shaped decoder stack without embedding table and LM head (HF's
     `GraniteModel` on `inputs_embeds`). Unless `distinct`, every layer is the same module, so
     the stack holds one layer's 400 MB of weights however deep it is."""
@@ -240,35 +242,40 @@ def granite_stack(layers: int, sequence: int, distinct: bool,
 # ---- the registry ---------------------------------------------------------------------------
 
 
-Builder = Callable[[torch.dtype, int, int], tuple[nn.Module, tuple[torch.Tensor, ...]]]
-
-
 @dataclass(frozen=True)
 class ZooModel:
     """A named model: `build(dtype, features, rows)` gives the module (eval mode, in dtype)
-    and its example inputs. `sized` says whether features and rows apply."""
+    and its example inputs; the Granite models and the conv net have fixed sizes and ignore
+    features and rows."""
 
     name: str
     summary: str
-    build: Builder
-    sized: bool = True
+    build: Callable[[torch.dtype, int, int], Built]
 
 
-def _decoder(dtype: torch.dtype, features: int, rows: int):
+def _decoder(dtype: torch.dtype, features: int, rows: int) -> Built:
     return DemoDecoder(features).to(dtype).eval(), (torch.randn(2, rows // 2, features).to(dtype),)
 
 
-def _decoder_ffn(dtype: torch.dtype, features: int, rows: int):
+def _decoder_ffn(dtype: torch.dtype, features: int, rows: int) -> Built:
     return (DemoDecoderFFN(features).to(dtype).eval(),
             (torch.randn(2, rows // 2, features).to(dtype),))
 
 
-def _mlp(dtype: torch.dtype, features: int, rows: int):
+def _mlp(dtype: torch.dtype, features: int, rows: int) -> Built:
     return DemoMLP(features).to(dtype).eval(), (torch.randn(rows, features).to(dtype),)
 
 
-def _convnet(dtype: torch.dtype, features: int, rows: int):
+def _convnet(dtype: torch.dtype, features: int, rows: int) -> Built:
     return DemoConvNet().to(dtype).eval(), (torch.randn(2, 3, 32, 32).to(dtype),)
+
+
+def _granite_layer(dtype: torch.dtype, features: int, rows: int) -> Built:
+    return granite_prefill(dtype)
+
+
+def _granite_decode(dtype: torch.dtype, features: int, rows: int) -> Built:
+    return granite_decode(dtype)
 
 
 ZOO: dict[str, ZooModel] = {m.name: m for m in (
@@ -276,11 +283,11 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in (
              "norm on [2, rows/2, features]", _decoder),
     ZooModel("decoder-ffn", "the decoder's FFN blocks only", _decoder_ffn),
     ZooModel("mlp", "three Linear layers with ReLU and GELU on [rows, features]", _mlp),
-    ZooModel("convnet", "a small ResNet on 2x3x32x32 images", _convnet, sized=False),
+    ZooModel("convnet", "a small ResNet on 2x3x32x32 images", _convnet),
     ZooModel("granite-8b-layer", "one Granite-3.3-8B-shaped decoder layer (hidden 4096, 32/8 "
              "heads of 128, MLP 12800), prefill of 128 tokens; 400 MB of fp16 weights",
-             lambda dtype, features, rows: granite_prefill(dtype), sized=False),
+             _granite_layer),
     ZooModel("granite-8b-decode", "the same layer's decode step: one token at position 128, "
              "a KV cache of 2048 entries updated in place",
-             lambda dtype, features, rows: granite_decode(dtype), sized=False),
+             _granite_decode),
 )}
