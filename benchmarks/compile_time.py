@@ -4,10 +4,11 @@ Two models, random weights, fp16, batch 1:
 
 * `ffn` (default): `DemoDecoderFFN` stacks, RMS norm + SwiGLU FFN (hidden 1024 -> 2048 ->
   1024) + residual per layer, 128 rows.
-* `granite`: Granite-3.3-8B-shaped decoder layers (Hugging Face `GraniteModel` from a config:
-  hidden 4096, 32 query heads and 8 key/value heads of 128, MLP 12800, RMS norms, rotary
-  embeddings, causal SDPA, Granite's residual and attention multipliers, a final norm), a
-  sequence of 128 tokens given as embeddings. By default every layer is the same module, so
+* `granite`: Granite-3.3-8B-shaped decoder layers (`spyrec.zoo.granite_stack`, the zoo's
+  rewrite of Hugging Face's `GraniteModel`: hidden 4096, 32 query heads and 8 key/value
+  heads of 128, MLP 12800, RMS norms, rotary embeddings, causal SDPA, Granite's embedding,
+  residual and attention multipliers, a final norm), a sequence of 128 tokens given as
+  embeddings. By default every layer is the same module, so
   the stack holds one layer's weights (400 MB) however deep it is and 40 layers fit this
   24 GB machine; the compiler stores such tied weights once and does the same work per
   layer otherwise. `--distinct-weights` gives each layer its own (400 MB per layer, twice
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import time
 
 import torch
@@ -35,43 +35,9 @@ import torch
 from spyrec.demo import DemoDecoderFFN
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.driver import CompileResult, compile_program
+from spyrec.zoo import granite_stack
 
 STAGES = ("frontend", "graph", "ktir", "spyrecode", "emit")
-
-
-class LastHidden(torch.nn.Module):
-    """A Hugging Face base model as embeddings -> last hidden state."""
-
-    def __init__(self, model: torch.nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
-        return self.model(inputs_embeds=inputs_embeds).last_hidden_state
-
-
-def granite(layers: int, rows: int, distinct: bool) -> tuple[torch.nn.Module, torch.Tensor]:
-    """A Granite-3.3-8B-shaped decoder stack without embedding table and LM head."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import transformers
-
-    config = transformers.GraniteConfig(
-        vocab_size=256, hidden_size=4096, intermediate_size=12800,
-        num_hidden_layers=layers if distinct else 1, num_attention_heads=32,
-        num_key_value_heads=8, head_dim=128, max_position_embeddings=max(rows, 128),
-        rms_norm_eps=1e-5, rope_theta=10000000.0, embedding_multiplier=12.0,
-        residual_multiplier=0.22, attention_multiplier=0.0078125, logits_scaling=16.0,
-        use_cache=False)
-    default = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float16)  # build in fp16: no fp32 copy of the weights
-    try:
-        model = transformers.GraniteModel(config).eval()
-    finally:
-        torch.set_default_dtype(default)
-    if not distinct:
-        model.layers = torch.nn.ModuleList([model.layers[0]] * layers)
-        model.config.num_hidden_layers = layers
-    return LastHidden(model), torch.randn(1, rows, 4096, dtype=torch.float16)
 
 
 def ffn(layers: int, rows: int, hidden: int) -> tuple[torch.nn.Module, torch.Tensor]:
@@ -91,7 +57,7 @@ def _count(result: CompileResult) -> tuple[int, int, int]:
 def measure(args: argparse.Namespace, layers: int) -> dict[str, float]:
     torch.manual_seed(0)
     if args.model == "granite":
-        model, x = granite(layers, args.rows, args.distinct_weights)
+        model, (x,) = granite_stack(layers, args.rows, args.distinct_weights)
     else:
         model, x = ffn(layers, args.rows, args.hidden)
     start = time.perf_counter()

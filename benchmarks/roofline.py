@@ -2,10 +2,11 @@
 
 One command measures fp16 GEMMs from 128 to 4096 (with sizes that are not multiples of 64),
 the memory-bound chain add -> gelu -> mul on 4096 x 4096, softmax / layer norm / RMS norm
-over rows, and SDPA prefill and decode, each compiled three ways: as spyrec compiles it,
+over rows, SDPA prefill and decode, and a Granite-3.3-8B-shaped decoder layer of the zoo
+(prefill of 512 tokens; a decode step over a KV cache of 2048), each compiled three ways: as spyrec compiles it,
 with fusion off (`fuse=False`) and with double buffering off (`double_buffer=False`):
 
-    .venv/bin/python benchmarks/roofline.py [--quick] [--only gemm|chain|norm|sdpa|NAME]
+    .venv/bin/python benchmarks/roofline.py [--quick] [--only gemm|chain|norm|sdpa|granite|NAME]
                                             [--variants default,nofuse,nobuf]
 
 Per case and variant it prints emulated µs (the emulator in timing-only mode: the schedule
@@ -23,6 +24,7 @@ import argparse
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from xdsl.dialects import func
@@ -103,6 +105,28 @@ def sdpa(heads: int, q_len: int, kv_len: int, dim: int = 64) -> Case:
                 4 * heads * q_len * kv_len * dim)
 
 
+def granite(kind: str, tokens: int) -> Case:
+    """The zoo's Granite-3.3-8B-shaped layer: a causal prefill of `tokens` (each row attends to
+    (tokens + 1) / 2 keys on average), or one decode step over a cache of `tokens` entries
+    (the masked attention reads all of them). The useful flops are the matmuls'."""
+    from spyrec.zoo import GRANITE_8B as g
+    from spyrec.zoo import granite_decode, granite_prefill
+
+    hd = g.head_dim
+    weights = g.hidden_size * (hd * (2 * g.num_attention_heads + 2 * g.num_key_value_heads)
+                               + 3 * g.intermediate_size)
+    if kind == "prefill":
+        rows, keys = tokens, (tokens + 1) / 2
+        build = partial(granite_prefill, torch.float16, tokens)
+    else:
+        rows, keys = 1, tokens
+        build = partial(granite_decode, torch.float16, tokens, tokens // 2)
+    flops = 2 * rows * weights + 4 * rows * g.num_attention_heads * hd * keys
+    name = f"granite-8b layer prefill S{tokens}" if kind == "prefill" else \
+        f"granite-8b layer decode cache {tokens}"
+    return Case("granite", name, build, int(flops))
+
+
 QUICK_GEMMS = [(128, 128, 128), (256, 1000, 320), (1000, 1500, 1000), (1024, 1024, 1024)]
 GEMMS = [(128, 128, 128), (256, 256, 256), (512, 512, 512), (256, 1000, 320),
          (1000, 1500, 1000), (1024, 1024, 1024), (1500, 1000, 1500), (1024, 2048, 2048),
@@ -118,6 +142,8 @@ def cases(quick: bool) -> list[Case]:
             rows("rmsnorm", lambda: Norm("rmsnorm", size), size, size)]
     out += [sdpa(8, 256, 256) if quick else sdpa(8, 1024, 1024),
             sdpa(8, 1, 1024) if quick else sdpa(8, 1, 2048)]
+    if not quick:  # 400 MB of weights each: about a minute per variant
+        out += [granite("prefill", 512), granite("decode", 2048)]
     return out
 
 
@@ -139,11 +165,12 @@ def split_bound_us(m: int, k: int, n: int) -> float:
 
 def min_bytes(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
               ep: torch.export.ExportedProgram) -> int:
-    """Each input and weight read once, each output written once, unpadded (the outputs'
-    shapes from the export, so no fp16 matmul runs on the host)."""
+    """Each input, weight and buffer (a KV cache) read once, each output written once,
+    unpadded (the outputs' shapes from the export, so no fp16 matmul runs on the host)."""
     (node,) = [n for n in ep.graph.nodes if n.op == "output"]
-    outputs = [a.meta["val"] for a in node.args[0]]
-    tensors = [*inputs, *module.parameters(), *outputs]
+    mutated = len(ep.graph_signature.buffers_to_mutate)  # the leading outputs: buffer updates
+    outputs = [a.meta["val"] for a in node.args[0][mutated:]]
+    tensors = [*inputs, *module.parameters(), *module.buffers(), *outputs]
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
@@ -172,7 +199,7 @@ def measure(case: Case, variant: dict[str, object]) -> dict[str, object]:
     torch.manual_seed(0)
     module, inputs = case.build()
     module = module.to(torch.float16).eval()
-    inputs = tuple(t.to(torch.float16) for t in inputs)
+    inputs = tuple(t.to(torch.float16) if t.is_floating_point() else t for t in inputs)
     ep = torch.export.export(module, inputs)
     start = time.perf_counter()
     result = compile_program(ep, pass_options=compile_options(**variant))  # type: ignore[arg-type]
@@ -196,7 +223,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
     parser.add_argument("--only", action="append",
-                        help="a group (gemm, chain, norm, sdpa) or part of a case name; "
+                        help="a group (gemm, chain, norm, sdpa, granite) or part of a case name; "
                         "repeatable")
     parser.add_argument("--variants", default="default,nofuse,nobuf",
                         help="comma-separated subset of " + ",".join(VARIANTS))

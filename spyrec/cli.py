@@ -344,20 +344,27 @@ def explain(model: Path, fuse: bool, double_buffer: bool, resident: str | None) 
 
 
 @main.command()
-@click.option("--model", "model_name",
-              type=click.Choice(["decoder", "decoder-ffn", "mlp", "convnet"]),
-              default="decoder", show_default=True,
-              help="decoder: two Llama-shaped layers (attention + SwiGLU); decoder-ffn: their "
-                   "FFN blocks only; mlp: the MLP; convnet: a small ResNet on 2x3x32x32 "
-                   "images (--features and --batch do not apply).")
+@click.option("--model", "model_name", default="decoder", show_default=True,
+              help="A model of the zoo (`--list` shows them): decoder (two Llama-shaped "
+                   "layers), decoder-ffn, mlp, convnet, granite-8b-layer, granite-8b-decode. "
+                   "--features and --batch apply to the first three.")
+@click.option("--list", "list_models", is_flag=True, help="List the zoo's models and exit.")
 @click.option("--dtype", type=click.Choice(["float16", "float32", "bfloat16"]),
               default="float16", show_default=True)
 @click.option("--features", default=256, show_default=True, help="Hidden size.")
 @click.option("--batch", default=64, show_default=True, help="Rows (batch x sequence).")
-def demo(model_name: str, dtype: str, features: int, batch: int) -> None:
+def demo(model_name: str, list_models: bool, dtype: str, features: int, batch: int) -> None:
     """Build a model in-process, export, compile, run on the emulator, compare with eager."""
     from spyrec.demo import run_demo
+    from spyrec.zoo import ZOO
 
+    if list_models:
+        for model in ZOO.values():
+            click.echo(f"{model.name:18} {model.summary}")
+        return
+    if model_name not in ZOO:
+        raise click.BadParameter(f"'{model_name}' is not in the zoo; choose one of "
+                                 f"{', '.join(ZOO)}", param_hint="--model")
     if not run_demo(dtype, features, batch, model_name):
         raise SystemExit(1)
 

@@ -1,9 +1,10 @@
 """`spyrec demo`: the embedded default model, end to end, with a short report.
 
-Builds a model with random weights — by default a two-layer Llama-shaped decoder (RMS norms,
-causal grouped-query attention, SwiGLU feed-forward, residuals); or its FFN blocks alone; or
-the MLP of the Foundation issue; or a small ResNet-style conv net (`DemoConvNet`) — exports it with torch.export, compiles it, runs it on the
-emulator and compares with PyTorch eager.
+Builds a model of the zoo (`spyrec.zoo`) with random weights — by default a two-layer
+Llama-shaped decoder (RMS norms, causal grouped-query attention, SwiGLU feed-forward,
+residuals), defined here with the other small demo models: its FFN blocks alone, the MLP of
+the Foundation issue, a small ResNet-style conv net (`DemoConvNet`) — exports it with
+torch.export, compiles it, runs it on the emulator and compares with PyTorch eager.
 """
 
 from __future__ import annotations
@@ -175,32 +176,22 @@ class DemoConvNet(torch.nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-MODELS = ("decoder", "decoder-ffn", "mlp", "convnet")
-
-
 def run_demo(dtype: str, features: int, batch: int, model_name: str = "decoder") -> bool:
-    """Run the demo; print the report; True when the results match eager."""
+    """Run the demo on a model of the zoo (`spyrec.zoo.ZOO`); print the report; True when the
+    results match eager."""
     from spyrec.cli import compare_outputs
     from spyrec.driver import compile_program
+    from spyrec.zoo import ZOO
 
     console = Console(stderr=False)
     torch_dtype = getattr(torch, dtype)
     torch.manual_seed(0)
-    if model_name == "mlp":
-        model: torch.nn.Module = DemoMLP(features)
-        x = torch.randn(batch, features)
-    elif model_name == "convnet":
-        model = DemoConvNet()
-        x = torch.randn(2, 3, 32, 32)
-    else:
-        model = DemoDecoderFFN(features) if model_name == "decoder-ffn" else DemoDecoder(features)
-        x = torch.randn(2, batch // 2, features)
-    model = model.to(torch_dtype).eval()
-    x = x.to(torch_dtype)
+    with console.status(f"building {model_name}"):
+        model, inputs = ZOO[model_name].build(torch_dtype, features, batch)
     times: dict[str, float] = {}
     with console.status("exporting with torch.export"):
         start = time.perf_counter()
-        ep = torch.export.export(model, (x,))
+        ep = torch.export.export(model, inputs)
         times["export"] = time.perf_counter() - start
     with console.status("compiling") as status:
         def on_stage(stage: str, seconds: float) -> None:
@@ -211,11 +202,11 @@ def run_demo(dtype: str, features: int, batch: int, model_name: str = "decoder")
     exe = Executable(result.binary)
     with console.status("running on the Spyre emulator"):
         start = time.perf_counter()
-        out = exe(x)
+        out = exe(*inputs)
         times["emulate"] = time.perf_counter() - start
     with torch.no_grad():
-        expected = model(x)
-    shape = "x".join(str(d) for d in x.shape)
+        expected = model(*inputs)
+    shape = "x".join(str(d) for d in inputs[0].shape)
     table = Table(title=f"spyrec demo: {model_name} {shape} {dtype}")
     table.add_column("stage")
     table.add_column("host time", justify="right")
