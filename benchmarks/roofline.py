@@ -39,6 +39,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "default": {},
     "nofuse": {"fuse": False},
     "nobuf": {"double_buffer": False},
+    "noring": {"share": "none"},
 }
 
 
@@ -191,7 +192,9 @@ def _decisions(module) -> str:  # an xDSL ModuleOp
         assert isinstance(tile, ArrayAttr)
         dims = "x".join(str(t.value.data) for t in tile.data)  # type: ignore[attr-defined]
         cores = "x".join(str(g.value.data) for g in grid.data)  # type: ignore[attr-defined]
-        found.append(f"{cores} / {dims} / {resident.data}")
+        share = ledger.data.get("share")
+        ring = "+ring" if isinstance(share, StringAttr) and share.data == "ring" else ""
+        found.append(f"{cores} / {dims} / {resident.data}{ring}")
     return ", ".join(found) or "-"
 
 
@@ -238,6 +241,8 @@ def main() -> None:
         for name in variants:
             if name == "nofuse" and case.group == "gemm":
                 continue  # one op: nothing to fuse
+            if name == "noring" and case.group not in ("gemm", "sdpa"):
+                continue  # nothing shared over the ring
             try:
                 r = measure(case, VARIANTS[name])
             except Exception as exc:  # noqa: BLE001 - a row that failed says why

@@ -216,12 +216,16 @@ class Tiling:
     - "acc": rows, columns, then K innermost (tk < K); both operands stream and the f32
       accumulator is the resident tile.
     Kernels without a matmul have resident = "".
+
+    `share`: the operand tiles several cores load (A along a grid row, B along a grid
+    column) are read from LPDDR once and forwarded core to core over the ring (note 38).
     """
 
     tm: int
     tn: int
     tk: int
     resident: str = ""
+    share: bool = False
 
 
 @dataclass(frozen=True)
@@ -232,10 +236,12 @@ class Prediction:
     sfu_cycles: float
     offchip_bytes: int
     lx_bytes: int
+    ring_cycles: float = 0.0
 
     @property
     def bound(self) -> str:
-        parts = {"dma": self.dma_cycles, "pt": self.pt_cycles, "sfu": self.sfu_cycles}
+        parts = {"dma": self.dma_cycles, "pt": self.pt_cycles, "sfu": self.sfu_cycles,
+                 "ring": self.ring_cycles}
         return max(parts, key=parts.__getitem__)
 
 
@@ -282,6 +288,38 @@ def matmul_loads(shape: KernelShape, split: Split, tiling: Tiling,
     if tiling.resident == "b":
         return MatmulLoads(tiles, nn, tiles, nk)
     return MatmulLoads(tiles * nk, tiles * nk, tiles, nk)
+
+
+def ring_transfer_cycles(nbytes: int, hops: int, target: SpyreTarget) -> float:
+    """One ring.send / ring.recv pair: hops * ring_hop_cycles + bytes / ring_bytes_per_cycle
+    (the emulator's `ring.rendezvous_cycles`)."""
+    return hops * target.ring_hop_cycles + math.ceil(nbytes / target.ring_bytes_per_cycle)
+
+
+@dataclass(frozen=True)
+class RingSharing:
+    """The ring traffic of a shared matmul (note 38): cores sharing each A tile (a grid
+    row's gn cores, chained gm core numbers apart) and each B tile (a grid column's gm
+    cores, ring neighbours); per core the cycles its receive engine is busy, and the
+    latency of the longest chain for one tile (the pipeline fill)."""
+
+    a_sharers: int
+    b_sharers: int
+    rx_cycles: float
+    chain_cycles: float
+
+
+def ring_sharing(shape: KernelShape, split: Split, tiling: Tiling, loads: MatmulLoads,
+                 target: SpyreTarget) -> RingSharing:
+    a_tile = tiling.tm * tiling.tk * shape.in_itemsize
+    b_tile = tiling.tk * tiling.tn * shape.in_itemsize
+    n = target.num_cores
+    a_hop = min(split.gm % n, n - split.gm % n)  # core y * gm + x to (y + 1) * gm + x
+    a_step = ring_transfer_cycles(a_tile, a_hop, target) if split.gn > 1 else 0.0
+    b_step = ring_transfer_cycles(b_tile, 1, target) if split.gm > 1 else 0.0
+    rx = loads.a * a_step + loads.b * b_step
+    chain = max((split.gn - 1) * a_step, (split.gm - 1) * b_step)
+    return RingSharing(split.gn, split.gm, rx, chain)
 
 
 def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
@@ -404,15 +442,24 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     per_tile_in = shape.row_operands * tn * isz + shape.full_operands * tm * tn * isz
     bytes_core = tiles * per_tile_in + tiles * shape.outputs * tm * tn * osz
     dmas_core = tiles * (shape.outputs + shape.row_operands + shape.full_operands)
+    cores = split.cores
+    bytes_all, dmas_all = bytes_core * cores, dmas_core * cores
     if shape.k:
         bytes_core += loads.a * a_tile + loads.b * b_tile
         dmas_core += loads.a + loads.b
-    cores = split.cores
+        # shared: each A tile read once per grid row, each B tile once per grid column
+        a_readers, b_readers = (split.gm, split.gn) if tiling.share else (cores, cores)
+        bytes_all += loads.a * a_tile * a_readers + loads.b * b_tile * b_readers
+        dmas_all += loads.a * a_readers + loads.b * b_readers
     # a core's DMA engine spends a setup per descriptor; while it does, the other cores'
-    # transfers have the shared channel, so setups overlap other cores' bytes
-    channel = bytes_core * cores / target.lpddr_bytes_per_cycle
+    # transfers have the shared channel, so setups overlap other cores' bytes (shared: the
+    # first core of both chains loads what every core loaded unshared)
+    channel = bytes_all / target.lpddr_bytes_per_cycle
     engine = dmas_core * target.dma_setup_cycles + bytes_core / target.lpddr_bytes_per_cycle
-    dma = max(channel + dmas_core * target.dma_setup_cycles / cores, engine)
+    dma = max(channel + dmas_all * target.dma_setup_cycles / cores ** 2, engine)
+    ring = ring_sharing(shape, split, tiling, loads, target) if tiling.share and shape.k \
+        else None
+    ring_rx, chain = (ring.rx_cycles, ring.chain_cycles) if ring else (0.0, 0.0)
     # tile ops of >= 16 rows are split by rows over the corelets (one instruction each)
     rows = _halves(tm, target)
     pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
@@ -420,20 +467,20 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     sfu = tiles * sfu_cycles(rows, tn * 4, passes, target)
     lx = lx_footprint(shape, tiling, split, buffers, target)
     if buffers == 1:  # one slot per buffer: nothing overlaps
-        return Prediction(dma + pt + sfu, dma, pt, sfu, bytes_core * cores, lx)
+        return Prediction(dma + pt + sfu + ring_rx, dma, pt, sfu, bytes_all, lx, ring_rx)
     # pipeline fill (first loads) and drain (last epilogue and store)
     first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, shape.full_operands)
     fill = dma_cycles_alone(first_in, target, cores)
     last_sfu = sfu_cycles(rows, tn * 4, passes, target)
     step_pt = pt / (tiles * nk) if shape.k and tiles else 0.0
-    if dma >= max(pt, sfu):
+    if dma >= max(pt, sfu, ring_rx):
         # DMA-bound: the first loads and the last store are part of `dma`; after the last
-        # load only one K step's matmul and the last epilogue remain
-        cycles = dma + step_pt + last_sfu
+        # load only its trip down the ring, one K step's matmul and the last epilogue remain
+        cycles = dma + chain + step_pt + last_sfu
     else:
         drain = last_sfu + dma_cycles_alone(tm * tn * osz, target, cores)
-        cycles = max(pt, sfu) + fill + drain
-    return Prediction(cycles, dma, pt, sfu, bytes_core * cores, lx)
+        cycles = max(pt, sfu, ring_rx) + fill + chain + drain
+    return Prediction(cycles, dma, pt, sfu, bytes_all, lx, ring_rx)
 
 
 def _divisors(n: int) -> list[int]:
@@ -481,9 +528,11 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
         tilings = [Tiling(tm, tn, 0) for tm, tn in itertools.product(tms, tns)]
     else:
         tilings = []
+        shares = (False, True) if split.cores > 1 else (False,)
         for tm, tn, d in itertools.product(tms, tns, _divisors(k_sticks)):
             residents = ("a", "b", "acc") if d == k_sticks else ("acc",)
-            tilings.extend(Tiling(tm, tn, d * in_eps, r) for r in residents)
+            tilings.extend(Tiling(tm, tn, d * in_eps, r, s)
+                           for r in residents for s in shares)
     return [t for t in tilings if lx_footprint(shape, t, split, buffers, target) <= budget]
 
 
@@ -491,23 +540,28 @@ def _size_key(tiling: Tiling) -> int:
     return -(tiling.tm * tiling.tn * max(tiling.tk, 1))
 
 
+SHARE_MODES = ("", "ring", "none")
+
+
 def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
-                   resident: str = "") -> list[tuple[Prediction, Tiling]]:
+                   resident: str = "", share: str = "") -> list[tuple[Prediction, Tiling]]:
     """Every tiling that fits, fewest predicted cycles first (then fewer off-chip bytes,
-    then larger tiles); `resident` keeps only matmul tilings of that loop order."""
+    then larger tiles, then no ring traffic); `resident` keeps only matmul tilings of that
+    loop order, `share` ("ring" or "none") only those with or without ring sharing."""
     options = [(predict(shape, split, t, target, buffers), t)
                for t in candidate_tilings(shape, split, target, buffers)
-               if not (resident and t.resident) or t.resident == resident]
+               if (not (resident and t.resident) or t.resident == resident)
+               and (not (share and t.resident) or t.share == (share == "ring"))]
     options.sort(key=lambda o: (o[0].cycles, o[0].offchip_bytes, _size_key(o[1]),
-                                o[1].resident))
+                                o[1].resident, o[1].share))
     return options
 
 
 def best_tiling(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
-                resident: str = "") -> tuple[Tiling, Prediction] | None:
+                resident: str = "", share: str = "") -> tuple[Tiling, Prediction] | None:
     """The tiling with the fewest predicted cycles (fewer bytes, then larger tiles break
     ties)."""
-    ranked = ranked_tilings(shape, split, target, buffers, resident)
+    ranked = ranked_tilings(shape, split, target, buffers, resident, share)
     if not ranked:
         return None
     pred, tiling = ranked[0]
