@@ -146,14 +146,14 @@ def _sharing_reason(shape: Shape, split: Split, pred: Prediction, tiling: Tiling
     """The ledger's words on ring sharing: what the chosen tiling shares and what the best
     tiling of the other kind would cost."""
     other = next(((p, t) for p, t in options if t.share != tiling.share), None)
+    if other is None and not tiling.share:
+        return ""  # one core, or sharing switched off
     if tiling.share:
         text = (f"; A tiles shared over the ring by the {split.gn} cores of a grid row, B "
                 f"tiles by the {split.gm} of a grid column (ring {pred.ring_cycles:.0f} "
                 "cycles per core)")
-    elif split.cores > 1:
-        text = "; operands read from LPDDR by every core"
     else:
-        return ""
+        text = "; operands read from LPDDR by every core"
     if other is not None:
         text += (f"; best {'shared' if other[1].share else 'unshared'}: {describe(*other)}")
     return text
