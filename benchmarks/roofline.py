@@ -192,7 +192,9 @@ def _decisions(module) -> str:  # an xDSL ModuleOp
         assert isinstance(tile, ArrayAttr)
         dims = "x".join(str(t.value.data) for t in tile.data)  # type: ignore[attr-defined]
         cores = "x".join(str(g.value.data) for g in grid.data)  # type: ignore[attr-defined]
-        share = ledger.data.get("share")
+        tiling = ledger.data["spyre.tiling"]
+        assert isinstance(tiling, DictionaryAttr)
+        share = tiling.data.get("share")
         ring = "+ring" if isinstance(share, StringAttr) and share.data == "ring" else ""
         found.append(f"{cores} / {dims} / {resident.data}{ring}")
     return ", ".join(found) or "-"

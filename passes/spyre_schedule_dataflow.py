@@ -716,11 +716,14 @@ class SpyreScheduleDataflow(ModulePass):
 
 def ring_share(fn: func.FuncOp) -> bool:
     """Whether spyre-tile chose to share the kernel's operand tiles over the ring
-    (`share = "ring"` in its decisions, note 38)."""
+    (`share = "ring"` in its `spyre.tiling` ledger, note 38)."""
     decisions = fn.attributes.get("spyre.decisions")
     if not isinstance(decisions, DictionaryAttr):
         return False
-    share = decisions.data.get("share")
+    tiling = decisions.data.get("spyre.tiling")
+    if not isinstance(tiling, DictionaryAttr):
+        return False
+    share = tiling.data.get("share")
     return isinstance(share, StringAttr) and share.data == "ring"
 
 

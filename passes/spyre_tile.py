@@ -98,7 +98,8 @@ def _check_override(kernel: KernelOp, shape: Shape, split: Split,
     kernel.attributes["spyre.tiling"] = DictionaryAttr({
         "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),
         "reason": StringAttr("set by the user"),
-        "lx_bytes": IntegerAttr(lx_footprint(shape, tiling, split, buffers, target), i64)})
+        "lx_bytes": IntegerAttr(lx_footprint(shape, tiling, split, buffers, target), i64),
+        **({"share": StringAttr("ring")} if tiling.share else {})})
 
 
 def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarget) -> int:
@@ -216,4 +217,5 @@ class SpyreTile(ModulePass):
                 "offchip_bytes": IntegerAttr(pred.offchip_bytes, i64),
                 "alternatives": ArrayAttr([StringAttr(describe(p, t))
                                            for p, t in _alternatives(options)]),
+                **({"share": StringAttr("ring")} if tiling.share else {}),
             })

@@ -439,7 +439,8 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     loads = matmul_loads(shape, split, tiling, target)
     tiles, nk = loads.tiles, loads.k_steps
     a_tile, b_tile = tm * tk * isz, tk * tn * isz
-    per_tile_in = shape.row_operands * tn * isz + shape.full_operands * tm * tn * isz
+    row_in = shape.row_operands * tn * isz
+    per_tile_in = row_in + shape.full_operands * tm * tn * isz
     bytes_core = tiles * per_tile_in + tiles * shape.outputs * tm * tn * osz
     dmas_core = tiles * (shape.outputs + shape.row_operands + shape.full_operands)
     cores = split.cores
@@ -447,10 +448,13 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     if shape.k:
         bytes_core += loads.a * a_tile + loads.b * b_tile
         dmas_core += loads.a + loads.b
-        # shared: each A tile read once per grid row, each B tile once per grid column
+        # shared: each A tile read once per grid row, each B tile (and bias-like row
+        # operand tile) once per grid column
         a_readers, b_readers = (split.gm, split.gn) if tiling.share else (cores, cores)
         bytes_all += loads.a * a_tile * a_readers + loads.b * b_tile * b_readers
         dmas_all += loads.a * a_readers + loads.b * b_readers
+        bytes_all -= (cores - b_readers) * tiles * row_in
+        dmas_all -= (cores - b_readers) * tiles * shape.row_operands
     # a core's DMA engine spends a setup per descriptor; while it does, the other cores'
     # transfers have the shared channel, so setups overlap other cores' bytes (shared: the
     # first core of both chains loads what every core loaded unshared)
