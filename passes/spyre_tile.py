@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 
 from spyrec.costmodel import (
     RESIDENCY_NAMES,
+    AttentionShape,
     KernelShape,
     Prediction,
     Shape,
@@ -149,7 +150,10 @@ def _sharing_reason(shape: Shape, split: Split, pred: Prediction, tiling: Tiling
     other = next(((p, t) for p, t in options if t.share != tiling.share), None)
     if other is None and not tiling.share:
         return ""  # one core, or sharing switched off
-    if tiling.share:
+    if tiling.share and isinstance(shape, AttentionShape):
+        text = (f"; K and V of each head shared over the ring by the {split.gn} cores of "
+                f"its grid row (ring {pred.ring_cycles:.0f} cycles per core)")
+    elif tiling.share:
         text = (f"; A tiles shared over the ring by the {split.gn} cores of a grid row, B "
                 f"tiles by the {split.gm} of a grid column (ring {pred.ring_cycles:.0f} "
                 "cycles per core)")
@@ -205,9 +209,9 @@ class SpyreTile(ModulePass):
             if tiling.resident:
                 kernel.attributes["resident"] = StringAttr(tiling.resident)
                 reason += f"; {RESIDENCY_NAMES[tiling.resident]}"
-                reason += _sharing_reason(shape, split, pred, tiling, options)
-                if tiling.share:
-                    kernel.attributes["share"] = StringAttr("ring")
+            reason += _sharing_reason(shape, split, pred, tiling, options)
+            if tiling.share:
+                kernel.attributes["share"] = StringAttr("ring")
             kernel.attributes["spyre.tiling"] = DictionaryAttr({
                 "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),
                 "reason": StringAttr(reason),

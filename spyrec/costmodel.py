@@ -394,7 +394,18 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     bytes_core = heads * kv_bytes + tiles * (tile_in + tile_out)
     dmas = 2 * heads + tiles * (2 + int(shape.mask))
     cores = split.cores
-    dma = dmas * target.dma_setup_cycles + bytes_core * cores / target.lpddr_bytes_per_cycle
+    bytes_all = bytes_core * cores
+    ring = chain = 0.0
+    if tiling.share:
+        # K and V of a head read once per grid row and forwarded to the row's gn cores,
+        # gm core numbers apart on the ring (note 38)
+        bytes_all -= (cores - split.gm) * heads * kv_bytes
+        n = target.num_cores
+        hops = min(split.gm % n, n - split.gm % n)
+        step = (ring_transfer_cycles(s * row(shape.head_dim, isz), hops, target)
+                + ring_transfer_cycles(s * row(shape.value_dim, isz), hops, target))
+        ring, chain = heads * step, (split.gn - 1) * step
+    dma = dmas * target.dma_setup_cycles + bytes_all / target.lpddr_bytes_per_cycle
     rows = _halves(tq, target)
     per_tile_pt = (pt_cycles(rows, shape.head_dim, s, target)
                    + pt_cycles(rows, s, shape.value_cols, target))
@@ -408,9 +419,9 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     compute = tiles * (per_tile_pt + per_tile_sfu)
     fill = dma_cycles_alone(kv_bytes + tile_in, target, cores)
     drain = dma_cycles_alone(tile_out, target, cores)
-    cycles = max(dma, compute) + fill + drain
-    return Prediction(cycles, dma, pt, sfu, bytes_core * cores,
-                      _attention_lx(shape, tiling, split))
+    cycles = max(dma, compute, ring) + fill + chain + drain
+    return Prediction(cycles, dma, pt, sfu, bytes_all, _attention_lx(shape, tiling, split),
+                      ring)
 
 
 def _predict_move(shape: MoveShape, split: Split, tiling: Tiling,
@@ -513,8 +524,9 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
     V resident; move: tm | run share, 1 for a broadcast run)."""
     budget = target.lx_usable_bytes
     if isinstance(shape, AttentionShape):
-        tilings = [Tiling(tq, shape.value_cols, shape.kv_rows)
-                   for tq in _divisors(shape.q_rows // split.gn)]
+        shares = (False, True) if split.gn > 1 else (False,)
+        tilings = [Tiling(tq, shape.value_cols, shape.kv_rows, "", s)
+                   for tq in _divisors(shape.q_rows // split.gn) for s in shares]
         return [t for t in tilings if lx_footprint(shape, t, split, buffers) <= budget]
     if isinstance(shape, MoveShape):
         cols = shape.row_bytes // shape.itemsize
@@ -544,7 +556,9 @@ def _size_key(tiling: Tiling) -> int:
     return -(tiling.tm * tiling.tn * max(tiling.tk, 1))
 
 
-SHARE_MODES = ("", "ring", "none")
+def _shareable(shape: Shape) -> bool:
+    """Kernels whose cores can share operand tiles over the ring: matmuls and attention."""
+    return isinstance(shape, AttentionShape) or isinstance(shape, KernelShape) and bool(shape.k)
 
 
 def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
@@ -552,10 +566,12 @@ def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int
     """Every tiling that fits, fewest predicted cycles first (then fewer off-chip bytes,
     then larger tiles, then no ring traffic); `resident` keeps only matmul tilings of that
     loop order, `share` ("ring" or "none") only those with or without ring sharing."""
-    options = [(predict(shape, split, t, target, buffers), t)
-               for t in candidate_tilings(shape, split, target, buffers)
+    candidates = candidate_tilings(shape, split, target, buffers)
+    if share == "ring" and not any(t.share for t in candidates):
+        share = ""  # one core (or one core per head): nothing to share
+    options = [(predict(shape, split, t, target, buffers), t) for t in candidates
                if (not (resident and t.resident) or t.resident == resident)
-               and (not (share and t.resident) or t.share == (share == "ring"))]
+               and (not share or t.share == (share == "ring") or not _shareable(shape))]
     options.sort(key=lambda o: (o[0].cycles, o[0].offchip_bytes, _size_key(o[1]),
                                 o[1].resident, o[1].share))
     return options
