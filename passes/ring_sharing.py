@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spyrec.costmodel import RING_CHUNK, RING_CHUNK_LIMIT
 from spyrec.runtime.isa import Instr, Region, lx_access
 
 RING_TAG = 0
@@ -95,17 +96,27 @@ def share_loads(programs: dict[int, list[Instr]]) -> tuple[dict[int, list[Instr]
                                 chain[i + 1] if i + 1 < len(chain) else -1)
         report.groups += 1
         report.saved_bytes += (len(chain) - 1) * key[1] * key[2]
-        report.transfers += len(chain) - 1
+        report.transfers += (len(chain) - 1) * len(chunks(key[1], key[2]))
     return {core: _rewrite(core, program, role) for core, program in programs.items()}, report
+
+
+def chunks(rows: int, row_bytes: int) -> list[tuple[int, int]]:
+    """(first row, rows) of the pieces a shared tile moves in: tiles above
+    `RING_CHUNK_LIMIT` bytes go in pieces of about `RING_CHUNK` bytes, so a large resident
+    block streams down its chain piece by piece instead of waiting a whole block per hop."""
+    if rows * row_bytes <= RING_CHUNK_LIMIT or rows == 1:
+        return [(0, rows)]
+    step = max(1, RING_CHUNK // row_bytes)
+    return [(r, min(step, rows - r)) for r in range(0, rows, step)]
 
 
 def _rewrite(core: int, program: list[Instr], role: dict[tuple[int, int], tuple[int, int]],
              ) -> list[Instr]:
     out: list[Instr] = []
-    new_pc: list[int] = []
+    new_pc: list[list[int]] = []  # the instructions that stand for each old one
     pending: list[tuple[Region, int]] = []  # LX regions a send still reads, and its pc
     for pc, instr in enumerate(program):
-        deps = {new_pc[d] for d in instr.deps}
+        deps = {n for d in instr.deps for n in new_pc[d]}
         writes = lx_access(instr, core)[1]
         if pending and writes:
             still = []
@@ -116,24 +127,29 @@ def _rewrite(core: int, program: list[Instr], role: dict[tuple[int, int], tuple[
                         continue  # later writers are ordered after this one
                 still.append((region, send_pc))
             pending = still
-        prev, nxt = role.get((core, pc), (-1, -1))
         if (core, pc) not in role:
             out.append(Instr(instr.op, instr.args, instr.unit, tuple(sorted(deps))))
-            new_pc.append(len(out) - 1)
+            new_pc.append([len(out) - 1])
             continue
+        prev, nxt = role[(core, pc)]
         a = instr.named_args()
-        if prev >= 0:
-            out.append(Instr.make("ring.recv", deps=deps, dst=a["lx"], rows=a["rows"],
-                                  row_bytes=a["row_bytes"], dst_pitch=a["lx_pitch"],
-                                  src_core=prev, tag=RING_TAG))
-        else:
-            out.append(Instr(instr.op, instr.args, instr.unit, tuple(sorted(deps))))
-        filled = len(out) - 1
+        filled: list[int] = []
+        for first, rows in chunks(a["rows"], a["row_bytes"]):
+            lx = a["lx"] + first * a["lx_pitch"]
+            if prev >= 0:
+                out.append(Instr.make("ring.recv", deps=deps, dst=lx, rows=rows,
+                                      row_bytes=a["row_bytes"], dst_pitch=a["lx_pitch"],
+                                      src_core=prev, tag=RING_TAG))
+            else:
+                out.append(Instr.make("dma.load", deps=deps,
+                                      ddr=a["ddr"] + first * a["ddr_pitch"], lx=lx, rows=rows,
+                                      row_bytes=a["row_bytes"], ddr_pitch=a["ddr_pitch"],
+                                      lx_pitch=a["lx_pitch"]))
+            filled.append(len(out) - 1)
+            if nxt >= 0:
+                out.append(Instr.make("ring.send", deps=[filled[-1]], src=lx, rows=rows,
+                                      row_bytes=a["row_bytes"], src_pitch=a["lx_pitch"],
+                                      dst_core=nxt, tag=RING_TAG))
+                pending.append((Region(lx, rows, a["row_bytes"], a["lx_pitch"]), len(out) - 1))
         new_pc.append(filled)
-        if nxt >= 0:
-            out.append(Instr.make("ring.send", deps=[filled], src=a["lx"], rows=a["rows"],
-                                  row_bytes=a["row_bytes"], src_pitch=a["lx_pitch"],
-                                  dst_core=nxt, tag=RING_TAG))
-            pending.append((Region(a["lx"], a["rows"], a["row_bytes"], a["lx_pitch"]),
-                            len(out) - 1))
     return out

@@ -290,10 +290,31 @@ def matmul_loads(shape: KernelShape, split: Split, tiling: Tiling,
     return MatmulLoads(tiles * nk, tiles * nk, tiles, nk)
 
 
+RING_CHUNK_LIMIT = 64 * 1024  # a shared tile up to this size moves in one transfer
+RING_CHUNK = 32 * 1024  # a larger one in pieces of about this size (passes/ring_sharing.py)
+
+
+def ring_pieces(nbytes: int) -> int:
+    """Transfers (and, on the loading core, DMA descriptors) a shared tile moves in."""
+    return 1 if nbytes <= RING_CHUNK_LIMIT else -(-nbytes // RING_CHUNK)
+
+
 def ring_transfer_cycles(nbytes: int, hops: int, target: SpyreTarget) -> float:
-    """One ring.send / ring.recv pair: hops * ring_hop_cycles + bytes / ring_bytes_per_cycle
-    (the emulator's `ring.rendezvous_cycles`)."""
-    return hops * target.ring_hop_cycles + math.ceil(nbytes / target.ring_bytes_per_cycle)
+    """A shared tile over one link of its chain: per ring.send / ring.recv pair hops *
+    ring_hop_cycles + bytes / ring_bytes_per_cycle (the emulator's
+    `ring.rendezvous_cycles`), in `ring_pieces` pairs."""
+    return (ring_pieces(nbytes) * hops * target.ring_hop_cycles
+            + math.ceil(nbytes / target.ring_bytes_per_cycle))
+
+
+def ring_chain_cycles(nbytes: int, hops: int, sharers: int, target: SpyreTarget) -> float:
+    """Latency until the last of `sharers` cores holds a shared tile once the first has it:
+    the tile's own transfer plus, per further link, the first piece's."""
+    if sharers <= 1:
+        return 0.0
+    piece = min(nbytes, RING_CHUNK) if ring_pieces(nbytes) > 1 else nbytes
+    return (ring_transfer_cycles(nbytes, hops, target)
+            + (sharers - 2) * ring_transfer_cycles(piece, hops, target))
 
 
 @dataclass(frozen=True)
@@ -318,7 +339,8 @@ def ring_sharing(shape: KernelShape, split: Split, tiling: Tiling, loads: Matmul
     a_step = ring_transfer_cycles(a_tile, a_hop, target) if split.gn > 1 else 0.0
     b_step = ring_transfer_cycles(b_tile, 1, target) if split.gm > 1 else 0.0
     rx = loads.a * a_step + loads.b * b_step
-    chain = max((split.gn - 1) * a_step, (split.gm - 1) * b_step)
+    chain = max(ring_chain_cycles(a_tile, a_hop, split.gn, target),
+                ring_chain_cycles(b_tile, 1, split.gm, target))
     return RingSharing(split.gn, split.gm, rx, chain)
 
 
@@ -402,9 +424,12 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
         bytes_all -= (cores - split.gm) * heads * kv_bytes
         n = target.num_cores
         hops = min(split.gm % n, n - split.gm % n)
-        step = (ring_transfer_cycles(s * row(shape.head_dim, isz), hops, target)
-                + ring_transfer_cycles(s * row(shape.value_dim, isz), hops, target))
-        ring, chain = heads * step, (split.gn - 1) * step
+        k_bytes, v_bytes = s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)
+        step = (ring_transfer_cycles(k_bytes, hops, target)
+                + ring_transfer_cycles(v_bytes, hops, target))
+        ring = heads * step
+        chain = ring_chain_cycles(k_bytes + v_bytes, hops, split.gn, target)
+        dmas += heads * (ring_pieces(k_bytes) + ring_pieces(v_bytes) - 2)
     dma = dmas * target.dma_setup_cycles + bytes_all / target.lpddr_bytes_per_cycle
     rows = _halves(tq, target)
     per_tile_pt = (pt_cycles(rows, shape.head_dim, s, target)
@@ -464,6 +489,10 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         a_readers, b_readers = (split.gm, split.gn) if tiling.share else (cores, cores)
         bytes_all += loads.a * a_tile * a_readers + loads.b * b_tile * b_readers
         dmas_all += loads.a * a_readers + loads.b * b_readers
+        if tiling.share:  # the loading core reads a large shared tile in pieces
+            extra = (loads.a * (ring_pieces(a_tile) - 1) + loads.b * (ring_pieces(b_tile) - 1))
+            dmas_core += extra
+            dmas_all += extra * min(a_readers, b_readers)
         bytes_all -= (cores - b_readers) * tiles * row_in
         dmas_all -= (cores - b_readers) * tiles * shape.row_operands
     # a core's DMA engine spends a setup per descriptor; while it does, the other cores'
@@ -486,15 +515,24 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     # pipeline fill (first loads) and drain (last epilogue and store)
     first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, shape.full_operands)
     fill = dma_cycles_alone(first_in, target, cores)
+    if tiling.share and shape.k:  # only the first core of each chain loads them
+        fill = (target.dma_setup_cycles + (split.gm * a_tile + split.gn * b_tile)
+                / target.lpddr_bytes_per_cycle)
     last_sfu = sfu_cycles(rows, tn * 4, passes, target)
     step_pt = pt / (tiles * nk) if shape.k and tiles else 0.0
-    if dma >= max(pt, sfu, ring_rx):
+    compute = max(pt, sfu, ring_rx)
+    drain = last_sfu + dma_cycles_alone(shape.outputs * tm * tn * osz, target, cores)
+    if dma >= compute:
         # DMA-bound: the first loads and the last store are part of `dma`; after the last
-        # load only its trip down the ring, one K step's matmul and the last epilogue remain
-        cycles = dma + chain + step_pt + last_sfu
+        # load only its trip down the ring, one K step's matmul and the last epilogue remain.
+        # But the last tiles' stores wait for their compute, and the compute for the loads:
+        # with few tiles per core (one: every store at the end) that tail decides.
+        loads = (bytes_all - cores * tiles * shape.outputs * tm * tn * osz) \
+            / target.lpddr_bytes_per_cycle
+        tail = max(compute + fill, loads + step_pt) + chain + drain
+        cycles = max(dma + chain + step_pt + last_sfu, tail)
     else:
-        drain = last_sfu + dma_cycles_alone(tm * tn * osz, target, cores)
-        cycles = max(pt, sfu, ring_rx) + fill + chain + drain
+        cycles = compute + fill + chain + drain
     return Prediction(cycles, dma, pt, sfu, bytes_all, lx, ring_rx)
 
 
