@@ -34,7 +34,7 @@ def _programs(result) -> list:  # a CompileResult
 
 
 @pytest.mark.parametrize("resident", ["a", "b", "acc"])
-@pytest.mark.parametrize("m,k,n", [(100, 150, 130), (200, 64, 200)])
+@pytest.mark.parametrize("m,k,n", [(100, 150, 130), (200, 64, 200), (64, 600, 256)])
 def test_shared_matmul_matches_eager(m, k, n, resident):
     torch.manual_seed(0)
     model = _Linear(k, n).to(torch.float16).eval()
@@ -138,3 +138,19 @@ def test_shared_attention_matches_eager(causal):
     assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
     prof = exe.last_profile.to_dict()
     assert prof["offchip_bytes"] <= 1.2 * prof["min_offchip_bytes"]
+
+
+def test_large_tiles_move_in_pieces():
+    """A 128 KiB shared block goes down the chain in four 32 KiB pieces; its reader waits
+    for all of them."""
+    big = Instr.make("dma.load", ddr=0, lx=0, rows=512, row_bytes=256, ddr_pitch=256,
+                     lx_pitch=256)
+    use = Instr.make("sfu.unary", deps=[0], fn=0, src=0, dst=131072, rows=512, cols=128,
+                     src_pitch=256, dst_pitch=256, src_dtype=1, dst_dtype=1)
+    shared, report = share_loads({0: [big, use], 1: [big, use]})
+    assert report.transfers == 4
+    loads = [i for i in shared[0] if i.op == "dma.load"]
+    assert [(i.arg("ddr"), i.arg("lx"), i.arg("rows")) for i in loads] == [
+        (r * 256, r * 256, 128) for r in (0, 128, 256, 384)]
+    recvs = [pc for pc, i in enumerate(shared[1]) if i.op == "ring.recv"]
+    assert len(recvs) == 4 and shared[1][-1].deps == tuple(recvs)
