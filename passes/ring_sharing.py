@@ -6,7 +6,9 @@ core of an attention head that head's K and V. `share_loads` rewrites the per-co
 of one launch so that each such tile is read from LPDDR once: the cores that load it form a
 chain in ring order; the first keeps its `dma.load` and sends the tile on with `ring.send`,
 each next core receives it with `ring.recv` into the LX slot its load would have filled and,
-unless it is the last, sends it on (design note 38).
+unless it is the last, sends it on (design note 38). A tile above `RING_CHUNK_LIMIT` bytes
+(a resident whole-K block) moves in pieces of about `RING_CHUNK` bytes, each loaded, sent
+and received on its own, so it streams down the chain; its readers wait for every piece.
 
 Matching and deadlock freedom come from the programs' common structure. The k-th load of a
 given LPDDR block on a core is matched with the k-th load of the same block on the others,

@@ -11,7 +11,9 @@ the generic). Dependences are derived from the LX slots each instruction reads a
 (read-after-write, write-after-read, write-after-write), nothing else, so the DMA of the
 next tile overlaps the compute of the current one wherever the ping-pong slots allow it.
 Tile ops of 16 or more rows are split by rows over the two corelets, which share the
-core's LX.
+core's LX. A kernel whose `spyre.tiling` ledger says `share = "ring"` has the tiles
+several of its cores load read from LPDDR once and forwarded over the ring
+(`ring_sharing.share_loads`, note 38); `spyre.ring` on its program says what was shared.
 
     ktdp.load %t {lx_slots = array<i64: 0, 32768>}          // before (KTIR)
     spyrecode.dma_load {ddr = ..., lx = 0, rows = 64, ...}   // after, one per iteration

@@ -14,7 +14,10 @@ every other order with its cycles, bytes and LX. An attention kernel's tile is
 [query rows tq, padded value width, key rows]: the head's whole K and V stay in LX across
 its query tiles, and the budget check includes them; a data-movement kernel's is
 [rows of a run, padded width, 0]. Recorded in `spyre.tiling` with the LX bytes used. A
-`tile` already on a kernel is a user override: it is checked and kept.
+split matmul or attention kernel may also get `share = "ring"` (on the kernel and in
+`spyre.tiling`): the operand tiles several cores load are read once and forwarded over
+the ring (note 38), chosen like the loop order, by predicted cycles. A `tile` already on
+a kernel is a user override: it is checked and kept.
 
     spyre.kernel "k0"(...) {grid = [8, 4]}                  // before
     spyre.kernel "k0"(...) {grid = [8, 4], tile = [8, 64, 256], resident = "b",
