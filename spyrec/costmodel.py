@@ -527,9 +527,9 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         # load only its trip down the ring, one K step's matmul and the last epilogue remain.
         # But the last tiles' stores wait for their compute, and the compute for the loads:
         # with few tiles per core (one: every store at the end) that tail decides.
-        loads = (bytes_all - cores * tiles * shape.outputs * tm * tn * osz) \
+        load_cycles = (bytes_all - cores * tiles * shape.outputs * tm * tn * osz) \
             / target.lpddr_bytes_per_cycle
-        tail = max(compute + fill, loads + step_pt) + chain + drain
+        tail = max(compute + fill, load_cycles + step_pt) + chain + drain
         cycles = max(dma + chain + step_pt + last_sfu, tail)
     else:
         cycles = compute + fill + chain + drain
