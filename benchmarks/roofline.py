@@ -3,11 +3,13 @@
 One command measures fp16 GEMMs from 128 to 4096 (with sizes that are not multiples of 64),
 the memory-bound chain add -> gelu -> mul on 4096 x 4096, softmax / layer norm / RMS norm
 over rows, SDPA prefill and decode, and a Granite-3.3-8B-shaped decoder layer of the zoo
-(prefill of 512 tokens; a decode step over a KV cache of 2048), each compiled three ways: as spyrec compiles it,
-with fusion off (`fuse=False`) and with double buffering off (`double_buffer=False`):
+(prefill of 512 tokens; a decode step over a KV cache of 2048), each compiled several ways:
+as spyrec compiles it, with fusion off (`fuse=False`), with double buffering off
+(`double_buffer=False`) and, for GEMMs, attention and the layer, with ring sharing off
+(`share="none"`, design note 38):
 
     .venv/bin/python benchmarks/roofline.py [--quick] [--only gemm|chain|norm|sdpa|granite|NAME]
-                                            [--variants default,nofuse,nobuf]
+                                            [--variants default,nofuse,nobuf,noring]
 
 Per case and variant it prints emulated µs (the emulator in timing-only mode: the schedule
 and the profile, no data), the roofline bound of the whole program (max(flops / 98.3 TFLOPS,
@@ -39,6 +41,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "default": {},
     "nofuse": {"fuse": False},
     "nobuf": {"double_buffer": False},
+    "noring": {"share": "none"},
 }
 
 
@@ -191,7 +194,11 @@ def _decisions(module) -> str:  # an xDSL ModuleOp
         assert isinstance(tile, ArrayAttr)
         dims = "x".join(str(t.value.data) for t in tile.data)  # type: ignore[attr-defined]
         cores = "x".join(str(g.value.data) for g in grid.data)  # type: ignore[attr-defined]
-        found.append(f"{cores} / {dims} / {resident.data}")
+        tiling = ledger.data["spyre.tiling"]
+        assert isinstance(tiling, DictionaryAttr)
+        share = tiling.data.get("share")
+        ring = "+ring" if isinstance(share, StringAttr) and share.data == "ring" else ""
+        found.append(f"{cores} / {dims} / {resident.data}{ring}")
     return ", ".join(found) or "-"
 
 
@@ -225,7 +232,7 @@ def main() -> None:
     parser.add_argument("--only", action="append",
                         help="a group (gemm, chain, norm, sdpa, granite) or part of a case name; "
                         "repeatable")
-    parser.add_argument("--variants", default="default,nofuse,nobuf",
+    parser.add_argument("--variants", default="default,nofuse,nobuf,noring",
                         help="comma-separated subset of " + ",".join(VARIANTS))
     args = parser.parse_args()
     variants = args.variants.split(",")
@@ -238,6 +245,8 @@ def main() -> None:
         for name in variants:
             if name == "nofuse" and case.group == "gemm":
                 continue  # one op: nothing to fuse
+            if name == "noring" and case.group not in ("gemm", "sdpa", "granite"):
+                continue  # nothing shared over the ring
             try:
                 r = measure(case, VARIANTS[name])
             except Exception as exc:  # noqa: BLE001 - a row that failed says why

@@ -494,7 +494,9 @@ def read_tiling(kernel: KernelOp) -> Tiling:
         raise CompileError(f"kernel @{kernel.sym_name.data} has no tile; run spyre-tile first")
     tm, tn, tk = (t.value.data for t in tile.data)  # type: ignore[attr-defined]
     resident = kernel.attributes.get("resident")
-    return Tiling(tm, tn, tk, resident.data if isinstance(resident, StringAttr) else "")
+    share = kernel.attributes.get("share")
+    return Tiling(tm, tn, tk, resident.data if isinstance(resident, StringAttr) else "",
+                  isinstance(share, StringAttr) and share.data == "ring")
 
 
 def int_array(values: list[int]) -> ArrayAttr:

@@ -58,12 +58,12 @@ Scored = tuple[float, Split, Prediction, Tiling]
 
 
 def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
-            resident: str = "") -> list[Scored]:
+            resident: str = "", share: str = "") -> list[Scored]:
     """Every legal split of `shape` with its best tiling (and matmul loop order): cycles,
     split, prediction, tiling; fewest cycles first, then fewest off-chip bytes, then cores."""
     scored: list[Scored] = []
     for split in candidate_splits(shape, target):
-        best = best_tiling(shape, split, target, buffers, resident)
+        best = best_tiling(shape, split, target, buffers, resident, share)
         if best is not None:
             scored.append((best[1].cycles, split, best[1], best[0]))
     scored.sort(key=lambda s: (s[0], s[2].offchip_bytes, s[1].cores))
@@ -83,6 +83,10 @@ class SpyrePartitionCores(ModulePass):
     """Score matmul splits with this loop order only ("a", "b" or "acc"), as spyre-tile
     will be told to use it; "": the cheapest."""
 
+    share: str = ""
+    """Score matmul splits with ring sharing of their operand tiles ("ring") or without
+    ("none"), as spyre-tile will be told; "": whichever is faster (note 38)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
         buffers = 2 if self.double_buffer else 1
@@ -94,7 +98,7 @@ class SpyrePartitionCores(ModulePass):
                 _check_override(kernel, shape, target)
                 continue
             if shape not in scores:
-                scores[shape] = _scored(shape, target, buffers, self.resident)
+                scores[shape] = _scored(shape, target, buffers, self.resident, self.share)
             scored = scores[shape]
             if not scored:
                 raise CompileError(
@@ -120,6 +124,7 @@ class SpyrePartitionCores(ModulePass):
                 "offchip_bytes": IntegerAttr(pred.offchip_bytes, i64),
                 "alternatives": ArrayAttr([
                     StringAttr(f"{s.gm}x{s.gn}: {c:.0f} cycles, {p.offchip_bytes} B off chip"
-                               f"{f' (resident {t.resident})' if t.resident else ''}")
+                               f"{f' (resident {t.resident})' if t.resident else ''}"
+                               f"{' (ring-shared)' if t.share else ''}")
                     for c, s, p, t in scored[1:1 + LEDGER_ALTERNATIVES]]),
             })

@@ -11,7 +11,9 @@ the generic). Dependences are derived from the LX slots each instruction reads a
 (read-after-write, write-after-read, write-after-write), nothing else, so the DMA of the
 next tile overlaps the compute of the current one wherever the ping-pong slots allow it.
 Tile ops of 16 or more rows are split by rows over the two corelets, which share the
-core's LX.
+core's LX. A kernel whose `spyre.tiling` ledger says `share = "ring"` has the tiles
+several of its cores load read from LPDDR once and forwarded over the ring
+(`ring_sharing.share_loads`, note 38); `spyre.ring` on its program says what was shared.
 
     ktdp.load %t {lx_slots = array<i64: 0, 32768>}          // before (KTIR)
     spyrecode.dma_load {ddr = ..., lx = 0, rows = 64, ...}   // after, one per iteration
@@ -30,6 +32,7 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
+    DictionaryAttr,
     FloatAttr,
     IntegerAttr,
     MemRefType,
@@ -54,6 +57,7 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
 from spyrec.passes.ktir_tiles import TRANSPOSE, tile_dims
+from spyrec.passes.ring_sharing import share_loads
 from spyrec.passes.schedule_templates import Affine, Symbolic, TemplateCache, index_value
 from spyrec.runtime.isa import (
     SPECS_BY_NAME,
@@ -682,24 +686,47 @@ class SpyreScheduleDataflow(ModulePass):
             order = launch.attributes.get("spyre.kernel_args")
             if isinstance(order, DenseArrayBase):  # hand-written KTIR: its own argument order
                 args = [args[i] for i in order.get_values()]
+            share = ring_share(fn)
+            pack = self.packed and not share  # sharing rewrites instruction lists
             if self.templates:
                 key = cache.structure(fn)
-                programs, how = cache.programs(fn, kernel_grid(fn), args, key, self.packed)
+                programs, how = cache.programs(fn, kernel_grid(fn), args, key, pack)
                 template = first_of.setdefault(key, name)
             else:
                 programs, how, template = schedule_kernel(fn, args), "plain", name
-                if self.packed:
-                    programs = {c: encode_program(p) for c, p in programs.items()}
+            report = None
+            if share:
+                programs, report = share_loads(programs)  # type: ignore[arg-type]
+            if self.packed and not pack:
+                programs = {c: encode_program(p) for c, p in programs.items()}  # type: ignore[arg-type]
             if self.packed:
                 program = program_from_encoded(name, programs, len(programs))  # type: ignore[arg-type]
             else:
                 program = program_from_instrs(name, programs, len(programs))  # type: ignore[arg-type]
             program.attributes["spyre.schedule"] = StringAttr(how)
             program.attributes["spyre.template"] = StringAttr(template)
+            if report is not None:
+                program.attributes["spyre.ring"] = StringAttr(
+                    f"{report.groups} tiles shared over the ring in {report.transfers} "
+                    f"transfers, {report.saved_bytes} B of LPDDR reads saved" if report.groups
+                    else f"not shared: {report.reason}")
             for key in ("spyre.cost", "spyre.decisions"):
                 if key in fn.attributes:
                     program.attributes[key] = fn.attributes[key]
             op.body.block.add_op(program)
+
+
+def ring_share(fn: func.FuncOp) -> bool:
+    """Whether spyre-tile chose to share the kernel's operand tiles over the ring
+    (`share = "ring"` in its `spyre.tiling` ledger, note 38)."""
+    decisions = fn.attributes.get("spyre.decisions")
+    if not isinstance(decisions, DictionaryAttr):
+        return False
+    tiling = decisions.data.get("spyre.tiling")
+    if not isinstance(tiling, DictionaryAttr):
+        return False
+    share = tiling.data.get("share")
+    return isinstance(share, StringAttr) and share.data == "ring"
 
 
 def addr_of(value: SSAValue) -> int:

@@ -14,7 +14,10 @@ every other order with its cycles, bytes and LX. An attention kernel's tile is
 [query rows tq, padded value width, key rows]: the head's whole K and V stay in LX across
 its query tiles, and the budget check includes them; a data-movement kernel's is
 [rows of a run, padded width, 0]. Recorded in `spyre.tiling` with the LX bytes used. A
-`tile` already on a kernel is a user override: it is checked and kept.
+split matmul or attention kernel may also get `share = "ring"` (on the kernel and in
+`spyre.tiling`): the operand tiles several cores load are read once and forwarded over
+the ring (note 38), chosen like the loop order, by predicted cycles. A `tile` already on
+a kernel is a user override: it is checked and kept.
 
     spyre.kernel "k0"(...) {grid = [8, 4]}                  // before
     spyre.kernel "k0"(...) {grid = [8, 4], tile = [8, 64, 256], resident = "b",
@@ -40,6 +43,7 @@ from xdsl.passes import ModulePass
 
 from spyrec.costmodel import (
     RESIDENCY_NAMES,
+    AttentionShape,
     KernelShape,
     Prediction,
     Shape,
@@ -74,6 +78,7 @@ def legacy_resident(shape: Shape, tiling: Tiling, target: SpyreTarget) -> str:
 def describe(pred: Prediction, tiling: Tiling) -> str:
     """One ledger line: tile, loop order, predicted cycles, off-chip bytes and LX."""
     order = f" resident {tiling.resident}" if tiling.resident else ""
+    order += " ring-shared" if tiling.share else ""
     return (f"{tiling.tm}x{tiling.tn}x{tiling.tk}{order}: {pred.cycles:.0f} cycles, "
             f"{pred.offchip_bytes} B off chip, {pred.lx_bytes} B LX")
 
@@ -83,18 +88,22 @@ def _check_override(kernel: KernelOp, shape: Shape, split: Split,
     """A `tile` already on the kernel is the user's decision: keep it if it is legal."""
     tiling = read_tiling(kernel)
     if not tiling.resident:
-        tiling = Tiling(tiling.tm, tiling.tn, tiling.tk, legacy_resident(shape, tiling, target))
+        tiling = Tiling(tiling.tm, tiling.tn, tiling.tk, legacy_resident(shape, tiling, target),
+                        tiling.share)
     if tiling not in candidate_tilings(shape, split, target, buffers):
         raise CompileError(
             f"kernel @{kernel.sym_name.data}: tile [{tiling.tm}, {tiling.tn}, {tiling.tk}] must "
             f"{shape.tile_rule}, and fit {target.lx_usable_bytes} B of LX with double buffering "
-            f"(it needs {lx_footprint(shape, tiling, split, buffers, target)} B)")
+            f"(it needs {lx_footprint(shape, tiling, split, buffers, target)} B)"
+            + ("; ring sharing needs a matmul split over more than one core"
+               if tiling.share else ""))
     if tiling.resident:
         kernel.attributes["resident"] = StringAttr(tiling.resident)
     kernel.attributes["spyre.tiling"] = DictionaryAttr({
         "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),
         "reason": StringAttr("set by the user"),
-        "lx_bytes": IntegerAttr(lx_footprint(shape, tiling, split, buffers, target), i64)})
+        "lx_bytes": IntegerAttr(lx_footprint(shape, tiling, split, buffers, target), i64),
+        **({"share": StringAttr("ring")} if tiling.share else {})})
 
 
 def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarget) -> int:
@@ -137,6 +146,27 @@ def _alternatives(options: list[tuple[Prediction, Tiling]]) -> list[tuple[Predic
     return picked
 
 
+def _sharing_reason(shape: Shape, split: Split, pred: Prediction, tiling: Tiling,
+                    options: list[tuple[Prediction, Tiling]]) -> str:
+    """The ledger's words on ring sharing: what the chosen tiling shares and what the best
+    tiling of the other kind would cost."""
+    other = next(((p, t) for p, t in options if t.share != tiling.share), None)
+    if other is None and not tiling.share:
+        return ""  # one core, or sharing switched off
+    if tiling.share and isinstance(shape, AttentionShape):
+        text = (f"; K and V of each head shared over the ring by the {split.gn} cores of "
+                f"its grid row (ring {pred.ring_cycles:.0f} cycles per core)")
+    elif tiling.share:
+        text = (f"; A tiles shared over the ring by the {split.gn} cores of a grid row, B "
+                f"tiles by the {split.gm} of a grid column (ring {pred.ring_cycles:.0f} "
+                "cycles per core)")
+    else:
+        text = "; operands read from LPDDR by every core"
+    if other is not None:
+        text += (f"; best {'shared' if other[1].share else 'unshared'}: {describe(*other)}")
+    return text
+
+
 @dataclass(frozen=True)
 class SpyreTile(ModulePass):
     """Choose each kernel's per-core tile shape and matmul loop order by predicted cycles
@@ -150,6 +180,10 @@ class SpyreTile(ModulePass):
     resident: str = ""
     """Force every matmul kernel's loop order ("a", "b" or "acc"); "": the cheapest."""
 
+    share: str = ""
+    """Force ring sharing of split matmuls' operand tiles ("ring") or none ("none"); "":
+    whichever the cost model predicts faster (note 38)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
         buffers = 2 if self.double_buffer else 1
@@ -159,7 +193,7 @@ class SpyreTile(ModulePass):
             if "tile" in kernel.attributes:
                 _check_override(kernel, shape, split, target, buffers)
                 continue
-            options = ranked_tilings(shape, split, target, buffers, self.resident)
+            options = ranked_tilings(shape, split, target, buffers, self.resident, self.share)
             placed = next((i for i, (_, t) in enumerate(options)
                            if placed_lx(kernel, t, buffers, target) <= target.lx_usable_bytes),
                           None)
@@ -178,6 +212,9 @@ class SpyreTile(ModulePass):
             if tiling.resident:
                 kernel.attributes["resident"] = StringAttr(tiling.resident)
                 reason += f"; {RESIDENCY_NAMES[tiling.resident]}"
+            reason += _sharing_reason(shape, split, pred, tiling, options)
+            if tiling.share:
+                kernel.attributes["share"] = StringAttr("ring")
             kernel.attributes["spyre.tiling"] = DictionaryAttr({
                 "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),
                 "reason": StringAttr(reason),
@@ -187,4 +224,5 @@ class SpyreTile(ModulePass):
                 "offchip_bytes": IntegerAttr(pred.offchip_bytes, i64),
                 "alternatives": ArrayAttr([StringAttr(describe(p, t))
                                            for p, t in _alternatives(options)]),
+                **({"share": StringAttr("ring")} if tiling.share else {}),
             })

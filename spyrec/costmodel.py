@@ -216,12 +216,16 @@ class Tiling:
     - "acc": rows, columns, then K innermost (tk < K); both operands stream and the f32
       accumulator is the resident tile.
     Kernels without a matmul have resident = "".
+
+    `share`: the operand tiles several cores load (A along a grid row, B along a grid
+    column) are read from LPDDR once and forwarded core to core over the ring (note 38).
     """
 
     tm: int
     tn: int
     tk: int
     resident: str = ""
+    share: bool = False
 
 
 @dataclass(frozen=True)
@@ -232,10 +236,12 @@ class Prediction:
     sfu_cycles: float
     offchip_bytes: int
     lx_bytes: int
+    ring_cycles: float = 0.0
 
     @property
     def bound(self) -> str:
-        parts = {"dma": self.dma_cycles, "pt": self.pt_cycles, "sfu": self.sfu_cycles}
+        parts = {"dma": self.dma_cycles, "pt": self.pt_cycles, "sfu": self.sfu_cycles,
+                 "ring": self.ring_cycles}
         return max(parts, key=parts.__getitem__)
 
 
@@ -282,6 +288,60 @@ def matmul_loads(shape: KernelShape, split: Split, tiling: Tiling,
     if tiling.resident == "b":
         return MatmulLoads(tiles, nn, tiles, nk)
     return MatmulLoads(tiles * nk, tiles * nk, tiles, nk)
+
+
+RING_CHUNK_LIMIT = 64 * 1024  # a shared tile up to this size moves in one transfer
+RING_CHUNK = 32 * 1024  # a larger one in pieces of about this size (passes/ring_sharing.py)
+
+
+def ring_pieces(nbytes: int) -> int:
+    """Transfers (and, on the loading core, DMA descriptors) a shared tile moves in."""
+    return 1 if nbytes <= RING_CHUNK_LIMIT else -(-nbytes // RING_CHUNK)
+
+
+def ring_transfer_cycles(nbytes: int, hops: int, target: SpyreTarget) -> float:
+    """A shared tile over one link of its chain: per ring.send / ring.recv pair hops *
+    ring_hop_cycles + bytes / ring_bytes_per_cycle (the emulator's
+    `ring.rendezvous_cycles`), in `ring_pieces` pairs."""
+    return (ring_pieces(nbytes) * hops * target.ring_hop_cycles
+            + math.ceil(nbytes / target.ring_bytes_per_cycle))
+
+
+def ring_chain_cycles(nbytes: int, hops: int, sharers: int, target: SpyreTarget) -> float:
+    """Latency until the last of `sharers` cores holds a shared tile once the first has it:
+    the tile's own transfer plus, per further link, the first piece's."""
+    if sharers <= 1:
+        return 0.0
+    piece = min(nbytes, RING_CHUNK) if ring_pieces(nbytes) > 1 else nbytes
+    return (ring_transfer_cycles(nbytes, hops, target)
+            + (sharers - 2) * ring_transfer_cycles(piece, hops, target))
+
+
+@dataclass(frozen=True)
+class RingSharing:
+    """The ring traffic of a shared matmul (note 38): cores sharing each A tile (a grid
+    row's gn cores, chained gm core numbers apart) and each B tile (a grid column's gm
+    cores, ring neighbours); per core the cycles its receive engine is busy, and the
+    latency of the longest chain for one tile (the pipeline fill)."""
+
+    a_sharers: int
+    b_sharers: int
+    rx_cycles: float
+    chain_cycles: float
+
+
+def ring_sharing(shape: KernelShape, split: Split, tiling: Tiling, loads: MatmulLoads,
+                 target: SpyreTarget) -> RingSharing:
+    a_tile = tiling.tm * tiling.tk * shape.in_itemsize
+    b_tile = tiling.tk * tiling.tn * shape.in_itemsize
+    n = target.num_cores
+    a_hop = min(split.gm % n, n - split.gm % n)  # core y * gm + x to (y + 1) * gm + x
+    a_step = ring_transfer_cycles(a_tile, a_hop, target) if split.gn > 1 else 0.0
+    b_step = ring_transfer_cycles(b_tile, 1, target) if split.gm > 1 else 0.0
+    rx = loads.a * a_step + loads.b * b_step
+    chain = max(ring_chain_cycles(a_tile, a_hop, split.gn, target),
+                ring_chain_cycles(b_tile, 1, split.gm, target))
+    return RingSharing(split.gn, split.gm, rx, chain)
 
 
 def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
@@ -356,7 +416,21 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     bytes_core = heads * kv_bytes + tiles * (tile_in + tile_out)
     dmas = 2 * heads + tiles * (2 + int(shape.mask))
     cores = split.cores
-    dma = dmas * target.dma_setup_cycles + bytes_core * cores / target.lpddr_bytes_per_cycle
+    bytes_all = bytes_core * cores
+    ring = chain = 0.0
+    if tiling.share:
+        # K and V of a head read once per grid row and forwarded to the row's gn cores,
+        # gm core numbers apart on the ring (note 38)
+        bytes_all -= (cores - split.gm) * heads * kv_bytes
+        n = target.num_cores
+        hops = min(split.gm % n, n - split.gm % n)
+        k_bytes, v_bytes = s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)
+        step = (ring_transfer_cycles(k_bytes, hops, target)
+                + ring_transfer_cycles(v_bytes, hops, target))
+        ring = heads * step
+        chain = ring_chain_cycles(k_bytes + v_bytes, hops, split.gn, target)
+        dmas += heads * (ring_pieces(k_bytes) + ring_pieces(v_bytes) - 2)
+    dma = dmas * target.dma_setup_cycles + bytes_all / target.lpddr_bytes_per_cycle
     rows = _halves(tq, target)
     per_tile_pt = (pt_cycles(rows, shape.head_dim, s, target)
                    + pt_cycles(rows, s, shape.value_cols, target))
@@ -370,9 +444,9 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     compute = tiles * (per_tile_pt + per_tile_sfu)
     fill = dma_cycles_alone(kv_bytes + tile_in, target, cores)
     drain = dma_cycles_alone(tile_out, target, cores)
-    cycles = max(dma, compute) + fill + drain
-    return Prediction(cycles, dma, pt, sfu, bytes_core * cores,
-                      _attention_lx(shape, tiling, split))
+    cycles = max(dma, compute, ring) + fill + chain + drain
+    return Prediction(cycles, dma, pt, sfu, bytes_all, _attention_lx(shape, tiling, split),
+                      ring)
 
 
 def _predict_move(shape: MoveShape, split: Split, tiling: Tiling,
@@ -401,18 +475,35 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     loads = matmul_loads(shape, split, tiling, target)
     tiles, nk = loads.tiles, loads.k_steps
     a_tile, b_tile = tm * tk * isz, tk * tn * isz
-    per_tile_in = shape.row_operands * tn * isz + shape.full_operands * tm * tn * isz
+    row_in = shape.row_operands * tn * isz
+    per_tile_in = row_in + shape.full_operands * tm * tn * isz
     bytes_core = tiles * per_tile_in + tiles * shape.outputs * tm * tn * osz
     dmas_core = tiles * (shape.outputs + shape.row_operands + shape.full_operands)
+    cores = split.cores
+    bytes_all, dmas_all = bytes_core * cores, dmas_core * cores
     if shape.k:
         bytes_core += loads.a * a_tile + loads.b * b_tile
         dmas_core += loads.a + loads.b
-    cores = split.cores
+        # shared: each A tile read once per grid row, each B tile (and bias-like row
+        # operand tile) once per grid column
+        a_readers, b_readers = (split.gm, split.gn) if tiling.share else (cores, cores)
+        bytes_all += loads.a * a_tile * a_readers + loads.b * b_tile * b_readers
+        dmas_all += loads.a * a_readers + loads.b * b_readers
+        if tiling.share:  # the loading core reads a large shared tile in pieces
+            extra = (loads.a * (ring_pieces(a_tile) - 1) + loads.b * (ring_pieces(b_tile) - 1))
+            dmas_core += extra
+            dmas_all += extra * min(a_readers, b_readers)
+        bytes_all -= (cores - b_readers) * tiles * row_in
+        dmas_all -= (cores - b_readers) * tiles * shape.row_operands
     # a core's DMA engine spends a setup per descriptor; while it does, the other cores'
-    # transfers have the shared channel, so setups overlap other cores' bytes
-    channel = bytes_core * cores / target.lpddr_bytes_per_cycle
+    # transfers have the shared channel, so setups overlap other cores' bytes (shared: the
+    # first core of both chains loads what every core loaded unshared)
+    channel = bytes_all / target.lpddr_bytes_per_cycle
     engine = dmas_core * target.dma_setup_cycles + bytes_core / target.lpddr_bytes_per_cycle
-    dma = max(channel + dmas_core * target.dma_setup_cycles / cores, engine)
+    dma = max(channel + dmas_all * target.dma_setup_cycles / cores ** 2, engine)
+    ring = ring_sharing(shape, split, tiling, loads, target) if tiling.share and shape.k \
+        else None
+    ring_rx, chain = (ring.rx_cycles, ring.chain_cycles) if ring else (0.0, 0.0)
     # tile ops of >= 16 rows are split by rows over the corelets (one instruction each)
     rows = _halves(tm, target)
     pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
@@ -420,20 +511,29 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     sfu = tiles * sfu_cycles(rows, tn * 4, passes, target)
     lx = lx_footprint(shape, tiling, split, buffers, target)
     if buffers == 1:  # one slot per buffer: nothing overlaps
-        return Prediction(dma + pt + sfu, dma, pt, sfu, bytes_core * cores, lx)
+        return Prediction(dma + pt + sfu + ring_rx, dma, pt, sfu, bytes_all, lx, ring_rx)
     # pipeline fill (first loads) and drain (last epilogue and store)
     first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, shape.full_operands)
     fill = dma_cycles_alone(first_in, target, cores)
+    if tiling.share and shape.k:  # only the first core of each chain loads them
+        fill = (target.dma_setup_cycles + (split.gm * a_tile + split.gn * b_tile)
+                / target.lpddr_bytes_per_cycle)
     last_sfu = sfu_cycles(rows, tn * 4, passes, target)
     step_pt = pt / (tiles * nk) if shape.k and tiles else 0.0
-    if dma >= max(pt, sfu):
+    compute = max(pt, sfu, ring_rx)
+    drain = last_sfu + dma_cycles_alone(shape.outputs * tm * tn * osz, target, cores)
+    if dma >= compute:
         # DMA-bound: the first loads and the last store are part of `dma`; after the last
-        # load only one K step's matmul and the last epilogue remain
-        cycles = dma + step_pt + last_sfu
+        # load only its trip down the ring, one K step's matmul and the last epilogue remain.
+        # But the last tiles' stores wait for their compute, and the compute for the loads:
+        # with few tiles per core (one: every store at the end) that tail decides.
+        load_cycles = (bytes_all - cores * tiles * shape.outputs * tm * tn * osz) \
+            / target.lpddr_bytes_per_cycle
+        tail = max(compute + fill, load_cycles + step_pt) + chain + drain
+        cycles = max(dma + chain + step_pt + last_sfu, tail)
     else:
-        drain = last_sfu + dma_cycles_alone(tm * tn * osz, target, cores)
-        cycles = max(pt, sfu) + fill + drain
-    return Prediction(cycles, dma, pt, sfu, bytes_core * cores, lx)
+        cycles = compute + fill + chain + drain
+    return Prediction(cycles, dma, pt, sfu, bytes_all, lx, ring_rx)
 
 
 def _divisors(n: int) -> list[int]:
@@ -462,8 +562,9 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
     V resident; move: tm | run share, 1 for a broadcast run)."""
     budget = target.lx_usable_bytes
     if isinstance(shape, AttentionShape):
-        tilings = [Tiling(tq, shape.value_cols, shape.kv_rows)
-                   for tq in _divisors(shape.q_rows // split.gn)]
+        shares = (False, True) if split.gn > 1 else (False,)
+        tilings = [Tiling(tq, shape.value_cols, shape.kv_rows, "", s)
+                   for tq in _divisors(shape.q_rows // split.gn) for s in shares]
         return [t for t in tilings if lx_footprint(shape, t, split, buffers) <= budget]
     if isinstance(shape, MoveShape):
         cols = shape.row_bytes // shape.itemsize
@@ -481,9 +582,11 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
         tilings = [Tiling(tm, tn, 0) for tm, tn in itertools.product(tms, tns)]
     else:
         tilings = []
+        shares = (False, True) if split.cores > 1 else (False,)
         for tm, tn, d in itertools.product(tms, tns, _divisors(k_sticks)):
             residents = ("a", "b", "acc") if d == k_sticks else ("acc",)
-            tilings.extend(Tiling(tm, tn, d * in_eps, r) for r in residents)
+            tilings.extend(Tiling(tm, tn, d * in_eps, r, s)
+                           for r in residents for s in shares)
     return [t for t in tilings if lx_footprint(shape, t, split, buffers, target) <= budget]
 
 
@@ -491,23 +594,32 @@ def _size_key(tiling: Tiling) -> int:
     return -(tiling.tm * tiling.tn * max(tiling.tk, 1))
 
 
+def _shareable(shape: Shape) -> bool:
+    """Kernels whose cores can share operand tiles over the ring: matmuls and attention."""
+    return isinstance(shape, AttentionShape) or isinstance(shape, KernelShape) and bool(shape.k)
+
+
 def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
-                   resident: str = "") -> list[tuple[Prediction, Tiling]]:
+                   resident: str = "", share: str = "") -> list[tuple[Prediction, Tiling]]:
     """Every tiling that fits, fewest predicted cycles first (then fewer off-chip bytes,
-    then larger tiles); `resident` keeps only matmul tilings of that loop order."""
-    options = [(predict(shape, split, t, target, buffers), t)
-               for t in candidate_tilings(shape, split, target, buffers)
-               if not (resident and t.resident) or t.resident == resident]
+    then larger tiles, then no ring traffic); `resident` keeps only matmul tilings of that
+    loop order, `share` ("ring" or "none") only those with or without ring sharing."""
+    candidates = candidate_tilings(shape, split, target, buffers)
+    if share == "ring" and not any(t.share for t in candidates):
+        share = ""  # one core (or one core per head): nothing to share
+    options = [(predict(shape, split, t, target, buffers), t) for t in candidates
+               if (not (resident and t.resident) or t.resident == resident)
+               and (not share or t.share == (share == "ring") or not _shareable(shape))]
     options.sort(key=lambda o: (o[0].cycles, o[0].offchip_bytes, _size_key(o[1]),
-                                o[1].resident))
+                                o[1].resident, o[1].share))
     return options
 
 
 def best_tiling(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
-                resident: str = "") -> tuple[Tiling, Prediction] | None:
+                resident: str = "", share: str = "") -> tuple[Tiling, Prediction] | None:
     """The tiling with the fewest predicted cycles (fewer bytes, then larger tiles break
     ties)."""
-    ranked = ranked_tilings(shape, split, target, buffers, resident)
+    ranked = ranked_tilings(shape, split, target, buffers, resident, share)
     if not ranked:
         return None
     pred, tiling = ranked[0]

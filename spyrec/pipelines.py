@@ -50,7 +50,7 @@ KTIR_PIPELINE: tuple[Stage, ...] = (
 )
 
 def compile_options(fuse: bool = True, double_buffer: bool = True,
-                    resident: str = "") -> dict[str, dict[str, object]]:
+                    resident: str = "", share: str = "") -> dict[str, dict[str, object]]:
     """Pass options for the user-facing compile switches (keyword arguments of
     `spyrec.compile`, flags of `spyrec compile`), so each pass's gain can be measured:
 
@@ -58,7 +58,9 @@ def compile_options(fuse: bool = True, double_buffer: bool = True,
     - double_buffer=False: one LX slot per tile buffer (spyre-partition-cores and spyre-tile
       plan with it, spyre-place-memory allocates it), so loads do not overlap compute;
     - resident="a" | "b" | "acc": every matmul kernel uses that loop order (see
-      `spyrec.costmodel.Tiling`) instead of the cheapest one.
+      `spyrec.costmodel.Tiling`) instead of the cheapest one;
+    - share="ring" | "none": every split matmul shares (or does not share) its operand tiles
+      over the ring (design note 38) instead of whichever the cost model prefers.
     """
     options: dict[str, dict[str, object]] = {}
     if not fuse:
@@ -69,6 +71,8 @@ def compile_options(fuse: bool = True, double_buffer: bool = True,
         options["spyre-place-memory"] = {"double_buffer": False}
     if resident:
         planning["resident"] = resident
+    if share:
+        planning["share"] = share
     if planning:
         options["spyre-partition-cores"] = dict(planning)
         options["spyre-tile"] = dict(planning)

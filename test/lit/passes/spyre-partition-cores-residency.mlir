@@ -1,4 +1,4 @@
-// RUN: spyre-opt %s -p spyre-partition-cores | filecheck %s
+// RUN: spyre-opt %s -p 'spyre-partition-cores{share="none"}' | filecheck %s
 
 // A skinny, memory-bound matmul: 4096x512 @ 512x128 fp16 (2 column sticks). Minimum off
 // chip: A 4194304 + B 131072 + output 1048576 = 5373952 B. Each split is scored with its

@@ -1,5 +1,5 @@
-// RUN: spyre-opt --split-input-file %s -p spyre-tile | filecheck %s
-// RUN: spyre-opt --split-input-file %s -p 'spyre-tile{resident="a"}' | filecheck %s --check-prefix=FORCED
+// RUN: spyre-opt --split-input-file %s -p 'spyre-tile{share="none"}' | filecheck %s
+// RUN: spyre-opt --split-input-file %s -p 'spyre-tile{resident="a" share="none"}' | filecheck %s --check-prefix=FORCED
 
 // spyre-tile picks, per matmul kernel, the tile and the loop order (which operand stays in
 // LX) with the fewest predicted cycles; `resident` forces an order. The grids are fixed

@@ -1,4 +1,4 @@
-// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile | filecheck %s
+// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores{share="none"},spyre-tile{share="none"}' | filecheck %s
 
 // k0 (64x100 @ 100x100 + bias, relu; padded to 64x128, K 128) is split 2x2 by
 // spyre-partition-cores: each core owns 32 rows and one 64-column stick. B resident with
