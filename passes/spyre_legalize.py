@@ -72,6 +72,7 @@ from spyrec.dialects.spyre import (
     UNARY_OPS,
     AtenOp,
     AttentionOp,
+    BatchMatmulOp,
     CastOp,
     ExpandRowsOp,
     GatherOp,
@@ -488,7 +489,85 @@ def _select_mm(op: AtenOp, rewriter: Rewriter) -> Operation:
     _require_float(op)
     a, b = _operand(op, "self"), _operand(op, "mat2")
     assert a is not None and b is not None
+    source = _transpose_source(b)
+    if source is not None:  # a @ x^T of an activation x: the PT reads x as stored
+        return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
     return MatmulOp(a, b, None, op.results[0].type, source_op=op)
+
+
+def _select_bmm(op: AtenOp, rewriter: Rewriter) -> Operation:
+    """bmm of activations (eager attention is matched before): spyre.batch_matmul, with the
+    rhs read as stored when it is the device transpose of an activation (q @ k^T)."""
+    _require_float(op)
+    a, b = _operand(op, "self"), _operand(op, "mat2")
+    assert a is not None and b is not None
+    if isinstance(b.owner, ParamOp) and isinstance(a.owner, ParamOp):
+        raise _Unsupported("bmm of two constants (they are folded at import; file an issue)")
+    source = _transpose_source(b)
+    if source is not None:
+        return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
+    return BatchMatmulOp(a, b, False, op.results[0].type, source_op=op)
+
+
+# device transposes (`_device_transpose`) by their result: the value they transpose
+_DEVICE_TRANSPOSES: weakref.WeakKeyDictionary[BatchMatmulOp, SSAValue] = \
+    weakref.WeakKeyDictionary()
+
+
+def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
+    """x [..., M, N] -> [..., N, M]: identity_N @ x^T per batch, a batch matmul whose rhs the
+    PT reads as stored (pt.matmul_nt), so the transpose restickifies through the PT (design
+    note 37). Exact: each output element is one product by 1 accumulated in fp32."""
+    shape = _shape(x)
+    if _element_name(x) not in FLOAT_ELEMENTS:
+        raise _Unsupported(f"a transpose of the innermost dim of a {_element_name(x)} tensor "
+                           "(float tensors are transposed on the device; cast it first)")
+    if len(shape) < 2:
+        raise _Unsupported(f"a transpose of a {shape} tensor")
+    n = shape[-1]
+    lead = shape[:-2]
+    eye = _constant(op, rewriter, f"{_fx_name(op)}.identity", np.eye(n), x.type.element_type)  # type: ignore[attr-defined]
+    if lead:
+        eye = _emit(rewriter, op, ReshapeOp(eye, _with_shape(eye, [1] * len(lead) + [n, n])))
+        eye = _emit(rewriter, op, ExpandRowsOp(eye, _with_shape(eye, lead + [n, n])))
+    out = _with_shape(x, lead + [n, shape[-2]])
+    y = _emit(rewriter, op, BatchMatmulOp(eye, x, True, out))
+    _DEVICE_TRANSPOSES[y.owner] = x  # type: ignore[index]
+    return y
+
+
+def _transpose_source(value: SSAValue) -> SSAValue | None:
+    """x when `value` is the device transpose of x, used only here, possibly regrouped in
+    its leading dims by reshapes (`q @ k.transpose(-1, -2)` reaches bmm as a view of the
+    transpose); the transpose and reshapes are erased and x is regrouped the same way."""
+    chain: list[Operation] = []
+    while isinstance(value.owner, ReshapeOp) and value.has_one_use() \
+            and _shape(value)[-2:] == _shape(value.owner.input)[-2:]:
+        chain.append(value.owner)
+        value = value.owner.input
+    owner = value.owner
+    if not isinstance(owner, BatchMatmulOp) or owner not in _DEVICE_TRANSPOSES \
+            or not value.has_one_use():
+        return None
+    source = _DEVICE_TRANSPOSES[owner]
+    target = _shape(chain[0].result) if chain else _shape(value)
+    shape = target[:-2] + target[-1:] + target[-2:-1]
+    if _shape(source) != shape:
+        regroup = ReshapeOp(source, _with_shape(source, shape))
+        Rewriter.insert_op(regroup, InsertPoint.after(source.owner) if isinstance(
+            source.owner, Operation) else InsertPoint.at_start(source.owner))  # type: ignore[arg-type]
+        source = regroup.result
+    return source  # the transpose and its reshapes are erased once unused
+
+
+def _erase_dead_moves(module: ModuleOp) -> None:
+    """Erase the device transposes a matmul read as stored (`_transpose_source`) and the
+    identities, reshapes and broadcasts that fed only them, users first."""
+    dead_kinds = (BatchMatmulOp, ReshapeOp, ExpandRowsOp)
+    for op in reversed(list(module.walk())):
+        if isinstance(op, dead_kinds) and not op.results[0].uses and op.parent is not None:
+            op.detach()
+            op.erase()
 
 
 def _permutation(op: AtenOp, rank: int) -> list[int]:
@@ -519,13 +598,28 @@ def _select_transpose(op: AtenOp, rewriter: Rewriter) -> SSAValue:
             raise _Unsupported(f"permute {perm} of a {len(shape)}-D weight (only 2-D weight "
                                "transposes are folded)")
         return _transposed_weight(op, src, rewriter)
-    if perm[-1] != len(shape) - 1:
-        raise _Unsupported(
-            f"permute {perm} of a {shape} activation moves the innermost (stick) dimension "
-            "(a restickify, not lowered yet); only permutations of the leading dims are")
-    kept = _nontrivial(perm, shape)
-    out = _with_shape(src, _shape(op.results[0]))
-    if kept == sorted(kept):
+    if perm[-1] == len(shape) - 1:
+        return _permute_rows(op, rewriter, src, perm)
+    # the innermost dim moves: bring the dim that becomes innermost next to it (rows), swap
+    # the two on the device, then put the leading dims in their final order (rows)
+    rank = len(shape)
+    last, inner = rank - 1, perm[-1]
+    first = [d for d in range(rank - 1) if d != inner] + [inner, last]
+    x = _permute_rows(op, rewriter, src, first)
+    if _shape(x)[-2:] != [1, 1]:  # two size-1 dims swap without moving a byte
+        x = _device_transpose(op, rewriter, x)
+    order = first[:-2] + [last, inner]  # source dims in the order they now stand
+    return _permute_rows(op, rewriter, x, [order.index(p) for p in perm])
+
+
+def _permute_rows(op: AtenOp, rewriter: Rewriter, src: SSAValue, perm: list[int]) -> SSAValue:
+    """A permutation that keeps the innermost dim last: a reshape when only size-1 dims move
+    (no byte changes place), otherwise spyre.permute_rows."""
+    shape = _shape(src)
+    if perm == list(range(len(shape))):
+        return src
+    out = _with_shape(src, [shape[p] for p in perm])
+    if _nontrivial(perm, shape) == sorted(_nontrivial(perm, shape)):
         return _emit(rewriter, op, ReshapeOp(src, out))
     return _emit(rewriter, op, PermuteRowsOp(src, perm, out))
 
@@ -1147,6 +1241,7 @@ SELECTORS: dict[str, Selector] = {
     "aten.linear.default": _select_linear,
     "aten.addmm.default": _select_addmm,
     "aten.mm.default": _select_mm,
+    "aten.bmm.default": _select_bmm,
     "aten.permute.default": _select_transpose,
     "aten.t.default": _select_transpose,
     "aten.transpose.int": _select_transpose,
@@ -1566,6 +1661,7 @@ class SpyreLegalize(ModulePass):
             raise UnsupportedOpsError(
                 source.data if isinstance(source, StringAttr) else "module", failures
             )
+        _erase_dead_moves(op)
         _erase_dead_params(op)
 
 

@@ -40,10 +40,13 @@ from xdsl.passes import ModulePass
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import (
     DATA_MOVES,
+    ELEMENT_BYTES,
+    STICK_BYTES,
     BINARY_OPS,
     SCALAR_OPS,
     UNARY_OPS,
     AttentionOp,
+    BatchMatmulOp,
     CastOp,
     GatherOp,
     MatmulOp,
@@ -194,6 +197,13 @@ class SpyreStickify(ModulePass):
             return zero.get(op.operands[0], False)  # rows move, each keeps its padding
         if isinstance(op, ScatterOp):  # rows of the values replace rows of the table
             return zero.get(op.table, False) and zero.get(op.values, False)
+        if isinstance(op, BatchMatmulOp):
+            if op.transpose_rhs is None:  # lhs @ rhs over rhs's whole padded width
+                return zero.get(op.rhs, False)
+            # the product has rhs-rows columns; past them the LX tile is not written
+            cols = op.result.type.get_shape()[-1]  # type: ignore[attr-defined]
+            size = ELEMENT_BYTES[str(op.result.type.element_type)]  # type: ignore[attr-defined]
+            return cols * size % STICK_BYTES == 0
         if isinstance(op, AttentionOp):
             # the output is P @ V over V's whole padded width: zero where V's padding is
             return zero.get(op.value, False)
