@@ -81,12 +81,15 @@ def _single_use(value: SSAValue) -> bool:
     return value.has_one_use()
 
 
-def attention_group(op: AttentionOp | BatchMatmulOp) -> list[Operation]:
+def attention_group(op: AttentionOp | BatchMatmulOp,
+                    claimed: set[Operation] | None = None) -> list[Operation]:
     """The attention op (or batch matmul) with the row moves it folds: the single-use
     reshapes, permutations and broadcasts in front of q, k and v (lhs and rhs) and the
     permutation after it, as far as the reads and the write stay strided runs of stored
-    rows."""
-    reads = [foldable_reads(op, which, lambda v: not _single_use(v))[0]
+    rows. Moves already `claimed` by an earlier group's write (a batch matmul's) are not
+    read again."""
+    taken = claimed or set()
+    reads = [foldable_reads(op, which, lambda v: not _single_use(v) or v.owner in taken)[0]
              for which in range(stored_operands(op))]
     writes, _ = foldable_writes(op, lambda v: False)
     return [o for chain in reads for o in chain] + [op] + writes
@@ -123,8 +126,12 @@ class SpyreFuse(ModulePass):
         groups: list[_Group] = []
         group_of: dict[Operation, _Group] = {}
         position = {op: index for index, op in enumerate(block.ops)}
-        plans = {a: attention_group(a) for a in block.ops
-                 if isinstance(a, (AttentionOp, BatchMatmulOp))}
+        plans: dict[Operation, list[Operation]] = {}
+        claimed: set[Operation] = set()
+        for a in block.ops:
+            if isinstance(a, (AttentionOp, BatchMatmulOp)):
+                plans[a] = attention_group(a, claimed)
+                claimed.update(plans[a])
         folded = {o for members in plans.values() for o in members}
         for index, op in enumerate(block.ops):
             if op in folded and op not in plans:

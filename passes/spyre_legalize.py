@@ -302,31 +302,40 @@ _RESHAPE_TARGETS = ("aten.unsqueeze.default", "aten.view.default", "aten.reshape
                     "aten._unsafe_view.default")
 
 
-def _dim_restorers(op: AtenOp) -> list[AtenOp]:
+def _dim_restorers(op: AtenOp) -> list[AtenOp] | None:
     """For a last-dim reduction with keepdim=False: its users, if every one of them puts the
-    reduced dim back as size 1 (`x - x.mean(-1)[..., None]`); otherwise refused, since the
-    reduced values would have to leave their column for a row."""
+    reduced dim back as size 1 (`x - x.mean(-1)[..., None]`); None otherwise."""
     kept = _shape(op.operands[0])[:-1] + [1]
     users = [use.operation for use in op.results[0].uses]
     if all(isinstance(u, AtenOp) and u.target.data in _RESHAPE_TARGETS
            and _shape(u.results[0]) == kept for u in users):
         return users  # type: ignore[return-value]
-    raise _Unsupported("keepdim=False (the reduced dim would leave the stick; use "
-                       "keepdim=True, or unsqueeze(-1) the result)")
+    return None
 
 
 def _kept_dim(op: AtenOp, rewriter: Rewriter, y: SSAValue) -> SSAValue:
     """The keepdim result `y` of a last-dim reduction: with keepdim=False it replaces the
-    users that put the dim back (`_dim_restorers`), which are erased; a scalar result (a
-    1-D input reduced whole) is a free reshape of it."""
+    users that put the dim back (`_dim_restorers`), which are erased, or else moves from its
+    column into a row (`_column_to_row`); a scalar result (a 1-D input reduced whole) is a
+    free reshape of it."""
     if not _shape(op.results[0]):
         return _emit(rewriter, op, ReshapeOp(y, op.results[0].type))
     if not _arg(op, "keepdim", False):
-        for user in _dim_restorers(op):
+        users = _dim_restorers(op)
+        if users is None:
+            return _column_to_row(op, rewriter, y, op.results[0])
+        for user in users:
             user.results[0].replace_all_uses_with(y)
             user.detach()
             user.erase()
     return y
+
+
+def _column_to_row(op: AtenOp, rewriter: Rewriter, y: SSAValue, like: SSAValue) -> SSAValue:
+    """A reduction's [..., R, 1] column as the [..., R] row of `like`'s shape: a device
+    transpose to [..., 1, R] and a free reshape."""
+    row = _device_transpose(op, rewriter, y)
+    return _emit(rewriter, op, ReshapeOp(row, _with_shape(row, _shape(like))))
 
 
 def _reduced_dims(op: AtenOp, rank: int) -> list[int]:
@@ -437,14 +446,43 @@ def _select_reshape(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     src, out = _shape(x), _shape(op.results[0])
     element = x.type.element_type  # type: ignore[attr-defined]
     if not is_free_reshape(src, out, element):
-        raise _Unsupported(
-            f"{src} -> {out} changes the innermost dimension and it is not whole 128-byte "
-            "sticks on both sides (a restickify, not lowered yet); keep head dims a multiple "
-            "of 64 fp16 / 32 fp32 elements")
+        return _restickify_reshape(op, rewriter, x, out)
     if src == out:
         return x
     # the operand's element type: a boolean is an f32 predicate on the device
     return _emit(rewriter, op, ReshapeOp(x, _with_shape(x, out)))
+
+
+def _restickify_reshape(op: AtenOp, rewriter: Rewriter, x: SSAValue,
+                        out: list[int]) -> SSAValue:
+    """A reshape that splits the innermost dim ([..., A*B] -> [..., A, B]: heads narrower
+    than a stick, `position_ids[..., None]`) or merges it with the dim before ([..., A, B]
+    -> [..., A*B]), through device transposes: the innermost dim goes to the rows, regroups
+    there for free and comes back (design note 37)."""
+    src = _shape(x)
+
+    def view(value: SSAValue, shape: list[int]) -> SSAValue:
+        if _shape(value) == shape:
+            return value
+        return _emit(rewriter, op, ReshapeOp(value, _with_shape(value, shape)))
+
+    if len(out) >= 2 and math.prod(out[-2:]) == src[-1]:  # a split of the innermost dim
+        rows, (a, b) = math.prod(src[:-1]), out[-2:]
+        if b == 1:  # [R, 1, N] -> [R, N, 1]: one transpose per row
+            return view(_device_transpose(op, rewriter, view(x, [rows, 1, a])), out)
+        t = view(_device_transpose(op, rewriter, view(x, [rows, a * b])), [a, b, rows])
+        t = _device_transpose(op, rewriter, t)  # [A, R, B]
+        return view(_permute_rows(op, rewriter, t, [1, 0, 2]), out)
+    if len(src) >= 2 and math.prod(src[-2:]) == out[-1]:  # a merge into the innermost dim
+        rows, (a, b) = math.prod(src[:-2]), src[-2:]
+        if b == 1:  # [R, N, 1] -> [R, 1, N]
+            return view(_device_transpose(op, rewriter, view(x, [rows, a, 1])), out)
+        t = _permute_rows(op, rewriter, view(x, [rows, a, b]), [1, 0, 2])  # [A, R, B]
+        t = view(_device_transpose(op, rewriter, t), [a * b, rows])
+        return view(_device_transpose(op, rewriter, t), out)
+    raise _Unsupported(
+        f"{src} -> {out} changes the innermost dimension other than by splitting it or "
+        "merging it with the dim before (a general restickify, not lowered yet)")
 
 
 def _select_identity(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -519,16 +557,19 @@ def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
     PT reads as stored (pt.matmul_nt), so the transpose restickifies through the PT (design
     note 37). Exact: each output element is one product by 1 accumulated in fp32."""
     shape = _shape(x)
+    if _element_name(x) in INT_ELEMENTS:  # through f32: exact below 2^24 (note 28c)
+        as_float = _emit(rewriter, op, CastOp(x, TensorType(Float32Type(), shape)))
+        y = _device_transpose(op, rewriter, as_float)
+        return _emit(rewriter, op, CastOp(y, _with_shape(x, _shape(y))))
     if _element_name(x) not in FLOAT_ELEMENTS:
         raise _Unsupported(f"a transpose of the innermost dim of a {_element_name(x)} tensor "
-                           "(float tensors are transposed on the device; cast it first)")
-    if len(shape) < 2:
-        raise _Unsupported(f"a transpose of a {shape} tensor")
+                           "(float and integer tensors are transposed on the device)")
     n = shape[-1]
     lead = shape[:-2]
     eye = _constant(op, rewriter, f"{_fx_name(op)}.identity", np.eye(n), x.type.element_type)  # type: ignore[attr-defined]
     if lead:
         eye = _emit(rewriter, op, ReshapeOp(eye, _with_shape(eye, [1] * len(lead) + [n, n])))
+    if math.prod(lead) > 1:
         eye = _emit(rewriter, op, ExpandRowsOp(eye, _with_shape(eye, lead + [n, n])))
     out = _with_shape(x, lead + [n, shape[-2]])
     y = _emit(rewriter, op, BatchMatmulOp(eye, x, True, out))
@@ -1560,9 +1601,6 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     if dim is None or int(dim) % len(shape) != len(shape) - 1:  # type: ignore[arg-type]
         raise _Unsupported(f"over dim {dim} (only the last dim is lowered so far)")
     keep = bool(_arg(op, "keepdim", False))
-    if not keep and math.prod(shape[:-1]) > 1:
-        raise _Unsupported(f"keepdim=False over a {shape} input (the indices would move from "
-                           "a column to a row, a restickify; use keepdim=True)")
     kind = "max" if "max" in op.target.data else "min"
     f32 = TensorType(Float32Type(), shape)
     xf = _emit(rewriter, op, CastOp(x, f32)) if _element_name(x) != "f32" else x
@@ -1570,9 +1608,10 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     results: list[SSAValue | None] = []
     if len(op.results) == 2:  # max.dim / min.dim: the values, then the indices
         values = op.results[0]
-        results.append(None if not values.uses else _cast_to(
-            op, rewriter, best if keep else _emit(rewriter, op, ReshapeOp(
-                best, _with_shape(best, _shape(values)))), values))
+        row = (best if keep else _column_to_row(op, rewriter, best, values)
+               if math.prod(shape[:-1]) > 1 else
+               _emit(rewriter, op, ReshapeOp(best, _with_shape(best, _shape(values)))))
+        results.append(None if not values.uses else _cast_to(op, rewriter, row, values))
     indices = op.results[-1]
     if not indices.uses:  # made only when read: no dead ops reach spyre-fuse
         return [*results, None]
@@ -1584,6 +1623,8 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     if len(shape) == 1:
         columns = _emit(rewriter, op, ReshapeOp(columns, _with_shape(columns, shape)))
     first = _reduce_last(op, rewriter, "min", _binary_op(op, rewriter, "add", gap, columns))
+    if not keep and math.prod(shape[:-1]) > 1:  # the indices move from a column to a row
+        first = _column_to_row(op, rewriter, first, indices)
     result = _emit(rewriter, op, CastOp(first, _with_shape(indices, _shape(first))))
     if _shape(result) != _shape(indices):
         result = _emit(rewriter, op, ReshapeOp(result, indices.type))

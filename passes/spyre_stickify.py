@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import (
@@ -148,6 +149,15 @@ def _pad_contraction(matmul: MatmulOp, target: SpyreTarget) -> None:
     rhs.attributes["spyre.layout"] = Layout(rl.stick_dim, padded, rl.device_dtype, True).to_attr()
 
 
+def _exact_contraction(matmul: MatmulOp) -> BatchMatmulOp:
+    """A matmul whose lhs padding is not zero (a device transpose to a width that is not
+    whole sticks) as a one-batch `spyre.batch_matmul`: its kernel loads the lhs K columns
+    exactly and the PT contracts over those alone, so the padding is never read."""
+    new = BatchMatmulOp(matmul.lhs, matmul.rhs, False, matmul.result.type, source_op=matmul)
+    Rewriter().replace_op(matmul, new)
+    return new
+
+
 @dataclass(frozen=True)
 class SpyreStickify(ModulePass):
     """Assign row-sticked device layouts and check the zero-padding invariant."""
@@ -168,9 +178,12 @@ class SpyreStickify(ModulePass):
                 arg_layouts.append(DictionaryAttr(
                     {"spyre.layout": row_sticked(arg.type, True, target).to_attr()}))
             fn.arg_attrs = ArrayAttr(arg_layouts)
-            for inner in fn.walk():
+            for inner in list(fn.walk()):
                 if not inner.results or not isinstance(inner.results[0].type, TensorType):
                     continue
+                if isinstance(inner, MatmulOp) and not zero.get(inner.lhs, False) \
+                        and inner.bias is None:
+                    inner = _exact_contraction(inner)
                 padded_zero = self._zero_after(inner, zero)
                 for r in inner.results:
                     zero[r] = padded_zero
