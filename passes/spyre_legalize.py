@@ -42,8 +42,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    FunctionType,
     Float32Type,
     UnitAttr,
     FloatAttr,
@@ -947,9 +949,9 @@ def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     they are) into their output columns. rotate_half is one matmul."""
     _require_float(op)
     out = _shape(op.results[0])
-    if _arg(op, "dim", 0) % len(out) != len(out) - 1:  # type: ignore[operator]
-        raise _Unsupported(f"along dim {_arg(op, 'dim', 0)} (only concatenation along the "
-                           "innermost dimension is lowered so far)")
+    dim = _arg(op, "dim", 0) % len(out)  # type: ignore[operator]
+    if dim != len(out) - 1:
+        return _cat_rows(op, rewriter, dim)
     placed: dict[SSAValue, np.ndarray] = {}
     column = 0
     for piece in op.operands:
@@ -966,6 +968,32 @@ def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     for term in terms[1:]:
         result = _emit(rewriter, op, BINARY_OPS["add"](result, term, op.results[0].type))
     return result
+
+
+def _cat_rows(op: AtenOp, rewriter: Rewriter, dim: int) -> SSAValue:
+    """A concatenation along a leading dim (a cat-style KV cache): with that dim moved next
+    to the innermost one (a row move), each piece is transposed on the device, the
+    transposes are concatenated along their innermost dim by column maps (note 23), and the
+    result is transposed back (design note 37)."""
+    out = _shape(op.results[0])
+    rank = len(out)
+    to_inner = [d for d in range(rank - 1) if d != dim] + [dim, rank - 1]
+    total = out[dim]
+    result: SSAValue | None = None
+    offset = 0
+    for i, piece in enumerate(op.operands):
+        x = _permute_rows(op, rewriter, piece, to_inner)
+        rows = _shape(x)[-2]
+        placement = np.zeros((rows, total))
+        placement[np.arange(rows), offset + np.arange(rows)] = 1.0
+        offset += rows
+        term = _column_matmul(op, rewriter, _device_transpose(op, rewriter, x), placement,
+                              f"{_fx_name(op)}.rows{i}")
+        result = term if result is None else _emit(
+            rewriter, op, BINARY_OPS["add"](result, term, term.type))
+    assert result is not None
+    back = _device_transpose(op, rewriter, result)
+    return _permute_rows(op, rewriter, back, [to_inner.index(d) for d in range(rank)])
 
 
 Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue | list[SSAValue | None]"]
@@ -1697,6 +1725,7 @@ class SpyreLegalize(ModulePass):
         atens = [o for o in op.walk() if isinstance(o, AtenOp) and o not in reported]
         for aten in [a for a in atens if a.parent is not None]:
             _select(aten, rewriter, failures)
+        _bool_outputs(op, failures)
         if failures:
             source = op.attributes.get("spyre.source")
             raise UnsupportedOpsError(
@@ -1704,6 +1733,39 @@ class SpyreLegalize(ModulePass):
             )
         _erase_dead_moves(op)
         _erase_dead_params(op)
+
+
+def _bool_outputs(module: ModuleOp, failures: list[str]) -> None:
+    """Boolean program outputs leave the device as the f32 0/1 predicates they are there;
+    the graph function returns them as f32 and names them in `spyre.bool_outputs`, so the
+    host converts them to torch.bool. A boolean output that is not a predicate is refused."""
+    for fn in [o for o in module.walk() if isinstance(o, func.FuncOp)]:
+        if fn.body.blocks.first is None or "grid" in fn.attributes:
+            continue
+        ret = fn.body.block.last_op
+        names_attr = fn.attributes.get("spyre.output_names")
+        if not isinstance(ret, func.ReturnOp) or not isinstance(names_attr, ArrayAttr):
+            continue
+        names = [n.data for n in names_attr.data]  # type: ignore[attr-defined]
+        # the leading results update mutated buffers; the named outputs come last
+        first = len(ret.arguments) - len(names)
+        outputs = list(fn.function_type.outputs.data)
+        bools = []
+        for i, (name, value) in enumerate(zip(names, ret.arguments[first:])):
+            declared = outputs[first + i]
+            if not isinstance(declared, TensorType) or str(declared.element_type) != "i1":
+                continue
+            if isinstance(value.owner, AtenOp):
+                continue  # its op is reported unsupported already
+            if _element_name(value) != "f32" or not is_predicate(value):
+                failures.append(f"program output {name}: a boolean tensor that is not a "
+                                "comparison result; return it as a float tensor (.float())")
+                continue
+            outputs[first + i] = value.type
+            bools.append(StringAttr(name))
+        if bools:
+            fn.function_type = FunctionType.from_lists(fn.function_type.inputs.data, outputs)
+            fn.attributes["spyre.bool_outputs"] = ArrayAttr(bools)
 
 
 def _select(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> None:
