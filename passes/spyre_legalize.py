@@ -84,9 +84,12 @@ from spyrec.dialects.spyre import (
     PermuteRowsOp,
     ReshapeOp,
     SliceRowsOp,
+    ELEMENT_BYTES,
+    STICK_BYTES,
     describe,
     is_free_reshape,
 )
+from spyrec.target import DEFAULT_TARGET
 
 FLOAT_ELEMENTS = ("f16", "bf16", "f32")
 
@@ -546,6 +549,7 @@ def _select_bmm(op: AtenOp, rewriter: Rewriter) -> Operation:
     source = _transpose_source(b)
     if source is not None:
         return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
+    _check_resident_rhs(b, "a bmm")
     return BatchMatmulOp(a, b, False, op.results[0].type, source_op=op)
 
 
@@ -568,6 +572,7 @@ def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
                            "(float and integer tensors are transposed on the device)")
     n = shape[-1]
     lead = shape[:-2]
+    _check_resident_rhs(x, "a transpose of the innermost dim")
     eye = _constant(op, rewriter, f"{_fx_name(op)}.identity", np.eye(n), x.type.element_type)  # type: ignore[attr-defined]
     if lead:
         eye = _emit(rewriter, op, ReshapeOp(eye, _with_shape(eye, [1] * len(lead) + [n, n])))
@@ -577,6 +582,20 @@ def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
     y = _emit(rewriter, op, BatchMatmulOp(eye, x, True, out))
     _DEVICE_TRANSPOSES[y.owner] = x  # type: ignore[index]
     return y
+
+
+def _check_resident_rhs(rhs: SSAValue, what: str) -> None:
+    """A batch matmul keeps one batch of its rhs in LX while it walks the lhs rows; refuse
+    one whose block takes more than three quarters of a core's usable LX."""
+    shape = _shape(rhs)
+    size = ELEMENT_BYTES[_element_name(rhs)]
+    block = shape[-2] * -(-shape[-1] * size // STICK_BYTES) * STICK_BYTES
+    budget = DEFAULT_TARGET.lx_usable_bytes * 3 // 4
+    if block > budget:
+        raise _Unsupported(
+            f"{what} of a {shape} tensor: its [{shape[-2]}, {shape[-1]}] block ({block} B with "
+            f"its rows padded to sticks) stays in LX per batch, more than {budget} B "
+            "(a transpose tiled along both dims is not lowered yet)")
 
 
 def _transpose_source(value: SSAValue) -> SSAValue | None:
