@@ -554,7 +554,7 @@ def _select_bmm(op: AtenOp, rewriter: Rewriter) -> Operation:
 
 
 # device transposes (`_device_transpose`) by their result: the value they transpose
-_DEVICE_TRANSPOSES: weakref.WeakKeyDictionary[BatchMatmulOp, SSAValue] = \
+_DEVICE_TRANSPOSES: weakref.WeakKeyDictionary[Operation, SSAValue] = \
     weakref.WeakKeyDictionary()
 
 
@@ -570,7 +570,22 @@ def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
     if _element_name(x) not in FLOAT_ELEMENTS:
         raise _Unsupported(f"a transpose of the innermost dim of a {_element_name(x)} tensor "
                            "(float and integer tensors are transposed on the device)")
-    n = shape[-1]
+    n, m = shape[-1], shape[-2]
+    per_stick = STICK_BYTES // ELEMENT_BYTES[_element_name(x)]
+    chunk = 2 * per_stick
+    if m > chunk and m % chunk == 0:
+        # long columns: transpose row blocks of two output sticks as batches of their own,
+        # so the work splits over cores by blocks rather than every core reading all of x;
+        # the blocks' rows interleave back for free ([.., N, M/c, c] is [.., N, M])
+        lead = shape[:-2]
+        blocks = _emit(rewriter, op, ReshapeOp(x, _with_shape(x, lead + [m // chunk, chunk, n])))
+        t = _device_transpose(op, rewriter, blocks)  # [.., M/c, N, c]
+        rank = len(lead) + 3
+        swap = list(range(rank - 3)) + [rank - 2, rank - 3, rank - 1]
+        t = _permute_rows(op, rewriter, t, swap)
+        y = _emit(rewriter, op, ReshapeOp(t, _with_shape(t, lead + [n, m])))
+        _DEVICE_TRANSPOSES[y.owner] = x  # type: ignore[index]
+        return y
     lead = shape[:-2]
     _check_resident_rhs(x, "a transpose of the innermost dim")
     eye = _constant(op, rewriter, f"{_fx_name(op)}.identity", np.eye(n), x.type.element_type)  # type: ignore[attr-defined]
@@ -608,7 +623,7 @@ def _transpose_source(value: SSAValue) -> SSAValue | None:
         chain.append(value.owner)
         value = value.owner.input
     owner = value.owner
-    if not isinstance(owner, BatchMatmulOp) or owner not in _DEVICE_TRANSPOSES \
+    if not isinstance(owner, Operation) or owner not in _DEVICE_TRANSPOSES \
             or not value.has_one_use():
         return None
     source = _DEVICE_TRANSPOSES[owner]
@@ -625,7 +640,7 @@ def _transpose_source(value: SSAValue) -> SSAValue | None:
 def _erase_dead_moves(module: ModuleOp) -> None:
     """Erase the device transposes a matmul read as stored (`_transpose_source`) and the
     identities, reshapes and broadcasts that fed only them, users first."""
-    dead_kinds = (BatchMatmulOp, ReshapeOp, ExpandRowsOp)
+    dead_kinds = (BatchMatmulOp, ReshapeOp, ExpandRowsOp, PermuteRowsOp)
     for op in reversed(list(module.walk())):
         if isinstance(op, dead_kinds) and not op.results[0].uses and op.parent is not None:
             op.detach()
