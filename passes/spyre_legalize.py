@@ -544,8 +544,6 @@ def _select_bmm(op: AtenOp, rewriter: Rewriter) -> Operation:
     _require_float(op)
     a, b = _operand(op, "self"), _operand(op, "mat2")
     assert a is not None and b is not None
-    if isinstance(b.owner, ParamOp) and isinstance(a.owner, ParamOp):
-        raise _Unsupported("bmm of two constants (they are folded at import; file an issue)")
     source = _transpose_source(b)
     if source is not None:
         return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)

@@ -93,6 +93,27 @@ def test_llama_rotary_of_run_time_positions():
     assert not any(b.name.endswith(".folded") for b, _ in exe.binary.weights)
 
 
+class OuterProductRotary(torch.nn.Module):
+    """The rotary frequencies as transformers 4.x wrote them: `inv_freq[None, :, None]` (a
+    buffer, folded) @ `position_ids[:, None, :]`, a K = 1 bmm of a constant column by the
+    positions' row, transposed to [batch, tokens, dim / 2]."""
+
+    def __init__(self, dim: int = 64):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, dim, 2).float() / dim))
+
+    def forward(self, x, positions):
+        inv = self.inv_freq[None, :, None].float().expand(positions.shape[0], -1, 1)
+        freqs = (inv @ positions[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return x * emb.cos() + x * emb.sin()
+
+
+def test_rotary_as_an_outer_product_of_positions():
+    positions = torch.arange(16)[None].repeat(2, 1) + torch.tensor([[0], [9]])
+    _check(OuterProductRotary(), torch.randn(2, 16, 64), positions)
+
+
 class CatCache(torch.nn.Module):
     """One decode step with a DynamicCache-style cache: the new key and value rows are
     concatenated to the past ones along dim -2, and the query attends over all of them."""
