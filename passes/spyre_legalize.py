@@ -534,6 +534,7 @@ def _select_mm(op: AtenOp, rewriter: Rewriter) -> Operation:
     assert a is not None and b is not None
     source = _transpose_source(b)
     if source is not None:  # a @ x^T of an activation x: the PT reads x as stored
+        _check_resident_rhs(source, "a matmul by a transposed activation")
         return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
     return MatmulOp(a, b, None, op.results[0].type, source_op=op)
 
@@ -546,6 +547,7 @@ def _select_bmm(op: AtenOp, rewriter: Rewriter) -> Operation:
     assert a is not None and b is not None
     source = _transpose_source(b)
     if source is not None:
+        _check_resident_rhs(source, "a bmm by a transposed activation")
         return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
     _check_resident_rhs(b, "a bmm")
     return BatchMatmulOp(a, b, False, op.results[0].type, source_op=op)
