@@ -514,6 +514,65 @@ class AttentionOp(IRDLOperation):
 
 
 @irdl_op_definition
+class BatchMatmulOp(IRDLOperation):
+    """A matmul per batch of two activations: out[b] = lhs[b] @ rhs[b], or lhs[b] @ rhs[b]^T
+    with `transpose_rhs` (rhs given as [..., N, K], as stored: the PT reads it row by row).
+
+    lhs is [..., M, K], rhs [..., K, N] (or [..., N, K]) with the same leading dims, the
+    result [..., M, N]. It runs as a kernel of the attention family: per batch the rhs stays
+    in LX while the core walks its row tiles of lhs. A device transpose of the innermost dim
+    is `identity @ x^T` in this form (design note 37).
+
+        %s = spyre.batch_matmul %q, %k {transpose_rhs}
+               : tensor<4x16x64xf16>, tensor<4x32x64xf16> -> tensor<4x16x32xf16>
+    """
+
+    name = "spyre.batch_matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    transpose_rhs = opt_prop_def(UnitAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, transpose_rhs: bool,
+                 result_type: Attribute, source_op: Operation | None = None):
+        props: dict[str, Attribute] = {"transpose_rhs": UnitAttr()} if transpose_rhs else {}
+        super().__init__(operands=[lhs, rhs], result_types=[result_type], properties=props)
+        _provenance(self, source_op)
+
+    # the attention kernel's names for its operands: lhs rows are its query rows, rhs is
+    # read whole per batch as its key (transposed) or value (as stored)
+    @property
+    def query(self) -> SSAValue:
+        return self.lhs
+
+    @property
+    def key(self) -> SSAValue:
+        return self.rhs
+
+    @property
+    def group(self) -> int:
+        return 1
+
+    def verify_(self) -> None:
+        a, b, out = (list(x.type.get_shape())  # type: ignore[attr-defined]
+                     for x in (self.lhs, self.rhs, self.result))
+        if not len(a) == len(b) == len(out) >= 2 or a[:-2] != b[:-2]:
+            raise VerifyException(
+                f"spyre.batch_matmul: lhs {a}, rhs {b} and the result {out} must have one rank "
+                "of at least 2 and the same leading dims")
+        n, k = (b[-2], b[-1]) if self.transpose_rhs is not None else (b[-1], b[-2])
+        if a[-1] != k:
+            raise VerifyException(
+                f"spyre.batch_matmul: lhs has K = {a[-1]} columns but rhs {b} has K = {k}")
+        if out != a[:-1] + [n]:
+            raise VerifyException(
+                f"spyre.batch_matmul: result shape {out} is not {a[:-1] + [n]}")
+
+
+@irdl_op_definition
 class GatherOp(IRDLOperation):
     """Rows of a 2-D table picked by integer indices (torch `embedding`): the result is
     `table[indices]`, of shape indices.shape + [D]. On the device the indices are int32 and
@@ -836,7 +895,7 @@ class WindowRowsOp(IRDLOperation):
 Spyre = Dialect(
     "spyre",
     [ParamOp, AtenOp, MatmulOp, KernelOp, YieldOp, LaunchOp, CastOp, ReshapeOp, PermuteRowsOp,
-     ExpandRowsOp, SliceRowsOp, AttentionOp, WindowRowsOp, GatherOp, ScatterOp,
+     ExpandRowsOp, SliceRowsOp, AttentionOp, BatchMatmulOp, WindowRowsOp, GatherOp, ScatterOp,
      *UNARY_OPS.values(), *BINARY_OPS.values(), *SCALAR_OPS.values(), *REDUCE_OPS.values()],
     [],
 )

@@ -37,6 +37,7 @@ from spyrec.dialects.spyre import (
     SCALAR_OPS,
     UNARY_OPS,
     AttentionOp,
+    BatchMatmulOp,
     CastOp,
     GatherOp,
     ScatterOp,
@@ -205,7 +206,7 @@ class AttentionInfo:
     """An attention kernel: the op, where its operands and result are stored, and how."""
 
     kernel: KernelOp
-    op: AttentionOp
+    op: AttentionOp | BatchMatmulOp  # a batch matmul: lhs as query, rhs as key and value
     query: Stored
     key: Stored
     value: Stored
@@ -223,6 +224,13 @@ class AttentionInfo:
 
     def shape(self) -> AttentionShape:
         op = self.op
+        if isinstance(op, BatchMatmulOp):
+            a, b = (list(x.type.get_shape()) for x in (op.lhs, op.rhs))  # type: ignore[attr-defined]
+            nt = op.transpose_rhs is not None
+            return AttentionShape(
+                heads=math.prod(a[:-2]), q_rows=a[-2], kv_rows=b[-2], head_dim=a[-1],
+                value_dim=b[-2] if nt else b[-1], in_itemsize=itemsize(op.lhs),
+                out_itemsize=itemsize(op.result), form="nt" if nt else "nn")
         q, k, v = (list(x.type.get_shape()) for x in (op.query, op.key, op.value))  # type: ignore[attr-defined]
         return AttentionShape(
             heads=math.prod(q[:-2]), q_rows=q[-2], kv_rows=k[-2], head_dim=q[-1],
@@ -348,7 +356,13 @@ def chain_forward(value: SSAValue, stop: Callable[[SSAValue], bool]) -> list[Ope
     return chain
 
 
-def operand_map(op: AttentionOp, which: int, chain: list[Operation],
+def stored_operands(op: AttentionOp | BatchMatmulOp) -> int:
+    """Operands read through row maps: q, k, v of an attention, lhs and rhs of a batch
+    matmul (an attention's mask is read as it is)."""
+    return 2 if isinstance(op, BatchMatmulOp) else 3
+
+
+def operand_map(op: AttentionOp | BatchMatmulOp, which: int, chain: list[Operation],
                 base: SSAValue) -> RowMap | None:
     """The row map of attention operand `which` (0 q, 1 k, 2 v) read from `base` via `chain`:
     over (batch, query heads, query rows) for q, (batch, query heads, key rows) for k and v."""
@@ -360,7 +374,7 @@ def operand_map(op: AttentionOp, which: int, chain: list[Operation],
     return read_map(chain, base, reader, q_lead[:-1] + key_rows, kv_index(op.group))
 
 
-def foldable_reads(op: AttentionOp, which: int,
+def foldable_reads(op: AttentionOp | BatchMatmulOp, which: int,
                    stop: Callable[[SSAValue], bool]) -> tuple[list[Operation], SSAValue, RowMap]:
     """The longest foldable chain of row moves in front of an attention operand."""
     chain, base = chain_back(op.operands[which], stop)
@@ -373,7 +387,7 @@ def foldable_reads(op: AttentionOp, which: int,
     raise CompileError(f"{describe(op)}: operand {which} cannot be read as strided row runs")
 
 
-def foldable_writes(op: AttentionOp, stop: Callable[[SSAValue], bool]
+def foldable_writes(op: AttentionOp | BatchMatmulOp, stop: Callable[[SSAValue], bool]
                     ) -> tuple[list[Operation], RowMap]:
     """The longest foldable chain of row moves after an attention result."""
     chain = chain_forward(op.result, stop)
@@ -388,7 +402,7 @@ def foldable_writes(op: AttentionOp, stop: Callable[[SSAValue], bool]
     raise CompileError(f"{describe(op)}: its result cannot be written as strided row runs")
 
 
-def _analyze_attention(kernel: KernelOp, op: AttentionOp, body: list[Operation],
+def _analyze_attention(kernel: KernelOp, op: AttentionOp | BatchMatmulOp, body: list[Operation],
                        outputs: list[SSAValue]) -> AttentionInfo:
     members = set(body)
 
@@ -396,20 +410,23 @@ def _analyze_attention(kernel: KernelOp, op: AttentionOp, body: list[Operation],
         return value.owner not in members
 
     stored = []
-    for which in range(3):
+    for which in range(stored_operands(op)):
         _, base, row_map = foldable_reads(op, which, outside)
         if not isinstance(base, BlockArgument):
             raise CompileError(f"{describe(op)}: operand {which} of kernel "
                                f"@{kernel.sym_name.data} is not read from a kernel input")
         stored.append(Stored(base, row_map))
     if len(outputs) != 1:
-        raise CompileError(f"kernel @{kernel.sym_name.data}: an attention kernel has one result")
+        raise CompileError(f"kernel @{kernel.sym_name.data}: an attention or batch matmul "
+                           "kernel has one result")
     chain, out_map = foldable_writes(op, lambda v: False)
     last = chain[-1].results[0] if chain else op.result
     if last is not outputs[0]:
         raise CompileError(f"{describe(op)}: kernel @{kernel.sym_name.data} must yield the "
                            "attention result or its row permutation")
-    mask = op.mask
+    if isinstance(op, BatchMatmulOp):  # the rhs is read as a key (nt) or a value (nn)
+        stored.append(stored[1])
+    mask = op.mask if isinstance(op, AttentionOp) else None
     if mask is not None and not isinstance(mask, BlockArgument):
         raise CompileError(f"{describe(op)}: the mask must be a kernel input")
     return AttentionInfo(kernel, op, *stored, Stored(last, out_map), mask)
@@ -420,7 +437,7 @@ def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherI
     ops = list(kernel.body.block.ops)
     term = ops[-1]
     assert isinstance(term, YieldOp)
-    attention = [op for op in ops if isinstance(op, AttentionOp)]
+    attention = [op for op in ops if isinstance(op, (AttentionOp, BatchMatmulOp))]
     if attention:
         return _analyze_attention(kernel, attention[0], ops[:-1], list(term.values))
     if len(ops) == 2 and isinstance(ops[0], WindowRowsOp):

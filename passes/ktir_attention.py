@@ -43,7 +43,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint
 
 from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
-from spyrec.dialects.spyre import KernelOp
+from spyrec.dialects.spyre import BatchMatmulOp, KernelOp
 from spyrec.passes.kernel_analysis import (
     AttentionInfo,
     MoveInfo,
@@ -106,6 +106,8 @@ class AttentionBuilder(_StoredBuilder):
         self.info = info
 
     def build(self) -> func.FuncOp:
+        if isinstance(self.info.op, BatchMatmulOp):
+            return self._build_batch_matmul(self.info.op)
         info, op = self.info, self.info.op
         x, y = self.b.insert(GetComputeTileIdOp(2)).results
         views = {id(s): self.stored_view(s) for s in (info.query, info.key, info.value, info.out)}
@@ -155,6 +157,50 @@ class AttentionBuilder(_StoredBuilder):
                     views[id(info.out)], [head, q0], origin(info.out, d1), (tq, value_cols))))
 
             self.loop(rows_core, self.tiling.tm, query_body)
+
+        self.loop(heads_core, 1, head_body)
+        return self.finish(shape.flops, shape.min_offchip_bytes)
+
+    def _build_batch_matmul(self, op: BatchMatmulOp) -> func.FuncOp:
+        """Per batch the rhs once ([N, K] as stored for `transpose_rhs`, else [K, N padded]),
+        per row tile lhs [tm, K], one `matmul_nt` / `matmul` generic, the conversion to the
+        output type and the store."""
+        info = self.info
+        x, y = self.b.insert(GetComputeTileIdOp(2)).results
+        views = {id(s): self.stored_view(s) for s in (info.query, info.key, info.out)}
+        shape = info.shape()
+        heads_core = shape.heads // self.split.gm
+        rows_core = shape.q_rows // self.split.gn
+        head0 = self.mul(x, self.const(heads_core))
+        row0 = self.mul(y, self.const(rows_core))
+        d1 = AffineExpr.dimension(1)
+        head_exprs = head_indices(info.q_lead, AffineExpr.dimension(0))
+        nt = op.transpose_rhs is not None
+        rhs_cols = shape.head_dim if nt else self.tiling.tn
+        out_cols = shape.kv_rows if nt else self.tiling.tn
+        in_type = op.lhs.type.element_type  # type: ignore[attr-defined]
+        element = op.result.type.element_type  # type: ignore[attr-defined]
+
+        def origin(stored: Stored, run: AffineExpr) -> tuple[AffineExpr, AffineExpr]:
+            return stored.map.origin([*head_exprs, run])
+
+        def head_body(i: SSAValue) -> None:
+            head = self.add(head0, i)
+            rhs = self.load_at(views[id(info.key)], [head], origin(info.key, const(0)),
+                               (shape.kv_rows, rhs_cols), in_type)
+
+            def row_body(j: SSAValue) -> None:
+                r0 = self.add(row0, j)
+                tm = self.tiling.tm
+                lhs = self.load_at(views[id(info.query)], [head, r0], origin(info.query, d1),
+                                   (tm, shape.head_dim), in_type)
+                out = self.matmul_generic(lhs, rhs, self.fill([tm, out_cols], 0.0),
+                                          transposed=nt)
+                out = self._map(out, "copy", lambda b, a: convert(b, a[0], element), element)
+                self.b.insert(StoreOp(out, self.tile_at(
+                    views[id(info.out)], [head, r0], origin(info.out, d1), (tm, out_cols))))
+
+            self.loop(rows_core, self.tiling.tm, row_body)
 
         self.loop(heads_core, 1, head_body)
         return self.finish(shape.flops, shape.min_offchip_bytes)

@@ -177,7 +177,8 @@ def fit(shape: Sequence[int], rows_of: Callable[[Index], np.ndarray], stored_row
     shape = tuple(shape)
     index = [i.astype(np.int64) for i in np.indices(shape)] if shape else []
     try:
-        rows = np.asarray(rows_of(index), dtype=np.int64)
+        # a one-row (rank-1) base gives the scalar row 0 for every index
+        rows = np.broadcast_to(np.asarray(rows_of(index), dtype=np.int64), shape)
     except NotRows:
         return None
     base = int(rows.flat[0]) if rows.size else 0

@@ -14,7 +14,7 @@ The module itself is left unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import ml_dtypes
@@ -127,6 +127,10 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
     params = [o for o in block.ops if isinstance(o, ParamOp)]
     updated = _buffer_updates(graph, list(ret.arguments), params)
     outputs = [_binding(n, v, perms) for n, v in zip(out_names, ret.arguments[len(updated):])]
+    bools_attr = graph.attributes.get("spyre.bool_outputs")  # f32 0/1 on device, bool on host
+    bools = {b.data for b in bools_attr.data} if isinstance(bools_attr, ArrayAttr) else set()  # type: ignore[attr-defined]
+    outputs = [replace(b, layout=replace(b.layout, host_dtype="bool")) if b.name in bools else b
+               for b in outputs]
     returned = set(ret.arguments)
     intermediates = [_binding(r.name_hint or "tmp", r) for o in block.ops
                      if isinstance(o, LaunchOp) for r in o.results if r not in returned]

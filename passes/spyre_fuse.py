@@ -41,6 +41,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from spyrec.dialects.spyre import (
     DATA_MOVES,
     AttentionOp,
+    BatchMatmulOp,
     GatherOp,
     KernelOp,
     ScatterOp,
@@ -54,12 +55,13 @@ from spyrec.passes.kernel_analysis import (
     foldable_reads,
     foldable_writes,
     rows_cols,
+    stored_operands,
     tile_op_kind,
 )
 
 
 def is_compute(op: Operation) -> bool:
-    return isinstance(op, (MatmulOp, AttentionOp, *DATA_MOVES, WindowRowsOp, GatherOp,
+    return isinstance(op, (MatmulOp, AttentionOp, BatchMatmulOp, *DATA_MOVES, WindowRowsOp, GatherOp,
                            ScatterOp)) or tile_op_kind(op) is not None
 
 
@@ -79,11 +81,16 @@ def _single_use(value: SSAValue) -> bool:
     return value.has_one_use()
 
 
-def attention_group(op: AttentionOp) -> list[Operation]:
-    """The attention op with the row moves it folds: the single-use reshapes, permutations
-    and broadcasts in front of q, k and v and the permutation after it, as far as the
-    reads and the write stay strided runs of stored rows."""
-    reads = [foldable_reads(op, which, lambda v: not _single_use(v))[0] for which in range(3)]
+def attention_group(op: AttentionOp | BatchMatmulOp,
+                    claimed: set[Operation] | None = None) -> list[Operation]:
+    """The attention op (or batch matmul) with the row moves it folds: the single-use
+    reshapes, permutations and broadcasts in front of q, k and v (lhs and rhs) and the
+    permutation after it, as far as the reads and the write stay strided runs of stored
+    rows. Moves already `claimed` by an earlier group's write (a batch matmul's) are not
+    read again."""
+    taken = claimed or set()
+    reads = [foldable_reads(op, which, lambda v: not _single_use(v) or v.owner in taken)[0]
+             for which in range(stored_operands(op))]
     writes, _ = foldable_writes(op, lambda v: False)
     return [o for chain in reads for o in chain] + [op] + writes
 
@@ -119,14 +126,20 @@ class SpyreFuse(ModulePass):
         groups: list[_Group] = []
         group_of: dict[Operation, _Group] = {}
         position = {op: index for index, op in enumerate(block.ops)}
-        plans = {a: attention_group(a) for a in block.ops if isinstance(a, AttentionOp)}
+        plans: dict[Operation, list[Operation]] = {}
+        claimed: set[Operation] = set()
+        for a in block.ops:
+            if isinstance(a, (AttentionOp, BatchMatmulOp)):
+                plans[a] = attention_group(a, claimed)
+                claimed.update(plans[a])
         folded = {o for members in plans.values() for o in members}
         for index, op in enumerate(block.ops):
             if op in folded and op not in plans:
                 continue  # placed with its attention op
             if not is_compute(op):
                 continue
-            if isinstance(op, (AttentionOp, *DATA_MOVES, WindowRowsOp, GatherOp, ScatterOp)):
+            if isinstance(op, (AttentionOp, BatchMatmulOp, *DATA_MOVES, WindowRowsOp, GatherOp,
+                               ScatterOp)):
                 members = plans.get(op, [op])  # type: ignore[call-overload]
                 group = _Group(members, position[members[0]], position[members[-1]],
                                rows_cols(op.results[0]),
@@ -199,6 +212,9 @@ def _outline(group: list[Operation], name: str) -> None:
     if any(isinstance(op, AttentionOp) for op in group):
         reason = ("attention" if len(group) == 1 else
                   "attention with its row moves folded into its reads and write")
+    elif any(isinstance(op, BatchMatmulOp) for op in group):
+        reason = ("batch matmul" if len(group) == 1 else
+                  "batch matmul with its row moves folded into its reads and write")
     elif isinstance(group[0], DATA_MOVES):
         reason = "row move (DMA only)"
     elif isinstance(group[0], WindowRowsOp):

@@ -42,8 +42,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    FunctionType,
     Float32Type,
     UnitAttr,
     FloatAttr,
@@ -72,6 +74,7 @@ from spyrec.dialects.spyre import (
     UNARY_OPS,
     AtenOp,
     AttentionOp,
+    BatchMatmulOp,
     CastOp,
     ExpandRowsOp,
     GatherOp,
@@ -81,9 +84,12 @@ from spyrec.dialects.spyre import (
     PermuteRowsOp,
     ReshapeOp,
     SliceRowsOp,
+    ELEMENT_BYTES,
+    STICK_BYTES,
     describe,
     is_free_reshape,
 )
+from spyrec.target import DEFAULT_TARGET
 
 FLOAT_ELEMENTS = ("f16", "bf16", "f32")
 
@@ -301,31 +307,40 @@ _RESHAPE_TARGETS = ("aten.unsqueeze.default", "aten.view.default", "aten.reshape
                     "aten._unsafe_view.default")
 
 
-def _dim_restorers(op: AtenOp) -> list[AtenOp]:
+def _dim_restorers(op: AtenOp) -> list[AtenOp] | None:
     """For a last-dim reduction with keepdim=False: its users, if every one of them puts the
-    reduced dim back as size 1 (`x - x.mean(-1)[..., None]`); otherwise refused, since the
-    reduced values would have to leave their column for a row."""
+    reduced dim back as size 1 (`x - x.mean(-1)[..., None]`); None otherwise."""
     kept = _shape(op.operands[0])[:-1] + [1]
     users = [use.operation for use in op.results[0].uses]
     if all(isinstance(u, AtenOp) and u.target.data in _RESHAPE_TARGETS
            and _shape(u.results[0]) == kept for u in users):
         return users  # type: ignore[return-value]
-    raise _Unsupported("keepdim=False (the reduced dim would leave the stick; use "
-                       "keepdim=True, or unsqueeze(-1) the result)")
+    return None
 
 
 def _kept_dim(op: AtenOp, rewriter: Rewriter, y: SSAValue) -> SSAValue:
     """The keepdim result `y` of a last-dim reduction: with keepdim=False it replaces the
-    users that put the dim back (`_dim_restorers`), which are erased; a scalar result (a
-    1-D input reduced whole) is a free reshape of it."""
+    users that put the dim back (`_dim_restorers`), which are erased, or else moves from its
+    column into a row (`_column_to_row`); a scalar result (a 1-D input reduced whole) is a
+    free reshape of it."""
     if not _shape(op.results[0]):
         return _emit(rewriter, op, ReshapeOp(y, op.results[0].type))
     if not _arg(op, "keepdim", False):
-        for user in _dim_restorers(op):
+        users = _dim_restorers(op)
+        if users is None:
+            return _column_to_row(op, rewriter, y, op.results[0])
+        for user in users:
             user.results[0].replace_all_uses_with(y)
             user.detach()
             user.erase()
     return y
+
+
+def _column_to_row(op: AtenOp, rewriter: Rewriter, y: SSAValue, like: SSAValue) -> SSAValue:
+    """A reduction's [..., R, 1] column as the [..., R] row of `like`'s shape: a device
+    transpose to [..., 1, R] and a free reshape."""
+    row = _device_transpose(op, rewriter, y)
+    return _emit(rewriter, op, ReshapeOp(row, _with_shape(row, _shape(like))))
 
 
 def _reduced_dims(op: AtenOp, rank: int) -> list[int]:
@@ -436,14 +451,43 @@ def _select_reshape(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     src, out = _shape(x), _shape(op.results[0])
     element = x.type.element_type  # type: ignore[attr-defined]
     if not is_free_reshape(src, out, element):
-        raise _Unsupported(
-            f"{src} -> {out} changes the innermost dimension and it is not whole 128-byte "
-            "sticks on both sides (a restickify, not lowered yet); keep head dims a multiple "
-            "of 64 fp16 / 32 fp32 elements")
+        return _restickify_reshape(op, rewriter, x, out)
     if src == out:
         return x
     # the operand's element type: a boolean is an f32 predicate on the device
     return _emit(rewriter, op, ReshapeOp(x, _with_shape(x, out)))
+
+
+def _restickify_reshape(op: AtenOp, rewriter: Rewriter, x: SSAValue,
+                        out: list[int]) -> SSAValue:
+    """A reshape that splits the innermost dim ([..., A*B] -> [..., A, B]: heads narrower
+    than a stick, `position_ids[..., None]`) or merges it with the dim before ([..., A, B]
+    -> [..., A*B]), through device transposes: the innermost dim goes to the rows, regroups
+    there for free and comes back (design note 37)."""
+    src = _shape(x)
+
+    def view(value: SSAValue, shape: list[int]) -> SSAValue:
+        if _shape(value) == shape:
+            return value
+        return _emit(rewriter, op, ReshapeOp(value, _with_shape(value, shape)))
+
+    if len(out) >= 2 and math.prod(out[-2:]) == src[-1]:  # a split of the innermost dim
+        rows, (a, b) = math.prod(src[:-1]), out[-2:]
+        if b == 1:  # [R, 1, N] -> [R, N, 1]: one transpose per row
+            return view(_device_transpose(op, rewriter, view(x, [rows, 1, a])), out)
+        t = view(_device_transpose(op, rewriter, view(x, [rows, a * b])), [a, b, rows])
+        t = _device_transpose(op, rewriter, t)  # [A, R, B]
+        return view(_permute_rows(op, rewriter, t, [1, 0, 2]), out)
+    if len(src) >= 2 and math.prod(src[-2:]) == out[-1]:  # a merge into the innermost dim
+        rows, (a, b) = math.prod(src[:-2]), src[-2:]
+        if b == 1:  # [R, N, 1] -> [R, 1, N]
+            return view(_device_transpose(op, rewriter, view(x, [rows, a, 1])), out)
+        t = _permute_rows(op, rewriter, view(x, [rows, a, b]), [1, 0, 2])  # [A, R, B]
+        t = view(_device_transpose(op, rewriter, t), [a * b, rows])
+        return view(_device_transpose(op, rewriter, t), out)
+    raise _Unsupported(
+        f"{src} -> {out} changes the innermost dimension other than by splitting it or "
+        "merging it with the dim before (a general restickify, not lowered yet)")
 
 
 def _select_identity(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -488,7 +532,119 @@ def _select_mm(op: AtenOp, rewriter: Rewriter) -> Operation:
     _require_float(op)
     a, b = _operand(op, "self"), _operand(op, "mat2")
     assert a is not None and b is not None
+    source = _transpose_source(b)
+    if source is not None:  # a @ x^T of an activation x: the PT reads x as stored
+        _check_resident_rhs(source, "a matmul by a transposed activation")
+        return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
     return MatmulOp(a, b, None, op.results[0].type, source_op=op)
+
+
+def _select_bmm(op: AtenOp, rewriter: Rewriter) -> Operation:
+    """bmm of activations (eager attention is matched before): spyre.batch_matmul, with the
+    rhs read as stored when it is the device transpose of an activation (q @ k^T)."""
+    _require_float(op)
+    a, b = _operand(op, "self"), _operand(op, "mat2")
+    assert a is not None and b is not None
+    source = _transpose_source(b)
+    if source is not None:
+        _check_resident_rhs(source, "a bmm by a transposed activation")
+        return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
+    _check_resident_rhs(b, "a bmm")
+    return BatchMatmulOp(a, b, False, op.results[0].type, source_op=op)
+
+
+# device transposes (`_device_transpose`) by their result: the value they transpose
+_DEVICE_TRANSPOSES: weakref.WeakKeyDictionary[Operation, SSAValue] = \
+    weakref.WeakKeyDictionary()
+
+
+def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
+    """x [..., M, N] -> [..., N, M]: identity_N @ x^T per batch, a batch matmul whose rhs the
+    PT reads as stored (pt.matmul_nt), so the transpose restickifies through the PT (design
+    note 37). Exact: each output element is one product by 1 accumulated in fp32."""
+    shape = _shape(x)
+    if _element_name(x) in INT_ELEMENTS:  # through f32: exact below 2^24 (note 28c)
+        as_float = _emit(rewriter, op, CastOp(x, TensorType(Float32Type(), shape)))
+        y = _device_transpose(op, rewriter, as_float)
+        return _emit(rewriter, op, CastOp(y, _with_shape(x, _shape(y))))
+    if _element_name(x) not in FLOAT_ELEMENTS:
+        raise _Unsupported(f"a transpose of the innermost dim of a {_element_name(x)} tensor "
+                           "(float and integer tensors are transposed on the device)")
+    n, m = shape[-1], shape[-2]
+    per_stick = STICK_BYTES // ELEMENT_BYTES[_element_name(x)]
+    chunk = 2 * per_stick
+    if m > chunk and m % chunk == 0:
+        # long columns: transpose row blocks of two output sticks as batches of their own,
+        # so the work splits over cores by blocks rather than every core reading all of x;
+        # the blocks' rows interleave back for free ([.., N, M/c, c] is [.., N, M])
+        lead = shape[:-2]
+        blocks = _emit(rewriter, op, ReshapeOp(x, _with_shape(x, lead + [m // chunk, chunk, n])))
+        t = _device_transpose(op, rewriter, blocks)  # [.., M/c, N, c]
+        rank = len(lead) + 3
+        swap = list(range(rank - 3)) + [rank - 2, rank - 3, rank - 1]
+        t = _permute_rows(op, rewriter, t, swap)
+        y = _emit(rewriter, op, ReshapeOp(t, _with_shape(t, lead + [n, m])))
+        _DEVICE_TRANSPOSES[y.owner] = x  # type: ignore[index]
+        return y
+    lead = shape[:-2]
+    _check_resident_rhs(x, "a transpose of the innermost dim")
+    eye = _constant(op, rewriter, f"{_fx_name(op)}.identity", np.eye(n), x.type.element_type)  # type: ignore[attr-defined]
+    if lead:
+        eye = _emit(rewriter, op, ReshapeOp(eye, _with_shape(eye, [1] * len(lead) + [n, n])))
+    if math.prod(lead) > 1:
+        eye = _emit(rewriter, op, ExpandRowsOp(eye, _with_shape(eye, lead + [n, n])))
+    out = _with_shape(x, lead + [n, shape[-2]])
+    y = _emit(rewriter, op, BatchMatmulOp(eye, x, True, out))
+    _DEVICE_TRANSPOSES[y.owner] = x  # type: ignore[index]
+    return y
+
+
+def _check_resident_rhs(rhs: SSAValue, what: str) -> None:
+    """A batch matmul keeps one batch of its rhs in LX while it walks the lhs rows; refuse
+    one whose block takes more than three quarters of a core's usable LX."""
+    shape = _shape(rhs)
+    size = ELEMENT_BYTES[_element_name(rhs)]
+    block = shape[-2] * -(-shape[-1] * size // STICK_BYTES) * STICK_BYTES
+    budget = DEFAULT_TARGET.lx_usable_bytes * 3 // 4
+    if block > budget:
+        raise _Unsupported(
+            f"{what} of a {shape} tensor: its [{shape[-2]}, {shape[-1]}] block ({block} B with "
+            f"its rows padded to sticks) stays in LX per batch, more than {budget} B "
+            "(a transpose tiled along both dims is not lowered yet)")
+
+
+def _transpose_source(value: SSAValue) -> SSAValue | None:
+    """x when `value` is the device transpose of x, used only here, possibly regrouped in
+    its leading dims by reshapes (`q @ k.transpose(-1, -2)` reaches bmm as a view of the
+    transpose); the transpose and reshapes are erased and x is regrouped the same way."""
+    chain: list[Operation] = []
+    while isinstance(value.owner, ReshapeOp) and value.has_one_use() \
+            and _shape(value)[-2:] == _shape(value.owner.input)[-2:]:
+        chain.append(value.owner)
+        value = value.owner.input
+    owner = value.owner
+    if not isinstance(owner, Operation) or owner not in _DEVICE_TRANSPOSES \
+            or not value.has_one_use():
+        return None
+    source = _DEVICE_TRANSPOSES[owner]
+    target = _shape(chain[0].result) if chain else _shape(value)
+    shape = target[:-2] + target[-1:] + target[-2:-1]
+    if _shape(source) != shape:
+        regroup = ReshapeOp(source, _with_shape(source, shape))
+        Rewriter.insert_op(regroup, InsertPoint.after(source.owner) if isinstance(
+            source.owner, Operation) else InsertPoint.at_start(source.owner))  # type: ignore[arg-type]
+        source = regroup.result
+    return source  # the transpose and its reshapes are erased once unused
+
+
+def _erase_dead_moves(module: ModuleOp) -> None:
+    """Erase the device transposes a matmul read as stored (`_transpose_source`) and the
+    identities, reshapes and broadcasts that fed only them, users first."""
+    dead_kinds = (BatchMatmulOp, ReshapeOp, ExpandRowsOp, PermuteRowsOp)
+    for op in reversed(list(module.walk())):
+        if isinstance(op, dead_kinds) and not op.results[0].uses and op.parent is not None:
+            op.detach()
+            op.erase()
 
 
 def _permutation(op: AtenOp, rank: int) -> list[int]:
@@ -519,13 +675,28 @@ def _select_transpose(op: AtenOp, rewriter: Rewriter) -> SSAValue:
             raise _Unsupported(f"permute {perm} of a {len(shape)}-D weight (only 2-D weight "
                                "transposes are folded)")
         return _transposed_weight(op, src, rewriter)
-    if perm[-1] != len(shape) - 1:
-        raise _Unsupported(
-            f"permute {perm} of a {shape} activation moves the innermost (stick) dimension "
-            "(a restickify, not lowered yet); only permutations of the leading dims are")
-    kept = _nontrivial(perm, shape)
-    out = _with_shape(src, _shape(op.results[0]))
-    if kept == sorted(kept):
+    if perm[-1] == len(shape) - 1:
+        return _permute_rows(op, rewriter, src, perm)
+    # the innermost dim moves: bring the dim that becomes innermost next to it (rows), swap
+    # the two on the device, then put the leading dims in their final order (rows)
+    rank = len(shape)
+    last, inner = rank - 1, perm[-1]
+    first = [d for d in range(rank - 1) if d != inner] + [inner, last]
+    x = _permute_rows(op, rewriter, src, first)
+    if _shape(x)[-2:] != [1, 1]:  # two size-1 dims swap without moving a byte
+        x = _device_transpose(op, rewriter, x)
+    order = first[:-2] + [last, inner]  # source dims in the order they now stand
+    return _permute_rows(op, rewriter, x, [order.index(p) for p in perm])
+
+
+def _permute_rows(op: AtenOp, rewriter: Rewriter, src: SSAValue, perm: list[int]) -> SSAValue:
+    """A permutation that keeps the innermost dim last: a reshape when only size-1 dims move
+    (no byte changes place), otherwise spyre.permute_rows."""
+    shape = _shape(src)
+    if perm == list(range(len(shape))):
+        return src
+    out = _with_shape(src, [shape[p] for p in perm])
+    if _nontrivial(perm, shape) == sorted(_nontrivial(perm, shape)):
         return _emit(rewriter, op, ReshapeOp(src, out))
     return _emit(rewriter, op, PermuteRowsOp(src, perm, out))
 
@@ -812,9 +983,9 @@ def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     they are) into their output columns. rotate_half is one matmul."""
     _require_float(op)
     out = _shape(op.results[0])
-    if _arg(op, "dim", 0) % len(out) != len(out) - 1:  # type: ignore[operator]
-        raise _Unsupported(f"along dim {_arg(op, 'dim', 0)} (only concatenation along the "
-                           "innermost dimension is lowered so far)")
+    dim = _arg(op, "dim", 0) % len(out)  # type: ignore[operator]
+    if dim != len(out) - 1:
+        return _cat_rows(op, rewriter, dim)
     placed: dict[SSAValue, np.ndarray] = {}
     column = 0
     for piece in op.operands:
@@ -831,6 +1002,32 @@ def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     for term in terms[1:]:
         result = _emit(rewriter, op, BINARY_OPS["add"](result, term, op.results[0].type))
     return result
+
+
+def _cat_rows(op: AtenOp, rewriter: Rewriter, dim: int) -> SSAValue:
+    """A concatenation along a leading dim (a cat-style KV cache): with that dim moved next
+    to the innermost one (a row move), each piece is transposed on the device, the
+    transposes are concatenated along their innermost dim by column maps (note 23), and the
+    result is transposed back (design note 37)."""
+    out = _shape(op.results[0])
+    rank = len(out)
+    to_inner = [d for d in range(rank - 1) if d != dim] + [dim, rank - 1]
+    total = out[dim]
+    result: SSAValue | None = None
+    offset = 0
+    for i, piece in enumerate(op.operands):
+        x = _permute_rows(op, rewriter, piece, to_inner)
+        rows = _shape(x)[-2]
+        placement = np.zeros((rows, total))
+        placement[np.arange(rows), offset + np.arange(rows)] = 1.0
+        offset += rows
+        term = _column_matmul(op, rewriter, _device_transpose(op, rewriter, x), placement,
+                              f"{_fx_name(op)}.rows{i}")
+        result = term if result is None else _emit(
+            rewriter, op, BINARY_OPS["add"](result, term, term.type))
+    assert result is not None
+    back = _device_transpose(op, rewriter, result)
+    return _permute_rows(op, rewriter, back, [to_inner.index(d) for d in range(rank)])
 
 
 Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue | list[SSAValue | None]"]
@@ -1147,6 +1344,7 @@ SELECTORS: dict[str, Selector] = {
     "aten.linear.default": _select_linear,
     "aten.addmm.default": _select_addmm,
     "aten.mm.default": _select_mm,
+    "aten.bmm.default": _select_bmm,
     "aten.permute.default": _select_transpose,
     "aten.t.default": _select_transpose,
     "aten.transpose.int": _select_transpose,
@@ -1465,9 +1663,6 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     if dim is None or int(dim) % len(shape) != len(shape) - 1:  # type: ignore[arg-type]
         raise _Unsupported(f"over dim {dim} (only the last dim is lowered so far)")
     keep = bool(_arg(op, "keepdim", False))
-    if not keep and math.prod(shape[:-1]) > 1:
-        raise _Unsupported(f"keepdim=False over a {shape} input (the indices would move from "
-                           "a column to a row, a restickify; use keepdim=True)")
     kind = "max" if "max" in op.target.data else "min"
     f32 = TensorType(Float32Type(), shape)
     xf = _emit(rewriter, op, CastOp(x, f32)) if _element_name(x) != "f32" else x
@@ -1475,9 +1670,10 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     results: list[SSAValue | None] = []
     if len(op.results) == 2:  # max.dim / min.dim: the values, then the indices
         values = op.results[0]
-        results.append(None if not values.uses else _cast_to(
-            op, rewriter, best if keep else _emit(rewriter, op, ReshapeOp(
-                best, _with_shape(best, _shape(values)))), values))
+        row = (best if keep else _column_to_row(op, rewriter, best, values)
+               if math.prod(shape[:-1]) > 1 else
+               _emit(rewriter, op, ReshapeOp(best, _with_shape(best, _shape(values)))))
+        results.append(None if not values.uses else _cast_to(op, rewriter, row, values))
     indices = op.results[-1]
     if not indices.uses:  # made only when read: no dead ops reach spyre-fuse
         return [*results, None]
@@ -1489,6 +1685,8 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     if len(shape) == 1:
         columns = _emit(rewriter, op, ReshapeOp(columns, _with_shape(columns, shape)))
     first = _reduce_last(op, rewriter, "min", _binary_op(op, rewriter, "add", gap, columns))
+    if not keep and math.prod(shape[:-1]) > 1:  # the indices move from a column to a row
+        first = _column_to_row(op, rewriter, first, indices)
     result = _emit(rewriter, op, CastOp(first, _with_shape(indices, _shape(first))))
     if _shape(result) != _shape(indices):
         result = _emit(rewriter, op, ReshapeOp(result, indices.type))
@@ -1561,12 +1759,47 @@ class SpyreLegalize(ModulePass):
         atens = [o for o in op.walk() if isinstance(o, AtenOp) and o not in reported]
         for aten in [a for a in atens if a.parent is not None]:
             _select(aten, rewriter, failures)
+        _bool_outputs(op, failures)
         if failures:
             source = op.attributes.get("spyre.source")
             raise UnsupportedOpsError(
                 source.data if isinstance(source, StringAttr) else "module", failures
             )
+        _erase_dead_moves(op)
         _erase_dead_params(op)
+
+
+def _bool_outputs(module: ModuleOp, failures: list[str]) -> None:
+    """Boolean program outputs leave the device as the f32 0/1 predicates they are there;
+    the graph function returns them as f32 and names them in `spyre.bool_outputs`, so the
+    host converts them to torch.bool. A boolean output that is not a predicate is refused."""
+    for fn in [o for o in module.walk() if isinstance(o, func.FuncOp)]:
+        if fn.body.blocks.first is None or "grid" in fn.attributes:
+            continue
+        ret = fn.body.block.last_op
+        names_attr = fn.attributes.get("spyre.output_names")
+        if not isinstance(ret, func.ReturnOp) or not isinstance(names_attr, ArrayAttr):
+            continue
+        names = [n.data for n in names_attr.data]  # type: ignore[attr-defined]
+        # the leading results update mutated buffers; the named outputs come last
+        first = len(ret.arguments) - len(names)
+        outputs = list(fn.function_type.outputs.data)
+        bools = []
+        for i, (name, value) in enumerate(zip(names, ret.arguments[first:])):
+            declared = outputs[first + i]
+            if not isinstance(declared, TensorType) or str(declared.element_type) != "i1":
+                continue
+            if isinstance(value.owner, AtenOp):
+                continue  # its op is reported unsupported already
+            if _element_name(value) != "f32" or not is_predicate(value):
+                failures.append(f"program output {name}: a boolean tensor that is not a "
+                                "comparison result; return it as a float tensor (.float())")
+                continue
+            outputs[first + i] = value.type
+            bools.append(StringAttr(name))
+        if bools:
+            fn.function_type = FunctionType.from_lists(fn.function_type.inputs.data, outputs)
+            fn.attributes["spyre.bool_outputs"] = ArrayAttr(bools)
 
 
 def _select(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> None:

@@ -36,14 +36,18 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import (
     DATA_MOVES,
+    ELEMENT_BYTES,
+    STICK_BYTES,
     BINARY_OPS,
     SCALAR_OPS,
     UNARY_OPS,
     AttentionOp,
+    BatchMatmulOp,
     CastOp,
     GatherOp,
     MatmulOp,
@@ -145,6 +149,15 @@ def _pad_contraction(matmul: MatmulOp, target: SpyreTarget) -> None:
     rhs.attributes["spyre.layout"] = Layout(rl.stick_dim, padded, rl.device_dtype, True).to_attr()
 
 
+def _exact_contraction(matmul: MatmulOp) -> BatchMatmulOp:
+    """A matmul whose lhs padding is not zero (a device transpose to a width that is not
+    whole sticks) as a one-batch `spyre.batch_matmul`: its kernel loads the lhs K columns
+    exactly and the PT contracts over those alone, so the padding is never read."""
+    new = BatchMatmulOp(matmul.lhs, matmul.rhs, False, matmul.result.type, source_op=matmul)
+    Rewriter().replace_op(matmul, new)
+    return new
+
+
 @dataclass(frozen=True)
 class SpyreStickify(ModulePass):
     """Assign row-sticked device layouts and check the zero-padding invariant."""
@@ -165,9 +178,12 @@ class SpyreStickify(ModulePass):
                 arg_layouts.append(DictionaryAttr(
                     {"spyre.layout": row_sticked(arg.type, True, target).to_attr()}))
             fn.arg_attrs = ArrayAttr(arg_layouts)
-            for inner in fn.walk():
+            for inner in list(fn.walk()):
                 if not inner.results or not isinstance(inner.results[0].type, TensorType):
                     continue
+                if isinstance(inner, MatmulOp) and not zero.get(inner.lhs, False) \
+                        and inner.bias is None:
+                    inner = _exact_contraction(inner)
                 padded_zero = self._zero_after(inner, zero)
                 for r in inner.results:
                     zero[r] = padded_zero
@@ -194,6 +210,13 @@ class SpyreStickify(ModulePass):
             return zero.get(op.operands[0], False)  # rows move, each keeps its padding
         if isinstance(op, ScatterOp):  # rows of the values replace rows of the table
             return zero.get(op.table, False) and zero.get(op.values, False)
+        if isinstance(op, BatchMatmulOp):
+            if op.transpose_rhs is None:  # lhs @ rhs over rhs's whole padded width
+                return zero.get(op.rhs, False)
+            # the product has rhs-rows columns; past them the LX tile is not written
+            cols = op.result.type.get_shape()[-1]  # type: ignore[attr-defined]
+            size = ELEMENT_BYTES[str(op.result.type.element_type)]  # type: ignore[attr-defined]
+            return cols * size % STICK_BYTES == 0
         if isinstance(op, AttentionOp):
             # the output is P @ V over V's whole padded width: zero where V's padding is
             return zero.get(op.value, False)

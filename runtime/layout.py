@@ -30,6 +30,7 @@ DEVICE_DTYPE: dict[str, DType] = {
     "float32": DType.F32,
     "int32": DType.I32,
     "int64": DType.I32,  # ids and positions: int32 on device, range-checked on the way in
+    "bool": DType.F32,  # a predicate: 0.0 / 1.0 on device (design note 28c)
 }
 
 # host dtype name -> NumPy dtype of host arrays
@@ -39,6 +40,7 @@ HOST_DTYPE: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
     "int32": np.dtype(np.int32),
     "int64": np.dtype(np.int64),
+    "bool": np.dtype(np.bool_),
 }
 
 

@@ -69,7 +69,8 @@ def compiler_fingerprint() -> str:
 
 def _tensor_bytes(t: torch.Tensor) -> memoryview:
     t = t.detach().cpu().contiguous()
-    return memoryview(t.view(torch.uint8).reshape(-1).numpy()) if t.numel() else memoryview(b"")
+    # flattened first: a 0-dim tensor (a scalar constant) cannot be viewed as bytes
+    return memoryview(t.reshape(-1).view(torch.uint8).numpy()) if t.numel() else memoryview(b"")
 
 
 def _value_signature(value: Any) -> str:

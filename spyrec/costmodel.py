@@ -96,6 +96,9 @@ class AttentionShape:
     group: int = 1  # query heads per key/value head
     causal: bool = False
     mask: bool = False
+    form: str = "attention"
+    """"attention", or one matmul per head of a `spyre.batch_matmul`: "nt" (Q K^T, the output
+    is [L, S]: value_dim = kv_rows) or "nn" (A V with A as Q: head_dim = kv_rows = K)."""
 
     def row_bytes(self, elems: int, itemsize: int) -> int:
         return -(-elems * itemsize // 128) * 128
@@ -113,12 +116,29 @@ class AttentionShape:
     @property
     def flops(self) -> int:
         pairs = self.heads * self.q_rows * self.kv_rows
+        if self.form == "nt":
+            return 2 * pairs * self.head_dim
+        if self.form == "nn":
+            return 2 * pairs * self.value_dim
         return 2 * pairs * (self.head_dim + self.value_dim) + self.score_passes * pairs
+
+    @property
+    def single(self) -> bool:
+        """One matmul per head (a batch matmul), no softmax."""
+        return self.form != "attention"
+
+    @property
+    def rhs_dim(self) -> int:
+        """Columns of the one rhs a batch matmul holds per head (K^T's E or V's N)."""
+        return self.head_dim if self.form == "nt" else self.value_dim
 
     @property
     def min_offchip_bytes(self) -> int:
         """Q, K, V and the mask read once, the output written once, unpadded."""
         q = self.heads * self.q_rows * self.head_dim * self.in_itemsize
+        if self.single:
+            rhs = self.heads * self.kv_rows * self.rhs_dim * self.in_itemsize
+            return q + rhs + self.heads * self.q_rows * self.value_dim * self.out_itemsize
         kv = (self.heads // self.group) * self.kv_rows * (self.head_dim + self.value_dim)
         mask = self.q_rows * self.kv_rows if self.mask else 0
         out = self.heads * self.q_rows * self.value_dim * self.out_itemsize
@@ -386,6 +406,11 @@ def _attention_lx(shape: AttentionShape, tiling: Tiling, split: Split | None = N
         tiles = heads * (shape.q_rows // split.gn // tq)
         kv_copies = 1 if heads == 1 else buffers
         q_copies = 1 if tiles == 1 else buffers
+    if shape.single:  # the rhs once, lhs tiles, the fp32 product and its conversion
+        return (kv_copies * s * row(shape.rhs_dim, isz)
+                + q_copies * tq * row(shape.head_dim, isz)
+                + buffers * tq * (row(shape.value_cols, 4)
+                                  + row(shape.value_cols, shape.out_itemsize)))
     loads_once = [s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)]
     loads_per_tile = [tq * row(shape.head_dim, isz), tq * row(s, isz) if shape.mask else 0]
     buffers_per_tile = [
@@ -413,8 +438,10 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     kv_bytes = s * (row(shape.head_dim, isz) + row(shape.value_dim, isz))
     tile_in = tq * (row(shape.head_dim, isz) + (row(s, isz) if shape.mask else 0))
     tile_out = tq * row(shape.value_dim, shape.out_itemsize)
+    if shape.single:
+        kv_bytes = s * row(shape.rhs_dim, isz)
     bytes_core = heads * kv_bytes + tiles * (tile_in + tile_out)
-    dmas = 2 * heads + tiles * (2 + int(shape.mask))
+    dmas = (1 if shape.single else 2) * heads + tiles * (2 + int(shape.mask))
     cores = split.cores
     bytes_all = bytes_core * cores
     ring = chain = 0.0
@@ -432,11 +459,15 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
         dmas += heads * (ring_pieces(k_bytes) + ring_pieces(v_bytes) - 2)
     dma = dmas * target.dma_setup_cycles + bytes_all / target.lpddr_bytes_per_cycle
     rows = _halves(tq, target)
-    per_tile_pt = (pt_cycles(rows, shape.head_dim, s, target)
-                   + pt_cycles(rows, s, shape.value_cols, target))
-    passes = shape.score_passes - 1 + target.sfu_transcendental_factor  # exp costs more
-    per_tile_sfu = (sfu_cycles(rows, row(s, 4), passes, target)
-                    + sfu_cycles(rows, row(shape.value_cols, 4), 1, target))
+    if shape.single:  # one matmul and the output conversion per tile
+        per_tile_pt = pt_cycles(rows, shape.head_dim, shape.value_cols, target)
+        per_tile_sfu = sfu_cycles(rows, row(shape.value_cols, 4), 1, target)
+    else:
+        per_tile_pt = (pt_cycles(rows, shape.head_dim, s, target)
+                       + pt_cycles(rows, s, shape.value_cols, target))
+        passes = shape.score_passes - 1 + target.sfu_transcendental_factor  # exp costs more
+        per_tile_sfu = (sfu_cycles(rows, row(s, 4), passes, target)
+                        + sfu_cycles(rows, row(shape.value_cols, 4), 1, target))
     pt, sfu = tiles * per_tile_pt, tiles * per_tile_sfu
     # Within a tile, scores -> softmax -> P V is a chain, and the PT runs its instructions in
     # program order (Q K^T of the next tile waits behind P V of this one), so compute does

@@ -187,6 +187,10 @@ class GraphInterpreter:
         if isinstance(op, spyre.MatmulOp):
             out = _f32(args[0]) @ _f32(args[1])
             return out + _f32(args[2]) if len(args) == 3 else out
+        if isinstance(op, spyre.BatchMatmulOp):
+            rhs = _f32(args[1])
+            return _f32(args[0]) @ (rhs.transpose(-1, -2) if op.transpose_rhs is not None
+                                    else rhs)
         if isinstance(op, spyre.AttentionOp):
             return _attention(op, *args[:3], args[3] if len(args) == 4 else None)
         if isinstance(op, (spyre.ReshapeOp, spyre.CastOp)):
@@ -325,7 +329,7 @@ def graph_error_model(module: ModuleOp) -> tuple[int, int]:
     since the interpreter rounds after every op and a kernel only at its outputs."""
     depth = steps = 0
     for op in module.walk():
-        if isinstance(op, spyre.MatmulOp):
+        if isinstance(op, (spyre.MatmulOp, spyre.BatchMatmulOp)):
             depth += _shape(op.lhs)[-1]
         elif isinstance(op, spyre.AttentionOp):
             depth += _shape(op.query)[-1] + _shape(op.key)[-2]

@@ -2,8 +2,8 @@
 
 Each model has 2 layers, hidden size 64, 4 query heads and 2 key/value heads, a vocabulary
 of 256 and 16 tokens, `use_cache=False`, and is wrapped to return logits. The head dim is 64
-(set explicitly; the config default would be 64 / 4 = 16): splitting a 64-wide stick into
-16-wide heads is a restickify the compiler does not lower yet.
+(set explicitly; the config default, 64 / 4 = 16, splits a stick into heads through device
+transposes and is tested in `test_restickify.py`).
 
 Most tests export with `inputs_embeds` (the lookup on the host) to test the layers; the
 `input_ids` tests export Llama, GPT-2 (token + position embeddings) and BERT (word + position

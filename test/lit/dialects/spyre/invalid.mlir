@@ -175,3 +175,19 @@ func.func @scatter_values(%c: tensor<1x2x256x64xf16>, %pos: tensor<2xi64>, %k: t
   %u = spyre.scatter %c, %pos, %k : tensor<1x2x256x64xf16>, tensor<2xi64>, tensor<1x2x1x64xf16> -> tensor<1x2x256x64xf16>
   func.return
 }
+
+// -----
+
+func.func @batch_matmul_k(%q: tensor<4x16x64xf16>, %k: tensor<4x32x48xf16>) {
+  // CHECK: spyre.batch_matmul: lhs has K = 64 columns but rhs [4, 32, 48] has K = 48
+  %s = spyre.batch_matmul %q, %k {transpose_rhs} : tensor<4x16x64xf16>, tensor<4x32x48xf16> -> tensor<4x16x32xf16>
+  func.return
+}
+
+// -----
+
+func.func @batch_matmul_batches(%q: tensor<4x16x64xf16>, %v: tensor<2x64x8xf16>) {
+  // CHECK: spyre.batch_matmul: lhs [4, 16, 64], rhs [2, 64, 8] and the result [4, 16, 8] must have one rank of at least 2 and the same leading dims
+  %o = spyre.batch_matmul %q, %v : tensor<4x16x64xf16>, tensor<2x64x8xf16> -> tensor<4x16x8xf16>
+  func.return
+}

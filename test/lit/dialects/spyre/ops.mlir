@@ -119,3 +119,12 @@ func.func @scatter(%c: tensor<1x2x256x64xf16>, %pos: tensor<1xi64>, %k: tensor<1
   %u = spyre.scatter %c, %pos, %k : tensor<1x2x256x64xf16>, tensor<1xi64>, tensor<1x2x1x64xf16> -> tensor<1x2x256x64xf16>
   func.return %u : tensor<1x2x256x64xf16>
 }
+
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK: spyre.batch_matmul %q, %k {transpose_rhs} : tensor<4x16x64xf16>, tensor<4x32x64xf16> -> tensor<4x16x32xf16>
+// CHECK: spyre.batch_matmul %q, %v : tensor<4x16x64xf16>, tensor<4x64x8xf16> -> tensor<4x16x8xf16>
+func.func @batch_matmul(%q: tensor<4x16x64xf16>, %k: tensor<4x32x64xf16>, %v: tensor<4x64x8xf16>) -> (tensor<4x16x32xf16>, tensor<4x16x8xf16>) {
+  %s = spyre.batch_matmul %q, %k {transpose_rhs} : tensor<4x16x64xf16>, tensor<4x32x64xf16> -> tensor<4x16x32xf16>
+  %o = spyre.batch_matmul %q, %v : tensor<4x16x64xf16>, tensor<4x64x8xf16> -> tensor<4x16x8xf16>
+  func.return %s, %o : tensor<4x16x32xf16>, tensor<4x16x8xf16>
+}
