@@ -592,7 +592,12 @@ def _binary_from(manifest: dict[str, Any], blobs: dict[str, bytearray]) -> Spyre
     kernels = []
     for entry in manifest["kernels"]:
         start = entry["job_bin_offset"]
-        programs = decode_job_binary(memoryview(init)[start:])
+        job = memoryview(init)[start:]
+        table, _ = job_binary_table(job)
+        # kept encoded (decoded when read): writing, planning and the emulator's load pass
+        # the bytes through, and the emulator decodes and checks each distinct program
+        programs = EncodedPrograms({core: bytes(job[offset: offset + size])
+                                    for core, (offset, size) in table.items()})
         kernels.append(KernelImage(
             name=entry["name"], num_cores=entry["num_cores"], programs=programs,
             flops=entry["flops"], min_offchip_bytes=entry["min_offchip_bytes"],

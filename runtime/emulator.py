@@ -46,7 +46,8 @@ from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, 
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_core, check_kernel, reported
 from spyrec.runtime.isa import (EncodingError, Engine, Expanded, Instr, ProgramError, ddr_region,
-                                decode_program, expand_loops, matmul_flops)
+                                check_program, decode_program, expand_loops,
+                                matmul_flops)
 from spyrec.runtime.layout import HOST_DTYPE, check_int32, from_device, to_device
 from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.profile import KernelProfile, Profile, Timeline
@@ -369,6 +370,7 @@ class Emulator:
             raise DeviceFault(f"kernel '{image.name}' has a program for core {core}, the "
                               f"target has {self.target.num_cores} cores")
         try:
+            check_program(program)  # loops and dependencies (a file's programs come encoded)
             flat = expand_loops(program)
         except ProgramError as error:
             raise DeviceFault(error.reason).at(core, error.pc, program[error.pc]) from None
