@@ -32,8 +32,9 @@ data work.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -237,13 +238,14 @@ class Emulator:
         if not (self.memory.dma_bases_valid(bases, ends)
                 and spans.fits(template.core_of, bases, ends)):
             return None
-        kernel = template.kernel
-        if self.mode != "full":
-            return replace(kernel, image=image)
-        programs = {core: relocated(kernel.programs[core], dmas, bases[start:stop])
-                    for core, (dmas, start, stop) in template.cores.items()}
-        actions = self._actions(programs, kernel.rendezvous, False, kernel.timed)
-        return replace(kernel, image=image, programs=programs, ordered_actions=actions)
+        kernel = copy.copy(template.kernel)  # what the profile needs is computed once
+        kernel.image = image
+        if self.mode == "full":
+            kernel.programs = {core: relocated(kernel.programs[core], dmas, bases[start:stop])
+                               for core, (dmas, start, stop) in template.cores.items()}
+            kernel.ordered_actions = self._actions(kernel.programs, kernel.rendezvous, False,
+                                                   kernel.timed)
+        return kernel
 
     def _load_new(
         self, job: memoryview, table: dict[int, tuple[int, int]], key: tuple[int, ...],

@@ -176,13 +176,21 @@ class DeviceMemory:
             return False
         if (bases // self.target.segment_bytes == self.target.program_segment).any():
             return False
+        index = self.allocation_index(bases)
+        stops = self._bounds()[1]
+        # a non-empty range ending inside the allocation also starts inside it
+        return bool((index >= 0).all() and (ends <= stops[np.maximum(index, 0)]).all())
+
+    def allocation_index(self, addresses: np.ndarray) -> np.ndarray:
+        """Per address, the index in `allocations` of the last allocation starting at or
+        before it (-1 if none): the one holding it, if any does."""
+        return np.searchsorted(self._bounds()[0], addresses, side="right") - 1
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
         if self._arrays is None:
             self._arrays = (np.asarray(self._bases, dtype=np.int64),
                             np.asarray([a.end for a in self._allocations], dtype=np.int64))
-        starts, stops = self._arrays
-        index = np.searchsorted(starts, bases, side="right") - 1
-        # a non-empty range ending inside the allocation also starts inside it
-        return bool((index >= 0).all() and (ends <= stops[np.maximum(index, 0)]).all())
+        return self._arrays
 
     def view(self, region: Region) -> np.ndarray:
         """A (rows, row_bytes) uint8 view of a region checked by `check_dma`."""

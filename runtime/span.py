@@ -32,6 +32,9 @@ class TensorTable:
         self._base_array = np.asarray(self._bases, dtype=np.int64)
         self._end_array = np.asarray([end for _, _, end in self._tensors], dtype=np.int64)
         self._memory = memory
+        # binding i has id i; names of allocations holding accesses no binding holds follow
+        self._names = [name for name, _, _ in self._tensors]
+        self._ids = {name: i for i, name in enumerate(self._names)}
 
     def tensor_of(self, start: int, end: int) -> str:
         """The name of the tensor [start, end) belongs to (see the module docstring)."""
@@ -41,17 +44,51 @@ class TensorTable:
                 return name
         return self._memory.locate(start, end).name
 
-    def tensors_of(self, starts: np.ndarray, ends: np.ndarray) -> list[str]:
-        """`tensor_of` for many accesses: NumPy for those inside the binding starting last
-        at or before them (almost all), `tensor_of` for the rest."""
-        if not self._tensors:
-            return [self.tensor_of(s, e) for s, e in zip(starts.tolist(), ends.tolist())]
+    def name(self, tensor_id: int) -> str:
+        """The tensor (or allocation) name of an id `tensor_ids` gave."""
+        return self._names[tensor_id]
+
+    def tensor_ids(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """An id per access of the name `tensor_of` gives it (equal names, equal ids): the
+        bindings are probed backwards from the last one starting at or before each access,
+        in NumPy for all accesses a few steps at a time (what is left after that is looked
+        up one by one); an access no binding holds is named by its allocation."""
+        ids = np.full(starts.size, -1, dtype=np.int64)
         index = np.searchsorted(self._base_array, starts, side="right") - 1
-        direct = (index >= 0) & (ends <= self._end_array[np.maximum(index, 0)])
-        names = [self._tensors[i][0] for i in np.maximum(index, 0).tolist()]
-        for i in np.flatnonzero(~direct).tolist():
-            names[i] = self.tensor_of(int(starts[i]), int(ends[i]))
-        return names
+        open_ = np.arange(starts.size)
+        passed: list[np.ndarray] = []  # probed back past the first binding: none holds them
+        for _ in range(_PROBES):
+            if open_.size == 0:
+                break
+            at = index[open_]
+            valid = at >= 0
+            passed.append(open_[~valid])
+            found = valid & (ends[open_] <= self._end_array[np.maximum(at, 0)])
+            ids[open_[found]] = at[found]
+            open_ = open_[valid & ~found]
+            index[open_] -= 1
+        for i in open_[index[open_] >= 0].tolist():  # a holder further back, or none
+            ids[i] = self._id(self.tensor_of(int(starts[i]), int(ends[i])))
+        unbound = np.concatenate([*passed, open_[index[open_] < 0]])
+        where = self._memory.allocation_index(starts[unbound])
+        allocations = self._memory.allocations
+        for position in np.unique(where).tolist():
+            members = unbound[where == position]
+            if position < 0 or (ends[members] > allocations[position].end).any():
+                bad = members if position < 0 else members[ends[members] >
+                                                             allocations[position].end]
+                self.tensor_of(int(starts[bad[0]]), int(ends[bad[0]]))  # raises the fault
+            ids[members] = self._id(allocations[position].name)
+        return ids
+
+    def _id(self, name: str) -> int:
+        if name not in self._ids:
+            self._ids[name] = len(self._names)
+            self._names.append(name)
+        return self._ids[name]
+
+
+_PROBES = 16  # backward steps taken in NumPy before the one-by-one lookup
 
 
 class SpanChecker:
@@ -82,10 +119,8 @@ class SpanChecker:
         counts. One NumPy pass; a False is followed by `check` for the fault."""
         if cores.size == 0:
             return True
-        names = self._table.tensors_of(starts, ends)
-        ids: dict[str, int] = {}
-        tensor = np.asarray([ids.setdefault(n, len(ids)) for n in names], dtype=np.int64)
-        _, group = np.unique(cores * len(ids) + tensor, return_inverse=True)
+        ids = self._table.tensor_ids(starts, ends)
+        _, group = np.unique(cores * (ids.max() + 1) + ids, return_inverse=True)
         low = np.full(group.max() + 1, np.iinfo(np.int64).max)
         high = np.full(group.max() + 1, np.iinfo(np.int64).min)
         np.minimum.at(low, group, starts)

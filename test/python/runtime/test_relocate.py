@@ -15,7 +15,8 @@ from runtime_helpers import bind, linear_relu_binary, load, store
 from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.isa import Instr
-from spyrec.runtime.memory import DeviceFault
+from spyrec.runtime.memory import DeviceFault, DeviceMemory
+from spyrec.runtime.span import TensorTable
 from spyrec.target import DEFAULT_TARGET, GIB, MIB
 
 
@@ -137,3 +138,24 @@ def test_kernels_with_hazards_are_checked_each_time() -> None:
     warnings = emulator.run()[1].warnings
     assert warnings == Emulator(binary, mode="timing", reuse=False).run()[1].warnings
     assert {w.split(":")[0] for w in warnings} == {"kernel 'linear_relu'", "kernel 'again'"}
+
+
+def test_tensor_lookup_in_numpy_agrees_with_the_one_by_one_lookup() -> None:
+    # An arena of activations sharing bytes by liveness (a long one under two short ones),
+    # a tensor far behind the accesses it holds, and an allocation no binding covers whole.
+    memory = DeviceMemory(DEFAULT_TARGET, backed=False)
+    memory.allocate(0, 1 << 20, "arena")
+    memory.allocate(1 << 20, 1 << 16, "loose")
+    tensors = [("long", 0, 1 << 19), ("short1", 4096, 8192), ("short2", 8192, 12288)]
+    tensors += [(f"tiny{i}", 600_000 + 128 * i, 600_000 + 128 * i + 128) for i in range(40)]
+    table = TensorTable(tensors, memory)
+    rng = np.random.default_rng(3)
+    starts = rng.integers(0, (1 << 20) + (1 << 16) - 4096, 2000) // 128 * 128
+    ends = np.minimum(starts + rng.integers(1, 40_000, 2000),
+                      np.where(starts < 1 << 20, 1 << 20, (1 << 20) + (1 << 16)))
+    starts = np.append(starts, [4096, 5120, 600_000, 600_000 + 128 * 39, 590_000])
+    ends = np.append(ends, [4200, 9000, 600_100, 600_000 + 128 * 40, 600_100])
+    expected = [table.tensor_of(int(s), int(e)) for s, e in zip(starts, ends, strict=True)]
+    assert [table.name(i) for i in table.tensor_ids(starts, ends).tolist()] == expected
+    assert expected[-5:] == ["short1", "long", "tiny0", "tiny39", "arena"]
+    assert {"long", "arena", "loose"} <= set(expected)
