@@ -22,8 +22,8 @@ from spyrec.target import DEFAULT_TARGET, GIB, MIB
 
 def templates(emulator: Emulator) -> tuple[int, int]:
     """(kernel templates, core templates) an emulator made."""
-    kernel = sum(len(t) for t in emulator._kernel_templates.values())  # noqa: SLF001
-    core = sum(len(t) for t in emulator._core_templates.values())  # noqa: SLF001
+    kernel = sum(len(t) for t in emulator._kernel_templates.values())
+    core = sum(len(t) for t in emulator._core_templates.values())
     return kernel, core
 
 
@@ -82,10 +82,10 @@ def looped(base: int) -> list[Instr]:
 def test_a_relocated_loop_steps_from_its_own_base() -> None:
     emulator = Emulator(two_kernels(looped(0), looped(GIB)), mode="timing")
     assert templates(emulator)[0] == 1
-    k0, k1 = (emulator._kernels[p] for p in sorted(emulator._kernels))  # noqa: SLF001
+    k0, k1 = (emulator._kernels[p] for p in sorted(emulator._kernels))
     assert k1.timed is k0.timed  # scheduled once
     full = Emulator(two_kernels(looped(0), looped(GIB)))
-    k1 = full._kernels[max(full._kernels)]  # noqa: SLF001
+    k1 = full._kernels[max(full._kernels)]
     assert [i.arg("ddr") for i in k1.programs[0]] == [GIB + i * 8192 for i in range(4)] + [GIB]
 
 
