@@ -18,10 +18,14 @@ Each depth is exported with torch.export and compiled to a .spyre image in memor
 table gives host seconds per stage and per layer, the instructions of all cores, the
 kernels and how many distinct schedule templates they needed. `--plain` schedules with the
 per-core interpreter instead of templates (the compiler before design note 26).
-`--emulate` also loads the binary into the emulator in timing-only mode and runs it once:
+`--emulate` also loads the binary into the emulator in timing-only mode and runs it once
+(load: decode, validation, hazard check and schedule, each distinct program once and the
+rest relocated, design note 35; `--no-reuse` loads every kernel instruction by instruction,
+the emulator before that note):
 
     .venv/bin/python benchmarks/compile_time.py [--model granite] [--layers 1 2 4 8]
-                                                [--emulate] [--plain] [--profile out.prof]
+                                                [--emulate [--no-reuse]] [--plain]
+                                                [--profile out.prof]
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ def measure(args: argparse.Namespace, layers: int) -> dict[str, float]:
 
         assert result.binary is not None
         start = time.perf_counter()
-        emulator = Emulator(result.binary, mode="timing")
+        emulator = Emulator(result.binary, mode="timing", reuse=not args.no_reuse)
         row["load"] = time.perf_counter() - start
         start = time.perf_counter()
         _, profile = emulator.run()
@@ -102,6 +106,8 @@ def main() -> None:
                         help="schedule every core with the plain interpreter (no templates)")
     parser.add_argument("--emulate", action="store_true",
                         help="also load and run the binary in the emulator's timing-only mode")
+    parser.add_argument("--no-reuse", action="store_true",
+                        help="with --emulate: load every kernel in full, no templates")
     parser.add_argument("--profile", metavar="PREFIX", help="cProfile each compile to PREFIX.N")
     args = parser.parse_args()
     if args.model == "granite":

@@ -199,14 +199,16 @@ def encode_job_binary(programs: Mapping[int, list[Instr]]) -> tuple[bytes, dict[
     return bytes(out), table
 
 
-def decode_job_binary(data: bytes | memoryview) -> dict[int, list[Instr]]:
-    """The per-core programs of the job binary at the start of `data`."""
+def job_binary_table(data: bytes | memoryview) -> tuple[dict[int, tuple[int, int]], int]:
+    """The core -> (offset, size) table of the job binary at the start of `data`, and the
+    job binary's size (its last program's end, 128-byte aligned)."""
     if len(data) < _JOB_HEADER.size:
         raise EncodingError("job binary shorter than its header")
     magic, count, _ = _JOB_HEADER.unpack_from(data, 0)
     if magic != _JOB_MAGIC:
         raise EncodingError(f"no job binary here (magic {bytes(magic)!r})")
-    programs: dict[int, list[Instr]] = {}
+    table: dict[int, tuple[int, int]] = {}
+    end = _JOB_HEADER.size + count * _JOB_ENTRY.size
     for index in range(count):
         position = _JOB_HEADER.size + index * _JOB_ENTRY.size
         if position + _JOB_ENTRY.size > len(data):
@@ -214,8 +216,16 @@ def decode_job_binary(data: bytes | memoryview) -> dict[int, list[Instr]]:
         core, _, offset, size = _JOB_ENTRY.unpack_from(data, position)
         if offset + size > len(data):
             raise EncodingError(f"program of core {core} runs past the end of the job binary")
-        programs[core] = decode_program(bytes(data[offset: offset + size]))
-    return programs
+        table[core] = (offset, size)
+        end = max(end, offset + size)
+    return table, min(round_up(end, ALIGNMENT), len(data))
+
+
+def decode_job_binary(data: bytes | memoryview) -> dict[int, list[Instr]]:
+    """The per-core programs of the job binary at the start of `data`."""
+    table, _ = job_binary_table(data)
+    return {core: decode_program(bytes(data[offset: offset + size]))
+            for core, (offset, size) in table.items()}
 
 
 def build_init_bin(binary: SpyreBinary) -> InitBin:
@@ -582,7 +592,12 @@ def _binary_from(manifest: dict[str, Any], blobs: dict[str, bytearray]) -> Spyre
     kernels = []
     for entry in manifest["kernels"]:
         start = entry["job_bin_offset"]
-        programs = decode_job_binary(memoryview(init)[start:])
+        job = memoryview(init)[start:]
+        table, _ = job_binary_table(job)
+        # kept encoded (decoded when read): writing, planning and the emulator's load pass
+        # the bytes through, and the emulator decodes and checks each distinct program
+        programs = EncodedPrograms({core: bytes(job[offset: offset + size])
+                                    for core, (offset, size) in table.items()})
         kernels.append(KernelImage(
             name=entry["name"], num_cores=entry["num_cores"], programs=programs,
             flops=entry["flops"], min_offchip_bytes=entry["min_offchip_bytes"],

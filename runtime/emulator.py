@@ -9,6 +9,14 @@ sync instructions are matched into groups, the LX hazard checker runs and the di
 model (timing.py) schedules the kernel, which depends on nothing but its programs. So a
 binary that would fault or deadlock is refused before anything runs.
 
+Programs that differ only in their DMAs' LPDDR addresses (the cores of a kernel, the kernels
+of the layers of a model) are loaded once (relocate.py): a core program equal to a loaded
+one but for those addresses reuses its unrolled instructions, LX accesses, costs and hazard
+check, and a kernel equal to a loaded one reuses all of that and its ring groups and
+schedule; only the addresses are checked per instance, with NumPy over all its DMAs. A
+check that fails sends the kernel through the full load, so the fault is the same either
+way. Programs with LX hazards are never reused.
+
 `run` then follows the execution plan: inputs are checked against the signature and copied in,
 each kernel's instructions are executed (in "full" mode) and its profile assembled from the
 schedule, and outputs are copied out. Instructions execute in the order the schedule started
@@ -24,6 +32,7 @@ data work.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,16 +43,18 @@ from spyrec.runtime import ops, ring
 from spyrec.runtime.batched import pc_order_actions
 from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
-                                      build_job, decode_job_binary)
+                                      build_job, decode_job_binary, job_binary_table)
 from spyrec.runtime.dl16 import half_codec
-from spyrec.runtime.hazards import Access, check_kernel
-from spyrec.runtime.isa import (Expanded, Instr, ProgramError, ddr_region, expand_loops,
+from spyrec.runtime.hazards import Access, check_core, check_kernel, reported
+from spyrec.runtime.isa import (EncodingError, Engine, Expanded, Instr, ProgramError, ddr_region,
+                                check_program, decode_program, expand_loops,
                                 matmul_flops)
 from spyrec.runtime.layout import HOST_DTYPE, check_int32, from_device, to_device
 from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.profile import KernelProfile, Profile, Timeline
-from spyrec.runtime.span import SpanChecker
-from spyrec.runtime.timing import Cost, Schedule, instr_cost, schedule
+from spyrec.runtime.relocate import BytePattern, FlatDmas, ddr_field_offsets, relocated
+from spyrec.runtime.span import SpanChecker, TensorTable
+from spyrec.runtime.timing import Cost, DeadlockError, Schedule, instr_cost, schedule
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 MODES = ("full", "timing")
@@ -60,7 +71,12 @@ class HazardError(RuntimeError):
 
 @dataclass
 class _Kernel:
-    """A kernel as loaded from the program area: validated, costed and hazard-checked."""
+    """A kernel as loaded from the program area: validated, costed and hazard-checked.
+
+    In timing mode a kernel reused from another of the same template (relocate.py) keeps
+    that kernel's `programs`, whose DMAs have the other kernel's LPDDR addresses: the
+    profile's timeline reads their engines and LX operands only.
+    """
 
     image: KernelImage
     programs: dict[int, list[Instr]]  # loops unrolled
@@ -70,6 +86,7 @@ class _Kernel:
     lx_peak_bytes: int
     pt_flops: int
     timed: Schedule  # from cycle 0
+    rendezvous: ring.Rendezvous
     ordered_actions: list[Callable[[], None]]  # full mode: what to run, in order
 
     def __post_init__(self) -> None:
@@ -77,6 +94,34 @@ class _Kernel:
         self.instructions = sum(len(p) for p in self.programs.values())
         self.origins = {core: e.origin for core, e in self.expanded.items()}
         self.tracks = {core: [c.track for c in costs] for core, costs in self.costs.items()}
+
+
+@dataclass(frozen=True)
+class _CoreTemplate:
+    """A hazard-free core program as loaded once, for the programs equal to it but for
+    their DMAs' LPDDR addresses (`pattern`)."""
+
+    pattern: BytePattern  # its encoding with every DMA's `ddr` zeroed
+    core: int | None  # the one core it serves if it has ring or sync instructions, else None
+    expanded: Expanded  # unrolled, with the LPDDR addresses of the first program
+    accesses: list[Access]
+    lx_peak: int
+    costs: list[Cost]
+    dmas: FlatDmas
+
+
+@dataclass(frozen=True)
+class _KernelTemplate:
+    """A hazard-free kernel as loaded once, for the kernels whose job binary equals its but
+    for the DMAs' LPDDR addresses (`pattern`); `kernel` is the first one."""
+
+    pattern: BytePattern  # the job binary with every DMA's `ddr` zeroed
+    kernel: _Kernel
+    cores: dict[int, tuple[FlatDmas, int, int]]  # core -> its DMAs, their span in the arrays
+    slot: np.ndarray  # every flat DMA of every core, in core order: its `pattern` field
+    delta: np.ndarray  # ... what loop iterations add to it
+    extent: np.ndarray  # ... its LPDDR region's size
+    core_of: np.ndarray  # ... its core
 
 
 class Emulator:
@@ -90,6 +135,8 @@ class Emulator:
     by pc, each instruction once for all its cores (batched.py; same results, less time);
     otherwise, and for every other kernel, instructions run one by one in the schedule's
     start order.
+    reuse: load programs that differ only in their LPDDR addresses once (relocate.py); off,
+    every kernel is loaded instruction by instruction (the reference the tests hold it to).
     """
 
     def __init__(
@@ -102,6 +149,7 @@ class Emulator:
         strict: bool = False,
         check_hazards: bool = True,
         batch_cores: bool = True,
+        reuse: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown emulator mode '{mode}' (expected one of {MODES})")
@@ -113,6 +161,7 @@ class Emulator:
         self.strict = strict
         self.check_hazards = check_hazards
         self.batch_cores = batch_cores
+        self.reuse = reuse
         job = build_job(binary, target)
         self.prep_plan, self.exec_plan = job.prep_plan, job.exec_plan
         backed = mode == "full"
@@ -132,6 +181,9 @@ class Emulator:
             (b.name, b.addr, b.addr + round_up(max(b.layout.nbytes, 1), ALIGNMENT))
             for b in [*binary.inputs, *binary.outputs, *binary.intermediates,
                       *(w for w, _ in binary.weights)]]
+        self._tensor_table = TensorTable(self._tensors, self.memory)
+        self._core_templates: dict[int, list[_CoreTemplate]] = {}  # by encoded size
+        self._kernel_templates: dict[tuple[int, ...], list[_KernelTemplate]] = {}
         self._kernels = {
             step["job_bin_ptr"]: self._load(step["job_bin_ptr"], binary.kernels[step["kernel"]])
             for step in self.exec_plan if step["op"] == "ComputeOnDevice"
@@ -154,7 +206,122 @@ class Emulator:
                 self.memory.write(step["dev_ptr"], to_device(binding.layout, array, self.numerics))
 
     def _load(self, job_bin_ptr: int, image: KernelImage) -> _Kernel:
-        encoded = decode_job_binary(self.memory.contents_from(job_bin_ptr))
+        """The kernel whose job binary is at `job_bin_ptr`: an instance of a kernel template
+        if one matches and its addresses check, else loaded core by core (core templates
+        where they match), else, if a check failed there, by the full load that names the
+        fault."""
+        data = self.memory.contents_from(job_bin_ptr)
+        if not self.reuse:
+            return self._load_exact(image, decode_job_binary(data))
+        table, size = job_binary_table(data)
+        job = data[:size]
+        key = (size, *(x for core in sorted(table) for x in (core, *table[core])))
+        for template in self._kernel_templates.get(key, []):
+            fields = template.pattern.fields(job)
+            if fields is not None:
+                kernel = self._instance(template, fields, image)
+                if kernel is not None:
+                    return kernel
+                break
+        try:
+            return self._load_new(job, table, key, image)
+        except (DeviceFault, EncodingError, DeadlockError, HazardError, _AddressCheckFailed):
+            return self._load_exact(image, decode_job_binary(data))
+
+    def _instance(
+        self, template: _KernelTemplate, fields: np.ndarray, image: KernelImage
+    ) -> _Kernel | None:
+        """`template`'s kernel at the LPDDR addresses `fields`, None if one fails a check."""
+        bases = fields[template.slot] + template.delta
+        ends = bases + template.extent
+        spans = SpanChecker(self._tensor_table, self.target.per_core_span_bytes)
+        if not (self.memory.dma_bases_valid(bases, ends)
+                and spans.fits(template.core_of, bases, ends)):
+            return None
+        kernel = copy.copy(template.kernel)  # what the profile needs is computed once
+        kernel.image = image
+        if self.mode == "full":
+            kernel.programs = {core: relocated(kernel.programs[core], dmas, bases[start:stop])
+                               for core, (dmas, start, stop) in template.cores.items()}
+            kernel.ordered_actions = self._actions(kernel.programs, kernel.rendezvous, False,
+                                                   kernel.timed)
+        return kernel
+
+    def _load_new(
+        self, job: memoryview, table: dict[int, tuple[int, int]], key: tuple[int, ...],
+        image: KernelImage,
+    ) -> _Kernel:
+        """Load a kernel core by core, reusing core templates; registers the kernel as a
+        template if it has no hazards. _AddressCheckFailed if a reused program's addresses
+        fail a check (the caller then loads it in full, for the fault)."""
+        spans = SpanChecker(self._tensor_table, self.target.per_core_span_bytes)
+        templates: dict[int, _CoreTemplate] = {}
+        programs: dict[int, list[Instr]] = {}
+        expanded: dict[int, Expanded] = {}
+        costs: dict[int, list[Cost]] = {}
+        found: list[str] = []
+        pieces: list[tuple[int, np.ndarray, int]] = []  # per core: fields, and their byte offset
+        for core in sorted(table):
+            if core >= self.target.num_cores:
+                raise _AddressCheckFailed  # the full load names it
+            offset, size = table[core]
+            raw = job[offset: offset + size]
+            template, fields = self._core_template(core, raw)
+            if template is None:
+                program = decode_program(bytes(raw))
+                flat, accesses, peak = self._validate_core(image, core, program, spans)
+                core_costs = [instr_cost(i, self.target, core) for i in flat.instrs]
+                hazards = (check_core(core, flat.instrs, core_costs, accesses, self.target, flat)
+                           if self.check_hazards else [])
+                found += hazards
+                offsets = ddr_field_offsets(program)
+                fields = np.asarray([i.arg("ddr") for i in program
+                                     if i.spec.engine is Engine.DMA], dtype=np.int64)
+                rendezvous = any(i.op in ring.RENDEZVOUS_OPS for i in program)
+                template = _CoreTemplate(BytePattern.of(raw, offsets),
+                                         core if rendezvous else None, flat, accesses, peak,
+                                         core_costs, FlatDmas.of(flat, fields))
+                if not hazards:
+                    self._core_templates.setdefault(size, []).append(template)
+                instrs = flat.instrs
+            else:
+                bases = template.dmas.bases(fields)
+                ends = bases + template.dmas.extent
+                cores = np.full(bases.size, core, dtype=np.int64)
+                if not (self.memory.dma_bases_valid(bases, ends)
+                        and spans.fits(cores, bases, ends)):
+                    raise _AddressCheckFailed
+                instrs = relocated(template.expanded.instrs, template.dmas, bases)
+            templates[core] = template
+            programs[core] = instrs
+            expanded[core] = Expanded(instrs, template.expanded.origin, template.expanded.program)
+            costs[core] = template.costs
+            pieces.append((core, fields, offset))
+        rendezvous = ring.match(programs)
+        ring.check_agreement(rendezvous, programs)
+        hazards = reported(found, image.name)
+        kernel = self._finish(image, programs, expanded, costs, rendezvous, hazards,
+                              max((t.lx_peak for t in templates.values()), default=0))
+        if not hazards:
+            self._kernel_templates.setdefault(key, []).append(
+                _kernel_template(job, kernel, templates, pieces))
+        return kernel
+
+    def _core_template(
+        self, core: int, raw: memoryview
+    ) -> tuple[_CoreTemplate | None, np.ndarray | None]:
+        """A core template `raw` matches, with the values of its `ddr` fields."""
+        for template in self._core_templates.get(len(raw), []):
+            if template.core not in (None, core):
+                continue
+            fields = template.pattern.fields(raw)
+            if fields is not None:
+                return template, fields
+        return None, None
+
+    def _load_exact(self, image: KernelImage, encoded: dict[int, list[Instr]]) -> _Kernel:
+        """Load a kernel instruction by instruction, without templates: the reference the
+        template path must agree with, and where its faults are raised."""
         expanded, accesses, lx_peak = self._validated(image, encoded)
         programs = {core: flat.instrs for core, flat in expanded.items()}
         costs = {core: [instr_cost(instr, self.target, core) for instr in program]
@@ -163,6 +330,14 @@ class Emulator:
         ring.check_agreement(rendezvous, programs)
         hazards = (check_kernel(programs, costs, accesses, self.target, image.name, expanded)
                    if self.check_hazards else [])
+        return self._finish(image, programs, expanded, costs, rendezvous, hazards, lx_peak)
+
+    def _finish(
+        self, image: KernelImage, programs: dict[int, list[Instr]],
+        expanded: dict[int, Expanded], costs: dict[int, list[Cost]],
+        rendezvous: ring.Rendezvous, hazards: list[str], lx_peak: int,
+    ) -> _Kernel:
+        """A validated kernel's hazard verdict, schedule and (full mode) actions."""
         if hazards and self.strict:
             more = f" (and {len(hazards) - 1} more)" if len(hazards) > 1 else ""
             raise HazardError(hazards[0] + more)
@@ -172,7 +347,7 @@ class Emulator:
                    if self.mode == "full" else [])
         pt_flops = sum(matmul_flops(i) for program in programs.values() for i in program)
         return _Kernel(image, programs, expanded, costs, hazards, lx_peak, pt_flops, timed,
-                       actions)
+                       rendezvous, actions)
 
     def _validated(
         self, image: KernelImage, encoded: dict[int, list[Instr]]
@@ -182,29 +357,39 @@ class Emulator:
         expanded: dict[int, Expanded] = {}
         accesses: dict[int, list[Access]] = {}
         lx_peak = 0
-        spans = SpanChecker(self._tensors, self.memory, self.target.per_core_span_bytes)
+        spans = SpanChecker(self._tensor_table, self.target.per_core_span_bytes)
         for core, program in sorted(encoded.items()):
-            if core >= self.target.num_cores:
-                raise DeviceFault(f"kernel '{image.name}' has a program for core {core}, the "
-                                  f"target has {self.target.num_cores} cores")
-            try:
-                flat = expand_loops(program)
-            except ProgramError as error:
-                raise DeviceFault(error.reason).at(core, error.pc, program[error.pc]) from None
-            expanded[core] = flat
-            accesses[core] = []
-            for index, instr in enumerate(flat.instrs):
-                try:
-                    reads, writes, end = ops.validate(instr, self.target, self.memory,
-                                                      self.lx[core], core)
-                    ddr = ddr_region(instr)
-                    if ddr is not None:
-                        spans.check(core, ddr)
-                except DeviceFault as fault:
-                    raise _located(fault, core, flat, index) from None
-                accesses[core].append((reads, writes))
-                lx_peak = max(lx_peak, end)
+            expanded[core], accesses[core], peak = self._validate_core(image, core, program,
+                                                                        spans)
+            lx_peak = max(lx_peak, peak)
         return expanded, accesses, lx_peak
+
+    def _validate_core(
+        self, image: KernelImage, core: int, program: list[Instr], spans: SpanChecker
+    ) -> tuple[Expanded, list[Access], int]:
+        """One core's program unrolled and validated, its LX accesses and LX peak."""
+        if core >= self.target.num_cores:
+            raise DeviceFault(f"kernel '{image.name}' has a program for core {core}, the "
+                              f"target has {self.target.num_cores} cores")
+        try:
+            check_program(program)  # loops and dependencies (a file's programs come encoded)
+            flat = expand_loops(program)
+        except ProgramError as error:
+            raise DeviceFault(error.reason).at(core, error.pc, program[error.pc]) from None
+        accesses: list[Access] = []
+        lx_peak = 0
+        for index, instr in enumerate(flat.instrs):
+            try:
+                reads, writes, end = ops.validate(instr, self.target, self.memory,
+                                                  self.lx[core], core)
+                ddr = ddr_region(instr)
+                if ddr is not None:
+                    spans.check(core, ddr)
+            except DeviceFault as fault:
+                raise _located(fault, core, flat, index) from None
+            accesses.append((reads, writes))
+            lx_peak = max(lx_peak, end)
+        return flat, accesses, lx_peak
 
     def _actions(
         self, programs: dict[int, list[Instr]], rendezvous: ring.Rendezvous, hazards: bool,
@@ -340,6 +525,35 @@ class Emulator:
             timeline=Timeline(kernel.programs, timed, start_cycle, kernel.origins,
                               kernel.tracks),
         )
+
+
+class _AddressCheckFailed(Exception):
+    """A reused program's LPDDR addresses failed a check: load the kernel in full."""
+
+
+def _kernel_template(
+    job: memoryview, kernel: _Kernel, templates: dict[int, _CoreTemplate],
+    pieces: list[tuple[int, np.ndarray, int]],
+) -> _KernelTemplate:
+    """`kernel`, loaded from `job` core by core (`templates`; per core the values of its
+    `ddr` fields and its program's offset in `job`), as a template for its relocations."""
+    offsets, slot, delta, extent, core_of = [], [], [], [], []
+    cores: dict[int, tuple[FlatDmas, int, int]] = {}
+    fields_before = flat_before = 0
+    for core, fields, offset in pieces:
+        dmas = templates[core].dmas
+        offsets.append(templates[core].pattern.offsets + offset)
+        slot.append(dmas.slot + fields_before)
+        # this kernel's own loop steps and extents: those of its core template
+        delta.append(dmas.delta)
+        extent.append(dmas.extent)
+        core_of.append(np.full(dmas.slot.size, core, dtype=np.int64))
+        cores[core] = (dmas, flat_before, flat_before + dmas.slot.size)
+        fields_before += fields.size
+        flat_before += dmas.slot.size
+    joined = [np.concatenate(x) if x else np.zeros(0, dtype=np.int64)
+              for x in (offsets, slot, delta, extent, core_of)]
+    return _KernelTemplate(BytePattern.of(job, joined[0]), kernel, cores, *joined[1:])
 
 
 def _located(fault: DeviceFault, core: int, flat: Expanded, index: int) -> DeviceFault:

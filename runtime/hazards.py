@@ -138,6 +138,12 @@ def check_kernel(
     for core in sorted(programs):
         found += check_core(core, programs[core], costs[core], accesses[core], target,
                             (origins or {}).get(core))
+    return reported(found, name)
+
+
+def reported(found: list[str], name: str) -> list[str]:
+    """`check_core` messages of kernel `name`, at most MAX_REPORTED plus a count of the
+    rest."""
     shown = [f"kernel '{name}': {message}" for message in found[:MAX_REPORTED]]
     if len(found) > MAX_REPORTED:
         shown.append(f"kernel '{name}': and {len(found) - MAX_REPORTED} more hazards")

@@ -86,6 +86,7 @@ class DeviceMemory:
         self.backed = backed
         self._bases: list[int] = []
         self._allocations: list[Allocation] = []
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # bases, ends
 
     @property
     def size(self) -> int:
@@ -124,6 +125,7 @@ class DeviceMemory:
         allocation = Allocation(base, size, name, buffer)
         self._bases.insert(index, base)
         self._allocations.insert(index, allocation)
+        self._arrays = None
         return allocation
 
     def locate(self, base: int, end: int) -> Allocation:
@@ -162,6 +164,33 @@ class DeviceMemory:
                 f"LPDDR address {region.base:#x} is in segment {self.target.program_segment}, "
                 "which is reserved for SpyreCode", region.base)
         return self.locate(region.base, region.end)
+
+    def dma_bases_valid(self, bases: np.ndarray, ends: np.ndarray) -> bool:
+        """Whether `check_dma` accepts DMAs over the LPDDR ranges [bases[i], ends[i]) whose
+        shape (rows, row bytes, pitch) it has accepted before at another base: every base
+        aligned, outside the program segment and its range inside one allocation. One NumPy
+        pass over all of them; a False is followed by `check_dma` for the fault."""
+        if bases.size == 0:
+            return True
+        if (bases % ALIGNMENT).any() or (bases < 0).any() or (ends > self.size).any():
+            return False
+        if (bases // self.target.segment_bytes == self.target.program_segment).any():
+            return False
+        index = self.allocation_index(bases)
+        stops = self._bounds()[1]
+        # a non-empty range ending inside the allocation also starts inside it
+        return bool((index >= 0).all() and (ends <= stops[np.maximum(index, 0)]).all())
+
+    def allocation_index(self, addresses: np.ndarray) -> np.ndarray:
+        """Per address, the index in `allocations` of the last allocation starting at or
+        before it (-1 if none): the one holding it, if any does."""
+        return np.searchsorted(self._bounds()[0], addresses, side="right") - 1
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            self._arrays = (np.asarray(self._bases, dtype=np.int64),
+                            np.asarray([a.end for a in self._allocations], dtype=np.int64))
+        return self._arrays
 
     def view(self, region: Region) -> np.ndarray:
         """A (rows, row_bytes) uint8 view of a region checked by `check_dma`."""

@@ -15,35 +15,95 @@ from __future__ import annotations
 
 import bisect
 
+import numpy as np
+
 from spyrec.runtime.isa import Region
 from spyrec.runtime.memory import DeviceFault, DeviceMemory
 from spyrec.target import MIB
 
 
-class SpanChecker:
-    """Checks the per-core span of one kernel's DMAs, tensor by tensor."""
+class TensorTable:
+    """The tensor bindings by address, to find the tensor of an LPDDR access."""
 
-    def __init__(self, tensors: list[tuple[str, int, int]], memory: DeviceMemory,
-                 limit: int) -> None:
+    def __init__(self, tensors: list[tuple[str, int, int]], memory: DeviceMemory) -> None:
         """`tensors`: (name, base, end) of every tensor binding."""
         self._tensors = sorted(tensors, key=lambda t: (t[1], t[2]))
         self._bases = [base for _, base, _ in self._tensors]
+        self._base_array = np.asarray(self._bases, dtype=np.int64)
+        self._end_array = np.asarray([end for _, _, end in self._tensors], dtype=np.int64)
         self._memory = memory
-        self._limit = limit
-        self._spans: dict[tuple[int, str], tuple[int, int]] = {}
+        # binding i has id i; names of allocations holding accesses no binding holds follow
+        self._names = [name for name, _, _ in self._tensors]
+        self._ids = {name: i for i, name in enumerate(self._names)}
 
-    def _tensor_of(self, start: int, end: int) -> str:
+    def tensor_of(self, start: int, end: int) -> str:
+        """The name of the tensor [start, end) belongs to (see the module docstring)."""
         for index in range(bisect.bisect_right(self._bases, start) - 1, -1, -1):
             name, _, tensor_end = self._tensors[index]
             if end <= tensor_end:
                 return name
         return self._memory.locate(start, end).name
 
+    def name(self, tensor_id: int) -> str:
+        """The tensor (or allocation) name of an id `tensor_ids` gave."""
+        return self._names[tensor_id]
+
+    def tensor_ids(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """An id per access of the name `tensor_of` gives it (equal names, equal ids): the
+        bindings are probed backwards from the last one starting at or before each access,
+        in NumPy for all accesses a few steps at a time (what is left after that is looked
+        up one by one); an access no binding holds is named by its allocation."""
+        ids = np.full(starts.size, -1, dtype=np.int64)
+        index = np.searchsorted(self._base_array, starts, side="right") - 1
+        open_ = np.arange(starts.size)
+        passed: list[np.ndarray] = []  # probed back past the first binding: none holds them
+        for _ in range(_PROBES):
+            if open_.size == 0:
+                break
+            at = index[open_]
+            valid = at >= 0
+            passed.append(open_[~valid])
+            found = valid & (ends[open_] <= self._end_array[np.maximum(at, 0)])
+            ids[open_[found]] = at[found]
+            open_ = open_[valid & ~found]
+            index[open_] -= 1
+        for i in open_[index[open_] >= 0].tolist():  # a holder further back, or none
+            ids[i] = self._id(self.tensor_of(int(starts[i]), int(ends[i])))
+        unbound = np.concatenate([*passed, open_[index[open_] < 0]])
+        where = self._memory.allocation_index(starts[unbound])
+        allocations = self._memory.allocations
+        for position in np.unique(where).tolist():
+            members = unbound[where == position]
+            if position < 0 or (ends[members] > allocations[position].end).any():
+                bad = members if position < 0 else members[ends[members] >
+                                                             allocations[position].end]
+                self.tensor_of(int(starts[bad[0]]), int(ends[bad[0]]))  # raises the fault
+            ids[members] = self._id(allocations[position].name)
+        return ids
+
+    def _id(self, name: str) -> int:
+        if name not in self._ids:
+            self._ids[name] = len(self._names)
+            self._names.append(name)
+        return self._ids[name]
+
+
+_PROBES = 16  # backward steps taken in NumPy before the one-by-one lookup
+
+
+class SpanChecker:
+    """Checks the per-core span of one kernel's DMAs, tensor by tensor."""
+
+    def __init__(self, tensors: TensorTable, limit: int) -> None:
+        self._table = tensors
+        self._limit = limit
+        self._spans: dict[tuple[int, str], tuple[int, int]] = {}
+
     def check(self, core: int, region: Region) -> None:
         """Record a (validated) DMA's LPDDR region for `core`; DeviceFault if the span of
         its tensor on that core grows beyond the limit."""
         start, end = region.base, region.end
-        tensor = self._tensor_of(start, end)
+        tensor = self._table.tensor_of(start, end)
         low, high = self._spans.get((core, tensor), (start, end))
         low, high = min(low, start), max(high, end)
         if high - low > self._limit:
@@ -52,3 +112,17 @@ class SpanChecker:
                 f"span of it to [{low:#x}, {high:#x}), {(high - low) / MIB:.1f} MiB, beyond "
                 f"the {self._limit // MIB} MiB a core may span in one tensor", start)
         self._spans[(core, tensor)] = (low, high)
+
+    def fits(self, cores: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
+        """Whether `check` would accept all these accesses (on a checker that has seen
+        nothing else): spans only grow, so it is each (core, tensor)'s final span that
+        counts. One NumPy pass; a False is followed by `check` for the fault."""
+        if cores.size == 0:
+            return True
+        ids = self._table.tensor_ids(starts, ends)
+        _, group = np.unique(cores * (ids.max() + 1) + ids, return_inverse=True)
+        low = np.full(group.max() + 1, np.iinfo(np.int64).max)
+        high = np.full(group.max() + 1, np.iinfo(np.int64).min)
+        np.minimum.at(low, group, starts)
+        np.maximum.at(high, group, ends)
+        return bool((high - low <= self._limit).all())

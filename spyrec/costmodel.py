@@ -471,11 +471,13 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     pt, sfu = tiles * per_tile_pt, tiles * per_tile_sfu
     # Within a tile, scores -> softmax -> P V is a chain, and the PT runs its instructions in
     # program order (Q K^T of the next tile waits behind P V of this one), so compute does
-    # not overlap across tiles: a tile costs its PT and SFU time in sequence.
+    # not overlap across tiles: a tile costs its PT and SFU time in sequence. Compute starts
+    # once K, V and the first Q tile are in (`fill`), while the DMA stream, which includes
+    # those loads, runs on; the last store follows the last tile.
     compute = tiles * (per_tile_pt + per_tile_sfu)
     fill = dma_cycles_alone(kv_bytes + tile_in, target, cores)
     drain = dma_cycles_alone(tile_out, target, cores)
-    cycles = max(dma, compute, ring) + fill + chain + drain
+    cycles = max(dma, ring, fill + chain + compute) + drain
     return Prediction(cycles, dma, pt, sfu, bytes_all, _attention_lx(shape, tiling, split),
                       ring)
 

@@ -5,16 +5,17 @@ it, and checks that the error names what went wrong and where: the file and the 
 the core, pc (and loop iteration), instruction and address.
 """
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 from runtime_helpers import bind, load, recv, send, store, two_tensor_binary
 
-from spyrec.runtime.container import (ContainerError, KernelImage, SpyreBinary, read_manifest,
-                                      read_spyre, write_spyre)
+from spyrec.runtime.container import (ContainerError, EncodedPrograms, KernelImage,
+                                      SpyreBinary, read_manifest, read_spyre, write_spyre)
 from spyrec.runtime.emulator import Emulator, HazardError
-from spyrec.runtime.isa import Instr
+from spyrec.runtime.isa import Instr, encode_program
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import DeadlockError
 from spyrec.target import DEFAULT_TARGET, GIB, MIB
@@ -89,6 +90,25 @@ def test_a_truncated_file_says_how_much_is_missing(tmp_path: Path) -> None:
     with pytest.raises(ContainerError, match=rf"ring.spyre: truncated: the blobs end at byte "
                                              rf"{len(data)}, the file has {len(data) - 100}"):
         read_spyre(path)
+
+
+def test_a_program_whose_dependency_points_forward(tmp_path: Path) -> None:
+    # Core 1's store (pc 2) made to wait for pc 4, the loop.end after it, in the bytes: a
+    # file's programs stay encoded through reading and planning, and the emulator checks
+    # them when it loads.
+    programs = pipeline()
+    code = {core: encode_program(program) for core, program in programs.items()}
+    sizes = [4 + 8 * len(i.spec.fields) + 4 * len(i.deps) for i in programs[1]]
+    dep = sum(sizes[:3]) - 4  # the store's one dependency, the last 4 bytes of pc 2
+    code[1] = code[1][:dep] + (4).to_bytes(4, "little") + code[1][dep + 4:]
+    binary = two_tensor_binary(programs)
+    binary.kernels[0] = dataclasses.replace(binary.kernels[0], programs=EncodedPrograms(code))
+    path = tmp_path / "forward.spyre"
+    write_spyre(binary, path)
+    with pytest.raises(DeviceFault) as info:
+        Emulator(read_spyre(path), mode="timing")
+    assert (info.value.core, info.value.pc) == (1, 2)
+    assert str(info.value).endswith("dma.store depends on a later instruction (pc 4)")
 
 
 def run_file(tmp_path: Path, programs: dict[int, list[Instr]], **options) -> None:
