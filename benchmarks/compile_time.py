@@ -18,13 +18,14 @@ Each depth is exported with torch.export and compiled to a .spyre image in memor
 table gives host seconds per stage and per layer, the instructions of all cores, the
 kernels and how many distinct schedule templates they needed. `--plain` schedules with the
 per-core interpreter instead of templates (the compiler before design note 26).
-`--emulate` also loads the binary into the emulator in timing-only mode and runs it once
+`--warm` compiles into an empty compile cache and then once more from it (warm s: hashing
+the program and reading the `.spyre` back, design note 39). `--emulate` also loads the binary into the emulator in timing-only mode and runs it once
 (load: decode, validation, hazard check and schedule, each distinct program once and the
 rest relocated, design note 35; `--no-reuse` loads every kernel instruction by instruction,
 the emulator before that note):
 
     .venv/bin/python benchmarks/compile_time.py [--model granite] [--layers 1 2 4 8]
-                                                [--emulate [--no-reuse]] [--plain]
+                                                [--warm] [--emulate [--no-reuse]] [--plain]
                                                 [--profile out.prof]
 """
 
@@ -32,10 +33,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
+from spyrec.cache import CompileCache
 from spyrec.demo import DemoDecoderFFN
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.driver import CompileResult, compile_program
@@ -72,13 +77,19 @@ def measure(args: argparse.Namespace, layers: int) -> dict[str, float]:
     profiler = cProfile.Profile() if args.profile else None
     if profiler:
         profiler.enable()
-    result = compile_program(ep, pass_options=options)
+    cache = CompileCache(Path(tempfile.mkdtemp(prefix="spyrec-cache-"))) if args.warm else None
+    result = compile_program(ep, pass_options=options, cache=cache)
     if profiler:
         profiler.disable()
         profiler.dump_stats(f"{args.profile}.{layers}")
     instructions, kernels, templates = _count(result)
     row = {"export": export_s, **result.stage_seconds, "instructions": instructions,
            "kernels": kernels, "templates": templates}
+    if cache is not None:  # the same program again: hashed, found and read back
+        start = time.perf_counter()
+        assert compile_program(ep, pass_options=options, cache=cache).cached
+        row["warm"] = time.perf_counter() - start
+        shutil.rmtree(cache.directory)
     if args.emulate:
         from spyrec.runtime.emulator import Emulator
 
@@ -108,6 +119,8 @@ def main() -> None:
                         help="also load and run the binary in the emulator's timing-only mode")
     parser.add_argument("--no-reuse", action="store_true",
                         help="with --emulate: load every kernel in full, no templates")
+    parser.add_argument("--warm", action="store_true",
+                        help="compile into an empty compile cache, then again from it")
     parser.add_argument("--profile", metavar="PREFIX", help="cProfile each compile to PREFIX.N")
     args = parser.parse_args()
     if args.model == "granite":
@@ -116,17 +129,20 @@ def main() -> None:
               + ("distinct weights" if args.distinct_weights else "tied weights"))
     else:
         print(f"decoder FFN: hidden {args.hidden}, FFN {2 * args.hidden}, {args.rows} rows, fp16")
-    extra = " load s | run s | emulated µs |" if args.emulate else ""
+    extra = (" warm s |" if args.warm else "") + (
+        " load s | run s | emulated µs |" if args.emulate else "")
     print("| layers | export s | " + " | ".join(f"{s} s" for s in STAGES)
           + " | total s | s / layer | instructions | kernels | templates |" + extra)
     print("|---|---|" + "---|" * len(STAGES) + "---|---|---|---|---|"
-          + "---|---|---|" * bool(args.emulate))
+          + "---|" * bool(args.warm) + "---|---|---|" * bool(args.emulate))
     for layers in args.layers:
         r = measure(args, layers)
         total = sum(r[s] for s in STAGES)
         line = (f"| {layers} | {r['export']:.2f} | " + " | ".join(f"{r[s]:.2f}" for s in STAGES)
                 + f" | {total:.2f} | {total / layers:.2f} | {int(r['instructions'])} | "
                 f"{int(r['kernels'])} | {int(r['templates'])} |")
+        if args.warm:
+            line += f" {r['warm']:.2f} |"
         if args.emulate:
             line += f" {r['load']:.2f} | {r['run']:.2f} | {r['emulated_us']:.0f} |"
         print(line, flush=True)
