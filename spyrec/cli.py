@@ -188,7 +188,8 @@ def _report_run(profile: Any) -> None:
                f"(minimum {data['min_offchip_bytes']} B), LX peak {data['lx_peak_bytes']} B")
 
 
-def _check_against(model: Path, exe: Any, inputs: list[Any], outputs: Any) -> bool:
+def _check_against(model: Path, exe: Any, inputs: list[Any], outputs: Any,
+                   ep: Any = None) -> bool:
     import torch
 
     from spyrec.frontend.importer import load_program
@@ -196,7 +197,7 @@ def _check_against(model: Path, exe: Any, inputs: list[Any], outputs: Any) -> bo
     if model.suffix == ".mlir":  # compiled from hand-written KTIR: the interpreter is eager
         return _check_against_ktir(model, exe, inputs, outputs)
 
-    ep = load_program(model)
+    ep = ep if ep is not None else load_program(model)
     with torch.no_grad():
         expected = ep.module()(*inputs)
     return compare_outputs(expected, outputs, exe)
@@ -266,15 +267,42 @@ def run(binary: Path, check: Path | None, seed: int, numerics: str, function: st
 
     exe = load(binary, numerics=numerics)
     values = _symbol_values(sizes, exe.binary.symbols)
-    gen = torch.Generator().manual_seed(seed)
-    inputs = [torch.randn(*[values.get(b.symbolic.get(d, ""), n)
-                            for d, n in enumerate(b.layout.shape)],
-                          generator=gen).to(TORCH_DTYPES[b.layout.host_dtype])
-              for b in exe.binary.inputs]
+    program = None
+    if check is not None and check.suffix != ".mlir":
+        from spyrec.frontend.importer import load_program
+
+        program = load_program(check)
+    inputs = _example_inputs(program, exe) if program is not None and not sizes else None
+    if inputs is not None:
+        click.echo(f"inputs: the example inputs saved in {check}", err=True)
+    else:
+        gen = torch.Generator().manual_seed(seed)
+        inputs = [torch.randn(*[values.get(b.symbolic.get(d, ""), n)
+                                for d, n in enumerate(b.layout.shape)],
+                              generator=gen).to(TORCH_DTYPES[b.layout.host_dtype])
+                  for b in exe.binary.inputs]
     outputs = exe(*inputs)
     _report_run(exe.last_profile)
-    if check is not None and not _check_against(check, exe, inputs, outputs):
+    if check is not None and not _check_against(check, exe, inputs, outputs, program):
         raise SystemExit(1)
+
+
+def _example_inputs(program: Any, exe: Any) -> list[Any] | None:
+    """The .pt2's own example inputs when they fit the binary's signature: token ids and
+    positions that random numbers would make invalid (an embedding row, a KV-cache slot)."""
+    from spyrec.api import TORCH_DTYPES
+
+    example = getattr(program, "example_inputs", None)
+    if not example or example[1] or len(example[0]) != len(exe.binary.inputs):
+        return None
+    import torch
+
+    tensors = list(example[0])
+    for t, b in zip(tensors, exe.binary.inputs):
+        if not isinstance(t, torch.Tensor) or t.dtype != TORCH_DTYPES[b.layout.host_dtype] \
+                or list(t.shape) != list(b.layout.shape):
+            return None
+    return [t.detach().clone() for t in tensors]
 
 
 def _symbol_values(sizes: tuple[str, ...], symbols: dict[str, tuple[int, int]]) -> dict[str, int]:

@@ -174,6 +174,23 @@ def test_decode_steps_reproduce_the_prefill():
 
 
 
+def test_a_decode_step_through_the_command_line(spyrec_cli, cli_env, tmp_path):
+    """`spyrec run --check` feeds a decode step the .pt2's own example inputs: a random
+    position would not be a cache slot. A small layer of the same structure keeps it quick."""
+    torch.manual_seed(0)
+    step = fill_cache(GraniteDecode(GraniteLayer(SMALL).eval(), cache=64, shape=SMALL)).eval()
+    pt2 = tmp_path / "decode.pt2"
+    inputs = (torch.randn(1, 1, SMALL.hidden_size), torch.tensor([37]))
+    torch.export.save(torch.export.export(step, inputs), pt2)
+    out = tmp_path / "decode.spyre"
+    res = _cli(spyrec_cli, cli_env, "compile", str(pt2), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    res = _cli(spyrec_cli, cli_env, "run", str(out), "--check", str(pt2))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"the example inputs saved in {pt2}" in res.stderr
+    assert " ok" in res.stdout and "FAILED" not in res.stdout
+
+
 def test_the_demo_lists_the_zoo_and_names_an_unknown_model():
     from click.testing import CliRunner
 
