@@ -36,6 +36,7 @@ from spyrec.driver import compile_program
 from spyrec.pipelines import compile_options
 from spyrec.runtime.emulator import Emulator
 from spyrec.target import DEFAULT_TARGET
+from spyrec.zoo import Chain, Gemm, Sdpa, Softmax
 
 VARIANTS: dict[str, dict[str, object]] = {
     "default": {},
@@ -45,25 +46,6 @@ VARIANTS: dict[str, dict[str, object]] = {
 }
 
 
-class Gemm(torch.nn.Module):
-    def __init__(self, k: int, n: int):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.randn(k, n) / k**0.5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x @ self.w
-
-
-class Chain(torch.nn.Module):
-    def forward(self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.gelu(x + y) * z
-
-
-class Softmax(torch.nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(x, dim=-1)
-
-
 class Norm(torch.nn.Module):
     def __init__(self, kind: str, n: int):
         super().__init__()
@@ -71,11 +53,6 @@ class Norm(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.norm(x)
-
-
-class Sdpa(torch.nn.Module):
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
 
 
 @dataclass(frozen=True)

@@ -291,3 +291,40 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in (
              "a KV cache of 2048 entries updated in place",
              _granite_decode),
 )}
+
+
+# ---- single-op kernels: the roofline suite's (benchmarks/roofline.py) and the cost-model
+# test's (test_costmodel.py) --------------------------------------------------------------
+
+class Gemm(nn.Module):
+    """x @ W with W a [k, n] weight."""
+
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(k, n) / k**0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.w
+
+
+class Chain(nn.Module):
+    """The memory-bound chain add -> gelu -> mul."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x + y) * z
+
+
+class Softmax(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=-1)
+
+
+class Sdpa(nn.Module):
+    """`scaled_dot_product_attention(q, k, v)`, causal or not."""
+
+    def __init__(self, causal: bool = False):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)

@@ -16,6 +16,7 @@ from spyrec.demo import DemoMLP
 from spyrec.driver import compile_program
 from spyrec.runtime.emulator import Emulator
 from spyrec.target import DEFAULT_TARGET
+from spyrec.zoo import Chain, Gemm, Sdpa, Softmax
 
 
 def predicted_cycles(module) -> list[float]:
@@ -44,34 +45,6 @@ def test_predicted_cycles_within_15_percent(rows, features, dtype):
     assert len(predicted) == len(measured) == 3
     for p, m in zip(predicted, measured):
         assert 0.85 <= p / m <= 1.15, (p, m)
-
-
-class Gemm(torch.nn.Module):
-    def __init__(self, k: int, n: int):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.randn(k, n) / k**0.5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x @ self.w
-
-
-class Chain(torch.nn.Module):
-    def forward(self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.gelu(x + y) * z
-
-
-class Softmax(torch.nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(x, dim=-1)
-
-
-class Sdpa(torch.nn.Module):
-    def __init__(self, causal: bool = False):
-        super().__init__()
-        self.causal = causal
-
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
 
 
 def _sdpa(heads: int, q_len: int, kv_len: int, dim: int, causal: bool = False):
