@@ -113,7 +113,10 @@ def compile_program(
     if cache is not None and stop_after == "binary" and print_ir is None:
         key = cache.key(program if isinstance(program, torch.export.ExportedProgram)
                         else Path(program),
-                        {"function": function, "pass_options": pass_options})
+                        {"function": function, "pass_options": pass_options,
+                         # a file's path is in the binary's provenance: part of the key
+                         "source": None if isinstance(program, torch.export.ExportedProgram)
+                         else str(program)})
         hit = cache.get(key)
         if hit is not None:
             if output is not None:
