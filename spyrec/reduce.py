@@ -233,9 +233,10 @@ def reduce(program: torch.export.ExportedProgram | str | Path, condition: Condit
     reducer = _Reducer(program, inputs, condition, budget, log)
     best, replace = reducer.run()
     built = reducer.build(reducer.root.graph, best, replace)
-    if built is None or not condition.check(*built):  # the cone alone is the safe answer
+    if built is None or not condition.check(*built):  # the cone alone, else the program
         built = reducer.build(reducer.root.graph, best, {})
-    assert built is not None
+        if built is None or not condition.check(*built):
+            built = (program, inputs)
     result = Reduction(built[0], built[1], before, len(_ops(built[0].graph)), reducer.tests)
     if out_dir is not None:
         result.files = write_case(result, condition, Path(out_dir), name)
