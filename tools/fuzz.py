@@ -55,6 +55,24 @@ def _run(strategy, examples: int, rng_seed: int, check, work: Path) -> list[str]
     return failures
 
 
+def _damage(strategy, check, examples: int, rng_seed: int, work: Path, what: str,
+            labels: dict[str, str]) -> str:
+    """Run a damaged-input fuzzer: print its failures, return its counts as one line."""
+    outcomes: dict[str, int] = {}
+    start = time.perf_counter()
+
+    def counted(value) -> None:
+        result = check(value)
+        outcomes[result] = outcomes.get(result, 0) + 1
+
+    failures = _run(strategy, examples, rng_seed, counted, work)
+    for f in failures:
+        print(f"{what}:", f, flush=True)
+    counts = ", ".join(f"{outcomes.get(key, 0)} {label}" for key, label in labels.items())
+    return (f"{sum(outcomes.values()) + len(failures)} tried, {counts}, {len(failures)} "
+            f"crashes ({time.perf_counter() - start:.0f} s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--programs", type=int, default=200)
@@ -81,19 +99,9 @@ def main() -> None:
 
     if args.ir:
         seeds = [p.read_text() for p in sorted((ROOT / "test" / "lit").rglob("*.mlir"))]
-        outcomes: dict[str, int] = {}
-        start = time.perf_counter()
-
-        def ir(text: str) -> None:
-            result = check_ir_text(text, None, work)
-            outcomes[result] = outcomes.get(result, 0) + 1
-
-        failures = _run(damaged_texts(seeds), args.ir, args.seed, ir, work)
-        for f in failures:
-            print("spyre-opt:", f, flush=True)
-        lines.append(f"damaged IR: {sum(outcomes.values()) + len(failures)} tried, "
-                     f"{outcomes.get('ok', 0)} parsed, {outcomes.get('error', 0)} clean errors, "
-                     f"{len(failures)} crashes ({time.perf_counter() - start:.0f} s)")
+        lines.append("damaged IR: " + _damage(
+            damaged_texts(seeds), lambda text: check_ir_text(text, None, work), args.ir,
+            args.seed, work, "spyre-opt", {"ok": "parsed", "error": "clean errors"}))
 
     if args.spyre:
         import spyrec
@@ -104,19 +112,9 @@ def main() -> None:
         program = torch.export.export(model, (torch.randn(1, 16, 128).half(),))
         spyrec.compile(program, output=work / "seed.spyre", cache=False)
         data = (work / "seed.spyre").read_bytes()
-        outcomes = {}
-        start = time.perf_counter()
-
-        def loader(damaged: bytes) -> None:
-            result = check_spyre_bytes(damaged, work)
-            outcomes[result] = outcomes.get(result, 0) + 1
-
-        failures = _run(damaged_bytes(data), args.spyre, args.seed, loader, work)
-        for f in failures:
-            print(".spyre loader:", f, flush=True)
-        lines.append(f"damaged .spyre ({len(data)} bytes): {sum(outcomes.values()) + len(failures)}"
-                     f" tried, {outcomes.get('refused', 0)} refused, {outcomes.get('loaded', 0)} "
-                     f"loaded, {len(failures)} crashes ({time.perf_counter() - start:.0f} s)")
+        lines.append(f"damaged .spyre ({len(data)} bytes): " + _damage(
+            damaged_bytes(data), lambda damaged: check_spyre_bytes(damaged, work), args.spyre,
+            args.seed, work, ".spyre loader", {"refused": "refused", "loaded": "loaded"}))
     print("\n".join(lines))
 
 
