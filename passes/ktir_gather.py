@@ -30,6 +30,8 @@ so only the new rows move.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerType, MemRefType, TensorType
 from xdsl.ir import SSAValue
@@ -52,6 +54,21 @@ from spyrec.passes.row_maps import const, mul
 INDEX_ELEMENT = IntegerType(32)  # indices live on the device as int32
 
 
+def _each_tile(builder: _StoredBuilder, x: SSAValue, y: SSAValue, runs: int, run_rows: int,
+               tile: Callable[[SSAValue, SSAValue], None]) -> None:
+    """Call `tile(run, row)` for each tm-row tile of core (x, y)'s block: runs / gm runs
+    and run_rows / gn rows of each (the split of gathers and scatters alike)."""
+    runs_core, rows_core = runs // builder.split.gm, run_rows // builder.split.gn
+    run0 = builder.mul(x, builder.const(runs_core))
+    row0 = builder.mul(y, builder.const(rows_core))
+
+    def run_body(i: SSAValue) -> None:
+        run = builder.add(run0, i)
+        builder.loop(rows_core, builder.tiling.tm, lambda j: tile(run, builder.add(row0, j)))
+
+    builder.loop(runs_core, 1, run_body)
+
+
 class GatherBuilder(_StoredBuilder):
     """Builds the KTIR function of one gather kernel: indirect loads, contiguous stores."""
 
@@ -70,24 +87,15 @@ class GatherBuilder(_StoredBuilder):
         ids = self.view(self._pointer(info.indices), (shape.outer, self.cols(info.indices)),
                         INDEX_ELEMENT)
         out = self.view(self._pointer(info.out), (shape.rows, cols), element)
-        runs_core, rows_core = shape.outer // self.split.gm, shape.run // self.split.gn
-        run0 = self.mul(x, self.const(runs_core))
-        row0 = self.mul(y, self.const(rows_core))
         tm = self.tiling.tm
         d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
 
-        def run_body(i: SSAValue) -> None:
-            run = self.add(run0, i)
+        def tile(run: SSAValue, row: SSAValue) -> None:
+            rows = self._gather(table, ids, run, row, (tm, cols), element)
+            self.b.insert(StoreOp(rows, self.tile_at(
+                out, [run, row], (mul(d0, shape.run) + d1, const(0)), (tm, cols))))
 
-            def rows_body(j: SSAValue) -> None:
-                row = self.add(row0, j)
-                rows = self._gather(table, ids, run, row, (tm, cols), element)
-                self.b.insert(StoreOp(rows, self.tile_at(
-                    out, [run, row], (mul(d0, shape.run) + d1, const(0)), (tm, cols))))
-
-            self.loop(rows_core, tm, rows_body)
-
-        self.loop(runs_core, 1, run_body)
+        _each_tile(self, x, y, shape.outer, shape.run, tile)
         return self.finish(shape.flops, shape.min_offchip_bytes)
 
     def _pointer(self, value: SSAValue) -> SSAValue:
@@ -131,29 +139,20 @@ class ScatterBuilder(_StoredBuilder):
                         (1, self.cols(info.indices)), INDEX_ELEMENT)
         values = self.view(self.block.args[self.inner.index(info.values)],
                            (shape.rows, cols), element)
-        runs_core, rows_core = shape.outer // self.split.gm, shape.run // self.split.gn
-        run0 = self.mul(x, self.const(runs_core))
-        row0 = self.mul(y, self.const(rows_core))
         tm = self.tiling.tm
         d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
 
-        def run_body(i: SSAValue) -> None:
-            run = self.add(run0, i)
+        def tile(run: SSAValue, row: SSAValue) -> None:
+            rows = self.load_at(values, [run, row], (mul(d0, shape.run) + d1, const(0)),
+                                (tm, cols), element)
+            run_d, row_d, r, c = (AffineExpr.dimension(k) for k in range(4))
+            slots = self.b.insert(ConstructIndirectAccessTileOp(
+                table, [ids], [run, row], [False, True, False],
+                [AffineMap(4, 0, (run_d,)), AffineMap(4, 0, (const(0), row_d + r)),
+                 AffineMap(4, 0, (c,))],
+                box_set((tm, cols)).data, AffineMap.identity(2),
+                AccessTileType([tm, cols]), variable_names=["r", "c"]))
+            self.b.insert(StoreOp(rows, slots.result))
 
-            def rows_body(j: SSAValue) -> None:
-                row = self.add(row0, j)
-                rows = self.load_at(values, [run, row], (mul(d0, shape.run) + d1, const(0)),
-                                    (tm, cols), element)
-                run_d, row_d, r, c = (AffineExpr.dimension(k) for k in range(4))
-                tile = self.b.insert(ConstructIndirectAccessTileOp(
-                    table, [ids], [run, row], [False, True, False],
-                    [AffineMap(4, 0, (run_d,)), AffineMap(4, 0, (const(0), row_d + r)),
-                     AffineMap(4, 0, (c,))],
-                    box_set((tm, cols)).data, AffineMap.identity(2),
-                    AccessTileType([tm, cols]), variable_names=["r", "c"]))
-                self.b.insert(StoreOp(rows, tile.result))
-
-            self.loop(rows_core, tm, rows_body)
-
-        self.loop(runs_core, 1, run_body)
+        _each_tile(self, x, y, shape.outer, shape.run, tile)
         return self.finish(shape.flops, shape.min_offchip_bytes)
