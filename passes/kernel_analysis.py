@@ -152,7 +152,8 @@ class KernelInfo:
             m, n, _k(self.matmul), in_size, max(itemsize(v) for v in self.outputs),
             row_operands=row_ops, full_operands=full_ops, sfu_passes=max(passes, 1),
             reduce=self.has_reduce, full_temps=full_temps, col_temps=col_temps,
-            outputs=len(self.outputs))
+            outputs=len(self.outputs), col_operands=col_ops,
+            col_outputs=sum(1 for v in self.outputs if self.kinds.get(v) is Kind.COL))
 
     def _peak_live(self, kind: Kind) -> int:
         """Most tile-graph values of `kind` live at once (an operand dying at an op frees

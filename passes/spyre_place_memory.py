@@ -12,7 +12,9 @@ convert-spyre-to-ktir). Guarantees:
   per core (a resident matmul block whose loops have one trip) gets one slot (a = b), and
   so does every buffer with `double_buffer=false`. Elementwise steps that
   keep the element type reuse their input's slots in place when the input has no other use;
-  the matmul and the row reductions accumulate in place in their `linalg.fill` buffer. The kernel's LX total is
+  the matmul and the row reductions accumulate in place in their `linalg.fill` buffer; any
+  other computed tile takes the slots of a dead computed tile of the same loop body and
+  geometry (liveness reuse; loads always get their own, so prefetches never wait). The kernel's LX total is
   recorded as `spyre.lx_bytes` and checked against the target's usable LX.
 - a load or store through an indirect access tile also has `lx_index_slots`: two slots for
   the sticks holding its int32 indices (dma.gather / dma.scatter read them from LX).
@@ -198,25 +200,47 @@ def _place_lx(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> None:
 
 
 def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> int:
-    """Two slots per distinct tile buffer (one when `buffers` is 1, and for a load that runs
-    once per core: a resident block outside every loop), in-place for elementwise steps and
-    accumulation; sets `lx_slots` and returns the LX bytes used."""
+    """Two slots per tile buffer (one when `buffers` is 1, and for a load that runs once per
+    core: a resident block outside every loop), in place for elementwise steps and
+    accumulation, and reused by liveness: a computed tile (`linalg.fill`/`linalg.generic`
+    result) takes the slots of a computed tile of the same loop body and the same geometry
+    (rows and LX row pitch) whose last reader has run, if it is not carried to the next
+    iteration. The same geometry keeps the corelets' row halves where they were, so
+    spyre-schedule-dataflow's dependences, kept per slot and half, still see every reuse. Loads neither take nor give slots, so
+    the DMA of the next tile never waits for this one's temporaries. Sets `lx_slots` and returns the LX
+    bytes used."""
     slots: dict[SSAValue, tuple[int, int]] = {}
     next_free = 0
+    live = _LiveRanges(fn)
+    owners: dict[tuple[int, int], list[SSAValue]] = {}  # a slot pair's values (aliases)
+    shapes: dict[tuple[int, int], tuple[int, int]] = {}
 
     def fresh(value: SSAValue, copies: int = buffers) -> tuple[int, int]:
         nonlocal next_free
         size = tile_bytes(value, target)
         pair = (next_free, next_free + size) if copies == 2 else (next_free, next_free)
         next_free += copies * size
+        shapes[pair] = _geometry(value, target)
         return pair
+
+    def reuse(value: SSAValue, at: Operation) -> tuple[int, int]:
+        """A dead pair of `at`'s block with `value`'s geometry, else fresh slots."""
+        geometry, block = _geometry(value, target), at.parent_block()
+        if not live.local(value):
+            return fresh(value)
+        for pair, vals in owners.items():  # insertion order: deterministic
+            if shapes[pair] == geometry and all(
+                    live.end(v) < live.pos[at] and v.owner.parent_block() is block for v in vals):
+                del owners[pair]  # its old values are dead: the pair starts a new life
+                return pair
+        return fresh(value)
 
     for inner in fn.walk():
         pair: tuple[int, int] | None = None
         if isinstance(inner, LoadOp):
             pair = fresh(inner.results[0], 1 if executions(inner) == 1 else buffers)
         elif isinstance(inner, linalg.FillOp):
-            pair = fresh(inner.results[0])
+            pair = reuse(inner.results[0], inner)
         elif isinstance(inner, linalg.GenericOp):
             init, src = inner.outputs[0], inner.inputs[0]
             if init in slots:  # matmul and reductions accumulate into their init
@@ -224,14 +248,17 @@ def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> i
             elif src.type == inner.results[0].type and src.has_one_use() and src in slots:
                 pair = slots[src]  # elementwise, same shape and type: in place
             else:
-                pair = fresh(inner.results[0])
+                pair = reuse(inner.results[0], inner)
         elif isinstance(inner, scf.ForOp):
             for init, res, barg in zip(inner.iter_args, inner.results, inner.body.block.args[1:]):
                 slots[res] = slots[barg] = slots[init]
+                owners.setdefault(slots[init], []).extend([res, barg])
             continue
         if pair is None:
             continue
         slots[inner.results[0]] = pair
+        if not isinstance(inner, LoadOp):  # a load's slots wait for the next tile's DMA
+            owners.setdefault(pair, []).append(inner.results[0])
         inner.attributes["lx_slots"] = DenseArrayBase.from_list(i64, list(pair))
         if isinstance(inner, LoadOp) and (index_bytes := gather_index_bytes(inner, target)):
             inner.attributes["lx_index_slots"] = DenseArrayBase.from_list(
@@ -243,6 +270,66 @@ def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> i
                 i64, [next_free, next_free + index_bytes])
             next_free += 2 * index_bytes
     return next_free
+
+
+def _geometry(value: SSAValue, target: SpyreTarget) -> tuple[int, int]:
+    """A tile's rows and LX row pitch."""
+    rows = tile_dims(value)[0]
+    return rows, tile_bytes(value, target) // max(rows, 1)
+
+
+class _LiveRanges:
+    """Program positions of a kernel's ops (pre-order walk) and where each tile value's
+    life ends in the block that defines it: a use nested in a loop of that block keeps the
+    value live to the loop's end; a use outside the block (a loop result, the next
+    iteration through `scf.yield`) keeps it live for good. Uses through ops that get no
+    slots of their own (views, casts) count as uses of the value."""
+
+    FOREVER = 1 << 62
+
+    def __init__(self, fn: func.FuncOp):
+        self.pos: dict[Operation, int] = {}
+        self.last: dict[Operation, int] = {}
+        for i, op in enumerate(fn.walk()):
+            self.pos[op] = i
+        for op in reversed(list(fn.walk())):  # an op's last position covers its body
+            self.last[op] = max([self.pos[op]] + [self.last[o] for r in op.regions
+                                                  for b in r.blocks for o in b.ops])
+        self._end: dict[SSAValue, int] = {}
+
+    def _uses(self, value: SSAValue) -> list[Operation]:
+        out, todo, seen = [], [value], set()
+        while todo:
+            v = todo.pop()
+            for use in v.uses:
+                op = use.operation
+                if op in seen:
+                    continue
+                seen.add(op)
+                out.append(op)
+                if not isinstance(op, (LoadOp, StoreOp, linalg.FillOp, linalg.GenericOp,
+                                       scf.ForOp, scf.YieldOp)):
+                    todo.extend(op.results)  # a view or cast of the tile
+        return out
+
+    def end(self, value: SSAValue) -> int:
+        if value not in self._end:
+            block = value.owner.parent_block() if isinstance(value.owner, Operation) else None
+            end = self.pos[value.owner] if isinstance(value.owner, Operation) else self.FOREVER
+            for op in self._uses(value):
+                anc = op
+                while anc is not None and anc.parent_block() is not block:
+                    anc = anc.parent_op()
+                if anc is None or isinstance(op, (scf.YieldOp, scf.ForOp)):
+                    end = self.FOREVER
+                    break
+                end = max(end, self.last[anc])
+            self._end[value] = end
+        return self._end[value]
+
+    def local(self, value: SSAValue) -> bool:
+        """The value dies within its block's iteration (it is not carried or returned)."""
+        return self.end(value) < self.FOREVER
 
 
 def gather_index_bytes(access: LoadOp | StoreOp, target: SpyreTarget) -> int:

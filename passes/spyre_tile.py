@@ -108,9 +108,9 @@ def _check_override(kernel: KernelOp, shape: Shape, split: Split,
 
 def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarget) -> int:
     """The LX bytes spyre-place-memory will give a tile-graph kernel with `tiling`: the
-    cost model's footprint bounds the live tile-graph values, while the allocator gives
-    every value that cannot be computed in place its own slots, so a wide tile graph (a
-    layer norm over 4096 columns) can need more. Lowered and placed on a copy, and checked
+    cost model's footprint bounds the live tile-graph values, while the allocator reuses a
+    dead value's slots only for a value of the same geometry (rows and row pitch), so a
+    wide tile graph (a layer norm over 4096 columns) can need more. Lowered and placed on a copy, and checked
     only when the model's figure leaves less than half the budget free."""
     info = analyze(kernel)
     if not isinstance(info, KernelInfo):

@@ -38,6 +38,8 @@ class KernelShape:
     full_temps: int = 1  # f32 full tiles the tile graph may keep live (upper bound)
     col_temps: int = 0  # one-column values (row reductions), a stick per row each
     outputs: int = 1  # results stored per tile
+    col_operands: int = 0  # extra inputs of one column (M x 1, a row reduction's result)
+    col_outputs: int = 0  # of the `outputs`, those of one column (a row reduction's result)
 
     def sticks(self, itemsize: int, elems: int) -> int:
         return -(-elems * itemsize // 128)
@@ -60,9 +62,19 @@ class KernelShape:
         """Every input read once and the output written once, unpadded."""
         a = self.rows * self.k * self.in_itemsize
         b = self.k * self.cols * self.in_itemsize
-        extra = (self.row_operands * self.cols + self.full_operands * self.rows * self.cols)
-        out = self.outputs * self.rows * self.cols * self.out_itemsize
+        extra = (self.row_operands * self.cols + self.full_operands * self.rows * self.cols
+                 + self.col_operands * self.rows)
+        out = (self.full_outputs * self.cols + self.col_outputs) * self.rows * self.out_itemsize
         return a + b + extra * self.in_itemsize + out
+
+    @property
+    def full_outputs(self) -> int:
+        return self.outputs - self.col_outputs
+
+    def out_tile_bytes(self, tm: int, tn: int) -> int:
+        """Bytes one tile stores: a full tile per full output, a stick per row per
+        one-column output."""
+        return self.full_outputs * tm * tn * self.out_itemsize + self.col_outputs * tm * 128
 
     def work(self) -> str:
         """What the split divides, for messages: rows x output sticks."""
@@ -385,7 +397,7 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
         total += b_copies * tk * tn * shape.in_itemsize  # B tiles
     total += buffers * shape.full_temps * tm * tn * 4  # fp32 accumulator, tile-graph values
     total += buffers * shape.col_temps * tm * 128  # row reductions: one stick per row
-    total += buffers * shape.outputs * tm * tn * shape.out_itemsize  # output tiles
+    total += buffers * shape.out_tile_bytes(tm, tn)  # output tiles
     total += buffers * shape.row_operands * max(tn * shape.in_itemsize, 128)
     total += buffers * shape.full_operands * tm * tn * shape.in_itemsize
     return total
@@ -504,14 +516,17 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     if isinstance(shape, MoveShape):
         return _predict_move(shape, split, tiling, target)
     tm, tn, tk = tiling.tm, tiling.tn, tiling.tk
-    isz, osz = shape.in_itemsize, shape.out_itemsize
+    isz = shape.in_itemsize
     loads = matmul_loads(shape, split, tiling, target)
     tiles, nk = loads.tiles, loads.k_steps
     a_tile, b_tile = tm * tk * isz, tk * tn * isz
     row_in = shape.row_operands * tn * isz
-    per_tile_in = row_in + shape.full_operands * tm * tn * isz
-    bytes_core = tiles * per_tile_in + tiles * shape.outputs * tm * tn * osz
-    dmas_core = tiles * (shape.outputs + shape.row_operands + shape.full_operands)
+    # a one-column operand is a stick per row, read again by every core of a grid row
+    per_tile_in = row_in + shape.full_operands * tm * tn * isz + shape.col_operands * tm * 128
+    out_tile = shape.out_tile_bytes(tm, tn)
+    bytes_core = tiles * (per_tile_in + out_tile)
+    dmas_core = tiles * (shape.outputs + shape.row_operands + shape.full_operands
+                         + shape.col_operands)
     cores = split.cores
     bytes_all, dmas_all = bytes_core * cores, dmas_core * cores
     if shape.k:
@@ -533,7 +548,10 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     # first core of both chains loads what every core loaded unshared)
     channel = bytes_all / target.lpddr_bytes_per_cycle
     engine = dmas_core * target.dma_setup_cycles + bytes_core / target.lpddr_bytes_per_cycle
-    dma = max(channel + dmas_all * target.dma_setup_cycles / cores ** 2, engine)
+    if tiling.share and shape.k:
+        dma = max(channel + dmas_all * target.dma_setup_cycles / cores ** 2, engine)
+    else:  # identical programs: every core sets up at once, the channel idles meanwhile
+        dma = channel + dmas_core * target.dma_setup_cycles
     ring = ring_sharing(shape, split, tiling, loads, target) if tiling.share and shape.k \
         else None
     ring_rx, chain = (ring.rx_cycles, ring.chain_cycles) if ring else (0.0, 0.0)
@@ -554,13 +572,13 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     last_sfu = sfu_cycles(rows, tn * 4, passes, target)
     step_pt = pt / (tiles * nk) if shape.k and tiles else 0.0
     compute = max(pt, sfu, ring_rx)
-    drain = last_sfu + dma_cycles_alone(shape.outputs * tm * tn * osz, target, cores)
+    drain = last_sfu + dma_cycles_alone(out_tile, target, cores)
     if dma >= compute:
         # DMA-bound: the first loads and the last store are part of `dma`; after the last
         # load only its trip down the ring, one K step's matmul and the last epilogue remain.
         # But the last tiles' stores wait for their compute, and the compute for the loads:
         # with few tiles per core (one: every store at the end) that tail decides.
-        load_cycles = (bytes_all - cores * tiles * shape.outputs * tm * tn * osz) \
+        load_cycles = (bytes_all - cores * tiles * out_tile) \
             / target.lpddr_bytes_per_cycle
         tail = max(compute + fill, load_cycles + step_pt) + chain + drain
         cycles = max(dma + chain + step_pt + last_sfu, tail)

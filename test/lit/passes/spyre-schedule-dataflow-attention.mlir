@@ -33,13 +33,15 @@
 // CHECK-NEXT: spyrecode.sfu_unary {fn = 4 : i64
 // CHECK-NEXT: spyrecode.sfu_reduce {fn = 0 : i64
 // CHECK-NEXT: spyrecode.sfu_reduce {fn = 0 : i64
-// CHECK-NEXT: spyrecode.sfu_colwise {fn = 3 : i64, {{.*}}dst = 160000 : i64, {{.*}}dst_pitch = 256 : i64, {{.*}}dst_dtype = 1 : i64, {{.*}}unit = 0 : i64
-// CHECK-NEXT: spyrecode.sfu_colwise {fn = 3 : i64, {{.*}}dst = 166400 : i64
+// CHECK-NEXT: spyrecode.sfu_colwise {fn = 3 : i64, {{.*}}dst = 147200 : i64, {{.*}}dst_pitch = 256 : i64, {{.*}}dst_dtype = 1 : i64, {{.*}}unit = 0 : i64
+// CHECK-NEXT: spyrecode.sfu_colwise {fn = 3 : i64, {{.*}}dst = 153600 : i64
 // O = P V: k = 100 key rows (P's padding columns 100..127 are never read), V from its slot.
 // It waits for V's load (pc 1) and its half of P.
-// CHECK-NEXT: spyrecode.pt_matmul {a = 160000 : i64, b = 12800 : i64, c = 185600 : i64, m = 25 : i64, k = 100 : i64, n = 64 : i64, a_pitch = 256 : i64, b_pitch = 128 : i64, {{.*}}deps = array<i64: 1, 17>}
-// CHECK-NEXT: spyrecode.pt_matmul {a = 166400 : i64, {{.*}}deps = array<i64: 1, 18>}
+// CHECK-NEXT: spyrecode.pt_matmul {a = 147200 : i64, b = 12800 : i64, c = 172800 : i64, m = 25 : i64, k = 100 : i64, n = 64 : i64, a_pitch = 256 : i64, b_pitch = 128 : i64, {{.*}}deps = array<i64: 1, 17>}
+// CHECK-NEXT: spyrecode.pt_matmul {a = 153600 : i64, {{.*}}deps = array<i64: 1, 18>}
 // CHECK-NEXT: spyrecode.sfu_unary {fn = 0 : i64, {{.*}}dst_dtype = 1 : i64
 // CHECK-NEXT: spyrecode.sfu_unary {fn = 0 : i64, {{.*}}dst_dtype = 1 : i64
 // The folded transpose back: rows 50.. of head 1 go to 51200 + 12928 = 64128, pitch 256.
-// CHECK-NEXT: spyrecode.dma_store {lx = 211200 : i64, ddr = 64128 : i64, rows = 50 : i64, row_bytes = 128 : i64, lx_pitch = 128 : i64, ddr_pitch = 256 : i64, unit = 0 : i64, deps = array<i64: 21, 22>}
+// The fp16 output tile (50 rows of one 128 B stick) takes the slot of the row max and row
+// sum (the same geometry), free once P is divided out: spyre-place-memory's liveness reuse.
+// CHECK-NEXT: spyrecode.dma_store {lx = 83200 : i64, ddr = 64128 : i64, rows = 50 : i64, row_bytes = 128 : i64, lx_pitch = 128 : i64, ddr_pitch = 256 : i64, unit = 0 : i64, deps = array<i64: 21, 22>}

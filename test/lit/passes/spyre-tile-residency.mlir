@@ -7,16 +7,20 @@
 // the accumulator f32.
 
 // Wide: 256x256 @ 256x1024 on [1, 8]: each core owns all 256 rows and 128 columns.
-// B resident (columns outer) with 16x128x256 tiles: the core's 256x128 B block, 65536 B,
-// is loaded once and takes one LX slot (its loop has one trip); A streams in 16x256 tiles
-// (8192 B, doubled), the f32 accumulator 16x128 (8192 B, doubled), the fp16 output 16x128
-// (4096 B, doubled): 65536 + 16384 + 16384 + 8192 = 106496 B of LX. Off chip per core:
-// B 65536 + A 16 x 8192 + output 256 x 128 x 2 = 65536, i.e. 262144 B; 8 cores: 2097152 B.
+// B resident (columns outer) with 32x128x256 tiles: the core's 256x128 B block, 65536 B,
+// is loaded once and takes one LX slot (its loop has one trip); A streams in 32x256 tiles
+// (16384 B, doubled), the f32 accumulator 32x128 (16384 B, doubled), the fp16 output 32x128
+// (8192 B, doubled): 65536 + 32768 + 32768 + 16384 = 147456 B of LX. Off chip per core:
+// B 65536 + A 8 x 16384 + output 256 x 128 x 2 = 65536, i.e. 262144 B; 8 cores: 2097152 B.
+// 16-row tiles move the same bytes in 16 more descriptors per core (an A load and a store
+// per tile); the 8 cores run one program and set up their DMAs in lockstep, so each
+// descriptor's 64 setup cycles idle the shared channel: 16 x 64 = 1024 cycles more, against
+// a first A tile that arrives later (32 rows instead of 16), 480 cycles net slower.
 // Output-stationary with the whole 256x128 core block as the accumulator reads every byte
 // once too, but needs 491520 B of LX (the f32 accumulator 2 x 131072, the output 2 x 65536,
 // A 256x64 2 x 32768, B 64x128 2 x 16384) and its first matmul waits for a 32 KiB A tile.
 // CHECK-LABEL: func.func @wide
-// CHECK: tile = [16 : i64, 128 : i64, 256 : i64], resident = "b", spyre.tiling = {choice = "16x128x256", reason = "fewest predicted cycles of {{[0-9]+}} tilings that fit LX; bound by dma; B column block resident over the row loop", lx_bytes = 106496 : i64
+// CHECK: tile = [32 : i64, 128 : i64, 256 : i64], resident = "b", spyre.tiling = {choice = "32x128x256", reason = "fewest predicted cycles of {{[0-9]+}} tilings that fit LX; bound by dma; B column block resident over the row loop", lx_bytes = 147456 : i64
 // CHECK-SAME: offchip_bytes = 2097152 : i64
 // CHECK-SAME: "256x128x64 resident acc: {{[0-9]+}} cycles, 2097152 B off chip, 491520 B LX"
 // Forced to keep A: the whole 256x256 A block (131072 B, one slot) over 64-column B tiles
