@@ -70,10 +70,14 @@ def _covers(a: Region, b: Region) -> bool:
     return dense and a.base <= b.base and b.end <= a.end
 
 
-def share_loads(programs: dict[int, list[Instr]]) -> tuple[dict[int, list[Instr]], SharingReport]:
+def share_loads(programs: dict[int, list[Instr]],
+                origins: dict[int, list[int]] | None = None,
+                ) -> tuple[dict[int, list[Instr]], SharingReport]:
     """Per-core programs of one launch with every LPDDR tile that several cores load read
     once and forwarded over the ring; unchanged (with a reason) when the loads do not line
-    up by program position."""
+    up by program position. With `origins`, it receives for each core the pc of the input
+    instruction every output instruction stands for (schedule templates relocate the
+    rewritten programs by it)."""
     report = SharingReport()
     keys = {core: _load_keys(program) for core, program in programs.items()}
     members: dict[LoadKey, list[tuple[int, int]]] = {}
@@ -99,7 +103,9 @@ def share_loads(programs: dict[int, list[Instr]]) -> tuple[dict[int, list[Instr]
         report.groups += 1
         report.saved_bytes += (len(chain) - 1) * key[1] * key[2]
         report.transfers += (len(chain) - 1) * len(chunks(key[1], key[2]))
-    return {core: _rewrite(core, program, role) for core, program in programs.items()}, report
+    return {core: _rewrite(core, program, role, None if origins is None
+                           else origins.setdefault(core, []))
+            for core, program in programs.items()}, report
 
 
 def chunks(rows: int, row_bytes: int) -> list[tuple[int, int]]:
@@ -113,7 +119,7 @@ def chunks(rows: int, row_bytes: int) -> list[tuple[int, int]]:
 
 
 def _rewrite(core: int, program: list[Instr], role: dict[tuple[int, int], tuple[int, int]],
-             ) -> list[Instr]:
+             origin: list[int] | None = None) -> list[Instr]:
     out: list[Instr] = []
     new_pc: list[list[int]] = []  # the instructions that stand for each old one
     pending: list[tuple[Region, int]] = []  # LX regions a send still reads, and its pc
@@ -132,6 +138,8 @@ def _rewrite(core: int, program: list[Instr], role: dict[tuple[int, int], tuple[
         if (core, pc) not in role:
             out.append(Instr(instr.op, instr.args, instr.unit, tuple(sorted(deps))))
             new_pc.append([len(out) - 1])
+            if origin is not None:
+                origin.append(pc)
             continue
         prev, nxt = role[(core, pc)]
         a = instr.named_args()
@@ -154,4 +162,6 @@ def _rewrite(core: int, program: list[Instr], role: dict[tuple[int, int], tuple[
                                       dst_core=nxt, tag=RING_TAG))
                 pending.append((Region(lx, rows, a["row_bytes"], a["lx_pitch"]), len(out) - 1))
         new_pc.append(filled)
+        if origin is not None:
+            origin.extend([pc] * (len(out) - len(origin)))
     return out

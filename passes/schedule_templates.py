@@ -28,7 +28,11 @@ from xdsl.dialects import func
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from spyrec.diagnostics import CompileError
+from spyrec.passes.ring_sharing import SharingReport, share_loads
 from spyrec.runtime.isa import SPECS_BY_NAME, Instr, encode_program
+
+# the fields of a dma.load that decide which loads of a launch are the same LPDDR tile
+_LOAD_KEY = ("ddr", "rows", "row_bytes", "ddr_pitch")
 
 
 class Symbolic(Exception):
@@ -251,6 +255,57 @@ class Template:
             out[:, self._field_bytes] = patch.reshape(count, -1)
         return [row.tobytes() for row in out]
 
+    def relocates_addresses_only(self) -> bool:
+        """Whether every relocated field is a DMA's LPDDR address (`ddr`): then nothing in
+        the program but those addresses differs between its instances."""
+        names = [n for op in self.ops for n in SPECS_BY_NAME[op].fields]
+        return all(names[p] == "ddr" for p in self.positions.tolist())
+
+    def load_partition(self, relocated: np.ndarray) -> bytes:
+        """Which dma.loads of the instances (columns of `relocated`, see `_relocated`) read
+        the same LPDDR block: a label per (instance, load), numbered by first occurrence.
+        Ring sharing decides from this partition alone (and from constant fields), so two
+        launches with equal partitions are shared alike."""
+        loads = [i for i, op in enumerate(self.ops) if op == "dma.load"]
+        if not loads:
+            return b""
+        names = SPECS_BY_NAME["dma.load"].fields
+        flat = np.array([[self.offsets[i] + names.index(n) for n in _LOAD_KEY] for i in loads],
+                        dtype=np.int64)
+        row_of = np.full(len(self.consts), -1, dtype=np.int64)
+        row_of[self.positions] = np.arange(len(self.positions))
+        rows = row_of[flat]
+        values = np.where((rows >= 0)[..., None], relocated[np.maximum(rows, 0)],
+                          self.consts[flat][..., None])  # [loads, 4, instances]
+        keys = values.transpose(2, 0, 1).reshape(-1, len(_LOAD_KEY))
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        rank = np.empty_like(first)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+        return rank[inverse.reshape(-1)].astype(np.int32).tobytes()
+
+    def derived(self, program: Sequence[Instr], origin: Sequence[int],
+                symbols: np.ndarray) -> Template:
+        """The template of `program`, a rewrite of this template's instance at the symbol
+        column `symbols` in which instruction i stands for instruction `origin[i]`: a field
+        of the same op and name as a relocated field of its origin is relocated with it (its
+        value differs from the origin's by a constant), every other field is constant.
+        Exact when the rewrite depends on the relocated fields only through
+        `load_partition` (ring sharing; the caller checks the partition per launch)."""
+        relocated = self.consts[self.positions] + self.coeffs @ symbols
+        row_of = {p: r for r, p in enumerate(self.positions.tolist())}
+        affine: list[Instr] = []
+        for instr, pc in zip(program, origin):
+            args: list[Affine | int] = list(instr.args)
+            if instr.op == self.ops[pc]:
+                for j, value in enumerate(instr.args):
+                    r = row_of.get(self.offsets[pc] + j)
+                    if r is not None:
+                        coeffs = self.coeffs[r].tolist()
+                        args[j] = Affine._make(value - int(relocated[r]) + int(self.consts[
+                            self.positions[r]]), dict(enumerate(coeffs)))
+            affine.append(Instr(instr.op, tuple(args), instr.unit, instr.deps))  # type: ignore[arg-type]
+        return Template.build(affine, len(symbols))
+
     def _encoding_layout(self) -> tuple[np.ndarray, np.ndarray]:
         """The encoded constant program and the byte index of every relocated field's 8
         bytes (the encoding: a 4-byte header, one i64 per field, one u32 per dependence)."""
@@ -294,6 +349,10 @@ class TemplateCache:
     stats: TemplateStats = field(default_factory=TemplateStats)
     _by_key: dict[object, Template | None] = field(default_factory=dict)
     _ids: dict[tuple[object, ...], int] = field(default_factory=dict)
+    # ring-shared launches: (structure, load partition) -> a template per core, or None when
+    # sharing left the programs as they were; and the sharing report
+    _shared: dict[tuple[object, bytes],
+                  tuple[dict[int, Template] | None, SharingReport]] = field(default_factory=dict)
 
     def structure(self, fn: func.FuncOp) -> int:
         """A small id of `fn`'s `kernel_key`: equal for structurally identical kernels.
@@ -357,3 +416,66 @@ class TemplateCache:
             else:
                 programs[core_id] = made[0]
         return programs, how
+
+    def shared_programs(self, fn: func.FuncOp, grid: tuple[int, int], args: list[int],
+                        key: object | None = None, packed: bool = False,
+                        ) -> tuple[dict[int, list[Instr]] | dict[int, bytes], str, SharingReport]:
+        """`programs` with the operand tiles several cores load shared over the ring
+        (`ring_sharing.share_loads`, note 38), and the sharing report.
+
+        Sharing rewrites each core's program differently (the chain's first core loads,
+        the others receive and forward), but only from which loads read the same LPDDR block
+        (`Template.load_partition`) and from fields that are constant in the template. So
+        the first launch of a structure with a given partition is shared instruction by
+        instruction and gives a template per core (`Template.derived`); every later launch
+        with the same partition instantiates those, one NumPy product per core. Kernels
+        without a symbolic template, or whose template relocates more than LPDDR
+        addresses, are shared launch by launch."""
+        key = self.structure(fn) if key is None else key
+        gm, gn = grid
+        nargs = len(args)
+        cores = [(x, y) for y in range(gn) for x in range(gm)]
+        ids = [y * gm + x for x, y in cores]
+        built = key not in self._by_key
+        template = self._template(key, fn, (Affine.symbol(nargs), Affine.symbol(nargs + 1)),
+                                  nargs)
+        symbols = np.array([[*args, x, y] for x, y in cores], dtype=np.int64).T
+        relocated = None
+        if template is not None and template.relocates_addresses_only():
+            relocated = template._relocated(symbols)
+        if template is None or relocated is None:
+            programs, how = self.programs(fn, grid, args, key)
+            shared, report = share_loads(programs)  # type: ignore[arg-type]
+            return ({c: encode_program(p) for c, p in shared.items()} if packed else shared,
+                    how, report)
+        self.stats.launches += 1
+        self.stats.templates += built
+        entry_key = (key, template.load_partition(relocated))
+        entry = self._shared.get(entry_key)
+        if entry is not None:
+            per_core, report = entry
+            if per_core is None:
+                made = template.encode(symbols) if packed else template.instantiate(symbols)
+                assert made is not None  # the same relocation passed the alignment check
+                return dict(zip(ids, made)), "symbolic", report
+            programs: dict = {}
+            for i, core_id in enumerate(ids):
+                column = symbols[:, i:i + 1]
+                one = (per_core[core_id].encode(column) if packed
+                       else per_core[core_id].instantiate(column))
+                if one is None:
+                    break
+                programs[core_id] = one[0]
+            else:
+                return programs, "symbolic", report
+        instances = template.instantiate(symbols)
+        assert instances is not None
+        origins: dict[int, list[int]] = {}
+        unshared = dict(zip(ids, instances))
+        shared, report = share_loads(unshared, origins)
+        if entry is None:
+            self._shared[entry_key] = (None if shared is unshared else {
+                core_id: template.derived(shared[core_id], origins[core_id], symbols[:, i])
+                for i, core_id in enumerate(ids)}, report)
+        return ({c: encode_program(p) for c, p in shared.items()} if packed else shared,
+                "symbolic", report)

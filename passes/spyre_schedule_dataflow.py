@@ -687,18 +687,21 @@ class SpyreScheduleDataflow(ModulePass):
             if isinstance(order, DenseArrayBase):  # hand-written KTIR: its own argument order
                 args = [args[i] for i in order.get_values()]
             share = ring_share(fn)
-            pack = self.packed and not share  # sharing rewrites instruction lists
+            report = None
             if self.templates:
                 key = cache.structure(fn)
-                programs, how = cache.programs(fn, kernel_grid(fn), args, key, pack)
+                if share:
+                    programs, how, report = cache.shared_programs(fn, kernel_grid(fn), args,
+                                                                  key, self.packed)
+                else:
+                    programs, how = cache.programs(fn, kernel_grid(fn), args, key, self.packed)
                 template = first_of.setdefault(key, name)
             else:
                 programs, how, template = schedule_kernel(fn, args), "plain", name
-            report = None
-            if share:
-                programs, report = share_loads(programs)  # type: ignore[arg-type]
-            if self.packed and not pack:
-                programs = {c: encode_program(p) for c, p in programs.items()}  # type: ignore[arg-type]
+                if share:
+                    programs, report = share_loads(programs)
+                if self.packed:
+                    programs = {c: encode_program(p) for c, p in programs.items()}  # type: ignore[assignment]
             if self.packed:
                 program = program_from_encoded(name, programs, len(programs))  # type: ignore[arg-type]
             else:
