@@ -335,6 +335,7 @@ class TemplateStats:
     templates: int = 0  # kernels interpreted symbolically in the core coordinates
     per_core_templates: int = 0  # (kernel, core) pairs interpreted with concrete coordinates
     plain_cores: int = 0  # cores scheduled by the plain interpreter
+    shared_relocated: int = 0  # ring-shared launches instantiated from per-core templates
 
 
 @dataclass
@@ -457,6 +458,7 @@ class TemplateCache:
             if per_core is None:
                 made = template.encode(symbols) if packed else template.instantiate(symbols)
                 assert made is not None  # the same relocation passed the alignment check
+                self.stats.shared_relocated += 1
                 return dict(zip(ids, made)), "symbolic", report
             programs: dict = {}
             for i, core_id in enumerate(ids):
@@ -467,6 +469,7 @@ class TemplateCache:
                     break
                 programs[core_id] = one[0]
             else:
+                self.stats.shared_relocated += 1
                 return programs, "symbolic", report
         instances = template.instantiate(symbols)
         assert instances is not None

@@ -10,6 +10,7 @@ interpreter would pass the equality but lose the speed).
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from xdsl.dialects.builtin import ModuleOp
@@ -199,3 +200,42 @@ def test_a_packed_core_is_verified_like_an_expanded_one() -> None:
         program_from_encoded("k0", {0: forward}, 1).verify()
     with pytest.raises(VerifyException, match="does not decode"):
         program_from_encoded("k0", {0: encode_program(good)[:-3]}, 1).verify()
+
+
+def test_shared_launches_relocate_the_first_launchs_sharing(monkeypatch: pytest.MonkeyPatch,
+                                                            ) -> None:
+    """Ring sharing runs once per kernel structure; every later launch of it is relocated
+    from per-core templates (and equals the plain path: the test above compares them)."""
+    from spyrec.passes import schedule_templates
+
+    calls: list[int] = []
+    share = schedule_templates.share_loads
+
+    def counted(programs, origins=None):  # noqa: ANN001, ANN202
+        calls.append(len(programs))
+        return share(programs, origins)
+
+    monkeypatch.setattr(schedule_templates, "share_loads", counted)
+    fast = _programs(_placed("decoder_ffn"), templates=True, packed=True)
+    ring = {k: p for k, p in fast.items() if "spyre.ring" in p.attributes
+            and "tiles shared" in p.attributes["spyre.ring"].data}  # type: ignore[attr-defined]
+    structures = {p.attributes["spyre.template"].data for p in ring.values()}  # type: ignore[attr-defined]
+    assert len(ring) > len(structures) >= 1, sorted(ring)
+    assert len(calls) == len(structures), (calls, structures)
+
+
+def test_load_partition_sees_aliased_addresses() -> None:
+    """Two loads of different arguments are different tiles until a launch passes the same
+    address for both; the partition tells those launches apart, so a relocated sharing is
+    never reused for them."""
+    from spyrec.passes.schedule_templates import Template
+    from spyrec.runtime.isa import Instr
+
+    def load(ddr: Affine) -> Instr:
+        return Instr("dma.load", (ddr, 0, 1, 128, 128, 128), 0, ())  # type: ignore[arg-type]
+
+    template = Template.build([load(Affine.symbol(0)), load(Affine.symbol(1) + 0)], 4)
+    symbols = lambda a, b: np.array([[a, a], [b, b], [0, 1], [0, 0]])  # noqa: E731 - two cores
+    apart = template.load_partition(template._relocated(symbols(0, 1024)))
+    assert apart == template.load_partition(template._relocated(symbols(4096, 8192)))
+    assert apart != template.load_partition(template._relocated(symbols(4096, 4096)))
