@@ -477,8 +477,14 @@ class TemplateCache:
         unshared = dict(zip(ids, instances))
         shared, report = share_loads(unshared, origins)
         if entry is None:
-            self._shared[entry_key] = (None if shared is unshared else {
+            per_core = None if shared is unshared else {
                 core_id: template.derived(shared[core_id], origins[core_id], symbols[:, i])
-                for i, core_id in enumerate(ids)}, report)
+                for i, core_id in enumerate(ids)}
+            self._shared[entry_key] = (per_core, report)
+            if packed and per_core is not None:
+                # the templates' encodings are made anyway; patching them is the encoding
+                encoded = [per_core[c].encode(symbols[:, i:i + 1]) for i, c in enumerate(ids)]
+                if all(e is not None for e in encoded):
+                    return {c: e[0] for c, e in zip(ids, encoded)}, "symbolic", report  # type: ignore[index]
         return ({c: encode_program(p) for c, p in shared.items()} if packed else shared,
                 "symbolic", report)
