@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import shutil
-import struct
 import tempfile
 import time
 from collections.abc import Mapping
@@ -47,11 +46,8 @@ from spyrec.demo import DemoDecoderFFN
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.driver import CompileResult, compile_program
 from spyrec.runtime.container import EncodedPrograms
-from spyrec.runtime.isa import SPECS_BY_NAME
 from spyrec.zoo import granite_stack
 
-_HEADER = struct.Struct("<BBH")  # opcode, unit, dependence count (isa.encode_program)
-_FIELDS = {spec.code: len(spec.fields) for spec in SPECS_BY_NAME.values()}
 STAGES = ("frontend", "graph", "ktir", "spyrecode", "emit")
 
 
@@ -62,16 +58,9 @@ def ffn(layers: int, rows: int, hidden: int) -> tuple[torch.nn.Module, torch.Ten
 def _instructions(programs: Mapping[int, object]) -> int:
     """The instructions of a kernel's cores; packed cores are counted from their headers
     (decoding a 40-layer stack's seven million instructions took longer than compiling)."""
-    if not isinstance(programs, EncodedPrograms):
-        return sum(len(p) for p in programs.values())  # type: ignore[arg-type]
-    total = 0
-    for code in programs.code.values():
-        pos = 0
-        while pos < len(code):
-            opcode, _, ndeps = _HEADER.unpack_from(code, pos)
-            pos += 4 + 8 * _FIELDS[opcode] + 4 * ndeps
-            total += 1
-    return total
+    if isinstance(programs, EncodedPrograms):
+        return sum(programs.instructions(core) for core in programs)
+    return sum(len(p) for p in programs.values())  # type: ignore[arg-type]
 
 
 def _count(result: CompileResult) -> tuple[int, int, int]:

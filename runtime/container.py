@@ -42,7 +42,13 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from spyrec.runtime.isa import EncodingError, Instr, decode_program, encode_program
+from spyrec.runtime.isa import (
+    EncodingError,
+    Instr,
+    count_instructions,
+    decode_program,
+    encode_program,
+)
 from spyrec.runtime.layout import HOST_DTYPE, DeviceLayout
 from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
@@ -101,6 +107,12 @@ class EncodedPrograms(Mapping[int, list[Instr]]):
         if core not in self._decoded:
             self._decoded[core] = decode_program(self.code[core])
         return self._decoded[core]
+
+    def instructions(self, core: int) -> int:
+        """The instruction count of a core's program, without decoding it."""
+        if core in self._decoded:
+            return len(self._decoded[core])
+        return count_instructions(self.code[core])
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.code)
@@ -433,7 +445,9 @@ def _manifest(binary: SpyreBinary, target: SpyreTarget) -> tuple[dict[str, Any],
             "job_bin_offset": init.kernel_offsets[index],
             "programs": [
                 {"core": core, "offset": off, "size": size,
-                 "instructions": len(kernel.programs[core])}
+                 "instructions": (kernel.programs.instructions(core)
+                                  if isinstance(kernel.programs, EncodedPrograms)
+                                  else len(kernel.programs[core]))}
                 for core, (off, size) in sorted(init.tables[index].items())
             ],
         })

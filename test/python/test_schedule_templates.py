@@ -211,7 +211,7 @@ def test_shared_launches_relocate_the_first_launchs_sharing(monkeypatch: pytest.
     calls: list[int] = []
     share = schedule_templates.share_loads
 
-    def counted(programs, origins=None):  # noqa: ANN001, ANN202
+    def counted(programs, origins=None):
         calls.append(len(programs))
         return share(programs, origins)
 
@@ -235,7 +235,7 @@ def test_load_partition_sees_aliased_addresses() -> None:
         return Instr("dma.load", (ddr, 0, 1, 128, 128, 128), 0, ())  # type: ignore[arg-type]
 
     template = Template.build([load(Affine.symbol(0)), load(Affine.symbol(1) + 0)], 4)
-    symbols = lambda a, b: np.array([[a, a], [b, b], [0, 1], [0, 0]])  # noqa: E731 - two cores
+    symbols = lambda a, b: np.array([[a, a], [b, b], [0, 1], [0, 0]])  # two cores
     apart = template.load_partition(template._relocated(symbols(0, 1024)))
     assert apart == template.load_partition(template._relocated(symbols(4096, 8192)))
     assert apart != template.load_partition(template._relocated(symbols(4096, 4096)))

@@ -234,3 +234,22 @@ def test_files_are_written_with_default_permissions(tmp_path: Path) -> None:
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_encoded_programs_count_instructions_without_decoding() -> None:
+    """The manifest's instruction counts of packed programs come from their headers (a
+    40-layer stack's seven million instructions were decoded to count them); a damaged
+    program is refused as decoding refuses it."""
+    from spyrec.runtime.container import EncodedPrograms
+    from spyrec.runtime.isa import EncodingError, Instr, count_instructions, encode_program
+
+    load = Instr.make("dma.load", ddr=128, lx=0, rows=1, row_bytes=128, ddr_pitch=128,
+                      lx_pitch=128)
+    program = [load, Instr(load.op, load.args, 0, (0,)), Instr(load.op, load.args, 1, (0, 1))]
+    code = encode_program(program)
+    programs = EncodedPrograms({0: code, 3: code[:len(encode_program(program[:1]))]})
+    assert [programs.instructions(c) for c in programs] == [3, 1]
+    assert programs._decoded == {}
+    for damaged in (code[:-2], code[:2], b"\xff" + code[1:]):
+        with pytest.raises(EncodingError):
+            count_instructions(damaged)
