@@ -186,6 +186,7 @@ class Template:
     aligned: np.ndarray  # int64: positions (into `positions`) that must be 128-byte aligned
     _layout: np.ndarray | None = None  # the encoding, built on the first `encode`
     _field_bytes: np.ndarray | None = None
+    _loads: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None  # see load_partition
 
     @staticmethod
     def build(program: Sequence[Instr], symbols: int) -> Template:
@@ -266,19 +267,31 @@ class Template:
         the same LPDDR block: a label per (instance, load), numbered by first occurrence.
         Ring sharing decides from this partition alone (and from constant fields), so two
         launches with equal partitions are shared alike."""
-        loads = [i for i, op in enumerate(self.ops) if op == "dma.load"]
-        if not loads:
+        if self._loads is None:
+            loads = [i for i, op in enumerate(self.ops) if op == "dma.load"]
+            names = SPECS_BY_NAME["dma.load"].fields
+            flat = np.array([[self.offsets[i] + names.index(n) for n in _LOAD_KEY]
+                             for i in loads], dtype=np.int64).reshape(len(loads), 4)
+            row_of = np.full(len(self.consts), -1, dtype=np.int64)
+            row_of[self.positions] = np.arange(len(self.positions))
+            shape = None  # the block shape's number per load, when no instance changes it
+            if len(loads) and (row_of[flat[:, 1:]] < 0).all():
+                _, shape = np.unique(self.consts[flat[:, 1:]], axis=0, return_inverse=True)
+                shape = shape.reshape(-1)
+            self._loads = (flat, row_of[flat], shape)
+        flat, rows, shape = self._loads
+        if not len(flat):
             return b""
-        names = SPECS_BY_NAME["dma.load"].fields
-        flat = np.array([[self.offsets[i] + names.index(n) for n in _LOAD_KEY] for i in loads],
-                        dtype=np.int64)
-        row_of = np.full(len(self.consts), -1, dtype=np.int64)
-        row_of[self.positions] = np.arange(len(self.positions))
-        rows = row_of[flat]
         values = np.where((rows >= 0)[..., None], relocated[np.maximum(rows, 0)],
                           self.consts[flat][..., None])  # [loads, 4, instances]
-        keys = values.transpose(2, 0, 1).reshape(-1, len(_LOAD_KEY))
-        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        ddr = values[:, 0, :].T.reshape(-1)  # instance-major, as the 2-D keys below
+        shapes = 0 if shape is None else int(shape.max()) + 1
+        if shape is not None and ddr.min() >= 0 and ddr.max() < (1 << 62) // shapes:
+            keys = ddr * shapes + np.tile(shape, relocated.shape[1])  # one int per block
+            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        else:
+            keys = values.transpose(2, 0, 1).reshape(-1, len(_LOAD_KEY))
+            _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
         rank = np.empty_like(first)
         rank[np.argsort(first, kind="stable")] = np.arange(len(first))
         return rank[inverse.reshape(-1)].astype(np.int32).tobytes()

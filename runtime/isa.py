@@ -21,6 +21,8 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 class Engine(enum.Enum):
     DMA = "dma"
@@ -472,13 +474,29 @@ def encode_program(program: Sequence[Instr]) -> bytes:
 
 
 _FIELD_BYTES = {spec.code: 4 + 8 * len(spec.fields) for spec in _SPECS}
+# encoded programs of one length whose headers sat at the same words: the word index of each
+# header, the header with its unit byte masked, the count (instances of one schedule template)
+_WALKS: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+_UNIT_MASK = np.uint32(0xFFFF00FF)  # a header word: opcode, unit, dependence count (<BBH)
 
 
 def count_instructions(data: bytes) -> int:
-    """The instructions of an encoded program, from their headers alone (a fraction of
-    `decode_program`'s time; raises EncodingError where it would)."""
-    unpack, size, extent = _HEADER.unpack_from, len(data), _FIELD_BYTES
-    pos = count = 0
+    """The instructions of an encoded program, from their headers alone (raises
+    EncodingError where `decode_program` would). Every instruction is a whole number of
+    4-byte words, and which words are headers follows from the headers' opcodes and
+    dependence counts alone, so a program of a length seen before whose words at the known
+    header positions match has the same instructions: checked with NumPy, without the walk
+    (a 40-layer stack's seven million instructions are mostly such instances)."""
+    size = len(data)
+    known = _WALKS.get(size)
+    if known is not None and size % 4 == 0:
+        index, expected, count = known
+        words = np.frombuffer(data, dtype="<u4")
+        if np.array_equal(words[index] & _UNIT_MASK, expected):
+            return count
+    unpack, extent = _HEADER.unpack_from, _FIELD_BYTES
+    pos = 0
+    starts: list[int] = []
     while pos < size:
         if pos + _HEADER.size > size:
             raise EncodingError(f"truncated instruction header at byte {pos}")
@@ -486,11 +504,17 @@ def count_instructions(data: bytes) -> int:
         length = extent.get(code)
         if length is None:
             raise EncodingError(f"unknown opcode {code} at byte {pos}")
+        starts.append(pos)
         pos += length + 4 * ndeps
-        count += 1
     if pos != size:
         raise EncodingError(f"truncated instruction at the end ({size} bytes)")
-    return count
+    if size % 4 == 0 and starts:
+        if len(_WALKS) >= 4096:
+            _WALKS.clear()
+        index = np.array(starts, dtype=np.int64) // 4
+        _WALKS[size] = (index, np.frombuffer(data, dtype="<u4")[index] & _UNIT_MASK,
+                        len(starts))
+    return len(starts)
 
 
 def decode_program(data: bytes) -> list[Instr]:

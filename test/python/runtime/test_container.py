@@ -253,3 +253,11 @@ def test_encoded_programs_count_instructions_without_decoding() -> None:
     for damaged in (code[:-2], code[:2], b"\xff" + code[1:]):
         with pytest.raises(EncodingError):
             count_instructions(damaged)
+    # a program of a length counted before is recognised by its header words, not its size
+    other = encode_program([Instr(load.op, load.args, 1, ()), Instr(load.op, load.args, 0, (0,)),
+                            Instr(load.op, load.args, 0, (0, 1))])
+    assert len(other) == len(code) and count_instructions(other) == 3  # units differ
+    second = len(encode_program(program[:1]))
+    damaged = code[:second] + b"\xff" + code[second + 1:]
+    with pytest.raises(EncodingError, match="unknown opcode 255"):
+        count_instructions(damaged)
