@@ -419,17 +419,22 @@ def _sfu(it: _CoreInterpreter, op: linalg.GenericOp, fn: str, ins: list[object],
         return
     a, b = srcs
 
-    def broadcast(t: LxTensor) -> bool:
-        return t.shape[0] == 1 < out.shape[0] or t.shape[1] == 1 < out.shape[1]
+    def one_column(t: LxTensor) -> bool:  # one element a row, broadcast along the row
+        return t.shape[1] == 1 < cols
+
+    def one_row(t: LxTensor) -> bool:  # one row, broadcast over the rows
+        return t.shape[0] == 1 < out.shape[0]
 
     reverse = 0
-    if broadcast(a) and not broadcast(b):
-        a, b, reverse = b, a, 1  # the ISA broadcasts its second operand
+    # the ISA broadcasts its second operand: a column goes second (sfu.colwise, whose first
+    # operand may itself be a broadcast row: an outer product), else a row (sfu.binary)
+    if one_column(a) and not one_column(b) or not one_column(b) and one_row(a) and not one_row(b):
+        a, b, reverse = b, a, 1
     fields = dict(fn=BINARY_FN[fn], src0=at(a), src1=at(b), dst=dst["dst"], rows=count,
-                  cols=cols, src0_pitch=a.pitch, dst_pitch=out.pitch, src0_dtype=a.dtype,
-                  src1_dtype=b.dtype, dst_dtype=out.dtype)
+                  cols=cols, src0_pitch=0 if one_row(a) else a.pitch, dst_pitch=out.pitch,
+                  src0_dtype=a.dtype, src1_dtype=b.dtype, dst_dtype=out.dtype)
     reads = keys(a) + keys(b)
-    if b.shape[1] == 1 < cols:
+    if one_column(b):
         it.stream.emit("sfu.colwise", reads, dst_keys, unit=half, src1_pitch=b.pitch,
                        reverse=reverse, **fields)
         return

@@ -9,6 +9,7 @@ measures. A case is an op, a dtype and a shape family:
 - `3d`: 2 x 5 x 100 (leading dims become rows);
 - `1d`: 100 (one row; ops on leading dims skip it) and `5d`: 2 x 2 x 3 x 4 x 64;
 - `broadcast` (binary ops): a 64 x 128 tensor with a row vector of 128;
+- `outer` (binary ops): a 67 x 1 column with a row vector of 255 (both broadcast);
 - `image` (convolution, batch norm, pooling): a 2 x 8 x 16 x 16 NCHW image;
 - `heads16` (attention): q, k, v of [1, 2, 16, 16], or [1, 16, 64] tokens split into 4 heads.
 """
@@ -219,6 +220,11 @@ def cases() -> list[OpCase]:
             out.append(OpCase(name, dtype, "broadcast", lambda fn=fn: _Fn(fn),
                               lambda g, d=dtype: (torch.randn(64, 128, generator=g).to(d),
                                                   torch.randn(128, generator=g).to(d))))
+            # a column first, a row second: both broadcast (an outer product, rotary's
+            # positions x frequencies), and the column operand's op is reversed on the SFU
+            out.append(OpCase(name, dtype, "outer", lambda fn=fn: _Fn(fn),
+                              lambda g, d=dtype: (torch.randn(67, 1, generator=g).to(d),
+                                                  torch.randn(255, generator=g).to(d))))
     out.extend(image_cases())
     out += gather_cases()
     out += predicate_cases()

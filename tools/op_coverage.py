@@ -37,7 +37,7 @@ def main() -> None:
             notes.append(f"- `{case.id}`{' (known gap)' if case.refused else ''}: "
                          f"{outcome.reason}")
         table[(case.op, dtype)][case.shape] = cell
-    shapes = [*SHAPES, "broadcast", "image", "heads16"]
+    shapes = [*SHAPES, "broadcast", "outer", "image", "heads16"]
     lines = [
         "# Op coverage on device",
         "",
@@ -46,7 +46,7 @@ def main() -> None:
         "exported, compiled, run on the emulator with DL16 numerics and compared with PyTorch",
         "eager under the tolerance of `spyrec/tolerance.py`. Shapes: aligned 64x128, unaligned",
         "67x255, 3d 2x5x100, 1d 100, 5d 2x2x3x4x64, broadcast 64x128 with a row of 128",
-        "(binary ops), image a 2x8x16x16 NCHW image (convolution, batch norm, pooling;",
+        "(binary ops), outer a 67x1 column with a row of 255 (binary ops), image a 2x8x16x16 NCHW image (convolution, batch norm, pooling;",
         "channels-last on the device). Gathers (embedding, index_select): aligned 4x16 ids into a",
         "256x128 table, unaligned 3x7 ids into 67x255, 3d 2x5x3 ids into 100x100. heads16:",
         "attention on [1, 2, 16, 16] q, k, v, and a block splitting [1, 16, 64] tokens into",
