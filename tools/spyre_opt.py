@@ -98,6 +98,11 @@ def main(args: Sequence[str] | None = None) -> None:
         # a user-facing failure of a spyrec pass: its message, no traceback
         sys.stderr.write(f"error: {exc}\n")
         sys.exit(1)
+    except OSError as exc:  # the input file is missing or unreadable
+        name = exc.filename if exc.filename is not None else "the input"
+        sys.stderr.write(f"error: cannot read {name}: {exc.strerror or exc}; check the path "
+                         "(or pass the module on stdin)\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":
