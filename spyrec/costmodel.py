@@ -15,6 +15,7 @@ accept any of them.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -655,6 +656,14 @@ def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int
     """Every tiling that fits, fewest predicted cycles first (then fewer off-chip bytes,
     then larger tiles, then no ring traffic); `resident` keeps only matmul tilings of that
     loop order, `share` ("ring" or "none") only those with or without ring sharing."""
+    return list(_ranked_tilings(shape, split, target, buffers, resident, share))
+
+
+@functools.lru_cache(maxsize=8192)
+def _ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int,
+                    resident: str, share: str) -> tuple[tuple[Prediction, Tiling], ...]:
+    """`ranked_tilings`, remembered: a model's repeated layers ask the same questions (every
+    argument is a frozen value, and the answer depends on nothing else)."""
     candidates = candidate_tilings(shape, split, target, buffers)
     if share == "ring" and not any(t.share for t in candidates):
         share = ""  # one core (or one core per head): nothing to share
@@ -663,7 +672,7 @@ def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int
                and (not share or t.share == (share == "ring") or not _shareable(shape))]
     options.sort(key=lambda o: (o[0].cycles, o[0].offchip_bytes, _size_key(o[1]),
                                 o[1].resident, o[1].share))
-    return options
+    return tuple(options)
 
 
 def best_tiling(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,

@@ -110,3 +110,18 @@ def test_roofline_suite_kernels_within_15_percent(case):
 @pytest.mark.parametrize("case,options", VARIANTS, ids=[f"{c}-{next(iter(o))}" for c, o in VARIANTS])
 def test_switched_off_variants_within_15_percent(case, options):
     _check_suite_case(case, options)
+
+
+def test_repeated_questions_are_answered_from_memory():
+    """A model's repeated layers ask the cost model the same questions; the ranking is
+    computed once, and a caller changing the list it got does not change the next answer."""
+    from spyrec.costmodel import KernelShape, Split, _ranked_tilings, ranked_tilings
+
+    shape = KernelShape(rows=512, cols=4096, k=4096, in_itemsize=2, out_itemsize=2)
+    split = Split(4, 8)
+    first = ranked_tilings(shape, split, DEFAULT_TARGET)
+    hits = _ranked_tilings.cache_info().hits
+    first.clear()
+    again = ranked_tilings(shape, split, DEFAULT_TARGET)
+    assert _ranked_tilings.cache_info().hits == hits + 1
+    assert again and again[0][0].cycles <= again[-1][0].cycles

@@ -201,6 +201,18 @@ def test_a_packed_core_is_verified_like_an_expanded_one() -> None:
     with pytest.raises(VerifyException, match="does not decode"):
         program_from_encoded("k0", {0: encode_program(good)[:-3]}, 1).verify()
 
+    # the check remembers a program that passed by its header and dependence words: an
+    # instance at other addresses passes by one comparison, a changed dependence does not
+    moved = [Instr.make("dma.load", deps=i.deps, ddr=4096, lx=256, rows=1, row_bytes=128,
+                        ddr_pitch=128, lx_pitch=128) for i in good]
+    program_from_encoded("k0", {0: encode_program(moved)}, 1).verify()
+    code = bytearray(encode_program(good))
+    at = 2 * (header.size + fields.size)  # instruction 1's dependence word
+    assert struct.unpack_from("<I", code, at) == (0,)
+    struct.pack_into("<I", code, at, 2)
+    with pytest.raises(VerifyException, match="instruction 1: depends on a later"):
+        program_from_encoded("k0", {0: bytes(code)}, 1).verify()
+
 
 def test_shared_launches_relocate_the_first_launchs_sharing(monkeypatch: pytest.MonkeyPatch,
                                                             ) -> None:
