@@ -96,9 +96,15 @@ def measure(args: argparse.Namespace, layers: int) -> dict[str, float]:
     row = {"export": export_s, **result.stage_seconds, "instructions": instructions,
            "kernels": kernels, "templates": templates}
     if cache is not None:  # the same program again: hashed, found and read back
+        warm_profiler = cProfile.Profile() if args.profile else None
+        if warm_profiler:
+            warm_profiler.enable()
         start = time.perf_counter()
         assert compile_program(ep, pass_options=options, cache=cache).cached
         row["warm"] = time.perf_counter() - start
+        if warm_profiler:
+            warm_profiler.disable()
+            warm_profiler.dump_stats(f"{args.profile}.{layers}.warm")
         shutil.rmtree(cache.directory)
     if args.emulate:
         from spyrec.runtime.emulator import Emulator

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import struct
 import uuid
@@ -240,6 +241,32 @@ def decode_job_binary(data: bytes | memoryview) -> dict[int, list[Instr]]:
             for core, (offset, size) in table.items()}
 
 
+def _job_binary_size(sizes: list[int]) -> int:
+    """The size of the job binary `encode_job_binary` writes for programs of these sizes."""
+    offset = round_up(_JOB_HEADER.size + _JOB_ENTRY.size * len(sizes), ALIGNMENT)
+    for size in sizes:
+        offset = round_up(offset + size, ALIGNMENT)
+    return offset
+
+
+def init_bin_layout(binary: SpyreBinary) -> tuple[int, tuple[int, ...]]:
+    """init.bin's size and each kernel's job binary offset in it, as `build_init_bin` lays
+    them out, from the programs' encoded sizes alone (reading a 40-layer `.spyre` back
+    checks its plans without concatenating hundreds of megabytes of programs again)."""
+    offsets: list[int] = []
+    end = 0
+    for kernel in binary.kernels:
+        programs = kernel.programs
+        try:
+            sizes = [len(programs.code[core]) if isinstance(programs, EncodedPrograms)
+                     else len(encode_program(programs[core])) for core in sorted(programs)]
+        except EncodingError as error:
+            raise ContainerError(f"kernel '{kernel.name}': {error}") from error
+        offsets.append(end)
+        end += _job_binary_size(sizes)
+    return end, tuple(offsets)
+
+
 def build_init_bin(binary: SpyreBinary) -> InitBin:
     """Lay out every kernel's job binary in init.bin (each 128-byte aligned)."""
     data = bytearray()
@@ -316,7 +343,7 @@ def build_job(binary: SpyreBinary, target: SpyreTarget = DEFAULT_TARGET) -> Job:
     """Validate a binary and build its plans and init.bin (see `build_plans`)."""
     _check_binary(binary, target)
     init = build_init_bin(binary)
-    prep, exec_plan = _plans(binary, target, init)
+    prep, exec_plan = _plans(binary, target, len(init.data), init.kernel_offsets)
     return Job(prep, exec_plan, init)
 
 
@@ -333,18 +360,18 @@ def build_plans(
     their allocations; a conflict (misaligned, overlapping, in segment 7, outside the address
     space) raises ContainerError.
     """
-    job = build_job(binary, target)
-    return job.prep_plan, job.exec_plan
+    _check_binary(binary, target)
+    return _plans(binary, target, *init_bin_layout(binary))
 
 
 def _plans(
-    binary: SpyreBinary, target: SpyreTarget, init: InitBin
+    binary: SpyreBinary, target: SpyreTarget, init_size: int, kernel_offsets: tuple[int, ...]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     base = program_area(target)
     prep: list[dict[str, Any]] = [
         {"op": "Allocate", "name": "spyrecode", "dev_ptr": base,
-         "size": round_up(max(len(init.data), 1), ALIGNMENT)},
-        {"op": "InitTransfer", "src": INIT_BIN, "dev_ptr": base, "size": len(init.data)},
+         "size": round_up(max(init_size, 1), ALIGNMENT)},
+        {"op": "InitTransfer", "src": INIT_BIN, "dev_ptr": base, "size": init_size},
     ]
     for index, (binding, _) in enumerate(binary.weights):
         prep.append({"op": "Allocate", "name": binding.name, "dev_ptr": binding.addr,
@@ -366,7 +393,7 @@ def _plans(
                           "size": binding.layout.nbytes})
     for index, kernel in enumerate(binary.kernels):
         exec_plan.append({"op": "ComputeOnDevice", "kernel": index, "name": kernel.name,
-                          "job_bin_ptr": base + init.kernel_offsets[index]})
+                          "job_bin_ptr": base + kernel_offsets[index]})
     for index, binding in enumerate(binary.outputs):
         exec_plan.append({"op": "DataTransfer", "dirn": D2H, "host_handle": f"output:{index}",
                           "tensor": binding.name, "dev_ptr": binding.addr,
@@ -578,7 +605,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
 
 def _read_blobs(
     stream: BinaryIO, path: Path, manifest: dict[str, Any], start: int
-) -> dict[str, bytearray]:
+) -> dict[str, memoryview]:
     file_size = os.fstat(stream.fileno()).st_size
     table: dict[str, dict[str, Any]] = manifest["blobs"]
     expected_end = start
@@ -590,18 +617,19 @@ def _read_blobs(
     if file_size > expected_end:
         raise ContainerError(f"{path}: {file_size - expected_end} unexpected bytes after the "
                              "last blob")
-    blobs: dict[str, bytearray] = {}
+    # mapped, not read: the page cache's pages become the blobs (weights are read-only
+    # arrays over them), so a 40-layer file's gigabyte is not copied on the way in
+    mapped = memoryview(mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ))
+    blobs: dict[str, memoryview] = {}
     for name, entry in table.items():
-        stream.seek(start + entry["offset"])
-        data = bytearray(entry["size"])
-        stream.readinto(data)  # type: ignore[attr-defined]
+        data = mapped[start + entry["offset"]: start + entry["offset"] + entry["size"]]
         if hashlib.sha256(data).hexdigest() != entry["sha256"]:
             raise ContainerError(f"{path}: checksum mismatch in blob '{name}'")
         blobs[name] = data
     return blobs
 
 
-def _binary_from(manifest: dict[str, Any], blobs: dict[str, bytearray]) -> SpyreBinary:
+def _binary_from(manifest: dict[str, Any], blobs: dict[str, memoryview]) -> SpyreBinary:
     init = blobs[INIT_BIN]
     kernels = []
     for entry in manifest["kernels"]:

@@ -60,6 +60,18 @@ def test_manifest_describes_plans_and_programs(tmp_path: Path) -> None:
     assert set(manifest["blobs"]) == {"init.bin"} | {f"weights/{i}" for i in range(5)}
 
 
+def test_plans_are_checked_from_program_sizes(tmp_path: Path) -> None:
+    """Reading a file back checks its plans against init.bin's layout computed from the
+    programs' sizes, the layout `build_init_bin` writes (with and without encoded programs)."""
+    binary = rich_binary()
+    init = build_init_bin(binary)
+    assert container.init_bin_layout(binary) == (len(init.data), init.kernel_offsets)
+    write_spyre(binary, tmp_path / "m.spyre")
+    back = read_spyre(tmp_path / "m.spyre")
+    assert isinstance(back.kernels[1].programs, container.EncodedPrograms)
+    assert container.init_bin_layout(back) == (len(init.data), init.kernel_offsets)
+
+
 def test_plans_follow_spyrecode() -> None:
     binary = rich_binary()
     prep, exec_plan = build_plans(binary)
