@@ -43,7 +43,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from spyrec.runtime.guards import Patch, instruction_offset
 from spyrec.runtime.isa import (
+    SPECS_BY_CODE,
     EncodingError,
     Instr,
     count_instructions,
@@ -55,7 +57,10 @@ from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 MAGIC = b"SPYREC\x00\x01"
-FORMAT_VERSION = 1
+# 2: the manifest holds the patch table of the trip-count guards (design note 49); version 1
+# files (no guards) are still read
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _HEADER = struct.Struct("<8sIIQ32s")
 _JOB_HEADER = struct.Struct("<4sIQ")
 _JOB_ENTRY = struct.Struct("<IIQQ")
@@ -154,6 +159,8 @@ class SpyreBinary:
     provenance: dict[str, str] = field(default_factory=dict)
     # symbol -> (lower, upper) inclusive bounds of the sizes that vary per call
     symbols: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the trip-count guards the host's program correction sets per call (design note 49)
+    patches: list[Patch] = field(default_factory=list)
 
     def __eq__(self, other: object) -> bool:
         # Weights compare by bytes, dtype and shape: bit-exact, and NaN equals itself.
@@ -161,9 +168,9 @@ class SpyreBinary:
             return NotImplemented
         return (
             (self.target, self.inputs, self.outputs, self.intermediates, self.kernels,
-             self.provenance, self.symbols)
+             self.provenance, self.symbols, self.patches)
             == (other.target, other.inputs, other.outputs, other.intermediates, other.kernels,
-                other.provenance, other.symbols)
+                other.provenance, other.symbols, other.patches)
             and len(self.weights) == len(other.weights)
             and all(
                 b1 == b2 and a1.dtype == a2.dtype and a1.shape == a2.shape
@@ -318,6 +325,7 @@ def _check_binary(binary: SpyreBinary, target: SpyreTarget) -> None:
                 raise ContainerError(
                     f"tensor '{binding.name}' dim {dim} is {binding.layout.shape[dim]}, not the "
                     f"upper bound {binary.symbols[name][1]} of symbol '{name}'")
+    _check_patches(binary)
     for kernel in binary.kernels:
         if not 1 <= kernel.num_cores <= target.num_cores:
             raise ContainerError(
@@ -328,6 +336,67 @@ def _check_binary(binary: SpyreBinary, target: SpyreTarget) -> None:
             raise ContainerError(
                 f"kernel '{kernel.name}' has programs for cores {bad} outside its "
                 f"{kernel.num_cores} cores")
+
+
+def _check_patches(binary: SpyreBinary) -> None:
+    """Every entry of the patch table names a declared symbol, non-decreasing thresholds
+    inside its range, and a `loop.begin` of a program of the binary with as many trips."""
+    for index, patch in enumerate(binary.patches):
+        where = f"patch {index} (kernel {patch.kernel}, core {patch.core}, pc {patch.pc})"
+        fix = "; the patch table is corrupt: recompile the model"
+        if not 0 <= patch.kernel < len(binary.kernels) or \
+                patch.core not in binary.kernels[patch.kernel].programs:
+            raise ContainerError(f"{where}: the binary has no such program{fix}")
+        if patch.symbol not in binary.symbols:
+            raise ContainerError(f"{where}: symbol '{patch.symbol}' is not declared{fix}")
+        lower, upper = binary.symbols[patch.symbol]
+        t = patch.thresholds
+        if not t or any(not lower <= x <= upper for x in t) or list(t) != sorted(t):
+            raise ContainerError(f"{where}: thresholds {list(t)} are not non-decreasing "
+                                 f"sizes in [{lower}, {upper}] of symbol '{patch.symbol}'{fix}")
+        op, trips = _instruction_at(binary.kernels[patch.kernel].programs, patch.core, patch.pc)
+        if op != "loop.begin" or trips != len(t):
+            shown = op if op != "loop.begin" else f"loop.begin trips={trips}"
+            raise ContainerError(f"{where}: the instruction there is {shown}, not a "
+                                 f"loop.begin of {len(t)} trips (one per threshold){fix}")
+
+
+def _instruction_at(programs: Mapping[int, list[Instr]], core: int, pc: int) -> tuple[str, int]:
+    """The op at `pc` of a core's program and its first field (-1 without fields, or
+    ('<none>', -1) past the end), without decoding the rest."""
+    if isinstance(programs, EncodedPrograms):
+        code = programs.code[core]
+        try:
+            position, opcode = instruction_offset(code, pc)
+        except EncodingError:
+            return "<none>", -1
+        spec = SPECS_BY_CODE[opcode]
+        first = struct.unpack_from("<q", code, position + 4)[0] if spec.fields else -1
+        return spec.name, int(first)
+    program = programs[core]
+    if not 0 <= pc < len(program):
+        return "<none>", -1
+    return program[pc].op, program[pc].args[0] if program[pc].args else -1
+
+
+def patch_addresses(binary: SpyreBinary, kernel_offsets: tuple[int, ...],
+                    target: SpyreTarget = DEFAULT_TARGET) -> list[int]:
+    """The device address of each patch-table entry's `trips` field in the program area,
+    from the programs' encodings and the job binaries' layout (`encode_job_binary`)."""
+    out = []
+    for patch in binary.patches:
+        programs = binary.kernels[patch.kernel].programs
+        offset = round_up(_JOB_HEADER.size + _JOB_ENTRY.size * len(programs), ALIGNMENT)
+        code = b""
+        for core in sorted(programs):
+            code = (programs.code[core] if isinstance(programs, EncodedPrograms)
+                    else encode_program(programs[core]))
+            if core == patch.core:
+                break
+            offset = round_up(offset + len(code), ALIGNMENT)
+        position, _ = instruction_offset(code, patch.pc)
+        out.append(program_area(target) + kernel_offsets[patch.kernel] + offset + position + 4)
+    return out
 
 
 @dataclass(frozen=True)
@@ -387,6 +456,14 @@ def _plans(
         # zero-pad the inputs to the compiled sizes; the outputs are cropped at the end
         exec_plan.append({"op": "ComputeOnHost", "fn": "pad_inputs",
                           "symbols": {n: list(b) for n, b in binary.symbols.items()}})
+    if binary.patches:
+        # program correction, per launch: each loop's trips is the number of its thresholds
+        # the symbol reaches (the device skips work only padded positions would read)
+        exec_plan.append({"op": "ComputeOnHost", "fn": "patch_trips", "patches": [
+            {"kernel": p.kernel, "core": p.core, "pc": p.pc, "symbol": p.symbol,
+             "thresholds": list(p.thresholds), "dev_ptr": addr}
+            for p, addr in zip(binary.patches, patch_addresses(binary, kernel_offsets, target),
+                               strict=True)]})
     for index, binding in enumerate(binary.inputs):
         exec_plan.append({"op": "DataTransfer", "dirn": H2D, "host_handle": f"input:{index}",
                           "tensor": binding.name, "dev_ptr": binding.addr,
@@ -488,6 +565,7 @@ def _manifest(binary: SpyreBinary, target: SpyreTarget) -> tuple[dict[str, Any],
         "weights": [{"binding": b.to_dict(), "blob": f"weights/{i}"}
                     for i, (b, _) in enumerate(binary.weights)],
         "kernels": kernels,
+        "patches": [p.to_list() for p in binary.patches],
         "prep_plan": prep,
         "exec_plan": exec_plan,
         "blobs": blob_table,
@@ -570,9 +648,10 @@ def _read_head(stream: BinaryIO, path: Path) -> tuple[dict[str, Any], int]:
         raise ContainerError(f"{path}: truncated: the header needs {_HEADER.size} bytes, "
                              f"the file has {len(header)}")
     _, version, flags, manifest_size, digest = _HEADER.unpack(header)
-    if version != FORMAT_VERSION:
-        raise ContainerError(f"{path}: unsupported format version {version} "
-                             f"(this spyrec reads version {FORMAT_VERSION})")
+    if version not in READABLE_VERSIONS:
+        raise ContainerError(f"{path}: unsupported format version {version} (this spyrec "
+                             f"reads versions {', '.join(map(str, READABLE_VERSIONS))}; "
+                             "recompile the model with this spyrec)")
     if flags != 0:  # written as zero; no checksum covers the header itself
         raise ContainerError(f"{path}: corrupt header (flags {flags:#x}, not 0)")
     file_size = os.fstat(stream.fileno()).st_size
@@ -589,9 +668,9 @@ def _read_head(stream: BinaryIO, path: Path) -> tuple[dict[str, Any], int]:
         manifest = json.loads(manifest_bytes)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ContainerError(f"{path}: corrupt manifest ({error})") from error
-    if manifest.get("format_version") != FORMAT_VERSION:
+    if manifest.get("format_version") != version:
         raise ContainerError(f"{path}: manifest format version {manifest.get('format_version')} "
-                             f"does not match the header's {FORMAT_VERSION}")
+                             f"does not match the header's {version}")
     return manifest, round_up(_HEADER.size + manifest_size, ALIGNMENT)
 
 
@@ -661,6 +740,7 @@ def _binary_from(manifest: dict[str, Any], blobs: dict[str, memoryview]) -> Spyr
         provenance=dict(manifest["provenance"]),
         symbols={str(name): (int(lo), int(hi))
                  for name, (lo, hi) in signature.get("symbols", {}).items()},
+        patches=[Patch.from_list(p) for p in manifest.get("patches", [])],
     )
 
 

@@ -32,8 +32,10 @@ data work.
 
 from __future__ import annotations
 
+import bisect
 import copy
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,6 +186,7 @@ class Emulator:
         self._tensor_table = TensorTable(self._tensors, self.memory)
         self._core_templates: dict[int, list[_CoreTemplate]] = {}  # by encoded size
         self._kernel_templates: dict[tuple[int, ...], list[_KernelTemplate]] = {}
+        self._patched: dict[tuple[int, tuple[int, ...]], _Kernel] = {}
         self._kernels = {
             step["job_bin_ptr"]: self._load(step["job_bin_ptr"], binary.kernels[step["kernel"]])
             for step in self.exec_plan if step["op"] == "ComputeOnDevice"
@@ -468,25 +471,33 @@ class Emulator:
             out.append(np.ascontiguousarray(array[index]))
         return out
 
-    def run(self, inputs: Sequence[np.ndarray] | None = None) -> tuple[list[np.ndarray], Profile]:
+    def run(self, inputs: Sequence[np.ndarray] | None = None,
+            sizes: Mapping[str, int] | None = None) -> tuple[list[np.ndarray], Profile]:
         """Run the execution plan once; returns the outputs (none in timing mode) and a profile.
 
         Inputs are host arrays in signature order (dtype float16, ml_dtypes.bfloat16, float32
-        or int32); in timing mode they may be omitted.
+        or int32); in timing mode they may be omitted, and `sizes` gives the symbolic sizes
+        (default: their upper bounds) that the program correction patches the guards for.
         """
         if inputs is None and self.mode == "full":
             raise InputError("full emulation needs the inputs")
         arrays, values = self._check_inputs(inputs) if inputs is not None else ([], {})
+        if inputs is None and sizes:
+            values = self._check_sizes(sizes)
+        launched = dict(self._kernels)
         profile = Profile(self.target, warnings=list(self.warnings))
         outputs: list[np.ndarray] = []
         cycle = 0.0
         with np.errstate(all="ignore"), single_threaded_blas():
             for step in self.exec_plan:
                 if step["op"] == "ComputeOnDevice":
-                    kernel_profile = self._compute(self._kernels[step["job_bin_ptr"]], cycle)
+                    kernel = launched[step["job_bin_ptr"]]
+                    kernel_profile = self._compute(kernel, cycle)
                     profile.kernels.append(kernel_profile)
-                    profile.warnings += self._kernels[step["job_bin_ptr"]].hazards
+                    profile.warnings += kernel.hazards
                     cycle = kernel_profile.end_cycle
+                elif step["op"] == "ComputeOnHost" and step["fn"] == "patch_trips":
+                    launched.update(self._patch_trips(step["patches"], values))
                 elif self.mode != "full":
                     continue
                 elif step["op"] == "ComputeOnHost":
@@ -506,6 +517,56 @@ class Emulator:
                     outputs.append(from_device(binding.layout, raw, self.numerics))
         profile.warnings += _roofline_warnings(profile)
         return outputs, profile
+
+    def _check_sizes(self, sizes: Mapping[str, int]) -> dict[str, int]:
+        """Symbolic sizes given by name (a timing run without inputs), checked like the
+        inputs' sizes."""
+        for name, size in sizes.items():
+            if name not in self.binary.symbols:
+                known = ", ".join(self.binary.symbols) or "none"
+                raise InputError(f"no symbolic size '{name}' (the binary has: {known})")
+            lower, upper = self.binary.symbols[name]
+            if not lower <= size <= upper:
+                raise InputError(f"size {size} is outside the range [{lower}, {upper}] of "
+                                 f"symbolic size '{name}' the program was compiled for")
+        return dict(sizes)
+
+    def _patch_trips(self, patches: list[dict], values: Mapping[str, int]) -> dict[int, _Kernel]:
+        """The program correction's patch table (design note 49): write each loop's trips (how
+        many of its thresholds the symbol reaches) into the program area, and return the
+        kernels as patched, by job_bin_ptr. A kernel is loaded once per distinct set of
+        trips; one whose trips are all as compiled is the kernel loaded at construction."""
+        by_kernel: dict[int, list[int]] = {}
+        full: dict[int, list[int]] = {}
+        for patch in patches:
+            thresholds = patch["thresholds"]
+            value = values.get(patch["symbol"])
+            trips = len(thresholds) if value is None else bisect.bisect_right(thresholds, value)
+            self.memory.write(patch["dev_ptr"], np.asarray([trips], dtype="<i8").view(np.uint8))
+            by_kernel.setdefault(patch["kernel"], []).append(trips)
+            full.setdefault(patch["kernel"], []).append(len(thresholds))
+        ptrs = {step["kernel"]: step["job_bin_ptr"] for step in self.exec_plan
+                if step["op"] == "ComputeOnDevice"}
+        out = {}
+        for index, trips in by_kernel.items():
+            if trips == full[index]:
+                continue
+            key = (ptrs[index], tuple(trips))
+            if key not in self._patched:
+                kernel = self._load(ptrs[index], self.binary.kernels[index])
+                # the compiler's flops and least traffic are the full kernel's: scale them
+                # by what the patched one does, so the roofline stays a bound
+                whole = self._kernels[ptrs[index]]
+                share = kernel.pt_flops / whole.pt_flops if whole.pt_flops else 1.0
+                moved = (kernel.timed.lpddr_bytes / whole.timed.lpddr_bytes
+                         if whole.timed.lpddr_bytes else 1.0)
+                image = kernel.image
+                kernel.image = dataclasses.replace(
+                    image, flops=int(image.flops * min(share, moved)),
+                    min_offchip_bytes=int(image.min_offchip_bytes * moved))
+                self._patched[key] = kernel
+            out[ptrs[index]] = self._patched[key]
+        return out
 
     def _compute(self, kernel: _Kernel, start_cycle: float) -> KernelProfile:
         image, timed = kernel.image, kernel.timed

@@ -26,6 +26,7 @@ from spyrec.cache import CompileCache
 from spyrec.diagnostics import PassFailure, SpyrecError
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
 from spyrec.frontend.symbolic import annotate
+from spyrec.runtime.guards import place_guards
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, pass_spec
 from spyrec.registry import DIALECTS, PASSES
 from spyrec.runtime.container import SpyreBinary, write_spyre
@@ -173,6 +174,7 @@ def compile_program(
                           {"source": source, "compiler": f"spyrec {VERSION}"})
     if imported.symbolic is not None:
         annotate(binary, imported.symbolic)
+        place_guards(binary)
     if key is not None:
         cache.put(key, lambda path: write_spyre(binary, path))  # type: ignore[union-attr]
     if output is not None:
