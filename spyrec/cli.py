@@ -412,21 +412,31 @@ def demo(model_name: str, list_models: bool, dtype: str, features: int, batch: i
 @click.option("--mode", type=click.Choice(["full", "timing"]), default="full", show_default=True,
               help="timing: no data is computed (for models too large to compute here).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
-def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: int) -> None:
+@click.option("--size", "sizes", multiple=True,
+              help="SYMBOL=N: the value of a symbolic size (default: its upper bound; "
+                   "`spyrec inspect` lists them; repeatable).")
+def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: int,
+            sizes: tuple[str, ...]) -> None:
     """Run BINARY on the emulator and report time, utilisation and the roofline per kernel."""
     import json
 
     import numpy as np
 
     from spyrec.runtime.container import read_spyre
-    from spyrec.runtime.emulator import Emulator
+    from spyrec.runtime.emulator import Emulator, InputError
     from spyrec.runtime.layout import HOST_DTYPE
 
     b = read_spyre(binary)
+    values = _symbol_values(sizes, b.symbols)
     rng = np.random.default_rng(seed)
-    inputs = [rng.standard_normal(t.layout.shape).astype(HOST_DTYPE[t.layout.host_dtype])
+    inputs = [rng.standard_normal([values.get(t.symbolic.get(d, ""), n)
+                                   for d, n in enumerate(t.layout.shape)]
+                                  ).astype(HOST_DTYPE[t.layout.host_dtype])
               for t in b.inputs] if mode == "full" else None
-    _, prof = Emulator(b, mode=mode).run(inputs)
+    try:
+        _, prof = Emulator(b, mode=mode).run(inputs, sizes=values)
+    except InputError as error:
+        raise click.ClickException(str(error)) from None
     data = prof.to_dict()
     if trace is not None:
         trace.write_text(json.dumps({"traceEvents": prof.trace_events(),
@@ -473,7 +483,17 @@ def inspect(binary: Path, programs: bool) -> None:
         click.echo(f"  {step}")
     click.echo("job execution plan:")
     for step in exe:
+        if step.get("fn") == "patch_trips":  # listed below, one line per entry
+            step = {**step, "patches": f"<{len(step['patches'])} entries>"}
         click.echo(f"  {step}")
+    if b.patches:
+        click.echo(f"patch table ({len(b.patches)} loops; trips = how many thresholds the "
+                   "size reaches):")
+        for p in b.patches:
+            name = b.kernels[p.kernel].name
+            shown = (f"runs if {p.symbol} >= {p.thresholds[0]}" if len(p.thresholds) == 1
+                     else f"{p.symbol} thresholds {list(p.thresholds)}")
+            click.echo(f"  kernel {name} core {p.core} pc {p.pc}: {shown}")
     for k in b.kernels:
         total = sum(len(p) for p in k.programs.values())
         click.echo(f"kernel {k.name}: {k.num_cores} cores, {total} instructions, "

@@ -197,7 +197,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 def test_unsupported_version(good_file: Path) -> None:
     rewrite(good_file, lambda d: d.__setitem__(slice(8, 12), struct.pack("<I", 99)))
-    with pytest.raises(ContainerError, match="unsupported format version 99 .*version 1"):
+    with pytest.raises(ContainerError, match="unsupported format version 99 .*versions 1, 2"):
         read_spyre(good_file)
 
 
