@@ -40,10 +40,11 @@ from dataclasses import dataclass
 import numpy as np
 
 import bisect
+import functools
 import struct
 
 from spyrec.runtime.isa import LOOP_OPS, SPECS_BY_CODE, EncodingError, Engine, Instr, \
-    Expanded, ddr_region, encode_program, expand_loops
+    Expanded, Region, ddr_region, encode_program, expand_loops
 from spyrec.runtime.layout import STICK_BYTES, DeviceLayout
 
 _NEVER = np.iinfo(np.int64).max
@@ -166,9 +167,16 @@ _G = 16  # LX granule in bytes
 
 def _granules(region, inner: bool = False) -> np.ndarray:  # noqa: ANN001 - isa.Region
     """The LX granules a region touches, row by row (rows x granules per row); `inner`:
-    only those it covers whole (what a write overwrites for sure)."""
-    if region.rows <= 0 or region.row_bytes <= 0:
+    only those it covers whole (what a write overwrites for sure). The cores of a kernel
+    use the same LX regions, so the arrays are shared (never written)."""
+    return _granules_of(region.base, region.rows, region.row_bytes, region.pitch, inner)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _granules_of(base: int, rows: int, row_bytes: int, pitch: int, inner: bool) -> np.ndarray:
+    if rows <= 0 or row_bytes <= 0:
         return np.zeros((0, 0), dtype=np.int64)
+    region = Region(base, rows, row_bytes, pitch)
     starts = region.base + np.arange(region.rows, dtype=np.int64) * region.pitch
     if inner:
         first, end = -(-starts // _G), (starts + region.row_bytes) // _G
@@ -187,7 +195,11 @@ class _Access:
     reads: np.ndarray  # flat (a broadcast row repeats its granules)
     writes: np.ndarray  # rows x granules touched
     kills: np.ndarray  # flat: the granules it overwrites whole
-    sticks: list[np.ndarray] | None  # a DMA inside the activations: its sticks per row
+    # a DMA inside the activations: its sticks, rows x sticks per row (`mask`: which are
+    # real, the rows of an unaligned region may touch one stick more or less) and flat
+    sticks: np.ndarray | None
+    mask: np.ndarray | None
+    flat: np.ndarray | None
     whole: bool  # a dma.store covering its sticks whole
 
 
@@ -202,7 +214,7 @@ def _accesses(sticks: _Sticks, core: int, program: list[Instr]) -> list[_Access]
         w = _granules(writes[0]) if writes else np.zeros((0, 0), dtype=np.int64)
         kill = _granules(writes[0], inner=True).reshape(-1) if writes \
             else np.zeros(0, dtype=np.int64)
-        per_row: list[np.ndarray] | None = None
+        per_row = mask = flat = None
         whole = False
         if instr.spec.engine is Engine.DMA:
             base, end = _region_bounds(instr)
@@ -211,12 +223,14 @@ def _accesses(sticks: _Sticks, core: int, program: list[Instr]) -> list[_Access]
                 assert region is not None
                 first = (region.base - sticks.lo + np.arange(region.rows, dtype=np.int64)
                          * region.pitch)
-                per_row = [np.arange(f // STICK_BYTES, -(-(f + region.row_bytes) // STICK_BYTES))
-                           for f in first.tolist()]
+                lo, hi = first // STICK_BYTES, -(-(first + region.row_bytes) // STICK_BYTES)
+                per_row = lo[:, None] + np.arange(max(int((hi - lo).max()), 0), dtype=np.int64)
+                mask = per_row < hi[:, None]
+                flat = per_row[mask]
                 whole = instr.op == "dma.store" and region.row_bytes % STICK_BYTES == 0 and \
                     (region.base - sticks.lo) % STICK_BYTES == 0 and \
                     region.pitch % STICK_BYTES == 0
-        out.append(_Access(r, w, kill, per_row, whole))
+        out.append(_Access(r, w, kill, per_row, mask, flat, whole))
     return out
 
 
@@ -260,9 +274,9 @@ def _kernel_needs(sticks: _Sticks, expanded: dict[int, Expanded], rendezvous,  #
                     if acc.sticks is None:
                         n = lower  # a weight or buffer: state that outlives the call
                     else:
-                        for row in acc.sticks:
-                            if row.size:
-                                n = min(n, int(sticks.need[row].min()), int(local[row].min()))
+                        if acc.flat.size:  # type: ignore[union-attr]
+                            n = min(n, int(sticks.need[acc.flat].min()),
+                                    int(local[acc.flat].min()))
                 g = group_of.get((core, pc))
                 if g is not None:
                     n = min(n, int(group_need[g]))
@@ -284,11 +298,11 @@ def _kernel_needs(sticks: _Sticks, expanded: dict[int, Expanded], rendezvous,  #
                 changed = True
         fresh = np.full(sticks.need.size, _NEVER, dtype=np.int64)
         for (core, pc), per_row in rows_need.items():
-            rows = access[core][pc].sticks
-            if rows is None:
+            acc = access[core][pc]
+            if acc.sticks is None:
                 continue
-            for row, n in zip(rows, per_row.tolist(), strict=True):
-                fresh[row] = np.minimum(fresh[row], n)
+            values = np.broadcast_to(per_row[:, None], acc.sticks.shape)[acc.mask]
+            np.minimum.at(fresh, acc.flat, values)
         if not np.array_equal(fresh, local):
             local = fresh
             changed = True
@@ -296,9 +310,8 @@ def _kernel_needs(sticks: _Sticks, expanded: dict[int, Expanded], rendezvous,  #
             break
     for core, accs in access.items():
         for acc in accs:
-            if acc.whole and acc.sticks is not None:
-                for row in acc.sticks:
-                    sticks.need[row] = _NEVER
+            if acc.whole and acc.flat is not None:
+                sticks.need[acc.flat] = _NEVER
     np.minimum(sticks.need, local, out=sticks.need)
     run = {core: np.clip(v, lower, upper) for core, v in value.items()}
     edges = {core: _closure_edges(e) for core, e in expanded.items()}
