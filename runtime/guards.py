@@ -49,6 +49,9 @@ from spyrec.runtime.layout import STICK_BYTES, DeviceLayout
 
 _NEVER = np.iinfo(np.int64).max
 MAX_STICKS = 1 << 27  # activations up to 16 GiB: a larger binary is left unguarded
+# the analysis is Python per instruction (about 20 us each): a larger binary is left
+# unguarded rather than add minutes to its compile
+MAX_INSTRUCTIONS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,13 @@ class _Sticks:
         return np.unique(index), whole
 
 
+def _instructions(binary) -> int:  # noqa: ANN001 - SpyreBinary
+    from spyrec.runtime.container import EncodedPrograms
+
+    return sum(k.programs.instructions(c) if isinstance(k.programs, EncodedPrograms)
+               else len(k.programs[c]) for k in binary.kernels for c in k.programs)
+
+
 def _region_bounds(instr: Instr) -> tuple[int, int]:
     region = ddr_region(instr)
     assert region is not None
@@ -144,7 +154,7 @@ def instruction_needs(binary, lx_bytes: int = 2 << 20  # noqa: ANN001 - SpyreBin
         return None
     lo = min(b.addr for b in activations)
     hi = max(b.addr + b.layout.nbytes for b in activations)
-    if (hi - lo) // STICK_BYTES > MAX_STICKS:
+    if (hi - lo) // STICK_BYTES > MAX_STICKS or _instructions(binary) > MAX_INSTRUCTIONS:
         return None
     sticks = _Sticks(lo, hi)
     for binding in binary.outputs:
