@@ -162,6 +162,11 @@ def instruction_needs(binary, lx_bytes: int = 2 << 20  # noqa: ANN001 - SpyreBin
         needs = output_stick_needs(binding.layout, binding.symbolic, lower)
         view = sticks.need[start: start + needs.size]
         np.minimum(view, needs, out=view)
+    for binding, _ in binary.weights:  # state that outlives the call, if it lies in the span
+        first = max(binding.addr, lo) - lo
+        last = min(binding.addr + binding.layout.nbytes, hi) - lo
+        if first < last:
+            sticks.need[first // STICK_BYTES: -(-last // STICK_BYTES)] = lower
     out: dict[tuple[int, int], tuple[Expanded, np.ndarray]] = {}
     for k in range(len(binary.kernels) - 1, -1, -1):
         kernel = binary.kernels[k]

@@ -71,3 +71,16 @@ def test_work_after_a_loop_is_guarded_around_it():
     (out,), profile = Emulator(binary, numerics="ieee").run([x])
     assert np.array_equal(out, np.maximum(x, 0))
     assert profile.kernels[0].instructions == 9  # three tiles, no second pass
+
+
+def test_a_write_to_a_buffer_runs_at_every_size():
+    """A buffer (a weight binding written by the program: state that outlives the call) is
+    needed at every size, even where it lies between activations and the rows written are
+    padding: copying x's last tile into it is not guarded; relu's tiles still are."""
+    binary = _relu_loop()
+    state = bind("state", (TILE, 128), "float16", GIB // 2)
+    binary.weights.append((state, np.zeros((TILE, 128), dtype=np.float16)))
+    binary.kernels[0].programs[0] += [load(3 * TILE * PITCH, 0x20000, TILE, PITCH),
+                                      store(0x20000, state.addr, TILE, PITCH, deps=(7,))]
+    place_guards(binary)
+    assert [(p.pc, p.thresholds) for p in binary.patches] == [(0, (1, 17, 33, 49))]
