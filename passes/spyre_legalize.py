@@ -66,6 +66,7 @@ from spyrec.passes.graph_build import element as _element_name
 from spyrec.passes.graph_build import emit as _emit
 from spyrec.passes.graph_build import fx_name as _fx_name
 from spyrec.passes.graph_build import shape as _shape
+from spyrec.passes.move_reduced_dim import move_reduced_dims_last
 from spyrec.passes.eager_attention import EagerAttention, match_eager_attention
 from spyrec.dialects.spyre import (
     BINARY_OPS,
@@ -809,8 +810,28 @@ def _select_unary(op: AtenOp, rewriter: Rewriter) -> Operation:
     return UNARY_OPS[_UNARY[op.target.data]](op.operands[0], op.results[0].type, source_op=op)
 
 
+def _promoted_operands(op: AtenOp, rewriter: Rewriter) -> list[SSAValue]:
+    """The tensor operands of an elementwise op in its result's element type. torch.export
+    records PyTorch's type promotion in the result type (f16 + f32 -> f32, bf16 * f16 ->
+    f32, an int64 tensor + an f16 tensor -> f16); an operand of another type is cast on the
+    device first (spyre.cast: a float widening is exact, an integer below 2^11 (f16), 2^8
+    (bf16) or 2^24 (f32) is exact). Integer results are refused."""
+    out = _element_name(op.results[0])
+    if out not in FLOAT_ELEMENTS:
+        raise _Unsupported(f"element type {out} (only f16, bf16, f32 so far)")
+    operands = list(op.operands)
+    for i, v in enumerate(operands):
+        if _element_name(v) == out:
+            continue
+        if _element_name(v) not in (*FLOAT_ELEMENTS, *INT_ELEMENTS):
+            raise _Unsupported(f"a {_element_name(v)} operand (float and int32 / int64 "
+                               "operands are promoted)")
+        operands[i] = _emit(rewriter, op, CastOp(v, _with_shape(op.results[0], _shape(v))))
+    return operands
+
+
 def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
-    _require_float(op)
+    operands = _promoted_operands(op, rewriter)
     if _arg(op, "alpha", 1) != 1:
         raise _Unsupported("alpha other than 1")
     kind = _BINARY[op.target.data]
@@ -820,16 +841,13 @@ def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
         scalar = _arg(op, "other" if tensor_is_self else "self")
         if not isinstance(scalar, (int, float)) or isinstance(scalar, bool):
             raise _Unsupported(f"a scalar operand of type {type(scalar).__name__}")
-        x = _cast_to(op, rewriter, op.operands[0], op.results[0])
+        x = operands[0]
         reverse = (op.target.data == "aten.rsub.Scalar") == tensor_is_self
         return _scalar_op(op, rewriter, kind, x, float(scalar), reverse=reverse)
     if len(op.operands) != 2:
         raise _Unsupported(f"{len(op.operands)} tensor operands")
-    for v in op.operands:
-        if v.type.element_type != op.results[0].type.element_type:  # type: ignore[attr-defined]
-            raise _Unsupported("mixed element types")
     cls = BINARY_OPS[_BINARY[op.target.data]]
-    a, b = (_broadcast_rows(op, rewriter, v, _shape(op.results[0])) for v in op.operands)
+    a, b = (_broadcast_rows(op, rewriter, v, _shape(op.results[0])) for v in operands)
     if (a, b) == tuple(op.operands):
         return cls(a, b, op.results[0].type, source_op=op)
     return _emit(rewriter, op, cls(a, b, op.results[0].type))
@@ -1741,6 +1759,9 @@ class SpyreLegalize(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         rewriter = Rewriter()
         failures: list[str] = []
+        # a reduction or softmax over a dim other than the last reduces the last dim of a
+        # device transpose (see `move_reduced_dim`)
+        move_reduced_dims_last(op)
         atens = [o for o in op.walk() if isinstance(o, AtenOp)]
         # eager attention first: its bmm, scale, mask add and softmax become one
         # spyre.attention (see `eager_attention`), and the matched chain is then dead

@@ -161,6 +161,35 @@ UNARY.update({
     "unsqueeze_last": lambda x: x[..., None] * 2,
 })
 ROW_OPS |= {"transpose_last", "movedim_last", "flatten_last"}
+# reductions and softmax over a leading dim: the dim moves last through a device transpose,
+# is reduced there and moves back if kept (passes/move_reduced_dim.py, design note 51).
+# `_dim0` ops reduce dim 0 (the rows of a matrix); `_rows` ops reduce dim -2 of a 3-D or
+# 5-D tensor (dim 1 of 2 x 5 x 100, dim 3 of the 5-D family)
+LEADING_REDUCTIONS: dict[str, Callable[[torch.Tensor, int], torch.Tensor]] = {
+    "softmax": lambda x, d: torch.softmax(x, dim=d),
+    "log_softmax": lambda x, d: torch.log_softmax(x, dim=d),
+    "amax": lambda x, d: x.amax(d, keepdim=True),
+    "amin_nokeep": lambda x, d: x.amin(d) * 2,
+    "max_dim": lambda x, d: x.max(d)[1],
+    "min_dim_values": lambda x, d: x.min(d, keepdim=True)[0] * 2,
+    "argmax": lambda x, d: x.argmax(d, keepdim=True),
+    "argmin_nokeep": lambda x, d: x.argmin(d),
+    "var": lambda x, d: x.var(d, keepdim=True),
+    "std_nokeep": lambda x, d: x.std(d),
+    "norm": lambda x, d: torch.linalg.vector_norm(x, dim=d, keepdim=True),
+    "logsumexp": lambda x, d: torch.logsumexp(x, d),
+    "cumsum": lambda x, d: torch.cumsum(x, d),
+}
+for _name, _fn in LEADING_REDUCTIONS.items():
+    UNARY[f"{_name}_dim0"] = lambda x, fn=_fn: fn(x, 0)
+    UNARY[f"{_name}_rows"] = lambda x, fn=_fn: fn(x, -2)
+ROW_OPS |= {f"{n}_dim0" for n in LEADING_REDUCTIONS}
+# index results: inputs on a grid of 1/64, exact in DL16, so near-ties (two f16 values one
+# ulp apart, equal once rounded to the device's DL16) are exact ties, first index in both
+COARSE_INPUTS = {f"{n}_{s}" for n in ("max_dim", "argmax", "argmin_nokeep")
+                 for s in ("dim0", "rows")}
+# a matrix's dim -2 is dim 0, covered by the `_dim0` ops
+RANK3_OPS = {f"{n}_rows" for n in LEADING_REDUCTIONS}
 # known gaps by (op, shape family): the reason the compile error gives
 REFUSED = {("flatten_last", "unaligned"): "stays in LX per batch"}  # 67 x 255 -> one row
 # two activations of one shape; a 1-D tensor has no rows to transpose or stack
@@ -180,8 +209,38 @@ BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
 }
 
 
+# mixed element types: PyTorch's type promotion (the result type torch.export records),
+# a cast of the other operand on the device. "float": the other float type (f32 for f16 and
+# bf16 tensors, f16 for f32 ones: an f32 result either way); int64 / int32 tensors in
+# [-8, 8] promote to the float type
+MIXED: dict[str, tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], str]] = {
+    "add_mixed_float": (torch.add, "float"),
+    "mul_mixed_float": (torch.mul, "float"),
+    "maximum_mixed_float": (torch.maximum, "float"),
+    "sub_int64": (lambda a, b: b - a, "int64"),
+    "mul_int32": (torch.mul, "int32"),
+}
+
+
+def _mixed_inputs(shape: tuple[int, ...], dtype: torch.dtype,
+                  other: str) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    def make(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        a = torch.randn(*shape, generator=g).to(dtype)
+        if other == "float":
+            b = torch.randn(*shape, generator=g).to(
+                torch.float16 if dtype == torch.float32 else torch.float32)
+        else:
+            b = torch.randint(-8, 9, shape, generator=g, dtype=getattr(torch, other))
+        return a, b
+    return make
+
+
 def _randn(shape: tuple[int, ...], dtype: torch.dtype) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
     return lambda g: (torch.randn(*shape, generator=g).to(dtype),)
+
+
+def _coarse(shape: tuple[int, ...], dtype: torch.dtype) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    return lambda g: ((torch.randn(*shape, generator=g) * 64).round().div(64).to(dtype),)
 
 
 def cases() -> list[OpCase]:
@@ -189,16 +248,21 @@ def cases() -> list[OpCase]:
     for dtype in DTYPES:
         for shape_name, shape in SHAPES.items():
             for name, fn in UNARY.items():
-                if len(shape) == 1 and name in ROW_OPS:
+                if len(shape) == 1 and name in ROW_OPS or len(shape) < 3 and name in RANK3_OPS:
                     continue
+                inputs = (_coarse(shape, dtype) if name in COARSE_INPUTS
+                          else _randn(shape, dtype))
                 out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
-                                  _randn(shape, dtype), REFUSED.get((name, shape_name), "")))
+                                  inputs, REFUSED.get((name, shape_name), "")))
             pairs = {**BINARY, **(PAIR_OPS if len(shape) > 1 else {})}
             for name, fn in pairs.items():
                 out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
                                   lambda g, s=shape, d=dtype: (
                                       torch.randn(*s, generator=g).to(d),
                                       torch.randn(*s, generator=g).to(d))))
+            for name, (fn, other) in MIXED.items():
+                out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                                  _mixed_inputs(shape, dtype, other)))
             k = shape[-1]
             out.append(OpCase("linear", dtype, shape_name,
                               lambda k=k, d=dtype: _Linear(k, 96, True).to(d),
@@ -220,6 +284,12 @@ def cases() -> list[OpCase]:
             out.append(OpCase(name, dtype, "broadcast", lambda fn=fn: _Fn(fn),
                               lambda g, d=dtype: (torch.randn(64, 128, generator=g).to(d),
                                                   torch.randn(128, generator=g).to(d))))
+            # mixed element types with a row broadcast: an f32 row for f16 / bf16 tensors
+            out.append(OpCase(f"{name}_mixed_row", dtype, "broadcast", lambda fn=fn: _Fn(fn),
+                              lambda g, d=dtype: (torch.randn(64, 128, generator=g).to(d),
+                                                  torch.randn(128, generator=g).to(
+                                                      torch.float16 if d == torch.float32
+                                                      else torch.float32))))
             # a column first, a row second: both broadcast (an outer product, rotary's
             # positions x frequencies), and the column operand's op is reversed on the SFU
             out.append(OpCase(name, dtype, "outer", lambda fn=fn: _Fn(fn),

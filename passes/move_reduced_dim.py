@@ -1,0 +1,124 @@
+"""Reductions and softmax over a dim other than the last: move that dim last first.
+
+Spyre reduces along the innermost (stick) dim only: the SFU folds a stick's elements, so
+softmax, max, argmax, var, norms and logsumexp are selected over the last dim. An op that
+reduces dim d of a rank-r tensor (d < r - 1; `dim=0` of a matrix, `dim=1` of [B, S, H])
+becomes, before op selection,
+
+    xt = permute(x, [.. every other dim in order .., d])   # d is now innermost
+    yt = op(xt, dim=-1)                                    # the last-dim lowering
+    y  = permute(yt, inverse)                              # when yt still has the dim
+
+all as `spyre.aten` ops, so spyre-legalize selects them like any other: the permutes are
+device transposes (the innermost dim moves through the PT, design note 37) plus free or
+row-permuting reshapes. softmax / log_softmax / cumsum keep their shape and move back;
+keepdim reductions move their size-1 dim back (a column becomes a row); keepdim=False
+reductions need no move back, since the kept dims of `yt` are in their original order
+(the last-dim lowering turns its column into a row, `_column_to_row`). Reductions over
+several dims, and sums and means (a matmul by a summation matrix over leading dims,
+design note 34), are left to their selectors.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType, i64
+from xdsl.ir import SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from spyrec.dialects.spyre import AtenOp
+from spyrec.passes.graph_build import shape as _shape
+
+# target -> True when the result keeps the reduced dim at full size (moved back always)
+MOVABLE: dict[str, bool] = {
+    "aten.softmax.int": True,
+    "aten._softmax.default": True,
+    "aten._log_softmax.default": True,
+    "aten.log_softmax.int": True,
+    "aten.cumsum.default": True,
+    "aten.amax.default": False,
+    "aten.amin.default": False,
+    "aten.max.dim": False,
+    "aten.min.dim": False,
+    "aten.argmax.default": False,
+    "aten.argmin.default": False,
+    "aten.var.correction": False,
+    "aten.std.correction": False,
+    "aten.linalg_vector_norm.default": False,
+    "aten.logsumexp.default": False,
+}
+
+
+def _one_dim(op: AtenOp, rank: int) -> int | None:
+    """The one dim `op` reduces, normalised, or None (several dims, all dims, a 0-D input)."""
+    attr = op.args.data.get("dim")
+    if isinstance(attr, ArrayAttr):
+        if len(attr.data) != 1:
+            return None
+        attr = attr.data[0]
+    if not isinstance(attr, IntegerAttr) or rank == 0:
+        return None
+    return attr.value.data % rank
+
+
+def _permute(at: AtenOp, value: SSAValue, perm: list[int], suffix: str) -> SSAValue:
+    shape = _shape(value)
+    assert isinstance(value.type, TensorType)
+    new = AtenOp.create(
+        operands=[value],
+        result_types=[TensorType(value.type.element_type, [shape[p] for p in perm])],
+        properties={"target": StringAttr("aten.permute.default"),
+                    "args": DictionaryAttr({"dims": ArrayAttr([IntegerAttr(p, i64) for p in perm])}),
+                    "operand_names": ArrayAttr([StringAttr("self")])},
+        attributes=dict(at.attributes))
+    node = at.attributes.get("fx_node")
+    if isinstance(node, StringAttr):  # its own node name: constants it makes are its own
+        new.attributes["fx_node"] = StringAttr(f"{node.data}.{suffix}")
+    Rewriter.insert_op(new, InsertPoint.before(at))
+    new.results[0].name_hint = f"{value.name_hint or 'x'}_{suffix}"
+    return new.results[0]
+
+
+def move_reduced_dims_last(module: ModuleOp) -> int:
+    """Rewrite every op of `MOVABLE` that reduces one non-last dim as above; returns how
+    many were rewritten."""
+    count = 0
+    for op in [o for o in module.walk() if isinstance(o, AtenOp)]:
+        full = MOVABLE.get(op.target.data)
+        if full is None or op.parent is None or not op.operands:
+            continue
+        x = op.operands[0]
+        rank = len(_shape(x))
+        d = _one_dim(op, rank)
+        if d is None or d == rank - 1:
+            continue
+        perm = [i for i in range(rank) if i != d] + [d]
+        inverse = [perm.index(i) for i in range(rank)]
+        xt = _permute(op, x, perm, "to_last")
+        keepdim = op.args.data.get("keepdim")
+        keep = full or (isinstance(keepdim, IntegerAttr) and bool(keepdim.value.data))
+        args = dict(op.args.data)
+        dim_attr = args["dim"]
+        last = IntegerAttr(rank - 1, i64)
+        args["dim"] = ArrayAttr([last]) if isinstance(dim_attr, ArrayAttr) else last
+        result_types = []
+        for r in op.results:
+            assert isinstance(r.type, TensorType)
+            rshape = _shape(r)
+            if keep:
+                rshape = [rshape[p] for p in perm]
+            result_types.append(TensorType(r.type.element_type, rshape))
+        new = AtenOp.create(operands=[xt, *op.operands[1:]], result_types=result_types,
+                            properties={"target": op.target, "args": DictionaryAttr(args),
+                                        "operand_names": op.operand_names},
+                            attributes=dict(op.attributes))
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        for old, result in zip(op.results, new.results):
+            result.name_hint = old.name_hint
+            value = result
+            if keep and old.uses:
+                value = _permute(op, result, inverse, "from_last")
+            old.replace_all_uses_with(value)
+        op.detach()
+        op.erase()
+        count += 1
+    return count
