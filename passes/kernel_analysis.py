@@ -153,7 +153,8 @@ class KernelInfo:
             row_operands=row_ops, full_operands=full_ops, sfu_passes=max(passes, 1),
             reduce=self.has_reduce, full_temps=full_temps, col_temps=col_temps,
             outputs=len(self.outputs), col_operands=col_ops,
-            col_outputs=sum(1 for v in self.outputs if self.kinds.get(v) is Kind.COL))
+            col_outputs=sum(1 for v in self.outputs if self.kinds.get(v) is Kind.COL),
+            narrow_itemsize=min([itemsize(a) for a in used] or [0]))
 
     def _peak_live(self, kind: Kind) -> int:
         """Most tile-graph values of `kind` live at once (an operand dying at an op frees

@@ -277,6 +277,15 @@ def _dma_geometry(it: _CoreInterpreter, op: Operation, tile: Tile,
                            f"the view (strides {list(strides)})")
     rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
     cols = shape[-1]
+    start = tile.origin[-1] if tile.origin else 0
+    if isinstance(start, Affine) and view.sizes[-1] % cols:
+        raise Symbolic("a tile that may run past its view's row")  # per core, below
+    if isinstance(start, int) and 0 <= start < view.sizes[-1] < start + cols:
+        # a tile wider than the rest of its view's stick-padded row: a kernel mixing f16
+        # and f32 tiles columns in f16 sticks (64 elements), and an f32 view of 67 columns
+        # ends 3 sticks (96 elements) in, short of the 128-column tile. The DMA moves the
+        # view's sticks only; the tile's columns past them are padding either way
+        cols = view.sizes[-1] - start
     row_bytes = _stick_bytes(cols * view.itemsize)
     pitch = strides[-2] * view.itemsize if len(shape) > 1 else row_bytes
     # a symbolic address is checked when its template is instantiated

@@ -41,6 +41,9 @@ class KernelShape:
     outputs: int = 1  # results stored per tile
     col_operands: int = 0  # extra inputs of one column (M x 1, a row reduction's result)
     col_outputs: int = 0  # of the `outputs`, those of one column (a row reduction's result)
+    # the narrowest element of any input (an f16 input of an f32 kernel: a promoting add);
+    # 0 when it is no narrower than in_itemsize and out_itemsize
+    narrow_itemsize: int = 0
 
     def sticks(self, itemsize: int, elems: int) -> int:
         return -(-elems * itemsize // 128)
@@ -48,7 +51,7 @@ class KernelShape:
     @property
     def stick_elems(self) -> int:
         """Elements per stick of the narrowest element type: the column granularity."""
-        return 128 // min(self.in_itemsize, self.out_itemsize)
+        return 128 // min(self.in_itemsize, self.out_itemsize, self.narrow_itemsize or 8)
 
     @property
     def col_sticks(self) -> int:
