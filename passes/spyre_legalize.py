@@ -1547,7 +1547,10 @@ def _select_compare(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     a = _as_f32(op, rewriter, op.operands[0])
     if len(op.operands) == 2:
         b = _as_f32(op, rewriter, op.operands[1])
-        diff = _binary_op(op, rewriter, "sub", a, b)
+        # the result's shape: a column against a row broadcasts both (an outer difference:
+        # position q against position kv)
+        diff = _emit(rewriter, op, BINARY_OPS["sub"](
+            a, b, TensorType(Float32Type(), _shape(op.results[0]))))
     else:
         other = _arg(op, "other")
         if not isinstance(other, int) or isinstance(other, bool):
@@ -1615,6 +1618,12 @@ def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
 
 def _select_logical(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     """and / or / not of predicates: product, maximum, 1 - p."""
+    if "and" in op.target.data and len(op.operands) == 2:
+        for keep, other in ((0, 1), (1, 0)):
+            values = _int_constant(op.operands[other])
+            if (values is not None and values.all() and is_predicate(op.operands[keep])
+                    and _shape(op.operands[keep]) == _shape(op.results[0])):
+                return op.operands[keep]  # p & True (a folded `new_ones` mask start)
     if not all(is_predicate(v) for v in op.operands):
         raise _Unsupported("an operand that is not a comparison of integers")
     kind = op.target.data
@@ -1624,15 +1633,25 @@ def _select_logical(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _mark(_binary_op(op, rewriter, fn, op.operands[0], op.operands[1]))
 
 
+# additive masks made from predicates, by (predicate, query element type); reset per module
+_ADDITIVE_MASKS: dict[tuple[SSAValue, str], SSAValue] = {}
+
+
 def _select_attention_any_mask(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     """SDPA whose boolean mask is a predicate: the mask becomes additive (p * 30000 - 30000,
     exactly 0 or -30000) in the query's type before the usual selection."""
     mask, query = _operand(op, "attn_mask"), _operand(op, "query")
     if mask is not None and query is not None and is_predicate(mask):
-        scaled = _scalar_op(op, rewriter, "mul", mask, 30000.0)
-        additive = _scalar_op(op, rewriter, "add", scaled, -30000.0)
-        if _element_name(query) != "f32":
-            additive = _emit(rewriter, op, CastOp(additive, _with_shape(query, _shape(mask))))
+        # one additive mask per predicate and query type, made at the first layer that
+        # reads it and shared by the others (a decoder's layers share their mask)
+        key = (mask, _element_name(query))
+        additive = _ADDITIVE_MASKS.get(key)
+        if additive is None:
+            scaled = _scalar_op(op, rewriter, "mul", mask, 30000.0)
+            additive = _scalar_op(op, rewriter, "add", scaled, -30000.0)
+            if _element_name(query) != "f32":
+                additive = _emit(rewriter, op, CastOp(additive, _with_shape(query, _shape(mask))))
+            _ADDITIVE_MASKS[key] = additive
         names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
         op.operands[names.index("attn_mask")] = additive
     return _select_attention(op, rewriter)
@@ -1738,8 +1757,104 @@ SELECTORS.update({
     "aten.to.dtype": _select_cast_int,
 })
 
+# ---- integer arithmetic on run-time values (position ids): in f32 ---------------------------
+# Hugging Face decoders given `position_ids` derive the attention mask from them: the packed
+# sequence index cumsum(diff(pos) != 1) and each token's position as a column and as a row
+# (`aten.index` by folded aranges), compared into a boolean mask. Integer tensors live on
+# the device as int32; these ops run on them cast to f32 (exact below 2^24, positions and
+# counts are far below) by the float lowering, and the result is cast back (`_select_via_f32`).
+INT_VIA_F32 = {
+    "aten.slice.Tensor", "aten.cat.default", "aten.cumsum.default", "aten.index.Tensor",
+    *(f"aten.{k}.{form}" for k in ("add", "sub", "mul") for form in ("Tensor", "Scalar")),
+    "aten.rsub.Scalar",
+}
+
+
+def _int_constant(value: SSAValue) -> np.ndarray | None:
+    """The values of a small folded integer / boolean constant (`spyre.int_values`)."""
+    owner = value.owner
+    if isinstance(owner, ParamOp) and "spyre.int_values" in owner.attributes:
+        values = owner.attributes["spyre.int_values"].get_values()  # type: ignore[attr-defined]
+        return np.array(values, dtype=np.int64).reshape(_shape(value))
+    return None
+
+
+def _needs_f32(aten: AtenOp) -> bool:
+    return (aten.target.data in INT_VIA_F32
+            and any(_element_name(r) in INT_ELEMENTS for r in aten.results)
+            and all(_element_name(v) in (*INT_ELEMENTS, "f32", "i1") for v in aten.operands))
+
+
+def _select_via_f32(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> None:
+    """`aten` on integer operands as the same op on their f32 casts (the index operands of
+    `aten.index` stay: they are read as constants), its integer results cast back."""
+    names = [n.data for n in aten.operand_names.data]  # type: ignore[attr-defined]
+    operands = []
+    for name, v in zip(names, aten.operands):
+        if _element_name(v) in INT_ELEMENTS and not (
+                aten.target.data == "aten.index.Tensor" and name != "self"):
+            v = _emit(rewriter, aten, CastOp(v, TensorType(Float32Type(), _shape(v))))
+        operands.append(v)
+    result_types = [TensorType(Float32Type(), _shape(r)) if _element_name(r) in INT_ELEMENTS
+                    else r.type for r in aten.results]
+    clone = AtenOp.create(operands=operands, result_types=result_types,
+                          properties=dict(aten.properties), attributes=dict(aten.attributes))
+    rewriter.insert_op(clone, _before(aten))
+    for old, new in zip(aten.results, clone.results):
+        value = new if old.type == new.type else _emit(rewriter, aten, CastOp(new, old.type))
+        old.replace_all_uses_with(value)
+    rewriter.erase_op(aten)
+    _select(clone, rewriter, failures)
+
+
+def _select_index(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+    """x[i0, i1, ...] by constant index tensors (folded aranges: a position row read as a
+    column `pos[b, q]` and as a row `pos[b, kv]`) of a one-row tensor: the row times a
+    constant 0/1 selection matrix (exact), then reshaped to the result, through a device
+    transpose when the result is a column."""
+    x = _operand(op, "self")
+    assert x is not None
+    for v in (x, op.results[0]):
+        if _element_name(v) not in FLOAT_ELEMENTS:
+            raise _Unsupported(f"element type {_element_name(v)} (only f16, bf16, f32 so far)")
+    shape = _shape(x)
+    key: list[object] = [slice(None)] * len(shape)
+    names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
+    for name, value in zip(names, op.operands):
+        if not name.startswith("indices."):
+            continue
+        values = _int_constant(value)
+        if values is None:
+            raise _Unsupported("an index tensor computed at run time (indices that depend on "
+                               "no input are lowered, as a constant selection matrix)")
+        key[int(name.split(".")[1])] = values
+    picked = np.arange(max(math.prod(shape), 1)).reshape(shape)[tuple(key)]
+    out = _shape(op.results[0])
+    if list(picked.shape) != out:
+        raise _Unsupported(f"indices selecting a {list(picked.shape)} result for {out}")
+    if math.prod(shape[:-1]) != 1:
+        raise _Unsupported(f"indexing a {shape} tensor (a tensor of one row is lowered: "
+                           "a selection matrix over its columns)")
+    if picked.size > MAX_ROW_MATRIX // max(shape[-1], 1):
+        raise _Unsupported(f"a {shape[-1]} x {picked.size} selection matrix is too large")
+    row = x if len(shape) == 2 else _emit(rewriter, op, ReshapeOp(x, _with_shape(x, [1, shape[-1]])))
+    matrix = np.zeros((shape[-1], picked.size))
+    matrix[picked.reshape(-1) % shape[-1], np.arange(picked.size)] = 1.0
+    y = _column_matmul(op, rewriter, row, matrix, f"{_fx_name(op)}.select")
+    if _shape(y) == out:
+        return y
+    if is_free_reshape(_shape(y), out, y.type.element_type):  # type: ignore[attr-defined]
+        return _emit(rewriter, op, ReshapeOp(y, _with_shape(y, out)))
+    return _restickify_reshape(op, rewriter, y, out)
+
+
+SELECTORS["aten.index.Tensor"] = _select_index
+
 # ops known to have no device lowering yet, with what to do instead
-NOT_ON_DEVICE: dict[str, str] = {}
+NOT_ON_DEVICE: dict[str, str] = {
+    "aten.prod.dim_int": "a product reduction (not lowered: exp(sum(log|x|)) with a sign "
+                         "count loses precision; multiply the factors explicitly)",
+}
 
 
 # ---- channels-last images (passes/conv.py) ---------------------------------------------------
@@ -1762,6 +1877,7 @@ class SpyreLegalize(ModulePass):
         # a reduction or softmax over a dim other than the last reduces the last dim of a
         # device transpose (see `move_reduced_dim`)
         move_reduced_dims_last(op)
+        _ADDITIVE_MASKS.clear()
         atens = [o for o in op.walk() if isinstance(o, AtenOp)]
         # eager attention first: its bmm, scale, mask add and softmax become one
         # spyre.attention (see `eager_attention`), and the matched chain is then dead
@@ -1781,6 +1897,7 @@ class SpyreLegalize(ModulePass):
         for aten in [a for a in atens if a.parent is not None]:
             _select(aten, rewriter, failures)
         _bool_outputs(op, failures)
+        _ADDITIVE_MASKS.clear()
         if failures:
             source = op.attributes.get("spyre.source")
             raise UnsupportedOpsError(
@@ -1827,6 +1944,9 @@ def _select(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> None:
     """Replace one ATen op by its Spyre ops, or record why it cannot be."""
     if aten.parent is None:
         return  # erased by the selection of its producer (see `_kept_dim`)
+    if _needs_f32(aten):
+        _select_via_f32(aten, rewriter, failures)
+        return
     selector = SELECTORS.get(aten.target.data)
     if selector is None:
         reason = NOT_ON_DEVICE.get(aten.target.data, "no Spyre lowering")

@@ -31,6 +31,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     Float16Type,
@@ -80,6 +81,10 @@ class TensorSpec:
     name: str
     shape: tuple[int, ...]
     dtype: torch.dtype
+
+
+# integer constants up to this many elements carry their values into the IR
+SMALL_INT_CONSTANT = 4096
 
 
 @dataclass
@@ -310,6 +315,11 @@ class _Importer:
             array = data.numpy().copy()
         self.weights[name] = array
         op = builder.insert(ParamOp(name, ttype))
+        if not data.is_floating_point() and data.numel() <= SMALL_INT_CONSTANT:
+            # small integer / boolean constants (folded index grids, a folded `True`) carry
+            # their values, for op selection to read (`aten.index` by constant indices)
+            op.attributes["spyre.int_values"] = DenseArrayBase.from_list(
+                i64, [int(v) for v in data.reshape(-1).tolist()])
         op.result.name_hint = node.name
         self.values[node] = op.result
         return op

@@ -200,3 +200,54 @@ def test_an_out_of_range_token_id_is_caught():
     bad[1, 7] = 2**32
     with pytest.raises(InputError, match=r"input 'input_ids': int64 value 4294967296"):
         exe(bad)
+
+
+class PositionLogits(torch.nn.Module):
+    """The causal LM with run-time `position_ids` and no attention mask."""
+
+    def __init__(self, model: torch.nn.Module, tokens: bool):
+        super().__init__()
+        self.model = model
+        self.tokens = tokens
+
+    def forward(self, x: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        if self.tokens:
+            return self.model(input_ids=x, position_ids=position_ids).logits
+        return self.model(inputs_embeds=x, position_ids=position_ids).logits
+
+
+# contiguous positions, the same offset by 40 (the rotary angles of later tokens), and two
+# sequences packed in one row (positions restart at token 6: a block-diagonal causal mask)
+POSITIONS = [torch.arange(16)[None], torch.arange(16)[None] + 40,
+             torch.cat([torch.arange(6), torch.arange(10)])[None]]
+
+
+@pytest.mark.parametrize("dtype,tokens", [
+    (torch.float32, False), (torch.float16, False), (torch.float32, True),
+], ids=["embeds-fp32", "embeds-fp16", "ids-fp32"])
+def test_llama_with_position_ids_matches_eager(dtype, tokens):
+    """`position_ids` at run time, no attention mask: transformers computes the rotary
+    angles from the positions (cos / sin on the device) and, to detect packed sequences,
+    the mask `pos[kv] <= pos[q] & seq[q] == seq[kv]` with seq = cumsum(diff(pos) != 1),
+    each position read as a column and as a row by `aten.index` with folded aranges. The
+    integer ops run in f32 on the device (`_select_via_f32`), the mask is a predicate that
+    SDPA takes as an additive mask made once for both layers. One program serves every
+    position pattern, packed ones included."""
+    torch.manual_seed(0)
+    model = _build("llama", dtype)
+    wrapped = PositionLogits(model, tokens)
+    x = _ids()[:1] if tokens else torch.randn(1, 16, 64).to(dtype)
+    exe = spyrec.compile(torch.export.export(wrapped, (x, POSITIONS[0])))
+    outputs = []
+    for positions in POSITIONS:
+        with torch.no_grad():
+            expected = wrapped(x, positions).float()
+        outputs.append(expected)
+        out = exe(x, positions).float()
+        scale = expected.abs().max().item()
+        err = (out - expected).abs().max().item()
+        assert torch.isfinite(out).all()
+        assert exe.tolerance(scale).allows(err, scale), (positions, err, exe.tolerance(scale))
+    # rotary attention sees relative positions only, so an offset changes no logit (up
+    # to rounding), but packing does: the second sequence attends to itself alone
+    assert (outputs[0] - outputs[2]).abs().max() > 1e-3

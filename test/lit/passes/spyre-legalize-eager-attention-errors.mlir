@@ -1,13 +1,18 @@
-// RUN: not spyre-opt %s -p spyre-legalize 2>&1 | filecheck %s
+// RUN: spyre-opt %s -p spyre-legalize | filecheck %s
 
 // Near misses of eager attention stay unmatched, so op selection selects their ops one by
 // one. Here the softmax runs over dim 2, the queries, not the keys: softmax(q k^T) with a
 // column normalisation is not attention, and a scale by a tensor (not a constant) is not
 // SDPA's scale either. Their bmms become spyre.batch_matmul (q @ k^T reading k as stored),
-// the scaled one's softmax over the keys is lowered on its own, and only the softmax over
-// dim 2 is reported.
-// CHECK: error: {{.*}}1 op(s) have no Spyre lowering yet:
-// CHECK-NEXT: m.py:3: aten.softmax.int (node softmax): over dims [2] (only the last dimension is lowered so far)
+// the scaled one's softmax over the keys is lowered on its own, and the softmax over dim 2
+// moves the queries innermost (a device transpose: identity @ s^T), reduces them there and
+// moves back (move_reduced_dim): no spyre.attention anywhere.
+// CHECK-NOT: spyre.attention
+// CHECK: spyre.batch_matmul %q3, %{{.*}} {fx_node = "bmm", source = "m.py:2", transpose_rhs}
+// CHECK: spyre.batch_matmul {{.*}}transpose_rhs{{.*}} -> tensor<1x2x16x16xf32>
+// CHECK: spyre.reduce_max
+// CHECK: spyre.batch_matmul {{.*}}transpose_rhs{{.*}} -> tensor<1x2x16x16xf32>
+// CHECK-NOT: spyre.attention
 func.func @not_attention(%q: tensor<1x2x16x32xf32>, %k: tensor<1x2x16x32xf32>, %t: tensor<1x2x16x16xf32>) -> (tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>) {
   %kt = spyre.aten "aten.permute.default"(%k) {args = {dims = [0 : i64, 1 : i64, 3 : i64, 2 : i64]}, operand_names = ["self"], fx_node = "permute", source = "m.py:1"} : (tensor<1x2x16x32xf32>) -> tensor<1x2x32x16xf32>
   %q3 = spyre.aten "aten.view.default"(%q) {args = {size = [2 : i64, 16 : i64, 32 : i64]}, operand_names = ["self"], fx_node = "view"} : (tensor<1x2x16x32xf32>) -> tensor<2x16x32xf32>
