@@ -9,6 +9,7 @@ coarsest dtype at the host boundary, the program's reduction depth and rounding 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from spyrec.opcases import cases, run_case
 
@@ -22,3 +23,26 @@ def test_op_matches_eager(case):
         assert not outcome.passed and case.refused in outcome.reason, outcome.reason
         return
     assert outcome.passed, outcome.reason
+
+
+@pytest.mark.parametrize("shape", [(67, 67), (64, 160), (3, 32)], ids=str)
+@pytest.mark.parametrize("fn", [lambda a, b: a.float() * 2, lambda a, b: a + b],
+                         ids=["cast", "add_mixed"])
+def test_f16_and_f32_in_one_kernel(shape, fn):
+    """A kernel reading f16 and writing f32 tiles its columns in f16 sticks (64 elements),
+    so every tile starts on a stick of both; with N % 64 in (0, 32] the last tile is wider
+    than the f32 rows' padding (67 columns: 96 padded in f32, 128 in f16), and each DMA
+    moves only its view's sticks (it used to run past the allocation: a device fault)."""
+    import spyrec
+    from spyrec.opcases import _Fn
+
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(*shape, generator=gen).half()
+    b = torch.randn(*shape, generator=gen)
+    model = _Fn(fn)
+    exe = spyrec.compile(torch.export.export(model, (a, b)))
+    expected = model(a, b)
+    out = exe(a, b)
+    assert out.dtype == torch.float32
+    scale = expected.abs().max().item()
+    assert exe.tolerance(scale).allows((out - expected).abs().max().item(), scale)
