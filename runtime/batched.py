@@ -128,3 +128,135 @@ def _group_size(instr: Instr) -> int:
     reads, writes = lx_access(instr)
     tile = max(r.rows * r.row_bytes for r in reads + writes)
     return max(1, BATCH_BYTES // tile)
+
+
+# kernels of more instructions than this run in start order unbatched: the grouping scan is
+# Python per instruction, and such kernels' tiles are large enough to amortise their calls
+START_ORDER_BATCH_LIMIT = 20_000
+
+
+Touch = tuple[int, int, int, bool]  # core, first LX byte, one past the last, written
+WHOLE_LX = 1 << 62
+
+
+def start_order_actions(
+    programs: dict[int, list[Instr]], actions: dict[int, list[Action]],
+    order: list[tuple[int, int]], touches: Callable[[int, int], list[Touch]],
+    memory: DeviceMemory, lx_all: np.ndarray, codec: HalfCodec,
+) -> list[Action]:
+    """The actions of a kernel with ring or sync instructions, in the schedule's start
+    `order`, with the same PT or SFU instruction of several cores run as one batched call.
+
+    A compute instruction touches nothing but its own core's LX. Walking the start order,
+    each one waits in a pending group of its instruction (same op, unit and fields; one
+    per core) instead of running; an instruction that writes bytes a pending one touches,
+    or touches bytes a pending one writes (`touches(core, pc)`: the LX byte ranges, on
+    every core, that the action at that position reads or writes; a ring transfer's copy
+    runs at its ring.recv and reads the sender's LX), first runs that group, batched over
+    its cores. So every pair of actions of which one writes bytes the other touches keeps
+    its order, and the results are the same bytes as in start order (a test compares
+    both); a group also runs when it is full or has waited `patience` positions."""
+    ncores = len(programs)
+    patience = 16 * ncores
+    out: list[Action] = []
+    groups: dict[int, tuple[Instr, dict[int, int], int]] = {}  # id: instr, core -> pc, born
+    by_key: dict[tuple[object, ...], int] = {}
+    pending: dict[int, list[tuple[int, int, bool, int]]] = {}  # core: lo, hi, written, id
+    next_id = 0
+
+    def flush(gid: int) -> None:
+        instr, members, _ = groups.pop(gid)
+        by_key.pop((instr.op, instr.unit, instr.args), None)
+        for core in members:
+            pending[core] = [t for t in pending[core] if t[3] != gid]
+        out.extend(_grouped(instr, sorted(members.items()), actions, memory, lx_all, codec))
+
+    for position, (c, p) in enumerate(order):
+        instr = programs[c][p]
+        mine = touches(c, p)
+        conflicts = {gid for core, lo, hi, written in mine
+                     for a, b, w, gid in pending.get(core, ())
+                     if a < hi and lo < b and (w or written)}
+        for gid in sorted(conflicts):  # ids grow with arrival: the older group first
+            flush(gid)
+        if instr.spec.engine not in (Engine.PT, Engine.SFU):
+            out.append(actions[c][p])
+            continue
+        key = (instr.op, instr.unit, instr.args)
+        gid = by_key.get(key)
+        if gid is not None and c in groups[gid][1]:
+            flush(gid)
+            gid = None
+        if gid is None:
+            gid, next_id = next_id, next_id + 1
+            groups[gid] = (instr, {}, position)
+            by_key[key] = gid
+        groups[gid][1][c] = p
+        pending.setdefault(c, []).extend((lo, hi, w, gid) for _, lo, hi, w in mine)
+        if len(groups[gid][1]) == ncores:
+            flush(gid)
+        for old in [g for g, (_, _, born) in groups.items() if position - born > patience]:
+            flush(old)
+    for gid in sorted(groups):
+        flush(gid)
+    return out
+
+
+def instruction_touches(programs: dict[int, list[Instr]], core: int, pc: int,
+                        partners: list[tuple[int, int]] | None) -> list[Touch]:
+    """The LX byte ranges instruction pc of core touches when its action runs: its own
+    reads and writes; a ring.recv also the sender's source (its copy runs there); a
+    reduction or a synchronisation all of its members' LX (`partners`: the (core, pc) of
+    its ring or sync group, None outside one)."""
+    instr = programs[core][pc]
+    if instr.spec.engine is Engine.SYNC or instr.op == "ring.reduce":
+        return [(m, 0, WHOLE_LX, True) for m, _ in (partners or [(core, pc)])]
+    reads, writes = lx_access(instr, core)
+    out = [(core, r.base, r.end, False) for r in reads if r.rows > 0]
+    out += [(core, r.base, r.end, True) for r in writes if r.rows > 0]
+    if instr.op == "ring.recv" and partners:
+        for m, q in partners:
+            if programs[m][q].op == "ring.send":
+                (src,), _ = lx_access(programs[m][q])
+                out.append((m, src.base, src.end, False))
+    return out
+
+
+def _grouped(instr: Instr, group: list[tuple[int, int]], actions: dict[int, list[Action]],
+             memory: DeviceMemory, lx_all: np.ndarray, codec: HalfCodec) -> list[Action]:
+    """One instruction of the cores of `group` ((core, pc), by core): batched calls over
+    CoreStacks of evenly stepping cores, each core's own action for the rest."""
+    pcs = dict(group)
+    out: list[Action] = []
+    size = _group_size(instr)
+    for first, step, count in _progressions(sorted(pcs)):
+        if count == 1:
+            out.append(actions[first][pcs[first]])
+            continue
+        for start in range(0, count, size):
+            n = min(size, count - start)
+            out.append(ops.bind(instr, memory, CoreStack(lx_all, first + start * step, step, n),
+                                codec))
+    return out
+
+
+def _progressions(cores: list[int]) -> list[tuple[int, int, int]]:
+    """Sorted cores as (first, step, count) runs: greedily the longest evenly stepping run
+    from the lowest core left (cores 0 4 5 8 9 12 -> 0 4 8 12, then 5 9)."""
+    left = list(cores)
+    runs = []
+    while left:
+        first = left[0]
+        best = (first, 1, 1)
+        present = set(left)
+        for other in left[1:]:
+            step = other - first
+            count = 1
+            while first + count * step in present:
+                count += 1
+            if count > best[2]:
+                best = (first, step, count)
+        runs.append(best)
+        taken = {best[0] + k * best[1] for k in range(best[2])}
+        left = [c for c in left if c not in taken]
+    return runs

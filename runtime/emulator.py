@@ -42,7 +42,8 @@ import numpy as np
 
 from spyrec.diagnostics import RunError
 from spyrec.runtime import ops, ring
-from spyrec.runtime.batched import pc_order_actions
+from spyrec.runtime.batched import (START_ORDER_BATCH_LIMIT, instruction_touches,
+                                    pc_order_actions, start_order_actions)
 from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
                                       build_job, decode_job_binary, job_binary_table)
@@ -411,7 +412,19 @@ class Emulator:
                                         where=(core, pc))
                           for pc, i in enumerate(program)]
                    for core, program in programs.items()}
-        return _in_start_order(actions, timed.start)
+        order = _start_order(timed.start)
+        if self.batch_cores and self.check_hazards and not hazards \
+                and len(order) <= START_ORDER_BATCH_LIMIT:
+            assert self._lx_all is not None
+
+            def touches(core: int, pc: int) -> list[tuple[int, int, int, bool]]:
+                gid = rendezvous.group.get(core, {}).get(pc)
+                partners = None if gid is None else rendezvous.members[gid]
+                return instruction_touches(programs, core, pc, partners)
+
+            return start_order_actions(programs, actions, order, touches, self.memory,
+                                       self._lx_all, self.codec)
+        return [actions[core][pc] for core, pc in order]
 
     # ---- execution ---------------------------------------------------------------------------
 
@@ -624,19 +637,17 @@ def _located(fault: DeviceFault, core: int, flat: Expanded, index: int) -> Devic
     return DeviceFault(reason, fault.address, core, pc, flat.shown(index))
 
 
-def _in_start_order(
-    actions: dict[int, list[Callable[[], None]]], starts: dict[int, list[float]]
-) -> list[Callable[[], None]]:
-    """Every instruction's action, in the order the schedule started them (ties by core, pc)."""
-    cores = sorted(actions)
+def _start_order(starts: dict[int, list[float]]) -> list[tuple[int, int]]:
+    """Every instruction as (core, pc), in the order the schedule started them (ties by
+    core, pc)."""
+    cores = sorted(starts)
     if not cores:
         return []
     start = np.concatenate([np.asarray(starts[c], dtype=np.float64) for c in cores])
     core_of = np.concatenate([np.full(len(starts[c]), c) for c in cores])
     pc_of = np.concatenate([np.arange(len(starts[c])) for c in cores])
     order = np.lexsort((pc_of, core_of, start))
-    return [actions[core][pc]
-            for core, pc in zip(core_of[order].tolist(), pc_of[order].tolist(), strict=True)]
+    return list(zip(core_of[order].tolist(), pc_of[order].tolist(), strict=True))
 
 
 def _roofline_warnings(profile: Profile) -> list[str]:
