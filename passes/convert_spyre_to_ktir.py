@@ -232,7 +232,7 @@ class _KernelBuilder(KtirBuilder):
             category, fn = op_kind(op)
             result = op.results[0]
             out_kind = info.kind(result)
-            if category == "cast":
+            if category in ("cast", "view"):  # the operand's tile, converted at its use
                 self.env[result] = self._value(op.operands[0], r, c)
                 continue
             ins = [self._value(v, r, c) for v in op.operands]

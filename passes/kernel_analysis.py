@@ -77,6 +77,10 @@ def tile_op_kind(op: Operation) -> tuple[str, str] | None:
     short = op.name.removeprefix("spyre.")
     if isinstance(op, CastOp):
         return "cast", "copy"
+    if isinstance(op, ReshapeOp):
+        # a reshape that keeps the innermost dim only merges or splits leading dims: for a
+        # kernel tiled over rows it is a view of the same tile (design note 50)
+        return ("view", "reshape") if is_row_view(op) else None
     if not op.name.startswith("spyre."):
         return None
     if short in UNARY_OPS:
@@ -88,6 +92,12 @@ def tile_op_kind(op: Operation) -> tuple[str, str] | None:
     if op.name in _REDUCE_NAMES:
         return "reduce", _REDUCE_NAMES[op.name]
     return None
+
+
+def is_row_view(op: Operation) -> bool:
+    """A `spyre.reshape` that only merges or splits leading dims (the stick dim and the
+    number of rows stay): the same rows x cols tile under another N-D shape."""
+    return isinstance(op, ReshapeOp) and rows_cols(op.operands[0]) == rows_cols(op.results[0])
 
 
 def op_kind(op: Operation) -> tuple[str, str]:
@@ -140,7 +150,7 @@ class KernelInfo:
         if self.matmul is not None and self.matmul.bias is not None:
             row_ops += 1
         passes = sum(sfu_passes(op_kind(op)[1]) for op in self.ops
-                     if op_kind(op)[0] != "cast")
+                     if op_kind(op)[0] not in ("cast", "view"))
         passes += (1 if self.matmul is not None and self.matmul.bias is not None else 0)
         passes += len(self.outputs)  # the final conversion of each result
         full_temps = self._peak_live(Kind.FULL)
@@ -167,7 +177,7 @@ class KernelInfo:
             for v in op.operands:
                 if v in live and last_use[v] is op and v not in self.outputs:
                     live.discard(v)
-            if not isinstance(op, CastOp):  # a cast aliases its operand's tile
+            if not isinstance(op, (CastOp, ReshapeOp)):  # a cast or view aliases its operand's tile
                 live.update(r for r in op.results if self.kinds.get(r) is kind)
             peak = max(peak, len(live))
         return peak

@@ -29,7 +29,7 @@ more ops: it is outlined at its last op, which must stay before that reader.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -37,6 +37,9 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+
+from spyrec.diagnostics import CompileError
+from spyrec.target import DEFAULT_TARGET
 
 from spyrec.dialects.spyre import (
     DATA_MOVES,
@@ -51,7 +54,10 @@ from spyrec.dialects.spyre import (
     YieldOp,
 )
 from spyrec.passes.kernel_analysis import (
+    Kind,
+    analyze,
     classify,
+    is_row_view,
     foldable_reads,
     foldable_writes,
     rows_cols,
@@ -61,8 +67,10 @@ from spyrec.passes.kernel_analysis import (
 
 
 def is_compute(op: Operation) -> bool:
+    """Ops that belong to a kernel (a reshape is a view: it joins a kernel only as the row
+    view of a value inside it)."""
     return isinstance(op, (MatmulOp, AttentionOp, BatchMatmulOp, *DATA_MOVES, WindowRowsOp, GatherOp,
-                           ScatterOp)) or tile_op_kind(op) is not None
+                           ScatterOp)) or (tile_op_kind(op) is not None and not isinstance(op, ReshapeOp))
 
 
 
@@ -75,6 +83,7 @@ class _Group:
     kind: str = "tile"  # "tile" (matmul / tile graph), "attention" or "move"
     read: bool = False  # another group reads a value of this one: it is outlined before
     # that reader, so no op after the reader may join it
+    decisions: list[str] = field(default_factory=list)  # the cost model's fusion decisions
 
 
 def _single_use(value: SSAValue) -> bool:
@@ -117,8 +126,16 @@ class SpyreFuse(ModulePass):
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if fn.body.blocks.first is None or "grid" in fn.attributes:
                 continue
+            position = {o: i for i, o in enumerate(fn.body.block.ops)}
             for group in self._groups(fn.body.block, self.enabled):
-                _outline(group.ops, f"k{counter}")
+                # program order (absorbed groups and row views join out of order), the
+                # matmul first
+                ordered = sorted(group.ops, key=lambda o: (not isinstance(o, MatmulOp),
+                                                           position[o]))
+                kernel = _outline(ordered, f"k{counter}")
+                if group.decisions:
+                    kernel.attributes["spyre.fusion"] = ArrayAttr(
+                        [StringAttr(d) for d in group.decisions])
                 counter += 1
 
     @staticmethod
@@ -128,6 +145,7 @@ class SpyreFuse(ModulePass):
         position = {op: index for index, op in enumerate(block.ops)}
         plans: dict[Operation, list[Operation]] = {}
         claimed: set[Operation] = set()
+        costs = _Costs()
         for a in block.ops:
             if isinstance(a, (AttentionOp, BatchMatmulOp)):
                 plans[a] = attention_group(a, claimed)
@@ -152,14 +170,7 @@ class SpyreFuse(ModulePass):
                 continue
             target = None
             if enabled and not isinstance(op, MatmulOp):
-                # values of move and attention kernels are inputs to a tile kernel like
-                # any stored tensor (the window gathers of a max pool feed one maximum chain)
-                owners = {group_of[v.owner] for v in op.operands if v.owner in group_of
-                          and group_of[v.owner].kind == "tile"}
-                if len(owners) == 1:
-                    candidate = owners.pop()
-                    if candidate.kind == "tile" and _can_join(op, candidate, group_of):
-                        target = candidate
+                target = _join(op, index, groups, group_of, position, costs)
             if target is None:
                 # a matmul's tile is its result; a tile op's is its largest value
                 values = op.results if isinstance(op, MatmulOp) else [*op.operands, *op.results]
@@ -170,30 +181,230 @@ class SpyreFuse(ModulePass):
             target.end = index
             group_of[op] = target
             for v in op.operands:
-                if v.owner in group_of and group_of[v.owner] is not target:  # type: ignore[index]
-                    group_of[v.owner].read = True  # type: ignore[index]
+                owner = _root(v).owner
+                if owner in group_of and group_of[owner] is not target:  # type: ignore[index]
+                    group_of[owner].read = True  # type: ignore[index]
         return groups
 
 
-def _can_join(op: Operation, group: _Group, group_of: dict[Operation, _Group]) -> bool:
-    """`op` may join `group` without creating a cycle and with a compatible tile shape."""
-    if group.read or any(classify(v, group.full) is None for v in [*op.operands, *op.results]):
+class _Costs:
+    """Predicted cycles of candidate kernels (the cost model's best split and tiling), by
+    the kernel's shape; a probe kernel is built from clones of the ops and dropped."""
+
+    def __init__(self) -> None:
+        self.by_shape: dict[object, float] = {}
+
+    def cycles(self, ops: list[Operation]) -> float:
+        from spyrec.passes.spyre_partition_cores import _scored  # noqa: PLC0415 - cycle
+
+        members = set(ops)
+        inputs: list[SSAValue] = []
+        for op in ops:
+            for v in op.operands:
+                if v.owner not in members and v not in inputs:
+                    inputs.append(v)
+        outputs = [r for op in ops for r in op.results
+                   if not r.uses or any(u.operation not in members for u in r.uses)]
+        block = Block(arg_types=[v.type for v in inputs])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+        for op in ops:
+            clone = op.clone(value_mapper=mapping)
+            block.add_op(clone)
+            mapping.update(zip(op.results, clone.results))
+        block.add_op(YieldOp([mapping[o] for o in outputs]))
+        probe = KernelOp("probe", inputs, [o.type for o in outputs], Region(block))
+        try:
+            shape = analyze(probe).shape()
+        except CompileError:
+            return math.inf  # not a kernel the back end can build
+        finally:
+            probe.erase(safe_erase=False)
+        if shape not in self.by_shape:
+            scored = _scored(shape, DEFAULT_TARGET)
+            self.by_shape[shape] = scored[0][0] if scored else math.inf
+        return self.by_shape[shape]
+
+
+def _views_to(value: SSAValue, group: _Group,
+              group_of: dict[Operation, _Group]) -> list[Operation] | None:
+    """The reshapes between `value` and a value of `group` it views, when each only merges
+    or splits leading dims (a row view: the same tile of a row-tiled kernel) and has no
+    other use; None when `value` does not view such a value."""
+    chain: list[Operation] = []
+    while isinstance(value.owner, ReshapeOp):
+        reshape = value.owner
+        if not is_row_view(reshape) or reshape in group_of or not value.has_one_use():
+            return None
+        chain.insert(0, reshape)
+        value = reshape.input
+    return chain if value.owner in group_of and group_of[value.owner] is group else None  # type: ignore[index]
+
+
+def _absorbable(other: _Group, op: Operation, target: _Group,
+                group_of: dict[Operation, _Group]) -> bool:
+    """May `other` (a tile group no other group reads, without matmul) move into `target`
+    at `op`? Its results must be used by `op` or `target` alone (through row views), and
+    nothing it reads may come from `target`: then placing it later changes no order."""
+    if other.kind != "tile" or other.read or isinstance(other.ops[0], MatmulOp):
         return False
-    for operand in op.operands:
-        root = _root(operand)
-        producer = root.owner
-        if producer in group_of:
-            other = group_of[producer]  # type: ignore[index]
-            if other is group:
-                if root is not operand:
-                    return False  # a reshape of our own value would go through LPDDR
-                continue
-            if other.end >= group.start:
-                return False  # that group may depend on this one
+    members = set(other.ops)
+    for o in other.ops:
+        for v in o.operands:
+            owner = _root(v).owner
+            if owner in group_of and group_of[owner] is target:  # type: ignore[index]
+                return False
+        for r in o.results:
+            for use in r.uses:
+                user = use.operation
+                while isinstance(user, ReshapeOp) and is_row_view(user) and \
+                        user.results[0].has_one_use():
+                    user = next(iter(user.results[0].uses)).operation
+                if user is not op and user not in members:
+                    return False
     return True
 
 
-def _outline(group: list[Operation], name: str) -> None:
+def _join(op: Operation, index: int, groups: list[_Group], group_of: dict[Operation, _Group],
+          position: dict[Operation, int], costs: _Costs) -> _Group | None:
+    """The tile group `op` joins (taking the row views and absorbed groups along), or None.
+
+    `op` joins the latest of its producers' tile groups. The other producers' groups must
+    end before it starts (their values are kernel inputs) or be absorbed: a group of tile
+    ops no other kernel reads moves in whole (an RMS norm's cast of its input joins its
+    reduction). When the join reads another kernel's full tensor beside a matmul (a SwiGLU
+    product or a residual add in a matmul's epilogue), absorbs a group, or puts a row
+    reduction after a matmul, the cost model decides: the fused kernel's predicted cycles
+    against the kernels it replaces (recorded in the kernel's `spyre.fusion`)."""
+    owners = {group_of[_root(v).owner] for v in op.operands  # type: ignore[index]
+              if _root(v).owner in group_of and group_of[_root(v).owner].kind == "tile"}  # type: ignore[index]
+    if not owners:
+        return None
+    target = max(owners, key=lambda g: g.end)
+    absorbed = [g for g in owners if g is not target and _absorbable(g, op, target, group_of)]
+    views: list[Operation] = []
+    for v in op.operands:
+        root = _root(v)
+        if root.owner in group_of and group_of[root.owner] in (target, *absorbed) and root is not v:  # type: ignore[index]
+            chain = _views_to(v, group_of[root.owner], group_of)  # type: ignore[index]
+            if chain is None:
+                return None  # a reshape of our own value that is not a row view
+            views.extend(o for o in chain if o not in views)
+    if target.read or any(classify(v, target.full) is None
+                          for v in [*op.operands, *op.results]):
+        return None
+    for g in absorbed:
+        if any(classify(v, target.full) is None for o in g.ops for v in (*o.operands, *o.results)):
+            return None
+    for operand in op.operands:
+        producer = _root(operand).owner
+        if producer in group_of:
+            other = group_of[producer]  # type: ignore[index]
+            if other is not target and other not in absorbed and other.end >= target.start \
+                    and _depends(other, target, position):
+                return None  # that group reads this one: joining would make a cycle
+    has_matmul = isinstance(target.ops[0], MatmulOp)
+    reads_other = any(_root(v).owner in group_of and group_of[_root(v).owner] not in (target, *absorbed)  # type: ignore[index]
+                      and classify(v, target.full) is Kind.FULL for v in op.operands)
+    reduce = tile_op_kind(op) is not None and tile_op_kind(op)[0] == "reduce"  # type: ignore[index]
+    if absorbed or (has_matmul and (reads_other or reduce)):
+        verdict = _worth_it(op, views, target, absorbed, groups, group_of, position, costs)
+        if verdict is None:
+            return None
+        target = verdict
+    for g in absorbed:
+        target.ops.extend(g.ops)
+        target.start = min(target.start, g.start)
+        group_of.update((o, target) for o in g.ops)
+        groups.remove(g)
+    for reshape in views:
+        target.ops.append(reshape)
+        group_of[reshape] = target
+    return target
+
+
+def _depends(other: _Group, target: _Group, position: dict[Operation, int]) -> bool:
+    """Does an op of `other` read, directly or through other ops, a value of `target`?"""
+    members = set(target.ops)
+    seen: set[Operation] = set()
+    stack = [v.owner for o in other.ops for v in o.operands]
+    while stack:
+        producer = stack.pop()
+        if not isinstance(producer, Operation) or producer in seen:
+            continue
+        seen.add(producer)
+        if producer in members:
+            return True
+        if position.get(producer, -1) > target.start:
+            stack.extend(v.owner for v in producer.operands)
+    return False
+
+
+def _prefix(op: Operation, target: _Group, group_of: dict[Operation, _Group]) -> list[Operation]:
+    """The ops of `target` that feed the row reduction `op` through one-operand elementwise
+    functions (casts, views, unary and scalar ops, x * x) and are used by no other kernel's
+    op: moved with the reduction when it becomes a kernel of its own (an RMS norm's cast
+    and square after a residual add stay with the norm)."""
+    chain: list[Operation] = []
+    value = op.operands[0]
+    while True:
+        producer = value.owner
+        if not isinstance(producer, Operation) or producer not in target.ops or \
+                producer is target.ops[0]:
+            break
+        kind = tile_op_kind(producer)
+        distinct = {v for v in producer.operands}
+        if kind is None or not (kind[0] in ("cast", "view", "unary", "scalar")
+                                or kind[0] == "binary" and len(distinct) == 1):
+            break
+        if any(u.operation not in chain and u.operation is not op
+               and u.operation in group_of for r in producer.results for u in r.uses):
+            break  # another kernel op reads it: it is stored anyway
+        chain.insert(0, producer)
+        value = producer.operands[0]
+    return chain
+
+
+def _worth_it(op: Operation, views: list[Operation], target: _Group, absorbed: list[_Group],
+              groups: list[_Group], group_of: dict[Operation, _Group],
+              position: dict[Operation, int], costs: _Costs) -> _Group | None:
+    """The cost model's decision on a join: the fused kernel's predicted cycles against the
+    kernels it replaces. A row reduction after a matmul is weighed against moving it, with
+    the single-use elementwise chain feeding it, into a kernel of its own (the matmul
+    kernel's tile would otherwise span whole rows). Records the decision on the group `op`
+    joins (`target`, or the reduction's own group) and returns it; None: `op` starts one."""
+    fused = costs.cycles([*target.ops, *(o for g in absorbed for o in g.ops), *views, op])
+    name = op.attributes.get("fx_node", StringAttr(op.name)).data  # type: ignore[attr-defined]
+    prefix: list[Operation] = []
+    if tile_op_kind(op)[0] == "reduce" and isinstance(target.ops[0], MatmulOp):  # type: ignore[index]
+        prefix = _prefix(op, target, group_of)
+        rest = [o for o in target.ops if o not in prefix]
+        split = costs.cycles(rest) + costs.cycles([*prefix, *views, op])
+    else:
+        split = costs.cycles(target.ops) + sum(costs.cycles(g.ops) for g in absorbed) + \
+            costs.cycles([*views, op])
+    if fused <= split:
+        target.decisions.append(
+            f"joined {name}: {fused:.0f} predicted cycles fused against {split:.0f} as "
+            f"{1 + len(absorbed) + 1} kernels")
+        return target
+    if prefix:  # the reduction and its feeding chain become a kernel of their own
+        for o in prefix:
+            target.ops.remove(o)
+        target.end = max(position[o] for o in target.ops)
+        new = _Group(prefix, position[prefix[0]], position[prefix[-1]], target.full)
+        new.decisions.append(
+            f"row reduction {name} kept out of the matmul kernel: {split:.0f} predicted "
+            f"cycles as two kernels against {fused:.0f} fused")
+        groups.append(new)
+        group_of.update((o, new) for o in prefix)
+        target.read = True
+        return new
+    target.decisions.append(
+        f"did not join {name}: {fused:.0f} predicted cycles fused against {split:.0f} apart")
+    return None
+
+
+def _outline(group: list[Operation], name: str) -> KernelOp:
     """Move `group` into a new spyre.kernel placed where its last op was."""
     members = set(group)
     inputs: list[SSAValue] = []
@@ -248,3 +459,4 @@ def _outline(group: list[Operation], name: str) -> None:
     if all(layouts):
         kernel.attributes["spyre.layout"] = (
             layouts[0] if len(layouts) == 1 else ArrayAttr(layouts))  # type: ignore[arg-type]
+    return kernel
