@@ -195,7 +195,7 @@ class _Costs:
         self.by_shape: dict[object, float] = {}
 
     def cycles(self, ops: list[Operation]) -> float:
-        from spyrec.passes.spyre_partition_cores import _scored  # noqa: PLC0415 - cycle
+        from spyrec.passes.spyre_partition_cores import scored_splits  # noqa: PLC0415 - cycle
 
         members = set(ops)
         inputs: list[SSAValue] = []
@@ -220,8 +220,8 @@ class _Costs:
         finally:
             probe.erase(safe_erase=False)
         if shape not in self.by_shape:
-            scored = _scored(shape, DEFAULT_TARGET)
-            self.by_shape[shape] = scored[0][0] if scored else math.inf
+            ranked = scored_splits(shape, DEFAULT_TARGET)
+            self.by_shape[shape] = ranked[0][0] if ranked else math.inf
         return self.by_shape[shape]
 
 

@@ -19,6 +19,7 @@ already on a kernel is a user override: it is checked and kept.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -57,6 +58,14 @@ def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None
 Scored = tuple[float, Split, Prediction, Tiling]
 
 
+@functools.lru_cache(maxsize=1024)
+def scored_splits(shape: Shape, target: SpyreTarget, buffers: int = 2,
+           resident: str = "", share: str = "") -> tuple[Scored, ...]:
+    """`_scored`, remembered: a pure function of the shape and the options, asked by
+    spyre-fuse for the kernels it weighs and again here for the kernels it formed."""
+    return tuple(_scored(shape, target, buffers, resident, share))
+
+
 def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
             resident: str = "", share: str = "") -> list[Scored]:
     """Every legal split of `shape` with its best tiling (and matmul loop order): cycles,
@@ -91,14 +100,14 @@ class SpyrePartitionCores(ModulePass):
         target = DEFAULT_TARGET
         buffers = 2 if self.double_buffer else 1
         # the scores depend on the kernel's shape alone: the layers of a stack share them
-        scores: dict[Shape, list[Scored]] = {}
+        scores: dict[Shape, tuple[Scored, ...]] = {}
         for kernel in [o for o in op.walk() if isinstance(o, KernelOp)]:
             shape = analyze(kernel).shape()
             if "grid" in kernel.attributes:
                 _check_override(kernel, shape, target)
                 continue
             if shape not in scores:
-                scores[shape] = _scored(shape, target, buffers, self.resident, self.share)
+                scores[shape] = scored_splits(shape, target, buffers, self.resident, self.share)
             scored = scores[shape]
             if not scored:
                 raise CompileError(
