@@ -10,6 +10,18 @@ two kernels wait for each other; its intermediates then never leave LX. Values u
 become kernel results (a kernel may have several). Each kernel records `fused` (the FX nodes
 it holds) and `reason`.
 
+Beyond that (design note 50): a reshape that only merges or splits leading dims is a row
+view, the same tile of a row-tiled kernel, so an op reading a row view of a kernel's value
+joins that kernel with the reshape (a linear's [S, N] result viewed as [1, S, N] keeps its
+epilogue). An op whose producers sit in several kernels joins the latest of them and reads
+the others' results as input tiles (silu(gate) * up in the up matmul's epilogue, a residual
+add in the down projection's); a tile-op kernel that no other kernel reads and only that op
+uses is absorbed (an RMS norm's second cast of its input). Those joins, and a row reduction
+after a matmul (which would make the matmul's tile span whole rows), are decided by the
+cost model: the fused kernel's predicted cycles against the kernels it replaces, recorded
+in the kernel's `spyre.fusion`. A reduction that loses moves, with the single-use
+elementwise chain feeding it, into a kernel of its own.
+
 A `spyre.attention` gets a kernel of its own, together with the row moves around it that can
 be folded: the single-use reshapes, `spyre.permute_rows` and `spyre.expand_rows` in front of
 q, k and v (the head transposes and a repeat_interleave of key/value heads) and the
