@@ -202,3 +202,45 @@ def test_the_demo_lists_the_zoo_and_names_an_unknown_model():
     res = CliRunner().invoke(main, ["demo", "--model", "granite-9b"])
     assert res.exit_code != 0
     assert "'granite-9b' is not in the zoo; choose one of decoder," in res.output
+
+
+def test_the_layer_fuses_norms_rotary_swiglu_and_residuals():
+    """spyre-fuse on a small Granite layer (design note 50): each RMS norm is one kernel, the
+    rotary of q and of k one kernel around its half-rotation matmul, silu and the gate * up
+    product the gate and up matmuls' epilogues, the residual scaling and adds the o and down
+    projections'; the joins the cost model weighed are in the kernels' `spyre.fusion`."""
+    from spyrec.dialects.spyre import KernelOp
+    from spyrec.driver import compile_program
+
+    torch.manual_seed(0)
+    model = GranitePrefill([granite_layer(torch.float16, SMALL)], SMALL).eval()
+    x = torch.randn(1, 32, SMALL.hidden_size, dtype=torch.float16)
+    result = compile_program(torch.export.export(model, (x,)), stop_after="graph")
+    kernels = [op for op in result.module.walk() if isinstance(op, KernelOp)]
+    fused = {k.sym_name.data: [a.data for a in k.attributes["fused"].data] for k in kernels
+             if k.attributes["reason"].data != "row move (DMA only)"}  # a broadcast is named
+    # after the product it feeds
+    ledger = {k.sym_name.data: [d.data for d in k.attributes["spyre.fusion"].data]
+              for k in kernels if "spyre.fusion" in k.attributes}
+
+    def kernel_of(node: str) -> str:
+        return next(name for name, nodes in fused.items() if node in nodes)
+
+    assert kernel_of("rsqrt") == kernel_of("mul_2")  # input norm: reduction and scale
+    assert kernel_of("rsqrt_1") == kernel_of("mul_9")  # post-attention norm
+    assert kernel_of("mul_3") == kernel_of("cat_1") == kernel_of("add_1")  # rotary of q
+    assert kernel_of("mul_5") == kernel_of("cat_2") == kernel_of("add_2")  # rotary of k
+    assert kernel_of("linear_4") == kernel_of("silu")  # gate + silu
+    assert kernel_of("linear_5") == kernel_of("mul_10")  # up + the SwiGLU product
+    assert kernel_of("linear_3") == kernel_of("add_3")  # o + residual
+    assert kernel_of("linear_6") == kernel_of("add_5")  # down + residual
+    assert kernel_of("mean_1") != kernel_of("linear_3")  # the cost model kept it out
+    assert any("row reduction mean_1 kept out" in d for d in ledger[kernel_of("mean_1")])
+    assert any(d.startswith("joined mul_10:") for d in ledger[kernel_of("mul_10")])
+    assert len(kernels) == 18
+    # the fused program against eager, at the program's tolerance
+    x = _device_exact(x)
+    exe = spyrec.compile(torch.export.export(model, (x,)))
+    with torch.no_grad():
+        expected = model(x)
+    _assert_matches(exe, exe(x), expected, x)
