@@ -177,12 +177,13 @@ class SpyreFuse(ModulePass):
                 groups.append(group)
                 group_of.update((o, group) for o in members)
                 for v in (v for o in members for v in o.operands):
-                    if v.owner in group_of and group_of[v.owner] is not group:  # type: ignore[index]
-                        group_of[v.owner].read = True  # type: ignore[index]
+                    owner = _root(v).owner  # a reshape outside kernels reads its operand
+                    if owner in group_of and group_of[owner] is not group:  # type: ignore[index]
+                        group_of[owner].read = True  # type: ignore[index]
                 continue
             target = None
             if enabled and not isinstance(op, MatmulOp):
-                target = _join(op, index, groups, group_of, position, costs)
+                target = _join(op, groups, group_of, position, costs)
             if target is None:
                 # a matmul's tile is its result; a tile op's is its largest value
                 values = op.results if isinstance(op, MatmulOp) else [*op.operands, *op.results]
@@ -276,7 +277,7 @@ def _absorbable(other: _Group, op: Operation, target: _Group,
     return True
 
 
-def _join(op: Operation, index: int, groups: list[_Group], group_of: dict[Operation, _Group],
+def _join(op: Operation, groups: list[_Group], group_of: dict[Operation, _Group],
           position: dict[Operation, int], costs: _Costs) -> _Group | None:
     """The tile group `op` joins (taking the row views and absorbed groups along), or None.
 
