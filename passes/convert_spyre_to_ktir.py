@@ -145,7 +145,8 @@ class _KernelBuilder(KtirBuilder):
                                            IntegerAttr(self.split.gn, 64)])
         fn.attributes["spyre.decisions"] = DictionaryAttr({
             k: self.kernel.attributes[k] for k in
-            ("fused", "reason", "spyre.partition", "spyre.tiling", "tile", "resident")
+            ("fused", "reason", "spyre.fusion", "spyre.partition", "spyre.tiling", "tile",
+             "resident")
             if k in self.kernel.attributes})
         shape = self.info.shape()
         fn.attributes["spyre.cost"] = DictionaryAttr({

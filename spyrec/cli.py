@@ -367,6 +367,10 @@ def explain(model: Path, fuse: bool, double_buffer: bool, resident: str | None,
         click.echo(f"kernel {kernel.sym_name.data}: {len(nodes)} op(s) "
                    f"({', '.join(dict.fromkeys(nodes))}); "
                    f"{reason.data if reason is not None else ''}")  # type: ignore[attr-defined]
+        fusion = attrs.get("spyre.fusion")  # spyre-fuse's cost-model decisions (note 50)
+        if isinstance(fusion, ArrayAttr):
+            for decision in fusion.data:
+                click.echo(f"  fusion: {decision.data}")  # type: ignore[attr-defined]
         for key, title in (("spyre.partition", "cores"), ("spyre.tiling", "tiles")):
             ledger = attrs.get(key)
             if not isinstance(ledger, DictionaryAttr):

@@ -203,3 +203,26 @@ def test_explain_prints_the_ledger(spyrec_cli, cli_env, mlp_pt2):
     assert res.returncode == 0, res.stderr
     assert "kernel k0: 2 op(s) (linear, relu)" in res.stdout
     assert "cores: " in res.stdout and "tiles: " in res.stdout and "alternatives:" in res.stdout
+
+
+class _SwiGLU(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = torch.nn.Linear(256, 1024, bias=False)
+        self.up = torch.nn.Linear(256, 1024, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.silu(self.gate(x)) * self.up(x)
+
+
+def test_explain_prints_the_fusion_decisions(spyrec_cli, cli_env, tmp_path):
+    """spyre-fuse's cost-model decisions (design note 50): the SwiGLU product joins the up
+    matmul, with both predicted costs."""
+    model = _SwiGLU().to(torch.float16).eval()
+    path = tmp_path / "swiglu.pt2"
+    torch.export.save(torch.export.export(model, (torch.randn(1, 64, 256, dtype=torch.float16),)),
+                      path)
+    res = _run(spyrec_cli, cli_env, "explain", str(path))
+    assert res.returncode == 0, res.stderr
+    assert "kernel k1: " in res.stdout and "(linear_1, mul)" in res.stdout
+    assert "  fusion: joined mul: " in res.stdout and "predicted cycles fused against" in res.stdout
