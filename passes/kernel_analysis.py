@@ -31,6 +31,7 @@ from spyrec.costmodel import AttentionShape, KernelShape, MoveShape, Split, Tili
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import (
     DATA_MOVES,
+    ExpandRowsOp,
     SliceRowsOp,
     BINARY_OPS,
     REDUCE_OPS,
@@ -271,7 +272,18 @@ class MoveInfo:
                    else self.source.map.stored_rows)
         return MoveShape(rows=rows, run=lead[-1], in_rows=in_rows,
                          cols=cols, itemsize=itemsize(self.out),
-                         broadcast=self.source.map.run_stride == 0 and lead[-1] > 1)
+                         broadcast=self.source.map.run_stride == 0 and lead[-1] > 1,
+                         shared_runs=self.shared_runs)
+
+    @property
+    def shared_runs(self) -> bool:
+        """Every run reads the same stored rows: the source map does not move along the
+        outer leading dims (an expand over heads), and there is more than one run."""
+        row_map = self.source.map
+        lead = lead_shape(self.out) or (1,)
+        return (isinstance(self.op, ExpandRowsOp) and math.prod(lead[:-1]) > 1
+                and row_map.base == 0 and not any(row_map.coefs[:-1])
+                and row_map.run_stride != 0)
 
 
 @dataclass

@@ -281,14 +281,26 @@ class MoveBuilder(_StoredBuilder):
         element = info.out.type.element_type  # type: ignore[attr-defined]
         tm = self.tiling.tm
 
+        def store(rows: SSAValue, run: SSAValue, row: SSAValue) -> None:
+            self.b.insert(StoreOp(rows, self.tile_at(
+                out_view, [run, row], (mul(d0, shape.run) + d1, const(0)), (tm, cols))))
+
+        if shape.shared_runs:
+            # every run reads the same stored rows: load a tile once, store it to each run
+            def shared_body(j: SSAValue) -> None:
+                row = self.add(row0, j)
+                rows = self.load_at(source, [run0, row], src_origin, (tm, cols), element)
+                self.loop(runs_core, 1, lambda i: store(rows, self.add(run0, i), row))
+
+            self.loop(rows_core, tm, shared_body)
+            return self.finish(shape.flops, shape.min_offchip_bytes)
+
         def run_body(i: SSAValue) -> None:
             run = self.add(run0, i)
 
             def rows_body(j: SSAValue) -> None:
                 row = self.add(row0, j)
-                rows = self.load_at(source, [run, row], src_origin, (tm, cols), element)
-                self.b.insert(StoreOp(rows, self.tile_at(
-                    out_view, [run, row], (mul(d0, shape.run) + d1, const(0)), (tm, cols))))
+                store(self.load_at(source, [run, row], src_origin, (tm, cols), element), run, row)
 
             self.loop(rows_core, tm, rows_body)
 

@@ -188,6 +188,9 @@ class MoveShape:
     cols: int  # logical columns
     itemsize: int
     broadcast: bool = False
+    # every run reads the same stored rows (a broadcast over the outer leading dims, e.g. a
+    # rotary table over heads): each core loads a tile once and stores it to each of its runs
+    shared_runs: bool = False
 
     @property
     def row_bytes(self) -> int:
@@ -500,15 +503,16 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
 
 def _predict_move(shape: MoveShape, split: Split, tiling: Tiling,
                   target: SpyreTarget) -> Prediction:
-    """Per tile one load of tm rows (a strided run) and one store: DMA only."""
+    """Per tile one load of tm rows (a strided run) and one store: DMA only. With
+    `shared_runs` a tile is loaded once and stored to each of the core's runs."""
     tiles = (shape.outer // split.gm) * (shape.run // split.gn // tiling.tm)
+    loads = shape.run // split.gn // tiling.tm if shape.shared_runs else tiles
     tile_bytes = tiling.tm * shape.row_bytes
     cores = split.cores
-    dma = (2 * tiles * target.dma_setup_cycles
-           + 2 * tiles * tile_bytes * cores / target.lpddr_bytes_per_cycle)
+    moved = (loads + tiles) * tile_bytes * cores
+    dma = ((loads + tiles) * target.dma_setup_cycles + moved / target.lpddr_bytes_per_cycle)
     edge = dma_cycles_alone(tile_bytes, target, cores)
-    return Prediction(dma + 2 * edge, dma, 0.0, 0.0, 2 * tiles * tile_bytes * cores,
-                      lx_footprint(shape, tiling))
+    return Prediction(dma + 2 * edge, dma, 0.0, 0.0, moved, lx_footprint(shape, tiling))
 
 
 def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,

@@ -57,6 +57,14 @@ def _sdpa(heads: int, q_len: int, kv_len: int, dim: int, causal: bool = False):
 # half their DMA time in setup: identical programs set up in lockstep, so the channel idles
 # meanwhile, and the model counts each core's setups in full) and Granite's attention shape
 # (32 heads of 128, 128 tokens, causal).
+class _TableOverHeads(torch.nn.Module):
+    """q * cos with cos [S, D] broadcast over the heads of q [1, H, S, D]: the broadcast is a
+    move kernel that loads each tile of the table once and stores it to every head."""
+
+    def forward(self, q: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+        return q * cos
+
+
 SUITE = {
     "gemm 128x128x128": lambda: (Gemm(128, 128), (torch.randn(128, 128),)),
     "gemm 256x1000x320": lambda: (Gemm(1000, 320), (torch.randn(256, 1000),)),
@@ -69,6 +77,8 @@ SUITE = {
     "sdpa prefill h8 L256 S256 d64": lambda: _sdpa(8, 256, 256, 64),
     "sdpa decode h8 L1 S1024 d64": lambda: _sdpa(8, 1, 1024, 64),
     "sdpa causal h32 L128 d128": lambda: _sdpa(32, 128, 128, 128, causal=True),
+    "table over heads h32 S512 d128": lambda: (_TableOverHeads(), (torch.randn(1, 32, 512, 128),
+                                                                   torch.randn(512, 128))),
 }
 
 # The benchmark's switched-off variants the model must follow as well: unfused row ops (a
