@@ -15,8 +15,8 @@
 // CHECK-NEXT:   %[[T:.*]] = ktdp.construct_access_tile %[[IN]][%[[ROW]], 0]
 // CHECK-NEXT:   %[[ROWS:.*]] = ktdp.load %[[T]] : !ktdp.access_tile<64x128xindex> -> tensor<64x128xf16>
 // CHECK:        scf.for
-// CHECK-NEXT:     %[[RUN:.*]] = arith.addi
-// CHECK-NEXT:     %[[O:.*]] = ktdp.construct_access_tile %[[OUT]][%[[RUN]] * 64 + %[[ROW]], 0]
+// CHECK-NEXT:     %[[HEAD:.*]] = arith.addi
+// CHECK-NEXT:     %[[O:.*]] = ktdp.construct_access_tile %[[OUT]][%[[HEAD]] * 64 + %[[ROW]], 0]
 // CHECK-NEXT:     ktdp.store %[[ROWS]], %[[O]]
 // CHECK-NOT:      ktdp.load
 // CHECK:      func.return
