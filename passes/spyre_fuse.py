@@ -211,11 +211,7 @@ class _Costs:
         from spyrec.passes.spyre_partition_cores import scored_splits  # noqa: PLC0415 - cycle
 
         members = set(ops)
-        inputs: list[SSAValue] = []
-        for op in ops:
-            for v in op.operands:
-                if v.owner not in members and v not in inputs:
-                    inputs.append(v)
+        inputs = _external_inputs(ops)
         outputs = [r for op in ops for r in op.results
                    if not r.uses or any(u.operation not in members for u in r.uses)]
         block = Block(arg_types=[v.type for v in inputs])
@@ -417,14 +413,21 @@ def _worth_it(op: Operation, views: list[Operation], target: _Group, absorbed: l
     return None
 
 
-def _outline(group: list[Operation], name: str) -> KernelOp:
-    """Move `group` into a new spyre.kernel placed where its last op was."""
-    members = set(group)
+def _external_inputs(ops: list[Operation]) -> list[SSAValue]:
+    """The values `ops` read that none of them defines, in first-use order."""
+    members = set(ops)
     inputs: list[SSAValue] = []
-    for op in group:
+    for op in ops:
         for operand in op.operands:
             if operand.owner not in members and operand not in inputs:
                 inputs.append(operand)
+    return inputs
+
+
+def _outline(group: list[Operation], name: str) -> KernelOp:
+    """Move `group` into a new spyre.kernel placed where its last op was."""
+    members = set(group)
+    inputs = _external_inputs(group)
     outputs = [r for op in group for r in op.results
                if any(use.operation not in members for use in r.uses)]
     block = Block(arg_types=[v.type for v in inputs])
