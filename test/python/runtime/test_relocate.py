@@ -53,10 +53,11 @@ def test_a_two_layer_decoder_loads_once_per_template_and_runs_the_same(decoder, 
     assert profile.trace_events() == ref_profile.trace_events()
     kernels, cores = templates(reused)
     programs = sum(len(k.programs) for k in binary.kernels)
-    # the second layer's kernels are the first's at other addresses (27 kernels, 12
-    # distinct), and a kernel's cores share one program modulo addresses (380 programs)
+    # the second layer's kernels are the first's at other addresses (21 kernels, 8
+    # distinct), and a kernel's cores share one program modulo addresses, except where a
+    # ring-shared kernel gives each core its own (232 programs, 32 loaded)
     assert kernels <= len(binary.kernels) // 2
-    assert cores <= programs // 10
+    assert cores <= programs // 6
 
 
 def two_kernels(first: list[Instr], second: list[Instr]) -> SpyreBinary:
