@@ -20,8 +20,11 @@ is its own. So a template never yields a program the plain interpreter would not
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
@@ -501,3 +504,68 @@ class TemplateCache:
                     return {c: e[0] for c, e in zip(ids, encoded)}, "symbolic", report  # type: ignore[index]
         return ({c: encode_program(p) for c, p in shared.items()} if packed else shared,
                 "symbolic", report)
+
+
+# ---- building the distinct kernels' templates in parallel processes ---------------------------
+
+# (cache, first launch of each structure: fn, grid, args, key, ring-shared; packed) of the
+# prebuild in progress: forked workers inherit it with the module's memory
+_PREBUILD: tuple[TemplateCache, list[tuple[Any, tuple[int, int], list[int], object, bool]],
+                 bool] | None = None
+
+
+def default_jobs() -> int:
+    """Processes for the template prebuild: `$SPYREC_JOBS`, else one per CPU (at most 8)."""
+    configured = os.environ.get("SPYREC_JOBS", "")
+    if configured.strip().isdigit():
+        return max(1, int(configured))
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def prebuild(cache: TemplateCache,
+             firsts: list[tuple[Any, tuple[int, int], list[int], object, bool]],
+             packed: bool, jobs: int) -> int:
+    """Build the templates of every distinct kernel structure (`firsts`: its first launch)
+    in `jobs` forked processes and merge them into `cache`; the pass then finds every
+    template built. Returns the processes used (1: nothing done here).
+
+    Templates are pure functions of the kernel and its launch, so a worker builds exactly
+    what the pass would have built itself, and the `.spyre` is byte for byte the same
+    (tested). A worker that fails leaves its structures to the pass, which reports the
+    error with its own message. Skipped where `fork` is not available, for one job, or for
+    fewer than two structures."""
+    global _PREBUILD
+    jobs = min(jobs, len(firsts))
+    if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    _PREBUILD = (cache, firsts, packed)
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            chunks = [list(range(i, len(firsts), jobs)) for i in range(jobs)]
+            for by_key, shared, (templates, per_core) in pool.map(_prebuild_worker, chunks):
+                cache._by_key.update(by_key)
+                cache._shared.update(shared)
+                cache.stats.templates += templates
+                cache.stats.per_core_templates += per_core
+    finally:
+        _PREBUILD = None
+    return jobs
+
+
+def _prebuild_worker(indices: list[int]) -> tuple[dict, dict, tuple[int, int]]:
+    assert _PREBUILD is not None
+    cache, firsts, packed = _PREBUILD
+    known, known_shared = set(cache._by_key), set(cache._shared)
+    templates, per_core = cache.stats.templates, cache.stats.per_core_templates
+    for i in indices:
+        fn, grid, args, key, share = firsts[i]
+        try:
+            if share:
+                cache.shared_programs(fn, grid, args, key, packed)
+            else:
+                cache.programs(fn, grid, args, key, packed)
+        except Exception:  # noqa: BLE001 - the pass meets it again and reports it
+            continue
+    return ({k: v for k, v in cache._by_key.items() if k not in known},
+            {k: v for k, v in cache._shared.items() if k not in known_shared},
+            (cache.stats.templates - templates, cache.stats.per_core_templates - per_core))

@@ -58,7 +58,8 @@ from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
 from spyrec.passes.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.ring_sharing import share_loads
-from spyrec.passes.schedule_templates import Affine, Symbolic, TemplateCache, index_value
+from spyrec.passes.schedule_templates import (Affine, Symbolic, TemplateCache, default_jobs,
+                                              index_value, prebuild)
 from spyrec.runtime.isa import (
     SPECS_BY_NAME,
     BinaryFn,
@@ -686,12 +687,17 @@ class SpyreScheduleDataflow(ModulePass):
 
     templates: bool = True
     packed: bool = False
+    jobs: int = 0
+    """Processes that build the distinct kernels' templates (0: `$SPYREC_JOBS`, else one
+    per CPU, for modules of at least PREBUILD_MIN_STRUCTURES distinct kernels; 1: none
+    forked)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = {f.sym_name.data: f for f in op.body.block.ops
                    if isinstance(f, func.FuncOp) and "grid" in f.attributes}
         cache = TemplateCache(interpret_core)
         first_of: dict[object, str] = {}
+        launches = []
         for launch in [o for o in op.walk() if isinstance(o, LaunchOp)]:
             name = launch.callee.string_value()
             fn = kernels[name]
@@ -700,10 +706,20 @@ class SpyreScheduleDataflow(ModulePass):
             order = launch.attributes.get("spyre.kernel_args")
             if isinstance(order, DenseArrayBase):  # hand-written KTIR: its own argument order
                 args = [args[i] for i in order.get_values()]
-            share = ring_share(fn)
+            launches.append((name, fn, args, ring_share(fn),
+                             cache.structure(fn) if self.templates else None))
+        if self.templates:
+            firsts: dict[object, tuple] = {}
+            for _, fn, args, share, key in launches:
+                firsts.setdefault(key, (fn, kernel_grid(fn), args, key, share))
+            # forking pays for itself from a few hundred milliseconds of template building;
+            # with `jobs` unset, only modules of many distinct kernels are worth it
+            if self.jobs or len(firsts) >= PREBUILD_MIN_STRUCTURES:
+                prebuild(cache, list(firsts.values()), self.packed,
+                         self.jobs or default_jobs())
+        for name, fn, args, share, key in launches:
             report = None
             if self.templates:
-                key = cache.structure(fn)
                 if share:
                     programs, how, report = cache.shared_programs(fn, kernel_grid(fn), args,
                                                                   key, self.packed)
@@ -727,10 +743,13 @@ class SpyreScheduleDataflow(ModulePass):
                     f"{report.groups} tiles shared over the ring in {report.transfers} "
                     f"transfers, {report.saved_bytes} B of LPDDR reads saved" if report.groups
                     else f"not shared: {report.reason}")
-            for key in ("spyre.cost", "spyre.decisions"):
-                if key in fn.attributes:
-                    program.attributes[key] = fn.attributes[key]
+            for attr in ("spyre.cost", "spyre.decisions"):
+                if attr in fn.attributes:
+                    program.attributes[attr] = fn.attributes[attr]
             op.body.block.add_op(program)
+
+
+PREBUILD_MIN_STRUCTURES = 12
 
 
 def ring_share(fn: func.FuncOp) -> bool:

@@ -50,3 +50,26 @@ def test_interrupted_write_leaves_no_file(tmp_path, monkeypatch):
         pass
     assert not target.exists()
     assert not [p for p in os.listdir(tmp_path) if p != "m.spyre"]  # no temporary left behind
+
+
+def test_templates_built_in_parallel_processes_give_the_same_bytes(tmp_path, monkeypatch):
+    """spyre-schedule-dataflow builds the distinct kernels' templates in forked processes
+    (`jobs`); the `.spyre` is the one a single process writes, ring-shared kernels and
+    kernels repeated over layers included."""
+    from spyrec.demo import DemoDecoder
+    from spyrec.driver import compile_program
+    from spyrec.passes import spyre_schedule_dataflow
+
+    used: list[int] = []
+    prebuild = spyre_schedule_dataflow.prebuild
+    monkeypatch.setattr(spyre_schedule_dataflow, "prebuild",
+                        lambda *a, **k: used.append(prebuild(*a, **k)) or used[-1])
+    torch.manual_seed(0)
+    model = DemoDecoder(256, layers=2).half().eval()
+    ep = torch.export.export(model, (torch.randn(2, 32, 256).half(),))
+    for jobs in (1, 2):
+        options = {"spyre-schedule-dataflow": {"jobs": jobs}}
+        spyrec.compile(ep, output=tmp_path / f"{jobs}.spyre", pass_options=options,
+                       cache=False)
+    assert used == [1, 2]  # one process, then two
+    assert (tmp_path / "1.spyre").read_bytes() == (tmp_path / "2.spyre").read_bytes()
