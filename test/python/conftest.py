@@ -25,6 +25,17 @@ def export_mlp(features: int, dtype: torch.dtype, batch: int = 64, seed: int = 0
     return model, x, torch.export.export(model, (x,))
 
 
+def export_symbolic_decoder(seq: torch.export.Dim, layers: int = 1):
+    """A half-precision DemoDecoder(128) exported with a symbolic sequence dim `seq`."""
+    from spyrec.demo import DemoDecoder
+
+    torch.manual_seed(0)
+    model = DemoDecoder(128, layers).half().eval()
+    ep = torch.export.export(model, (torch.randn(2, 16, 128).half(),),
+                             dynamic_shapes=({1: seq},))
+    return model, ep
+
+
 @pytest.fixture(scope="session")
 def spyrec_cli() -> list[str]:
     """The installed `spyrec` console script (falls back to `python -m spyrec.cli`)."""

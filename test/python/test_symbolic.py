@@ -11,9 +11,10 @@ import torch
 import torch.nn.functional as F
 
 import spyrec
-from spyrec.demo import DemoDecoder
 from spyrec.diagnostics import CompileError, SpyrecError
 from spyrec.runtime.container import ContainerError, read_spyre, write_spyre
+
+from conftest import export_symbolic_decoder
 
 SEQ = torch.export.Dim("seq", min=2, max=48)
 
@@ -27,11 +28,7 @@ def _close(exe, out, expected):
 
 @pytest.fixture(scope="module")
 def decoder():
-    torch.manual_seed(0)
-    model = DemoDecoder(128, 1).half().eval()
-    ep = torch.export.export(model, (torch.randn(2, 16, 128).half(),),
-                             dynamic_shapes=({1: SEQ},))
-    return model, ep
+    return export_symbolic_decoder(SEQ)
 
 
 def test_decoder_with_a_symbolic_sequence_runs_every_size(decoder, tmp_path):

@@ -16,12 +16,13 @@ import pytest
 import torch
 
 import spyrec
-from spyrec.demo import DemoDecoder
 from spyrec.runtime.container import (FORMAT_VERSION, ContainerError, read_spyre,
                                       write_spyre)
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.guards import Patch
 from spyrec.target import round_up
+
+from conftest import export_symbolic_decoder
 
 MAX = 128
 SEQ = torch.export.Dim("seq", min=1, max=MAX)
@@ -29,10 +30,7 @@ SEQ = torch.export.Dim("seq", min=1, max=MAX)
 
 @pytest.fixture(scope="module")
 def decoder():
-    torch.manual_seed(0)
-    model = DemoDecoder(128, 1).half().eval()
-    ep = torch.export.export(model, (torch.randn(2, 16, 128).half(),),
-                             dynamic_shapes=({1: SEQ},))
+    model, ep = export_symbolic_decoder(SEQ)
     return model, ep, spyrec.compile(ep)
 
 
