@@ -34,17 +34,16 @@ are not guarded: they run whole, and their reads count at every size.
 
 from __future__ import annotations
 
+import bisect
+import functools
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-import bisect
-import functools
-import struct
-
-from spyrec.runtime.isa import LOOP_OPS, SPECS_BY_CODE, EncodingError, Engine, Instr, \
-    Expanded, Region, ddr_region, encode_program, expand_loops
+from spyrec.runtime.isa import (LOOP_OPS, SPECS_BY_CODE, EncodingError, Engine, Expanded, Instr,
+                                Region, ddr_region, encode_program, expand_loops)
 from spyrec.runtime.layout import STICK_BYTES, DeviceLayout
 
 _NEVER = np.iinfo(np.int64).max
