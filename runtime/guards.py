@@ -1,4 +1,4 @@
-"""Symbolic sizes that cost what the actual size costs: trip-count guards (design note 49).
+"""Symbolic sizes: trip-count guards skip the work only padded rows need (design note 49).
 
 A program with a symbolic size is compiled at its upper bound (note 32), and the host pads
 the inputs and crops the outputs. Most of the device's work then goes to padded rows. This
