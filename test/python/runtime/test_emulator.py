@@ -143,11 +143,16 @@ def test_gelu_on_fp32_is_correctly_rounded() -> None:
     assert np.all(np.abs(got - exact) <= 0.5 * np.spacing(np.abs(exact).astype(np.float32)))
 
 
-def test_erfc_accuracy() -> None:
-    z = np.linspace(-6, 25, 50_001)
+def test_erfc_and_erf_accuracy() -> None:
+    z = np.linspace(-6, 26, 64_001)
     exact = np.array([math.erfc(v) for v in z])
-    assert np.max(np.abs(sfu.erfc(z) - exact) / exact) < 1e-12
+    assert np.max(np.abs(sfu.erfc(z) - exact) / exact) < 1e-14
     assert sfu.erfc(np.array([np.inf, -np.inf])).tolist() == [0.0, 2.0]
+    # erf near 0 keeps its relative precision (1 - erfc would not)
+    z = np.concatenate([np.linspace(-6, 6, 50_000), np.geomspace(1e-300, 1, 2000)])
+    exact = np.array([math.erf(v) for v in z])
+    assert np.max(np.abs(sfu.erf(z) - exact) / np.abs(exact)) < 1e-14
+    assert sfu.erf(np.array([np.inf, -np.inf])).tolist() == [1.0, -1.0]
 
 
 def test_input_errors_name_the_input() -> None:
