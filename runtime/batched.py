@@ -27,11 +27,17 @@ from collections.abc import Callable
 import numpy as np
 
 from spyrec.runtime import ops
+from spyrec.runtime.constant_tiles import Site
 from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.isa import INDIRECT_DMA_OPS, Engine, Instr, ddr_region, lx_access
 from spyrec.runtime.memory import CoreStack, DeviceFault, DeviceMemory, LocalMemory
 
 Action = Callable[[], None]
+MemosOf = Callable[[list[Site]], ops.Memos]  # an action's memos, by the (core, pc) it runs
+
+
+def _no_memos(sites: list[Site]) -> ops.Memos:
+    return None
 
 # LX bytes of the largest tile times the cores of one batched call, at most (see _group_size)
 BATCH_BYTES = 64 * 1024
@@ -81,7 +87,7 @@ def _same_but_ddr(instrs: list[Instr]) -> bool:
 
 def pc_order_actions(
     programs: dict[int, list[Instr]], memory: DeviceMemory, lx: list[LocalMemory],
-    lx_all: np.ndarray, codec: HalfCodec,
+    lx_all: np.ndarray, codec: HalfCodec, memos_of: MemosOf = _no_memos,
 ) -> list[Action] | None:
     """The kernel's actions in program order, batched over cores where the instructions
     agree; None if the programs are not the same length on every core or the cores do not
@@ -102,7 +108,7 @@ def pc_order_actions(
                         for c, i in zip(cores, instrs, strict=True)]
             continue
         if not _same_but_ddr(instrs):
-            actions += [ops.bind(i, memory, lx[c], codec)
+            actions += [ops.bind(i, memory, lx[c], codec, memos=memos_of([(c, pc)]))
                         for c, i in zip(cores, instrs, strict=True)]
             continue
         group = _group_size(instrs[0])
@@ -110,7 +116,9 @@ def pc_order_actions(
             part = instrs[start:start + group]
             stacked = CoreStack(lx_all, first + start * step, step, len(part))
             if part[0].spec.engine is not Engine.DMA:
-                actions.append(ops.bind(part[0], memory, stacked, codec))
+                sites = [(c, pc) for c in cores[start:start + group]]
+                actions.append(ops.bind(part[0], memory, stacked, codec,
+                                        memos=memos_of(sites)))
                 continue
             ddr = _ddr_stack(part, memory)
             if ddr is not None:
@@ -142,7 +150,7 @@ WHOLE_LX = 1 << 62
 def start_order_actions(
     programs: dict[int, list[Instr]], actions: dict[int, list[Action]],
     order: list[tuple[int, int]], touches: Callable[[int, int], list[Touch]],
-    memory: DeviceMemory, lx_all: np.ndarray, codec: HalfCodec,
+    memory: DeviceMemory, lx_all: np.ndarray, codec: HalfCodec, memos_of: MemosOf = _no_memos,
 ) -> list[Action]:
     """The actions of a kernel with ring or sync instructions, in the schedule's start
     `order`, with the same PT or SFU instruction of several cores run as one batched call.
@@ -169,7 +177,8 @@ def start_order_actions(
         by_key.pop((instr.op, instr.unit, instr.args), None)
         for core in members:
             pending[core] = [t for t in pending[core] if t[3] != gid]
-        out.extend(_grouped(instr, sorted(members.items()), actions, memory, lx_all, codec))
+        out.extend(_grouped(instr, sorted(members.items()), actions, memory, lx_all, codec,
+                            memos_of))
 
     for position, (c, p) in enumerate(order):
         instr = programs[c][p]
@@ -223,7 +232,8 @@ def instruction_touches(programs: dict[int, list[Instr]], core: int, pc: int,
 
 
 def _grouped(instr: Instr, group: list[tuple[int, int]], actions: dict[int, list[Action]],
-             memory: DeviceMemory, lx_all: np.ndarray, codec: HalfCodec) -> list[Action]:
+             memory: DeviceMemory, lx_all: np.ndarray, codec: HalfCodec,
+             memos_of: MemosOf) -> list[Action]:
     """One instruction of the cores of `group` ((core, pc), by core): batched calls over
     CoreStacks of evenly stepping cores, each core's own action for the rest."""
     pcs = dict(group)
@@ -235,8 +245,10 @@ def _grouped(instr: Instr, group: list[tuple[int, int]], actions: dict[int, list
             continue
         for start in range(0, count, size):
             n = min(size, count - start)
+            sites = [(c, pcs[c]) for c in range(first + start * step,
+                                                first + (start + n) * step, step)]
             out.append(ops.bind(instr, memory, CoreStack(lx_all, first + start * step, step, n),
-                                codec))
+                                codec, memos=memos_of(sites)))
     return out
 
 

@@ -45,6 +45,7 @@ from spyrec.runtime import ops, ring
 from spyrec.runtime.batched import (START_ORDER_BATCH_LIMIT, instruction_touches,
                                     pc_order_actions, start_order_actions)
 from spyrec.runtime.blas import single_threaded_blas
+from spyrec.runtime.constant_tiles import ConstantTiles, ConstantWalk, memos_for
 from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
                                       build_job, decode_job_binary, job_binary_table)
 from spyrec.runtime.dl16 import half_codec
@@ -140,6 +141,8 @@ class Emulator:
     start order.
     reuse: load programs that differ only in their LPDDR addresses once (relocate.py); off,
     every kernel is loaded instruction by instruction (the reference the tests hold it to).
+    keep_constants: in full mode, decode the operands that hold weights on every call only
+    on the first call, and keep the float32 arrays (constant_tiles.py; same results).
     """
 
     def __init__(
@@ -153,6 +156,7 @@ class Emulator:
         check_hazards: bool = True,
         batch_cores: bool = True,
         reuse: bool = True,
+        keep_constants: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown emulator mode '{mode}' (expected one of {MODES})")
@@ -188,10 +192,16 @@ class Emulator:
         self._core_templates: dict[int, list[_CoreTemplate]] = {}  # by encoded size
         self._kernel_templates: dict[tuple[int, ...], list[_KernelTemplate]] = {}
         self._patched: dict[tuple[int, tuple[int, ...]], _Kernel] = {}
+        self._constants = ConstantTiles(
+            [(w.addr, w.addr + w.layout.nbytes) for w, _ in binary.weights], target.lx_bytes
+        ) if keep_constants and mode == "full" else None
         self._kernels = {
             step["job_bin_ptr"]: self._load(step["job_bin_ptr"], binary.kernels[step["kernel"]])
             for step in self.exec_plan if step["op"] == "ComputeOnDevice"
         }
+        if self._constants is not None:  # a weight some kernel writes is not constant
+            self._constants.finalize([p for k in self._kernels.values()
+                                      for p in k.programs.values()])
 
     # ---- job preparation ---------------------------------------------------------------------
 
@@ -400,19 +410,26 @@ class Emulator:
         timed: Schedule,
     ) -> list[Callable[[], None]]:
         """What a full-mode run executes for a kernel, in order: batched over cores where
-        that gives the same bytes (batched.py), else every instruction in start order."""
+        that gives the same bytes (batched.py), else every instruction in start order.
+        Operands that are the same on every call are decoded once (constant_tiles.py)."""
         if self.batch_cores and self.check_hazards and not hazards and not rendezvous.members:
             assert self._lx_all is not None
-            batched = pc_order_actions(programs, self.memory, self.lx, self._lx_all, self.codec)
-            if batched is not None:
-                return batched
+            length = {len(p) for p in programs.values()}
+            if len(length) == 1:
+                pc_order = [(core, pc) for pc in range(length.pop()) for core in sorted(programs)]
+                memos_of = self._memos_of(programs, pc_order, rendezvous)
+                batched = pc_order_actions(programs, self.memory, self.lx, self._lx_all,
+                                           self.codec, memos_of)
+                if batched is not None:
+                    return batched
+        order = _start_order(timed.start)
+        memos_of = self._memos_of(programs, order, rendezvous)
         between = ring.bind(rendezvous, programs, self.lx, self.codec)
         actions = {core: [between[(core, pc)] if (core, pc) in between
                           else ops.bind(i, self.memory, self.lx[core], self.codec,
-                                        where=(core, pc))
+                                        where=(core, pc), memos=memos_of([(core, pc)]))
                           for pc, i in enumerate(program)]
                    for core, program in programs.items()}
-        order = _start_order(timed.start)
         if self.batch_cores and self.check_hazards and not hazards \
                 and len(order) <= START_ORDER_BATCH_LIMIT:
             assert self._lx_all is not None
@@ -423,8 +440,30 @@ class Emulator:
                 return instruction_touches(programs, core, pc, partners)
 
             return start_order_actions(programs, actions, order, touches, self.memory,
-                                       self._lx_all, self.codec)
+                                       self._lx_all, self.codec, memos_of)
         return [actions[core][pc] for core, pc in order]
+
+    def _memos_of(
+        self, programs: dict[int, list[Instr]], order: list[tuple[int, int]],
+        rendezvous: ring.Rendezvous,
+    ) -> Callable[[list[tuple[int, int]]], ops.Memos]:
+        """Which operands of the kernel's actions are the same on every call, from a walk of
+        its instructions in the `order` they run (constant_tiles.py)."""
+        table = self._constants
+        if table is None or not any(i.op == "dma.load" and table.weight_of(ddr_region(i))
+                                    is not None for p in programs.values() for i in p):
+            return lambda sites: None
+        walk = ConstantWalk(table)
+        for core, pc in order:
+            instr = programs[core][pc]
+            sender = None
+            if instr.op == "ring.recv":
+                gid = rendezvous.group.get(core, {}).get(pc)
+                for m, q in rendezvous.members[gid] if gid is not None else ():
+                    if programs[m][q].op == "ring.send":
+                        sender = (m, programs[m][q])
+            walk.step(core, pc, instr, sender)
+        return lambda sites: memos_for(table, walk, sites)
 
     # ---- execution ---------------------------------------------------------------------------
 

@@ -46,8 +46,11 @@ from spyrec.runtime.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine
                                 GATHER_INDEX_BYTES, INDIRECT_DMA_OPS, ReduceFn, Region, UnaryFn, bits_f32,
                                 ddr_region, gather_index_region, lx_access, lx_reads,
                                 lx_writes)
+from spyrec.runtime.constant_tiles import Memo
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory, TileSource
 from spyrec.target import SpyreTarget
+
+Memos = tuple[Memo | None, ...] | None  # per read operand, in lx_reads order
 
 _STORAGE = {DType.DL16: np.dtype(np.uint16), DType.F32: np.dtype(np.float32),
             DType.I32: np.dtype(np.int32)}
@@ -167,6 +170,25 @@ def _load(view: np.ndarray, dtype: DType, codec: HalfCodec) -> np.ndarray:
     return view.astype(np.float32)
 
 
+def _loader(view: np.ndarray, dtype: DType, codec: HalfCodec, memos: Memos,
+            operand: int) -> Callable[[], np.ndarray]:
+    """What reads read operand `operand` (its index in `lx_reads`) as float32: decoded on
+    every call, or once if `memos` holds a memo for it (constant_tiles.py; the array is
+    shared between calls, so no caller may write to it)."""
+    memo = memos[operand] if memos is not None else None
+    if memo is None:
+        return lambda: _load(view, dtype, codec)
+
+    def load() -> np.ndarray:
+        value = memo.value
+        if value is None:
+            value = _load(view, dtype, codec)
+            memo.keep(value)
+        return value
+
+    return load
+
+
 def _store(view: np.ndarray, dtype: DType, codec: HalfCodec, value: np.ndarray) -> None:
     if dtype is DType.DL16:
         view[...] = codec.encode(value)
@@ -190,6 +212,7 @@ def _ddr_view(instr: Instr, memory: DeviceMemory) -> np.ndarray:
 def bind(
     instr: Instr, memory: DeviceMemory, lx: TileSource, codec: HalfCodec,
     ddr: np.ndarray | None = None, where: tuple[int, int] | None = None,
+    memos: Memos = None,
 ) -> Callable[[], None]:
     """A closure that executes a validated instruction on backed memory.
 
@@ -197,7 +220,8 @@ def bind(
     stack at once, with tiles that have a leading core axis); `ddr`, for a DMA, is the LPDDR
     view to use (shaped like the LX tile) instead of the one the instruction addresses.
     `where` (core, pc) locates the faults an instruction can raise while it runs (dma.gather's
-    index check).
+    index check). `memos`, per read operand, keeps the float32 value of operands that are
+    the same on every call (constant_tiles.py).
     """
     a = instr.named_args()
     if instr.op == "dma.gather":
@@ -215,18 +239,18 @@ def bind(
         target_view = _ddr_view(instr, memory) if ddr is None else ddr
         return lambda: np.copyto(target_view, source)
     if instr.op in MATMUL_OPS:
-        return _bind_matmul(instr, lx, codec)
+        return _bind_matmul(instr, lx, codec, memos)
     if instr.op == "sfu.mask":
-        return _bind_mask(instr, lx, codec)
+        return _bind_mask(instr, lx, codec, memos)
     if instr.op == "sfu.unary":
-        return _bind_unary(a, lx, codec)
+        return _bind_unary(a, lx, codec, memos)
     if instr.op == "sfu.scalar":
-        return _bind_scalar(instr, lx, codec)
+        return _bind_scalar(instr, lx, codec, memos)
     if instr.op == "sfu.reduce":
-        return _bind_reduce(instr, lx, codec)
+        return _bind_reduce(instr, lx, codec, memos)
     if instr.op == "sfu.colwise":
-        return _bind_colwise(instr, lx, codec)
-    return _bind_binary(a, lx, codec)
+        return _bind_colwise(instr, lx, codec, memos)
+    return _bind_binary(a, lx, codec, memos)
 
 
 def _bind_gather(instr: Instr, memory: DeviceMemory, lx: TileSource,
@@ -274,7 +298,8 @@ def _checked_indices(instr: Instr, indices: np.ndarray,
     return k
 
 
-def _bind_matmul(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
+def _bind_matmul(instr: Instr, lx: TileSource, codec: HalfCodec,
+                 memos: Memos) -> Callable[[], None]:
     a = instr.named_args()
     in_dtype = DType(a["in_dtype"])
     reads = lx_reads(instr)
@@ -282,12 +307,13 @@ def _bind_matmul(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[],
     c_tile = _tile(lx, lx_writes(instr)[0], DType.F32)
     accumulate = bool(a["accumulate"])
     transposed = instr.op == "pt.matmul_nt"
+    load_a = _loader(a_tile, in_dtype, codec, memos, 0)
+    load_b = _loader(b_tile, in_dtype, codec, memos, 1)
 
     def run() -> None:
-        b_value = _load(b_tile, in_dtype, codec)
+        b_value = load_b()
         b_value = np.swapaxes(b_value, -1, -2) if transposed else b_value
-        product = np.matmul(_load(a_tile, in_dtype, codec), b_value,
-                            dtype=np.float32)
+        product = np.matmul(load_a(), b_value, dtype=np.float32)
         if accumulate:
             c_tile[...] = c_tile + product
         else:
@@ -301,7 +327,8 @@ def _unary_region(a: dict[str, int], prefix: str) -> Region:
     return Region(a[prefix], a["rows"], a["cols"] * dtype.itemsize, a[f"{prefix}_pitch"])
 
 
-def _bind_unary(a: dict[str, int], lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
+def _bind_unary(a: dict[str, int], lx: TileSource, codec: HalfCodec,
+                memos: Memos) -> Callable[[], None]:
     fn = UnaryFn(a["fn"])
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
     src = _tile(lx, _unary_region(a, "src"), src_dtype)
@@ -310,10 +337,12 @@ def _bind_unary(a: dict[str, int], lx: TileSource, codec: HalfCodec) -> Callable
         int_fn = sfu.INT_UNARY[fn]
         return lambda: np.copyto(dst, int_fn(src))
     float_fn = sfu.UNARY[fn]
-    return lambda: _store(dst, dst_dtype, codec, float_fn(_load(src, src_dtype, codec)))
+    load = _loader(src, src_dtype, codec, memos, 0)
+    return lambda: _store(dst, dst_dtype, codec, float_fn(load()))
 
 
-def _bind_binary(a: dict[str, int], lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
+def _bind_binary(a: dict[str, int], lx: TileSource, codec: HalfCodec,
+                 memos: Memos) -> Callable[[], None]:
     fn = BinaryFn(a["fn"])
     dtypes = [DType(a[f"{p}_dtype"]) for p in ("src0", "src1", "dst")]
     src0, src1, dst = (_tile(lx, _unary_region(a, p), d)
@@ -323,10 +352,13 @@ def _bind_binary(a: dict[str, int], lx: TileSource, codec: HalfCodec) -> Callabl
         return lambda: np.copyto(dst, int_fn(src0, src1))
     float_fn = sfu.BINARY[fn]
     d0, d1, dd = dtypes
-    return lambda: _store(dst, dd, codec, float_fn(_load(src0, d0, codec), _load(src1, d1, codec)))
+    load0 = _loader(src0, d0, codec, memos, 0)
+    load1 = _loader(src1, d1, codec, memos, 1)
+    return lambda: _store(dst, dd, codec, float_fn(load0(), load1()))
 
 
-def _bind_scalar(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
+def _bind_scalar(instr: Instr, lx: TileSource, codec: HalfCodec,
+                 memos: Memos) -> Callable[[], None]:
     a = instr.named_args()
     fn = BinaryFn(a["fn"])
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
@@ -340,12 +372,14 @@ def _bind_scalar(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[],
             return lambda: np.copyto(dst, int_fn(k, src))
         return lambda: np.copyto(dst, int_fn(src, k))
     float_fn = sfu.BINARY[fn]
+    load = _loader(src, src_dtype, codec, memos, 0)
     if reverse:
-        return lambda: _store(dst, dst_dtype, codec, float_fn(s, _load(src, src_dtype, codec)))
-    return lambda: _store(dst, dst_dtype, codec, float_fn(_load(src, src_dtype, codec), s))
+        return lambda: _store(dst, dst_dtype, codec, float_fn(s, load()))
+    return lambda: _store(dst, dst_dtype, codec, float_fn(load(), s))
 
 
-def _bind_colwise(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
+def _bind_colwise(instr: Instr, lx: TileSource, codec: HalfCodec,
+                  memos: Memos) -> Callable[[], None]:
     a = instr.named_args()
     fn = BinaryFn(a["fn"])
     d0, d1, dd = (DType(a[f"{p}_dtype"]) for p in ("src0", "src1", "dst"))
@@ -358,14 +392,15 @@ def _bind_colwise(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[]
             return lambda: np.copyto(dst, int_fn(src1, src0))
         return lambda: np.copyto(dst, int_fn(src0, src1))
     float_fn = sfu.BINARY[fn]
+    load0 = _loader(src0, d0, codec, memos, 0)
+    load1 = _loader(src1, d1, codec, memos, 1)
     if reverse:
-        return lambda: _store(dst, dd, codec, float_fn(_load(src1, d1, codec),
-                                                       _load(src0, d0, codec)))
-    return lambda: _store(dst, dd, codec, float_fn(_load(src0, d0, codec),
-                                                   _load(src1, d1, codec)))
+        return lambda: _store(dst, dd, codec, float_fn(load1(), load0()))
+    return lambda: _store(dst, dd, codec, float_fn(load0(), load1()))
 
 
-def _bind_mask(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
+def _bind_mask(instr: Instr, lx: TileSource, codec: HalfCodec,
+               memos: Memos) -> Callable[[], None]:
     a = instr.named_args()
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
     (src_region,), (dst_region,) = lx_access(instr)
@@ -373,10 +408,12 @@ def _bind_mask(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], N
     rows, cols = np.arange(a["rows"])[:, None], np.arange(a["cols"])[None, :]
     masked = cols > rows + a["diag"]
     s = np.float32(bits_f32(a["imm"]))
-    return lambda: _store(dst, dst_dtype, codec, np.where(masked, s, _load(src, src_dtype, codec)))
+    load = _loader(src, src_dtype, codec, memos, 0)
+    return lambda: _store(dst, dst_dtype, codec, np.where(masked, s, load()))
 
 
-def _bind_reduce(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[], None]:
+def _bind_reduce(instr: Instr, lx: TileSource, codec: HalfCodec,
+                 memos: Memos) -> Callable[[], None]:
     a = instr.named_args()
     reduce = sfu.REDUCE[ReduceFn(a["fn"])]
     src_dtype, dst_dtype = DType(a["src_dtype"]), DType(a["dst_dtype"])
@@ -384,9 +421,10 @@ def _bind_reduce(instr: Instr, lx: TileSource, codec: HalfCodec) -> Callable[[],
     src = _tile(lx, src_region, src_dtype)
     stick = _tile(lx, dst_region, dst_dtype)  # (rows, one stick of elements)
     first, rest = stick[..., :1], stick[..., 1:]
+    load = _loader(src, src_dtype, codec, memos, 0)
 
     def run() -> None:
-        value = reduce(_load(src, src_dtype, codec))
+        value = reduce(load())
         rest[...] = 0  # all-zero bits: +0 in every device type
         _store(first, dst_dtype, codec, value)
 

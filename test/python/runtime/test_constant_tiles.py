@@ -1,0 +1,112 @@
+"""Operands that hold weights are decoded once and kept across calls (constant_tiles.py):
+the same bytes as decoding them on every call, and never kept when a program writes them."""
+
+import numpy as np
+import pytest
+import torch
+
+from spyrec.api import to_numpy
+from spyrec.demo import DemoMLP
+from spyrec.driver import compile_program
+from spyrec.runtime.constant_tiles import (DEFAULT_BUDGET_BYTES, ConstantTiles, ConstantWalk,
+                                           memos_for)
+from spyrec.runtime.emulator import Emulator
+from spyrec.runtime.isa import DType, Instr
+
+WEIGHT = 0x4000_0000  # an LPDDR range the tests treat as a weight
+OTHER = 0x5000_0000  # and one that is not
+
+
+def load(ddr: int, lx: int, rows: int = 128, row_bytes: int = 256) -> Instr:
+    return Instr.make("dma.load", ddr=ddr, lx=lx, rows=rows, row_bytes=row_bytes,
+                      ddr_pitch=row_bytes, lx_pitch=row_bytes)
+
+
+def matmul(a: int, b: int) -> Instr:
+    return Instr.make("pt.matmul", a=a, b=b, c=0x20000, m=4, k=128, n=128, a_pitch=256,
+                      b_pitch=256, c_pitch=512, in_dtype=DType.DL16, accumulate=0)
+
+
+def walked(*instrs: Instr) -> tuple[ConstantTiles, ConstantWalk]:
+    table = ConstantTiles([(WEIGHT, WEIGHT + (1 << 20))], lx_bytes=2 << 20)
+    table.finalize([list(instrs)])
+    walk = ConstantWalk(table)
+    for pc, instr in enumerate(instrs):
+        walk.step(0, pc, instr)
+    return table, walk
+
+
+def test_a_weight_tile_is_constant_an_input_tile_is_not() -> None:
+    _, walk = walked(load(WEIGHT, 0x0), load(OTHER, 0x8000), matmul(0x0, 0x8000))
+    assert walk.constant[(0, 2)] == (frozenset({0}), None)
+
+
+def test_a_partial_overwrite_makes_the_tile_vary() -> None:
+    scale = Instr.make("sfu.scalar", fn=2, src=0x0, dst=0x40, rows=1, cols=16, src_pitch=256,
+                       dst_pitch=256, src_dtype=DType.F32, dst_dtype=DType.F32, imm=0,
+                       reverse=0)  # 64 bytes in the middle of the tile's first stick
+    _, walk = walked(load(WEIGHT, 0x0), scale, matmul(0x0, 0x0))
+    assert (0, 2) not in walk.constant
+    # a later load of the same weight bytes makes it whole again
+    _, walk = walked(load(WEIGHT, 0x0), scale, load(WEIGHT, 0x0), matmul(0x0, 0x0))
+    assert walk.constant[(0, 3)] == (frozenset({0}), frozenset({0}))
+
+
+def test_ring_transfers_carry_the_weight_to_the_receiver() -> None:
+    table = ConstantTiles([(WEIGHT, WEIGHT + (1 << 20))], lx_bytes=2 << 20)
+    table.finalize([])
+    walk = ConstantWalk(table)
+    send = Instr.make("ring.send", src=0x0, rows=128, row_bytes=256, src_pitch=256, dst_core=1,
+                      tag=0)
+    recv = Instr.make("ring.recv", dst=0x8000, rows=128, row_bytes=256, dst_pitch=256,
+                      src_core=0, tag=0)
+    walk.step(0, 0, load(WEIGHT, 0x0))
+    walk.step(0, 1, send)
+    walk.step(1, 0, recv, sender=(0, send))
+    walk.step(1, 1, matmul(0x8000, 0x8000))
+    assert walk.constant[(1, 1)] == (frozenset({0}), frozenset({0}))
+    memos = memos_for(table, walk, [(1, 1)])
+    assert memos is not None and all(m is not None and m.enabled for m in memos)
+
+
+def test_a_weight_a_program_writes_is_not_kept() -> None:
+    store = Instr.make("dma.store", ddr=WEIGHT + 512, lx=0x3000, rows=1, row_bytes=128,
+                       ddr_pitch=128, lx_pitch=128)
+    table, walk = walked(load(WEIGHT, 0x0), matmul(0x0, 0x0), store)
+    assert table.mutated == frozenset({0})
+    memos = memos_for(table, walk, [(0, 1)])
+    assert memos is not None and not any(m.enabled for m in memos if m is not None)
+
+
+def _mlp(dtype: torch.dtype):
+    torch.manual_seed(0)
+    model = DemoMLP(256).to(dtype).eval()
+    x = torch.randn(64, 256).to(dtype)
+    result = compile_program(torch.export.export(model, (x,)))
+    assert result.binary is not None
+    return result.binary, x.shape
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["fp16", "fp32"])
+def test_kept_operands_give_the_same_bytes_on_every_call(dtype: torch.dtype) -> None:
+    binary, shape = _mlp(dtype)
+    kept, fresh = Emulator(binary), Emulator(binary, keep_constants=False)
+    for seed in range(3):  # the first call fills the memos, the others use them
+        x = to_numpy(torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype))
+        (a,), _ = kept.run([x])
+        (b,), _ = fresh.run([x])
+        assert a.tobytes() == b.tobytes()
+    table = kept._constants  # noqa: SLF001 - the memos were used
+    assert table is not None and table.budget < DEFAULT_BUDGET_BYTES
+
+
+def test_past_the_budget_operands_decode_every_call() -> None:
+    binary, shape = _mlp(torch.float16)
+    emulator = Emulator(binary)
+    assert emulator._constants is not None  # noqa: SLF001
+    emulator._constants.budget = 0  # noqa: SLF001
+    x = to_numpy(torch.randn(shape).to(torch.float16))
+    (a,), _ = emulator.run([x])
+    (b,), _ = Emulator(binary, keep_constants=False).run([x])
+    assert a.tobytes() == b.tobytes()
+    assert emulator._constants.budget == 0  # noqa: SLF001
