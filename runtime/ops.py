@@ -315,7 +315,7 @@ def _bind_matmul(instr: Instr, lx: TileSource, codec: HalfCodec,
         b_value = np.swapaxes(b_value, -1, -2) if transposed else b_value
         product = np.matmul(load_a(), b_value, dtype=np.float32)
         if accumulate:
-            c_tile[...] = c_tile + product
+            np.add(c_tile, product, out=c_tile)
         else:
             c_tile[...] = product
 

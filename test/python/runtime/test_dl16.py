@@ -104,3 +104,18 @@ def test_ieee_codec_is_fp16() -> None:
     assert np.array_equal(codec.round(x), fp16.astype(np.float32))
     with pytest.raises(ValueError, match="unknown numerics"):
         dl16.half_codec("fp8")
+
+
+def test_the_encode_table_agrees_with_the_arithmetic() -> None:
+    """encode gathers from a table by the top 19 bits and leaves exact ties to the arithmetic:
+    every top pattern with the dropped bits that decide the rounding (zero, just above zero,
+    just below, at and just above the tie, all ones) gives the arithmetic's code."""
+    top = np.arange(1 << 19, dtype=np.uint32) << np.uint32(13)
+    low = np.array([0, 1, 0x1FFF, 0x2000, 0x2001, 0x3FFF], dtype=np.uint32)
+    # the 19th bit is the first dropped one: clear it for the low patterns below the tie
+    patterns = ((top[:, None] & ~np.uint32(0x2000)) | low[None, :]).reshape(-1)
+    values = patterns.view(np.float32)
+    with np.errstate(all="ignore"):
+        assert np.array_equal(dl16.encode(values), dl16._encode_arithmetic(values))
+        strided = values.reshape(-1, 6)[:, ::2]  # not contiguous
+        assert np.array_equal(dl16.encode(strided), dl16._encode_arithmetic(strided))
