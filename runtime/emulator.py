@@ -439,9 +439,11 @@ class Emulator:
                 partners = None if gid is None else rendezvous.members[gid]
                 return instruction_touches(programs, core, pc, partners)
 
-            return start_order_actions(programs, actions, order, touches, self.memory,
-                                       self._lx_all, self.codec, memos_of)
-        return [actions[core][pc] for core, pc in order]
+            ordered = start_order_actions(programs, actions, order, touches, self.memory,
+                                          self._lx_all, self.codec, memos_of)
+        else:
+            ordered = [actions[core][pc] for core, pc in order]
+        return [action for action in ordered if action is not ring.noop]
 
     def _memos_of(
         self, programs: dict[int, list[Instr]], order: list[tuple[int, int]],

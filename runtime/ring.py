@@ -192,7 +192,9 @@ def check_agreement(rendezvous: Rendezvous, programs: dict[int, list[Instr]]) ->
                         f"{pc0}) reduces {other} in the same group").at(core, pc, instr)
 
 
-def _noop() -> None:
+def noop() -> None:
+    """The action of a ring member whose work another member's action does (the emulator
+    leaves it out of a kernel's action list)."""
     return None
 
 
@@ -207,7 +209,7 @@ def bind(
     hazard checker makes sure no one touches the tiles meanwhile).
     """
     actions: dict[tuple[int, int], Callable[[], None]] = {
-        (core, pc): _noop for core, per_pc in rendezvous.group.items() for pc in per_pc}
+        (core, pc): noop for core, per_pc in rendezvous.group.items() for pc in per_pc}
     for gid, members in enumerate(rendezvous.members):
         if len(members) != rendezvous.expected[gid]:
             continue  # the schedule reports the deadlock before anything runs

@@ -28,7 +28,16 @@ def _torch_float64(fn_name: str, x: np.ndarray) -> np.ndarray:
     import torch  # noqa: PLC0415 - deferred: importing torch takes seconds (see docstring)
 
     values = np.ascontiguousarray(x, dtype=np.float64)
-    return getattr(torch.special, fn_name)(torch.from_numpy(values)).numpy()
+    # On one thread: a tile is far too small for threads to pay off, and with the other
+    # core busy a two-thread call took 7.8 ms instead of 28 us (4096 values, measured).
+    threads = torch.get_num_threads()
+    if threads != 1:
+        torch.set_num_threads(1)
+    try:
+        return getattr(torch.special, fn_name)(torch.from_numpy(values)).numpy()
+    finally:
+        if threads != 1:
+            torch.set_num_threads(threads)
 
 
 def erfc(x: np.ndarray) -> np.ndarray:

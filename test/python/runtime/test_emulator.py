@@ -200,3 +200,15 @@ def test_unknown_mode_and_target_mismatch() -> None:
     _, profile = Emulator(linear_relu_binary(), target=other, mode="timing").run()
     assert any("compiled for target 'spyre-aiu', emulating 'spyre-next'" in w
                for w in profile.warnings)
+
+
+def test_erfc_runs_torch_on_one_thread_and_restores_the_count() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        sfu.erfc(np.linspace(-3, 3, 4096))
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
