@@ -122,14 +122,12 @@ class ConstantWalk:
     def step(self, core: int, pc: int, instr: Instr,
              sender: tuple[int, Instr] | None = None) -> None:
         """Account for one instruction (a ring.recv with its `sender`'s core and ring.send)."""
+        if instr.op in _NO_LX_WRITES:
+            return
         sticks = self._of(core)
         reads, writes = lx_access(instr, core)
         if instr.op in DECODING_OPS:
-            found = []
-            for region in reads:
-                ids = sticks[_sticks(region)]
-                found.append(frozenset((np.unique(ids) - 1).tolist())
-                             if ids.size and ids.min() > 0 else None)
+            found = [_weights(sticks[_sticks(region)]) for region in reads]
             if any(f is not None for f in found):
                 self.constant[(core, pc)] = tuple(found)
         if instr.op == "dma.load":
@@ -158,6 +156,21 @@ class ConstantWalk:
             sticks[_sticks(region)] = 0
 
 
+# what neither writes LX nor converts operands: nothing to follow
+_NO_LX_WRITES = frozenset({"dma.store", "dma.scatter", "ring.send", "sync.barrier",
+                           "loop.begin", "loop.incr", "loop.end"})
+
+
+def _weights(ids: np.ndarray) -> frozenset[int] | None:
+    """The weights sticks with these marks came from, None if any stick varies."""
+    if not ids.size:
+        return None
+    low, high = int(ids.min()), int(ids.max())
+    if low <= 0:
+        return None
+    return frozenset({low - 1}) if low == high else frozenset((np.unique(ids) - 1).tolist())
+
+
 def _aligned(region: Region) -> bool:
     return all(v % STICK_BYTES == 0 for v in (region.base, region.row_bytes, region.pitch))
 
@@ -167,14 +180,17 @@ def _sticks(region: Region, whole: bool = False) -> slice | np.ndarray:
     covers entirely), in row order: a slice when the region is one run of bytes."""
     if region.rows <= 0 or region.row_bytes <= 0:
         return slice(0, 0)
-    starts = region.base + np.arange(region.distinct_rows, dtype=np.int64) * region.pitch
+    if region.distinct_rows == 1 or region.pitch == region.row_bytes:
+        start, end = region.base, region.end if region.pitch else region.base + region.row_bytes
+        first = -(-start // STICK_BYTES) if whole else start // STICK_BYTES
+        stop = end // STICK_BYTES if whole else -(-end // STICK_BYTES)
+        return slice(first, max(first, stop))
+    starts = region.base + np.arange(region.rows, dtype=np.int64) * region.pitch
     if whole:
         first, stop = -(-starts // STICK_BYTES), (starts + region.row_bytes) // STICK_BYTES
     else:
         first = starts // STICK_BYTES
         stop = (starts + region.row_bytes - 1) // STICK_BYTES + 1
-    if region.distinct_rows == 1 or region.pitch == region.row_bytes:
-        return slice(int(first[0]), max(int(first[0]), int(stop[-1])))
     width = int((stop - first).max())
     if width <= 0:
         return slice(0, 0)

@@ -9,9 +9,9 @@ from spyrec.api import to_numpy
 from spyrec.demo import DemoMLP
 from spyrec.driver import compile_program
 from spyrec.runtime.constant_tiles import (DEFAULT_BUDGET_BYTES, ConstantTiles, ConstantWalk,
-                                           memos_for)
+                                           _sticks, memos_for)
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import DType, Instr
+from spyrec.runtime.isa import STICK_BYTES, DType, Instr, Region
 
 WEIGHT = 0x4000_0000  # an LPDDR range the tests treat as a weight
 OTHER = 0x5000_0000  # and one that is not
@@ -110,3 +110,26 @@ def test_past_the_budget_operands_decode_every_call() -> None:
     (b,), _ = Emulator(binary, keep_constants=False).run([x])
     assert a.tobytes() == b.tobytes()
     assert emulator._constants.budget == 0  # noqa: SLF001
+
+
+@pytest.mark.parametrize("region", [
+    Region(0, 1, 128, 0), Region(64, 1, 200, 0), Region(0, 4, 256, 256), Region(32, 3, 64, 128),
+    Region(100, 5, 300, 0), Region(0, 4, 128, 384), Region(40, 6, 100, 130), Region(0, 3, 96, 64),
+])
+def test_stick_indices_match_a_byte_by_byte_count(region: Region) -> None:
+    """_sticks against the bytes themselves: the sticks any byte of the region lies in, and
+    the sticks all of whose 128 bytes it covers (never one it does not cover)."""
+    covered = np.zeros(64 * STICK_BYTES, dtype=bool)
+    for row in range(region.rows):
+        start = region.base + row * region.pitch
+        covered[start:start + region.row_bytes] = True
+    per_stick = covered.reshape(-1, STICK_BYTES)
+    sticks = np.arange(64)
+    assert sorted(set(sticks[_sticks(region)].tolist())) == np.flatnonzero(
+        per_stick.any(axis=1)).tolist()
+    whole = sorted(set(sticks[_sticks(region, whole=True)].tolist()))
+    truth = np.flatnonzero(per_stick.all(axis=1)).tolist()
+    if region.pitch == 0 or region.pitch >= region.row_bytes:
+        assert whole == truth
+    else:  # overlapping rows: a stick only their union covers may be left out (safe)
+        assert set(whole) <= set(truth)
