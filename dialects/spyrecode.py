@@ -35,9 +35,9 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from spyrec.runtime.isa import (LOOP_OPS, SPECS_BY_NAME, EncodingError, Instr, OpSpec,
-                                ProgramError, check_program, decode_program, encode_program,
-                                loop_spans)
+from spyrec.runtime.isa import (HEADER_UNIT_MASK, LOOP_OPS, SPECS_BY_NAME, EncodingError, Instr,
+                                OpSpec, ProgramError, ProgramMemo, check_program,
+                                decode_program, encode_program, loop_spans)
 
 
 @irdl_op_definition
@@ -153,8 +153,8 @@ _SPEC_BY_CODE = {spec.code: spec for spec in SPECS_BY_NAME.values()}
 _LOOP_CODES = frozenset(SPECS_BY_NAME[name].code for name in LOOP_OPS)
 
 
-# program length -> (word indices, masks, words) of a loop-free program that passed the check
-_CHECKED: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+# loop-free programs that passed the check, by their header and dependence words
+_CHECKED = ProgramMemo()
 
 
 def check_encoded(code: bytes) -> None:
@@ -167,12 +167,8 @@ def check_encoded(code: bytes) -> None:
     the dependence words, so a program of the length of one that passed, with the same
     words at those positions, passes too: one NumPy comparison for each instance of a
     schedule template (they differ from each other in addresses only)."""
-    known = _CHECKED.get(len(code))
-    if known is not None:
-        index, mask, expected = known
-        if np.array_equal(np.frombuffer(code, dtype="<u4")[index] & mask, expected):
-            return
-    _walk_encoded(code)
+    if _CHECKED.lookup(code) is None:
+        _walk_encoded(code)
 
 
 def _walk_encoded(code: bytes) -> None:
@@ -221,15 +217,11 @@ def _walk_encoded(code: bytes) -> None:
 
 def _remember(code: bytes, headers: list[int], deps: np.ndarray | list[int]) -> None:
     """Record a program that passed `_walk_encoded` by its checked words."""
-    if len(code) % 4:
-        return
-    if len(_CHECKED) >= 4096:
-        _CHECKED.clear()
     index = np.concatenate([np.array(headers, dtype=np.int64),
                             np.asarray(deps, dtype=np.int64)]) // 4
     mask = np.full(index.size, 0xFFFFFFFF, dtype=np.uint32)
-    mask[:len(headers)] = 0xFFFF00FF  # a header word: opcode, unit (masked), dependence count
-    _CHECKED[len(code)] = (index, mask, np.frombuffer(code, dtype="<u4")[index] & mask)
+    mask[:len(headers)] = HEADER_UNIT_MASK
+    _CHECKED.remember(code, index, mask, True)
 
 
 class InstrOp(IRDLOperation):

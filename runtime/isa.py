@@ -474,10 +474,45 @@ def encode_program(program: Sequence[Instr]) -> bytes:
 
 
 _FIELD_BYTES = {spec.code: 4 + 8 * len(spec.fields) for spec in _SPECS}
-# encoded programs of one length whose headers sat at the same words: the word index of each
-# header, the header with its unit byte masked, the count (instances of one schedule template)
-_WALKS: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
-_UNIT_MASK = np.uint32(0xFFFF00FF)  # a header word: opcode, unit, dependence count (<BBH)
+# a header word (opcode, unit, dependence count) with its unit masked
+HEADER_UNIT_MASK = np.uint32(0xFFFF00FF)
+
+
+class ProgramMemo:
+    """Encoded programs remembered by their length and the words at chosen positions.
+
+    A walk over an encoded program (to count or check its instructions) depends only on some
+    of its 4-byte words: the headers, perhaps the dependences. A later program of the same
+    length with the same (masked) words at those positions gives the same answer, which one
+    NumPy comparison finds: the instances of a schedule template differ in addresses only.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._known: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, object]] = {}
+
+    def lookup(self, data: bytes) -> object | None:
+        """What was remembered for a program like `data`, None if there is none."""
+        known = self._known.get(len(data))
+        if known is None or len(data) % 4:
+            return None
+        index, mask, expected, value = known
+        words = np.frombuffer(data, dtype="<u4")[index] & mask
+        return value if np.array_equal(words, expected) else None
+
+    def remember(self, data: bytes, index: np.ndarray, mask: np.ndarray, value: object) -> None:
+        """Remember `value` for programs of `data`'s length with its words at `index` (word
+        positions, ANDed with `mask`)."""
+        if len(data) % 4:
+            return
+        if len(self._known) >= self.limit:
+            self._known.clear()
+        words = np.frombuffer(data, dtype="<u4")[index] & mask
+        self._known[len(data)] = (index, mask, words, value)
+
+
+# encoded programs whose headers sat at the same words: their instruction count
+_WALKS = ProgramMemo()
 
 
 def count_instructions(data: bytes) -> int:
@@ -488,12 +523,9 @@ def count_instructions(data: bytes) -> int:
     header positions match has the same instructions: checked with NumPy, without the walk
     (a 40-layer stack's seven million instructions are mostly such instances)."""
     size = len(data)
-    known = _WALKS.get(size)
-    if known is not None and size % 4 == 0:
-        index, expected, count = known
-        words = np.frombuffer(data, dtype="<u4")
-        if np.array_equal(words[index] & _UNIT_MASK, expected):
-            return count
+    known = _WALKS.lookup(data)
+    if known is not None:
+        return int(known)  # type: ignore[call-overload]
     unpack, extent = _HEADER.unpack_from, _FIELD_BYTES
     pos = 0
     starts: list[int] = []
@@ -508,12 +540,9 @@ def count_instructions(data: bytes) -> int:
         pos += length + 4 * ndeps
     if pos != size:
         raise EncodingError(f"truncated instruction at the end ({size} bytes)")
-    if size % 4 == 0 and starts:
-        if len(_WALKS) >= 4096:
-            _WALKS.clear()
+    if starts:
         index = np.array(starts, dtype=np.int64) // 4
-        _WALKS[size] = (index, np.frombuffer(data, dtype="<u4")[index] & _UNIT_MASK,
-                        len(starts))
+        _WALKS.remember(data, index, np.full(index.size, HEADER_UNIT_MASK), len(starts))
     return len(starts)
 
 
