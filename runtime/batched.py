@@ -22,14 +22,16 @@ within BATCH_BYTES, so large tiles run in several calls whose temporaries stay i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from spyrec.runtime import ops
 from spyrec.runtime.constant_tiles import Site
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.runtime.isa import INDIRECT_DMA_OPS, Engine, Instr, ddr_region, lx_access
+from spyrec.runtime.isa import INDIRECT_DMA_OPS, Engine, Instr, Region, ddr_region, lx_access
 from spyrec.runtime.memory import CoreStack, DeviceFault, DeviceMemory, LocalMemory
 
 Action = Callable[[], None]
@@ -147,38 +149,58 @@ Touch = tuple[int, int, int, bool]  # core, first LX byte, one past the last, wr
 WHOLE_LX = 1 << 62
 
 
+@dataclass
+class _Group:
+    """Pending instances of one instruction (a compute op, or a ring copy of one geometry
+    from one core offset), one per core; run together when something needs their bytes."""
+
+    key: tuple[object, ...]
+    instr: Instr  # a compute instruction, or the ring.recv of a copy
+    members: dict[int, int] = field(default_factory=dict)  # core -> pc
+    cores: set[int] = field(default_factory=set)  # every core whose LX it touches
+    born: int = 0
+    copy: tuple[Region, Region, int] | None = None  # ring copy: source, target, core offset
+
+
 def start_order_actions(
     programs: dict[int, list[Instr]], actions: dict[int, list[Action]],
     order: list[tuple[int, int]], touches: Callable[[int, int], list[Touch]],
     memory: DeviceMemory, lx_all: np.ndarray, codec: HalfCodec, memos_of: MemosOf = _no_memos,
+    sender_of: Callable[[int, int], tuple[int, int] | None] = lambda core, pc: None,
 ) -> list[Action]:
     """The actions of a kernel with ring or sync instructions, in the schedule's start
-    `order`, with the same PT or SFU instruction of several cores run as one batched call.
+    `order`, with the same PT or SFU instruction of several cores run as one batched call,
+    and likewise the ring copies of one geometry between cores the same distance apart.
 
-    A compute instruction touches nothing but its own core's LX. Walking the start order,
-    each one waits in a pending group of its instruction (same op, unit and fields; one
-    per core) instead of running; an instruction that writes bytes a pending one touches,
-    or touches bytes a pending one writes (`touches(core, pc)`: the LX byte ranges, on
-    every core, that the action at that position reads or writes; a ring transfer's copy
-    runs at its ring.recv and reads the sender's LX), first runs that group, batched over
-    its cores. So every pair of actions of which one writes bytes the other touches keeps
-    its order, and the results are the same bytes as in start order (a test compares
-    both); a group also runs when it is full or has waited `patience` positions."""
+    Walking the start order, each compute instruction waits in a pending group of its
+    instruction (same op, unit and fields; one per core) instead of running, and each ring
+    copy (run at its ring.recv, `sender_of` naming the matching ring.send) in a group of
+    copies with the same source and target regions and the same receiver - sender offset.
+    An instruction that writes bytes a pending one touches, or touches bytes a pending one
+    writes (`touches(core, pc)`: the LX byte ranges, on every core, that the action at
+    that position reads or writes; a copy reads the sender's LX), first runs that group,
+    batched over its cores. So every pair of actions of which one writes bytes the other
+    touches keeps its order, and the results are the same bytes as in start order (a test
+    compares both); a group also runs when it is full or has waited `patience` positions."""
     ncores = len(programs)
     patience = 16 * ncores
     out: list[Action] = []
-    groups: dict[int, tuple[Instr, dict[int, int], int]] = {}  # id: instr, core -> pc, born
+    groups: dict[int, _Group] = {}
     by_key: dict[tuple[object, ...], int] = {}
     pending: dict[int, list[tuple[int, int, bool, int]]] = {}  # core: lo, hi, written, id
     next_id = 0
 
     def flush(gid: int) -> None:
-        instr, members, _ = groups.pop(gid)
-        by_key.pop((instr.op, instr.unit, instr.args), None)
-        for core in members:
+        group = groups.pop(gid)
+        by_key.pop(group.key, None)
+        for core in group.cores:
             pending[core] = [t for t in pending[core] if t[3] != gid]
-        out.extend(_grouped(instr, sorted(members.items()), actions, memory, lx_all, codec,
-                            memos_of))
+        members = sorted(group.members.items())
+        if group.copy is not None:
+            out.extend(_grouped_copies(group.copy, members, actions, lx_all))
+        else:
+            out.extend(_grouped(group.instr, members, actions, memory, lx_all, codec,
+                                memos_of))
 
     for position, (c, p) in enumerate(order):
         instr = programs[c][p]
@@ -188,23 +210,37 @@ def start_order_actions(
                      if a < hi and lo < b and (w or written)}
         for gid in sorted(conflicts):  # ids grow with arrival: the older group first
             flush(gid)
-        if instr.spec.engine not in (Engine.PT, Engine.SFU):
+        copy = None
+        if instr.op == "ring.recv":
+            sender = sender_of(c, p)
+            if sender is None:
+                out.append(actions[c][p])
+                continue
+            (src,), _ = lx_access(programs[sender[0]][sender[1]])
+            _, (dst,) = lx_access(instr)
+            copy = (src, dst, c - sender[0])
+            key: tuple[object, ...] = ("copy", *copy)
+        elif instr.spec.engine in (Engine.PT, Engine.SFU):
+            key = (instr.op, instr.unit, instr.args)
+        else:
             out.append(actions[c][p])
             continue
-        key = (instr.op, instr.unit, instr.args)
         gid = by_key.get(key)
-        if gid is not None and c in groups[gid][1]:
+        if gid is not None and c in groups[gid].members:
             flush(gid)
             gid = None
         if gid is None:
             gid, next_id = next_id, next_id + 1
-            groups[gid] = (instr, {}, position)
+            groups[gid] = _Group(key, instr, born=position, copy=copy)
             by_key[key] = gid
-        groups[gid][1][c] = p
-        pending.setdefault(c, []).extend((lo, hi, w, gid) for _, lo, hi, w in mine)
-        if len(groups[gid][1]) == ncores:
+        group = groups[gid]
+        group.members[c] = p
+        for core, lo, hi, w in mine:
+            pending.setdefault(core, []).append((lo, hi, w, gid))
+            group.cores.add(core)
+        if len(group.members) == ncores:
             flush(gid)
-        for old in [g for g, (_, _, born) in groups.items() if position - born > patience]:
+        for old in [g for g, grp in groups.items() if position - grp.born > patience]:
             flush(old)
     for gid in sorted(groups):
         flush(gid)
@@ -249,6 +285,29 @@ def _grouped(instr: Instr, group: list[tuple[int, int]], actions: dict[int, list
                                                 first + (start + n) * step, step)]
             out.append(ops.bind(instr, memory, CoreStack(lx_all, first + start * step, step, n),
                                 codec, memos=memos_of(sites)))
+    return out
+
+
+def _grouped_copies(copy: tuple[Region, Region, int], group: list[tuple[int, int]],
+                    actions: dict[int, list[Action]], lx_all: np.ndarray) -> list[Action]:
+    """Ring copies of one geometry into the receivers of `group` ((core, pc), by core), each
+    from the core `offset` below it: one strided copy per evenly stepping run of receivers
+    (their senders step alike), each receiver's own action for the rest."""
+    src, dst, offset = copy
+    pcs = dict(group)
+    out: list[Action] = []
+    size = max(1, BATCH_BYTES // max(1, dst.rows * dst.row_bytes))
+    for first, step, count in _progressions(sorted(pcs)):
+        if count == 1:
+            out.append(actions[first][pcs[first]])
+            continue
+        for start in range(0, count, size):
+            n = min(size, count - start)
+            receivers = first + start * step
+            target = CoreStack(lx_all, receivers, step, n).view(dst, np.dtype(np.uint8), 1)
+            source = CoreStack(lx_all, receivers - offset, step, n).view(src, np.dtype(np.uint8),
+                                                                         1)
+            out.append(functools.partial(np.copyto, target, source))
     return out
 
 

@@ -440,7 +440,9 @@ class Emulator:
                 return instruction_touches(programs, core, pc, partners)
 
             ordered = start_order_actions(programs, actions, order, touches, self.memory,
-                                          self._lx_all, self.codec, memos_of)
+                                          self._lx_all, self.codec, memos_of,
+                                          lambda core, pc: _sender(programs, rendezvous,
+                                                                   core, pc))
         else:
             ordered = [actions[core][pc] for core, pc in order]
         return [action for action in ordered if action is not ring.noop]
@@ -458,13 +460,10 @@ class Emulator:
         walk = ConstantWalk(table)
         for core, pc in order:
             instr = programs[core][pc]
-            sender = None
-            if instr.op == "ring.recv":
-                gid = rendezvous.group.get(core, {}).get(pc)
-                for m, q in rendezvous.members[gid] if gid is not None else ():
-                    if programs[m][q].op == "ring.send":
-                        sender = (m, programs[m][q])
-            walk.step(core, pc, instr, sender)
+            sender = _sender(programs, rendezvous, core, pc) if instr.op == "ring.recv" \
+                else None
+            walk.step(core, pc, instr,
+                      None if sender is None else (sender[0], programs[sender[0]][sender[1]]))
         return lambda sites: memos_for(table, walk, sites)
 
     # ---- execution ---------------------------------------------------------------------------
@@ -676,6 +675,18 @@ def _located(fault: DeviceFault, core: int, flat: Expanded, index: int) -> Devic
     pc, iteration = flat.origin[index]
     reason = fault.reason if iteration < 0 else f"{fault.reason} (loop iteration {iteration})"
     return DeviceFault(reason, fault.address, core, pc, flat.shown(index))
+
+
+def _sender(programs: dict[int, list[Instr]], rendezvous: ring.Rendezvous, core: int,
+            pc: int) -> tuple[int, int] | None:
+    """The (core, pc) of the ring.send matched to the ring.recv at (core, pc), if any."""
+    gid = rendezvous.group.get(core, {}).get(pc)
+    if gid is None or len(rendezvous.members[gid]) != rendezvous.expected[gid]:
+        return None
+    for m, q in rendezvous.members[gid]:
+        if programs[m][q].op == "ring.send":
+            return m, q
+    return None
 
 
 def _start_order(starts: dict[int, list[float]]) -> list[tuple[int, int]]:
