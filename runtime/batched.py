@@ -160,6 +160,7 @@ class _Group:
     cores: set[int] = field(default_factory=set)  # every core whose LX it touches
     born: int = 0
     copy: tuple[Region, Region, int] | None = None  # ring copy: source, target, core offset
+    load: bool = False  # dma.loads alike but for their LPDDR addresses
 
 
 def start_order_actions(
@@ -170,7 +171,8 @@ def start_order_actions(
 ) -> list[Action]:
     """The actions of a kernel with ring or sync instructions, in the schedule's start
     `order`, with the same PT or SFU instruction of several cores run as one batched call,
-    and likewise the ring copies of one geometry between cores the same distance apart.
+    and likewise the ring copies of one geometry between cores the same distance apart and
+    the dma.loads that differ in their LPDDR address alone.
 
     Walking the start order, each compute instruction waits in a pending group of its
     instruction (same op, unit and fields; one per core) instead of running, and each ring
@@ -181,7 +183,9 @@ def start_order_actions(
     that position reads or writes; a copy reads the sender's LX), first runs that group,
     batched over its cores. So every pair of actions of which one writes bytes the other
     touches keeps its order, and the results are the same bytes as in start order (a test
-    compares both); a group also runs when it is full or has waited `patience` positions."""
+    compares both); a group also runs when it is full or has waited `patience` positions.
+    Pending loads also run before any dma.store or dma.scatter, which may write the LPDDR
+    bytes they read."""
     ncores = len(programs)
     patience = 16 * ncores
     out: list[Action] = []
@@ -198,6 +202,8 @@ def start_order_actions(
         members = sorted(group.members.items())
         if group.copy is not None:
             out.extend(_grouped_copies(group.copy, members, actions, lx_all))
+        elif group.load:
+            out.extend(_grouped_loads(programs, members, actions, memory, lx_all, codec))
         else:
             out.extend(_grouped(group.instr, members, actions, memory, lx_all, codec,
                                 memos_of))
@@ -208,10 +214,15 @@ def start_order_actions(
         conflicts = {gid for core, lo, hi, written in mine
                      for a, b, w, gid in pending.get(core, ())
                      if a < hi and lo < b and (w or written)}
+        if instr.op in ("dma.store", "dma.scatter"):
+            conflicts |= {gid for gid, group in groups.items() if group.load}
         for gid in sorted(conflicts):  # ids grow with arrival: the older group first
             flush(gid)
         copy = None
-        if instr.op == "ring.recv":
+        if instr.op == "dma.load":
+            key = ("load", *(v for name, v in zip(instr.spec.fields, instr.args, strict=True)
+                             if name != "ddr"))
+        elif instr.op == "ring.recv":
             sender = sender_of(c, p)
             if sender is None:
                 out.append(actions[c][p])
@@ -231,7 +242,8 @@ def start_order_actions(
             gid = None
         if gid is None:
             gid, next_id = next_id, next_id + 1
-            groups[gid] = _Group(key, instr, born=position, copy=copy)
+            groups[gid] = _Group(key, instr, born=position, copy=copy,
+                                 load=instr.op == "dma.load")
             by_key[key] = gid
         group = groups[gid]
         group.members[c] = p
@@ -308,6 +320,28 @@ def _grouped_copies(copy: tuple[Region, Region, int], group: list[tuple[int, int
             source = CoreStack(lx_all, receivers - offset, step, n).view(src, np.dtype(np.uint8),
                                                                          1)
             out.append(functools.partial(np.copyto, target, source))
+    return out
+
+
+def _grouped_loads(programs: dict[int, list[Instr]], group: list[tuple[int, int]],
+                   actions: dict[int, list[Action]], memory: DeviceMemory, lx_all: np.ndarray,
+                   codec: HalfCodec) -> list[Action]:
+    """dma.loads alike but for their LPDDR addresses, of the cores of `group` ((core, pc),
+    by core): one call per evenly stepping run of cores whose addresses step evenly through
+    one allocation, each core's own action for the rest."""
+    pcs = dict(group)
+    out: list[Action] = []
+    size = _group_size(programs[group[0][0]][group[0][1]])
+    for first, step, count in _progressions(sorted(pcs)):
+        for start in range(0, count, size):
+            cores = [first + (start + i) * step for i in range(min(size, count - start))]
+            instrs = [programs[c][pcs[c]] for c in cores]
+            ddr = _ddr_stack(instrs, memory) if len(cores) > 1 else None
+            if ddr is None:
+                out += [actions[c][pcs[c]] for c in cores]
+                continue
+            out.append(ops.bind(instrs[0], memory, CoreStack(lx_all, cores[0], step, len(cores)),
+                                codec, ddr))
     return out
 
 
