@@ -81,7 +81,7 @@ def encode(x: np.ndarray) -> np.ndarray:
     """Round float32 values to DL16 and return the bit patterns (uint16, same shape)."""
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
     code = _ENCODE_TABLE.take(bits >> _TOP_SHIFT)
-    ties = np.flatnonzero((bits & _TIE_MASK) == _TIE)
+    ties = ((bits & _TIE_MASK) == _TIE).reshape(-1).nonzero()[0]
     if ties.size:
         code.reshape(-1)[ties] = _encode_arithmetic(bits.reshape(-1)[ties].view(np.float32))
     return code
