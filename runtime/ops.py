@@ -36,6 +36,7 @@ Results are computed whole before anything is stored, so a destination may overl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -176,8 +177,10 @@ def _loader(view: np.ndarray, dtype: DType, codec: HalfCodec, memos: Memos,
     every call, or once if `memos` holds a memo for it (constant_tiles.py; the array is
     shared between calls, so no caller may write to it)."""
     memo = memos[operand] if memos is not None else None
-    if memo is None:
-        return lambda: _load(view, dtype, codec)
+    if memo is None:  # bound methods: no Python frame of ours per call
+        if dtype is DType.DL16:
+            return functools.partial(codec.decode, view)
+        return functools.partial(view.astype, np.float32)
 
     def load() -> np.ndarray:
         value = memo.value
