@@ -492,9 +492,13 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     # program order (Q K^T of the next tile waits behind P V of this one), so compute does
     # not overlap across tiles: a tile costs its PT and SFU time in sequence. Compute starts
     # once K, V and the first Q tile are in (`fill`), while the DMA stream, which includes
-    # those loads, runs on; the last store follows the last tile.
+    # those loads, runs on; the last store follows the last tile. Every core loads its first
+    # Q tile at once; K and V are loaded by every core, or, shared, by one core per grid row
+    # (the others receive them over the ring: `chain`).
     compute = tiles * (per_tile_pt + per_tile_sfu)
-    fill = dma_cycles_alone(kv_bytes + tile_in, target, cores)
+    kv_loaders = split.gm if tiling.share else cores
+    fill = target.dma_setup_cycles + ((kv_bytes * kv_loaders + tile_in * cores)
+                                      / target.lpddr_bytes_per_cycle)
     drain = dma_cycles_alone(tile_out, target, cores)
     cycles = max(dma, ring, fill + chain + compute) + drain
     return Prediction(cycles, dma, pt, sfu, bytes_all, _attention_lx(shape, tiling, split),
