@@ -83,15 +83,17 @@ SUITE = {
 
 # The benchmark's switched-off variants the model must follow as well: unfused row ops (a
 # reduction stores a stick per row; an operand of one column is read by every core of a
-# grid row) and GEMMs without ring sharing. Not here: `nobuf` GEMMs with ring sharing,
-# which the model serialises (dma + pt + sfu + ring) while the emulator overlaps the ring
-# with the matmuls (predicted 0.63 of 128^3, 1.33 of 1024^3; docs/design.md note 16).
+# grid row) and GEMMs and attention without ring sharing (the choice between shared and
+# unshared attention rests on both predictions). Not here: `nobuf` GEMMs with ring
+# sharing, which the model serialises (dma + pt + sfu + ring) while the emulator overlaps the
+# ring with the matmuls (predicted 0.63 of 128^3, 1.33 of 1024^3; docs/design.md note 16).
 VARIANTS = [
     ("softmax 1024x1024", {"fuse": False}),
     ("layernorm 1024x1024", {"fuse": False}),
     ("add->gelu->mul 1024x1024", {"fuse": False}),
     ("gemm 128x128x128", {"share": "none"}),
     ("gemm 256x1000x320", {"share": "none"}),
+    ("sdpa prefill h8 L256 S256 d64", {"share": "none"}),
     ("add->gelu->mul 1024x1024", {"double_buffer": False}),
 ]
 
