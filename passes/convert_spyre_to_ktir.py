@@ -13,7 +13,9 @@ columns outer with the K x tn block of B loaded before the row loop, "acc" rows,
 then the K loop loading both; `ktdp.construct_access_tile` + `ktdp.load` bring tiles in;
 a `matmul` generic accumulates in f32 over the K loop; each
 epilogue op is a `linalg.generic` on the f32 tile (tagged `spyre.fn` with the SFU function
-that implements it), a final one rounds to the output type, and `ktdp.store` writes it back.
+that implements it), a final one rounds to the output type, and `ktdp.store` writes it back
+(with `spyre.store_pieces` when spyre-tile chose to store it in row pieces paced over the
+next tile's K loop, note 54).
 Attention and row-move kernels are built by `passes/ktir_attention.py`: their views make
 each strided run of stored rows a box, their access tiles are placed by affine maps (with
 floordiv / mod) of the head and row indices, and the attention body is a `matmul_nt`
@@ -277,8 +279,17 @@ class _KernelBuilder(KtirBuilder):
         out = self._generic("copy", [tile], [kind], kind, lambda b, a: convert(b, a[0], element),
                             element=element)
         view = self.views[value][0]
-        self.b.insert(StoreOp(out, self._tile(view, r, self.const(0) if kind is Kind.COL else c,
-                                               (rows, cols))))
+        store = self.b.insert(StoreOp(out, self._tile(view, r, self.const(0) if kind is Kind.COL
+                                                      else c, (rows, cols))))
+        pieces = self._store_pieces()
+        if pieces > 1 and kind is Kind.FULL:  # paced over the next tile's K steps (note 54)
+            store.attributes["spyre.store_pieces"] = IntegerAttr(pieces, 64)
+
+    def _store_pieces(self) -> int:
+        """spyre-tile's `store_pieces` (in its `spyre.tiling` ledger), 1 when not split."""
+        ledger = self.kernel.attributes.get("spyre.tiling")
+        pieces = ledger.data.get("store_pieces") if isinstance(ledger, DictionaryAttr) else None
+        return pieces.value.data if isinstance(pieces, IntegerAttr) else 1
 
     def _generic(self, fn: str, inputs: Sequence[SSAValue], kinds: Sequence[Kind],
                  out_kind: Kind, body: Callable[[Builder, Sequence[SSAValue]], SSAValue],

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -184,6 +185,7 @@ class _CoreInterpreter:
         self.slot_turn: dict[Operation, int] = {}
         self.args = args
         self.symbolic = any(isinstance(v, Affine) for v in (*core, *args))
+        self.paced: set[int] = set()  # store pieces, spread over the next tile's matmuls
 
     def run(self) -> list[Instr]:
         for arg, addr in zip(self.fn.body.block.args, self.args):
@@ -326,8 +328,21 @@ def _store(it: _CoreInterpreter, op: StoreOp) -> None:
                        f"{block[0]}x{block[1]} block it is stored to (a per-row column "
                        "stored as a row needs a transpose the compiler does not insert)")
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=True)
-    it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
-                   row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
+    pieces = op.attributes.get("spyre.store_pieces")
+    count = pieces.value.data if isinstance(pieces, IntegerAttr) else 1
+    halves = len(row_halves(rows))
+    if count <= 1 or rows % count or count % halves:
+        it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
+                       row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
+        return
+    # row pieces, each within one corelet's half, paced by `prefetch_order` (note 54)
+    step = rows // count
+    for row in range(0, rows, step):
+        half = 0 if halves == 1 or row < rows // 2 else 1
+        it.stream.emit("dma.store", part(src, half, halves), [], lx=src.addr + row * src.pitch,
+                       ddr=tile.addr + row * pitch, rows=step, row_bytes=row_bytes,
+                       lx_pitch=src.pitch, ddr_pitch=pitch)
+        it.paced.add(len(it.stream.instrs) - 1)
 
 
 def _stick_bytes(nbytes: int) -> int:
@@ -624,7 +639,9 @@ def kernel_grid(fn: func.FuncOp) -> tuple[int, int]:
 
 def interpret_core(fn: func.FuncOp, core: tuple[object, object], args: list[object]) -> list[Instr]:
     """One core's program in issue order; core and arguments may be ints or `Affine`."""
-    return prefetch_order(_CoreInterpreter(fn, core, args).run())
+    interpreter = _CoreInterpreter(fn, core, args)
+    program = interpreter.run()
+    return prefetch_order(program, interpreter.paced)
 
 
 def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
@@ -635,15 +652,23 @@ def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
             for y in range(gn) for x in range(gm)}
 
 
-def prefetch_order(program: list[Instr]) -> list[Instr]:
+def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = frozenset()
+                   ) -> list[Instr]:
     """Reorder a core's program so each load is issued as soon as its dependences allow.
 
     Engines execute their instructions in program order, so in the order the kernel was
-    unrolled the next tile's loads queue behind this tile's store on the DMA engine, which
+    unrolled the next tile's loads sat behind this tile's store on the DMA engine, which
     waits for this tile's epilogue: no overlap. A topological order that always prefers a
     ready load (then the original order) issues loads ahead; the ping-pong slots bound how
     far ahead, through the write-after-read dependences already recorded. Every dependence
     is kept, so the meaning of the program is unchanged.
+
+    The `paced` instructions (the row pieces of a split store, note 54) are held once ready
+    and released one per PT instruction of corelet 0 placed after them, each with a
+    dependence on that instruction: a tile's store then leaves one piece per K step of the
+    next tile, in time as well as in order (a core whose loads became ring receives has
+    nothing else on its DMA engine, and would send all pieces at once). When nothing else
+    is ready (the last tile), the held pieces go.
     """
     users: list[list[int]] = [[] for _ in program]
     waiting = [len(instr.deps) for instr in program]
@@ -655,16 +680,28 @@ def prefetch_order(program: list[Instr]) -> list[Instr]:
     heapq.heapify(ready)
     position: dict[int, int] = {}
     order: list[Instr] = []
-    while ready:
+    held: deque[int] = deque()
+    paced_by: dict[int, int] = {}  # a released piece -> the PT instruction it waits for
+    while ready or held:
+        if not ready:
+            heapq.heappush(ready, (0, held.popleft()))
         _, index = heapq.heappop(ready)
         instr = program[index]
         position[index] = len(order)
-        order.append(Instr(instr.op, instr.args, instr.unit,
-                           tuple(sorted(position[d] for d in instr.deps))))
+        deps = {position[d] for d in instr.deps}
+        if index in paced_by:
+            deps.add(position[paced_by[index]])
+        order.append(Instr(instr.op, instr.args, instr.unit, tuple(sorted(deps))))
+        if held and instr.op.startswith("pt.") and instr.unit == 0:
+            paced_by[held[0]] = index
+            heapq.heappush(ready, (0, held.popleft()))
         for user in users[index]:
             waiting[user] -= 1
             if waiting[user] == 0:
-                heapq.heappush(ready, (0 if program[user].op == "dma.load" else 1, user))
+                if user in paced:
+                    held.append(user)
+                else:
+                    heapq.heappush(ready, (0 if program[user].op == "dma.load" else 1, user))
     assert len(order) == len(program), "dependences of a core's program form a cycle"
     return order
 

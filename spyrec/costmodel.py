@@ -595,6 +595,37 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     return Prediction(cycles, dma, pt, sfu, bytes_all, lx, ring_rx)
 
 
+def store_pieces(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
+                 buffers: int = 2) -> int:
+    """Row pieces a K-blocked matmul's output tile is stored in (note 54), so that its store
+    goes out one piece per K step of the core's next tile instead of holding the DMA queue,
+    and with it the next tile's loads, for the whole tile: the most pieces of whole rows, at
+    most one per K step, each within one corelet's half of the rows. 1 when the core has one
+    tile (nothing to overlap), when K is not blocked or without ping-pong buffers."""
+    if buffers < 2 or not isinstance(shape, KernelShape) or not shape.k \
+            or tiling.resident != "acc":
+        return 1
+    loads = matmul_loads(shape, split, tiling, target)
+    if loads.tiles < 2 or loads.k_steps < 2:
+        return 1
+    halves = tiling.tm // _halves(tiling.tm, target)
+    rows = tiling.tm // halves
+    return max(p for p in range(halves, loads.k_steps + 1, halves) if rows % (p // halves) == 0)
+
+
+def store_stall_cycles(shape: KernelShape, split: Split, tiling: Tiling,
+                       target: SpyreTarget) -> float:
+    """Cycles a core's PT waits at each boundary between its output tiles when a tile is
+    stored whole: every core stores its tile at once (cores x the tile's bytes over the
+    shared channel) and the next tile's loads queue behind that store on the core's one DMA
+    engine, while the PT has only the K step already prefetched into the other slot."""
+    loads = matmul_loads(shape, split, tiling, target)
+    store = split.cores * shape.out_tile_bytes(tiling.tm, tiling.tn) \
+        / target.lpddr_bytes_per_cycle
+    step = pt_cycles(_halves(tiling.tm, target), tiling.tk, tiling.tn, target)
+    return (loads.tiles - 1) * max(0.0, store - step)
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
