@@ -70,7 +70,8 @@ def scored_splits(shape: Shape, target: SpyreTarget, buffers: int = 2,
 def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
             resident: str = "", share: str = "") -> list[Scored]:
     """Every legal split of `shape` with its best tiling (and matmul loop order): cycles,
-    split, prediction, tiling; fewest cycles first, then fewest off-chip bytes, then cores."""
+    split, prediction, tiling; fewest cycles first (`costmodel.ranking_cycles`), then fewest
+    off-chip bytes, then cores."""
     scored: list[Scored] = []
     for split in candidate_splits(shape, target):
         best = best_tiling(shape, split, target, buffers, resident, share)

@@ -16,7 +16,10 @@ its query tiles, and the budget check includes them; a data-movement kernel's is
 [rows of a run, padded width, 0]. Recorded in `spyre.tiling` with the LX bytes used. A
 split matmul or attention kernel may also get `share = "ring"` (on the kernel and in
 `spyre.tiling`): the operand tiles several cores load are read once and forwarded over
-the ring (note 38), chosen like the loop order, by predicted cycles. A `tile` already on
+the ring (note 38), chosen like the loop order, by predicted cycles. A K-blocked matmul
+whose cores have several output tiles may get `store_pieces` in `spyre.tiling`: its output
+tiles are stored in that many row pieces, paced over the next tile's K loop, when the cost
+model predicts a whole-tile store would stall the PT (note 54). A `tile` already on
 a kernel is a user override: it is checked and kept.
 
     spyre.kernel "k0"(...) {grid = [8, 4]}                  // before
