@@ -13,7 +13,9 @@ columns outer with the K x tn block of B loaded before the row loop, "acc" rows,
 then the K loop loading both; `ktdp.construct_access_tile` + `ktdp.load` bring tiles in;
 a `matmul` generic accumulates in f32 over the K loop; each
 epilogue op is a `linalg.generic` on the f32 tile (tagged `spyre.fn` with the SFU function
-that implements it), a final one rounds to the output type, and `ktdp.store` writes it back.
+that implements it), a final one rounds to the output type, and `ktdp.store` writes it back
+(with `spyre.store_pieces` when spyre-tile chose to store it in row pieces paced over the
+next tile's K loop, note 54).
 Attention and row-move kernels are built by `passes/ktir_attention.py`: their views make
 each strided run of stored rows a box, their access tiles are placed by affine maps (with
 floordiv / mod) of the head and row indices, and the attention body is a `matmul_nt`
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import func, scf
+from xdsl.dialects import func, scf, tensor
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -135,7 +137,7 @@ class _KernelBuilder(KtirBuilder):
         else:  # rows outer: with "a" the tm x K block of A is loaded once per row
             def m_outer(mi: SSAValue) -> None:
                 r = self.add(row0, mi)
-                a_tile = self._load_a(r, self.const(0)) if resident == "a" else None
+                a_tile = self._load_a_block(r) if resident == "a" else None
                 self.loop(nc, t.tn, lambda ni: out_tile(r, self.add(col0, ni), a_tile, None))
 
             self.loop(mc, t.tm, m_outer)
@@ -171,6 +173,18 @@ class _KernelBuilder(KtirBuilder):
         view = self.views[mm.lhs][0]
         return self.load(view, r, k, (self.tiling.tm, self.tiling.tk), mm.lhs.type.element_type)  # type: ignore[attr-defined]
 
+    def _load_a_block(self, r: SSAValue) -> SSAValue:
+        """The tm x K row block of A kept over the column loop; with tk < K it is loaded in
+        K slices (`spyre.load_pieces`), which the K loop reads as they arrive (note 54)."""
+        mm = self.info.matmul
+        assert mm is not None
+        t, kp = self.tiling, self.views[mm.lhs][1][1]
+        view = self.views[mm.lhs][0]
+        block = self.load(view, r, self.const(0), (t.tm, kp), mm.lhs.type.element_type)  # type: ignore[attr-defined]
+        if t.tk < kp:
+            block.owner.attributes["spyre.load_pieces"] = IntegerAttr(kp // t.tk, 64)  # type: ignore[union-attr]
+        return block
+
     def _load_b(self, k: SSAValue, c: SSAValue) -> SSAValue:
         mm = self.info.matmul
         assert mm is not None
@@ -192,6 +206,10 @@ class _KernelBuilder(KtirBuilder):
         self.b = Builder(InsertPoint.at_end(block))
         ki, acc = block.args
         a = a_resident if a_resident is not None else self._load_a(r, ki)
+        if a_resident is not None and t.tk < kp:  # this K step's slice of the block
+            a = self.b.insert(tensor.ExtractSliceOp(
+                a_resident, [0, ki], [t.tm, t.tk], [1, 1],
+                TensorType(mm.lhs.type.element_type, [t.tm, t.tk]))).result  # type: ignore[attr-defined]
         b = b_resident if b_resident is not None else self._load_b(ki, c)
         prod = self.matmul_generic(a, b, acc)
         self.b.insert(scf.YieldOp(prod))
@@ -277,8 +295,17 @@ class _KernelBuilder(KtirBuilder):
         out = self._generic("copy", [tile], [kind], kind, lambda b, a: convert(b, a[0], element),
                             element=element)
         view = self.views[value][0]
-        self.b.insert(StoreOp(out, self._tile(view, r, self.const(0) if kind is Kind.COL else c,
-                                               (rows, cols))))
+        store = self.b.insert(StoreOp(out, self._tile(view, r, self.const(0) if kind is Kind.COL
+                                                      else c, (rows, cols))))
+        pieces = self._store_pieces()
+        if pieces > 1 and kind is Kind.FULL:  # paced over the next tile's K steps (note 54)
+            store.attributes["spyre.store_pieces"] = IntegerAttr(pieces, 64)
+
+    def _store_pieces(self) -> int:
+        """spyre-tile's `store_pieces` (in its `spyre.tiling` ledger), 1 when not split."""
+        ledger = self.kernel.attributes.get("spyre.tiling")
+        pieces = ledger.data.get("store_pieces") if isinstance(ledger, DictionaryAttr) else None
+        return pieces.value.data if isinstance(pieces, IntegerAttr) else 1
 
     def _generic(self, fn: str, inputs: Sequence[SSAValue], kinds: Sequence[Kind],
                  out_kind: Kind, body: Callable[[Builder, Sequence[SSAValue]], SSAValue],

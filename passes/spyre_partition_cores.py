@@ -35,7 +35,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.passes import ModulePass
 
-from spyrec.costmodel import Prediction, Shape, Split, Tiling, best_tiling, candidate_splits
+from spyrec.costmodel import (Prediction, Shape, Split, Tiling, best_tiling, candidate_splits,
+                              ranking_cycles)
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.kernel_analysis import analyze, int_array, read_split
@@ -69,13 +70,15 @@ def scored_splits(shape: Shape, target: SpyreTarget, buffers: int = 2,
 def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
             resident: str = "", share: str = "") -> list[Scored]:
     """Every legal split of `shape` with its best tiling (and matmul loop order): cycles,
-    split, prediction, tiling; fewest cycles first, then fewest off-chip bytes, then cores."""
+    split, prediction, tiling; fewest cycles first (`costmodel.ranking_cycles`), then fewest
+    off-chip bytes, then cores."""
     scored: list[Scored] = []
     for split in candidate_splits(shape, target):
         best = best_tiling(shape, split, target, buffers, resident, share)
         if best is not None:
             scored.append((best[1].cycles, split, best[1], best[0]))
-    scored.sort(key=lambda s: (s[0], s[2].offchip_bytes, s[1].cores))
+    scored.sort(key=lambda s: (ranking_cycles(shape, s[3], s[2], target), s[2].offchip_bytes,
+                               s[1].cores))
     return scored
 
 

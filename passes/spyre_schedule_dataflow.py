@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
@@ -111,10 +113,13 @@ class LxTensor:
     dtype: DType
     zero: bool = False  # produced by linalg.fill 0, not yet written by an instruction
     transposed: bool = False  # holds the transpose of its value (a transposing load)
+    row_pitch: int = 0  # a slice of a wider tile: the wider tile's pitch
 
     @property
     def pitch(self) -> int:
         """Rows of an LX tile start on stick boundaries (a one-column tile: a stick a row)."""
+        if self.row_pitch:
+            return self.row_pitch
         return -(-self.shape[-1] * self.dtype.itemsize // STICK) * STICK
 
 
@@ -184,6 +189,9 @@ class _CoreInterpreter:
         self.slot_turn: dict[Operation, int] = {}
         self.args = args
         self.symbolic = any(isinstance(v, Affine) for v in (*core, *args))
+        self.paced: set[int] = set()  # store pieces, spread over the next tile's matmuls
+        self.paced_loads: set[int] = set()  # slices of a resident block, spread over loads
+        self.sliced: dict[int, int] = {}  # LX slot of a block loaded in pieces -> piece bytes
 
     def run(self) -> list[Instr]:
         for arg, addr in zip(self.fn.body.block.args, self.args):
@@ -309,9 +317,48 @@ def _load(it: _CoreInterpreter, op: LoadOp) -> None:
     lx = it.lx_tensor(op.results[0], it.slot(op))
     lx.transposed = tile.transposed
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=False)
-    it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
-                   row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
+    pieces = op.attributes.get("spyre.load_pieces")
+    count = pieces.value.data if isinstance(pieces, IntegerAttr) else 1
+    if count <= 1:
+        it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
+                       row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
+        it.env[op.results[0]] = lx
+        return
+    if row_bytes % (count * STICK) or lx.transposed:
+        raise it.error(op, f"{count} load pieces of {row_bytes} B rows are not whole sticks")
+    # a resident block in column slices (note 54): each slice is its own dependence key,
+    # the one `tensor.extract_slice` of a K step reads; paced by `prefetch_order`
+    step = row_bytes // count
+    for offset in range(0, row_bytes, step):
+        piece = LxTensor(lx.addr + offset, lx.shape, lx.dtype)
+        it.stream.emit("dma.load", [], whole(piece), ddr=tile.addr + offset,
+                       lx=lx.addr + offset, rows=rows, row_bytes=step, ddr_pitch=pitch,
+                       lx_pitch=lx.pitch)
+        it.paced_loads.add(len(it.stream.instrs) - 1)
+    it.sliced[lx.addr] = step
     it.env[op.results[0]] = lx
+
+
+def _extract_slice(it: _CoreInterpreter, op: tensor.ExtractSliceOp) -> None:
+    """A view of part of an LX tile (a K slice of a resident block): no instruction."""
+    src = it.env[op.source]
+    assert isinstance(src, LxTensor)
+    dynamic = iter(it.env[v] for v in op.offsets)
+    offsets = [next(dynamic) if o == DYNAMIC_INDEX else o
+               for o in op.static_offsets.get_values()]
+    sizes = tuple(int(v) for v in op.static_sizes.get_values())
+    if list(op.static_strides.get_values()) != [1, 1] or len(offsets) != 2:
+        raise it.error(op, "only unit-stride 2-D slices of an LX tile are views")
+    row, col = (int(o) for o in offsets)  # type: ignore[call-overload]
+    step = it.sliced.get(src.addr, 0)
+    # dependences are kept per slot address: a slice must be one of the pieces its block
+    # was loaded in, so that it reads the key its DMA wrote
+    if not step or row or sizes[0] != src.shape[0] or col * src.dtype.itemsize % step \
+            or sizes[1] * src.dtype.itemsize != step:
+        raise it.error(op, "only a K slice of a block loaded in pieces (spyre.load_pieces) "
+                       "is a view spyre-schedule-dataflow can schedule")
+    it.env[op.result] = LxTensor(src.addr + row * src.pitch + col * src.dtype.itemsize, sizes,
+                                 src.dtype, row_pitch=src.pitch)
 
 
 def _store(it: _CoreInterpreter, op: StoreOp) -> None:
@@ -326,8 +373,21 @@ def _store(it: _CoreInterpreter, op: StoreOp) -> None:
                        f"{block[0]}x{block[1]} block it is stored to (a per-row column "
                        "stored as a row needs a transpose the compiler does not insert)")
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=True)
-    it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
-                   row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
+    pieces = op.attributes.get("spyre.store_pieces")
+    count = pieces.value.data if isinstance(pieces, IntegerAttr) else 1
+    halves = len(row_halves(rows))
+    if count <= 1 or rows % count or count % halves:
+        it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
+                       row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
+        return
+    # row pieces, each within one corelet's half, paced by `prefetch_order` (note 54)
+    step = rows // count
+    for row in range(0, rows, step):
+        half = 0 if halves == 1 or row < rows // 2 else 1
+        it.stream.emit("dma.store", part(src, half, halves), [], lx=src.addr + row * src.pitch,
+                       ddr=tile.addr + row * pitch, rows=step, row_bytes=row_bytes,
+                       lx_pitch=src.pitch, ddr_pitch=pitch)
+        it.paced.add(len(it.stream.instrs) - 1)
 
 
 def _stick_bytes(nbytes: int) -> int:
@@ -597,6 +657,7 @@ HANDLERS: dict[type, Callable] = {
     StoreOp: _scatter_store,
     linalg.FillOp: _fill,
     linalg.GenericOp: _generic,
+    tensor.ExtractSliceOp: _extract_slice,
     scf.ForOp: _for,
     tensor.EmptyOp: _noop,
     func.ReturnOp: _noop,
@@ -612,6 +673,7 @@ SYMBOLIC_OPS = frozenset({"arith.constant", "arith.addi", "arith.muli",
                           "ktdp.get_compute_tile_id", "ktdp.construct_memory_view",
                           "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
                           "linalg.fill", "linalg.generic", "scf.for", "tensor.empty",
+                          "tensor.extract_slice",
                           "func.return"})
 
 
@@ -624,7 +686,9 @@ def kernel_grid(fn: func.FuncOp) -> tuple[int, int]:
 
 def interpret_core(fn: func.FuncOp, core: tuple[object, object], args: list[object]) -> list[Instr]:
     """One core's program in issue order; core and arguments may be ints or `Affine`."""
-    return prefetch_order(_CoreInterpreter(fn, core, args).run())
+    interpreter = _CoreInterpreter(fn, core, args)
+    program = interpreter.run()
+    return prefetch_order(program, interpreter.paced, interpreter.paced_loads)
 
 
 def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
@@ -635,15 +699,26 @@ def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
             for y in range(gn) for x in range(gm)}
 
 
-def prefetch_order(program: list[Instr]) -> list[Instr]:
+def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = frozenset(),
+                   paced_loads: frozenset[int] | set[int] = frozenset()) -> list[Instr]:
     """Reorder a core's program so each load is issued as soon as its dependences allow.
 
     Engines execute their instructions in program order, so in the order the kernel was
-    unrolled the next tile's loads queue behind this tile's store on the DMA engine, which
+    unrolled the next tile's loads sat behind this tile's store on the DMA engine, which
     waits for this tile's epilogue: no overlap. A topological order that always prefers a
     ready load (then the original order) issues loads ahead; the ping-pong slots bound how
     far ahead, through the write-after-read dependences already recorded. Every dependence
     is kept, so the meaning of the program is unchanged.
+
+    The `paced` instructions (the row pieces of a split store, note 54) are held once ready
+    and released one per PT instruction of corelet 0 placed after them, each with a
+    dependence on that instruction: a tile's store then leaves one piece per K step of the
+    next tile, in time as well as in order (a core whose loads became ring receives has
+    nothing else on its DMA engine, and would send all pieces at once). When nothing else
+    is ready (the last tile), the held pieces go. The `paced_loads` (the K slices of a
+    resident block) are held likewise and released one per other load placed: each slice
+    goes next to the streamed tile its K step multiplies it with, instead of the whole block
+    ahead of the first streamed tile.
     """
     users: list[list[int]] = [[] for _ in program]
     waiting = [len(instr.deps) for instr in program]
@@ -651,20 +726,39 @@ def prefetch_order(program: list[Instr]) -> list[Instr]:
         for dep in instr.deps:
             users[dep].append(index)
     ready = [(0 if instr.op == "dma.load" else 1, index)
-             for index, instr in enumerate(program) if not instr.deps]
+             for index, instr in enumerate(program)
+             if not instr.deps and index not in paced_loads]
     heapq.heapify(ready)
     position: dict[int, int] = {}
     order: list[Instr] = []
-    while ready:
+    held: deque[int] = deque()
+    held_loads = deque(i for i, instr in enumerate(program)
+                       if not instr.deps and i in paced_loads)
+    paced_by: dict[int, int] = {}  # a released piece -> the PT instruction it waits for
+    while ready or held or held_loads:
+        if not ready:
+            heapq.heappush(ready, (0, (held_loads or held).popleft()))
         _, index = heapq.heappop(ready)
         instr = program[index]
         position[index] = len(order)
-        order.append(Instr(instr.op, instr.args, instr.unit,
-                           tuple(sorted(position[d] for d in instr.deps))))
+        deps = {position[d] for d in instr.deps}
+        if index in paced_by:
+            deps.add(position[paced_by[index]])
+        order.append(Instr(instr.op, instr.args, instr.unit, tuple(sorted(deps))))
+        if held and instr.op.startswith("pt.") and instr.unit == 0:
+            paced_by[held[0]] = index
+            heapq.heappush(ready, (0, held.popleft()))
+        if held_loads and instr.op == "dma.load" and index not in paced_loads:
+            heapq.heappush(ready, (0, held_loads.popleft()))
         for user in users[index]:
             waiting[user] -= 1
             if waiting[user] == 0:
-                heapq.heappush(ready, (0 if program[user].op == "dma.load" else 1, user))
+                if user in paced:
+                    held.append(user)
+                elif user in paced_loads:
+                    held_loads.append(user)
+                else:
+                    heapq.heappush(ready, (0 if program[user].op == "dma.load" else 1, user))
     assert len(order) == len(program), "dependences of a core's program form a cycle"
     return order
 

@@ -16,7 +16,10 @@ its query tiles, and the budget check includes them; a data-movement kernel's is
 [rows of a run, padded width, 0]. Recorded in `spyre.tiling` with the LX bytes used. A
 split matmul or attention kernel may also get `share = "ring"` (on the kernel and in
 `spyre.tiling`): the operand tiles several cores load are read once and forwarded over
-the ring (note 38), chosen like the loop order, by predicted cycles. A `tile` already on
+the ring (note 38), chosen like the loop order, by predicted cycles. A K-blocked matmul
+whose cores have several output tiles may get `store_pieces` in `spyre.tiling`: its output
+tiles are stored in that many row pieces, paced over the next tile's K loop, when the cost
+model predicts a whole-tile store would stall the PT (note 54). A `tile` already on
 a kernel is a user override: it is checked and kept.
 
     spyre.kernel "k0"(...) {grid = [8, 4]}                  // before
@@ -51,8 +54,11 @@ from spyrec.costmodel import (
     Tiling,
     candidate_tilings,
     lx_footprint,
+    matmul_loads,
     padded_cols,
     ranked_tilings,
+    store_pieces,
+    store_stall_cycles,
 )
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
@@ -167,6 +173,24 @@ def _sharing_reason(shape: Shape, split: Split, pred: Prediction, tiling: Tiling
     return text
 
 
+def _store_decision(shape: Shape, split: Split, pred: Prediction, tiling: Tiling,
+                    target: SpyreTarget, buffers: int) -> tuple[int, str]:
+    """How many row pieces the output tile is stored in (note 54), and the ledger's words:
+    pieces paced one per K step of the next tile when a whole-tile store would stall the
+    PT (`costmodel.store_stall_cycles`), else one store."""
+    pieces = store_pieces(shape, split, tiling, target, buffers)
+    if pieces == 1 or not isinstance(shape, KernelShape):
+        return 1, ""
+    stall = store_stall_cycles(shape, split, tiling, target)
+    if stall <= 0:
+        return 1, ""
+    boundaries = matmul_loads(shape, split, tiling, target).tiles - 1
+    return pieces, (f"; output tiles stored in {pieces} pieces of {tiling.tm // pieces} "
+                    f"rows, one per K step of the next tile (stored whole: "
+                    f"{pred.cycles + stall:.0f} cycles, the PT waiting {stall / boundaries:.0f} "
+                    f"cycles at each of {boundaries} tile boundaries)")
+
+
 @dataclass(frozen=True)
 class SpyreTile(ModulePass):
     """Choose each kernel's per-core tile shape and matmul loop order by predicted cycles
@@ -213,6 +237,8 @@ class SpyreTile(ModulePass):
                 kernel.attributes["resident"] = StringAttr(tiling.resident)
                 reason += f"; {RESIDENCY_NAMES[tiling.resident]}"
             reason += _sharing_reason(shape, split, pred, tiling, options)
+            pieces, store_reason = _store_decision(shape, split, pred, tiling, target, buffers)
+            reason += store_reason
             if tiling.share:
                 kernel.attributes["share"] = StringAttr("ring")
             kernel.attributes["spyre.tiling"] = DictionaryAttr({
@@ -225,4 +251,5 @@ class SpyreTile(ModulePass):
                 "alternatives": ArrayAttr([StringAttr(describe(p, t))
                                            for p, t in _alternatives(options)]),
                 **({"share": StringAttr("ring")} if tiling.share else {}),
+                **({"store_pieces": IntegerAttr(pieces, i64)} if pieces > 1 else {}),
             })

@@ -249,7 +249,10 @@ class Tiling:
     matmul, which operand stays in LX while the other streams (`resident`):
 
     - "a": loop rows outer, columns inner; the tm x K row block of A is loaded once per row
-      tile and kept over the column loop (tk = the whole padded K);
+      tile and kept over the column loop. With tk = the whole padded K each tile is one
+      matmul; with tk < K (note 54) the block is loaded in K slices of tk, the first column
+      tile's K loop consuming each slice as it arrives and the later ones reading it from
+      LX, while B streams in tk x tn tiles;
     - "b": loop columns outer, rows inner; the K x tn column block of B is loaded once per
       column tile and kept over the row loop (tk = the whole padded K);
     - "acc": rows, columns, then K innermost (tk < K); both operands stream and the f32
@@ -322,8 +325,8 @@ def matmul_loads(shape: KernelShape, split: Split, tiling: Tiling,
     nn = out_cols // split.gn // tiling.tn
     nk = kp // tiling.tk if shape.k and tiling.tk else 0
     tiles = nm * nn
-    if tiling.resident == "a":
-        return MatmulLoads(nm, tiles, tiles, nk)
+    if tiling.resident == "a":  # the row block once per row tile, in nk K slices
+        return MatmulLoads(nm * nk, tiles * nk, tiles, nk)
     if tiling.resident == "b":
         return MatmulLoads(tiles, nn, tiles, nk)
     return MatmulLoads(tiles * nk, tiles * nk, tiles, nk)
@@ -396,11 +399,15 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
     total = 0
     if shape.k:
         a_copies = b_copies = buffers
+        a_cols = tk
+        if tiling.resident == "a":  # the whole row block, also when it comes in K slices
+            a_cols = padded_cols(shape.k, shape.in_itemsize, target or DEFAULT_TARGET)
         if split is not None:
             loads = matmul_loads(shape, split, tiling, target or DEFAULT_TARGET)
-            a_copies = 1 if loads.a == 1 else buffers
+            a_blocks = loads.a // max(1, loads.k_steps) if tiling.resident == "a" else loads.a
+            a_copies = 1 if a_blocks == 1 else buffers
             b_copies = 1 if loads.b == 1 else buffers
-        total += a_copies * tm * tk * shape.in_itemsize  # A tiles
+        total += a_copies * tm * a_cols * shape.in_itemsize  # A tiles
         total += b_copies * tk * tn * shape.in_itemsize  # B tiles
     total += buffers * shape.full_temps * tm * tn * 4  # fp32 accumulator, tile-graph values
     total += buffers * shape.col_temps * tm * 128  # row reductions: one stick per row
@@ -539,6 +546,8 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     bytes_core = tiles * (per_tile_in + out_tile)
     dmas_core = tiles * (shape.outputs + shape.row_operands + shape.full_operands
                          + shape.col_operands)
+    pieces = store_pieces(shape, split, tiling, target, buffers)
+    dmas_core += tiles * shape.outputs * (pieces - 1)  # store pieces: a descriptor each
     cores = split.cores
     bytes_all, dmas_all = bytes_core * cores, dmas_core * cores
     if shape.k:
@@ -583,6 +592,15 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
                 / target.lpddr_bytes_per_cycle)
     last_sfu = sfu_cycles(rows, tn * 4, passes, target)
     step_pt = pt / (tiles * nk) if shape.k and tiles else 0.0
+    if tiling.resident == "a" and nk > 1:
+        # a row block in K slices: the first column tile's K loop consumes each slice as it
+        # comes, so it cannot end before every grid row's block (and the first B tiles of
+        # every grid column) has crossed the channel
+        kp = padded_cols(shape.k, isz, target)
+        a_readers, b_readers = (split.gm, split.gn) if tiling.share else (cores, cores)
+        phase = (a_readers * tm * kp * isz + b_readers * kp * tn * isz) \
+            / target.lpddr_bytes_per_cycle
+        fill = max(fill, phase - (nk - 1) * step_pt)
     compute = max(pt, sfu, ring_rx)
     drain = last_sfu + dma_cycles_alone(out_tile, target, cores)
     if dma >= compute:
@@ -597,6 +615,44 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     else:
         cycles = compute + fill + chain + drain
     return Prediction(cycles, dma, pt, sfu, bytes_all, lx, ring_rx)
+
+
+def store_stall_cycles(shape: KernelShape, split: Split, tiling: Tiling,
+                       target: SpyreTarget) -> float:
+    """Cycles a core's PT waits at the boundaries between its output tiles when each tile is
+    stored whole: every core stores its tile at once (cores x the tile's bytes over the
+    shared channel) and the next tile's loads queue behind that store on the core's one DMA
+    engine, while the PT has only the K step already prefetched into the other slot."""
+    loads = matmul_loads(shape, split, tiling, target)
+    store = split.cores * shape.out_tile_bytes(tiling.tm, tiling.tn) \
+        / target.lpddr_bytes_per_cycle
+    step = pt_cycles(_halves(tiling.tm, target), tiling.tk, tiling.tn, target)
+    return (loads.tiles - 1) * max(0.0, store - step)
+
+
+def store_pieces(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
+                 buffers: int = 2) -> int:
+    """Row pieces a K-blocked matmul's output tile is stored in (note 54), so that its store
+    goes out one piece per K step of the core's next tile instead of holding the DMA queue,
+    and with it the next tile's loads, for the whole tile: the most pieces of whole rows, at
+    most one per K step, each within one corelet's half of the rows, when the whole-tile
+    stores' stall (`store_stall_cycles`) exceeds the extra descriptors' setup on the core's
+    DMA engine. 1 (one store) otherwise: a core with one tile (nothing to overlap), K not
+    blocked, or no ping-pong buffers."""
+    if buffers < 2 or not isinstance(shape, KernelShape) or not shape.k \
+            or tiling.resident not in ("acc", "a") or shape.full_outputs != shape.outputs:
+        return 1
+    loads = matmul_loads(shape, split, tiling, target)
+    if loads.tiles < 2 or loads.k_steps < 2:
+        return 1
+    halves = tiling.tm // _halves(tiling.tm, target)
+    rows = tiling.tm // halves
+    pieces = max(p for p in range(halves, loads.k_steps + 1, halves)
+                 if rows % (p // halves) == 0)
+    setups = loads.tiles * (pieces - 1) * shape.outputs * target.dma_setup_cycles
+    if pieces == 1 or store_stall_cycles(shape, split, tiling, target) <= setups:
+        return 1
+    return pieces
 
 
 def _divisors(n: int) -> list[int]:
@@ -647,10 +703,30 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
         tilings = []
         shares = (False, True) if split.cores > 1 else (False,)
         for tm, tn, d in itertools.product(tms, tns, _divisors(k_sticks)):
-            residents = ("a", "b", "acc") if d == k_sticks else ("acc",)
+            # A in K slices pays off over several column tiles (with one it is "acc" with
+            # more LX)
+            residents = ("a", "b", "acc") if d == k_sticks else \
+                ("acc", "a") if tn < nc_sticks * out_eps else ("acc",)
             tilings.extend(Tiling(tm, tn, d * in_eps, r, s)
                            for r in residents for s in shares)
     return [t for t in tilings if lx_footprint(shape, t, split, buffers, target) <= budget]
+
+
+SLICED_MARGIN = 0.03
+"""How much faster a K-sliced A block (note 54) must be predicted to be chosen: on kernels
+of small tiles (8 KiB operand tiles over a K of 4096 and more) the model was 4-5 % optimistic
+for it (the few chain heads' DMA engines, setting up a descriptor per slice and per tile,
+leave the shared channel idle), where it had predicted 1-2 % gains."""
+
+
+def ranking_cycles(shape: Shape, tiling: Tiling, pred: Prediction,
+                   target: SpyreTarget) -> float:
+    """The predicted cycles tilings and splits are ranked by: a K-sliced A block carries
+    SLICED_MARGIN."""
+    if isinstance(shape, KernelShape) and shape.k and tiling.resident == "a" \
+            and tiling.tk < padded_cols(shape.k, shape.in_itemsize, target):
+        return pred.cycles * (1 + SLICED_MARGIN)
+    return pred.cycles
 
 
 def _size_key(tiling: Tiling) -> int:
@@ -664,8 +740,8 @@ def _shareable(shape: Shape) -> bool:
 
 def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
                    resident: str = "", share: str = "") -> list[tuple[Prediction, Tiling]]:
-    """Every tiling that fits, fewest predicted cycles first (then fewer off-chip bytes,
-    then larger tiles, then no ring traffic); `resident` keeps only matmul tilings of that
+    """Every tiling that fits, fewest predicted cycles first (`ranking_cycles`; then fewer
+    off-chip bytes, then larger tiles, then no ring traffic); `resident` keeps only matmul tilings of that
     loop order, `share` ("ring" or "none") only those with or without ring sharing."""
     return list(_ranked_tilings(shape, split, target, buffers, resident, share))
 
@@ -681,8 +757,8 @@ def _ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: in
     options = [(predict(shape, split, t, target, buffers), t) for t in candidates
                if (not (resident and t.resident) or t.resident == resident)
                and (not share or t.share == (share == "ring") or not _shareable(shape))]
-    options.sort(key=lambda o: (o[0].cycles, o[0].offchip_bytes, _size_key(o[1]),
-                                o[1].resident, o[1].share))
+    options.sort(key=lambda o: (ranking_cycles(shape, o[1], o[0], target), o[0].offchip_bytes,
+                                _size_key(o[1]), o[1].resident, o[1].share))
     return tuple(options)
 
 
