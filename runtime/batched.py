@@ -279,6 +279,14 @@ def instruction_touches(programs: dict[int, list[Instr]], core: int, pc: int,
     return out
 
 
+def _runs(cores: list[int], size: int) -> list[tuple[int, int, int]]:
+    """The cores as (first, step, count) runs that step evenly, at most `size` cores each
+    (count 1: a core alone)."""
+    return [(first + start * step, step, min(size, count - start))
+            for first, step, count in _progressions(sorted(cores))
+            for start in range(0, count, size)]
+
+
 def _grouped(instr: Instr, group: list[tuple[int, int]], actions: dict[int, list[Action]],
              memory: DeviceMemory, lx_all: np.ndarray, codec: HalfCodec,
              memos_of: MemosOf) -> list[Action]:
@@ -286,17 +294,13 @@ def _grouped(instr: Instr, group: list[tuple[int, int]], actions: dict[int, list
     CoreStacks of evenly stepping cores, each core's own action for the rest."""
     pcs = dict(group)
     out: list[Action] = []
-    size = _group_size(instr)
-    for first, step, count in _progressions(sorted(pcs)):
-        if count == 1:
+    for first, step, n in _runs(list(pcs), _group_size(instr)):
+        if n == 1:
             out.append(actions[first][pcs[first]])
             continue
-        for start in range(0, count, size):
-            n = min(size, count - start)
-            sites = [(c, pcs[c]) for c in range(first + start * step,
-                                                first + (start + n) * step, step)]
-            out.append(ops.bind(instr, memory, CoreStack(lx_all, first + start * step, step, n),
-                                codec, memos=memos_of(sites)))
+        sites = [(c, pcs[c]) for c in range(first, first + n * step, step)]
+        out.append(ops.bind(instr, memory, CoreStack(lx_all, first, step, n), codec,
+                            memos=memos_of(sites)))
     return out
 
 
@@ -308,18 +312,15 @@ def _grouped_copies(copy: tuple[Region, Region, int], group: list[tuple[int, int
     src, dst, offset = copy
     pcs = dict(group)
     out: list[Action] = []
+    byte = np.dtype(np.uint8)
     size = max(1, BATCH_BYTES // max(1, dst.rows * dst.row_bytes))
-    for first, step, count in _progressions(sorted(pcs)):
-        if count == 1:
+    for first, step, n in _runs(list(pcs), size):
+        if n == 1:
             out.append(actions[first][pcs[first]])
             continue
-        for start in range(0, count, size):
-            n = min(size, count - start)
-            receivers = first + start * step
-            target = CoreStack(lx_all, receivers, step, n).view(dst, np.dtype(np.uint8), 1)
-            source = CoreStack(lx_all, receivers - offset, step, n).view(src, np.dtype(np.uint8),
-                                                                         1)
-            out.append(functools.partial(np.copyto, target, source))
+        target = CoreStack(lx_all, first, step, n).view(dst, byte, 1)
+        source = CoreStack(lx_all, first - offset, step, n).view(src, byte, 1)
+        out.append(functools.partial(np.copyto, target, source))
     return out
 
 
@@ -331,17 +332,14 @@ def _grouped_loads(programs: dict[int, list[Instr]], group: list[tuple[int, int]
     one allocation, each core's own action for the rest."""
     pcs = dict(group)
     out: list[Action] = []
-    size = _group_size(programs[group[0][0]][group[0][1]])
-    for first, step, count in _progressions(sorted(pcs)):
-        for start in range(0, count, size):
-            cores = [first + (start + i) * step for i in range(min(size, count - start))]
-            instrs = [programs[c][pcs[c]] for c in cores]
-            ddr = _ddr_stack(instrs, memory) if len(cores) > 1 else None
-            if ddr is None:
-                out += [actions[c][pcs[c]] for c in cores]
-                continue
-            out.append(ops.bind(instrs[0], memory, CoreStack(lx_all, cores[0], step, len(cores)),
-                                codec, ddr))
+    for first, step, n in _runs(list(pcs), _group_size(programs[group[0][0]][group[0][1]])):
+        cores = list(range(first, first + n * step, step))
+        instrs = [programs[c][pcs[c]] for c in cores]
+        ddr = _ddr_stack(instrs, memory) if n > 1 else None
+        if ddr is None:
+            out += [actions[c][pcs[c]] for c in cores]
+            continue
+        out.append(ops.bind(instrs[0], memory, CoreStack(lx_all, first, step, n), codec, ddr))
     return out
 
 
