@@ -151,8 +151,9 @@ WHOLE_LX = 1 << 62
 
 @dataclass
 class _Group:
-    """Pending instances of one instruction (a compute op, or a ring copy of one geometry
-    from one core offset), one per core; run together when something needs their bytes."""
+    """Pending instances of one instruction (a compute op, a ring copy of one geometry from
+    one core offset, or a dma.load but for its LPDDR address), one per core; run together
+    when something needs their bytes."""
 
     key: tuple[object, ...]
     instr: Instr  # a compute instruction, or the ring.recv of a copy
@@ -219,6 +220,7 @@ def start_order_actions(
         for gid in sorted(conflicts):  # ids grow with arrival: the older group first
             flush(gid)
         copy = None
+        key: tuple[object, ...]
         if instr.op == "dma.load":
             key = ("load", *(v for name, v in zip(instr.spec.fields, instr.args, strict=True)
                              if name != "ddr"))
@@ -230,7 +232,7 @@ def start_order_actions(
             (src,), _ = lx_access(programs[sender[0]][sender[1]])
             _, (dst,) = lx_access(instr)
             copy = (src, dst, c - sender[0])
-            key: tuple[object, ...] = ("copy", *copy)
+            key = ("copy", *copy)
         elif instr.spec.engine in (Engine.PT, Engine.SFU):
             key = (instr.op, instr.unit, instr.args)
         else:

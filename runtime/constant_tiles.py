@@ -176,8 +176,9 @@ def _aligned(region: Region) -> bool:
 
 
 def _sticks(region: Region, whole: bool = False) -> slice | np.ndarray:
-    """An index of the LX sticks any byte of `region` lies in (with `whole`: the sticks it
-    covers entirely), in row order: a slice when the region is one run of bytes."""
+    """An index of the LX sticks any byte of `region` lies in (with `whole`: the sticks one
+    of its rows, or its one run of bytes, covers entirely; never a stick it leaves partly
+    uncovered), in row order: a slice when the region is one run of bytes."""
     if region.rows <= 0 or region.row_bytes <= 0:
         return slice(0, 0)
     if region.distinct_rows == 1 or region.pitch == region.row_bytes:
