@@ -165,27 +165,22 @@ def validate(
     return reads, writes, max((region.end for region in reads + writes), default=0)
 
 
-def _load(view: np.ndarray, dtype: DType, codec: HalfCodec) -> np.ndarray:
-    if dtype is DType.DL16:
-        return codec.decode(view)
-    return view.astype(np.float32)
-
-
 def _loader(view: np.ndarray, dtype: DType, codec: HalfCodec, memos: Memos,
             operand: int) -> Callable[[], np.ndarray]:
     """What reads read operand `operand` (its index in `lx_reads`) as float32: decoded on
     every call, or once if `memos` holds a memo for it (constant_tiles.py; the array is
     shared between calls, so no caller may write to it)."""
+    # bound methods: no Python frame of ours per call
+    convert = (functools.partial(codec.decode, view) if dtype is DType.DL16
+               else functools.partial(view.astype, np.float32))
     memo = memos[operand] if memos is not None else None
-    if memo is None:  # bound methods: no Python frame of ours per call
-        if dtype is DType.DL16:
-            return functools.partial(codec.decode, view)
-        return functools.partial(view.astype, np.float32)
+    if memo is None:
+        return convert
 
     def load() -> np.ndarray:
         value = memo.value
         if value is None:
-            value = _load(view, dtype, codec)
+            value = convert()
             memo.keep(value)
         return value
 
