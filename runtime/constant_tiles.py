@@ -119,6 +119,20 @@ class ConstantWalk:
             sticks = self._sticks[core] = np.zeros(self.table.lx_sticks, dtype=np.int32)
         return sticks
 
+    def memos(self, sites: Sequence[Site]) -> tuple[Memo | None, ...] | None:
+        """Memos for the read operands of one action that runs the instruction at `sites`
+        (one per core it serves): an operand is kept if it is constant at every site."""
+        found = [self.constant.get(site) for site in sites]
+        if any(f is None for f in found):
+            return None
+        out: list[Memo | None] = []
+        for operand in zip(*found, strict=True):  # type: ignore[misc]
+            if any(deps is None for deps in operand):
+                out.append(None)
+            else:
+                out.append(self.table.memo(frozenset().union(*operand)))
+        return tuple(out) if any(m is not None for m in out) else None
+
     def step(self, core: int, pc: int, instr: Instr,
              sender: tuple[int, Instr] | None = None) -> None:
         """Account for one instruction (a ring.recv with its `sender`'s core and ring.send)."""
@@ -197,21 +211,3 @@ def _sticks(region: Region, whole: bool = False) -> slice | np.ndarray:
         return slice(0, 0)
     index = first[:, None] + np.arange(width, dtype=np.int64)[None, :]
     return index[index < stop[:, None]]
-
-
-def memos_for(table: ConstantTiles | None, walk: ConstantWalk | None,
-              sites: Sequence[Site]) -> tuple[Memo | None, ...] | None:
-    """Memos for the read operands of one action that runs the instruction at `sites`
-    (one per core it serves): an operand is kept if it is constant at every site."""
-    if table is None or walk is None:
-        return None
-    found = [walk.constant.get(site) for site in sites]
-    if any(f is None for f in found):
-        return None
-    out: list[Memo | None] = []
-    for operand in zip(*found, strict=True):  # type: ignore[misc]
-        if any(deps is None for deps in operand):
-            out.append(None)
-        else:
-            out.append(table.memo(frozenset().union(*operand)))
-    return tuple(out) if any(m is not None for m in out) else None

@@ -45,7 +45,7 @@ from spyrec.runtime import ops, ring
 from spyrec.runtime.batched import (START_ORDER_BATCH_LIMIT, instruction_touches,
                                     pc_order_actions, start_order_actions)
 from spyrec.runtime.blas import single_threaded_blas
-from spyrec.runtime.constant_tiles import ConstantTiles, ConstantWalk, memos_for
+from spyrec.runtime.constant_tiles import ConstantTiles, ConstantWalk
 from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
                                       build_job, decode_job_binary, job_binary_table)
 from spyrec.runtime.dl16 import half_codec
@@ -464,7 +464,7 @@ class Emulator:
                 else None
             walk.step(core, pc, instr,
                       None if sender is None else (sender[0], programs[sender[0]][sender[1]]))
-        return lambda sites: memos_for(table, walk, sites)
+        return walk.memos
 
     # ---- execution ---------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from spyrec.api import to_numpy
 from spyrec.demo import DemoMLP
 from spyrec.driver import compile_program
 from spyrec.runtime.constant_tiles import (DEFAULT_BUDGET_BYTES, ConstantTiles, ConstantWalk,
-                                           _sticks, memos_for)
+                                           _sticks)
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.isa import STICK_BYTES, DType, Instr, Region
 
@@ -65,7 +65,7 @@ def test_ring_transfers_carry_the_weight_to_the_receiver() -> None:
     walk.step(1, 0, recv, sender=(0, send))
     walk.step(1, 1, matmul(0x8000, 0x8000))
     assert walk.constant[(1, 1)] == (frozenset({0}), frozenset({0}))
-    memos = memos_for(table, walk, [(1, 1)])
+    memos = walk.memos([(1, 1)])
     assert memos is not None and all(m is not None and m.enabled for m in memos)
 
 
@@ -74,7 +74,7 @@ def test_a_weight_a_program_writes_is_not_kept() -> None:
                        ddr_pitch=128, lx_pitch=128)
     table, walk = walked(load(WEIGHT, 0x0), matmul(0x0, 0x0), store)
     assert table.mutated == frozenset({0})
-    memos = memos_for(table, walk, [(0, 1)])
+    memos = walk.memos([(0, 1)])
     assert memos is not None and not any(m.enabled for m in memos if m is not None)
 
 
