@@ -21,6 +21,7 @@ them. The arrays kept are capped at `budget` bytes; past it operands decode ever
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 import numpy as np
@@ -59,17 +60,20 @@ class ConstantTiles:
     def __init__(self, weights: Sequence[tuple[int, int]], lx_bytes: int,
                  budget: int = DEFAULT_BUDGET_BYTES) -> None:
         self.weights = sorted((base, end, i) for i, (base, end) in enumerate(weights))
+        self._bases = [base for base, _, _ in self.weights]
         self.lx_sticks = -(-lx_bytes // STICK_BYTES)
         self.budget = budget
         self.mutated: frozenset[int] | None = None  # None until finalize
         self._memos: list[Memo] = []
 
     def weight_of(self, region: Region) -> int | None:
-        """The weight whose range holds all of an LPDDR region, if one does."""
-        for base, end, index in self.weights:
-            if base <= region.base and region.end <= end:
-                return index
-        return None
+        """The weight whose range holds all of an LPDDR region, if one does (weights do not
+        overlap: the one that starts last at or before the region is the only candidate)."""
+        at = bisect.bisect_right(self._bases, region.base) - 1
+        if at < 0:
+            return None
+        _, end, index = self.weights[at]
+        return index if region.end <= end else None
 
     def allows(self, deps: frozenset[int]) -> bool:
         return self.mutated is not None and not deps & self.mutated

@@ -133,3 +133,12 @@ def test_stick_indices_match_a_byte_by_byte_count(region: Region) -> None:
         assert whole == truth
     else:  # overlapping rows: a stick only their union covers may be left out (safe)
         assert set(whole) <= set(truth)
+
+
+def test_weight_of_finds_the_range_that_holds_a_region() -> None:
+    table = ConstantTiles([(0x3000, 0x4000), (0x1000, 0x2000)], lx_bytes=2 << 20)
+    assert table.weight_of(Region(0x3100, 2, 128, 128)) == 0
+    assert table.weight_of(Region(0x1000, 1, 0x1000, 0)) == 1
+    assert table.weight_of(Region(0x1F80, 2, 128, 128)) is None  # runs past its end
+    assert table.weight_of(Region(0x0800, 1, 128, 0)) is None  # before every weight
+    assert table.weight_of(Region(0x2800, 1, 128, 0)) is None  # between them
