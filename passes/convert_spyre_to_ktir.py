@@ -33,7 +33,7 @@ the tile's first query row, an index operand), the softmax generics and a `matmu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -53,6 +53,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from spyrec.costmodel import tail_rows
 from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
 from spyrec.dialects.spyre import KernelOp, LaunchOp
 from spyrec.passes.kernel_analysis import (
@@ -119,10 +120,11 @@ class _KernelBuilder(KtirBuilder):
 
         resident = self._resident()
 
-        def out_tile(r: SSAValue, c: SSAValue, a: SSAValue | None, b: SSAValue | None) -> None:
+        def out_tile(r: SSAValue, c: SSAValue, a: SSAValue | None, b: SSAValue | None,
+                     a_row: SSAValue | None = None) -> None:
             self.env: dict[SSAValue, SSAValue] = {}
             if info.matmul:
-                self.env[info.matmul.result] = self._matmul(r, c, a, b)
+                self.env[info.matmul.result] = self._matmul(r, c, a, b, a_row)
             self._tile_graph(r, c)
             for value in info.outputs:
                 self._store(value, r, c)
@@ -138,7 +140,24 @@ class _KernelBuilder(KtirBuilder):
             def m_outer(mi: SSAValue) -> None:
                 r = self.add(row0, mi)
                 a_tile = self._load_a_block(r) if resident == "a" else None
-                self.loop(nc, t.tn, lambda ni: out_tile(r, self.add(col0, ni), a_tile, None))
+                if a_tile is None or t.tail <= 1:
+                    self.loop(nc, t.tn, lambda ni: out_tile(r, self.add(col0, ni), a_tile, None))
+                    return
+                # the last column tile in `tail` row pieces (note 57): its K x tn block of B
+                # stays in LX, so each piece is stored while the next one is computed
+                if nc > t.tn:
+                    self.loop(nc - t.tn, t.tn,
+                              lambda ni: out_tile(r, self.add(col0, ni), a_tile, None))
+                c = self.add(col0, self.const(nc - t.tn))
+                b_block = self._load_b_block(c)
+                rows, last = tail_rows(t.tm, t.tail)
+                self.tiling = replace(t, tm=rows)
+                self.loop((t.tail - 1) * rows, rows,
+                          lambda pi: out_tile(self.add(r, pi), c, a_tile, b_block, pi))
+                self.tiling = replace(t, tm=last)
+                at = self.const((t.tail - 1) * rows)
+                out_tile(self.add(r, at), c, a_tile, b_block, at)
+                self.tiling = t
 
             self.loop(mc, t.tm, m_outer)
         self.b.insert(func.ReturnOp())
@@ -148,7 +167,7 @@ class _KernelBuilder(KtirBuilder):
         fn.attributes["spyre.decisions"] = DictionaryAttr({
             k: self.kernel.attributes[k] for k in
             ("fused", "reason", "spyre.fusion", "spyre.partition", "spyre.tiling", "tile",
-             "resident")
+             "resident", "tail")
             if k in self.kernel.attributes})
         shape = self.info.shape()
         fn.attributes["spyre.cost"] = DictionaryAttr({
@@ -191,10 +210,34 @@ class _KernelBuilder(KtirBuilder):
         view = self.views[mm.rhs][0]
         return self.load(view, k, c, (self.tiling.tk, self.tiling.tn), mm.rhs.type.element_type)  # type: ignore[attr-defined]
 
+    def _load_b_block(self, c: SSAValue) -> SSAValue:
+        """The K x tn column block of B kept over a tail's row pieces (note 57), loaded in K
+        slices (row pieces of the block) that the first piece's K loop reads as they come."""
+        mm = self.info.matmul
+        assert mm is not None
+        t, kp = self.tiling, self.views[mm.lhs][1][1]
+        view = self.views[mm.rhs][0]
+        block = self.load(view, self.const(0), c, (kp, t.tn), mm.rhs.type.element_type)  # type: ignore[attr-defined]
+        if t.tk < kp:
+            block.owner.attributes["spyre.load_pieces"] = IntegerAttr(kp // t.tk, 64)  # type: ignore[union-attr]
+            block.owner.attributes["spyre.load_pieces_dim"] = IntegerAttr(0, 64)  # type: ignore[union-attr]
+        return block
+
+    def _slice(self, block: SSAValue, offsets: Sequence[SSAValue | int],
+               sizes: Sequence[int]) -> SSAValue:
+        """A view of part of a resident block (no data moves)."""
+        block_type = block.type
+        assert isinstance(block_type, TensorType)
+        return self.b.insert(tensor.ExtractSliceOp(
+            block, offsets, sizes, [1, 1],
+            TensorType(block_type.element_type, list(sizes)))).result
+
     def _matmul(self, r: SSAValue, c: SSAValue, a_resident: SSAValue | None,
-                b_resident: SSAValue | None) -> SSAValue:
+                b_resident: SSAValue | None, a_row: SSAValue | None = None) -> SSAValue:
         """acc = A[r, :] @ B[:, c] over the K loop; a resident operand (its whole K, loaded
-        outside the loops) is read as it is, the other is loaded per K step."""
+        outside the loops) is read as it is, the other is loaded per K step. In a tail's row
+        piece (`a_row`: its first row in the A block) both operands are resident blocks and
+        each K step reads a slice of both."""
         mm = self.info.matmul
         assert mm is not None
         t = self.tiling
@@ -206,11 +249,11 @@ class _KernelBuilder(KtirBuilder):
         self.b = Builder(InsertPoint.at_end(block))
         ki, acc = block.args
         a = a_resident if a_resident is not None else self._load_a(r, ki)
-        if a_resident is not None and t.tk < kp:  # this K step's slice of the block
-            a = self.b.insert(tensor.ExtractSliceOp(
-                a_resident, [0, ki], [t.tm, t.tk], [1, 1],
-                TensorType(mm.lhs.type.element_type, [t.tm, t.tk]))).result  # type: ignore[attr-defined]
+        if a_resident is not None and (t.tk < kp or a_row is not None):
+            a = self._slice(a_resident, [0 if a_row is None else a_row, ki], [t.tm, t.tk])
         b = b_resident if b_resident is not None else self._load_b(ki, c)
+        if b_resident is not None and a_row is not None and t.tk < kp:
+            b = self._slice(b_resident, [ki, 0], [t.tk, t.tn])
         prod = self.matmul_generic(a, b, acc)
         self.b.insert(scf.YieldOp(prod))
         self.b, self.consts = outer, saved

@@ -536,8 +536,10 @@ def read_tiling(kernel: KernelOp) -> Tiling:
     tm, tn, tk = (t.value.data for t in tile.data)  # type: ignore[attr-defined]
     resident = kernel.attributes.get("resident")
     share = kernel.attributes.get("share")
+    tail = kernel.attributes.get("tail")
     return Tiling(tm, tn, tk, resident.data if isinstance(resident, StringAttr) else "",
-                  isinstance(share, StringAttr) and share.data == "ring")
+                  isinstance(share, StringAttr) and share.data == "ring",
+                  tail.value.data if isinstance(tail, IntegerAttr) else 1)
 
 
 def int_array(values: list[int]) -> ArrayAttr:

@@ -97,7 +97,8 @@ class KtirBuilder:
     def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.b.insert(arith.MuliOp(a, b)).result
 
-    def loop(self, upper: int, step: int, body: Callable[[SSAValue], None]) -> None:
+    def loop(self, upper: int, step: int, body: Callable[[SSAValue], None],
+             lower: int = 0) -> None:
         block = Block(arg_types=[IDX])
         outer = self.b
         self.b = Builder(InsertPoint.at_end(block))
@@ -105,7 +106,7 @@ class KtirBuilder:
         body(block.args[0])
         self.b.insert(scf.YieldOp())
         self.b, self.consts = outer, saved
-        outer.insert(scf.ForOp(self.const(0), self.const(upper), self.const(step), [], block))
+        outer.insert(scf.ForOp(self.const(lower), self.const(upper), self.const(step), [], block))
 
     def tile_at(self, view: SSAValue, indices: Sequence[SSAValue],
                 origin: Sequence[AffineExpr], extents: Sequence[int]) -> SSAValue:

@@ -114,6 +114,7 @@ class LxTensor:
     zero: bool = False  # produced by linalg.fill 0, not yet written by an instruction
     transposed: bool = False  # holds the transpose of its value (a transposing load)
     row_pitch: int = 0  # a slice of a wider tile: the wider tile's pitch
+    key: int = -1  # a slice within one piece of a block loaded in pieces: the piece's address
 
     @property
     def pitch(self) -> int:
@@ -127,8 +128,9 @@ Key = tuple[int, int]  # (LX slot address, row half)
 
 
 def whole(t: LxTensor) -> list[Key]:
-    """Dependence keys of a whole tile: both row halves."""
-    return [(t.addr, 0), (t.addr, 1)]
+    """Dependence keys of a whole tile: both row halves (of the piece a slice lies in)."""
+    addr = t.addr if t.key < 0 else t.key
+    return [(addr, 0), (addr, 1)]
 
 
 def row_halves(rows: int) -> list[tuple[int, int, int]]:
@@ -143,7 +145,9 @@ def row_halves(rows: int) -> list[tuple[int, int, int]]:
 
 
 def part(t: LxTensor, half: int, halves: int) -> list[Key]:
-    return whole(t) if halves == 1 else [(t.addr, half)]
+    """Keys of one corelet's half of a tile's rows; a slice of a piece reads the whole piece
+    (its rows need not be the piece's halves)."""
+    return whole(t) if halves == 1 or t.key >= 0 else [(t.addr, half)]
 
 
 @dataclass
@@ -324,23 +328,35 @@ def _load(it: _CoreInterpreter, op: LoadOp) -> None:
                        row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
         it.env[op.results[0]] = lx
         return
-    if row_bytes % (count * STICK) or lx.transposed:
-        raise it.error(op, f"{count} load pieces of {row_bytes} B rows are not whole sticks")
-    # a resident block in column slices (note 54): each slice is its own dependence key,
-    # the one `tensor.extract_slice` of a K step reads; paced by `prefetch_order`
-    step = row_bytes // count
-    for offset in range(0, row_bytes, step):
-        piece = LxTensor(lx.addr + offset, lx.shape, lx.dtype)
-        it.stream.emit("dma.load", [], whole(piece), ddr=tile.addr + offset,
-                       lx=lx.addr + offset, rows=rows, row_bytes=step, ddr_pitch=pitch,
-                       lx_pitch=lx.pitch)
+    by_rows = _int_attr(op, "spyre.load_pieces_dim", 1) == 0
+    if lx.transposed or (rows % count if by_rows else row_bytes % (count * STICK)):
+        raise it.error(op, f"{count} load pieces of a {rows} x {row_bytes} B block are not "
+                       f"whole {'rows' if by_rows else 'sticks'}")
+    # a resident block in K slices (notes 54, 57): column slices of an A block, row slices
+    # of a B block; each slice is its own dependence key, the one a `tensor.extract_slice`
+    # of a K step reads; paced by `prefetch_order`
+    step = rows // count if by_rows else row_bytes // count
+    for index in range(count):
+        lx_offset = index * step * lx.pitch if by_rows else index * step
+        ddr_offset = index * step * pitch if by_rows else index * step
+        it.stream.emit("dma.load", [], whole(LxTensor(lx.addr + lx_offset, lx.shape, lx.dtype)),
+                       ddr=tile.addr + ddr_offset, lx=lx.addr + lx_offset,
+                       rows=step if by_rows else rows, row_bytes=row_bytes if by_rows else step,
+                       ddr_pitch=pitch, lx_pitch=lx.pitch)
         it.paced_loads.add(len(it.stream.instrs) - 1)
-    it.sliced[lx.addr] = step
+    it.sliced[lx.addr] = (0, step) if by_rows else (1, step)
     it.env[op.results[0]] = lx
 
 
+def _int_attr(op: Operation, name: str, default: int) -> int:
+    attr = op.attributes.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else default
+
+
 def _extract_slice(it: _CoreInterpreter, op: tensor.ExtractSliceOp) -> None:
-    """A view of part of an LX tile (a K slice of a resident block): no instruction."""
+    """A view of part of a block loaded in pieces (`spyre.load_pieces`): no instruction.
+    Dependences are kept per piece, so the slice must lie within one piece: a K slice (the
+    piece itself) or, in a tail's row piece (note 57), some rows of one."""
     src = it.env[op.source]
     assert isinstance(src, LxTensor)
     dynamic = iter(it.env[v] for v in op.offsets)
@@ -350,15 +366,18 @@ def _extract_slice(it: _CoreInterpreter, op: tensor.ExtractSliceOp) -> None:
     if list(op.static_strides.get_values()) != [1, 1] or len(offsets) != 2:
         raise it.error(op, "only unit-stride 2-D slices of an LX tile are views")
     row, col = (int(o) for o in offsets)  # type: ignore[call-overload]
-    step = it.sliced.get(src.addr, 0)
-    # dependences are kept per slot address: a slice must be one of the pieces its block
-    # was loaded in, so that it reads the key its DMA wrote
-    if not step or row or sizes[0] != src.shape[0] or col * src.dtype.itemsize % step \
-            or sizes[1] * src.dtype.itemsize != step:
-        raise it.error(op, "only a K slice of a block loaded in pieces (spyre.load_pieces) "
-                       "is a view spyre-schedule-dataflow can schedule")
-    it.env[op.result] = LxTensor(src.addr + row * src.pitch + col * src.dtype.itemsize, sizes,
-                                 src.dtype, row_pitch=src.pitch)
+    by, step = it.sliced.get(src.addr, (1, 0))
+    isz = src.dtype.itemsize
+    first, last = (row, row + sizes[0] - 1) if by == 0 else \
+        (col * isz, (col + sizes[1]) * isz - 1)
+    if not step or first // step != last // step:
+        raise it.error(op, "only a slice within one piece of a block loaded in pieces "
+                       "(spyre.load_pieces) is a view spyre-schedule-dataflow can schedule")
+    piece = src.addr + first // step * step * (src.pitch if by == 0 else 1)
+    addr = src.addr + row * src.pitch + col * isz
+    whole_piece = (col == 0 and sizes[0] == step) if by == 0 else sizes[0] == src.shape[0]
+    it.env[op.result] = LxTensor(addr, sizes, src.dtype, row_pitch=src.pitch,
+                                 key=-1 if whole_piece and addr == piece else piece)
 
 
 def _store(it: _CoreInterpreter, op: StoreOp) -> None:
@@ -711,14 +730,18 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
     is kept, so the meaning of the program is unchanged.
 
     The `paced` instructions (the row pieces of a split store, note 54) are held once ready
-    and released one per PT instruction of corelet 0 placed after them, each with a
-    dependence on that instruction: a tile's store then leaves one piece per K step of the
-    next tile, in time as well as in order (a core whose loads became ring receives has
-    nothing else on its DMA engine, and would send all pieces at once). When nothing else
-    is ready (the last tile), the held pieces go. The `paced_loads` (the K slices of a
-    resident block) are held likewise and released one per other load placed: each slice
-    goes next to the streamed tile its K step multiplies it with, instead of the whole block
-    ahead of the first streamed tile.
+    and released one per `_store_strides` PT instructions of corelet 0 placed after them,
+    each with a dependence on that instruction: a tile's store then spreads over the next
+    tile's K steps (or a tail's row pieces, note 57), in time as well as in order (a core
+    whose loads became ring receives has nothing else on its DMA engine, and would send all
+    pieces at once). A released piece goes behind the loads released with it: on the
+    in-order DMA engine a load queued behind a piece would wait for the piece's matmul.
+    When nothing else is ready (the last tile), the held pieces go. The `paced_loads` (the
+    K slices of a resident block) are held likewise and released one per other load
+    placed: each slice goes next to the streamed tile its K step multiplies it with,
+    instead of the whole block ahead of the first streamed tile. Where no other load
+    streams (a tail's B block), two slices go per K step, and two when nothing else is
+    ready, so the next slice is always on its way.
     """
     users: list[list[int]] = [[] for _ in program]
     waiting = [len(instr.deps) for instr in program]
@@ -735,9 +758,16 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
     held_loads = deque(i for i, instr in enumerate(program)
                        if not instr.deps and i in paced_loads)
     paced_by: dict[int, int] = {}  # a released piece -> the PT instruction it waits for
+    stride = _store_strides(program, paced)
+    credit = 0  # matmuls placed since the last store piece was released
+    streamed = False  # a load that is not a held slice was placed since the last matmul
     while ready or held or held_loads:
-        if not ready:
-            heapq.heappush(ready, (0, (held_loads or held).popleft()))
+        if not ready:  # nothing else can go: two held slices (one to compute on, one
+            if held_loads:  # coming), else a store piece
+                for _ in range(min(2, len(held_loads))):
+                    heapq.heappush(ready, (0, held_loads.popleft()))
+            else:
+                heapq.heappush(ready, (0, held.popleft()))
         _, index = heapq.heappop(ready)
         instr = program[index]
         position[index] = len(order)
@@ -745,11 +775,20 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
         if index in paced_by:
             deps.add(position[paced_by[index]])
         order.append(Instr(instr.op, instr.args, instr.unit, tuple(sorted(deps))))
-        if held and instr.op.startswith("pt.") and instr.unit == 0:
-            paced_by[held[0]] = index
-            heapq.heappush(ready, (0, held.popleft()))
-        if held_loads and instr.op == "dma.load" and index not in paced_loads:
-            heapq.heappush(ready, (0, held_loads.popleft()))
+        if instr.op.startswith("pt.") and instr.unit == 0:
+            if not streamed:  # a tail's B block: two slices per K step, so they run ahead
+                for _ in range(min(2, len(held_loads))):
+                    heapq.heappush(ready, (0, held_loads.popleft()))
+            streamed = False
+            credit += 1
+            if held and credit >= stride[held[0]]:
+                credit = 0
+                paced_by[held[0]] = index
+                heapq.heappush(ready, (1, held.popleft()))  # behind the loads it releases
+        if instr.op == "dma.load" and index not in paced_loads:
+            streamed = True
+            if held_loads:
+                heapq.heappush(ready, (0, held_loads.popleft()))
         for user in users[index]:
             waiting[user] -= 1
             if waiting[user] == 0:
@@ -761,6 +800,26 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
                     heapq.heappush(ready, (0 if program[user].op == "dma.load" else 1, user))
     assert len(order) == len(program), "dependences of a core's program form a cycle"
     return order
+
+
+def _store_strides(program: list[Instr], paced: frozenset[int] | set[int]) -> dict[int, int]:
+    """Matmuls (of corelet 0) per released piece of each split store: its pieces (emitted
+    one after another) spread evenly over the matmuls that follow it in program order up to
+    the next split store, the next tile's K loop or a tail's row pieces (note 57)."""
+    groups: list[list[int]] = []
+    for index in sorted(paced):
+        if groups and groups[-1][-1] == index - 1:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    stride: dict[int, int] = {}
+    for g, group in enumerate(groups):
+        end = groups[g + 1][0] if g + 1 < len(groups) else len(program)
+        matmuls = sum(1 for instr in program[group[-1]:end]
+                      if instr.op.startswith("pt.") and instr.unit == 0)
+        for index in group:
+            stride[index] = max(1, matmuls // len(group))
+    return stride
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ a kernel is a user override: it is checked and kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -56,6 +56,7 @@ from spyrec.costmodel import (
     lx_footprint,
     matmul_loads,
     padded_cols,
+    predict,
     ranked_tilings,
     store_pieces,
     store_stall_cycles,
@@ -85,6 +86,7 @@ def describe(pred: Prediction, tiling: Tiling) -> str:
     """One ledger line: tile, loop order, predicted cycles, off-chip bytes and LX."""
     order = f" resident {tiling.resident}" if tiling.resident else ""
     order += " ring-shared" if tiling.share else ""
+    order += f" tail {tiling.tail}" if tiling.tail > 1 else ""
     return (f"{tiling.tm}x{tiling.tn}x{tiling.tk}{order}: {pred.cycles:.0f} cycles, "
             f"{pred.offchip_bytes} B off chip, {pred.lx_bytes} B LX")
 
@@ -131,6 +133,8 @@ def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarge
     probe.attributes["tile"] = int_array([tiling.tm, tiling.tn, tiling.tk])
     if tiling.resident:
         probe.attributes["resident"] = StringAttr(tiling.resident)
+    if tiling.tail > 1:
+        probe.attributes["tail"] = IntegerAttr(tiling.tail, i64)
     return assign_lx_slots(build_kernel_func(probe), target, buffers)
 
 
@@ -191,6 +195,17 @@ def _store_decision(shape: Shape, split: Split, pred: Prediction, tiling: Tiling
                     f"cycles at each of {boundaries} tile boundaries)")
 
 
+def _tail_reason(shape: Shape, split: Split, pred: Prediction, tiling: Tiling,
+                 target: SpyreTarget, buffers: int) -> str:
+    """The ledger's words on a tail (note 57): its pieces, and the same tiling without it."""
+    if tiling.tail <= 1:
+        return ""
+    whole = predict(shape, split, replace(tiling, tail=1), target, buffers)
+    return (f"; the last column tile in {tiling.tail} row pieces of {tiling.tm // tiling.tail} "
+            f"rows, its B block resident, so the drain is one piece's store (whole: "
+            f"{whole.cycles:.0f} cycles)")
+
+
 @dataclass(frozen=True)
 class SpyreTile(ModulePass):
     """Choose each kernel's per-core tile shape and matmul loop order by predicted cycles
@@ -237,10 +252,13 @@ class SpyreTile(ModulePass):
                 kernel.attributes["resident"] = StringAttr(tiling.resident)
                 reason += f"; {RESIDENCY_NAMES[tiling.resident]}"
             reason += _sharing_reason(shape, split, pred, tiling, options)
+            reason += _tail_reason(shape, split, pred, tiling, target, buffers)
             pieces, store_reason = _store_decision(shape, split, pred, tiling, target, buffers)
             reason += store_reason
             if tiling.share:
                 kernel.attributes["share"] = StringAttr("ring")
+            if tiling.tail > 1:
+                kernel.attributes["tail"] = IntegerAttr(tiling.tail, i64)
             kernel.attributes["spyre.tiling"] = DictionaryAttr({
                 "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),
                 "reason": StringAttr(reason),
@@ -252,4 +270,5 @@ class SpyreTile(ModulePass):
                                            for p, t in _alternatives(options)]),
                 **({"share": StringAttr("ring")} if tiling.share else {}),
                 **({"store_pieces": IntegerAttr(pieces, i64)} if pieces > 1 else {}),
+                **({"tail": IntegerAttr(tiling.tail, i64)} if tiling.tail > 1 else {}),
             })

@@ -261,6 +261,12 @@ class Tiling:
 
     `share`: the operand tiles several cores load (A along a grid row, B along a grid
     column) are read from LPDDR once and forwarded core to core over the ring (note 38).
+
+    `tail` (resident "a" with tk < K only): the last column tile of each row block is
+    computed in that many row pieces (`tail_rows`: whole PT blocks of 16 rows, the last
+    piece the rest), its K x tn block of B kept in LX and loaded in K slices, so each
+    piece is stored while the next one is computed and the drain after the last matmul is
+    the last piece's store (note 57); 1: no tail.
     """
 
     tm: int
@@ -268,6 +274,7 @@ class Tiling:
     tk: int
     resident: str = ""
     share: bool = False
+    tail: int = 1
 
 
 @dataclass(frozen=True)
@@ -409,6 +416,9 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
             b_copies = 1 if loads.b == 1 else buffers
         total += a_copies * tm * a_cols * shape.in_itemsize  # A tiles
         total += b_copies * tk * tn * shape.in_itemsize  # B tiles
+        if tiling.tail > 1:  # a tail's K x tn block of B, once per row block
+            kp = padded_cols(shape.k, shape.in_itemsize, target or DEFAULT_TARGET)
+            total += (a_copies if split is not None else buffers) * kp * tn * shape.in_itemsize
     total += buffers * shape.full_temps * tm * tn * 4  # fp32 accumulator, tile-graph values
     total += buffers * shape.col_temps * tm * 128  # row reductions: one stick per row
     total += buffers * shape.out_tile_bytes(tm, tn)  # output tiles
@@ -578,9 +588,24 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     ring_rx, chain = (ring.rx_cycles, ring.chain_cycles) if ring else (0.0, 0.0)
     # tile ops of >= 16 rows are split by rows over the corelets (one instruction each)
     rows = _halves(tm, target)
-    pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
     passes = max(1, shape.sfu_passes)
+    pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
     sfu = tiles * sfu_cycles(rows, tn * 4, passes, target)
+    piece_rows, piece_tile = rows, out_tile  # the work after the last one's K loop
+    if shape.k and tiling.tail > 1:  # each row block's last tile in row pieces (note 57)
+        blocks = shape.rows // split.gm // tm
+        first, last = tail_rows(tm, tiling.tail)
+        piece_rows = _halves(last, target)
+        piece_tile = shape.out_tile_bytes(last, tn)
+        pt += blocks * nk * ((tiling.tail - 1) * pt_cycles(_halves(first, target), tk, tn,
+                                                           target)
+                             + pt_cycles(piece_rows, tk, tn, target)
+                             - pt_cycles(rows, tk, tn, target))
+        sfu += blocks * ((tiling.tail - 1) * sfu_cycles(_halves(first, target), tn * 4,
+                                                         passes, target)
+                         + sfu_cycles(piece_rows, tn * 4, passes, target)
+                         - sfu_cycles(rows, tn * 4, passes, target))
+        dmas_core += blocks * (tiling.tail - 1) * shape.outputs
     lx = lx_footprint(shape, tiling, split, buffers, target)
     if buffers == 1:  # one slot per buffer: nothing overlaps
         return Prediction(dma + pt + sfu + ring_rx, dma, pt, sfu, bytes_all, lx, ring_rx)
@@ -590,8 +615,8 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     if tiling.share and shape.k:  # only the first core of each chain loads them
         fill = (target.dma_setup_cycles + (split.gm * a_tile + split.gn * b_tile)
                 / target.lpddr_bytes_per_cycle)
-    last_sfu = sfu_cycles(rows, tn * 4, passes, target)
-    step_pt = pt / (tiles * nk) if shape.k and tiles else 0.0
+    last_sfu = sfu_cycles(piece_rows, tn * 4, passes, target)
+    step_pt = pt_cycles(piece_rows, tk, tn, target) if shape.k and tiles else 0.0
     if tiling.resident == "a" and nk > 1:
         # a row block in K slices: the first column tile's K loop consumes each slice as it
         # comes, so it cannot end before every grid row's block (and the first B tiles of
@@ -600,9 +625,9 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         a_readers, b_readers = (split.gm, split.gn) if tiling.share else (cores, cores)
         phase = (a_readers * tm * kp * isz + b_readers * kp * tn * isz) \
             / target.lpddr_bytes_per_cycle
-        fill = max(fill, phase - (nk - 1) * step_pt)
+        fill = max(fill, phase - (nk - 1) * pt_cycles(rows, tk, tn, target))
     compute = max(pt, sfu, ring_rx)
-    drain = last_sfu + dma_cycles_alone(out_tile, target, cores)
+    drain = last_sfu + dma_cycles_alone(piece_tile, target, cores)
     if dma >= compute:
         # DMA-bound: the first loads and the last store are part of `dma`; after the last
         # load only its trip down the ring, one K step's matmul and the last epilogue remain.
@@ -673,6 +698,46 @@ def candidate_splits(shape: Shape, target: SpyreTarget) -> list[Split]:
             if gm * gn <= target.num_cores]
 
 
+MAX_TAIL = 8
+MIN_TAIL_K_STEPS = 8
+"""A tail needs a K loop of at least this many steps: its B block streams in over the
+first piece's K loop and the previous tile's store over all pieces' K steps. With two
+steps (64x100x100 unshared, 256x256x1024) the model predicted the tail 11 % faster and the
+emulator ran it 10 % slower: nothing overlaps."""
+
+
+def tail_rows(tm: int, tail: int) -> tuple[int, int]:
+    """Rows of a tail's pieces (note 57): the first tail - 1 pieces take whole blocks of 16
+    rows (8 per corelet, the PT array's block, so no row of a matmul is padding), the
+    last piece the rest (300 rows in three: 112, 112 and 76, not 100 each)."""
+    even = -(-tm // tail)
+    first = -(-even // 16) * 16
+    return first, tm - (tail - 1) * first
+
+
+def tail_pieces(shape: KernelShape, split: Split, tiling: Tiling,
+                target: SpyreTarget) -> list[int]:
+    """Row pieces the last column tile of a K-sliced A block may be computed in (note 57),
+    none for fewer than MIN_TAIL_K_STEPS K steps: at most MAX_TAIL and at most one per K step (the previous tile's store goes out over
+    them); each of an even number of at least 16 rows (`tail_rows`), so both corelets
+    work on it; and each piece's K step (its matmul) at least as long as its B slice takes to cross the
+    channel from every grid column's loader, which the first piece waits for at every step
+    (five 60-row pieces of 1500x1000x1500 fail this and ran 13 % slower than three)."""
+    tm, k_steps = tiling.tm, padded_cols(shape.k, shape.in_itemsize, target) // tiling.tk
+    b_readers = split.gn if tiling.share else split.cores
+    b_slice = b_readers * tiling.tk * tiling.tn * shape.in_itemsize \
+        / target.lpddr_bytes_per_cycle
+    pieces: list[int] = []
+    if k_steps < MIN_TAIL_K_STEPS:
+        return pieces
+    for p in range(2, min(MAX_TAIL, k_steps) + 1):
+        first, last = tail_rows(tm, p)
+        if 16 <= last <= first and last % 2 == 0 \
+                and pt_cycles(first // 2, tiling.tk, tiling.tn, target) >= b_slice:
+            pieces.append(p)
+    return pieces
+
+
 def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
                       buffers: int = 2) -> list[Tiling]:
     """Tilings of one core's share that fit LX: tm | rows share, sticks of tn | cols share,
@@ -709,6 +774,11 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
                 ("acc", "a") if tn < nc_sticks * out_eps else ("acc",)
             tilings.extend(Tiling(tm, tn, d * in_eps, r, s)
                            for r in residents for s in shares)
+            if d < k_sticks:  # the sliced A block with the last column tile in row pieces
+                for s in shares:
+                    sliced = Tiling(tm, tn, d * in_eps, "a", s)
+                    tilings.extend(Tiling(tm, tn, d * in_eps, "a", s, p)
+                                   for p in tail_pieces(shape, split, sliced, target))
     return [t for t in tilings if lx_footprint(shape, t, split, buffers, target) <= budget]
 
 
@@ -719,13 +789,21 @@ for it (the few chain heads' DMA engines, setting up a descriptor per slice and 
 leave the shared channel idle), where it had predicted 1-2 % gains."""
 
 
+TAIL_MARGIN = 0.05
+"""How much faster a tail (note 57) must be predicted to be chosen: the model sees what a
+tail saves (all but one piece of the drain) but not what its first piece costs when the
+tail's B block, the previous tile's store and the other cores' stores share the channel.
+Where it predicted gains of 0.3-4 % (GEMMs of 128^3, 512^3, 1024x2048x2048) the emulator
+ran the tail 5-15 % slower; on 1500x1000x1500 it predicted 7.7 % and measured 7.7 %."""
+
+
 def ranking_cycles(shape: Shape, tiling: Tiling, pred: Prediction,
                    target: SpyreTarget) -> float:
     """The predicted cycles tilings and splits are ranked by: a K-sliced A block carries
-    SLICED_MARGIN."""
+    SLICED_MARGIN, a tail TAIL_MARGIN on top."""
     if isinstance(shape, KernelShape) and shape.k and tiling.resident == "a" \
             and tiling.tk < padded_cols(shape.k, shape.in_itemsize, target):
-        return pred.cycles * (1 + SLICED_MARGIN)
+        return pred.cycles * (1 + SLICED_MARGIN) * (1 + TAIL_MARGIN * (tiling.tail > 1))
     return pred.cycles
 
 
