@@ -5,11 +5,12 @@ the memory-bound chain add -> gelu -> mul on 4096 x 4096, softmax / layer norm /
 over rows, SDPA prefill and decode, and a Granite-3.3-8B-shaped decoder layer of the zoo
 (prefill of 512 tokens; a decode step over a KV cache of 2048), each compiled several ways:
 as spyrec compiles it, with fusion off (`fuse=False`), with double buffering off
-(`double_buffer=False`) and, for GEMMs, attention and the layer, with ring sharing off
-(`share="none"`, design note 38):
+(`double_buffer=False`), for GEMMs, attention and the layer with ring sharing off
+(`share="none"`, design note 38) and, for GEMMs and the layer, without tails (`tail=1`:
+no last column tile computed in row pieces, design note 57; not run by default):
 
     .venv/bin/python benchmarks/roofline.py [--quick] [--only gemm|chain|norm|sdpa|granite|NAME]
-                                            [--variants default,nofuse,nobuf,noring]
+                                            [--variants default,nofuse,nobuf,noring,notail]
 
 Per case and variant it prints emulated µs (the emulator in timing-only mode: the schedule
 and the profile, no data), the roofline bound of the whole program (max(flops / 98.3 TFLOPS,
@@ -30,7 +31,7 @@ from functools import partial
 
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, StringAttr
 
 from spyrec.driver import compile_program
 from spyrec.pipelines import compile_options
@@ -43,6 +44,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "nofuse": {"fuse": False},
     "nobuf": {"double_buffer": False},
     "noring": {"share": "none"},
+    "notail": {"tail": 1},
 }
 
 
@@ -175,6 +177,8 @@ def _decisions(module) -> str:  # an xDSL ModuleOp
         assert isinstance(tiling, DictionaryAttr)
         share = tiling.data.get("share")
         ring = "+ring" if isinstance(share, StringAttr) and share.data == "ring" else ""
+        tail = tiling.data.get("tail")
+        ring += f"+tail{tail.value.data}" if isinstance(tail, IntegerAttr) else ""
         found.append(f"{cores} / {dims} / {resident.data}{ring}")
     return ", ".join(found) or "-"
 
@@ -224,6 +228,8 @@ def main() -> None:
                 continue  # one op: nothing to fuse
             if name == "noring" and case.group not in ("gemm", "sdpa", "granite"):
                 continue  # nothing shared over the ring
+            if name == "notail" and case.group not in ("gemm", "granite"):
+                continue  # no matmul tiles
             try:
                 r = measure(case, VARIANTS[name])
             except Exception as exc:  # noqa: BLE001 - a row that failed says why

@@ -61,22 +61,24 @@ Scored = tuple[float, Split, Prediction, Tiling]
 
 @functools.lru_cache(maxsize=1024)
 def scored_splits(shape: Shape, target: SpyreTarget, buffers: int = 2,
-           resident: str = "", share: str = "") -> tuple[Scored, ...]:
+                  resident: str = "", share: str = "", tail: int = 0) -> tuple[Scored, ...]:
     """`_scored`, remembered: a pure function of the shape and the options, asked by
     spyre-fuse for the kernels it weighs and again here for the kernels it formed."""
-    return tuple(_scored(shape, target, buffers, resident, share))
+    return tuple(_scored(shape, target, buffers, resident, share, tail))
 
 
 def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
-            resident: str = "", share: str = "") -> list[Scored]:
+            resident: str = "", share: str = "", tail: int = 0) -> list[Scored]:
     """Every legal split of `shape` with its best tiling (and matmul loop order): cycles,
     split, prediction, tiling; fewest cycles first (`costmodel.ranking_cycles`), then fewest
     off-chip bytes, then cores."""
     scored: list[Scored] = []
     for split in candidate_splits(shape, target):
-        best = best_tiling(shape, split, target, buffers, resident, share)
+        best = best_tiling(shape, split, target, buffers, resident, share, tail)
         if best is not None:
             scored.append((best[1].cycles, split, best[1], best[0]))
+    if tail > 1 and any(s[3].tail == tail for s in scored):  # forced: a split that has it
+        scored = [s for s in scored if s[3].tail == tail]
     scored.sort(key=lambda s: (ranking_cycles(shape, s[3], s[2], target), s[2].offchip_bytes,
                                s[1].cores))
     return scored
@@ -99,6 +101,10 @@ class SpyrePartitionCores(ModulePass):
     """Score matmul splits with ring sharing of their operand tiles ("ring") or without
     ("none"), as spyre-tile will be told; "": whichever is faster (note 38)."""
 
+    tail: int = 0
+    """Score matmul splits as spyre-tile will be told to tile them: 1 without tails, N >= 2
+    with N-piece tails where legal (note 57); 0: whichever is faster."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
         buffers = 2 if self.double_buffer else 1
@@ -110,7 +116,8 @@ class SpyrePartitionCores(ModulePass):
                 _check_override(kernel, shape, target)
                 continue
             if shape not in scores:
-                scores[shape] = scored_splits(shape, target, buffers, self.resident, self.share)
+                scores[shape] = scored_splits(shape, target, buffers, self.resident, self.share,
+                                              self.tail)
             scored = scores[shape]
             if not scored:
                 raise CompileError(

@@ -223,6 +223,10 @@ class SpyreTile(ModulePass):
     """Force ring sharing of split matmuls' operand tiles ("ring") or none ("none"); "":
     whichever the cost model predicts faster (note 38)."""
 
+    tail: int = 0
+    """Force the last column tile of K-sliced A blocks into N row pieces where legal (N >=
+    2), or never (1); 0: whichever the cost model predicts faster (note 57)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
         buffers = 2 if self.double_buffer else 1
@@ -232,7 +236,8 @@ class SpyreTile(ModulePass):
             if "tile" in kernel.attributes:
                 _check_override(kernel, shape, split, target, buffers)
                 continue
-            options = ranked_tilings(shape, split, target, buffers, self.resident, self.share)
+            options = ranked_tilings(shape, split, target, buffers, self.resident, self.share,
+                                     self.tail)
             placed = next((i for i, (_, t) in enumerate(options)
                            if placed_lx(kernel, t, buffers, target) <= target.lx_usable_bytes),
                           None)

@@ -69,6 +69,9 @@ def _switches(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option("--share", type=click.Choice(["ring", "none"]),
                            help="Force ring sharing of split matmuls' operand tiles on or "
                            "off (default: by the cost model).")(command)
+    command = click.option("--tail", type=click.IntRange(min=0), default=0,
+                           help="Row pieces of a K-sliced matmul's last column tile: 1 never, "
+                           "N >= 2 where legal (default 0: by the cost model).")(command)
     return click.option("--resident", type=click.Choice(["a", "b", "acc"]),
                         help="Force every matmul's loop order (default: the cheapest).")(command)
 
@@ -86,7 +89,7 @@ def _switches(command: Callable[..., None]) -> Callable[..., None]:
 @_switches
 def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,  # noqa: A001
             function: str | None, cache: bool | None, fuse: bool, double_buffer: bool,
-            resident: str | None, share: str | None) -> None:
+            resident: str | None, share: str | None, tail: int) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
     from spyrec.cache import resolve_cache
@@ -99,7 +102,7 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
                              print_ir=sys.stdout if print_ir_after_all else None,
                              on_stage=_stage_printer(), function=function,
                              pass_options=compile_options(fuse, double_buffer, resident or "",
-                                                          share or ""),
+                                                          share or "", tail),
                              cache=resolve_cache(cache))
     if emit != "binary":
         if not print_ir_after_all:
@@ -117,7 +120,7 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
               help="Where to write the bad pass's input module (default: a temporary folder).")
 @_switches
 def bisect(model: Path, seed: int, keep: Path | None, fuse: bool, double_buffer: bool,
-           resident: str | None, share: str | None) -> None:
+           resident: str | None, share: str | None, tail: int) -> None:
     """Find the first pass whose output leaves PyTorch eager's tolerance on MODEL (a .pt2):
     the graph is run after every pass (graph and KTIR interpreters, then the emulator)."""
     from spyrec.numeric_bisect import bisect as run_bisect
@@ -125,7 +128,7 @@ def bisect(model: Path, seed: int, keep: Path | None, fuse: bool, double_buffer:
 
     result = run_bisect(model, seed=seed, keep=keep,
                         pass_options=compile_options(fuse, double_buffer, resident or "",
-                                                     share or ""))
+                                                     share or "", tail))
     click.echo(result.report())
     if result.first_bad is not None:
         sys.exit(1)
@@ -347,7 +350,7 @@ def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
 @click.argument("model", type=click.Path(path_type=Path))
 @_switches
 def explain(model: Path, fuse: bool, double_buffer: bool, resident: str | None,
-            share: str | None) -> None:
+            share: str | None, tail: int) -> None:
     """Print each kernel's decisions for MODEL (a .pt2): fusion, core split, tiles and loop
     order, why, and the alternatives' predicted cost."""
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
@@ -358,7 +361,7 @@ def explain(model: Path, fuse: bool, double_buffer: bool, resident: str | None,
 
     result = compile_program(model, stop_after="graph",
                              pass_options=compile_options(fuse, double_buffer, resident or "",
-                                                          share or ""))
+                                                          share or "", tail))
     for kernel in (op for op in result.module.walk() if isinstance(op, KernelOp)):
         attrs = kernel.attributes
         fused = attrs.get("fused")

@@ -553,9 +553,13 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     # a one-column operand is a stick per row, read again by every core of a grid row
     per_tile_in = row_in + shape.full_operands * tm * tn * isz + shape.col_operands * tm * 128
     out_tile = shape.out_tile_bytes(tm, tn)
-    bytes_core = tiles * (per_tile_in + out_tile)
-    dmas_core = tiles * (shape.outputs + shape.row_operands + shape.full_operands
-                         + shape.col_operands)
+    blocks = shape.rows // split.gm // tm  # row blocks per core
+    # a tail's row pieces (note 57) are tiles of their own: a store and epilogue operand
+    # loads each, a bias-like row operand read again by each
+    extra_pieces = blocks * (tiling.tail - 1) if shape.k else 0
+    bytes_core = tiles * (per_tile_in + out_tile) + extra_pieces * row_in
+    dmas_core = (tiles + extra_pieces) * (shape.outputs + shape.row_operands
+                                          + shape.full_operands + shape.col_operands)
     pieces = store_pieces(shape, split, tiling, target, buffers)
     dmas_core += tiles * shape.outputs * (pieces - 1)  # store pieces: a descriptor each
     cores = split.cores
@@ -572,8 +576,8 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
             extra = (loads.a * (ring_pieces(a_tile) - 1) + loads.b * (ring_pieces(b_tile) - 1))
             dmas_core += extra
             dmas_all += extra * min(a_readers, b_readers)
-        bytes_all -= (cores - b_readers) * tiles * row_in
-        dmas_all -= (cores - b_readers) * tiles * shape.row_operands
+        bytes_all -= (cores - b_readers) * (tiles + extra_pieces) * row_in
+        dmas_all -= (cores - b_readers) * (tiles + extra_pieces) * shape.row_operands
     # a core's DMA engine spends a setup per descriptor; while it does, the other cores'
     # transfers have the shared channel, so setups overlap other cores' bytes (shared: the
     # first core of both chains loads what every core loaded unshared)
@@ -592,8 +596,7 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
     sfu = tiles * sfu_cycles(rows, tn * 4, passes, target)
     piece_rows, piece_tile = rows, out_tile  # the work after the last one's K loop
-    if shape.k and tiling.tail > 1:  # each row block's last tile in row pieces (note 57)
-        blocks = shape.rows // split.gm // tm
+    if extra_pieces:  # each row block's last tile in row pieces (note 57)
         first, last = tail_rows(tm, tiling.tail)
         piece_rows = _halves(last, target)
         piece_tile = shape.out_tile_bytes(last, tn)
@@ -605,7 +608,6 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
                                                          passes, target)
                          + sfu_cycles(piece_rows, tn * 4, passes, target)
                          - sfu_cycles(rows, tn * 4, passes, target))
-        dmas_core += blocks * (tiling.tail - 1) * shape.outputs
     lx = lx_footprint(shape, tiling, split, buffers, target)
     if buffers == 1:  # one slot per buffer: nothing overlaps
         return Prediction(dma + pt + sfu + ring_rx, dma, pt, sfu, bytes_all, lx, ring_rx)
@@ -817,21 +819,27 @@ def _shareable(shape: Shape) -> bool:
 
 
 def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
-                   resident: str = "", share: str = "") -> list[tuple[Prediction, Tiling]]:
+                   resident: str = "", share: str = "",
+                   tail: int = 0) -> list[tuple[Prediction, Tiling]]:
     """Every tiling that fits, fewest predicted cycles first (`ranking_cycles`; then fewer
-    off-chip bytes, then larger tiles, then no ring traffic); `resident` keeps only matmul tilings of that
-    loop order, `share` ("ring" or "none") only those with or without ring sharing."""
-    return list(_ranked_tilings(shape, split, target, buffers, resident, share))
+    off-chip bytes, then larger tiles, then no ring traffic); `resident` keeps only matmul
+    tilings of that loop order, `share` ("ring" or "none") only those with or without ring
+    sharing, `tail` = 1 only those without a tail (note 57), `tail` >= 2 only those with that
+    many pieces when the kernel has any (0: no filter)."""
+    return list(_ranked_tilings(shape, split, target, buffers, resident, share, tail))
 
 
 @functools.lru_cache(maxsize=8192)
 def _ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int,
-                    resident: str, share: str) -> tuple[tuple[Prediction, Tiling], ...]:
+                    resident: str, share: str,
+                    tail: int = 0) -> tuple[tuple[Prediction, Tiling], ...]:
     """`ranked_tilings`, remembered: a model's repeated layers ask the same questions (every
     argument is a frozen value, and the answer depends on nothing else)."""
     candidates = candidate_tilings(shape, split, target, buffers)
     if share == "ring" and not any(t.share for t in candidates):
         share = ""  # one core (or one core per head): nothing to share
+    if tail == 1 or tail > 1 and any(t.tail == tail for t in candidates):
+        candidates = [t for t in candidates if t.tail == tail]
     options = [(predict(shape, split, t, target, buffers), t) for t in candidates
                if (not (resident and t.resident) or t.resident == resident)
                and (not share or t.share == (share == "ring") or not _shareable(shape))]
@@ -841,10 +849,11 @@ def _ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: in
 
 
 def best_tiling(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
-                resident: str = "", share: str = "") -> tuple[Tiling, Prediction] | None:
+                resident: str = "", share: str = "",
+                tail: int = 0) -> tuple[Tiling, Prediction] | None:
     """The tiling with the fewest predicted cycles (fewer bytes, then larger tiles break
     ties)."""
-    ranked = ranked_tilings(shape, split, target, buffers, resident, share)
+    ranked = ranked_tilings(shape, split, target, buffers, resident, share, tail)
     if not ranked:
         return None
     pred, tiling = ranked[0]

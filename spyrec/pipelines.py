@@ -49,8 +49,8 @@ KTIR_PIPELINE: tuple[Stage, ...] = (
     DEFAULT_PIPELINE[-1],
 )
 
-def compile_options(fuse: bool = True, double_buffer: bool = True,
-                    resident: str = "", share: str = "") -> dict[str, dict[str, object]]:
+def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str = "",
+                    share: str = "", tail: int = 0) -> dict[str, dict[str, object]]:
     """Pass options for the user-facing compile switches (keyword arguments of
     `spyrec.compile`, flags of `spyrec compile`), so each pass's gain can be measured:
 
@@ -60,7 +60,9 @@ def compile_options(fuse: bool = True, double_buffer: bool = True,
     - resident="a" | "b" | "acc": every matmul kernel uses that loop order (see
       `spyrec.costmodel.Tiling`) instead of the cheapest one;
     - share="ring" | "none": every split matmul shares (or does not share) its operand tiles
-      over the ring (design note 38) instead of whichever the cost model prefers.
+      over the ring (design note 38) instead of whichever the cost model prefers;
+    - tail=1: no matmul computes its last column tile in row pieces (design note 57);
+      tail=N >= 2: every K-sliced A block that allows it uses N pieces.
     """
     options: dict[str, dict[str, object]] = {}
     if not fuse:
@@ -73,6 +75,8 @@ def compile_options(fuse: bool = True, double_buffer: bool = True,
         planning["resident"] = resident
     if share:
         planning["share"] = share
+    if tail:
+        planning["tail"] = tail
     if planning:
         options["spyre-partition-cores"] = dict(planning)
         options["spyre-tile"] = dict(planning)
