@@ -93,6 +93,7 @@ class _KernelBuilder(KtirBuilder):
         self.kernel = info.kernel
         self.split = read_split(info.kernel)
         self.tiling = read_tiling(info.kernel)
+        self.tiling_tm = self.tiling.tm  # a tail's pieces run with fewer
 
     def build(self) -> func.FuncOp:
         info = self.info
@@ -341,7 +342,8 @@ class _KernelBuilder(KtirBuilder):
         store = self.b.insert(StoreOp(out, self._tile(view, r, self.const(0) if kind is Kind.COL
                                                       else c, (rows, cols))))
         pieces = self._store_pieces()
-        if pieces > 1 and kind is Kind.FULL:  # paced over the next tile's K steps (note 54)
+        # paced over the next tile's K steps (note 54); a tail's pieces are the split itself
+        if pieces > 1 and kind is Kind.FULL and self.tiling.tm == self.tiling_tm:
             store.attributes["spyre.store_pieces"] = IntegerAttr(pieces, 64)
 
     def _store_pieces(self) -> int:

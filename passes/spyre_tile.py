@@ -60,6 +60,7 @@ from spyrec.costmodel import (
     ranked_tilings,
     store_pieces,
     store_stall_cycles,
+    tail_rows,
 )
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
@@ -201,9 +202,10 @@ def _tail_reason(shape: Shape, split: Split, pred: Prediction, tiling: Tiling,
     if tiling.tail <= 1:
         return ""
     whole = predict(shape, split, replace(tiling, tail=1), target, buffers)
-    return (f"; the last column tile in {tiling.tail} row pieces of {tiling.tm // tiling.tail} "
-            f"rows, its B block resident, so the drain is one piece's store (whole: "
-            f"{whole.cycles:.0f} cycles)")
+    rows, last = tail_rows(tiling.tm, tiling.tail)
+    return (f"; the last column tile in {tiling.tail} row pieces ({rows} rows, the last "
+            f"{last}), its B block resident, so the drain is the last piece's store (in one "
+            f"piece: {whole.cycles:.0f} cycles)")
 
 
 @dataclass(frozen=True)
