@@ -19,8 +19,12 @@ split matmul or attention kernel may also get `share = "ring"` (on the kernel an
 the ring (note 38), chosen like the loop order, by predicted cycles. A K-blocked matmul
 whose cores have several output tiles may get `store_pieces` in `spyre.tiling`: its output
 tiles are stored in that many row pieces, paced over the next tile's K loop, when the cost
-model predicts a whole-tile store would stall the PT (note 54). A `tile` already on
-a kernel is a user override: it is checked and kept.
+model predicts a whole-tile store would stall the PT (note 54). A matmul whose A block is
+resident in K slices may get `tail = N`: the last column tile of each row block is computed
+in N row pieces with its B block resident, so each piece is stored while the next one is
+computed (note 57); chosen by predicted cycles with `costmodel.TAIL_MARGIN`. A `tile`
+already on a kernel is a user override: it is checked and kept (with its `resident`,
+`share` and `tail`).
 
     spyre.kernel "k0"(...) {grid = [8, 4]}                  // before
     spyre.kernel "k0"(...) {grid = [8, 4], tile = [8, 64, 256], resident = "b",
