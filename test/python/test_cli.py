@@ -226,3 +226,18 @@ def test_explain_prints_the_fusion_decisions(spyrec_cli, cli_env, tmp_path):
     assert res.returncode == 0, res.stderr
     assert "kernel k1: " in res.stdout and "(linear_1, mul)" in res.stdout
     assert "  fusion: joined mul: " in res.stdout and "predicted cycles fused against" in res.stdout
+
+
+def test_explain_with_a_forced_tail(spyrec_cli, cli_env, tmp_path):
+    """`--tail N` forces the last column tile of K-sliced A blocks into N row pieces (design
+    note 57), and the ledger says so; `--tail 1` keeps every tile whole."""
+    model = torch.nn.Linear(1000, 200).to(torch.float16).eval()
+    path = tmp_path / "linear.pt2"
+    torch.export.save(torch.export.export(model, (torch.randn(96, 1000, dtype=torch.float16),)),
+                      path)
+    res = _run(spyrec_cli, cli_env, "explain", str(path), "--resident", "a", "--tail", "2")
+    assert res.returncode == 0, res.stderr
+    assert "the last column tile in 2 row pieces" in res.stdout
+    res = _run(spyrec_cli, cli_env, "explain", str(path), "--resident", "a", "--tail", "1")
+    assert res.returncode == 0, res.stderr
+    assert "row pieces" not in res.stdout
