@@ -804,8 +804,9 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
 
 def _store_strides(program: list[Instr], paced: frozenset[int] | set[int]) -> dict[int, int]:
     """Matmuls (of corelet 0) per released piece of each split store: its pieces (emitted
-    one after another) spread evenly over the matmuls that follow it in program order up to
-    the next split store, the next tile's K loop or a tail's row pieces (note 57)."""
+    one after another) spread evenly over the matmuls between it and the next split store
+    in program order, i.e. the next tile's K loop, or all of a tail's row pieces (note
+    57)."""
     groups: list[list[int]] = []
     for index in sorted(paced):
         if groups and groups[-1][-1] == index - 1:

@@ -164,13 +164,13 @@ def test_tail_rows_are_whole_pt_blocks_but_the_last():
 
 def test_tail_is_chosen_where_the_drain_dominates():
     """1500x1000x1500 on 5x6: 128-wide column tiles with the last one in three row pieces,
-    predicted 7.7 % faster than without (what the emulator measures, within the 15 % the
-    suite tests hold); the tail of 2048^3 is predicted to gain too little to be taken."""
+    predicted 13 % faster than without (the emulator: 12 %); the tail of 2048^3 is predicted
+    to gain too little to be taken."""
     shape = KernelShape(1500, 1500, 1000, 2, 2, sfu_passes=1)
     best = best_tiling(shape, Split(5, 6), DEFAULT_TARGET)
     assert best is not None and best[0] == Tiling(300, 128, 64, "a", True, 3)
     whole = predict(shape, Split(5, 6), Tiling(300, 128, 64, "a", True), DEFAULT_TARGET)
-    assert best[1].cycles < whole.cycles * 0.95
+    assert best[1].cycles < whole.cycles * 0.9
     big = KernelShape(2048, 2048, 2048, 2, 2, sfu_passes=1)
     chosen = best_tiling(big, Split(8, 4), DEFAULT_TARGET)
     assert chosen is not None and chosen[0].tail == 1
