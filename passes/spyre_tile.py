@@ -51,6 +51,7 @@ from xdsl.passes import ModulePass
 from spyrec.costmodel import (
     RESIDENCY_NAMES,
     AttentionShape,
+    MIN_TAIL_K_STEPS,
     KernelShape,
     Prediction,
     Shape,
@@ -109,7 +110,11 @@ def _check_override(kernel: KernelOp, shape: Shape, split: Split,
             f"{shape.tile_rule}, and fit {target.lx_usable_bytes} B of LX with double buffering "
             f"(it needs {lx_footprint(shape, tiling, split, buffers, target)} B)"
             + ("; ring sharing needs a matmul split over more than one core"
-               if tiling.share else ""))
+               if tiling.share else "")
+            + (f"; a tail of {tiling.tail} row pieces needs resident = \"a\" with tk < K, at "
+               f"least {MIN_TAIL_K_STEPS} K steps, and pieces of at least 16 rows, an even "
+               "count, whose K step outlasts their B slice's load"
+               if tiling.tail > 1 else ""))
     if tiling.resident:
         kernel.attributes["resident"] = StringAttr(tiling.resident)
     kernel.attributes["spyre.tiling"] = DictionaryAttr({
