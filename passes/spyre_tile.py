@@ -58,6 +58,7 @@ from spyrec.costmodel import (
     Split,
     Tiling,
     candidate_tilings,
+    group_cores,
     lx_footprint,
     matmul_loads,
     padded_cols,
@@ -174,8 +175,12 @@ def _sharing_reason(shape: Shape, split: Split, pred: Prediction, tiling: Tiling
     if other is None and not tiling.share:
         return ""  # one core, or sharing switched off
     if tiling.share and isinstance(shape, AttentionShape):
-        text = (f"; K and V of each head shared over the ring by the {split.gn} cores of "
-                f"its grid row (ring {pred.ring_cycles:.0f} cycles per core)")
+        group = group_cores(shape, split)
+        sharers = " and ".join(
+            ([f"the {split.gn} cores of its grid row"] if split.gn > 1 else [])
+            + ([f"the {group} cores whose query heads read it"] if group > 1 else []))
+        text = (f"; K and V of each head shared over the ring by {sharers} (ring "
+                f"{pred.ring_cycles:.0f} cycles per core)")
     elif tiling.share:
         text = (f"; A tiles shared over the ring by the {split.gn} cores of a grid row, B "
                 f"tiles by the {split.gm} of a grid column (ring {pred.ring_cycles:.0f} "

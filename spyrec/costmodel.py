@@ -463,6 +463,16 @@ def _halves(rows: int, target: SpyreTarget) -> int:
     return rows // target.corelets_per_core if rows >= 16 and rows % 2 == 0 else rows
 
 
+def group_cores(shape: AttentionShape, split: Split) -> int:
+    """Cores along the grid's head dim whose query heads read the same key/value head
+    (grouped-query attention: `group` query heads per K/V head, consecutive heads on
+    neighbouring cores); 1 when a core holds a whole group or more."""
+    per_core = shape.heads // split.gm
+    if shape.group <= per_core or shape.group % per_core:
+        return 1
+    return shape.group // per_core
+
+
 def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
                        target: SpyreTarget) -> Prediction:
     """Per core: K and V of each of its heads loaded once; per query tile a Q load, two PT
@@ -481,17 +491,19 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     cores = split.cores
     bytes_all = bytes_core * cores
     ring = chain = 0.0
+    sharers = split.gn * group_cores(shape, split) if tiling.share else 1
     if tiling.share:
         # K and V of a head read once per grid row and forwarded to the row's gn cores,
-        # gm core numbers apart on the ring (note 38)
-        bytes_all -= (cores - split.gm) * heads * kv_bytes
+        # gm core numbers apart on the ring (note 38), and once per group of query heads
+        # reading the same K/V head, forwarded to the group's neighbouring cores
+        bytes_all -= (cores - cores // sharers) * heads * kv_bytes
         n = target.num_cores
-        hops = min(split.gm % n, n - split.gm % n)
+        hops = min(split.gm % n, n - split.gm % n) if split.gn > 1 else 1
         k_bytes, v_bytes = s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)
         step = (ring_transfer_cycles(k_bytes, hops, target)
                 + ring_transfer_cycles(v_bytes, hops, target))
         ring = heads * step
-        chain = ring_chain_cycles(k_bytes + v_bytes, hops, split.gn, target)
+        chain = ring_chain_cycles(k_bytes + v_bytes, hops, sharers, target)
         dmas += heads * (ring_pieces(k_bytes) + ring_pieces(v_bytes) - 2)
     dma = dmas * target.dma_setup_cycles + bytes_all / target.lpddr_bytes_per_cycle
     rows = _halves(tq, target)
@@ -513,7 +525,7 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     # Q tile at once; K and V are loaded by every core, or, shared, by one core per grid row
     # (the others receive them over the ring: `chain`).
     compute = tiles * (per_tile_pt + per_tile_sfu)
-    kv_loaders = split.gm if tiling.share else cores
+    kv_loaders = cores // sharers
     fill = target.dma_setup_cycles + ((kv_bytes * kv_loaders + tile_in * cores)
                                       / target.lpddr_bytes_per_cycle)
     drain = dma_cycles_alone(tile_out, target, cores)
@@ -749,7 +761,7 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
     V resident; move: tm | run share, 1 for a broadcast run)."""
     budget = target.lx_usable_bytes
     if isinstance(shape, AttentionShape):
-        shares = (False, True) if split.gn > 1 else (False,)
+        shares = (False, True) if split.gn > 1 or group_cores(shape, split) > 1 else (False,)
         tilings = [Tiling(tq, shape.value_cols, shape.kv_rows, "", s)
                    for tq in _divisors(shape.q_rows // split.gn) for s in shares]
         return [t for t in tilings if lx_footprint(shape, t, split, buffers) <= budget]
