@@ -523,7 +523,7 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     # once K, V and the first Q tile are in (`fill`), while the DMA stream, which includes
     # those loads, runs on; the last store follows the last tile. Every core loads its first
     # Q tile at once; K and V are loaded by every core, or, shared, by one core per grid row
-    # (the others receive them over the ring: `chain`).
+    # and group of query heads (the others receive them over the ring: `chain`).
     compute = tiles * (per_tile_pt + per_tile_sfu)
     kv_loaders = cores // sharers
     fill = target.dma_setup_cycles + ((kv_bytes * kv_loaders + tile_in * cores)
