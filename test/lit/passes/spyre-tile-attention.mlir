@@ -19,14 +19,15 @@
 // padded value width (64) and all 100 key rows. K and V of a head are 100 x 128 B each,
 // 25600 B together; Q and the output 2 x 100 x 128 B = 25600 B each. On the 2x5 grid every
 // core reading its head's K and V itself moves 10 x 25600 + 25600 + 25600 = 307200 B off
-// chip; shared over the ring, one core per grid row reads them and the row's other 4
-// receive them: 2 x 25600 + 25600 + 25600 = 102400 B. The shared kernel's first query
-// tile waits for 2 loaders' K and V (not 10 cores'), so it is predicted faster, and chosen.
+// chip. Both query heads read the one K/V head (grouped-query, design note 58), so shared
+// over the ring one core reads them and the other 9 (the 5 of each grid row, the 2 heads'
+// cores) receive them: 25600 + 25600 + 25600 = 76800 B. The shared kernel's first query
+// tile waits for 1 loader's K and V (not 10 cores'), so it is predicted faster, and chosen.
 // MODEL: spyre.kernel "k0"{{.*}}grid = [{{1|2}} : i64, {{[0-9]+}} : i64]
 // MODEL-SAME: spyre.partition = {choice = "{{[0-9]+}}x{{[0-9]+}}", reason = "fewest predicted cycles of {{[0-9]+}} even splits of 2 heads x 100 query rows
 // MODEL-SAME: tile = [{{[0-9]+}} : i64, 64 : i64, 100 : i64], share = "ring", spyre.tiling = {choice = "{{[0-9]+}}x64x100", reason = "fewest predicted cycles of {{[0-9]+}} tilings that fit LX
 // MODEL-SAME: K and V of each head shared over the ring by the {{[0-9]+}} cores of its grid row
-// MODEL-SAME: offchip_bytes = 102400 : i64
+// MODEL-SAME: offchip_bytes = 76800 : i64
 
 // 30 query rows do not divide a core's 50 (the tile would need 2 x 87040 = 174080 B of LX,
 // less the second slots of K, V and the 30-row Q: 174080 - 12800 - 12800 - 3840 = 144640 B).
