@@ -321,8 +321,7 @@ def _load(it: _CoreInterpreter, op: LoadOp) -> None:
     lx = it.lx_tensor(op.results[0], it.slot(op))
     lx.transposed = tile.transposed
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=False)
-    pieces = op.attributes.get("spyre.load_pieces")
-    count = pieces.value.data if isinstance(pieces, IntegerAttr) else 1
+    count = _int_attr(op, "spyre.load_pieces", 1)
     if count <= 1:
         it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
                        row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
@@ -392,8 +391,7 @@ def _store(it: _CoreInterpreter, op: StoreOp) -> None:
                        f"{block[0]}x{block[1]} block it is stored to (a per-row column "
                        "stored as a row needs a transpose the compiler does not insert)")
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=True)
-    pieces = op.attributes.get("spyre.store_pieces")
-    count = pieces.value.data if isinstance(pieces, IntegerAttr) else 1
+    count = _int_attr(op, "spyre.store_pieces", 1)
     halves = len(row_halves(rows))
     if count <= 1 or rows % count or count % halves:
         it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,

@@ -491,7 +491,8 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     cores = split.cores
     bytes_all = bytes_core * cores
     ring = chain = 0.0
-    sharers = split.gn * group_cores(shape, split) if tiling.share else 1
+    group = group_cores(shape, split)
+    sharers = split.gn * group if tiling.share else 1
     if tiling.share:
         # K and V of a head read once per grid row and forwarded to the row's gn cores,
         # gm core numbers apart on the ring (note 38), and once per group of query heads
@@ -500,7 +501,7 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
         n = target.num_cores
         # a chain in ring order: neighbours when the sharers are consecutive cores (one
         # grid row of heads, or every head of the grid reading one K/V head)
-        consecutive = split.gn == 1 or group_cores(shape, split) == split.gm
+        consecutive = split.gn == 1 or group == split.gm
         hops = 1 if consecutive else min(split.gm % n, n - split.gm % n)
         k_bytes, v_bytes = s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)
         step = (ring_transfer_cycles(k_bytes, hops, target)
