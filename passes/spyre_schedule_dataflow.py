@@ -14,6 +14,11 @@ Tile ops of 16 or more rows are split by rows over the two corelets, which share
 core's LX. A kernel whose `spyre.tiling` ledger says `share = "ring"` has the tiles
 several of its cores load read from LPDDR once and forwarded over the ring
 (`ring_sharing.share_loads`, note 38); `spyre.ring` on its program says what was shared.
+A resident block loaded in pieces (`spyre.load_pieces`, column slices, or row slices with
+`spyre.load_pieces_dim = 0`) is a DMA per piece, and a `tensor.extract_slice` within one
+piece is a view that depends on that piece's DMA; a store split in row pieces
+(`spyre.store_pieces`) is a DMA per piece, spread over the matmuls that follow it (notes
+54, 57).
 
     ktdp.load %t {lx_slots = array<i64: 0, 32768>}          // before (KTIR)
     spyrecode.dma_load {ddr = ..., lx = 0, rows = 64, ...}   // after, one per iteration
