@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import func, scf, tensor
+from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -104,6 +104,7 @@ class _KernelBuilder(KtirBuilder):
             arg.name_hint = value.name_hint
         self.b = Builder(InsertPoint.at_end(block))
         x, y = self.b.insert(GetComputeTileIdOp(2)).results
+        self.grid_col = y
         self.views: dict[SSAValue, tuple[SSAValue, tuple[int, int]]] = {}
         for value, outer_value, ptr in zip(inner, outer, block.args):
             if not value.uses and value not in info.outputs:
@@ -328,11 +329,33 @@ class _KernelBuilder(KtirBuilder):
                 self.env[result] = self._reduce(fn, ins[0])
 
     def _reduce(self, fn: str, src: SSAValue) -> SSAValue:
-        """A row reduction over the valid (unpadded) columns, as a reduction generic."""
-        return self.reduce_generic(fn, src, self.info.full[1])
+        """A row reduction over the valid (unpadded) columns, as a reduction generic. With
+        the reduced dim split over a grid row (gn > 1, sums only, no padded column: note 59)
+        each core reduces its share of the row and the shares' partial sums are all-reduced
+        over the grid row, so every core goes on with the whole row's sum."""
+        if self.split.gn == 1:
+            return self.reduce_generic(fn, src, self.info.full[1])
+        assert fn == "sum", "spyre-partition-cores splits only rows reduced by sums"
+        partial = self.reduce_generic(fn, src, self.tiling.tn)
+        return self.grid_row_all_reduce(partial, self.split.gm, self.split.gn)
 
     def _store(self, value: SSAValue, r: SSAValue, c: SSAValue) -> None:
         kind = self.info.kind(value)
+        if kind is Kind.COL and self.split.gn > 1:
+            # a split row's one-column result is whole on every core of the grid row after
+            # its all-reduce: the row's first core stores it (note 59)
+            first = self.b.insert(arith.CmpiOp(self.grid_col, self.const(0), "eq")).result
+            block = Block()
+            outer, saved = self.b, dict(self.consts)
+            self.b = Builder(InsertPoint.at_end(block))
+            self._store_tile(value, kind, r, c)
+            self.b.insert(scf.YieldOp())
+            self.b, self.consts = outer, saved
+            self.b.insert(scf.IfOp(first, [], Region(block)))
+            return
+        self._store_tile(value, kind, r, c)
+
+    def _store_tile(self, value: SSAValue, kind: Kind, r: SSAValue, c: SSAValue) -> None:
         tile = self.env[value]
         rows, cols = self._extents(kind)
         element = value.type.element_type  # type: ignore[attr-defined]

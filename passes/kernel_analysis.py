@@ -150,10 +150,22 @@ class KernelInfo:
         col_ops = sum(1 for a in used if self.kinds[a] is Kind.COL)
         if self.matmul is not None and self.matmul.bias is not None:
             row_ops += 1
-        passes = sum(sfu_passes(op_kind(op)[1]) for op in self.ops
-                     if op_kind(op)[0] not in ("cast", "view"))
+        # SFU passes over the full tile, and over one-column values (a stick per row: what
+        # a row reduction's result goes through before it is broadcast, note 59); a
+        # reduction reads the full tile
+        passes = col_passes = 0
+        for op in self.ops:
+            category, fn = op_kind(op)
+            if category in ("cast", "view"):
+                continue
+            if category != "reduce" and self.kinds.get(op.results[0]) is Kind.COL:
+                col_passes += sfu_passes(fn)
+            else:
+                passes += sfu_passes(fn)
         passes += (1 if self.matmul is not None and self.matmul.bias is not None else 0)
-        passes += len(self.outputs)  # the final conversion of each result
+        col_out = sum(1 for v in self.outputs if self.kinds.get(v) is Kind.COL)
+        passes += len(self.outputs) - col_out  # the final conversion of each result
+        col_passes += col_out
         full_temps = self._peak_live(Kind.FULL)
         col_temps = col_ops + self._peak_live(Kind.COL)
         main = self.matmul.lhs if self.matmul else None
@@ -162,10 +174,20 @@ class KernelInfo:
         return KernelShape(
             m, n, _k(self.matmul), in_size, max(itemsize(v) for v in self.outputs),
             row_operands=row_ops, full_operands=full_ops, sfu_passes=max(passes, 1),
+            col_passes=col_passes,
             reduce=self.has_reduce, full_temps=full_temps, col_temps=col_temps,
             outputs=len(self.outputs), col_operands=col_ops,
-            col_outputs=sum(1 for v in self.outputs if self.kinds.get(v) is Kind.COL),
-            narrow_itemsize=min([itemsize(a) for a in used] or [0]))
+            col_outputs=col_out, narrow_itemsize=min([itemsize(a) for a in used] or [0]),
+            ring_reduces=self.ring_reduces)
+
+    @property
+    def ring_reduces(self) -> int:
+        """Row reductions the ring can combine when the reduced dim is split (note 59):
+        all of them when every one is a sum and no matmul precedes them, else 0."""
+        fns = [op_kind(op)[1] for op in self.ops if op_kind(op)[0] == "reduce"]
+        if self.matmul is not None or any(fn != "sum" for fn in fns):
+            return 0
+        return len(fns)
 
     def _peak_live(self, kind: Kind) -> int:
         """Most tile-graph values of `kind` live at once (an operand dying at an op frees

@@ -39,6 +39,13 @@ from spyrec.dialects.ktdp import (
     LoadOp,
     MemorySpaceAttr,
 )
+from spyrec.dialects.ktdp_intertile import (
+    InterTileProduceOp,
+    InterTileReduceOp,
+    YieldPartialOp,
+    YieldReducedOp,
+)
+from spyrec.dialects.ktdp_types import TileFutureType
 
 IDX = IndexType()
 
@@ -180,6 +187,32 @@ class KtirBuilder:
             [IteratorTypeAttr.parallel(), IteratorTypeAttr.reduction()], [acc.type]))
         op.attributes["spyre.fn"] = StringAttr(f"reduce_{fn}")
         op.attributes["spyre.valid_cols"] = IntegerAttr(valid_cols, IDX)
+        return op.results[0]
+
+    def grid_row_all_reduce(self, partial: SSAValue, gm: int, gn: int) -> SSAValue:
+        """The sum of `partial` over the gn cores of a grid row, on each of them (note 59):
+        a `ktdp.inter_tile_produce` of the partial and a `ktdp.inter_tile_reduce` whose
+        consumers are its producers (an all-reduce). Tile (x, y) has linear id y * gm + x,
+        so grid row g holds the tiles i with i mod gm = g."""
+        i, g = AffineExpr.dimension(0), AffineExpr.symbol(0)
+        zero = AffineExpr.constant(0)
+        row_of_g = AffineSet(1, 1, (
+            AffineConstraintExpr(AffineConstraintKind.ge, i, zero),
+            AffineConstraintExpr(AffineConstraintKind.ge, AffineExpr.constant(gm * gn - 1) - i,
+                                 zero),
+            AffineConstraintExpr(AffineConstraintKind.eq, (i % gm) - g, zero)))
+        groups = box_set([gm])
+        ptype = partial.type
+        future_type = TileFutureType([ptype], groups)
+        body = Block(arg_types=[IDX])
+        Builder(InsertPoint.at_end(body)).insert(YieldPartialOp([partial]))
+        future = self.b.insert(InterTileProduceOp(row_of_g, future_type, Region(body))).future
+        identity = self.fill(list(ptype.get_shape()), 0.0)  # type: ignore[attr-defined]
+        combiner = Block(arg_types=[ptype, ptype])
+        inner = Builder(InsertPoint.at_end(combiner))
+        total = inner.insert(arith.AddfOp(*combiner.args)).result
+        inner.insert(YieldReducedOp([total]))
+        op = self.b.insert(InterTileReduceOp(future, [identity], row_of_g, Region(combiner)))
         return op.results[0]
 
     def elementwise(self, fn: str, inputs: Sequence[SSAValue], maps: Sequence[AffineMap],

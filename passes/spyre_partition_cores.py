@@ -5,7 +5,11 @@ Expects: `spyre.kernel` ops (after spyre-fuse). Guarantees: every kernel has
 sticks, gm * gn <= the target's core count, each share an equal whole number of rows and of
 128-byte sticks (so no core touches another core's sticks). An attention kernel splits its
 heads (batch x query heads) over gm and its query rows over gn; a data-movement kernel its
-runs of rows over gm and the rows of a run over gn. The split is the one with the
+runs of rows over gm and the rows of a run over gn. A kernel that reduces its rows (a sum,
+a mean, a norm) splits them over gn only when every reduction is a sum and no column is
+stick padding: each core reduces its share of a row and the grid row's cores all-reduce
+the partial sums with ring.reduce (note 59); a max or min keeps its rows whole (gn = 1).
+The split is the one with the
 fewest cycles predicted by the cost model, each split scored with its own best tiling and
 matmul loop order (so a split whose replicated operand reads outgrow its parallelism loses,
 and all 32 cores are used once the resident blocks keep the traffic from growing with the
@@ -35,8 +39,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.passes import ModulePass
 
-from spyrec.costmodel import (Prediction, Shape, Split, Tiling, best_tiling, candidate_splits,
-                              ranking_cycles)
+from spyrec.costmodel import (KernelShape, Prediction, Shape, Split, Tiling, best_tiling,
+                              candidate_splits, ranking_cycles)
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.kernel_analysis import analyze, int_array, read_split
@@ -59,21 +63,30 @@ def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None
 Scored = tuple[float, Split, Prediction, Tiling]
 
 
+def splits_rows(shape: Shape, split: Split) -> bool:
+    """Whether `split` divides the reduced rows of `shape` over a grid row (note 59)."""
+    return isinstance(shape, KernelShape) and shape.reduce and split.gn > 1
+
+
 @functools.lru_cache(maxsize=1024)
 def scored_splits(shape: Shape, target: SpyreTarget, buffers: int = 2,
-                  resident: str = "", share: str = "", tail: int = 0) -> tuple[Scored, ...]:
+                  resident: str = "", share: str = "", tail: int = 0,
+                  ring_reduce: bool = True) -> tuple[Scored, ...]:
     """`_scored`, remembered: a pure function of the shape and the options, asked by
     spyre-fuse for the kernels it weighs and again here for the kernels it formed."""
-    return tuple(_scored(shape, target, buffers, resident, share, tail))
+    return tuple(_scored(shape, target, buffers, resident, share, tail, ring_reduce))
 
 
 def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
-            resident: str = "", share: str = "", tail: int = 0) -> list[Scored]:
+            resident: str = "", share: str = "", tail: int = 0,
+            ring_reduce: bool = True) -> list[Scored]:
     """Every legal split of `shape` with its best tiling (and matmul loop order): cycles,
     split, prediction, tiling; fewest cycles first (`costmodel.ranking_cycles`), then fewest
-    off-chip bytes, then cores."""
+    off-chip bytes, then cores. `ring_reduce` False: no split of a reduced row."""
     scored: list[Scored] = []
     for split in candidate_splits(shape, target):
+        if not ring_reduce and splits_rows(shape, split):
+            continue
         best = best_tiling(shape, split, target, buffers, resident, share, tail)
         if best is not None:
             scored.append((best[1].cycles, split, best[1], best[0]))
@@ -105,6 +118,10 @@ class SpyrePartitionCores(ModulePass):
     """Score matmul splits as spyre-tile will be told to tile them: 1 without tails, N >= 2
     with N-piece tails where legal (note 57); 0: whichever is faster."""
 
+    ring_reduce: bool = True
+    """Offer splits of a reduced row, its cores' partial sums combined by ring.reduce (note
+    59); false: every reduced row stays whole on one core."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
         buffers = 2 if self.double_buffer else 1
@@ -117,7 +134,7 @@ class SpyrePartitionCores(ModulePass):
                 continue
             if shape not in scores:
                 scores[shape] = scored_splits(shape, target, buffers, self.resident, self.share,
-                                              self.tail)
+                                              self.tail, self.ring_reduce)
             scored = scores[shape]
             if not scored:
                 raise CompileError(
@@ -133,6 +150,13 @@ class SpyrePartitionCores(ModulePass):
             if one_core and split.cores > 1:
                 reason += f"; {one_core / cycles:.1f}x faster than one core"
             most = max(scored, key=lambda s: (s[1].cores, -s[0]))
+            if splits_rows(shape, split):
+                assert isinstance(shape, KernelShape)
+                reason += (f"; each row split over {split.gn} cores, its {shape.ring_reduces} "
+                           f"sum(s) combined by ring.reduce per tile")
+                whole = next((c for c, s, _, _ in scored if s.gn == 1), None)
+                if whole:
+                    reason += f" ({whole / cycles:.1f}x faster than whole rows)"
             if most[1].cores > split.cores:
                 reason += (f"; {most[1].cores} cores ({most[1].gm}x{most[1].gn}) would move "
                            f"{most[2].offchip_bytes} B off chip against {pred.offchip_bytes} B")

@@ -12,7 +12,8 @@ convert-spyre-to-ktir). Guarantees:
   per core (a resident matmul block whose loops have one trip) gets one slot (a = b), and
   so does every buffer with `double_buffer=false`. Elementwise steps that
   keep the element type reuse their input's slots in place when the input has no other use;
-  the matmul and the row reductions accumulate in place in their `linalg.fill` buffer; any
+  the matmul and the row reductions accumulate in place in their `linalg.fill` buffer, and
+  a `ktdp.inter_tile_reduce` sums its partial in place (ring.reduce, note 59); any
   other computed tile takes the slots of a dead computed tile of the same loop body and
   geometry (liveness reuse; loads always get their own, so prefetches never wait). The kernel's LX total is
   recorded as `spyre.lx_bytes` and checked against the target's usable LX.
@@ -48,6 +49,7 @@ from xdsl.passes import ModulePass
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import LoadOp, StoreOp
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
+from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.ktir_tiles import tile_dims
 from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
@@ -249,6 +251,14 @@ def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> i
                 pair = slots[src]  # elementwise, same shape and type: in place
             else:
                 pair = reuse(inner.results[0], inner)
+        elif isinstance(inner, InterTileReduceOp):
+            # summed in place by ring.reduce (note 59): the result lives in the partial's
+            # slots, which stay taken while either is live
+            produce = inner.future.owner
+            assert isinstance(produce, InterTileProduceOp)
+            yielded = produce.body.block.last_op
+            assert yielded is not None
+            pair = slots[yielded.operands[0]]
         elif isinstance(inner, scf.ForOp):
             for init, res, barg in zip(inner.iter_args, inner.results, inner.body.block.args[1:]):
                 slots[res] = slots[barg] = slots[init]

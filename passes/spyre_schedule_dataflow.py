@@ -18,7 +18,10 @@ A resident block loaded in pieces (`spyre.load_pieces`, column slices, or row sl
 `spyre.load_pieces_dim = 0`) is a DMA per piece, and a `tensor.extract_slice` within one
 piece is a view that depends on that piece's DMA; a store split in row pieces
 (`spyre.store_pieces`) is a DMA per piece, spread over the matmuls that follow it (notes
-54, 57).
+54, 57). A `ktdp.inter_tile_produce` / `ktdp.inter_tile_reduce` pair summing a partial over
+a group of cores is one `ring.reduce` on each of them, in place in the partial's slot (an
+all-reduce when the consumers are the producers, else to the one consumer), and an `scf.if`
+on the core's coordinates runs the branch that core takes (note 59).
 
     ktdp.load %t {lx_slots = array<i64: 0, 32768>}          // before (KTIR)
     spyrecode.dma_load {ddr = ..., lx = 0, rows = 64, ...}   // after, one per iteration
@@ -48,7 +51,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import AffineMap, AffineSet
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
@@ -59,7 +62,9 @@ from spyrec.dialects.ktdp import (
     LoadOp,
     StoreOp,
 )
+from spyrec.dialects.ktdp_affine import points_1d, set_contains
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
+from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
@@ -551,6 +556,108 @@ def _for(it: _CoreInterpreter, op: scf.ForOp) -> None:
         it.env[r] = value
 
 
+def _cmpi(it: _CoreInterpreter, op: arith.CmpiOp) -> None:
+    """An index comparison (an `Affine` operand raises `Symbolic`: the core's coordinates
+    become concrete, note 59's grid-row stores)."""
+    a, b = (it.env[v] for v in op.operands)
+    predicate = op.predicate.value.data
+    if predicate not in _CMPI:
+        raise it.error(op, f"predicate {predicate} is not an index comparison")
+    it.env[op.result] = int(_CMPI[predicate](a, b))
+
+
+_CMPI: dict[int, Callable[[object, object], bool]] = {
+    0: lambda a, b: a == b, 1: lambda a, b: a != b,
+    2: lambda a, b: a < b, 3: lambda a, b: a <= b, 4: lambda a, b: a > b, 5: lambda a, b: a >= b,  # type: ignore[operator]
+    6: lambda a, b: a < b, 7: lambda a, b: a <= b, 8: lambda a, b: a > b, 9: lambda a, b: a >= b,  # type: ignore[operator]
+}
+
+
+def _if(it: _CoreInterpreter, op: scf.IfOp) -> None:
+    """The branch the core takes (its condition is concrete on every core)."""
+    region = op.true_region if it.env[op.cond] else op.false_region
+    results = it.block(region.block.ops) if region.blocks else []
+    for r, value in zip(op.results, results):
+        it.env[r] = value
+
+
+def _linear_core(it: _CoreInterpreter) -> int:
+    """The core's linear tile id, y * gm + x (`Symbolic` while its coordinates are)."""
+    x, y = it.core
+    if isinstance(x, Affine) or isinstance(y, Affine):
+        raise Symbolic("an inter-tile group depends on the core")
+    return int(y) * kernel_grid(it.fn)[0] + int(x)  # type: ignore[call-overload]
+
+
+def _group_members(it: _CoreInterpreter, op: Operation, tile_set: AffineSet,
+                   groups: list[int], core: int) -> tuple[int, list[int]] | None:
+    """(group, its tiles in ascending order) of the group of `tile_set` holding `core`."""
+    gm, gn = kernel_grid(it.fn)
+    for group in groups:
+        members = [t for t in range(gm * gn) if set_contains(tile_set, [t], [group])]
+        if core in members:
+            return group, members
+    return None
+
+
+def _produce(it: _CoreInterpreter, op: InterTileProduceOp) -> None:
+    """A producer's partials stay where they were computed; its delivery op moves them."""
+    body = op.body.block
+    it.env[body.args[0]] = -1  # the group index: read only by ops the region would compute
+    *ops, yielded = list(body.ops)
+    it.block(ops)
+    it.env[op.future] = [it.env[v] for v in yielded.operands]
+
+
+def _inter_tile_reduce(it: _CoreInterpreter, op: InterTileReduceOp) -> None:
+    """A sum over a group of cores as one `ring.reduce` (note 59): the group's tiles must be
+    an arithmetic progression of cores (first, stride, count), its consumers all of them
+    (root -1: an all-reduce) or one (the root), the combiner one `arith.addf`. The result
+    stays in the partial's slot (spyre-place-memory gives the op the partial's slots)."""
+    produce = op.future.owner
+    assert isinstance(produce, InterTileProduceOp)
+    partials = it.env[op.future]
+    assert isinstance(partials, list)
+    combiner = [o.name for o in op.combiner.block.ops]
+    if len(partials) != 1 or combiner != ["arith.addf", "ktdp.yield_reduced"]:
+        raise it.error(op, "ring.reduce sums one partial; the combiner must be one arith.addf "
+                       f"(found {', '.join(combiner)})")
+    if op.producer_dependency_per_consumer is not None:
+        raise it.error(op, "a partial reduction (producer_dependency_per_consumer) is not "
+                       "lowered; ring.reduce folds every producer of the group")
+    src = partials[0]
+    if not isinstance(src, LxTensor) or src.zero or len(src.shape) != 2:
+        raise it.error(op, "its partial must be a 2-D tile computed in LX")
+    core = _linear_core(it)
+    groups = points_1d(produce.future_type.groups.data, [], 1 << 16) or []
+    found = _group_members(it, op, produce.producer_tiles_per_group.data, groups, core)
+    if found is None:
+        raise it.error(op, f"core {core} produces for no group, but it reaches the reduce")
+    group, members = found
+    consumers = [t for t in range(kernel_grid(it.fn)[0] * kernel_grid(it.fn)[1])
+                 if set_contains(op.consumer_tiles_per_group.data, [t], [group])]
+    if consumers == members:
+        root = -1
+    elif len(consumers) == 1 and consumers[0] in members:
+        root = consumers[0]
+    else:
+        raise it.error(op, f"group {group}: consumers {consumers} must be the producers "
+                       f"{members} (all-reduce) or one of them")
+    stride = members[1] - members[0] if len(members) > 1 else 1
+    if members != list(range(members[0], members[0] + stride * len(members), stride)):
+        raise it.error(op, f"group {group}: tiles {members} are not evenly spaced cores; "
+                       "ring.reduce joins first, first + stride, ...")
+    writes = whole(src) if root < 0 or root == core else []
+    it.stream.emit("ring.reduce", whole(src), writes, src=src.addr, dst=src.addr,
+                   rows=src.shape[0], cols=src.shape[1], src_pitch=src.pitch,
+                   dst_pitch=src.pitch, dtype=src.dtype, first=members[0],
+                   count=len(members), stride=stride, root=root, tag=REDUCE_TAG)
+    it.env[op.results[0]] = LxTensor(src.addr, src.shape, src.dtype)
+
+
+REDUCE_TAG = 1  # ring.reduce's tag (operand sharing's sends and receives use 0)
+
+
 def _noop(it: _CoreInterpreter, op: Operation) -> None:
     return None
 
@@ -681,6 +788,10 @@ HANDLERS: dict[type, Callable] = {
     linalg.GenericOp: _generic,
     tensor.ExtractSliceOp: _extract_slice,
     scf.ForOp: _for,
+    scf.IfOp: _if,
+    arith.CmpiOp: _cmpi,
+    InterTileProduceOp: _produce,
+    InterTileReduceOp: _inter_tile_reduce,
     tensor.EmptyOp: _noop,
     func.ReturnOp: _noop,
 }
@@ -695,8 +806,10 @@ SYMBOLIC_OPS = frozenset({"arith.constant", "arith.addi", "arith.muli",
                           "ktdp.get_compute_tile_id", "ktdp.construct_memory_view",
                           "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
                           "linalg.fill", "linalg.generic", "scf.for", "tensor.empty",
-                          "tensor.extract_slice",
-                          "func.return"})
+                          "tensor.extract_slice", "func.return",
+                          # concrete only on concrete cores: they raise `Symbolic` otherwise
+                          "arith.cmpi", "scf.if", "ktdp.inter_tile_produce",
+                          "ktdp.inter_tile_reduce"})
 
 
 def kernel_grid(fn: func.FuncOp) -> tuple[int, int]:

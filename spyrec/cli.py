@@ -69,11 +69,21 @@ def _switches(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option("--share", type=click.Choice(["ring", "none"]),
                            help="Force ring sharing of split matmuls' operand tiles on or "
                            "off (default: by the cost model).")(command)
+    command = click.option("--ring-reduce/--no-ring-reduce", default=True, show_default=True,
+                           help="Split reduced rows over cores, summing their partials "
+                           "with ring.reduce (off: each reduced row on one core).")(command)
     command = click.option("--tail", type=click.IntRange(min=0), default=0,
                            help="Row pieces of a K-sliced matmul's last column tile: 1 never, "
                            "N >= 2 where legal (default 0: by the cost model).")(command)
     return click.option("--resident", type=click.Choice(["a", "b", "acc"]),
                         help="Force every matmul's loop order (default: the cheapest).")(command)
+
+
+def _pass_options(switches: dict[str, Any]) -> dict[str, dict[str, object]]:
+    """`compile_options` from the flags of `_switches` (an unset choice is "")."""
+    from spyrec.pipelines import compile_options
+
+    return compile_options(**{k: "" if v is None else v for k, v in switches.items()})
 
 
 @main.command()
@@ -88,21 +98,18 @@ def _switches(command: Callable[..., None]) -> Callable[..., None]:
                    "(default: on, unless SPYREC_CACHE=0; see `spyrec cache`).")
 @_switches
 def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,  # noqa: A001
-            function: str | None, cache: bool | None, fuse: bool, double_buffer: bool,
-            resident: str | None, share: str | None, tail: int) -> None:
+            function: str | None, cache: bool | None, **switches: Any) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
     from spyrec.cache import resolve_cache
     from spyrec.driver import compile_program, module_text
-    from spyrec.pipelines import compile_options
 
     if emit == "binary" and output is None:
         output = model.with_suffix(".spyre")
     result = compile_program(model, output if emit == "binary" else None, stop_after=emit,
                              print_ir=sys.stdout if print_ir_after_all else None,
                              on_stage=_stage_printer(), function=function,
-                             pass_options=compile_options(fuse, double_buffer, resident or "",
-                                                          share or "", tail),
+                             pass_options=_pass_options(switches),
                              cache=resolve_cache(cache))
     if emit != "binary":
         if not print_ir_after_all:
@@ -119,16 +126,12 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
 @click.option("--keep", type=click.Path(path_type=Path),
               help="Where to write the bad pass's input module (default: a temporary folder).")
 @_switches
-def bisect(model: Path, seed: int, keep: Path | None, fuse: bool, double_buffer: bool,
-           resident: str | None, share: str | None, tail: int) -> None:
+def bisect(model: Path, seed: int, keep: Path | None, **switches: Any) -> None:
     """Find the first pass whose output leaves PyTorch eager's tolerance on MODEL (a .pt2):
     the graph is run after every pass (graph and KTIR interpreters, then the emulator)."""
     from spyrec.numeric_bisect import bisect as run_bisect
-    from spyrec.pipelines import compile_options
 
-    result = run_bisect(model, seed=seed, keep=keep,
-                        pass_options=compile_options(fuse, double_buffer, resident or "",
-                                                     share or "", tail))
+    result = run_bisect(model, seed=seed, keep=keep, pass_options=_pass_options(switches))
     click.echo(result.report())
     if result.first_bad is not None:
         sys.exit(1)
@@ -349,19 +352,15 @@ def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
 @main.command()
 @click.argument("model", type=click.Path(path_type=Path))
 @_switches
-def explain(model: Path, fuse: bool, double_buffer: bool, resident: str | None,
-            share: str | None, tail: int) -> None:
+def explain(model: Path, **switches: Any) -> None:
     """Print each kernel's decisions for MODEL (a .pt2): fusion, core split, tiles and loop
     order, why, and the alternatives' predicted cost."""
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
 
     from spyrec.dialects.spyre import KernelOp
     from spyrec.driver import compile_program
-    from spyrec.pipelines import compile_options
 
-    result = compile_program(model, stop_after="graph",
-                             pass_options=compile_options(fuse, double_buffer, resident or "",
-                                                          share or "", tail))
+    result = compile_program(model, stop_after="graph", pass_options=_pass_options(switches))
     for kernel in (op for op in result.module.walk() if isinstance(op, KernelOp)):
         attrs = kernel.attributes
         fused = attrs.get("fused")

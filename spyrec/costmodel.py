@@ -35,6 +35,7 @@ class KernelShape:
     row_operands: int = 0  # extra inputs broadcast over rows (bias-like, 1 x N)
     full_operands: int = 0  # extra inputs of the output's shape (M x N), e.g. a residual
     sfu_passes: int = 0  # elementwise work in units of one SFU pass over the tile
+    col_passes: int = 0  # SFU passes over one-column values (a stick per row each)
     reduce: bool = False  # a reduction over the stick dim: each tile must hold whole rows
     full_temps: int = 1  # f32 full tiles the tile graph may keep live (upper bound)
     col_temps: int = 0  # one-column values (row reductions), a stick per row each
@@ -44,6 +45,10 @@ class KernelShape:
     # the narrowest element of any input (an f16 input of an f32 kernel: a promoting add);
     # 0 when it is no narrower than in_itemsize and out_itemsize
     narrow_itemsize: int = 0
+    # row reductions a split of the reduced (stick) dim combines over the ring, one
+    # ring.reduce each per tile (note 59): every reduction of a kernel without matmul, when
+    # all are sums; 0 when the reduced dim must stay whole on one core
+    ring_reduces: int = 0
 
     def sticks(self, itemsize: int, elems: int) -> int:
         return -(-elems * itemsize // 128)
@@ -59,7 +64,8 @@ class KernelShape:
 
     @property
     def flops(self) -> int:
-        return 2 * self.rows * self.k * self.cols + self.sfu_passes * self.rows * self.cols
+        return (2 * self.rows * self.k * self.cols + self.sfu_passes * self.rows * self.cols
+                + self.col_passes * self.rows)
 
     @property
     def min_offchip_bytes(self) -> int:
@@ -80,12 +86,24 @@ class KernelShape:
         one-column output."""
         return self.full_outputs * tm * tn * self.out_itemsize + self.col_outputs * tm * 128
 
+    @property
+    def splits_reduced_dim(self) -> bool:
+        """Whether the split may divide the reduced stick dim (note 59): its reductions are
+        sums the ring combines, and no column is stick padding, so every core's share of a
+        row is all valid columns."""
+        return self.reduce and self.ring_reduces > 0 and self.cols % self.stick_elems == 0
+
     def work(self) -> str:
         """What the split divides, for messages: rows x output sticks."""
         return f"{self.rows} rows x {self.col_sticks} output sticks"
 
     @property
     def split_rule(self) -> str:
+        if self.reduce and not self.splits_reduced_dim:
+            why = ("its reductions are not all sums" if not self.ring_reduces
+                   else "its rows end in stick padding")
+            return (f"divide its {self.rows} rows evenly and keep its rows whole (one core "
+                    f"per row: {why}, so the ring cannot combine split rows)")
         return f"divide its {self.rows} rows and {self.col_sticks} output sticks evenly"
 
     @property
@@ -366,6 +384,19 @@ def ring_chain_cycles(nbytes: int, hops: int, sharers: int, target: SpyreTarget)
             + (sharers - 2) * ring_transfer_cycles(piece, hops, target))
 
 
+def ring_reduce_cycles(rows: int, split: Split, target: SpyreTarget) -> float:
+    """One all-reduce of a tile's row partials (rows x one f32 column, a stick a row) over a
+    grid row's gn cores, gm core numbers apart (note 59): the emulator's
+    `ring.rendezvous_cycles` for a ring.reduce with root -1, the sums flowing down the
+    group and back: 2 x (bytes / ring_bytes_per_cycle + chain hops x ring_hop_cycles)."""
+    if split.gn <= 1:
+        return 0.0
+    n = target.num_cores
+    hops = (split.gn - 1) * min(split.gm % n, n - split.gm % n)
+    return 2 * (math.ceil(rows * target.stick_bytes / target.ring_bytes_per_cycle)
+                + hops * target.ring_hop_cycles)
+
+
 @dataclass(frozen=True)
 class RingSharing:
     """The ring traffic of a shared matmul (note 38): cores sharing each A tile (a grid
@@ -585,6 +616,11 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     dmas_core += tiles * shape.outputs * (pieces - 1)  # store pieces: a descriptor each
     cores = split.cores
     bytes_all, dmas_all = bytes_core * cores, dmas_core * cores
+    if shape.col_outputs and split.gn > 1:
+        # a split row's one-column results are whole on every core of the grid row after
+        # the all-reduce; only its first core stores them (note 59)
+        bytes_all -= (cores - split.gm) * tiles * shape.col_outputs * tm * 128
+        dmas_all -= (cores - split.gm) * tiles * shape.col_outputs
     if shape.k:
         bytes_core += loads.a * a_tile + loads.b * b_tile
         dmas_core += loads.a + loads.b
@@ -615,7 +651,13 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     rows = _halves(tm, target)
     passes = max(1, shape.sfu_passes)
     pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
-    sfu = tiles * sfu_cycles(rows, tn * 4, passes, target)
+    sfu = tiles * (sfu_cycles(rows, tn * 4, passes, target)
+                   + sfu_cycles(rows, target.stick_bytes, shape.col_passes, target))
+    # each row reduction of a split row waits for its all-reduce before the SFU goes on
+    # with the tile (note 59): the SFU stream, in program order, waits with it
+    tile_allreduce = shape.ring_reduces * ring_reduce_cycles(tm, split, target) \
+        if shape.reduce else 0.0
+    sfu += tiles * tile_allreduce
     piece_rows, piece_tile = rows, out_tile  # the work after the last one's K loop
     if extra_pieces:  # each row block's last tile in row pieces (note 57)
         first, last = tail_rows(tm, tiling.tail)
@@ -631,14 +673,17 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
                          - sfu_cycles(rows, tn * 4, passes, target))
     lx = lx_footprint(shape, tiling, split, buffers, target)
     if buffers == 1:  # one slot per buffer: nothing overlaps
-        return Prediction(dma + pt + sfu + ring_rx, dma, pt, sfu, bytes_all, lx, ring_rx)
+        return Prediction(dma + pt + sfu + ring_rx, dma, pt, sfu, bytes_all, lx,
+                          ring_rx + tiles * tile_allreduce)
     # pipeline fill (first loads) and drain (last epilogue and store)
     first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, shape.full_operands)
     fill = dma_cycles_alone(first_in, target, cores)
     if tiling.share and shape.k:  # only the first core of each chain loads them
         fill = (target.dma_setup_cycles + (split.gm * a_tile + split.gn * b_tile)
                 / target.lpddr_bytes_per_cycle)
-    last_sfu = sfu_cycles(piece_rows, tn * 4, passes, target)
+    last_sfu = (sfu_cycles(piece_rows, tn * 4, passes, target)
+                + sfu_cycles(piece_rows, target.stick_bytes, shape.col_passes, target)
+                + tile_allreduce)
     step_pt = pt_cycles(piece_rows, tk, tn, target) if shape.k and tiles else 0.0
     if tiling.resident == "a" and nk > 1:
         # a row block in K slices: the first column tile's K loop consumes each slice as it
@@ -651,6 +696,9 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         fill = max(fill, phase - (nk - 1) * pt_cycles(rows, tk, tn, target))
     compute = max(pt, sfu, ring_rx)
     drain = last_sfu + dma_cycles_alone(piece_tile, target, cores)
+    # without a matmul the SFU is the compute: its total already holds the last tile's
+    # epilogue, which the drain counts again (a one-tile core: load, epilogue, store)
+    overlap = 0.0 if shape.k else last_sfu
     if dma >= compute:
         # DMA-bound: the first loads and the last store are part of `dma`; after the last
         # load only its trip down the ring, one K step's matmul and the last epilogue remain.
@@ -658,11 +706,11 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         # with few tiles per core (one: every store at the end) that tail decides.
         load_cycles = (bytes_all - cores * tiles * out_tile) \
             / target.lpddr_bytes_per_cycle
-        tail = max(compute + fill, load_cycles + step_pt) + chain + drain
+        tail = max(compute + fill - overlap, load_cycles + step_pt) + chain + drain
         cycles = max(dma + chain + step_pt + last_sfu, tail)
     else:
-        cycles = compute + fill + chain + drain
-    return Prediction(cycles, dma, pt, sfu, bytes_all, lx, ring_rx)
+        cycles = compute + fill - overlap + chain + drain
+    return Prediction(cycles, dma, pt, sfu, bytes_all, lx, ring_rx + tiles * tile_allreduce)
 
 
 def store_stall_cycles(shape: KernelShape, split: Split, tiling: Tiling,
@@ -716,7 +764,9 @@ def candidate_splits(shape: Shape, target: SpyreTarget) -> list[Split]:
     if isinstance(shape, MoveShape):
         return [Split(gm, gn) for gm in _divisors(shape.outer) for gn in _divisors(shape.run)
                 if gm * gn <= target.num_cores]
-    col_splits = [1] if shape.reduce else _divisors(shape.col_sticks)
+    # a reduced dim is split only where ring.reduce can combine the rows' partials (note 59)
+    col_splits = [1] if shape.reduce and not shape.splits_reduced_dim \
+        else _divisors(shape.col_sticks)
     return [Split(gm, gn) for gm in _divisors(shape.rows) for gn in col_splits
             if gm * gn <= target.num_cores]
 

@@ -50,7 +50,8 @@ KTIR_PIPELINE: tuple[Stage, ...] = (
 )
 
 def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str = "",
-                    share: str = "", tail: int = 0) -> dict[str, dict[str, object]]:
+                    share: str = "", tail: int = 0,
+                    ring_reduce: bool = True) -> dict[str, dict[str, object]]:
     """Pass options for the user-facing compile switches (keyword arguments of
     `spyrec.compile`, flags of `spyrec compile`), so each pass's gain can be measured:
 
@@ -62,7 +63,9 @@ def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str
     - share="ring" | "none": every split matmul shares (or does not share) its operand tiles
       over the ring (design note 38) instead of whichever the cost model prefers;
     - tail=1: no matmul computes its last column tile in row pieces (design note 57);
-      tail=N >= 2: every K-sliced A block that allows it uses N pieces.
+      tail=N >= 2: every K-sliced A block that allows it uses N pieces;
+    - ring_reduce=False: spyre-partition-cores keeps every reduced row whole on one core
+      instead of splitting it and summing the cores' partials with ring.reduce (note 59).
     """
     options: dict[str, dict[str, object]] = {}
     if not fuse:
@@ -80,6 +83,8 @@ def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str
     if planning:
         options["spyre-partition-cores"] = dict(planning)
         options["spyre-tile"] = dict(planning)
+    if not ring_reduce:
+        options.setdefault("spyre-partition-cores", {})["ring_reduce"] = False
     return options
 
 
