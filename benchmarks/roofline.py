@@ -6,11 +6,14 @@ over rows, SDPA prefill and decode, and a Granite-3.3-8B-shaped decoder layer of
 (prefill of 512 tokens; a decode step over a KV cache of 2048), each compiled several ways:
 as spyrec compiles it, with fusion off (`fuse=False`), with double buffering off
 (`double_buffer=False`), for GEMMs, attention and the layer with ring sharing off
-(`share="none"`, design note 38) and, for GEMMs and the layer, without tails (`tail=1`:
-no last column tile computed in row pieces, design note 57; not run by default):
+(`share="none"`, design note 38), for GEMMs and the layer without tails (`tail=1`: no last
+column tile computed in row pieces, design note 57; not run by default) and, for the row
+reductions and the layer, with every reduced row on one core (`ring_reduce=False`: no
+partial sums combined by ring.reduce, design note 59):
 
     .venv/bin/python benchmarks/roofline.py [--quick] [--only gemm|chain|norm|sdpa|granite|NAME]
-                                            [--variants default,nofuse,nobuf,noring,notail]
+                                            [--variants default,nofuse,nobuf,noring,notail,
+                                                        noreduce]
 
 Per case and variant it prints emulated µs (the emulator in timing-only mode: the schedule
 and the profile, no data), the roofline bound of the whole program (max(flops / 98.3 TFLOPS,
@@ -37,7 +40,7 @@ from spyrec.driver import compile_program
 from spyrec.pipelines import compile_options
 from spyrec.runtime.emulator import Emulator
 from spyrec.target import DEFAULT_TARGET
-from spyrec.zoo import Chain, Gemm, Sdpa, Softmax
+from spyrec.zoo import Chain, Gemm, RowSum, Sdpa, Softmax
 
 VARIANTS: dict[str, dict[str, object]] = {
     "default": {},
@@ -45,6 +48,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "nobuf": {"double_buffer": False},
     "noring": {"share": "none"},
     "notail": {"tail": 1},
+    "noreduce": {"ring_reduce": False},
 }
 
 
@@ -122,6 +126,12 @@ def cases(quick: bool) -> list[Case]:
     out += [rows("softmax", Softmax, size, size),
             rows("layernorm", lambda: Norm("layernorm", size), size, size),
             rows("rmsnorm", lambda: Norm("rmsnorm", size), size, size)]
+    # few long rows: fewer rows than cores, so each row is split over a grid row and its
+    # partial sums are all-reduced with ring.reduce (design note 59)
+    long = 1 if quick else 4
+    out += [rows("rowsum", RowSum, 4, 16384 * long),
+            rows("rmsnorm", lambda: Norm("rmsnorm", 16384 * long), 4, 16384 * long),
+            rows("layernorm", lambda: Norm("layernorm", 8192 * long), 2, 8192 * long)]
     out += [sdpa(8, 256, 256) if quick else sdpa(8, 1024, 1024),
             sdpa(8, 1, 1024) if quick else sdpa(8, 1, 2048)]
     if not quick:  # 400 MB of weights each: about a minute per variant
@@ -213,7 +223,7 @@ def main() -> None:
     parser.add_argument("--only", action="append",
                         help="a group (gemm, chain, norm, sdpa, granite) or part of a case name; "
                         "repeatable")
-    parser.add_argument("--variants", default="default,nofuse,nobuf,noring",
+    parser.add_argument("--variants", default="default,nofuse,nobuf,noring,noreduce",
                         help="comma-separated subset of " + ",".join(VARIANTS))
     args = parser.parse_args()
     variants = args.variants.split(",")
@@ -230,6 +240,8 @@ def main() -> None:
                 continue  # nothing shared over the ring
             if name == "notail" and case.group not in ("gemm", "granite"):
                 continue  # no matmul tiles
+            if name == "noreduce" and case.group not in ("norm", "granite"):
+                continue  # no reduced rows
             try:
                 r = measure(case, VARIANTS[name])
             except Exception as exc:  # noqa: BLE001 - a row that failed says why

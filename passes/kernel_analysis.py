@@ -153,7 +153,7 @@ class KernelInfo:
         # SFU passes over the full tile, and over one-column values (a stick per row: what
         # a row reduction's result goes through before it is broadcast, note 59); a
         # reduction reads the full tile
-        passes = col_passes = 0
+        passes = col_passes = narrow_passes = 0
         for op in self.ops:
             category, fn = op_kind(op)
             if category in ("cast", "view"):
@@ -162,6 +162,7 @@ class KernelInfo:
                 col_passes += sfu_passes(fn)
             else:
                 passes += sfu_passes(fn)
+                narrow_passes += category == "reduce" and self._input_itemsize(op) == 2
         passes += (1 if self.matmul is not None and self.matmul.bias is not None else 0)
         col_out = sum(1 for v in self.outputs if self.kinds.get(v) is Kind.COL)
         passes += len(self.outputs) - col_out  # the final conversion of each result
@@ -174,11 +175,20 @@ class KernelInfo:
         return KernelShape(
             m, n, _k(self.matmul), in_size, max(itemsize(v) for v in self.outputs),
             row_operands=row_ops, full_operands=full_ops, sfu_passes=max(passes, 1),
-            col_passes=col_passes,
+            col_passes=col_passes, narrow_passes=narrow_passes,
             reduce=self.has_reduce, full_temps=full_temps, col_temps=col_temps,
             outputs=len(self.outputs), col_operands=col_ops,
             col_outputs=col_out, narrow_itemsize=min([itemsize(a) for a in used] or [0]),
             ring_reduces=self.ring_reduces)
+
+    def _input_itemsize(self, op: Operation) -> int:
+        """Device bytes per element of the kernel input `op` reads as loaded (through casts
+        and row views, which read the loaded tile); 4 when it reads a computed (f32) tile."""
+        value = op.operands[0]
+        while isinstance(value.owner, Operation) and value.owner in self.ops \
+                and op_kind(value.owner)[0] in ("cast", "view"):
+            value = value.owner.operands[0]
+        return itemsize(value) if value in self.kernel.body.block.args else 4
 
     @property
     def ring_reduces(self) -> int:

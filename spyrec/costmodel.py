@@ -36,6 +36,9 @@ class KernelShape:
     full_operands: int = 0  # extra inputs of the output's shape (M x N), e.g. a residual
     sfu_passes: int = 0  # elementwise work in units of one SFU pass over the tile
     col_passes: int = 0  # SFU passes over one-column values (a stick per row each)
+    # of the sfu_passes, those that read 2-byte elements alone (a row reduction of an fp16
+    # input as loaded): half a pass's bytes
+    narrow_passes: int = 0
     reduce: bool = False  # a reduction over the stick dim: each tile must hold whole rows
     full_temps: int = 1  # f32 full tiles the tile graph may keep live (upper bound)
     col_temps: int = 0  # one-column values (row reductions), a stick per row each
@@ -100,10 +103,9 @@ class KernelShape:
     @property
     def split_rule(self) -> str:
         if self.reduce and not self.splits_reduced_dim:
-            why = ("its reductions are not all sums" if not self.ring_reduces
-                   else "its rows end in stick padding")
-            return (f"divide its {self.rows} rows evenly and keep its rows whole (one core "
-                    f"per row: {why}, so the ring cannot combine split rows)")
+            why = ("its reductions are not all sums, and ring.reduce only adds"
+                   if not self.ring_reduces else "its rows end in stick padding")
+            return f"divide its {self.rows} rows evenly with each row on one core ({why})"
         return f"divide its {self.rows} rows and {self.col_sticks} output sticks evenly"
 
     @property
@@ -325,6 +327,15 @@ def pt_cycles(m: int, k: int, n: int, target: SpyreTarget) -> int:
 def sfu_cycles(rows: int, row_bytes: int, passes: int, target: SpyreTarget) -> int:
     """Cycles of `passes` SFU passes over a rows x row_bytes tile on one corelet."""
     return passes * math.ceil(rows * row_bytes / target.sfu_bytes_per_cycle_per_corelet)
+
+
+def tile_sfu_cycles(shape: KernelShape, rows: int, tn: int, target: SpyreTarget) -> int:
+    """SFU cycles of one corelet's rows of a tile: the full passes over f32 rows of tn
+    (narrow ones over fp16 rows), and the passes over one-column values, a stick a row."""
+    full = max(1, shape.sfu_passes) - shape.narrow_passes
+    return (sfu_cycles(rows, tn * 4, full, target)
+            + sfu_cycles(rows, tn * 2, shape.narrow_passes, target)
+            + sfu_cycles(rows, target.stick_bytes, shape.col_passes, target))
 
 
 def dma_cycles_alone(nbytes: int, target: SpyreTarget, sharers: int = 1) -> float:
@@ -651,8 +662,7 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     rows = _halves(tm, target)
     passes = max(1, shape.sfu_passes)
     pt = tiles * nk * pt_cycles(rows, tk, tn, target) if shape.k else 0.0
-    sfu = tiles * (sfu_cycles(rows, tn * 4, passes, target)
-                   + sfu_cycles(rows, target.stick_bytes, shape.col_passes, target))
+    sfu = tiles * tile_sfu_cycles(shape, rows, tn, target)
     # each row reduction of a split row waits for its all-reduce before the SFU goes on
     # with the tile (note 59): the SFU stream, in program order, waits with it
     tile_allreduce = shape.ring_reduces * ring_reduce_cycles(tm, split, target) \
@@ -681,9 +691,7 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     if tiling.share and shape.k:  # only the first core of each chain loads them
         fill = (target.dma_setup_cycles + (split.gm * a_tile + split.gn * b_tile)
                 / target.lpddr_bytes_per_cycle)
-    last_sfu = (sfu_cycles(piece_rows, tn * 4, passes, target)
-                + sfu_cycles(piece_rows, target.stick_bytes, shape.col_passes, target)
-                + tile_allreduce)
+    last_sfu = tile_sfu_cycles(shape, piece_rows, tn, target) + tile_allreduce
     step_pt = pt_cycles(piece_rows, tk, tn, target) if shape.k and tiles else 0.0
     if tiling.resident == "a" and nk > 1:
         # a row block in K slices: the first column tile's K loop consumes each slice as it
@@ -707,7 +715,12 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         load_cycles = (bytes_all - cores * tiles * out_tile) \
             / target.lpddr_bytes_per_cycle
         tail = max(compute + fill - overlap, load_cycles + step_pt) + chain + drain
-        cycles = max(dma + chain + step_pt + last_sfu, tail)
+        # the channel's last work is the last tiles' stores; without a matmul the last
+        # epilogue is long enough to matter, and the previous tiles' stores fill the
+        # channel meanwhile
+        hidden = min(last_sfu, cores * out_tile / target.lpddr_bytes_per_cycle) \
+            if overlap and tiles > 1 else 0.0
+        cycles = max(dma + chain + step_pt + last_sfu - hidden, tail)
     else:
         cycles = compute + fill - overlap + chain + drain
     return Prediction(cycles, dma, pt, sfu, bytes_all, lx, ring_rx + tiles * tile_allreduce)

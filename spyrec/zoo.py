@@ -319,6 +319,13 @@ class Softmax(nn.Module):
         return torch.softmax(x, dim=-1)
 
 
+class RowSum(nn.Module):
+    """A sum over the last dim, kept as a column."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum(dim=-1, keepdim=True)
+
+
 class Sdpa(nn.Module):
     """`scaled_dot_product_attention(q, k, v)`, causal or not."""
 
