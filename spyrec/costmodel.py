@@ -614,15 +614,19 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     a_tile, b_tile = tm * tk * isz, tk * tn * isz
     row_in = shape.row_operands * tn * isz
     # a one-column operand is a stick per row, read again by every core of a grid row
-    per_tile_in = row_in + shape.full_operands * tm * tn * isz + shape.col_operands * tm * 128
+    per_tile_in = shape.full_operands * tm * tn * isz + shape.col_operands * tm * 128
     out_tile = shape.out_tile_bytes(tm, tn)
     blocks = shape.rows // split.gm // tm  # row blocks per core
     # a tail's row pieces (note 57) are tiles of their own: a store and epilogue operand
     # loads each, a bias-like row operand read again by each
     extra_pieces = blocks * (tiling.tail - 1) if shape.k else 0
-    bytes_core = tiles * (per_tile_in + out_tile) + extra_pieces * row_in
-    dmas_core = (tiles + extra_pieces) * (shape.outputs + shape.row_operands
-                                          + shape.full_operands + shape.col_operands)
+    # a bias-like row operand depends on the column tile alone: a core with one column tile
+    # loads it once, before its row loop (convert-spyre-to-ktir hoists it)
+    row_loads = min(tiles, 1) if tiles == blocks else tiles + extra_pieces
+    bytes_core = tiles * (per_tile_in + out_tile) + row_loads * row_in
+    dmas_core = ((tiles + extra_pieces) * (shape.outputs + shape.full_operands
+                                           + shape.col_operands)
+                 + row_loads * shape.row_operands)
     pieces = store_pieces(shape, split, tiling, target, buffers)
     dmas_core += tiles * shape.outputs * (pieces - 1)  # store pieces: a descriptor each
     cores = split.cores
@@ -644,8 +648,8 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
             extra = (loads.a * (ring_pieces(a_tile) - 1) + loads.b * (ring_pieces(b_tile) - 1))
             dmas_core += extra
             dmas_all += extra * min(a_readers, b_readers)
-        bytes_all -= (cores - b_readers) * (tiles + extra_pieces) * row_in
-        dmas_all -= (cores - b_readers) * (tiles + extra_pieces) * shape.row_operands
+        bytes_all -= (cores - b_readers) * row_loads * row_in
+        dmas_all -= (cores - b_readers) * row_loads * shape.row_operands
     # a core's DMA engine spends a setup per descriptor; while it does, the other cores'
     # transfers have the shared channel, so setups overlap other cores' bytes (shared: the
     # first core of both chains loads what every core loaded unshared)
@@ -714,12 +718,16 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         # with few tiles per core (one: every store at the end) that tail decides.
         load_cycles = (bytes_all - cores * tiles * out_tile) \
             / target.lpddr_bytes_per_cycle
+        if overlap:
+            # row operands (a norm's weight and bias) come after the tile they scale and are
+            # read by its last ops: the epilogue starts before they arrive
+            load_cycles -= cores * row_loads * row_in / target.lpddr_bytes_per_cycle
         tail = max(compute + fill - overlap, load_cycles + step_pt) + chain + drain
         # the channel's last work is the last tiles' stores; without a matmul the last
-        # epilogue is long enough to matter, and the previous tiles' stores fill the
-        # channel meanwhile
-        hidden = min(last_sfu, cores * out_tile / target.lpddr_bytes_per_cycle) \
-            if overlap and tiles > 1 else 0.0
+        # epilogue is long enough to matter, and the channel has other work meanwhile: the
+        # previous tiles' stores, or with one tile per core its row operands
+        busy = cores * (out_tile if tiles > 1 else row_loads * row_in)
+        hidden = min(last_sfu, busy / target.lpddr_bytes_per_cycle) if overlap else 0.0
         cycles = max(dma + chain + step_pt + last_sfu - hidden, tail)
     else:
         cycles = compute + fill - overlap + chain + drain
