@@ -19,7 +19,7 @@ from spyrec.driver import compile_program
 from spyrec.pipelines import compile_options
 from spyrec.runtime.emulator import Emulator
 from spyrec.target import DEFAULT_TARGET
-from spyrec.zoo import Chain, Gemm, Sdpa, Softmax
+from spyrec.zoo import Chain, Gemm, RowSum, Sdpa, Softmax
 
 
 def predicted_cycles(module) -> list[float]:
@@ -83,6 +83,10 @@ SUITE = {
     "sdpa causal h32 L128 d128": lambda: _sdpa(32, 128, 128, 128, causal=True),
     "table over heads h32 S512 d128": lambda: (_TableOverHeads(), (torch.randn(1, 32, 512, 128),
                                                                    torch.randn(512, 128))),
+    # few long rows, split over grid rows and all-reduced with ring.reduce (note 59)
+    "rowsum 4x16384": lambda: (RowSum(), (torch.randn(4, 16384),)),
+    "rmsnorm 4x16384": lambda: (torch.nn.RMSNorm(16384), (torch.randn(4, 16384),)),
+    "layernorm 2x8192": lambda: (torch.nn.LayerNorm(8192), (torch.randn(2, 8192),)),
 }
 
 # The benchmark's switched-off variants the model must follow as well: unfused row ops (a
@@ -100,6 +104,8 @@ VARIANTS = [
     ("sdpa prefill h8 L256 S256 d64", {"share": "none"}),
     ("add->gelu->mul 1024x1024", {"double_buffer": False}),
     ("gemm 1500x1000x1500", {"tail": 1}),
+    ("rmsnorm 4x16384", {"ring_reduce": False}),
+    ("layernorm 2x8192", {"ring_reduce": False}),
 ]
 
 
