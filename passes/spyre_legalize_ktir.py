@@ -21,10 +21,23 @@ interpreter gives the same results before and after. Decisions:
   accumulate) and is combined with a non-identity init by one more SFU op;
 - a `linalg.fill` shared by several matmuls is cloned per matmul, because each matmul
   accumulates in place in its init's LX slot;
-- `spyre.cost` gets the kernel's FLOPs and least off-chip bytes for the roofline.
+- `spyre.cost` gets the kernel's FLOPs and least off-chip bytes for the roofline;
+- an inter-tile sum, a `ktdp.inter_tile_produce` whose region only yields one f32 or f16
+  partial computed before it and a `ktdp.inter_tile_reduce` whose combiner is one
+  `arith.addf` and whose identity is zero, keeps its ops and types:
+  spyre-schedule-dataflow makes the pair one `ring.reduce` per core, in place in the
+  partial's LX slot, an all-reduce when the consumers are the producers, else a reduce to
+  the one consumer (design note 59). The reduce gets the partial's `spyre.tile` (a
+  row reduction's partial stays a column for the ops that read the sum), its identity
+  becomes a zero fill of that tile before the produce, and the reduce moves right after
+  the produce (nothing may take the partial's slot between them). The ops of both
+  regions are not legalized; `scf.if` bodies are, like loop bodies (a reduce-to-one's
+  result is only defined on its consumer).
 
-Anything else on tensors (index-dependent bodies, selects, slices, reshapes, inter-tile
-communication, indirect tiles) is refused with an error that names the op.
+Anything else on tensors (index-dependent bodies, selects, slices, reshapes, other
+inter-tile communication: `inter_tile_consume`, other combiners, partial reductions by
+`producer_dependency_per_consumer`; indirect tiles, distributed views, runtime arguments)
+is refused with an error that names the op.
 
     %s = arith.addf %a, %b : tensor<128xf32>                                   // before
     %s = linalg.generic {...} ins(%a, %b ...) outs(%e ...) {spyre.fn = "add"}  // after
@@ -51,6 +64,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    f16,
     f32,
     i64,
 )
@@ -63,6 +77,7 @@ from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
+from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.passes.ktir_builder import convert
 from spyrec.passes.ktir_tiles import default_tile_dims, tile_dims
 from spyrec.passes.ktir_tiles import tensor_shape as _shape
@@ -77,6 +92,11 @@ CASTS = ("arith.extf", "arith.truncf")
 REDUCE = {"add": ("sum", 0.0), "maximum": ("max", float("-inf")),
           "minimum": ("min", float("inf"))}
 COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
+REFUSED = ("ktdp.inter_tile_consume", "ktdp.construct_indirect_access_tile",
+           "ktdp.construct_distributed_memory_view", "ktdp.runtime_arg_extract")
+NOT_TAKEN = ("the compiler does not take this op yet; run the kernel in the KTIR interpreter "
+             "(spyrec run kernel.mlir --function ...)")
+RING_PARTIALS = (f32, f16)  # the element types ring.reduce sums (fp16 as DL16 on the device)
 
 _BINARY_OPS: dict[str, Callable[[SSAValue, SSAValue], Operation]] = {
     "add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp, "div": arith.DivfOp,
@@ -163,6 +183,13 @@ class _Kernel:
         for op in list(block.ops):
             if isinstance(op, scf.ForOp):
                 self.block(op.body.block)
+            elif isinstance(op, scf.IfOp):
+                if any(_tensor_type(r) is not None for r in op.results):
+                    raise self.error(op, "an scf.if yielding tensors has no LX placement; "
+                                     "use the value (store it) inside the branch")
+                for region in op.regions:
+                    for inner in region.blocks:
+                        self.block(inner)
             elif "spyre.fn" in op.attributes:
                 continue
             elif op.name in BINARY or op.name in UNARY or op.name in CASTS:
@@ -182,11 +209,12 @@ class _Kernel:
                 self.reduce(op)
             elif isinstance(op, linalg.MatmulOp):
                 self.matmul(op, op.inputs[0], op.inputs[1], op.outputs[0])
-            elif op.name.startswith("ktdp.inter_tile") or op.name in (
-                    "ktdp.construct_indirect_access_tile", "ktdp.construct_distributed_memory_view",
-                    "ktdp.runtime_arg_extract"):
-                raise self.error(op, "the compiler does not take this op yet; run the kernel in "
-                                 "the KTIR interpreter (spyrec run kernel.mlir --function ...)")
+            elif isinstance(op, InterTileProduceOp):
+                self.produce(op)
+            elif isinstance(op, InterTileReduceOp):
+                self.inter_tile_reduce(op)
+            elif op.name.startswith("ktdp.inter_tile") or op.name in REFUSED:
+                raise self.error(op, NOT_TAKEN)
             elif any(_tensor_type(r) is not None for r in op.results) and not isinstance(
                     op, (tensor.EmptyOp,)) and not op.name.startswith("ktdp."):
                 raise self.error(op, "no Spyre engine operation implements this tensor op yet")
@@ -344,11 +372,12 @@ class _Kernel:
         return new.results[0]
 
     def fill(self, before: Operation, shape: list[int], value: float,
-             tile: tuple[int, int]) -> SSAValue:
+             tile: tuple[int, int], element: Attribute = f32) -> SSAValue:
         b = Builder(InsertPoint.before(before))
-        ttype = TensorType(f32, shape)
+        ttype = TensorType(element, shape)
         empty = b.insert(tensor.EmptyOp([], ttype)).tensor
-        scalar = b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
+        constant = FloatAttr(value, element)  # type: ignore[arg-type]
+        scalar = b.insert(arith.ConstantOp(constant)).result
         op = b.insert(linalg.FillOp([scalar], [empty], [ttype]))
         op.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(tile))
         return op.results[0]
@@ -449,6 +478,71 @@ class _Kernel:
                                     [Arg(result, AffineMap.identity(len(out_shape))), start],
                                     init.type, op)
         self.replace(op, [result])
+
+    def produce(self, op: InterTileProduceOp) -> None:
+        """Its region only names the partial: the tile computes it before, as compute the
+        pass legalizes; the ops of a produce region are never legalized."""
+        delivery = next(iter(op.future.uses)).operation
+        if not isinstance(delivery, InterTileReduceOp):
+            raise self.error(delivery, NOT_TAKEN)
+        *ops, _ = list(op.body.block.ops)
+        if ops:
+            raise self.error(op, f"its region computes ({', '.join(o.name for o in ops)}); "
+                             "compute the partial before the ktdp.inter_tile_produce and have "
+                             "the region only yield it")
+
+    def inter_tile_reduce(self, op: InterTileReduceOp) -> None:
+        """A sum of one partial over each group of tiles: spyre-schedule-dataflow makes it
+        one `ring.reduce` per core (note 59), in place in the partial's LX slot. The result
+        gets the partial's LX tile (`spyre.tile`), so its users read it as they would read
+        the partial (a row reduction's rank-1 result is a column); the identity becomes a
+        zero `linalg.fill` of that tile, as convert-spyre-to-ktir builds it."""
+        produce = op.future.owner
+        assert isinstance(produce, InterTileProduceOp)  # the verifier's R2: its one use
+        if op.producer_dependency_per_consumer is not None:
+            raise self.error(op, "a partial reduction (producer_dependency_per_consumer) has "
+                             "no ring.reduce form: ring.reduce folds every producer of the "
+                             "group; drop the set, or run the kernel in the KTIR interpreter")
+        partials = list(op.future_type.partials)
+        if len(partials) != 1:
+            raise self.error(op, f"it folds {len(partials)} partials; ring.reduce sums one: "
+                             "use one inter_tile_produce / inter_tile_reduce pair per partial")
+        combiner = op.combiner.block
+        names = [o.name for o in combiner.ops]
+        add = combiner.first_op
+        if (names != ["arith.addf", "ktdp.yield_reduced"] or add is None
+                or set(add.operands) != set(combiner.args)
+                or list(combiner.ops)[-1].operands[0] is not add.results[0]):
+            raise self.error(op, f"its combiner is ({', '.join(names)}); ring.reduce only "
+                             "adds: the combiner must be one arith.addf of its two arguments "
+                             "(a max or min over tiles has no ring form; run the kernel in the "
+                             "KTIR interpreter)")
+        yielded = produce.body.block.last_op
+        assert yielded is not None
+        partial = yielded.operands[0]
+        if _element(partial) not in RING_PARTIALS:
+            raise self.error(op, f"its partial %{partial.name_hint} is a {partial.type}; "
+                             "ring.reduce sums f32 or f16 tiles")
+        if partial in self.scalars or partial in self.broadcasts:
+            raise self.error(op, f"its partial %{partial.name_hint} is a constant or a "
+                             "broadcast; ring.reduce sums a tile computed in LX")
+        identity = op.identity[0]
+        if self.scalars.get(identity) != 0.0:
+            raise self.error(op, f"its identity %{identity.name_hint} is not a zero constant; "
+                             "ring.reduce sums the partials alone: add a non-zero start after "
+                             "the reduce")
+        if produce.parent_block() is not op.parent_block():
+            raise self.error(op, "it is not in the block of its ktdp.inter_tile_produce; "
+                             "keep the pair together")
+        # the reduce sums in the partial's LX slot, which spyre-place-memory frees after the
+        # produce: nothing may come between them, and the identity (no instruction, only a
+        # slot) goes before the produce
+        tile = tile_dims(partial)
+        op.operands[1] = self.fill(produce, _shape(partial), 0.0, tile, _element(partial))
+        op.detach()
+        produce.parent_block().insert_op_after(op, produce)  # type: ignore[union-attr]
+        if tile != default_tile_dims(_shape(partial)):
+            op.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(tile))
 
     def matmul(self, op: Operation, a: SSAValue, b: SSAValue, init: SSAValue) -> None:
         for v in (a, b):
