@@ -30,7 +30,7 @@ interpreter gives the same results before and after. Decisions:
   the one consumer (design note 59). The reduce gets the partial's `spyre.tile` (a
   row reduction's partial stays a column for the ops that read the sum), its identity
   becomes a zero fill of that tile before the produce, and the reduce moves right after
-  the produce (nothing may take the partial's slot between them). The ops of both
+  the produce, the pair together as convert-spyre-to-ktir builds it. The ops of both
   regions are not legalized; `scf.if` bodies are, like loop bodies (a reduce-to-one's
   result is only defined on its consumer).
 
@@ -534,9 +534,9 @@ class _Kernel:
         if produce.parent_block() is not op.parent_block():
             raise self.error(op, "it is not in the block of its ktdp.inter_tile_produce; "
                              "keep the pair together")
-        # the reduce sums in the partial's LX slot, which spyre-place-memory frees after the
-        # produce: nothing may come between them, and the identity (no instruction, only a
-        # slot) goes before the produce
+        # the reduce sums in the partial's LX slot (spyre-place-memory keeps the partial
+        # live until its delivery); the pair stays together as convert-spyre-to-ktir builds
+        # it, with the identity (no instruction, only a slot) before the produce
         tile = tile_dims(partial)
         op.operands[1] = self.fill(produce, _shape(partial), 0.0, tile, _element(partial))
         op.detach()

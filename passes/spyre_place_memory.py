@@ -49,7 +49,7 @@ from xdsl.passes import ModulePass
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import LoadOp, StoreOp
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
-from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
+from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp, YieldPartialOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.ktir_tiles import tile_dims
 from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
@@ -317,8 +317,14 @@ class _LiveRanges:
                     continue
                 seen.add(op)
                 out.append(op)
-                if not isinstance(op, (LoadOp, StoreOp, linalg.FillOp, linalg.GenericOp,
-                                       scf.ForOp, scf.YieldOp)):
+                if isinstance(op, YieldPartialOp):
+                    # a partial lives until its delivery op, whose result (summed in place,
+                    # note 59) is the same slot: the future's uses are the partial's
+                    produce = op.parent_op()
+                    assert produce is not None
+                    todo.extend(produce.results)
+                elif not isinstance(op, (LoadOp, StoreOp, linalg.FillOp, linalg.GenericOp,
+                                         scf.ForOp, scf.YieldOp)):
                     todo.extend(op.results)  # a view or cast of the tile
         return out
 
