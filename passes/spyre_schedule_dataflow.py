@@ -206,6 +206,7 @@ class _CoreInterpreter:
         self.paced: set[int] = set()  # store pieces, spread over the next tile's matmuls
         self.paced_loads: set[int] = set()  # slices of a resident block, spread over loads
         self.sliced: dict[int, int] = {}  # LX slot of a block loaded in pieces -> piece bytes
+        self.groups: dict[tuple[Operation, str], object] = {}  # inter-tile groups of the core
 
     def run(self) -> list[Instr]:
         for arg, addr in zip(self.fn.body.block.args, self.args):
@@ -591,13 +592,18 @@ def _linear_core(it: _CoreInterpreter) -> int:
 
 def _group_members(it: _CoreInterpreter, op: Operation, tile_set: AffineSet,
                    groups: list[int], core: int) -> tuple[int, list[int]] | None:
-    """(group, its tiles in ascending order) of the group of `tile_set` holding `core`."""
-    gm, gn = kernel_grid(it.fn)
-    for group in groups:
-        members = [t for t in range(gm * gn) if set_contains(tile_set, [t], [group])]
-        if core in members:
-            return group, members
-    return None
+    """(group, its tiles in ascending order) of the group of `tile_set` holding `core`,
+    worked out once per op (the reduce runs once per tile)."""
+    key = (op, "producers")
+    if key not in it.groups:
+        gm, gn = kernel_grid(it.fn)
+        it.groups[key] = None
+        for group in groups:
+            members = [t for t in range(gm * gn) if set_contains(tile_set, [t], [group])]
+            if core in members:
+                it.groups[key] = (group, members)
+                break
+    return it.groups[key]  # type: ignore[return-value]
 
 
 def _produce(it: _CoreInterpreter, op: InterTileProduceOp) -> None:
@@ -634,8 +640,12 @@ def _inter_tile_reduce(it: _CoreInterpreter, op: InterTileReduceOp) -> None:
     if found is None:
         raise it.error(op, f"core {core} produces for no group, but it reaches the reduce")
     group, members = found
-    consumers = [t for t in range(kernel_grid(it.fn)[0] * kernel_grid(it.fn)[1])
-                 if set_contains(op.consumer_tiles_per_group.data, [t], [group])]
+    key = (op, "consumers")
+    if key not in it.groups:
+        gm, gn = kernel_grid(it.fn)
+        it.groups[key] = [t for t in range(gm * gn)
+                          if set_contains(op.consumer_tiles_per_group.data, [t], [group])]
+    consumers = it.groups[key]
     if consumers == members:
         root = -1
     elif len(consumers) == 1 and consumers[0] in members:

@@ -718,10 +718,10 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         # with few tiles per core (one: every store at the end) that tail decides.
         load_cycles = (bytes_all - cores * tiles * out_tile) \
             / target.lpddr_bytes_per_cycle
-        if overlap:
-            # row operands (a norm's weight and bias) come after the tile they scale and are
-            # read by its last ops: the epilogue starts before they arrive
-            load_cycles -= cores * row_loads * row_in / target.lpddr_bytes_per_cycle
+        if overlap and tiles == 1:
+            # a one-tile core's row operands (a norm's weight and bias) come after the tile
+            # they scale and are read by its last ops: the epilogue starts before they arrive
+            load_cycles -= cores * row_in / target.lpddr_bytes_per_cycle
         tail = max(compute + fill - overlap, load_cycles + step_pt) + chain + drain
         # the channel's last work is the last tiles' stores; without a matmul the last
         # epilogue is long enough to matter, and the channel has other work meanwhile: the
