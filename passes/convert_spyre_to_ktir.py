@@ -115,8 +115,11 @@ class _KernelBuilder(KtirBuilder):
             element = value.type.element_type  # type: ignore[attr-defined]
             self.views[value] = (self.view(ptr, shape, element), shape)
         m, n = info.full
-        padded_n = max(cols for value, (_, (_, cols)) in self.views.items()
-                       if info.kinds.get(value) is not Kind.COL and not self._matmul_only(value))
+        widths = [cols for value, (_, (_, cols)) in self.views.items()
+                  if info.kinds.get(value) is not Kind.COL and not self._matmul_only(value)]
+        if info.matmul is not None:  # the product's width (all a row reduction may keep of it)
+            widths.append(self.views[info.matmul.rhs][1][1])
+        padded_n = max(widths)
         mc, nc = m // self.split.gm, padded_n // self.split.gn
         row0 = self.mul(x, self.const(mc))
         col0 = self.mul(y, self.const(nc))

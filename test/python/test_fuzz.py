@@ -58,6 +58,12 @@ def test_random_programs_match_eager(spec):
                                   Step("rms_norm"))),
     # found by the fuzzer and fixed: rms_norm's default eps is fp32's for fp16 inputs too
     ProgramSpec("float16", (6, 64), (Step("binary_scalar", (2, 4)), Step("rms_norm"))),
+    # found by the fuzzer and fixed: a matmul whose only result is its rows' maximum (every
+    # kernel value but the product one column) had no output width in convert-spyre-to-ktir
+    ProgramSpec("float32", (64, 64), (Step("amax_last"), Step("linear", (128, 0)),
+                                      Step("linear", (128, 0)), Step("amax_last"))),
+    ProgramSpec("bfloat16", (16, 16), (Step("linear", (100, 0)), Step("slice_lead", (0, 0, 1)),
+                                       Step("mean_last"), Step("unsqueeze"))),
 ], ids=str)
 def test_fixed_programs(spec):
     assert check_program(spec) == "ok"
