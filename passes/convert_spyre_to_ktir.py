@@ -12,8 +12,8 @@ LPDDR tensors; `scf.for` loops walk the core's tiles in the order spyre-tile cho
 columns outer with the K x tn block of B loaded before the row loop, "acc" rows, columns,
 then the K loop loading both; `ktdp.construct_access_tile` + `ktdp.load` bring tiles in;
 a `matmul` generic accumulates in f32 over the K loop; a row operand (a bias, a norm's
-weight) of a core with one column tile and several row tiles is loaded once, before the
-loops; each
+weight) of a core with one column tile and several row tiles (or tail pieces) is loaded
+once, before the loops; each
 epilogue op is a `linalg.generic` on the f32 tile (tagged `spyre.fn` with the SFU function
 that implements it), a final one rounds to the output type, and `ktdp.store` writes it back
 (with `spyre.store_pieces` when spyre-tile chose to store it in row pieces paced over the
@@ -125,11 +125,12 @@ class _KernelBuilder(KtirBuilder):
         col0 = self.mul(y, self.const(nc))
         t = self.tiling
         # a row operand (a bias, a norm's weight) depends on the column tile alone: with one
-        # column tile and several row tiles per core it is loaded once, before the loops
-        # (with one tile it stays behind the tile's own loads, which the first ops need)
+        # column tile and several row tiles (or a tail's row pieces) per core it is loaded
+        # once, before the loops (with one tile it stays behind the tile's own loads, which
+        # the first ops need)
         self.env: dict[SSAValue, SSAValue] = {}
         hoisted: dict[SSAValue, SSAValue] = {}
-        if nc == t.tn and mc > t.tm:
+        if nc == t.tn and (mc > t.tm or t.tail > 1):
             hoisted = {value: self._value(value, row0, col0) for value in self.views
                        if info.kinds.get(value) is Kind.ROW and not self._matmul_only(value)
                        and value in self.kernel.body.block.args}
