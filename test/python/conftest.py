@@ -25,6 +25,18 @@ def export_mlp(features: int, dtype: torch.dtype, batch: int = 64, seed: int = 0
     return model, x, torch.export.export(model, (x,))
 
 
+def assert_matches_eager(exe, model: torch.nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
+    """Run `exe` (a `spyrec.api.Executable`) and check it against eager within the binary's
+    own tolerance for the output's scale; returns the device output as fp32."""
+    with torch.no_grad():
+        expected = model(*inputs).float()
+    out = exe(*inputs).float()
+    scale = expected.abs().max().item()
+    tol = exe.tolerance(scale)
+    assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+    return out
+
+
 def export_symbolic_decoder(seq: torch.export.Dim, layers: int = 1):
     """A half-precision DemoDecoder(128) exported with a symbolic sequence dim `seq`."""
     from spyrec.demo import DemoDecoder

@@ -13,6 +13,8 @@ import torch
 
 import spyrec
 
+from conftest import assert_matches_eager
+
 
 class _Linear(torch.nn.Module):
     def __init__(self, k: int, n: int):
@@ -30,12 +32,7 @@ def test_loop_order_matches_eager(m, k, n, resident):
     model = _Linear(k, n).to(torch.float16).eval()
     x = torch.randn(m, k).to(torch.float16)
     exe = spyrec.compile(torch.export.export(model, (x,)), resident=resident)
-    with torch.no_grad():
-        expected = model(x).float()
-    out = exe(x).float()
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+    assert_matches_eager(exe, model, x)
     prof = exe.last_profile.to_dict()
     assert prof["offchip_bytes"] >= prof["min_offchip_bytes"]
 

@@ -18,6 +18,8 @@ from spyrec.driver import compile_program
 from spyrec.numeric_bisect import bisect
 from spyrec.pipelines import compile_options
 
+from conftest import assert_matches_eager
+
 F = torch.nn.functional
 
 
@@ -67,12 +69,7 @@ def _ring_reduces(result) -> int:
 
 def _check(model, x, result) -> Executable:
     exe = Executable(result.binary)
-    with torch.no_grad():
-        expected = model(x).float()
-    out = exe(x).float()
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+    assert_matches_eager(exe, model, x)
     assert not [w for w in exe.last_profile.warnings if "hazard" in w.lower()]
     return exe
 

@@ -19,6 +19,8 @@ from spyrec.passes.ring_sharing import share_loads
 from spyrec.pipelines import compile_options
 from spyrec.runtime.isa import Instr
 
+from conftest import assert_matches_eager
+
 
 class _Linear(torch.nn.Module):
     def __init__(self, k: int, n: int):
@@ -45,12 +47,7 @@ def test_shared_matmul_matches_eager(m, k, n, resident):
     assert program.attributes["spyre.ring"].data.split()[0] != "not", \
         program.attributes["spyre.ring"].data
     exe = Executable(result.binary)
-    with torch.no_grad():
-        expected = model(x).float()
-    out = exe(x).float()
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+    assert_matches_eager(exe, model, x)
     # the bytes spyre-tile predicted are the bytes the DMAs moved
     ledger = program.attributes["spyre.decisions"].data["spyre.tiling"].data
     assert ledger["share"].data == "ring"

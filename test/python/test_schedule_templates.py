@@ -21,6 +21,8 @@ from spyrec.driver import compile_program, make_context
 from spyrec.passes.schedule_templates import Affine, Symbolic, kernel_key
 from spyrec.passes.spyre_schedule_dataflow import SpyreScheduleDataflow
 
+from conftest import assert_matches_eager
+
 
 class CausalAttention(torch.nn.Module):
     """q/k/v projections of 4 heads of 64 over 2 KV heads, causal SDPA, output projection."""
@@ -167,12 +169,7 @@ def test_a_module_reused_by_every_layer_stores_its_weights_once() -> None:
     exe = spyrec.compile(torch.export.export(model, (x,)))
     names = [b.name for b, _ in exe.binary.weights]
     assert len(names) == 4, names  # the norm weight and the three transposed projections
-    with torch.no_grad():
-        expected = model(x).float()
-    out = exe(x).float()
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+    assert_matches_eager(exe, model, x)
 
 
 def test_a_packed_core_is_verified_like_an_expanded_one() -> None:
