@@ -31,6 +31,7 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith, func
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
+    UnitAttr,
     ArrayAttr,
     DictionaryAttr,
     FloatAttr,
@@ -159,7 +160,9 @@ class AttentionBuilder(_StoredBuilder):
             self.loop(rows_core, self.tiling.tm, query_body)
 
         self.loop(heads_core, 1, head_body)
-        return self.finish(shape.flops, shape.min_offchip_bytes)
+        fn = self.finish(shape.flops, shape.min_offchip_bytes)
+        fn.attributes["spyre.pt_lookahead"] = UnitAttr()
+        return fn
 
     def _build_batch_matmul(self, op: BatchMatmulOp) -> func.FuncOp:
         """Per batch the rhs once ([N, K] as stored for `transpose_rhs`, else [K, N padded]),

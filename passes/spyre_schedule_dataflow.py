@@ -55,6 +55,7 @@ from xdsl.ir.affine import AffineMap, AffineSet
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
+from spyrec.target import DEFAULT_TARGET
 from spyrec.dialects.ktdp import (
     ConstructAccessTileOp,
     ConstructMemoryViewOp,
@@ -833,7 +834,8 @@ def interpret_core(fn: func.FuncOp, core: tuple[object, object], args: list[obje
     """One core's program in issue order; core and arguments may be ints or `Affine`."""
     interpreter = _CoreInterpreter(fn, core, args)
     program = interpreter.run()
-    return prefetch_order(program, interpreter.paced, interpreter.paced_loads)
+    return prefetch_order(program, interpreter.paced, interpreter.paced_loads,
+                          "spyre.pt_lookahead" in fn.attributes)
 
 
 def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
@@ -845,7 +847,8 @@ def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
 
 
 def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = frozenset(),
-                   paced_loads: frozenset[int] | set[int] = frozenset()) -> list[Instr]:
+                   paced_loads: frozenset[int] | set[int] = frozenset(),
+                   lookahead: bool = False) -> list[Instr]:
     """Reorder a core's program so each load is issued as soon as its dependences allow.
 
     Engines execute their instructions in program order, so in the order the kernel was
@@ -874,8 +877,15 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
     for index, instr in enumerate(program):
         for dep in instr.deps:
             users[dep].append(index)
-    ready = [(0 if instr.op == "dma.load" else 1, index)
-             for index, instr in enumerate(program)
+    rank = _earliest_starts(program) if lookahead else list(range(len(program)))
+
+    def key(index: int) -> tuple[int, float, int]:
+        if lookahead:  # a store as soon as it is ready (it frees a slot), then every
+            # instruction by its earliest start, loads included
+            return (0 if program[index].op == "dma.store" else 1, rank[index], index)
+        return (0 if program[index].op == "dma.load" else 1, rank[index], index)
+
+    ready = [key(index) for index, instr in enumerate(program)
              if not instr.deps and index not in paced_loads]
     heapq.heapify(ready)
     position: dict[int, int] = {}
@@ -891,10 +901,10 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
         if not ready:  # nothing else can go: two held slices (one to compute on, one
             if held_loads:  # coming), else a store piece
                 for _ in range(min(2, len(held_loads))):
-                    heapq.heappush(ready, (0, held_loads.popleft()))
+                    heapq.heappush(ready, (0, 0, held_loads.popleft()))
             else:
-                heapq.heappush(ready, (0, held.popleft()))
-        _, index = heapq.heappop(ready)
+                heapq.heappush(ready, (0, 0, held.popleft()))
+        *_, index = heapq.heappop(ready)
         instr = program[index]
         position[index] = len(order)
         deps = {position[d] for d in instr.deps}
@@ -904,17 +914,17 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
         if instr.op.startswith("pt.") and instr.unit == 0:
             if not streamed:  # a tail's B block: two slices per K step, so they run ahead
                 for _ in range(min(2, len(held_loads))):
-                    heapq.heappush(ready, (0, held_loads.popleft()))
+                    heapq.heappush(ready, (0, 0, held_loads.popleft()))
             streamed = False
             credit += 1
             if held and credit >= stride[held[0]]:
                 credit = 0
                 paced_by[held[0]] = index
-                heapq.heappush(ready, (1, held.popleft()))  # behind the loads it releases
+                heapq.heappush(ready, (1, 0, held.popleft()))  # behind the loads it releases
         if instr.op == "dma.load" and index not in paced_loads:
             streamed = True
             if held_loads:
-                heapq.heappush(ready, (0, held_loads.popleft()))
+                heapq.heappush(ready, (0, 0, held_loads.popleft()))
         for user in users[index]:
             waiting[user] -= 1
             if waiting[user] == 0:
@@ -923,9 +933,34 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
                 elif user in paced_loads:
                     held_loads.append(user)
                 else:
-                    heapq.heappush(ready, (0 if program[user].op == "dma.load" else 1, user))
+                    heapq.heappush(ready, key(user))
     assert len(order) == len(program), "dependences of a core's program form a cycle"
     return order
+
+
+def _earliest_starts(program: list[Instr]) -> list[float]:
+    """Each instruction's earliest start along its dependences, every instruction taking
+    its engine's cycles (a DMA its setup and its bytes over the whole channel; a ring
+    instruction none: its time depends on the other cores)."""
+    from spyrec.runtime.timing import instr_cost  # noqa: PLC0415 - the emulator's costs
+
+    target = DEFAULT_TARGET
+    start: list[float] = []
+    end: list[float] = []
+    loads_free = 0.0  # the one DMA engine takes the loads in program order (ahead of the
+    # stores, as this ordering places them)
+    for instr in program:
+        begin = max((end[d] for d in instr.deps), default=0.0)
+        cycles = 0.0
+        if not instr.op.startswith(("ring.", "sync.")):
+            cost = instr_cost(instr, target)
+            cycles = cost.cycles + cost.lpddr_bytes / target.lpddr_bytes_per_cycle
+        if instr.op in ("dma.load", "dma.gather"):
+            begin = max(begin, loads_free)
+            loads_free = begin + cycles
+        start.append(begin)
+        end.append(begin + cycles)
+    return start
 
 
 def _store_strides(program: list[Instr], paced: frozenset[int] | set[int]) -> dict[int, int]:

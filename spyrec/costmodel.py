@@ -568,14 +568,22 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
         per_tile_sfu = (sfu_cycles(rows, row(s, 4), passes, target)
                         + sfu_cycles(rows, row(shape.value_cols, 4), 1, target))
     pt, sfu = tiles * per_tile_pt, tiles * per_tile_sfu
-    # Within a tile, scores -> softmax -> P V is a chain, and the PT runs its instructions in
-    # program order (Q K^T of the next tile waits behind P V of this one), so compute does
-    # not overlap across tiles: a tile costs its PT and SFU time in sequence. Compute starts
+    # Within a tile, scores -> softmax -> P V is a chain. spyre-schedule-dataflow orders an
+    # attention kernel's instructions by their earliest start (note 60), so the next tile's
+    # Q K^T runs on the PT while this tile's softmax runs on the SFU: every tile's Q K^T but
+    # the first hides. P V still waits for its softmax, and the output conversion for P V
+    # (8 heads of 256 x 256 on 8x4: 10208 predicted, 9320 emulated; also counting P V as
+    # hidden predicted 9440 there, but 49.9k against 60.3k emulated for 1024 x 1024, and it
+    # chose a 4x4 split for 256 x 256 that ran 25 % slower). A batch matmul has no chain to
+    # overlap. Compute starts
     # once K, V and the first Q tile are in (`fill`), while the DMA stream, which includes
     # those loads, runs on; the last store follows the last tile. Every core loads its first
     # Q tile at once; K and V are loaded by every core, or, shared, by one core per grid row
     # and group of query heads (the others receive them over the ring: `chain`).
-    compute = tiles * (per_tile_pt + per_tile_sfu)
+    compute = pt + sfu
+    if not shape.single:
+        per_tile_qk = pt_cycles(rows, shape.head_dim, s, target)
+        compute = max(pt, sfu, compute - (tiles - 1) * per_tile_qk)
     kv_loaders = cores // sharers
     fill = target.dma_setup_cycles + ((kv_bytes * kv_loaders + tile_in * cores)
                                       / target.lpddr_bytes_per_cycle)
