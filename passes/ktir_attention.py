@@ -31,12 +31,12 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith, func
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
-    UnitAttr,
     ArrayAttr,
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
     TensorType,
+    UnitAttr,
     f32,
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
@@ -161,6 +161,8 @@ class AttentionBuilder(_StoredBuilder):
 
         self.loop(heads_core, 1, head_body)
         fn = self.finish(shape.flops, shape.min_offchip_bytes)
+        # a chain per query tile (scores, softmax, P V): spyre-schedule-dataflow orders the
+        # program by earliest start, so tiles overlap on the PT and the SFU (note 60)
         fn.attributes["spyre.pt_lookahead"] = UnitAttr()
         return fn
 

@@ -21,7 +21,9 @@ piece is a view that depends on that piece's DMA; a store split in row pieces
 54, 57). A `ktdp.inter_tile_produce` / `ktdp.inter_tile_reduce` pair summing a partial over
 a group of cores is one `ring.reduce` on each of them, in place in the partial's slot (an
 all-reduce when the consumers are the producers, else to the one consumer), and an `scf.if`
-on the core's coordinates runs the branch that core takes (note 59).
+on the core's coordinates runs the branch that core takes (note 59). An attention kernel's
+program is ordered by earliest start rather than as unrolled, so the next query tile's
+Q K^T runs on the PT while this tile's softmax runs on the SFU (note 60).
 
     ktdp.load %t {lx_slots = array<i64: 0, 32768>}          // before (KTIR)
     spyrecode.dma_load {ddr = ..., lx = 0, rows = 64, ...}   // after, one per iteration
@@ -871,6 +873,13 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
     instead of the whole block ahead of the first streamed tile. Where no other load
     streams (a tail's B block), two slices go per K step, and two when nothing else is
     ready, so the next slice is always on its way.
+
+    With `lookahead` (an attention kernel, `spyre.pt_lookahead`, note 60) a ready store
+    goes first (it frees the slot the next tile's epilogue writes) and every other
+    instruction, loads included, by its earliest start along its dependences
+    (`_earliest_starts`), then program order: the next query tile's Q K^T, which needs only
+    its Q tile, goes ahead of this tile's P V, which waits for the softmax, so the PT works
+    while the SFU does.
     """
     users: list[list[int]] = [[] for _ in program]
     waiting = [len(instr.deps) for instr in program]
