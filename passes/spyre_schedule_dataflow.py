@@ -894,6 +894,10 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
             return (0 if program[index].op == "dma.store" else 1, rank[index], index)
         return (0 if program[index].op == "dma.load" else 1, rank[index], index)
 
+    def released(priority: int, index: int) -> tuple[int, float, int]:
+        """A held piece or slice, ranked among the ready instructions by program order."""
+        return (priority, rank[index], index)
+
     ready = [key(index) for index, instr in enumerate(program)
              if not instr.deps and index not in paced_loads]
     heapq.heapify(ready)
@@ -910,9 +914,9 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
         if not ready:  # nothing else can go: two held slices (one to compute on, one
             if held_loads:  # coming), else a store piece
                 for _ in range(min(2, len(held_loads))):
-                    heapq.heappush(ready, (0, 0, held_loads.popleft()))
+                    heapq.heappush(ready, released(0, held_loads.popleft()))
             else:
-                heapq.heappush(ready, (0, 0, held.popleft()))
+                heapq.heappush(ready, released(0, held.popleft()))
         *_, index = heapq.heappop(ready)
         instr = program[index]
         position[index] = len(order)
@@ -923,17 +927,17 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
         if instr.op.startswith("pt.") and instr.unit == 0:
             if not streamed:  # a tail's B block: two slices per K step, so they run ahead
                 for _ in range(min(2, len(held_loads))):
-                    heapq.heappush(ready, (0, 0, held_loads.popleft()))
+                    heapq.heappush(ready, released(0, held_loads.popleft()))
             streamed = False
             credit += 1
             if held and credit >= stride[held[0]]:
                 credit = 0
                 paced_by[held[0]] = index
-                heapq.heappush(ready, (1, 0, held.popleft()))  # behind the loads it releases
+                heapq.heappush(ready, released(1, held.popleft()))  # behind the loads it releases
         if instr.op == "dma.load" and index not in paced_loads:
             streamed = True
             if held_loads:
-                heapq.heappush(ready, (0, 0, held_loads.popleft()))
+                heapq.heappush(ready, released(0, held_loads.popleft()))
         for user in users[index]:
             waiting[user] -= 1
             if waiting[user] == 0:
