@@ -360,13 +360,7 @@ class _KernelBuilder(KtirBuilder):
             # a split row's one-column result is whole on every core of the grid row after
             # its all-reduce: the row's first core stores it (note 59)
             first = self.b.insert(arith.CmpiOp(self.grid_col, self.const(0), "eq")).result
-            block = Block()
-            outer, saved = self.b, dict(self.consts)
-            self.b = Builder(InsertPoint.at_end(block))
-            self._store_tile(value, kind, r, c)
-            self.b.insert(scf.YieldOp())
-            self.b, self.consts = outer, saved
-            self.b.insert(scf.IfOp(first, [], Region(block)))
+            self.when(first, lambda: self._store_tile(value, kind, r, c))
             return
         self._store_tile(value, kind, r, c)
 

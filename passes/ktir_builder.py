@@ -104,16 +104,27 @@ class KtirBuilder:
     def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.b.insert(arith.MuliOp(a, b)).result
 
+    def _nested(self, block: Block, body: Callable[[], None]) -> None:
+        """Build `body` into `block`, ended by an empty `scf.yield` (constants made there
+        stay there)."""
+        outer, saved = self.b, dict(self.consts)
+        self.b = Builder(InsertPoint.at_end(block))
+        body()
+        self.b.insert(scf.YieldOp())
+        self.b, self.consts = outer, saved
+
     def loop(self, upper: int, step: int, body: Callable[[SSAValue], None],
              lower: int = 0) -> None:
         block = Block(arg_types=[IDX])
-        outer = self.b
-        self.b = Builder(InsertPoint.at_end(block))
-        saved = dict(self.consts)
-        body(block.args[0])
-        self.b.insert(scf.YieldOp())
-        self.b, self.consts = outer, saved
-        outer.insert(scf.ForOp(self.const(lower), self.const(upper), self.const(step), [], block))
+        self._nested(block, lambda: body(block.args[0]))
+        self.b.insert(scf.ForOp(self.const(lower), self.const(upper), self.const(step), [],
+                                block))
+
+    def when(self, condition: SSAValue, body: Callable[[], None]) -> None:
+        """`scf.if condition { body }`."""
+        block = Block()
+        self._nested(block, body)
+        self.b.insert(scf.IfOp(condition, [], Region(block)))
 
     def tile_at(self, view: SSAValue, indices: Sequence[SSAValue],
                 origin: Sequence[AffineExpr], extents: Sequence[int]) -> SSAValue:
