@@ -395,6 +395,13 @@ def ring_chain_cycles(nbytes: int, hops: int, sharers: int, target: SpyreTarget)
             + (sharers - 2) * ring_transfer_cycles(piece, hops, target))
 
 
+def grid_row_hop(split: Split, target: SpyreTarget) -> int:
+    """Ring hops between neighbours of a grid row: core y * gm + x to (y + 1) * gm + x, gm
+    core numbers apart, the shorter way round (the emulator's `ring.ring_hops`)."""
+    n = target.num_cores
+    return min(split.gm % n, n - split.gm % n)
+
+
 def ring_reduce_cycles(rows: int, split: Split, target: SpyreTarget) -> float:
     """One all-reduce of a tile's row partials (rows x one f32 column, a stick a row) over a
     grid row's gn cores, gm core numbers apart (note 59): the emulator's
@@ -402,8 +409,7 @@ def ring_reduce_cycles(rows: int, split: Split, target: SpyreTarget) -> float:
     group and back: 2 x (bytes / ring_bytes_per_cycle + chain hops x ring_hop_cycles)."""
     if split.gn <= 1:
         return 0.0
-    n = target.num_cores
-    hops = (split.gn - 1) * min(split.gm % n, n - split.gm % n)
+    hops = (split.gn - 1) * grid_row_hop(split, target)
     return 2 * (math.ceil(rows * target.stick_bytes / target.ring_bytes_per_cycle)
                 + hops * target.ring_hop_cycles)
 
@@ -425,8 +431,7 @@ def ring_sharing(shape: KernelShape, split: Split, tiling: Tiling, loads: Matmul
                  target: SpyreTarget) -> RingSharing:
     a_tile = tiling.tm * tiling.tk * shape.in_itemsize
     b_tile = tiling.tk * tiling.tn * shape.in_itemsize
-    n = target.num_cores
-    a_hop = min(split.gm % n, n - split.gm % n)  # core y * gm + x to (y + 1) * gm + x
+    a_hop = grid_row_hop(split, target)
     a_step = ring_transfer_cycles(a_tile, a_hop, target) if split.gn > 1 else 0.0
     b_step = ring_transfer_cycles(b_tile, 1, target) if split.gm > 1 else 0.0
     rx = loads.a * a_step + loads.b * b_step
@@ -540,11 +545,10 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
         # gm core numbers apart on the ring (note 38), and once per group of query heads
         # reading the same K/V head, forwarded to the group's neighbouring cores
         bytes_all -= (cores - cores // sharers) * heads * kv_bytes
-        n = target.num_cores
         # a chain in ring order: neighbours when the sharers are consecutive cores (one
         # grid row of heads, or every head of the grid reading one K/V head)
         consecutive = split.gn == 1 or group == split.gm
-        hops = 1 if consecutive else min(split.gm % n, n - split.gm % n)
+        hops = 1 if consecutive else grid_row_hop(split, target)
         k_bytes, v_bytes = s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)
         step = (ring_transfer_cycles(k_bytes, hops, target)
                 + ring_transfer_cycles(v_bytes, hops, target))
