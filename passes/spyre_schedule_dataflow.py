@@ -209,7 +209,8 @@ class _CoreInterpreter:
         self.paced: set[int] = set()  # store pieces, spread over the next tile's matmuls
         self.paced_loads: set[int] = set()  # slices of a resident block, spread over loads
         self.sliced: dict[int, int] = {}  # LX slot of a block loaded in pieces -> piece bytes
-        self.groups: dict[tuple[Operation, str], object] = {}  # inter-tile groups of the core
+        # each inter-tile reduce's ring group on this core: (first, count, stride, root)
+        self.groups: dict[Operation, tuple[int, int, int, int]] = {}
 
     def run(self) -> list[Instr]:
         for arg, addr in zip(self.fn.body.block.args, self.args):
@@ -593,20 +594,44 @@ def _linear_core(it: _CoreInterpreter) -> int:
     return int(y) * kernel_grid(it.fn)[0] + int(x)  # type: ignore[call-overload]
 
 
-def _group_members(it: _CoreInterpreter, op: Operation, tile_set: AffineSet,
-                   groups: list[int], core: int) -> tuple[int, list[int]] | None:
-    """(group, its tiles in ascending order) of the group of `tile_set` holding `core`,
-    worked out once per op (the reduce runs once per tile)."""
-    key = (op, "producers")
-    if key not in it.groups:
-        gm, gn = kernel_grid(it.fn)
-        it.groups[key] = None
-        for group in groups:
-            members = [t for t in range(gm * gn) if set_contains(tile_set, [t], [group])]
-            if core in members:
-                it.groups[key] = (group, members)
-                break
-    return it.groups[key]  # type: ignore[return-value]
+def _grid_tiles(it: _CoreInterpreter, tile_set: AffineSet, group: int) -> list[int]:
+    """The tiles of the kernel's grid in `tile_set` for `group`, ascending."""
+    gm, gn = kernel_grid(it.fn)
+    return [t for t in range(gm * gn) if set_contains(tile_set, [t], [group])]
+
+
+def _ring_group(it: _CoreInterpreter, op: InterTileReduceOp,
+                produce: InterTileProduceOp) -> tuple[int, int, int, int]:
+    """(first, count, stride, root) of the ring.reduce the core joins for `op`: its group's
+    producer tiles must be evenly spaced cores, its consumers all of them (root -1) or one
+    (the root). Worked out once per op (the reduce runs once per tile)."""
+    if op in it.groups:
+        return it.groups[op]
+    core = _linear_core(it)
+    tile_set = produce.producer_tiles_per_group.data
+    found = None
+    for group in points_1d(produce.future_type.groups.data, [], 1 << 16) or []:
+        members = _grid_tiles(it, tile_set, group)
+        if core in members:
+            found = group, members
+            break
+    if found is None:
+        raise it.error(op, f"core {core} produces for no group, but it reaches the reduce")
+    group, members = found
+    consumers = _grid_tiles(it, op.consumer_tiles_per_group.data, group)
+    if consumers == members:
+        root = -1
+    elif len(consumers) == 1 and consumers[0] in members:
+        root = consumers[0]
+    else:
+        raise it.error(op, f"group {group}: consumers {consumers} must be the producers "
+                       f"{members} (all-reduce) or one of them")
+    stride = members[1] - members[0] if len(members) > 1 else 1
+    if members != list(range(members[0], members[0] + stride * len(members), stride)):
+        raise it.error(op, f"group {group}: tiles {members} are not evenly spaced cores; "
+                       "ring.reduce joins first, first + stride, ...")
+    it.groups[op] = (members[0], len(members), stride, root)
+    return it.groups[op]
 
 
 def _produce(it: _CoreInterpreter, op: InterTileProduceOp) -> None:
@@ -637,34 +662,13 @@ def _inter_tile_reduce(it: _CoreInterpreter, op: InterTileReduceOp) -> None:
     src = partials[0]
     if not isinstance(src, LxTensor) or src.zero or len(src.shape) != 2:
         raise it.error(op, "its partial must be a 2-D tile computed in LX")
+    first, count, stride, root = _ring_group(it, op, produce)
     core = _linear_core(it)
-    groups = points_1d(produce.future_type.groups.data, [], 1 << 16) or []
-    found = _group_members(it, op, produce.producer_tiles_per_group.data, groups, core)
-    if found is None:
-        raise it.error(op, f"core {core} produces for no group, but it reaches the reduce")
-    group, members = found
-    key = (op, "consumers")
-    if key not in it.groups:
-        gm, gn = kernel_grid(it.fn)
-        it.groups[key] = [t for t in range(gm * gn)
-                          if set_contains(op.consumer_tiles_per_group.data, [t], [group])]
-    consumers = it.groups[key]
-    if consumers == members:
-        root = -1
-    elif len(consumers) == 1 and consumers[0] in members:
-        root = consumers[0]
-    else:
-        raise it.error(op, f"group {group}: consumers {consumers} must be the producers "
-                       f"{members} (all-reduce) or one of them")
-    stride = members[1] - members[0] if len(members) > 1 else 1
-    if members != list(range(members[0], members[0] + stride * len(members), stride)):
-        raise it.error(op, f"group {group}: tiles {members} are not evenly spaced cores; "
-                       "ring.reduce joins first, first + stride, ...")
     writes = whole(src) if root < 0 or root == core else []
     it.stream.emit("ring.reduce", whole(src), writes, src=src.addr, dst=src.addr,
                    rows=src.shape[0], cols=src.shape[1], src_pitch=src.pitch,
-                   dst_pitch=src.pitch, dtype=src.dtype, first=members[0],
-                   count=len(members), stride=stride, root=root, tag=REDUCE_TAG)
+                   dst_pitch=src.pitch, dtype=src.dtype, first=first, count=count,
+                   stride=stride, root=root, tag=REDUCE_TAG)
     it.env[op.results[0]] = LxTensor(src.addr, src.shape, src.dtype)
 
 
