@@ -429,6 +429,17 @@ class InterTileReduceOp(_DeliveryOp):
         )
         return op
 
+    @property
+    def sums_its_arguments(self) -> bool:
+        """Whether the combiner is one `arith.addf` of its two arguments, yielded: the
+        only fold `ring.reduce` implements (design note 59)."""
+        block = self.combiner.block
+        ops = list(block.ops)
+        if [o.name for o in ops] != ["arith.addf", "ktdp.yield_reduced"]:
+            return False
+        add, yielded = ops
+        return set(add.operands) == set(block.args) and yielded.operands[0] is add.results[0]
+
     def print(self, printer: Printer) -> None:
         self._print_sets(printer, trailing_comma=True)
         printer.print_string(" identity(")

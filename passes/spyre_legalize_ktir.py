@@ -507,12 +507,8 @@ class _Kernel:
         if len(partials) != 1:
             raise self.error(op, f"it folds {len(partials)} partials; ring.reduce sums one: "
                              "use one inter_tile_produce / inter_tile_reduce pair per partial")
-        combiner = op.combiner.block
-        names = [o.name for o in combiner.ops]
-        add = combiner.first_op
-        if (names != ["arith.addf", "ktdp.yield_reduced"] or add is None
-                or set(add.operands) != set(combiner.args)
-                or list(combiner.ops)[-1].operands[0] is not add.results[0]):
+        if not op.sums_its_arguments:
+            names = [o.name for o in op.combiner.block.ops]
             raise self.error(op, f"its combiner is ({', '.join(names)}); ring.reduce only "
                              "adds: the combiner must be one arith.addf of its two arguments "
                              "(a max or min over tiles has no ring form; run the kernel in the "

@@ -652,10 +652,10 @@ def _inter_tile_reduce(it: _CoreInterpreter, op: InterTileReduceOp) -> None:
     assert isinstance(produce, InterTileProduceOp)
     partials = it.env[op.future]
     assert isinstance(partials, list)
-    combiner = [o.name for o in op.combiner.block.ops]
-    if len(partials) != 1 or combiner != ["arith.addf", "ktdp.yield_reduced"]:
+    if len(partials) != 1 or not op.sums_its_arguments:
+        combiner = [o.name for o in op.combiner.block.ops]
         raise it.error(op, "ring.reduce sums one partial; the combiner must be one arith.addf "
-                       f"(found {', '.join(combiner)})")
+                       f"of its two arguments (found {', '.join(combiner)})")
     if op.producer_dependency_per_consumer is not None:
         raise it.error(op, "a partial reduction (producer_dependency_per_consumer) is not "
                        "lowered; ring.reduce folds every producer of the group")
