@@ -86,6 +86,7 @@ from spyrec.runtime.isa import (
     UnaryFn,
     f32_bits,
 )
+from spyrec.runtime.timing import instr_cost
 
 DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32,
           "i64": DType.I32}  # int64 tensors are int32 on the device
@@ -959,8 +960,6 @@ def _earliest_starts(program: list[Instr]) -> list[float]:
     """Each instruction's earliest start along its dependences, every instruction taking
     its engine's cycles (a DMA its setup and its bytes over the whole channel; a ring
     instruction none: its time depends on the other cores)."""
-    from spyrec.runtime.timing import instr_cost  # noqa: PLC0415 - the emulator's costs
-
     target = DEFAULT_TARGET
     start: list[float] = []
     end: list[float] = []
