@@ -1,24 +1,10 @@
-// RUN: spyre-opt %S/Inputs/row-reductions.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile,convert-spyre-to-ktir' | filecheck %s --check-prefix=KTIR
 // RUN: spyre-opt %S/Inputs/row-reductions.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile,convert-spyre-to-ktir,spyre-place-memory,spyre-schedule-dataflow' | filecheck %s
 
-// Reduced rows split over a grid row (design note 59), from KTIR to SpyreCode. k0 sums 4
+// Reduced rows split over a grid row (design note 59) in SpyreCode (the KTIR is in
+// convert-spyre-to-ktir-ring-reduce.mlir). k0 sums 4
 // rows of 65536 fp16 on a 1x16 grid (spyre-partition-cores-reduce.mlir): core (0, y) =
 // core number y owns columns 4096y .. 4096y + 4095 of every row, in two 2x4096 tiles. Its
 // one grid row is the tiles i with i mod 1 = 0: all 16 cores.
-
-// In KTIR each core's partial sum of a row is produced for its grid row and all-reduced
-// (consumers = producers), the combiner one arith.addf; the one-column result is stored
-// under scf.if by the core with y = 0 alone.
-// KTIR: func.func @k0
-// KTIR: %[[PART:[0-9]+]] = linalg.generic {{.*}}spyre.fn = "reduce_sum", spyre.valid_cols = 4096 : index
-// KTIR: %[[F:[0-9]+]] = ktdp.inter_tile_produce producer_tiles_per_group = affine_set<(d0)[s0] : (d0 >= 0, ((d0 * -1) + 15) >= 0, ((d0 mod 1) + (s0 * -1)) == 0)> -> !ktdp.tile_future<(tensor<2x1xf32>), groups = affine_set<(d0) : (d0 >= 0, (d0 * -1) >= 0)>>
-// KTIR: ktdp.yield_partial %[[PART]] : tensor<2x1xf32>
-// KTIR: %[[SUM:[0-9]+]] = ktdp.inter_tile_reduce(%[[F]]) consumer_tiles_per_group = affine_set<(d0)[s0] : (d0 >= 0, ((d0 * -1) + 15) >= 0, ((d0 mod 1) + (s0 * -1)) == 0)>
-// KTIR: arith.addf
-// KTIR: ktdp.yield_reduced
-// KTIR: %[[FIRST:[0-9]+]] = arith.cmpi eq, %1, %{{[0-9]+}} : index
-// KTIR: scf.if %[[FIRST]] {
-// KTIR: ktdp.store
 
 // In SpyreCode, per tile an sfu.reduce of the core's 4096 columns of 2 rows into two f32
 // sticks, then one ring.reduce of those sticks, in place, over the 16 cores first = 0,
