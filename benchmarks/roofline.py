@@ -9,11 +9,12 @@ as spyrec compiles it, with fusion off (`fuse=False`), with double buffering off
 (`share="none"`, design note 38), for GEMMs and the layer without tails (`tail=1`: no last
 column tile computed in row pieces, design note 57; not run by default) and, for the row
 reductions and the layer, with every reduced row on one core (`ring_reduce=False`: no
-partial sums combined by ring.reduce, design note 59):
+partial sums combined by ring.reduce, design note 59) and, for the layer, with no kernel's
+result kept in LX for the next kernel (`keep_in_lx=False`, design note 61):
 
     .venv/bin/python benchmarks/roofline.py [--quick] [--only gemm|chain|norm|sdpa|granite|NAME]
                                             [--variants default,nofuse,nobuf,noring,notail,
-                                                        noreduce]
+                                                        noreduce,nokeep]
 
 Per case and variant it prints emulated µs (the emulator in timing-only mode: the schedule
 and the profile, no data), the roofline bound of the whole program (max(flops / 98.3 TFLOPS,
@@ -49,6 +50,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "noring": {"share": "none"},
     "notail": {"tail": 1},
     "noreduce": {"ring_reduce": False},
+    "nokeep": {"keep_in_lx": False},
 }
 
 
@@ -223,7 +225,7 @@ def main() -> None:
     parser.add_argument("--only", action="append",
                         help="a group (gemm, chain, norm, sdpa, granite) or part of a case name; "
                         "repeatable")
-    parser.add_argument("--variants", default="default,nofuse,nobuf,noring,noreduce",
+    parser.add_argument("--variants", default="default,nofuse,nobuf,noring,noreduce,nokeep",
                         help="comma-separated subset of " + ",".join(VARIANTS))
     args = parser.parse_args()
     variants = args.variants.split(",")
@@ -242,6 +244,8 @@ def main() -> None:
                 continue  # no matmul tiles
             if name == "noreduce" and case.group not in ("norm", "granite"):
                 continue  # no reduced rows
+            if name == "nokeep" and case.group != "granite":
+                continue  # one kernel, or no pair that reads a result elementwise
             try:
                 r = measure(case, VARIANTS[name])
             except Exception as exc:  # noqa: BLE001 - a row that failed says why

@@ -23,6 +23,11 @@ each strided run of stored rows a box, their access tiles are placed by affine m
 floordiv / mod) of the head and row indices, and the attention body is a `matmul_nt`
 generic (B indexed (d1, d2): K as stored), a `causal_mask` generic (`linalg.index` against
 the tile's first query row, an index operand), the softmax generics and a `matmul` generic.
+A tensor spyre-partition-cores keeps in LX between two kernels (`spyre.lx_results`, note
+61) is, in both, a `ktdp.construct_distributed_memory_view` of one `ct_local` part per
+core: core (x, y) (compute tile y * gm + x) holds its output block at the top of the usable
+LX (`spyre.lx_reserved` = byte offset, bytes on the function); the producer builds each
+tile's access tile before the rounding generic, so it can be rounded straight into it.
 
     %r = spyre.kernel "k0"(%x, %w, %b) {grid = [1, 2], tile = [64, 128, 256],
                                         resident = "b"} {...}                 // before
@@ -42,6 +47,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
@@ -49,6 +55,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     f32,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
@@ -56,7 +63,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.costmodel import tail_rows
-from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
+from spyrec.dialects.ktdp import ConstructDistributedMemoryViewOp, GetComputeTileIdOp, StoreOp
 from spyrec.dialects.spyre import KernelOp, LaunchOp
 from spyrec.passes.kernel_analysis import (
     AttentionInfo,
@@ -65,7 +72,9 @@ from spyrec.passes.kernel_analysis import (
     ScatterInfo,
     KernelInfo,
     MoveInfo,
+    LX_RESULTS,
     analyze,
+    kept_in_lx,
     op_kind,
     read_split,
     read_tiling,
@@ -78,11 +87,13 @@ from spyrec.passes.ktir_builder import (
     IDX,
     UNARY_BODIES,
     KtirBuilder,
+    LxSlices,
     convert,
     fconst,
     padded_rows_cols,
 )
-from spyrec.passes.spyre_stickify import layout_of
+from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, layout_of
+from spyrec.target import DEFAULT_TARGET
 
 
 class _KernelBuilder(KtirBuilder):
@@ -108,11 +119,19 @@ class _KernelBuilder(KtirBuilder):
         x, y = self.b.insert(GetComputeTileIdOp(2)).results
         self.grid_col = y
         self.views: dict[SSAValue, tuple[SSAValue, tuple[int, int]]] = {}
+        reserved: LxSlices | None = None
         for value, outer_value, ptr in zip(inner, outer, block.args):
             if not value.uses and value not in info.outputs:
                 continue
-            shape = padded_rows_cols(layout_of(outer_value).padded_shape)
+            layout = layout_of(outer_value)
+            shape = padded_rows_cols(layout.padded_shape)
             element = value.type.element_type  # type: ignore[attr-defined]
+            if kept_in_lx(outer_value):  # its slices in the cores' LX, not in LPDDR (note 61)
+                reserved = LxSlices.of(*shape, DEVICE_ITEMSIZE[layout.device_dtype],
+                                       self.split.gm, self.split.gn,
+                                       DEFAULT_TARGET.lx_usable_bytes)
+                self.views[value] = (self.lx_view(reserved, element), shape)
+                continue
             self.views[value] = (self.view(ptr, shape, element), shape)
         m, n = info.full
         widths = [cols for value, (_, (_, cols)) in self.views.items()
@@ -181,6 +200,9 @@ class _KernelBuilder(KtirBuilder):
         fn = func.FuncOp(self.name, ([IDX] * len(inner), []), Region(block))
         fn.attributes["grid"] = ArrayAttr([IntegerAttr(self.split.gm, 64),
                                            IntegerAttr(self.split.gn, 64)])
+        if reserved is not None:  # spyre-place-memory keeps the kernel's tiles below it
+            fn.attributes["spyre.lx_reserved"] = DenseArrayBase.from_list(
+                i64, [reserved.byte_offset, reserved.bytes])
         fn.attributes["spyre.decisions"] = DictionaryAttr({
             k: self.kernel.attributes[k] for k in
             ("fused", "reason", "spyre.fusion", "spyre.partition", "spyre.tiling", "tile",
@@ -368,11 +390,15 @@ class _KernelBuilder(KtirBuilder):
         tile = self.env[value]
         rows, cols = self._extents(kind)
         element = value.type.element_type  # type: ignore[attr-defined]
+        view = self.views[value][0]
+        at = self.const(0) if kind is Kind.COL else c
+        # a tensor kept in LX: its access tile first, so spyre-schedule-dataflow rounds the
+        # result straight into the core's part of it (note 61)
+        kept = self._tile(view, r, at, (rows, cols)) \
+            if isinstance(view.owner, ConstructDistributedMemoryViewOp) else None
         out = self._generic("copy", [tile], [kind], kind, lambda b, a: convert(b, a[0], element),
                             element=element)
-        view = self.views[value][0]
-        store = self.b.insert(StoreOp(out, self._tile(view, r, self.const(0) if kind is Kind.COL
-                                                      else c, (rows, cols))))
+        store = self.b.insert(StoreOp(out, kept or self._tile(view, r, at, (rows, cols))))
         pieces = self._store_pieces()
         # paced over the next tile's K steps (note 54); a tail's pieces are the split itself
         if pieces > 1 and kind is Kind.FULL and self.tiling.tm == self.tiling_tm:
@@ -429,6 +455,7 @@ class ConvertSpyreToKtir(ModulePass):
             op.body.block.add_op(fn)
             launch = LaunchOp(name, list(kernel.inputs), [r.type for r in kernel.results])
             launch.attributes["spyre.layout"] = kernel.attributes["spyre.layout"]
-            if "spyre.inplace" in kernel.attributes:  # an in-place scatter (ktir_gather.py)
-                launch.attributes["spyre.inplace"] = kernel.attributes["spyre.inplace"]
+            for key in ("spyre.inplace", LX_RESULTS):  # an in-place scatter (ktir_gather.py),
+                if key in kernel.attributes:         # results kept in LX (note 61)
+                    launch.attributes[key] = kernel.attributes[key]
             rewriter.replace_op(kernel, launch)

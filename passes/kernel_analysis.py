@@ -24,7 +24,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import (ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr,
+                                   TensorType, i64)
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from spyrec.costmodel import AttentionShape, KernelShape, MoveShape, Split, Tiling
@@ -167,6 +168,12 @@ class KernelInfo:
         col_out = sum(1 for v in self.outputs if self.kinds.get(v) is Kind.COL)
         passes += len(self.outputs) - col_out  # the final conversion of each result
         col_passes += col_out
+        # a result kept in LX is rounded straight into the core's slice of it, an operand
+        # kept in LX read from there (note 61)
+        lx_out = sum(1 for v, r in zip(self.outputs, self.kernel.results)
+                     if self.kinds.get(v) is Kind.FULL and kept_in_lx(r))
+        lx_ops = sum(1 for a in used
+                     if self.kinds[a] is Kind.FULL and kept_in_lx(self.kernel.inputs[a.index]))
         full_temps = self._peak_live(Kind.FULL)
         col_temps = col_ops + self._peak_live(Kind.COL)
         main = self.matmul.lhs if self.matmul else None
@@ -179,7 +186,7 @@ class KernelInfo:
             reduce=self.has_reduce, full_temps=full_temps, col_temps=col_temps,
             outputs=len(self.outputs), col_operands=col_ops,
             col_outputs=col_out, narrow_itemsize=min([itemsize(a) for a in used] or [0]),
-            ring_reduces=self.ring_reduces)
+            ring_reduces=self.ring_reduces, lx_outputs=lx_out, lx_operands=lx_ops)
 
     def _input_itemsize(self, op: Operation) -> int:
         """Device bytes per element of the kernel input `op` reads as loaded (through casts
@@ -550,6 +557,19 @@ def _analyze_tile_graph(kernel: KernelOp) -> KernelInfo:
     for arg in kernel.body.block.args:
         info.kinds.setdefault(arg, classify(arg, full) or Kind.FULL)
     return info
+
+
+LX_RESULTS = "spyre.lx_results"
+"""The kernel attribute listing the results spyre-partition-cores keeps in LX for the next
+kernel (note 61): `array<i64: i, ...>`, result indices."""
+
+
+def kept_in_lx(value: SSAValue) -> bool:
+    """Whether `value` is a kernel result kept in its cores' LX for its one reader, which
+    runs next on the same split (note 61)."""
+    owner = value.owner  # a kernel, or its launch once lowered
+    attr = owner.attributes.get(LX_RESULTS) if isinstance(owner, Operation) else None
+    return isinstance(attr, DenseArrayBase) and value.index in attr.get_values()
 
 
 def read_split(kernel: KernelOp) -> Split:

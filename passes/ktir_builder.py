@@ -11,6 +11,7 @@ valid columns, elementwise ops with broadcasting maps). The scalar bodies of tho
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math, scf, tensor
@@ -35,6 +36,7 @@ from xdsl.rewriter import InsertPoint
 from spyrec.dialects.ktdp import (
     AccessTileType,
     ConstructAccessTileOp,
+    ConstructDistributedMemoryViewOp,
     ConstructMemoryViewOp,
     LoadOp,
     MemorySpaceAttr,
@@ -62,6 +64,45 @@ def box_set(extents: Sequence[int]) -> AffineSetAttr:
 
 
 
+@dataclass(frozen=True)
+class LxSlices:
+    """Where a tensor kept in LX between two kernels lives (note 61): on a gm x gn grid,
+    core (x, y) (compute tile y * gm + x) holds an mc x nc block at LX byte `byte_offset`,
+    each row `row_bytes` (whole sticks)."""
+
+    gm: int
+    gn: int
+    mc: int
+    nc: int
+    itemsize: int
+    row_bytes: int
+    byte_offset: int
+
+    @staticmethod
+    def of(rows: int, cols: int, itemsize: int, gm: int, gn: int,
+           lx_top: int, stick: int = 128) -> LxSlices:
+        """The slices of a rows x cols tensor (stick-padded columns) split gm x gn, placed
+        at the top of the usable LX (`lx_top` bytes), below which the kernels' tiles go."""
+        mc, nc = rows // gm, cols // gn
+        row_bytes = -(-nc * itemsize // stick) * stick
+        return LxSlices(gm, gn, mc, nc, itemsize, row_bytes,
+                        (lx_top - mc * row_bytes) // stick * stick)
+
+    @property
+    def bytes(self) -> int:
+        """LX bytes each core reserves."""
+        return self.mc * self.row_bytes
+
+    @property
+    def pitch(self) -> int:
+        return self.row_bytes // self.itemsize
+
+    @property
+    def offset(self) -> int:
+        """The element offset of the views."""
+        return self.byte_offset // self.itemsize
+
+
 class KtirBuilder:
     """Insertion point, index constants and the small builders of one KTIR function."""
 
@@ -83,6 +124,27 @@ class KtirBuilder:
             offset, list(shape), strides, MemRefType(element, list(shape)),
             box_set(shape), MemorySpaceAttr.global_()))
         return op.result
+
+    def lx_view(self, slices: LxSlices, element: Attribute) -> SSAValue:
+        """A `rows x cols` tensor kept in LX (note 61): a distributed view of one `ct_local`
+        part per core of a `gm x gn` grid, core (x, y) holding rows [x*mc, (x+1)*mc) and
+        columns [y*nc, (y+1)*nc) at LX element offset `offset`, `pitch` elements a row."""
+        offset = self.const(slices.offset)
+        parts = []
+        for y in range(slices.gn):
+            for x in range(slices.gm):
+                box = box_set([slices.mc, slices.nc]).data
+                origin = (AffineExpr.dimension(0) - x * slices.mc,
+                          AffineExpr.dimension(1) - y * slices.nc)
+                placed = AffineSet(2, 0, tuple(
+                    AffineConstraintExpr(c.kind, c.lhs.replace_dims_and_symbols(origin, []),
+                                         c.rhs) for c in box.constraints))
+                parts.append(self.b.insert(ConstructMemoryViewOp(
+                    offset, [slices.mc, slices.nc], [slices.pitch, 1],
+                    MemRefType(element, [slices.mc, slices.nc]), placed,
+                    MemorySpaceAttr.ct_local(y * slices.gm + x))).result)
+        return self.b.insert(ConstructDistributedMemoryViewOp(
+            parts, MemRefType(element, [slices.gm * slices.mc, slices.gn * slices.nc]))).result
 
     def load(self, view: SSAValue, rows: SSAValue, cols: SSAValue, extents: Sequence[int],
              element: Attribute) -> SSAValue:

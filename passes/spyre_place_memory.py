@@ -21,6 +21,9 @@ convert-spyre-to-ktir). Guarantees:
   the sticks holding its int32 indices (dma.gather / dma.scatter read them from LX).
 - a launch with `spyre.inplace` (an in-place scatter into a buffer) gets its operand's
   address for its result: the KV cache is updated where it lives.
+- a result kept in LX (`spyre.lx_results`, note 61) gets no LPDDR buffer: its `spyre.addr`
+  is the LX byte offset of its slices; a kernel with `spyre.lx_reserved` keeps its tiles
+  below that offset, and its loads of the kept tensor get no slots (they read it in place).
 
     %t = ktdp.load %tile : ... -> tensor<64x128xf16>                   // before
     %t = ktdp.load %tile {lx_slots = array<i64: 0, 16384>} : ...       // after
@@ -44,13 +47,16 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Operation, SSAValue
+from xdsl.traits import SymbolTable
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.ktdp import LoadOp, StoreOp
+from spyrec.dialects.ktdp import (ConstructAccessTileOp, ConstructDistributedMemoryViewOp,
+                                  LoadOp, StoreOp)
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp, YieldPartialOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
+from spyrec.passes.kernel_analysis import kept_in_lx
 from spyrec.passes.ktir_tiles import tile_dims
 from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
@@ -162,15 +168,36 @@ def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
                 if r.index in aliased:  # an in-place update: the operand's own storage
                     addr[r] = addr[root.get(aliased[r.index], aliased[r.index])]
                     continue
+                if kept_in_lx(r):  # in its cores' LX until its one reader has run (note 61)
+                    addr[r] = lx_offset(inner)
+                    continue
                 addr[r] = acts.alloc(device_bytes(r, target), f"result of @{inner.callee}")
             inner.attributes["spyre.addr"] = ArrayAttr([_addr_attr(addr[r]) for r in inner.results])
             for buffer in {root.get(v, v) for v in inner.operands}:
                 intermediate = (isinstance(buffer.owner, LaunchOp) and buffer not in returned
-                                and buffer.index not in inplace_results(buffer.owner))
+                                and buffer.index not in inplace_results(buffer.owner)
+                                and not kept_in_lx(buffer))
                 if intermediate and last_use[buffer] is inner:
                     acts.free(addr[buffer])
     fn.attributes["spyre.lpddr_bytes"] = DictionaryAttr({
         "activations": IntegerAttr(acts.high, i64), "weights": IntegerAttr(weights.high, i64)})
+
+
+def reads_lx(load: LoadOp) -> bool:
+    """Whether `load` reads a tensor kept in LX (a distributed view of ct_local parts)."""
+    tile = load.tile.owner
+    return isinstance(tile, ConstructAccessTileOp) \
+        and isinstance(tile.base.owner, ConstructDistributedMemoryViewOp)
+
+
+def lx_offset(launch: LaunchOp) -> int:
+    """The LX byte offset of the slices a launch keeps in LX: its kernel's reservation."""
+    module = launch.get_toplevel_object()
+    kernel = SymbolTable.lookup_symbol(module, launch.callee)
+    assert isinstance(kernel, func.FuncOp)
+    reserved = kernel.attributes["spyre.lx_reserved"]
+    assert isinstance(reserved, DenseArrayBase)
+    return int(reserved.get_values()[0])
 
 
 def executions(op: Operation) -> int | None:
@@ -194,10 +221,15 @@ def executions(op: Operation) -> int | None:
 def _place_lx(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> None:
     """Place `fn`'s tiles in LX (`assign_lx_slots`) and refuse a kernel that overflows."""
     total = assign_lx_slots(fn, target, buffers)
-    if total > target.lx_usable_bytes:
+    reserved = fn.attributes.get("spyre.lx_reserved")
+    top, why = target.lx_usable_bytes, ""
+    if isinstance(reserved, DenseArrayBase):  # a tensor's slices kept in LX (note 61)
+        top, size = (int(v) for v in reserved.get_values())
+        why = f" below the {size} B slice of a tensor kept in LX at {top}"
+    if total > top:
         raise CompileError(
             f"kernel @{fn.sym_name.data}: its tiles need {total} B of LX with double "
-            f"buffering but only {target.lx_usable_bytes} B are usable; rerun spyre-tile")
+            f"buffering but only {top} B are usable{why}; rerun spyre-tile")
     fn.attributes["spyre.lx_bytes"] = IntegerAttr(total, i64)
 
 
@@ -240,6 +272,8 @@ def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> i
     for inner in fn.walk():
         pair: tuple[int, int] | None = None
         if isinstance(inner, LoadOp):
+            if reads_lx(inner):  # read where it is kept, in the core's LX (note 61)
+                continue
             pair = fresh(inner.results[0], 1 if executions(inner) == 1 else buffers)
         elif isinstance(inner, linalg.FillOp):
             pair = reuse(inner.results[0], inner)

@@ -23,7 +23,12 @@ a group of cores is one `ring.reduce` on each of them, in place in the partial's
 all-reduce when the consumers are the producers, else to the one consumer), and an `scf.if`
 on the core's coordinates runs the branch that core takes (note 59). An attention kernel's
 program is ordered by earliest start rather than as unrolled, so the next query tile's
-Q K^T runs on the PT while this tile's softmax runs on the SFU (note 60).
+Q K^T runs on the PT while this tile's softmax runs on the SFU (note 60). A tensor kept in
+LX between kernels (a distributed view of `ct_local` parts, note 61) is read and written in
+the core's own part: a load from it is no instruction (the SFU reads the tile where it is,
+at the part's row pitch), and the generic whose one use stores to it writes its result
+there, so the store is none either (else an SFU copy); a tile outside the core's own part
+is refused.
 
     ktdp.load %t {lx_slots = array<i64: 0, 32768>}          // before (KTIR)
     spyrecode.dma_load {ddr = ..., lx = 0, rows = 64, ...}   // after, one per iteration
@@ -60,6 +65,7 @@ from spyrec.diagnostics import CompileError
 from spyrec.target import DEFAULT_TARGET
 from spyrec.dialects.ktdp import (
     ConstructAccessTileOp,
+    ConstructDistributedMemoryViewOp,
     ConstructMemoryViewOp,
     GetComputeTileIdOp,
     LoadOp,
@@ -75,6 +81,7 @@ from spyrec.passes.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.ring_sharing import share_loads
 from spyrec.passes.schedule_templates import (Affine, Symbolic, TemplateCache, default_jobs,
                                               index_value, prebuild)
+from spyrec.runtime.ktir_values import set_bounds
 from spyrec.runtime.isa import (
     SPECS_BY_NAME,
     BinaryFn,
@@ -103,6 +110,27 @@ class View:
     strides: tuple[int, ...]  # in elements
     itemsize: int
     sizes: tuple[int, ...] = ()
+
+
+@dataclass
+class LxPart:
+    """A `ct_local` memory view: part of a tensor kept in core `core`'s LX (note 61), its
+    element at the coordinate set's lowest corner (`low`) at LX byte `view.base`."""
+
+    view: View
+    core: int
+    bounds: list[tuple[int, int]]  # per dim, inclusive global coordinates
+
+
+@dataclass
+class LxParts:
+    """A distributed view of `ct_local` parts: a tensor kept in its cores' LX. `block` is
+    (mc, nc) when core (x, y) holds the block at (x * mc, y * nc), every part alike, as
+    convert-spyre-to-ktir builds them: then a core's own part is found from its coordinates
+    even while they are symbolic (a template for every core)."""
+
+    parts: list[LxPart]
+    block: tuple[int, int] | None = None
 
 
 @dataclass
@@ -275,7 +303,65 @@ def _view(it: _CoreInterpreter, op: ConstructMemoryViewOp) -> None:
     itemsize = DTYPES[str(mtype.element_type)].itemsize
     strides = tuple(int(s) for s in op.static_strides.get_values())
     sizes = tuple(int(s) for s in op.static_sizes.get_values())
-    it.env[op.result] = View(index_value(it.env[op.offset]), strides, itemsize, sizes)  # type: ignore[arg-type]
+    space = op.memory_space
+    if space.kind != "ct_local":  # LPDDR: the offset is the tensor's byte address argument
+        it.env[op.result] = View(index_value(it.env[op.offset]), strides, itemsize, sizes)  # type: ignore[arg-type]
+        return
+    bounds = set_bounds(op.coordinate_set.data)
+    if bounds is None or len(sizes) != 2 or strides[-1] != 1:
+        raise it.error(op, "a ct_local view must be a row-major 2-D box")
+    # an LX view's offset is in elements, as KTIR has it
+    base = int(index_value(it.env[op.offset])) * itemsize  # type: ignore[call-overload]
+    it.env[op.result] = LxPart(View(base, strides, itemsize, sizes), int(space.ct_id), bounds)  # type: ignore[arg-type]
+
+
+def _distributed_view(it: _CoreInterpreter, op: ConstructDistributedMemoryViewOp) -> None:
+    """A tensor kept in its cores' LX (note 61): each core reads and writes its own part."""
+    parts = [it.env[v] for v in op.parts]
+    if not all(isinstance(p, LxPart) for p in parts):
+        raise it.error(op, "only distributed views of ct_local parts (a tensor kept in LX "
+                       "between kernels) are scheduled; LPDDR parts are not")
+    gm, gn = kernel_grid(it.fn)
+    first = parts[0]
+    mc, nc = first.view.sizes
+    regular = len(parts) == gm * gn and all(
+        p.view.base == first.view.base and p.view.strides == first.view.strides
+        and p.view.sizes == first.view.sizes
+        and [lo for lo, _ in p.bounds] == [p.core % gm * mc, p.core // gm * nc]
+        for p in parts)  # type: ignore[union-attr]
+    it.env[op.result] = LxParts(parts, (mc, nc) if regular else None)  # type: ignore[arg-type]
+
+
+def _own_part(it: _CoreInterpreter, op: Operation, tile: Tile) -> LxTensor:
+    """The block `tile` names in this core's part of a tensor kept in LX, as an LX tensor
+    (refused when it reaches into another core's part: that would be a ring transfer)."""
+    parts = tile.view
+    assert isinstance(parts, LxParts)
+    if parts.block is not None:  # core (x, y)'s part starts at (x * mc, y * nc)
+        part = parts.parts[0]
+        low = [it.core[0] * parts.block[0], it.core[1] * parts.block[1]]  # type: ignore[operator]
+        where = "its core's"
+    else:
+        core = _linear_core(it)
+        found = next((p for p in parts.parts if p.core == core), None)
+        if found is None:
+            raise it.error(op, f"no part of its distributed view is in core {core}'s LX")
+        part, low, where = found, [lo for lo, _ in found.bounds], f"core {core}'s"
+    # the tile's place in the part: concrete once the core's own origin cancels
+    rel = [o - lo for o, lo in zip(tile.origin, low)]
+    if any(isinstance(r, Affine) for r in rel):
+        raise Symbolic("a tile whose place in the core's LX part depends on the core")
+    view = part.view
+    if tile.transposed or len(rel) != 2 or any(
+            r < 0 or r + n > size for r, n, size in zip(rel, tile.shape, view.sizes)):
+        raise it.error(op, f"the {list(tile.shape)} tile at {list(tile.origin)} is not within "
+                       f"{where} own LX part of its distributed view; only a core's own part "
+                       "is read or written")
+    dtype = DTYPES[str(op.results[0].type.element_type if isinstance(op, LoadOp)  # type: ignore[attr-defined]
+                       else op.value.type.element_type)]  # type: ignore[attr-defined]
+    offset = rel[0] * view.strides[0] + rel[1]
+    return LxTensor(view.base + offset * view.itemsize, tuple(tile.shape), dtype,  # type: ignore[arg-type]
+                    row_pitch=view.strides[0] * view.itemsize)
 
 
 def _access_tile(it: _CoreInterpreter, op: ConstructAccessTileOp) -> None:
@@ -334,6 +420,9 @@ def _dma_geometry(it: _CoreInterpreter, op: Operation, tile: Tile,
 def _load(it: _CoreInterpreter, op: LoadOp) -> None:
     tile = it.env[op.tile]
     assert isinstance(tile, Tile)
+    if isinstance(tile.view, LxParts):  # already in this core's LX: read where it is
+        it.env[op.results[0]] = _own_part(it, op, tile)
+        return
     lx = it.lx_tensor(op.results[0], it.slot(op))
     lx.transposed = tile.transposed
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=False)
@@ -399,6 +488,17 @@ def _store(it: _CoreInterpreter, op: StoreOp) -> None:
     tile = it.env[op.tile]
     src = it.env[op.value]
     assert isinstance(tile, Tile) and isinstance(src, LxTensor)
+    if isinstance(tile.view, LxParts):  # kept in this core's LX (note 61)
+        dst = _own_part(it, op, tile)
+        if dst.addr != src.addr:  # not computed in place there (`_lx_destination`)
+            halves = row_halves(src.shape[0])
+            for half, row, count in halves:
+                it.stream.emit("sfu.unary", part(src, half, len(halves)),
+                               part(dst, half, len(halves)), unit=half, fn=UnaryFn.COPY,
+                               src=src.addr + row * src.pitch, dst=dst.addr + row * dst.pitch,
+                               rows=count, cols=src.shape[1], src_pitch=src.pitch,
+                               dst_pitch=dst.pitch, src_dtype=src.dtype, dst_dtype=dst.dtype)
+        return
     if tile.transposed or src.transposed:
         raise it.error(op, "a store through a transposing tile order has no DMA mapping")
     block = (math.prod(tile.shape[:-1]), tile.shape[-1])
@@ -463,13 +563,28 @@ def _generic(it: _CoreInterpreter, op: linalg.GenericOp) -> None:
         it.env[op.results[0]] = LxTensor(acc.addr, acc.shape, acc.dtype)
         return
     init = it.env.get(op.outputs[0])
-    # a reduction accumulates in its init's slot; elementwise generics get their own
+    # a reduction accumulates in its init's slot; elementwise generics get their own, or
+    # write straight into the core's part of a tensor kept in LX that is their one use
     addr = init.addr if isinstance(init, LxTensor) else it.slot(op)
-    out = it.lx_tensor(op.results[0], addr)
+    out = _lx_destination(it, op) or it.lx_tensor(op.results[0], addr)
     rows, cols = out.shape
     for half, row, count in row_halves(rows):
         _sfu(it, op, fn, ins, out, half, row, count, cols, len(row_halves(rows)))
     it.env[op.results[0]] = out
+
+
+def _lx_destination(it: _CoreInterpreter, op: linalg.GenericOp) -> LxTensor | None:
+    """Where `op`'s result goes when its one use stores it to a tensor kept in LX through
+    an access tile already built (convert-spyre-to-ktir builds it first, note 61): there,
+    so the store is no instruction."""
+    result = op.results[0]
+    uses = list(result.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, StoreOp):
+        return None
+    tile = it.env.get(uses[0].operation.tile)
+    if not isinstance(tile, Tile) or not isinstance(tile.view, LxParts):
+        return None
+    return _own_part(it, uses[0].operation, tile)
 
 
 def _sfu(it: _CoreInterpreter, op: linalg.GenericOp, fn: str, ins: list[object],
@@ -798,6 +913,7 @@ HANDLERS: dict[type, Callable] = {
     arith.MuliOp: _binary_index(lambda a, b: a * b),
     GetComputeTileIdOp: _tile_id,
     ConstructMemoryViewOp: _view,
+    ConstructDistributedMemoryViewOp: _distributed_view,
     ConstructAccessTileOp: _access_tile,
     LoadOp: _gather_load,
     ConstructIndirectAccessTileOp: _indirect_tile,
@@ -822,6 +938,7 @@ HANDLERS_BY_NAME: dict[str, Callable] = {cls.name: h for cls, h in HANDLERS.item
 # the plain interpreter)
 SYMBOLIC_OPS = frozenset({"arith.constant", "arith.addi", "arith.muli",
                           "ktdp.get_compute_tile_id", "ktdp.construct_memory_view",
+                          "ktdp.construct_distributed_memory_view",
                           "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
                           "linalg.fill", "linalg.generic", "scf.for", "tensor.empty",
                           "tensor.extract_slice", "func.return",

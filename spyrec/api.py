@@ -139,7 +139,8 @@ def compile(program: torch.export.ExportedProgram | str | Path, output: str | Pa
     """Compile an ExportedProgram or a .pt2 path for Spyre; optionally write the .spyre.
 
     Options: `numerics` ("dl16" or "ieee"), the switches of `spyrec.pipelines.
-    compile_options` (`fuse`, `double_buffer`, `resident`, `share`, `tail`, `ring_reduce`),
+    compile_options` (`fuse`, `double_buffer`, `resident`, `share`, `tail`, `ring_reduce`,
+    `keep_in_lx`),
     `cache` (True: the
     default on-disk compile cache, unless `SPYREC_CACHE=0`; False: none; a directory: a
     cache there), and `compile_program`'s."""
@@ -150,7 +151,7 @@ def compile(program: torch.export.ExportedProgram | str | Path, output: str | Pa
     numerics = options.pop("numerics", "dl16")
     options["cache"] = resolve_cache(options.pop("cache", None))
     switches = {k: options.pop(k) for k in ("fuse", "double_buffer", "resident", "share",
-                                            "tail", "ring_reduce")
+                                            "tail", "ring_reduce", "keep_in_lx")
                 if k in options}
     if switches:
         options["pass_options"] = compile_options(**switches)

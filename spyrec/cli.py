@@ -72,6 +72,10 @@ def _switches(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option("--ring-reduce/--no-ring-reduce", default=True, show_default=True,
                            help="Split reduced rows over cores, summing their partials "
                            "with ring.reduce (off: each reduced row on one core).")(command)
+    command = click.option("--keep-in-lx/--no-keep-in-lx", default=True, show_default=True,
+                           help="Keep a kernel's result in LX for the next kernel when the "
+                           "cost model says so (off: every tensor between kernels goes "
+                           "through LPDDR).")(command)
     command = click.option("--tail", type=click.IntRange(min=0), default=0,
                            help="Row pieces of a K-sliced matmul's last column tile: 1 never, "
                            "N >= 2 where legal (default 0: by the cost model).")(command)

@@ -52,6 +52,11 @@ class KernelShape:
     # ring.reduce each per tile (note 59): every reduction of a kernel without matmul, when
     # all are sums; 0 when the reduced dim must stay whole on one core
     ring_reduces: int = 0
+    # a result kept in LX for the next kernel, which reads it from there (note 61): of the
+    # full outputs, those copied by the SFU into the core's slice instead of stored; of the
+    # full operands, those read from the core's slice instead of loaded
+    lx_outputs: int = 0
+    lx_operands: int = 0
 
     def sticks(self, itemsize: int, elems: int) -> int:
         return -(-elems * itemsize // 128)
@@ -72,12 +77,15 @@ class KernelShape:
 
     @property
     def min_offchip_bytes(self) -> int:
-        """Every input read once and the output written once, unpadded."""
+        """Every input read once and the output written once, unpadded (but for a tensor
+        kept in LX, which never crosses the channel)."""
         a = self.rows * self.k * self.in_itemsize
         b = self.k * self.cols * self.in_itemsize
-        extra = (self.row_operands * self.cols + self.full_operands * self.rows * self.cols
+        extra = (self.row_operands * self.cols
+                 + (self.full_operands - self.lx_operands) * self.rows * self.cols
                  + self.col_operands * self.rows)
-        out = (self.full_outputs * self.cols + self.col_outputs) * self.rows * self.out_itemsize
+        out = ((self.full_outputs - self.lx_outputs) * self.cols + self.col_outputs) \
+            * self.rows * self.out_itemsize
         return a + b + extra * self.in_itemsize + out
 
     @property
@@ -85,9 +93,22 @@ class KernelShape:
         return self.outputs - self.col_outputs
 
     def out_tile_bytes(self, tm: int, tn: int) -> int:
-        """Bytes one tile stores: a full tile per full output, a stick per row per
+        """LX bytes of one tile's results: a full tile per full output, a stick per row per
         one-column output."""
         return self.full_outputs * tm * tn * self.out_itemsize + self.col_outputs * tm * 128
+
+    def stored_tile_bytes(self, tm: int, tn: int) -> int:
+        """Bytes one tile stores to LPDDR: its results but those kept in LX (note 61)."""
+        return self.out_tile_bytes(tm, tn) - self.lx_outputs * tm * tn * self.out_itemsize
+
+    def lx_slice_bytes(self, split: Split) -> int:
+        """LX bytes a core reserves for the tensors it keeps in LX or reads from there
+        (note 61): its rows x its column sticks of each, rows a whole number of sticks."""
+        kept = self.lx_outputs * self.out_itemsize + self.lx_operands * self.in_itemsize
+        if not kept:
+            return 0
+        cols = self.col_sticks // split.gn * self.stick_elems
+        return self.rows // split.gm * round_up(cols * kept, 128)
 
     @property
     def splits_reduced_dim(self) -> bool:
@@ -444,7 +465,8 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
                  buffers: int = 2, target: SpyreTarget | None = None) -> int:
     """LX bytes a core needs for `tiling`: every streamed buffer `buffers` times (2 =
     ping-pong); a matmul operand the core loads only once (a resident block whose loop has
-    one trip, known when `split` is given) needs one copy, as spyre-place-memory gives it."""
+    one trip, known when `split` is given) needs one copy, as spyre-place-memory gives it.
+    With `split` given it includes the core's slice of a tensor kept in LX (note 61)."""
     if isinstance(shape, AttentionShape):
         return _attention_lx(shape, tiling, split, buffers)
     if isinstance(shape, MoveShape):
@@ -470,7 +492,10 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
     total += buffers * shape.col_temps * tm * 128  # row reductions: one stick per row
     total += buffers * shape.out_tile_bytes(tm, tn)  # output tiles
     total += buffers * shape.row_operands * max(tn * shape.in_itemsize, 128)
-    total += buffers * shape.full_operands * tm * tn * shape.in_itemsize
+    # an operand read from the core's LX slice takes no slot; the slice is reserved
+    total += buffers * (shape.full_operands - shape.lx_operands) * tm * tn * shape.in_itemsize
+    if split is not None:
+        total += shape.lx_slice_bytes(split)
     return total
 
 
@@ -626,8 +651,11 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     a_tile, b_tile = tm * tk * isz, tk * tn * isz
     row_in = shape.row_operands * tn * isz
     # a one-column operand is a stick per row, read again by every core of a grid row
-    per_tile_in = shape.full_operands * tm * tn * isz + shape.col_operands * tm * 128
-    out_tile = shape.out_tile_bytes(tm, tn)
+    # an operand read from the core's LX slice, a result copied into it: no DMA (note 61)
+    loaded_full = shape.full_operands - shape.lx_operands
+    per_tile_in = loaded_full * tm * tn * isz + shape.col_operands * tm * 128
+    out_tile = shape.stored_tile_bytes(tm, tn)
+    stored = shape.outputs - shape.lx_outputs
     blocks = shape.rows // split.gm // tm  # row blocks per core
     # a tail's row pieces (note 57) are tiles of their own: a store and epilogue operand
     # loads each, a bias-like row operand read again by each
@@ -636,11 +664,11 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     # loads it once, before its row loop (convert-spyre-to-ktir hoists it)
     row_loads = min(tiles, 1) if tiles == blocks else tiles + extra_pieces
     bytes_core = tiles * (per_tile_in + out_tile) + row_loads * row_in
-    dmas_core = ((tiles + extra_pieces) * (shape.outputs + shape.full_operands
+    dmas_core = ((tiles + extra_pieces) * (stored + loaded_full
                                            + shape.col_operands)
                  + row_loads * shape.row_operands)
     pieces = store_pieces(shape, split, tiling, target, buffers)
-    dmas_core += tiles * shape.outputs * (pieces - 1)  # store pieces: a descriptor each
+    dmas_core += tiles * stored * (pieces - 1)  # store pieces: a descriptor each
     cores = split.cores
     bytes_all, dmas_all = bytes_core * cores, dmas_core * cores
     if shape.col_outputs and split.gn > 1:
@@ -688,7 +716,7 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     if extra_pieces:  # each row block's last tile in row pieces (note 57)
         first, last = tail_rows(tm, tiling.tail)
         piece_rows = _halves(last, target)
-        piece_tile = shape.out_tile_bytes(last, tn)
+        piece_tile = shape.stored_tile_bytes(last, tn)
         pt += blocks * nk * ((tiling.tail - 1) * pt_cycles(_halves(first, target), tk, tn,
                                                            target)
                              + pt_cycles(piece_rows, tk, tn, target)
@@ -702,7 +730,7 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         return Prediction(dma + pt + sfu + ring_rx, dma, pt, sfu, bytes_all, lx,
                           ring_rx + tiles * tile_allreduce)
     # pipeline fill (first loads) and drain (last epilogue and store)
-    first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, shape.full_operands)
+    first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, loaded_full)
     fill = dma_cycles_alone(first_in, target, cores)
     if tiling.share and shape.k:  # only the first core of each chain loads them
         fill = (target.dma_setup_cycles + (split.gm * a_tile + split.gn * b_tile)
@@ -753,7 +781,7 @@ def store_stall_cycles(shape: KernelShape, split: Split, tiling: Tiling,
     shared channel) and the next tile's loads queue behind that store on the core's one DMA
     engine, while the PT has only the K step already prefetched into the other slot."""
     loads = matmul_loads(shape, split, tiling, target)
-    store = split.cores * shape.out_tile_bytes(tiling.tm, tiling.tn) \
+    store = split.cores * shape.stored_tile_bytes(tiling.tm, tiling.tn) \
         / target.lpddr_bytes_per_cycle
     step = pt_cycles(_halves(tiling.tm, target), tiling.tk, tiling.tn, target)
     return (loads.tiles - 1) * max(0.0, store - step)
@@ -769,7 +797,8 @@ def store_pieces(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget
     DMA engine. 1 (one store) otherwise: a core with one tile (nothing to overlap), K not
     blocked, or no ping-pong buffers."""
     if buffers < 2 or not isinstance(shape, KernelShape) or not shape.k \
-            or tiling.resident not in ("acc", "a") or shape.full_outputs != shape.outputs:
+            or tiling.resident not in ("acc", "a") or shape.full_outputs != shape.outputs \
+            or shape.lx_outputs:
         return 1
     loads = matmul_loads(shape, split, tiling, target)
     if loads.tiles < 2 or loads.k_steps < 2:

@@ -145,6 +145,12 @@ def compile_program(
         on_stage("frontend", times["frontend"])
     module = imported.module
     ctx = make_context()
+    if imported.symbolic is not None:
+        # the trip-count guards (note 49) follow data through LPDDR, not through LX kept
+        # between launches: a symbolic program keeps every tensor in LPDDR (note 61)
+        pass_options = {**(pass_options or {})}
+        pass_options["spyre-partition-cores"] = {
+            **pass_options.get("spyre-partition-cores", {}), "keep_in_lx": False}
     if print_ir is not None:
         print_ir.write(f"// -----// IR after frontend //----- //\n{module_text(module)}")
     # IR that is shown keeps one op per instruction; the binary path packs the cores

@@ -133,6 +133,8 @@ class GraphInterpreter:
                           None)
         if self.graph is None:
             raise InterpretError("no graph function in the module")
+        self.lx: list | None = None  # the cores' LX, kept across launches as on the card
+
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """The graph's results for host `inputs` (in the program's input order), without
@@ -242,6 +244,10 @@ class GraphInterpreter:
         from spyrec.runtime.ktir_interpreter import Device, run_kernel
 
         device = Device()
+        # LX outlives a launch: a result kept there is read by the next launch (note 61)
+        if self.lx is None:
+            self.lx = device.lx
+        device.lx = self.lx
         args_of: dict[str, Any] = {}
         placed: list[tuple[int, np.ndarray]] = []
         for i, value in enumerate([*op.operands, *op.results]):

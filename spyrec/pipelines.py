@@ -50,8 +50,8 @@ KTIR_PIPELINE: tuple[Stage, ...] = (
 )
 
 def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str = "",
-                    share: str = "", tail: int = 0,
-                    ring_reduce: bool = True) -> dict[str, dict[str, object]]:
+                    share: str = "", tail: int = 0, ring_reduce: bool = True,
+                    keep_in_lx: bool = True) -> dict[str, dict[str, object]]:
     """Pass options for the user-facing compile switches (keyword arguments of
     `spyrec.compile`, flags of `spyrec compile`), so each pass's gain can be measured:
 
@@ -65,7 +65,9 @@ def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str
     - tail=1: no matmul computes its last column tile in row pieces (design note 57);
       tail=N >= 2: every K-sliced A block that allows it uses N pieces;
     - ring_reduce=False: spyre-partition-cores keeps every reduced row whole on one core
-      instead of splitting it and summing the cores' partials with ring.reduce (note 59).
+      instead of splitting it and summing the cores' partials with ring.reduce (note 59);
+    - keep_in_lx=False: spyre-partition-cores keeps no kernel's result in LX for the next
+      kernel; every tensor between kernels goes through LPDDR (note 61).
     """
     options: dict[str, dict[str, object]] = {}
     if not fuse:
@@ -85,6 +87,8 @@ def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str
         options["spyre-tile"] = dict(planning)
     if not ring_reduce:
         options.setdefault("spyre-partition-cores", {})["ring_reduce"] = False
+    if not keep_in_lx:
+        options.setdefault("spyre-partition-cores", {})["keep_in_lx"] = False
     return options
 
 

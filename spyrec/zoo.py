@@ -314,6 +314,20 @@ class Chain(nn.Module):
         return torch.nn.functional.gelu(x + y) * z
 
 
+class SwiGLU(nn.Module):
+    """down(silu(gate(x)) * up(x)), the Llama / Granite MLP without its shape object: the
+    gate kernel can keep its result in LX for the up kernel (design note 61)."""
+
+    def __init__(self, hidden: int, inner: int):
+        super().__init__()
+        self.gate = nn.Linear(hidden, inner, bias=False)
+        self.up = nn.Linear(hidden, inner, bias=False)
+        self.down = nn.Linear(inner, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
 class Softmax(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.softmax(x, dim=-1)

@@ -19,7 +19,7 @@ from spyrec.driver import compile_program
 from spyrec.pipelines import compile_options
 from spyrec.runtime.emulator import Emulator
 from spyrec.target import DEFAULT_TARGET
-from spyrec.zoo import Chain, Gemm, RowSum, Sdpa, Softmax
+from spyrec.zoo import Chain, Gemm, RowSum, Sdpa, Softmax, SwiGLU
 
 
 def predicted_cycles(module) -> list[float]:
@@ -87,6 +87,8 @@ SUITE = {
     "rowsum 4x16384": lambda: (RowSum(), (torch.randn(4, 16384),)),
     "rmsnorm 4x16384": lambda: (torch.nn.RMSNorm(16384), (torch.randn(4, 16384),)),
     "layernorm 2x8192": lambda: (torch.nn.LayerNorm(8192), (torch.randn(2, 8192),)),
+    # the gate kernel keeps silu(gate(x)) in LX for the up kernel (note 61)
+    "swiglu 128x1024x4096": lambda: (SwiGLU(1024, 4096), (torch.randn(128, 1024),)),
 }
 
 # The benchmark's switched-off variants the model must follow as well: unfused row ops (a
@@ -106,6 +108,7 @@ VARIANTS = [
     ("gemm 1500x1000x1500", {"tail": 1}),
     ("rmsnorm 4x16384", {"ring_reduce": False}),
     ("layernorm 2x8192", {"ring_reduce": False}),
+    ("swiglu 128x1024x4096", {"keep_in_lx": False}),
 ]
 
 

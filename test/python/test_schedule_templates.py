@@ -84,26 +84,38 @@ def test_templates_match_the_plain_interpreter(name: str) -> None:
                 assert got[core] == instrs, f"{name}: @{kernel} core {core} differs"
     # every kernel is affine in its addresses; all but attention also in the core
     # coordinates (its head index is a floor division of one, so it is templated per core)
+    # and but rows split over cores (their ring.reduce group depends on the core, note 59)
     how = {k: p.attributes["spyre.schedule"].data for k, p in fast.items()}  # type: ignore[attr-defined]
     per_core = {k for k, h in how.items() if h == "per-core"}
-    assert per_core == {k for k in how if _is_attention(module, k)}, how
+    assert per_core == {k for k in how if _is_attention(module, k)
+                        or _reduces_over_the_ring(module, k)}, how
     assert "plain" not in how.values(), how
 
 
+def _kernel(module: ModuleOp, kernel: str):  # a func.FuncOp
+    return next(op for op in module.body.block.ops if getattr(op, "sym_name", None) is not None
+                and op.sym_name.data == kernel)  # type: ignore[attr-defined]
+
+
+def _reduces_over_the_ring(module: ModuleOp, kernel: str) -> bool:
+    return any(op.name == "ktdp.inter_tile_reduce" for op in _kernel(module, kernel).walk())
+
+
 def _is_attention(module: ModuleOp, kernel: str) -> bool:
-    fn = next(op for op in module.body.block.ops if getattr(op, "sym_name", None) is not None
-              and op.sym_name.data == kernel)  # type: ignore[attr-defined]
+    fn = _kernel(module, kernel)
     return any(op.attributes.get("spyre.fn") is not None
                and op.attributes["spyre.fn"].data == "matmul_nt" for op in fn.walk())  # type: ignore[attr-defined]
 
 
 def test_identical_layers_share_templates() -> None:
     """Three FFN layers and a final norm: every kernel of layers 2 and 3 reuses a template
-    made for an earlier layer (the first layer's norm differs: it reads the input)."""
+    made for an earlier layer (the first layer's norm differs: it reads the input), but the
+    last layer's down projection: its result, read by the final norm alone, is kept in LX
+    for it (note 61), where the earlier layers' also feed the next residual add."""
     fast = _programs(_placed("decoder_ffn"), templates=True)
     per_layer = (len(fast) - 1) // 3
     shared = [k for k, p in fast.items() if p.attributes["spyre.template"].data != k]  # type: ignore[attr-defined]
-    assert len(shared) >= 2 * per_layer, sorted(shared)
+    assert len(shared) >= 2 * per_layer - 1, sorted(shared)
 
 
 def test_kernel_key_ignores_names_but_not_structure() -> None:

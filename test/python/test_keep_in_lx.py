@@ -1,0 +1,160 @@
+"""A kernel's result kept in its cores' LX for the next kernel (design note 61).
+
+spyre-partition-cores scores a kernel and the next one, which alone reads its result
+elementwise, on a common split with that result left in LX; the producer rounds its tiles
+into each core's slice and the consumer reads them there. The emulator keeps LX across
+launches and checks hazards, so a slice written in the wrong place or read before it is
+written fails here: the numbers must match eager with and without `keep_in_lx`, the off-chip
+bytes must drop by the tensor's store and load, and the KTIR interpreter (which also keeps
+LX across launches) must agree pass by pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import spyrec
+from spyrec.api import Executable
+from spyrec.driver import compile_program
+from spyrec.numeric_bisect import bisect
+from spyrec.pipelines import compile_options
+from spyrec.zoo import SwiGLU
+
+from conftest import assert_matches_eager
+
+F = torch.nn.functional
+
+
+class TwoReaders(SwiGLU):
+    """The gate's silu is also an output: it must reach LPDDR, so nothing is kept."""
+
+    def forward(self, x: torch.Tensor):  # type: ignore[override]
+        g = F.silu(self.gate(x))
+        return self.down(g * self.up(x)), g
+
+
+def _export(model: torch.nn.Module, tokens: int = 64, hidden: int = 256):
+    """`model` in fp16 with 64 x 256 random inputs, and its export."""
+    torch.manual_seed(0)
+    model = model.half().eval()
+    x = torch.randn(tokens, hidden).half()
+    return model, x, torch.export.export(model, (x,))
+
+
+def _launches(result) -> dict[str, object]:  # a CompileResult
+    return {op.callee.root_reference.data: op for op in result.module.walk()
+            if op.name == "spyre.launch"}
+
+
+def _kept(result) -> list[str]:
+    return [name for name, op in _launches(result).items()
+            if "spyre.lx_results" in op.attributes]
+
+
+def _check(model, x, result) -> Executable:
+    """Matches eager; no hazard, and no kernel faster than its own roofline (a kept tensor
+    counted in a kernel's minimum bytes would make it so)."""
+    exe = Executable(result.binary)
+    assert_matches_eager(exe, model, x)
+    assert not exe.last_profile.warnings, exe.last_profile.warnings
+    return exe
+
+
+def test_swiglu_keeps_the_gate_in_lx_and_matches_eager():
+    """The gate kernel keeps silu(gate(x)) in LX for the up kernel: it stores nothing of it,
+    the up kernel loads nothing of it, and each kernel moves the bytes its ledger predicted;
+    the switch puts the tensor back through LPDDR with the same numbers and 2 x 131072 B
+    (the 64 x 1024 fp16 tensor stored and loaded) more traffic."""
+    model, x, ep = _export(SwiGLU(256, 1024))
+    kept = compile_program(ep)
+    apart = compile_program(ep, pass_options=compile_options(keep_in_lx=False))
+    assert _kept(kept) == ["k0"] and _kept(apart) == []
+    grids = {name: [g.value.data for g in op.attributes["grid"].data]
+             for name, op in [(o.sym_name.data, o) for o in kept.module.walk()
+                              if o.name == "func.func" and "grid" in o.attributes]}
+    assert grids["k0"] == grids["k1"]
+    exe, other = _check(model, x, kept), _check(model, x, apart)
+    by_kernel = {k["name"]: k for k in exe.last_profile.to_dict()["kernels"]}
+    for name in ("k0", "k1"):
+        fn = next(o for o in kept.module.walk()
+                  if o.name == "func.func" and o.sym_name.data == name)
+        partition = fn.attributes["spyre.decisions"].data["spyre.partition"].data
+        assert "kept in LX between @k0 and @k1" in partition["reason"].data
+        assert by_kernel[name]["offchip_bytes"] == partition["offchip_bytes"].value.data
+    k0 = kept.binary.kernels[0]
+    assert not [i for p in k0.programs.values() for i in p if i.op == "dma.store"]
+    # measured: 1933312 B against 2195456 B, 262144 B less
+    moved = exe.last_profile.to_dict()["offchip_bytes"]
+    assert moved <= other.last_profile.to_dict()["offchip_bytes"] - 2 * 64 * 1024 * 2
+
+
+@pytest.mark.parametrize("options", [{"fuse": False}, {"double_buffer": False},
+                                     {"resident": "acc"}, {"tail": 2}],
+                         ids=["nofuse", "nobuf", "acc", "tail"])
+def test_kept_with_other_switches(options):
+    """Unfused, the gate matmul keeps its product for the silu kernel and the up matmul
+    its product for the multiply (silu's result is read two launches later: not kept);
+    with one LX slot a buffer, K blocked, or a tail's row pieces, the slice is still
+    written and read in place."""
+    model, x, ep = _export(SwiGLU(256, 1024))
+    result = compile_program(ep, pass_options=compile_options(**options))
+    assert _kept(result)
+    _check(model, x, result)
+
+
+def test_no_pair_when_the_result_has_another_reader():
+    """silu(gate(x)) returned as well as multiplied: its only copy must be in LPDDR."""
+    model, x, ep = _export(TwoReaders(256, 1024))
+    result = compile_program(ep)
+    assert _kept(result) == []
+    exe = Executable(result.binary)
+    out, g = exe(x)
+    with torch.no_grad():
+        want, want_g = model(x)
+    assert torch.allclose(g.float(), want_g.float(), atol=2e-2, rtol=2e-2)
+    assert torch.allclose(out.float(), want.float(), atol=5e-2, rtol=5e-2)
+
+
+def test_every_pass_keeps_the_numbers():
+    """The KTIR interpreter runs the lowered kernels with the tensor in ct_local memory (a
+    distributed view of the cores' LX parts) across launches, and agrees with eager."""
+    _, _, ep = _export(SwiGLU(256, 1024))
+    result = bisect(ep)
+    assert result.first_bad is None, result.report()
+    ktir = [c.status for c in result.checkpoints if c.how == "KTIR interpreter"]
+    assert ktir and all(s == "ok" for s in ktir), result.report()
+
+
+def test_symbolic_programs_keep_tensors_in_lpddr():
+    """A program with a symbolic size keeps every tensor in LPDDR: its trip-count guards
+    follow data through LPDDR only (note 49)."""
+    model, x, _ = _export(SwiGLU(256, 1024))
+    seq = torch.export.Dim("seq", min=16, max=64)
+    ep = torch.export.export(model, (x,), dynamic_shapes=({0: seq},))
+    result = compile_program(ep)
+    assert _kept(result) == []
+    exe = Executable(result.binary)
+    short = x[:32]
+    with torch.no_grad():
+        want = model(short).float()
+    assert torch.allclose(exe(short).float(), want, atol=5e-2, rtol=5e-2)
+
+
+def test_compile_switch_and_cli(tmp_path):
+    """`spyrec.compile(..., keep_in_lx=False)` and `spyrec explain --no-keep-in-lx`."""
+    from click.testing import CliRunner
+
+    from spyrec.cli import main
+
+    model, x, ep = _export(SwiGLU(256, 1024))
+    exe = spyrec.compile(ep, keep_in_lx=False, cache=False)
+    assert_matches_eager(exe, model, x)
+    path = tmp_path / "mlp.pt2"
+    torch.export.save(ep, path)
+    runner = CliRunner()
+    kept = runner.invoke(main, ["explain", str(path)])
+    apart = runner.invoke(main, ["explain", str(path), "--no-keep-in-lx"])
+    assert kept.exit_code == 0 and apart.exit_code == 0, kept.output + apart.output
+    assert "kept in LX between @k0 and @k1" in kept.output
+    assert "kept in LX" not in apart.output
