@@ -127,10 +127,12 @@ class _KernelBuilder(KtirBuilder):
             shape = padded_rows_cols(layout.padded_shape)
             element = value.type.element_type  # type: ignore[attr-defined]
             if kept_in_lx(outer_value):  # its slices in the cores' LX, not in LPDDR (note 61)
-                reserved = LxSlices.of(*shape, DEVICE_ITEMSIZE[layout.device_dtype],
-                                       self.split.gm, self.split.gn,
-                                       DEFAULT_TARGET.lx_usable_bytes)
-                self.views[value] = (self.lx_view(reserved, element), shape)
+                slices = LxSlices.of(*shape, DEVICE_ITEMSIZE[layout.device_dtype],
+                                     self.split.gm, self.split.gn,
+                                     DEFAULT_TARGET.lx_usable_bytes)
+                if reserved is None or slices.byte_offset < reserved.byte_offset:
+                    reserved = slices  # one read and one written share it (note 61)
+                self.views[value] = (self.lx_view(slices, element), shape)
                 continue
             self.views[value] = (self.view(ptr, shape, element), shape)
         m, n = info.full

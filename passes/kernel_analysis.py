@@ -186,7 +186,15 @@ class KernelInfo:
             reduce=self.has_reduce, full_temps=full_temps, col_temps=col_temps,
             outputs=len(self.outputs), col_operands=col_ops,
             col_outputs=col_out, narrow_itemsize=min([itemsize(a) for a in used] or [0]),
-            ring_reduces=self.ring_reduces, lx_outputs=lx_out, lx_operands=lx_ops)
+            ring_reduces=self.ring_reduces, lx_outputs=lx_out, lx_operands=lx_ops,
+            lx_lhs=self.lhs_in_lx)
+
+    @property
+    def lhs_in_lx(self) -> bool:
+        """Whether the matmul reads its A operand in place from the cores' LX (note 61)."""
+        lhs = self.matmul.lhs if self.matmul is not None else None
+        return isinstance(lhs, BlockArgument) and lhs.owner is self.kernel.body.block \
+            and kept_in_lx(self.kernel.inputs[lhs.index])
 
     def _input_itemsize(self, op: Operation) -> int:
         """Device bytes per element of the kernel input `op` reads as loaded (through casts
@@ -567,7 +575,10 @@ kernel (note 61): `array<i64: i, ...>`, result indices."""
 def kept_in_lx(value: SSAValue) -> bool:
     """Whether `value` is a kernel result kept in its cores' LX for its one reader, which
     runs next on the same split (note 61)."""
-    owner = value.owner  # a kernel, or its launch once lowered
+    owner = value.owner  # a kernel, or its launch once lowered, maybe through row views
+    while isinstance(owner, ReshapeOp):
+        value = owner.input
+        owner = value.owner
     attr = owner.attributes.get(LX_RESULTS) if isinstance(owner, Operation) else None
     return isinstance(attr, DenseArrayBase) and value.index in attr.get_values()
 

@@ -34,7 +34,7 @@ the ledger of both says what was kept and what it saved.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -48,14 +48,15 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
+from xdsl.ir import SSAValue, Use
 from xdsl.passes import ModulePass
 
 from spyrec.costmodel import (KernelShape, Prediction, Shape, Split, Tiling, best_tiling,
-                              candidate_splits, ranking_cycles)
+                              candidate_splits, padded_cols, ranking_cycles)
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.kernel_analysis import (LX_RESULTS, Kind, KernelInfo, analyze, int_array,
-                                           read_split)
+                                           is_row_view, read_split)
 from spyrec.passes.ktir_builder import padded_rows_cols
 from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, layout_of
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
@@ -194,42 +195,93 @@ class SpyrePartitionCores(ModulePass):
                     for c, s, p, t in scored[1:1 + LEDGER_ALTERNATIVES]]),
             })
         if self.keep_in_lx:
-            for producer, index, consumer in lx_pairs(kernels):
-                if producer in chosen and consumer in chosen:  # no grid set by the user
-                    self._keep(producer, index, consumer, chosen, target)
+            for chain in lx_chains(lx_pairs(kernels)):
+                if all(k in chosen for k in chain.kernels):  # no grid set by the user
+                    self._keep(chain, chosen, target)
 
-    def _keep(self, producer: KernelOp, index: int, consumer: KernelOp,
-              chosen: dict[KernelOp, Scored], target: SpyreTarget) -> None:
-        """Keep `producer`'s result `index` in LX for `consumer` when the pair's best common
-        split, with the tensor's store and loads gone and each core's slice of it taken from
-        both kernels' LX budget, is predicted faster than their own best splits (ranked as
-        splits are, `costmodel.ranking_cycles`)."""
-        pair = (producer, consumer)
-        apart = [(analyze(k).shape(), chosen[k][3], chosen[k][2]) for k in pair]
-        producer.attributes[LX_RESULTS] = DenseArrayBase.from_list(i64, [index])
-        made, used = (analyze(k).shape() for k in pair)
-        theirs = {s: (t, p) for _, s, p, t in self.scores(used, target)}
-        joint = [(s, [(made, t, p), (used, *theirs[s])])
-                 for _, s, p, t in self.scores(made, target) if s in theirs]
+    def _keep(self, chain: LxChain, chosen: dict[KernelOp, Scored],
+              target: SpyreTarget) -> None:
+        """Choose which of a chain's tensors to keep in LX and every kernel's split, for
+        the fewest predicted cycles of the whole chain (ranked as splits are,
+        `costmodel.ranking_cycles`): a dynamic program over the kernels whose state is a
+        kernel's split and whether its result is kept. A kept tensor's two kernels share a
+        split (whole rows when it is read as a matmul's A), its store and loads are gone,
+        and each core's slice of it is taken from both kernels' LX budget. Keeping nothing,
+        every kernel on its own best split, is one of the paths."""
+        kernels, pairs = chain.kernels, chain.pairs
+        base = [analyze(k).shape() for k in kernels]
 
-        def rank(options: list[tuple[Shape, Tiling, Prediction]]) -> float:
-            return sum(ranking_cycles(shape, t, p, target) for shape, t, p in options)
+        def variant(i: int, kept_in: bool, kept_out: bool) -> Shape:
+            shape = base[i]
+            assert isinstance(shape, KernelShape)
+            if kept_in and pairs[i - 1].lhs:
+                shape = replace(shape, lx_lhs=True)
+            elif kept_in:
+                shape = replace(shape, lx_operands=shape.lx_operands + 1)
+            if kept_out:
+                shape = replace(shape, lx_outputs=shape.lx_outputs + 1)
+            return shape
 
-        best = min(joint, key=lambda j: (rank(j[1]), -j[0].cores), default=None)
-        if best is None or rank(best[1]) >= rank(apart):
-            del producer.attributes[LX_RESULTS]
+        def options(i: int, kept_in: bool, kept_out: bool) -> dict[Split, tuple[float, Prediction, Tiling]]:
+            shape = variant(i, kept_in, kept_out)
+            found = {s: (ranking_cycles(shape, t, p, target), p, t)
+                     for _, s, p, t in self.scores(shape, target)}
+            if kept_out and pairs[i].lhs:  # whole rows on each core, for the next matmul's A
+                found = {s: v for s, v in found.items() if s.gn == 1}
+            return found
+
+        # best[(split, kept_out)] = (chain rank so far, the path: (split, kept_out) per kernel)
+        Path = list[tuple[Split, bool, Prediction]]
+        best: dict[tuple[Split, bool], tuple[float, Path]] = {}
+        last = len(kernels) - 1
+        for i in range(len(kernels)):
+            nxt: dict[tuple[Split, bool], tuple[float, Path]] = {}
+            outs = (False,) if i == last else (False, True)
+            for kept_out in outs:
+                if i == 0:
+                    for s, (r, p, _) in options(0, False, kept_out).items():
+                        nxt[(s, kept_out)] = (r, [(s, kept_out, p)])
+                    continue
+                free = min(((r, path) for (s, k), (r, path) in best.items() if not k),
+                           key=lambda e: e[0], default=None)
+                if free is not None:
+                    for s, (r, p, _) in options(i, False, kept_out).items():
+                        total = free[0] + r
+                        if (s, kept_out) not in nxt or total < nxt[(s, kept_out)][0]:
+                            nxt[(s, kept_out)] = (total, free[1] + [(s, kept_out, p)])
+                if kept_out and not chain.in_place(i):
+                    continue  # two tensors kept around one kernel must share its slice
+                here = options(i, True, kept_out)
+                for (s, k), (r0, path) in best.items():
+                    if k and s in here:
+                        total = r0 + here[s][0]
+                        if (s, kept_out) not in nxt or total < nxt[(s, kept_out)][0]:
+                            nxt[(s, kept_out)] = (total, path + [(s, kept_out, here[s][1])])
+            best = nxt
+        rank, path = min(best.values(), key=lambda e: e[0])
+        apart = sum(ranking_cycles(shape, chosen[k][3], chosen[k][2], target)
+                    for k, shape in zip(kernels, base))
+        if rank >= apart or not any(kept for _, kept, _ in path):
             return
-        split, options = best
-        value = producer.results[index]
-        words = (f"%{value.name_hint or index} kept in LX between @{producer.sym_name.data} "
-                 f"and @{consumer.sym_name.data} on a common {split.gm}x{split.gn} split "
-                 f"({made.lx_slice_bytes(split)} B a core): "
-                 f"{sum(p.cycles for _, _, p in options):.0f} predicted cycles and "
-                 f"{sum(p.offchip_bytes for _, _, p in options)} B off chip for both, against "
-                 f"{sum(p.cycles for _, _, p in apart):.0f} and "
-                 f"{sum(p.offchip_bytes for _, _, p in apart)} B on their own best splits "
-                 "with it through LPDDR")
-        for kernel, (_, _, pred) in zip(pair, options):
+        kept = [pair for pair, (_, k, _) in zip(pairs, path) if k]
+        for pair in kept:
+            pair.producer.attributes[LX_RESULTS] = DenseArrayBase.from_list(i64, [pair.index])
+        names = ", ".join(
+            f"%{pair.producer.results[pair.index].name_hint or pair.index} "
+            f"(@{pair.producer.sym_name.data} -> @{pair.consumer.sym_name.data}, "
+            f"{variant(pairs.index(pair), False, True).lx_slice_bytes(path[pairs.index(pair)][0])}"
+            " B a core)" for pair in kept)
+        words = (f"kept in LX: {names}; {sum(p.cycles for _, _, p in path):.0f} predicted "
+                 f"cycles and {sum(p.offchip_bytes for _, _, p in path)} B off chip for "
+                 + ", ".join(f"@{k.sym_name.data}" for k in kernels)
+                 + f", against {sum(chosen[k][2].cycles for k in kernels):.0f} and "
+                 f"{sum(chosen[k][2].offchip_bytes for k in kernels)} B on their own best "
+                 "splits with every tensor through LPDDR")
+        for i, (kernel, (split, kept_out, pred)) in enumerate(zip(kernels, path)):
+            # what spyre-tile will see, from the attributes, is what was scored
+            assert analyze(kernel).shape() == variant(i, i > 0 and path[i - 1][1], kept_out)
+            if not (kept_out or i > 0 and path[i - 1][1]) and split == chosen[kernel][1]:
+                continue  # neither keeps nor reads a kept tensor, and its own split stands
             kernel.attributes["grid"] = int_array([split.gm, split.gn])
             ledger = dict(kernel.attributes["spyre.partition"].data)  # type: ignore[attr-defined]
             alone = f"{ledger['choice'].data}, {ledger['reason'].data}"  # type: ignore[attr-defined]
@@ -250,37 +302,101 @@ def next_kernel(kernel: KernelOp) -> KernelOp | None:
     return op
 
 
-def lx_pairs(kernels: list[KernelOp]) -> list[tuple[KernelOp, int, KernelOp]]:
-    """(producer, result index, consumer): a tile-graph kernel's full result whose one
-    reader is the next kernel, a tile-graph kernel of the same output shape that reads it
-    elementwise in its epilogue (note 61). A kernel is in one pair at most."""
-    pairs: list[tuple[KernelOp, int, KernelOp]] = []
-    taken: set[KernelOp] = set()
+@dataclass(frozen=True)
+class LxPair:
+    """A result the next kernel alone reads, which could stay in LX between them (note 61):
+    elementwise (a full operand of the consumer's epilogue), or as the consumer's matmul A
+    (`lhs`: each core needs whole rows of it, so both kernels split rows only)."""
+
+    producer: KernelOp
+    index: int
+    consumer: KernelOp
+    lhs: bool
+    geometry: tuple[int, int, int]  # the tensor's padded rows, columns and element bytes
+
+
+@dataclass(frozen=True)
+class LxChain:
+    """Consecutive pairs, each one's consumer the next one's producer."""
+
+    pairs: list[LxPair]
+
+    @property
+    def kernels(self) -> list[KernelOp]:
+        return [self.pairs[0].producer] + [p.consumer for p in self.pairs]
+
+    def in_place(self, i: int) -> bool:
+        """Whether kernel i (0 < i < len(kernels) - 1) may keep the tensor it reads and the
+        one it writes: only in the same slice (same geometry, so tile (r, c) of the result
+        overwrites tile (r, c) of the operand after reading it)."""
+        return self.pairs[i - 1].geometry == self.pairs[i].geometry \
+            and not self.pairs[i - 1].lhs
+
+
+def lx_chains(pairs: list[LxPair]) -> list[LxChain]:
+    chains: list[list[LxPair]] = []
+    for pair in pairs:
+        if chains and chains[-1][-1].consumer is pair.producer:
+            chains[-1].append(pair)
+        else:
+            chains.append([pair])
+    return [LxChain(c) for c in chains]
+
+
+def _uses_through_row_views(value: SSAValue) -> list[Use]:
+    """The distinct uses of `value`, through reshapes that keep its rows and columns (views
+    of the same stored tensor); a reshape with other uses counts as a use itself."""
+    uses: list[Use] = []
+    for use in {(u.operation, u.index): u for u in value.uses}.values():
+        if is_row_view(use.operation):
+            uses.extend(_uses_through_row_views(use.operation.results[0]))
+        else:
+            uses.append(use)
+    return uses
+
+
+def lx_pairs(kernels: list[KernelOp]) -> list[LxPair]:
+    """Every kernel and the next one that could keep a tensor in LX between them: a full
+    result of a tile-graph kernel whose one reader is the next kernel, a tile-graph kernel
+    that reads it elementwise (a full operand of the same output shape) or as its matmul's
+    A operand, with the tensor's padded width the producer's output width (and, as A, the
+    consumer's padded K), its element size the kernels' (note 61)."""
+    pairs: list[LxPair] = []
     for producer in kernels:
         consumer = next_kernel(producer)
-        if consumer is None or producer in taken or consumer in taken:
+        if consumer is None:
             continue
         made, used = analyze(producer), analyze(consumer)
-        if not isinstance(made, KernelInfo) or not isinstance(used, KernelInfo) \
-                or made.full != used.full:
+        if not isinstance(made, KernelInfo) or not isinstance(used, KernelInfo):
             continue
         shapes = (made.shape(), used.shape())
         for inner, value in zip(made.outputs, producer.results):
-            uses = list({(u.operation, u.index): u for u in value.uses}.values())
-            layout = layout_of(value)
-            # each core's slice is its own output block of both kernels, and the cost model
-            # sizes it with their element sizes
+            uses = _uses_through_row_views(value)
             if len(uses) != 1 or uses[0].operation is not consumer \
-                    or made.kinds.get(inner) is not Kind.FULL \
-                    or any(padded_rows_cols(layout.padded_shape)
-                           != (k.rows, k.col_sticks * k.stick_elems) for k in shapes) \
-                    or not (DEVICE_ITEMSIZE[layout.device_dtype] == shapes[0].out_itemsize
-                            == shapes[1].in_itemsize):
+                    or made.kinds.get(inner) is not Kind.FULL:
                 continue
             arg = consumer.body.block.args[uses[0].index]
-            if used.kinds.get(arg) is Kind.FULL and any(
-                    u.operation is not used.matmul for u in arg.uses):
-                pairs.append((producer, value.index, consumer))
-                taken.update((producer, consumer))
+            layout = layout_of(value)
+            rows, cols = padded_rows_cols(layout.padded_shape)
+            size = DEVICE_ITEMSIZE[layout.device_dtype]
+            lhs = used.matmul is not None and arg is used.matmul.lhs \
+                and all(u.operation is used.matmul for u in arg.uses)
+            if lhs:
+                fits = (rows == shapes[1].rows and cols == padded_cols(
+                    shapes[1].k, shapes[1].in_itemsize, DEFAULT_TARGET)
+                    and size == shapes[1].in_itemsize)
+            else:
+                fits = (used.kinds.get(arg) is Kind.FULL
+                        and any(u.operation is not used.matmul for u in arg.uses)
+                        and made.full == used.full
+                        and (rows, cols) == (shapes[1].rows,
+                                             shapes[1].col_sticks * shapes[1].stick_elems)
+                        and size == shapes[1].in_itemsize)
+            # each core's slice is its own output block of the producer, which the cost
+            # model sizes with the kernels' element sizes
+            if fits and (rows, cols) == (shapes[0].rows,
+                                         shapes[0].col_sticks * shapes[0].stick_elems) \
+                    and size == shapes[0].out_itemsize:
+                pairs.append(LxPair(producer, value.index, consumer, lhs, (rows, cols, size)))
                 break
     return pairs

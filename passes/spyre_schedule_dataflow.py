@@ -157,6 +157,7 @@ class LxTensor:
     transposed: bool = False  # holds the transpose of its value (a transposing load)
     row_pitch: int = 0  # a slice of a wider tile: the wider tile's pitch
     key: int = -1  # a slice within one piece of a block loaded in pieces: the piece's address
+    kept: bool = False  # part of a tensor kept in LX between kernels, read in place (note 61)
 
     @property
     def pitch(self) -> int:
@@ -340,6 +341,10 @@ def _own_part(it: _CoreInterpreter, op: Operation, tile: Tile) -> LxTensor:
     if parts.block is not None:  # core (x, y)'s part starts at (x * mc, y * nc)
         part = parts.parts[0]
         low = [it.core[0] * parts.block[0], it.core[1] * parts.block[1]]  # type: ignore[operator]
+        # a grid dim of one core has coordinate 0, even while the coordinate is symbolic
+        # (a matmul's A tile at K offset k of a core's whole rows: k - y * K is k)
+        low = [0 if extent == 1 and isinstance(o - lo, Affine) else lo
+               for extent, o, lo in zip(kernel_grid(it.fn), tile.origin, low)]
         where = "its core's"
     else:
         core = _linear_core(it)
@@ -361,7 +366,7 @@ def _own_part(it: _CoreInterpreter, op: Operation, tile: Tile) -> LxTensor:
                        else op.value.type.element_type)]  # type: ignore[attr-defined]
     offset = rel[0] * view.strides[0] + rel[1]
     return LxTensor(view.base + offset * view.itemsize, tuple(tile.shape), dtype,  # type: ignore[arg-type]
-                    row_pitch=view.strides[0] * view.itemsize)
+                    row_pitch=view.strides[0] * view.itemsize, kept=True)
 
 
 def _access_tile(it: _CoreInterpreter, op: ConstructAccessTileOp) -> None:
@@ -470,6 +475,10 @@ def _extract_slice(it: _CoreInterpreter, op: tensor.ExtractSliceOp) -> None:
     if list(op.static_strides.get_values()) != [1, 1] or len(offsets) != 2:
         raise it.error(op, "only unit-stride 2-D slices of an LX tile are views")
     row, col = (int(o) for o in offsets)  # type: ignore[call-overload]
+    if src.kept:  # in the core's part of a tensor kept in LX: no DMA to wait for
+        it.env[op.result] = LxTensor(src.addr + row * src.pitch + col * src.dtype.itemsize,
+                                     sizes, src.dtype, row_pitch=src.pitch, kept=True)
+        return
     by, step = it.sliced.get(src.addr, (1, 0))
     isz = src.dtype.itemsize
     first, last = (row, row + sizes[0] - 1) if by == 0 else \

@@ -57,6 +57,8 @@ class KernelShape:
     # full operands, those read from the core's slice instead of loaded
     lx_outputs: int = 0
     lx_operands: int = 0
+    # the matmul's A operand read from the core's LX slice (its whole rows, gn = 1): no loads
+    lx_lhs: bool = False
 
     def sticks(self, itemsize: int, elems: int) -> int:
         return -(-elems * itemsize // 128)
@@ -79,7 +81,7 @@ class KernelShape:
     def min_offchip_bytes(self) -> int:
         """Every input read once and the output written once, unpadded (but for a tensor
         kept in LX, which never crosses the channel)."""
-        a = self.rows * self.k * self.in_itemsize
+        a = 0 if self.lx_lhs else self.rows * self.k * self.in_itemsize
         b = self.k * self.cols * self.in_itemsize
         extra = (self.row_operands * self.cols
                  + (self.full_operands - self.lx_operands) * self.rows * self.cols
@@ -105,10 +107,10 @@ class KernelShape:
         """LX bytes a core reserves for the tensors it keeps in LX or reads from there
         (note 61): its rows x its column sticks of each, rows a whole number of sticks."""
         kept = self.lx_outputs * self.out_itemsize + self.lx_operands * self.in_itemsize
-        if not kept:
-            return 0
         cols = self.col_sticks // split.gn * self.stick_elems
-        return self.rows // split.gm * round_up(cols * kept, 128)
+        rows = self.rows // split.gm
+        lhs = rows * round_up(self.k * self.in_itemsize, 128) if self.lx_lhs else 0
+        return rows * round_up(cols * kept, 128) + lhs
 
     @property
     def splits_reduced_dim(self) -> bool:
@@ -382,11 +384,12 @@ def matmul_loads(shape: KernelShape, split: Split, tiling: Tiling,
     nn = out_cols // split.gn // tiling.tn
     nk = kp // tiling.tk if shape.k and tiling.tk else 0
     tiles = nm * nn
+    kept = 0 if shape.lx_lhs else 1  # A in the core's LX already (note 61): no loads
     if tiling.resident == "a":  # the row block once per row tile, in nk K slices
-        return MatmulLoads(nm * nk, tiles * nk, tiles, nk)
+        return MatmulLoads(kept * nm * nk, tiles * nk, tiles, nk)
     if tiling.resident == "b":
-        return MatmulLoads(tiles, nn, tiles, nk)
-    return MatmulLoads(tiles * nk, tiles * nk, tiles, nk)
+        return MatmulLoads(kept * tiles, nn, tiles, nk)
+    return MatmulLoads(kept * tiles * nk, tiles * nk, tiles, nk)
 
 
 RING_CHUNK_LIMIT = 64 * 1024  # a shared tile up to this size moves in one transfer
@@ -483,7 +486,8 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
             a_blocks = loads.a // max(1, loads.k_steps) if tiling.resident == "a" else loads.a
             a_copies = 1 if a_blocks == 1 else buffers
             b_copies = 1 if loads.b == 1 else buffers
-        total += a_copies * tm * a_cols * shape.in_itemsize  # A tiles
+        if not shape.lx_lhs:  # else A is read in place in the core's slice
+            total += a_copies * tm * a_cols * shape.in_itemsize  # A tiles
         total += b_copies * tk * tn * shape.in_itemsize  # B tiles
         if tiling.tail > 1:  # a tail's K x tn block of B, once per row block
             kp = padded_cols(shape.k, shape.in_itemsize, target or DEFAULT_TARGET)
@@ -730,10 +734,14 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         return Prediction(dma + pt + sfu + ring_rx, dma, pt, sfu, bytes_all, lx,
                           ring_rx + tiles * tile_allreduce)
     # pipeline fill (first loads) and drain (last epilogue and store)
-    first_in = (a_tile + b_tile) if shape.k else tm * tn * isz * max(1, loaded_full)
-    fill = dma_cycles_alone(first_in, target, cores)
+    a_in = 0 if shape.lx_lhs else a_tile  # A read in place in LX: nothing to wait for
+    # a kernel whose tiles are all in LX already (note 61) waits for no load, stores nothing
+    first_in = (a_in + b_tile) if shape.k else \
+        tm * tn * isz * (max(1, shape.full_operands) - shape.lx_operands) \
+        or row_in + shape.col_operands * tm * 128  # then only its row operands
+    fill = dma_cycles_alone(first_in, target, cores) if first_in else 0.0
     if tiling.share and shape.k:  # only the first core of each chain loads them
-        fill = (target.dma_setup_cycles + (split.gm * a_tile + split.gn * b_tile)
+        fill = (target.dma_setup_cycles + (split.gm * a_in + split.gn * b_tile)
                 / target.lpddr_bytes_per_cycle)
     last_sfu = tile_sfu_cycles(shape, piece_rows, tn, target) + tile_allreduce
     step_pt = pt_cycles(piece_rows, tk, tn, target) if shape.k and tiles else 0.0
@@ -743,11 +751,11 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
         # every grid column) has crossed the channel
         kp = padded_cols(shape.k, isz, target)
         a_readers, b_readers = (split.gm, split.gn) if tiling.share else (cores, cores)
-        phase = (a_readers * tm * kp * isz + b_readers * kp * tn * isz) \
+        phase = (a_readers * tm * kp * isz * (not shape.lx_lhs) + b_readers * kp * tn * isz) \
             / target.lpddr_bytes_per_cycle
         fill = max(fill, phase - (nk - 1) * pt_cycles(rows, tk, tn, target))
     compute = max(pt, sfu, ring_rx)
-    drain = last_sfu + dma_cycles_alone(piece_tile, target, cores)
+    drain = last_sfu + (dma_cycles_alone(piece_tile, target, cores) if piece_tile else 0.0)
     # without a matmul the SFU is the compute: its total already holds the last tile's
     # epilogue, which the drain counts again (a one-tile core: load, epilogue, store)
     overlap = 0.0 if shape.k else last_sfu

@@ -1,5 +1,5 @@
 // RUN: spyre-opt %S/Inputs/row-reductions.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile,convert-spyre-to-ktir' | filecheck %s --check-prefix=KTIR
-// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores{share="none"},spyre-tile{share="none"},convert-spyre-to-ktir' | filecheck %s --check-prefix=BIAS
+// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores{share="none" keep_in_lx=false},spyre-tile{share="none"},convert-spyre-to-ktir' | filecheck %s --check-prefix=BIAS
 
 // Reduced rows split over a grid row (design note 59). k0 of row-reductions.mlir sums 4
 // rows of 65536 fp16 on a 1x16 grid (spyre-partition-cores-reduce.mlir): core (0, y) =

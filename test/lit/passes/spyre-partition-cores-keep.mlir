@@ -1,5 +1,6 @@
 // RUN: spyre-opt %S/Inputs/swiglu-mlp.mlir -p 'spyre-legalize,spyre-stickify,spyre-fuse,spyre-partition-cores' | filecheck %s
 // RUN: spyre-opt %S/Inputs/swiglu-mlp.mlir -p 'spyre-legalize,spyre-stickify,spyre-fuse,spyre-partition-cores{keep_in_lx=false}' | filecheck %s --check-prefix=APART
+// RUN: spyre-opt %S/Inputs/swiglu-mlp-512.mlir -p 'spyre-legalize,spyre-stickify,spyre-fuse,spyre-partition-cores' | filecheck %s --check-prefix=CHAIN
 
 // A result kept in LX for the next kernel (design note 61). The SwiGLU MLP at 64 tokens,
 // hidden 256, MLP 1024 (fp16) is three kernels: k0 = gate matmul + silu, k1 = up matmul
@@ -20,14 +21,37 @@
 // tensor) in 4492 cycles, k1 688128 B (819200 - 131072, and on 4x4 rather than 4x8) in
 // 5376 cycles: 9868 cycles and 1245184 B for both, 1901 cycles and 262144 B less than
 // apart. So both kernels take the common split and k0 records which result it keeps.
-// CHECK: spyre.kernel "k0"{{.*}}spyre.partition = {choice = "4x4", reason = "%silu kept in LX between @k0 and @k1 on a common 4x4 split (8192 B a core): 9868 predicted cycles and 1245184 B off chip for both, against 11769 and 1507328 B on their own best splits with it through LPDDR; on its own: 4x4,
+// The three kernels are one chain (k1 reads k0's result, k2 reads k1's), scored by a
+// dynamic program over their splits and which tensors they keep. Here keeping %mul for k2
+// would need whole rows on every core (k2 reads it as its matmul's A) and does not pay:
+// k2 stays on its own split, and its ledger is unchanged.
+// CHECK: spyre.kernel "k0"{{.*}}spyre.partition = {choice = "4x4", reason = "kept in LX: %silu (@k0 -> @k1, 8192 B a core); 15256 predicted cycles and 1933312 B off chip for @k0, @k1, @k2, against 17157 and 2195456 B on their own best splits with every tensor through LPDDR; on its own: 4x4,
 // CHECK-SAME: predicted_cycles = 4.492000e+03 : f64, offchip_bytes = 557056
 // CHECK-SAME: spyre.lx_results = array<i64: 0>
 // CHECK: spyre.kernel "k1"
-// CHECK-SAME: spyre.partition = {choice = "4x4", reason = "%silu kept in LX between @k0 and @k1 {{.*}}; on its own: 4x8,
+// CHECK-SAME: spyre.partition = {choice = "4x4", reason = "kept in LX: %silu {{.*}}; on its own: 4x8,
 // CHECK-SAME: predicted_cycles = 5.376000e+03 : f64, offchip_bytes = 688128
 // k1's %mul feeds k2's matmul as A, whose core reads whole rows of it: no pair, it goes
 // through LPDDR, and k1 keeps nothing.
 // CHECK: spyre.kernel "k2"
+// CHECK-SAME: spyre.partition = {choice = "4x4", reason = "fewest predicted cycles
 // CHECK-NOT: spyre.lx_results
 // CHECK: func.return
+
+// The same MLP at 512 tokens. Apart: k0 2x16 (14445 cycles, 1835008 B), k1 2x16 (22017,
+// 2883584 B), k2 8x4 (14300, 1835008 B): 50762 cycles and 6553600 B. On 32x1 each core owns
+// 16 whole rows, so k2's core finds the rows of %mul its matmul reads as A in its own LX,
+// and both tensors stay there: %silu's slice is 16 x 1024 x 2 B = 32768 B, and %mul takes
+// the same place in k1 (each product tile overwrites the silu tile it was computed from).
+// Each kernel then reads its 256 x 1024 x 2 = 524288 B of weights and either x's 16 rows a
+// core (512 x 256 x 2 = 262144 B in all: k0, k1) or writes its 512 x 256 output (262144 B:
+// k2): 786432 B each, 2359296 B for the chain, 4194304 B less than apart (two 1 MB tensors,
+// each stored and loaded once), in 31264 predicted cycles.
+// CHAIN: spyre.kernel "k0"{{.*}}spyre.partition = {choice = "32x1", reason = "kept in LX: %silu (@k0 -> @k1, 32768 B a core), %mul (@k1 -> @k2, 32768 B a core); 31264 predicted cycles and 2359296 B off chip for @k0, @k1, @k2, against 50762 and 6553600 B on their own best splits with every tensor through LPDDR; on its own: 2x16,
+// CHAIN-SAME: offchip_bytes = 786432 : i64
+// CHAIN-SAME: spyre.lx_results = array<i64: 0>
+// CHAIN: spyre.kernel "k1"{{.*}}spyre.partition = {choice = "32x1", {{.*}}; on its own: 2x16,
+// CHAIN-SAME: offchip_bytes = 786432 : i64
+// CHAIN-SAME: spyre.lx_results = array<i64: 0>
+// CHAIN: spyre.kernel "k2"{{.*}}spyre.partition = {choice = "32x1", {{.*}}; on its own: 8x4,
+// CHAIN-SAME: offchip_bytes = 786432 : i64

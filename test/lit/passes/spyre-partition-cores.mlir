@@ -1,4 +1,6 @@
-// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores{share="none"}' | filecheck %s
+// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores{share="none" keep_in_lx=false}' | filecheck %s
+// (keep_in_lx=false: each kernel on its own best split; the joint choice of neighbouring
+// kernels that keep a tensor in LX is checked in spyre-partition-cores-keep.mlir.)
 
 // The 64x100 fp16 output has 64 rows and 2 column sticks. Even splits (gm | 64, gn | 2,
 // gm * gn <= 32): gm in {1,2,4,8,16,32} times gn in {1,2}, less 32x2 (64 cores), gives

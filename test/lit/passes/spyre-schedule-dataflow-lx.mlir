@@ -1,4 +1,5 @@
 // RUN: spyre-opt %S/Inputs/swiglu-mlp.mlir -p 'spyre-legalize,spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile,convert-spyre-to-ktir,spyre-place-memory,spyre-schedule-dataflow' | filecheck %s
+// RUN: spyre-opt %S/Inputs/swiglu-mlp-512.mlir -p 'spyre-legalize,spyre-stickify,spyre-fuse,spyre-partition-cores,spyre-tile,convert-spyre-to-ktir,spyre-place-memory,spyre-schedule-dataflow' | filecheck %s --check-prefix=CHAIN
 
 // A tensor kept in LX between two kernels (design note 61) in SpyreCode. k0 keeps %silu in
 // its cores' LX for k1 on a 4x4 grid: core (x, y) holds rows 16x.. and columns 256y.. of
@@ -28,3 +29,23 @@
 // CHECK-NEXT: spyrecode.sfu_binary {fn = 2 : i64, src0 = 1673600 : i64
 // CHECK: spyrecode.dma_store
 // CHECK: spyrecode.program "k2"
+
+// The 512-token MLP keeps both tensors on 32x1 (spyre-partition-cores-keep.mlir): each core
+// owns 16 whole rows, the slice 16 x 1024 x 2 B = 32768 B at 1677696 - 32768 = 1644928,
+// rows 2048 B apart. In k1 the product of a tile reads the silu tile in place (src0) and
+// the rounding writes the product over it (dst, the same address), after that read: the
+// sfu.unary depends on the sfu.binary. k1 stores nothing.
+// CHAIN: spyrecode.program "k1" attributes {spyre.schedule = "symbolic"
+// CHAIN: spyrecode.core attributes {id = 0 : i64}
+// CHAIN-NOT: spyrecode.dma_store
+// CHAIN: spyrecode.sfu_binary {fn = 2 : i64, src0 = 1644928 : i64, src1 = {{[0-9]+}} : i64, dst = [[P:[0-9]+]] : i64, rows = 8 : i64, cols = 64 : i64, src0_pitch = 2048 : i64
+// CHAIN-NEXT: spyrecode.sfu_binary {fn = 2 : i64, src0 = 1661312 : i64
+// CHAIN-NEXT: spyrecode.sfu_unary {fn = 0 : i64, src = [[P]] : i64, dst = 1644928 : i64, rows = 8 : i64, cols = 64 : i64, src_pitch = 256 : i64, dst_pitch = 2048 : i64
+// CHAIN-NOT: spyrecode.dma_store
+// CHAIN: spyrecode.program "k2"
+// k2's matmul reads its A tiles (8 rows a corelet, 64 of K) where k1 left them, at pitch
+// 2048: its only loads are B's, to LX slots at the bottom.
+// CHAIN: spyrecode.core attributes {id = 0 : i64}
+// CHAIN-NEXT: spyrecode.dma_load {{{.*}}lx = 16384 : i64
+// CHAIN: spyrecode.pt_matmul {a = 1644928 : i64, b = 16384 : i64, c = {{[0-9]+}} : i64, m = 8 : i64, k = 64 : i64, n = 128 : i64, a_pitch = 2048 : i64
+// CHAIN-NEXT: spyrecode.pt_matmul {a = 1661312 : i64, b = 16384 : i64

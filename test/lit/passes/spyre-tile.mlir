@@ -1,4 +1,6 @@
-// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores{share="none"},spyre-tile{share="none"}' | filecheck %s
+// RUN: spyre-opt %S/Inputs/mlp64x100.mlir -p 'spyre-stickify,spyre-fuse,spyre-partition-cores{share="none" keep_in_lx=false},spyre-tile{share="none"}' | filecheck %s
+// (keep_in_lx=false: each kernel on its own best split; the joint choice of neighbouring
+// kernels that keep a tensor in LX is checked in spyre-partition-cores-keep.mlir.)
 
 // k0 (64x100 @ 100x100 + bias, relu; padded to 64x128, K 128) is split 1x2 by
 // spyre-partition-cores: each of 2 cores owns all 64 rows and one 64-column stick (a 2x2
