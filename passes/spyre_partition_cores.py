@@ -17,14 +17,15 @@ core count); the choice, the reason, the off-chip bytes and the best alternative
 recorded in `spyre.partition`. A `grid`
 already on a kernel is a user override: it is checked and kept.
 
-Neighbouring kernels are then scored jointly (note 61): when a tile-graph kernel's full
+Neighbouring kernels are then scored jointly (note 61). When a tile-graph kernel's full
 result has one reader, the next kernel, which reads it elementwise (a full operand of the
-same shape: the SwiGLU product reading silu(gate(x))), the pair is scored on each split
-both allow with the tensor kept in the cores' LX: the producer stores none of it, the
-consumer loads none of it, and each core's slice (its rows x its column sticks) is taken
-from both kernels' LX budget. If the best such split beats the two kernels' own best splits
-(ranked alike), both take it and the producer records the result in `spyre.lx_results`;
-the ledger of both says what was kept and what it saved.
+same shape: the SwiGLU product reading silu(gate(x))) or as its matmul's A (with whole rows
+on each core), the tensor may stay in the cores' LX: the producer stores none of it, the
+consumer loads none of it, both take one split, and each core's slice is taken from both
+kernels' LX budget. Chains of such pairs (gate -> up -> down) are decided by a dynamic
+program over the kernels' splits and the tensors kept, against every kernel on its own
+best split; producers record what they keep in `spyre.lx_results`, and the ledgers of the
+kernels whose choice changed say what was kept and what the chain saved.
 
     %r = spyre.kernel "k0"(...)                 // before
     %r = spyre.kernel "k0"(...) {grid = [8, 4], spyre.partition = {...}}   // after
@@ -138,10 +139,11 @@ class SpyrePartitionCores(ModulePass):
     59); false: every reduced row stays whole on one core."""
 
     keep_in_lx: bool = True
-    """Score a kernel and the next one, which alone reads its result elementwise, on a
-    common split with that result kept in the cores' LX, and keep it there when that is
-    predicted faster than their own best splits with the tensor through LPDDR (note 61);
-    false: every kernel's result goes to LPDDR."""
+    """Score chains of kernels, each reading the previous one's result (elementwise or as
+    its matmul's A) and nothing else reading it, on common splits with those results kept
+    in the cores' LX, and keep them there when that is predicted faster than every kernel's
+    own best split with the tensors through LPDDR (note 61); false: every kernel's result
+    goes to LPDDR."""
 
     def scores(self, shape: Shape, target: SpyreTarget) -> tuple[Scored, ...]:
         return scored_splits(shape, target, 2 if self.double_buffer else 1, self.resident,
@@ -222,7 +224,9 @@ class SpyrePartitionCores(ModulePass):
                 shape = replace(shape, lx_outputs=shape.lx_outputs + 1)
             return shape
 
-        def options(i: int, kept_in: bool, kept_out: bool) -> dict[Split, tuple[float, Prediction, Tiling]]:
+        Option = tuple[float, Prediction, Tiling]  # ranking cycles, prediction, tiling
+
+        def options(i: int, kept_in: bool, kept_out: bool) -> dict[Split, Option]:
             shape = variant(i, kept_in, kept_out)
             found = {s: (ranking_cycles(shape, t, p, target), p, t)
                      for _, s, p, t in self.scores(shape, target)}
@@ -230,7 +234,8 @@ class SpyrePartitionCores(ModulePass):
                 found = {s: v for s, v in found.items() if s.gn == 1}
             return found
 
-        # best[(split, kept_out)] = (chain rank so far, the path: (split, kept_out) per kernel)
+        # best[(split, kept_out)] = (chain rank so far, the path: (split, kept_out, prediction)
+        # per kernel so far)
         Path = list[tuple[Split, bool, Prediction]]
         best: dict[tuple[Split, bool], tuple[float, Path]] = {}
         last = len(kernels) - 1

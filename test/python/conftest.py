@@ -37,6 +37,22 @@ def assert_matches_eager(exe, model: torch.nn.Module, *inputs: torch.Tensor) -> 
     return out
 
 
+def explain_both_ways(tmp_path, ep: torch.export.ExportedProgram, flag: str) -> tuple[str, str]:
+    """`spyrec explain` of `ep` saved under `tmp_path`: by default, and with the compile
+    switch `flag` (e.g. `--no-ring-reduce`); both must succeed."""
+    from click.testing import CliRunner
+
+    from spyrec.cli import main
+
+    path = tmp_path / "model.pt2"
+    torch.export.save(ep, path)
+    runner = CliRunner()
+    default = runner.invoke(main, ["explain", str(path)])
+    switched = runner.invoke(main, ["explain", str(path), flag])
+    assert default.exit_code == 0 and switched.exit_code == 0, default.output + switched.output
+    return default.output, switched.output
+
+
 def export_symbolic_decoder(seq: torch.export.Dim, layers: int = 1):
     """A half-precision DemoDecoder(128) exported with a symbolic sequence dim `seq`."""
     from spyrec.demo import DemoDecoder

@@ -21,7 +21,7 @@ from spyrec.numeric_bisect import bisect
 from spyrec.pipelines import compile_options
 from spyrec.zoo import SwiGLU
 
-from conftest import assert_matches_eager
+from conftest import assert_matches_eager, explain_both_ways
 
 F = torch.nn.functional
 
@@ -163,18 +163,9 @@ def test_symbolic_programs_keep_tensors_in_lpddr():
 
 def test_compile_switch_and_cli(tmp_path):
     """`spyrec.compile(..., keep_in_lx=False)` and `spyrec explain --no-keep-in-lx`."""
-    from click.testing import CliRunner
-
-    from spyrec.cli import main
-
     model, x, ep = _export(SwiGLU(256, 1024))
     exe = spyrec.compile(ep, keep_in_lx=False, cache=False)
     assert_matches_eager(exe, model, x)
-    path = tmp_path / "mlp.pt2"
-    torch.export.save(ep, path)
-    runner = CliRunner()
-    kept = runner.invoke(main, ["explain", str(path)])
-    apart = runner.invoke(main, ["explain", str(path), "--no-keep-in-lx"])
-    assert kept.exit_code == 0 and apart.exit_code == 0, kept.output + apart.output
-    assert "kept in LX: %silu (@k0 -> @k1" in kept.output
-    assert "kept in LX" not in apart.output
+    kept, apart = explain_both_ways(tmp_path, ep, "--no-keep-in-lx")
+    assert "kept in LX: %silu (@k0 -> @k1" in kept
+    assert "kept in LX" not in apart

@@ -18,7 +18,7 @@ from spyrec.driver import compile_program
 from spyrec.numeric_bisect import bisect
 from spyrec.pipelines import compile_options
 
-from conftest import assert_matches_eager
+from conftest import assert_matches_eager, explain_both_ways
 
 F = torch.nn.functional
 
@@ -133,22 +133,13 @@ def test_every_pass_keeps_the_numbers():
 
 
 def test_compile_switch_and_cli(tmp_path):
-    """`spyrec.compile(..., ring_reduce=False)` and `spyrec compile --no-ring-reduce`."""
-    from click.testing import CliRunner
-
-    from spyrec.cli import main
-
+    """`spyrec.compile(..., ring_reduce=False)` and `spyrec explain --no-ring-reduce`."""
     fn, shape = CASES["rms_norm"]
     torch.manual_seed(0)
     x = torch.randn(*shape).half()
     ep = torch.export.export(_Fn(fn).eval(), (x,))
     exe = spyrec.compile(ep, ring_reduce=False, cache=False)
     assert torch.allclose(exe(x).float(), fn(x.float()), atol=2e-2)
-    path = tmp_path / "rms.pt2"
-    torch.export.save(ep, path)
-    runner = CliRunner()
-    split = runner.invoke(main, ["explain", str(path)])
-    whole = runner.invoke(main, ["explain", str(path), "--no-ring-reduce"])
-    assert split.exit_code == 0 and whole.exit_code == 0, split.output + whole.output
-    assert "combined by ring.reduce" in split.output
-    assert "combined by ring.reduce" not in whole.output
+    split, whole = explain_both_ways(tmp_path, ep, "--no-ring-reduce")
+    assert "combined by ring.reduce" in split
+    assert "combined by ring.reduce" not in whole

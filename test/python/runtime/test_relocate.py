@@ -53,11 +53,13 @@ def test_a_two_layer_decoder_loads_once_per_template_and_runs_the_same(decoder, 
     assert profile.trace_events() == ref_profile.trace_events()
     kernels, cores = templates(reused)
     programs = sum(len(k.programs) for k in binary.kernels)
-    # the second layer's kernels are the first's at other addresses (21 kernels, 8
-    # distinct), and a kernel's cores share one program modulo addresses, except where a
-    # ring-shared kernel gives each core its own (152 programs, 35 loaded)
+    # the second layer's kernels are the first's at other addresses (21 kernels, 10
+    # distinct: the last down projection keeps its result in LX for the final norm, note
+    # 61), and a kernel's cores share one program modulo addresses, except where a
+    # ring-shared kernel or rows reduced over the ring give each core its own (140
+    # programs, 43 loaded; 152 and 35 with every tensor in LPDDR)
     assert kernels <= len(binary.kernels) // 2
-    assert cores <= programs // 4
+    assert cores <= programs // 3
 
 
 def two_kernels(first: list[Instr], second: list[Instr]) -> SpyreBinary:
