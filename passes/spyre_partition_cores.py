@@ -35,6 +35,7 @@ kernels whose choice changed say what was kept and what the chain saved.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
@@ -87,21 +88,24 @@ def splits_rows(shape: Shape, split: Split) -> bool:
 @functools.lru_cache(maxsize=1024)
 def scored_splits(shape: Shape, target: SpyreTarget, buffers: int = 2,
                   resident: str = "", share: str = "", tail: int = 0,
-                  ring_reduce: bool = True) -> tuple[Scored, ...]:
+                  ring_reduce: bool = True,
+                  only: frozenset[Split] | None = None) -> tuple[Scored, ...]:
     """`_scored`, remembered: a pure function of the shape and the options, asked by
-    spyre-fuse for the kernels it weighs and again here for the kernels it formed."""
-    return tuple(_scored(shape, target, buffers, resident, share, tail, ring_reduce))
+    spyre-fuse for the kernels it weighs and again here for the kernels it formed (`only`:
+    those splits alone)."""
+    return tuple(_scored(shape, target, buffers, resident, share, tail, ring_reduce, only))
 
 
 def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
             resident: str = "", share: str = "", tail: int = 0,
-            ring_reduce: bool = True) -> list[Scored]:
+            ring_reduce: bool = True, only: frozenset[Split] | None = None) -> list[Scored]:
     """Every legal split of `shape` with its best tiling (and matmul loop order): cycles,
     split, prediction, tiling; fewest cycles first (`costmodel.ranking_cycles`), then fewest
     off-chip bytes, then cores. `ring_reduce` False: no split of a reduced row."""
     scored: list[Scored] = []
     for split in candidate_splits(shape, target):
-        if not ring_reduce and splits_rows(shape, split):
+        if not ring_reduce and splits_rows(shape, split) or only is not None \
+                and split not in only:
             continue
         best = best_tiling(shape, split, target, buffers, resident, share, tail)
         if best is not None:
@@ -145,9 +149,10 @@ class SpyrePartitionCores(ModulePass):
     own best split with the tensors through LPDDR (note 61); false: every kernel's result
     goes to LPDDR."""
 
-    def scores(self, shape: Shape, target: SpyreTarget) -> tuple[Scored, ...]:
+    def scores(self, shape: Shape, target: SpyreTarget,
+               only: frozenset[Split] | None = None) -> tuple[Scored, ...]:
         return scored_splits(shape, target, 2 if self.double_buffer else 1, self.resident,
-                             self.share, self.tail, self.ring_reduce)
+                             self.share, self.tail, self.ring_reduce, only)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
@@ -212,6 +217,16 @@ class SpyrePartitionCores(ModulePass):
         every kernel on its own best split, is one of the paths."""
         kernels, pairs = chain.kernels, chain.pairs
         base = [analyze(k).shape() for k in kernels]
+        # Keeping a tensor saves at most its store and load; a split a kernel's own scores
+        # put further behind its best than twice all the chain's tensors' channel time (the
+        # slack covers descriptors, fill and drain) cannot be on a path that beats apart
+        saving = 2 * sum(2 * math.prod(p.geometry) for p in pairs) \
+            / target.lpddr_bytes_per_cycle
+        near = []
+        for k, shape in zip(kernels, base):
+            ranked = [(ranking_cycles(shape, t, p, target), s)
+                      for _, s, p, t in self.scores(shape, target)]
+            near.append(frozenset(s for r, s in ranked if r <= ranked[0][0] + saving))
 
         def variant(i: int, kept_in: bool, kept_out: bool) -> Shape:
             shape = base[i]
@@ -229,7 +244,7 @@ class SpyrePartitionCores(ModulePass):
         def options(i: int, kept_in: bool, kept_out: bool) -> dict[Split, Option]:
             shape = variant(i, kept_in, kept_out)
             found = {s: (ranking_cycles(shape, t, p, target), p, t)
-                     for _, s, p, t in self.scores(shape, target)}
+                     for _, s, p, t in self.scores(shape, target, near[i])}
             if kept_out and pairs[i].lhs:  # whole rows on each core, for the next matmul's A
                 found = {s: v for s, v in found.items() if s.gn == 1}
             return found
