@@ -1,8 +1,9 @@
 """A kernel's result kept in its cores' LX for the next kernel (design note 61).
 
-spyre-partition-cores scores a kernel and the next one, which alone reads its result
-elementwise, on a common split with that result left in LX; the producer rounds its tiles
-into each core's slice and the consumer reads them there. The emulator keeps LX across
+spyre-partition-cores scores chains of kernels, each the only reader of the previous one's
+result (elementwise, or as its matmul's A with whole rows a core), on common splits with
+those results left in LX; a producer rounds its tiles into each core's slice and the
+consumer reads them there (a kernel in the middle overwrites the slice it read). The emulator keeps LX across
 launches and checks hazards, so a slice written in the wrong place or read before it is
 written fails here: the numbers must match eager with and without `keep_in_lx`, the off-chip
 bytes must drop by the tensor's store and load, and the KTIR interpreter (which also keeps
@@ -35,7 +36,7 @@ class TwoReaders(SwiGLU):
 
 
 def _export(model: torch.nn.Module, tokens: int = 64, hidden: int = 256):
-    """`model` in fp16 with 64 x 256 random inputs, and its export."""
+    """`model` in fp16 with `tokens` x `hidden` random inputs, and its export."""
     torch.manual_seed(0)
     model = model.half().eval()
     x = torch.randn(tokens, hidden).half()
