@@ -567,6 +567,13 @@ def _analyze_tile_graph(kernel: KernelOp) -> KernelInfo:
     return info
 
 
+def reshape_root(value: SSAValue) -> SSAValue:
+    """The value `value` views through reshapes (which alias their operand)."""
+    while isinstance(value.owner, ReshapeOp):
+        value = value.owner.input
+    return value
+
+
 LX_RESULTS = "spyre.lx_results"
 """The kernel attribute listing the results spyre-partition-cores keeps in LX for the next
 kernel (note 61): `array<i64: i, ...>`, result indices."""
@@ -575,10 +582,8 @@ kernel (note 61): `array<i64: i, ...>`, result indices."""
 def kept_in_lx(value: SSAValue) -> bool:
     """Whether `value` is a kernel result kept in its cores' LX for its one reader, which
     runs next on the same split (note 61)."""
-    owner = value.owner  # a kernel, or its launch once lowered, maybe through row views
-    while isinstance(owner, ReshapeOp):
-        value = owner.input
-        owner = value.owner
+    value = reshape_root(value)
+    owner = value.owner  # a kernel, or its launch once lowered
     attr = owner.attributes.get(LX_RESULTS) if isinstance(owner, Operation) else None
     return isinstance(attr, DenseArrayBase) and value.index in attr.get_values()
 

@@ -48,6 +48,7 @@ from spyrec.dialects.ktdp_intertile import (
     YieldReducedOp,
 )
 from spyrec.dialects.ktdp_types import TileFutureType
+from spyrec.target import round_up
 
 IDX = IndexType()
 
@@ -84,7 +85,7 @@ class LxSlices:
         """The slices of a rows x cols tensor (stick-padded columns) split gm x gn, placed
         at the top of the usable LX (`lx_top` bytes), below which the kernels' tiles go."""
         mc, nc = rows // gm, cols // gn
-        row_bytes = -(-nc * itemsize // stick) * stick
+        row_bytes = round_up(nc * itemsize, stick)
         return LxSlices(gm, gn, mc, nc, itemsize, row_bytes,
                         (lx_top - mc * row_bytes) // stick * stick)
 
@@ -130,10 +131,10 @@ class KtirBuilder:
         part per core of a `gm x gn` grid, core (x, y) holding rows [x*mc, (x+1)*mc) and
         columns [y*nc, (y+1)*nc) at LX element offset `offset`, `pitch` elements a row."""
         offset = self.const(slices.offset)
+        box = box_set([slices.mc, slices.nc]).data
         parts = []
         for y in range(slices.gn):
             for x in range(slices.gm):
-                box = box_set([slices.mc, slices.nc]).data
                 origin = (AffineExpr.dimension(0) - x * slices.mc,
                           AffineExpr.dimension(1) - y * slices.nc)
                 placed = AffineSet(2, 0, tuple(

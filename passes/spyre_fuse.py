@@ -72,6 +72,7 @@ from spyrec.passes.kernel_analysis import (
     is_row_view,
     foldable_reads,
     foldable_writes,
+    reshape_root,
     rows_cols,
     stored_operands,
     tile_op_kind,
@@ -114,13 +115,6 @@ def attention_group(op: AttentionOp | BatchMatmulOp,
              for which in range(stored_operands(op))]
     writes, _ = foldable_writes(op, lambda v: False)
     return [o for chain in reads for o in chain] + [op] + writes
-
-
-def _root(value: SSAValue) -> SSAValue:
-    """Look through reshapes, which alias their operand."""
-    while isinstance(value.owner, ReshapeOp):
-        value = value.owner.input
-    return value
 
 
 @dataclass(frozen=True)
@@ -177,7 +171,7 @@ class SpyreFuse(ModulePass):
                 groups.append(group)
                 group_of.update((o, group) for o in members)
                 for v in (v for o in members for v in o.operands):
-                    owner = _root(v).owner  # a reshape outside kernels reads its operand
+                    owner = reshape_root(v).owner  # a reshape outside kernels reads its operand
                     if owner in group_of and group_of[owner] is not group:  # type: ignore[index]
                         group_of[owner].read = True  # type: ignore[index]
                 continue
@@ -194,7 +188,7 @@ class SpyreFuse(ModulePass):
             target.end = index
             group_of[op] = target
             for v in op.operands:
-                owner = _root(v).owner
+                owner = reshape_root(v).owner
                 if owner in group_of and group_of[owner] is not target:  # type: ignore[index]
                     group_of[owner].read = True  # type: ignore[index]
         return groups
@@ -259,7 +253,7 @@ def _absorbable(other: _Group, op: Operation, target: _Group,
     members = set(other.ops)
     for o in other.ops:
         for v in o.operands:
-            owner = _root(v).owner
+            owner = reshape_root(v).owner
             if owner in group_of and group_of[owner] is target:  # type: ignore[index]
                 return False
         for r in o.results:
@@ -284,15 +278,15 @@ def _join(op: Operation, groups: list[_Group], group_of: dict[Operation, _Group]
     product or a residual add in a matmul's epilogue), absorbs a group, or puts a row
     reduction after a matmul, the cost model decides: the fused kernel's predicted cycles
     against the kernels it replaces (recorded in the kernel's `spyre.fusion`)."""
-    owners = {group_of[_root(v).owner] for v in op.operands  # type: ignore[index]
-              if _root(v).owner in group_of and group_of[_root(v).owner].kind == "tile"}  # type: ignore[index]
+    owners = {group_of[reshape_root(v).owner] for v in op.operands  # type: ignore[index]
+              if reshape_root(v).owner in group_of and group_of[reshape_root(v).owner].kind == "tile"}  # type: ignore[index]
     if not owners:
         return None
     target = max(owners, key=lambda g: g.end)
     absorbed = [g for g in owners if g is not target and _absorbable(g, op, target, group_of)]
     views: list[Operation] = []
     for v in op.operands:
-        root = _root(v)
+        root = reshape_root(v)
         if root.owner in group_of and group_of[root.owner] in (target, *absorbed) and root is not v:  # type: ignore[index]
             chain = _views_to(v, group_of[root.owner], group_of)  # type: ignore[index]
             if chain is None:
@@ -305,14 +299,14 @@ def _join(op: Operation, groups: list[_Group], group_of: dict[Operation, _Group]
         if any(classify(v, target.full) is None for o in g.ops for v in (*o.operands, *o.results)):
             return None
     for operand in op.operands:
-        producer = _root(operand).owner
+        producer = reshape_root(operand).owner
         if producer in group_of:
             other = group_of[producer]  # type: ignore[index]
             if other is not target and other not in absorbed and other.end >= target.start \
                     and _depends(other, target, position):
                 return None  # that group reads this one: joining would make a cycle
     has_matmul = isinstance(target.ops[0], MatmulOp)
-    reads_other = any(_root(v).owner in group_of and group_of[_root(v).owner] not in (target, *absorbed)  # type: ignore[index]
+    reads_other = any(reshape_root(v).owner in group_of and group_of[reshape_root(v).owner] not in (target, *absorbed)  # type: ignore[index]
                       and classify(v, target.full) is Kind.FULL for v in op.operands)
     reduce = tile_op_kind(op) is not None and tile_op_kind(op)[0] == "reduce"  # type: ignore[index]
     if absorbed or (has_matmul and (reads_other or reduce)):

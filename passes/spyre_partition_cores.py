@@ -283,14 +283,14 @@ class SpyrePartitionCores(ModulePass):
                     for k, shape in zip(kernels, base))
         if rank >= apart or not any(kept for _, kept, _ in path):
             return
-        kept = [pair for pair, (_, k, _) in zip(pairs, path) if k]
-        for pair in kept:
+        kept = [(i, pair) for i, (pair, (_, k, _)) in enumerate(zip(pairs, path)) if k]
+        for _, pair in kept:
             pair.producer.attributes[LX_RESULTS] = DenseArrayBase.from_list(i64, [pair.index])
         names = ", ".join(
             f"%{pair.producer.results[pair.index].name_hint or pair.index} "
             f"(@{pair.producer.sym_name.data} -> @{pair.consumer.sym_name.data}, "
-            f"{variant(pairs.index(pair), False, True).lx_slice_bytes(path[pairs.index(pair)][0])}"
-            " B a core)" for pair in kept)
+            f"{variant(i, False, True).lx_slice_bytes(path[i][0])} B a core)"
+            for i, pair in kept)
         words = (f"kept in LX: {names}; {sum(p.cycles for _, _, p in path):.0f} predicted "
                  f"cycles and {sum(p.offchip_bytes for _, _, p in path)} B off chip for "
                  + ", ".join(f"@{k.sym_name.data}" for k in kernels)

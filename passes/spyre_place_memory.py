@@ -190,14 +190,23 @@ def reads_lx(load: LoadOp) -> bool:
         and isinstance(tile.base.owner, ConstructDistributedMemoryViewOp)
 
 
+def lx_reserved(fn: func.FuncOp) -> tuple[int, int] | None:
+    """(LX byte offset, bytes) a KTIR kernel reserves for the slices of a tensor kept in LX
+    (`spyre.lx_reserved`, note 61), None when it keeps none."""
+    reserved = fn.attributes.get("spyre.lx_reserved")
+    if not isinstance(reserved, DenseArrayBase):
+        return None
+    offset, size = (int(v) for v in reserved.get_values())
+    return offset, size
+
+
 def lx_offset(launch: LaunchOp) -> int:
     """The LX byte offset of the slices a launch keeps in LX: its kernel's reservation."""
-    module = launch.get_toplevel_object()
-    kernel = SymbolTable.lookup_symbol(module, launch.callee)
+    kernel = SymbolTable.lookup_symbol(launch.get_toplevel_object(), launch.callee)
     assert isinstance(kernel, func.FuncOp)
-    reserved = kernel.attributes["spyre.lx_reserved"]
-    assert isinstance(reserved, DenseArrayBase)
-    return int(reserved.get_values()[0])
+    reserved = lx_reserved(kernel)
+    assert reserved is not None
+    return reserved[0]
 
 
 def executions(op: Operation) -> int | None:
@@ -221,10 +230,9 @@ def executions(op: Operation) -> int | None:
 def _place_lx(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> None:
     """Place `fn`'s tiles in LX (`assign_lx_slots`) and refuse a kernel that overflows."""
     total = assign_lx_slots(fn, target, buffers)
-    reserved = fn.attributes.get("spyre.lx_reserved")
     top, why = target.lx_usable_bytes, ""
-    if isinstance(reserved, DenseArrayBase):  # a tensor's slices kept in LX (note 61)
-        top, size = (int(v) for v in reserved.get_values())
+    if (reserved := lx_reserved(fn)) is not None:  # a tensor's slices kept in LX (note 61)
+        top, size = reserved
         why = f" below the {size} B slice of a tensor kept in LX at {top}"
     if total > top:
         raise CompileError(

@@ -38,7 +38,6 @@ from dataclasses import dataclass, replace
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
@@ -140,7 +139,7 @@ def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarge
             < target.lx_usable_bytes // 2:
         return 0
     from spyrec.passes.convert_spyre_to_ktir import build_kernel_func
-    from spyrec.passes.spyre_place_memory import assign_lx_slots
+    from spyrec.passes.spyre_place_memory import assign_lx_slots, lx_reserved
 
     probe = kernel.clone()
     probe.attributes["tile"] = int_array([tiling.tm, tiling.tn, tiling.tk])
@@ -149,9 +148,8 @@ def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarge
     if tiling.tail > 1:
         probe.attributes["tail"] = IntegerAttr(tiling.tail, i64)
     fn = build_kernel_func(probe)
-    reserved = fn.attributes.get("spyre.lx_reserved")  # a tensor kept in LX above the tiles
-    kept = int(reserved.get_values()[1]) if isinstance(reserved, DenseArrayBase) else 0
-    return assign_lx_slots(fn, target, buffers) + kept
+    reserved = lx_reserved(fn)  # a tensor kept in LX, above the tiles
+    return assign_lx_slots(fn, target, buffers) + (reserved[1] if reserved else 0)
 
 
 def _alternatives(options: list[tuple[Prediction, Tiling]]) -> list[tuple[Prediction, Tiling]]:

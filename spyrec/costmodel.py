@@ -53,8 +53,8 @@ class KernelShape:
     # all are sums; 0 when the reduced dim must stay whole on one core
     ring_reduces: int = 0
     # a result kept in LX for the next kernel, which reads it from there (note 61): of the
-    # full outputs, those copied by the SFU into the core's slice instead of stored; of the
-    # full operands, those read from the core's slice instead of loaded
+    # full outputs, those rounded straight into the core's slice instead of stored; of the
+    # full operands, those read in place in the core's slice instead of loaded
     lx_outputs: int = 0
     lx_operands: int = 0
     # the matmul's A operand read from the core's LX slice (its whole rows, gn = 1): no loads
@@ -655,7 +655,7 @@ def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
     a_tile, b_tile = tm * tk * isz, tk * tn * isz
     row_in = shape.row_operands * tn * isz
     # a one-column operand is a stick per row, read again by every core of a grid row
-    # an operand read from the core's LX slice, a result copied into it: no DMA (note 61)
+    # an operand read from the core's LX slice, a result written into it: no DMA (note 61)
     loaded_full = shape.full_operands - shape.lx_operands
     per_tile_in = loaded_full * tm * tn * isz + shape.col_operands * tm * 128
     out_tile = shape.stored_tile_bytes(tm, tn)

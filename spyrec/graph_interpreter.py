@@ -135,7 +135,6 @@ class GraphInterpreter:
             raise InterpretError("no graph function in the module")
         self.lx: list | None = None  # the cores' LX, kept across launches as on the card
 
-
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """The graph's results for host `inputs` (in the program's input order), without
         the buffers it updates in place."""
