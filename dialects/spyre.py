@@ -249,7 +249,7 @@ class _ReduceOp(_OneInputOp):
 SCALAR_OPS: dict[str, type[_ScalarOp]] = {
     name: _op_class(_ScalarOp, f"spyre.{name}_scalar",
                   f"Elementwise {name} of a tensor and the constant `value` on the SFU.")
-    for name in ("add", "sub", "mul", "div", "maximum", "minimum")
+    for name in ("add", "sub", "mul", "div", "maximum", "minimum", "keep")
 }
 REDUCE_OPS: dict[str, type[_ReduceOp]] = {
     name: _op_class(_ReduceOp, f"spyre.reduce_{name}", f"Row-wise {name} over the last dimension.")
@@ -656,7 +656,7 @@ class ScatterOp(IRDLOperation):
 
 BINARY_OPS: dict[str, type[_BinaryOp]] = {
     name: _op_class(_BinaryOp, f"spyre.{name}", f"Elementwise {name} with broadcasting on the SFU.")
-    for name in ("add", "sub", "mul", "div", "maximum", "minimum")
+    for name in ("add", "sub", "mul", "div", "maximum", "minimum", "keep")
 }
 
 

@@ -382,4 +382,11 @@ BINARY_BODIES: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
     "div": lambda b, x, y: b.insert(arith.DivfOp(x, y)).result,
     "maximum": lambda b, x, y: b.insert(arith.MaximumfOp(x, y)).result,
     "minimum": lambda b, x, y: b.insert(arith.MinimumfOp(x, y)).result,
+    "keep": lambda b, x, p: _keep(b, x, p),
 }
+
+
+def _keep(b: Builder, x: SSAValue, p: SSAValue) -> SSAValue:
+    """x where p is nonzero, else -0.0 (sfu KEEP: the exact half of a select)."""
+    nonzero = b.insert(arith.CmpfOp(p, fconst(b, 0.0), "une")).result
+    return b.insert(arith.SelectOp(nonzero, x, fconst(b, -0.0))).result

@@ -640,8 +640,9 @@ def _transpose_source(value: SSAValue) -> SSAValue | None:
 
 def _erase_dead_moves(module: ModuleOp) -> None:
     """Erase the device transposes a matmul read as stored (`_transpose_source`) and the
-    identities, reshapes and broadcasts that fed only them, users first."""
-    dead_kinds = (BatchMatmulOp, ReshapeOp, ExpandRowsOp, PermuteRowsOp)
+    identities, reshapes and broadcasts that fed only them, users first (and the cast of a
+    16-bit constant held in f32 that attention reads in f32, `_wide_constant`)."""
+    dead_kinds = (BatchMatmulOp, ReshapeOp, ExpandRowsOp, PermuteRowsOp, CastOp)
     for op in reversed(list(module.walk())):
         if isinstance(op, dead_kinds) and not op.results[0].uses and op.parent is not None:
             op.detach()
@@ -761,9 +762,25 @@ def _select_attention(op: AtenOp, rewriter: Rewriter) -> SSAValue:
                                            op.results[0].type))
 
 
+def _wide_constant(value: SSAValue) -> SSAValue:
+    """The f32 constant behind a 16-bit constant with infinities or NaN (the frontend keeps
+    those in f32 and casts them, since DL16 cannot hold them), else `value` itself."""
+    source = value
+    while isinstance(source.owner, ReshapeOp):  # the unsqueezes of a [L, S] mask
+        source = source.owner.input
+    owner = source.owner
+    if isinstance(owner, CastOp) and isinstance(owner.input.owner, ParamOp) \
+            and _element_name(owner.input) == "f32":
+        return owner.input
+    return value
+
+
 def _attention_mask(op: AtenOp, rewriter: Rewriter, mask: SSAValue, rows: int, cols: int,
-                    q: SSAValue) -> SSAValue:
-    """An additive [L, S] mask (leading dims of 1 dropped by a free reshape)."""
+                    q: SSAValue, sdpa: bool = True) -> SSAValue:
+    """An additive [L, S] mask (leading dims of 1 dropped by a free reshape). A 16-bit mask
+    with -inf entries is read in f32, where -inf is exact (the scores are f32 in the
+    kernel). `sdpa`: the mask of F.scaled_dot_product_attention, which returns zeros for a
+    query whose keys are all masked, where softmax (the eager chain) returns NaN."""
     shape = _shape(mask)
     if _element_name(mask) not in FLOAT_ELEMENTS:
         raise _Unsupported(
@@ -777,7 +794,14 @@ def _attention_mask(op: AtenOp, rewriter: Rewriter, mask: SSAValue, rows: int, c
     if _element_name(mask) != _element_name(q):
         raise _Unsupported(f"a {_element_name(mask)} attn_mask for {_element_name(q)} "
                            "queries (the mask must have the query element type)")
-    if len(shape) == 2:
+    mask = _wide_constant(mask)
+    if sdpa and isinstance(mask.owner, ParamOp) and "spyre.empty_rows" in mask.owner.attributes:
+        raise _Unsupported(
+            "an attn_mask with rows that are -inf throughout (F.scaled_dot_product_attention "
+            "returns zeros for those queries; the Spyre attention kernel would return NaN): "
+            "leave at least one key unmasked in every row, or mask with a large finite "
+            "negative value")
+    if _shape(mask) == [rows, cols]:
         return mask
     return _emit(rewriter, op, ReshapeOp(mask, _with_shape(mask, [rows, cols])))
 
@@ -787,7 +811,8 @@ def _select_eager_attention(match: EagerAttention, rewriter: Rewriter) -> None:
     q, k = match.query, match.key
     mask = match.mask
     if mask is not None:
-        mask = _attention_mask(match.anchor, rewriter, mask, _shape(q)[-2], _shape(k)[-2], q)
+        mask = _attention_mask(match.anchor, rewriter, mask, _shape(q)[-2], _shape(k)[-2], q,
+                               sdpa=False)
     out = _shape(q)[:-1] + _shape(match.value)[-1:]
     y = _emit(rewriter, match.anchor, AttentionOp(q, k, match.value, mask, match.scale, False,
                                                   _with_shape(q, out)))
@@ -1581,8 +1606,11 @@ def _scalar_value(value: SSAValue) -> float | None:
 
 
 def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
-    """where(p, a, b) = p * a + (1 - p) * b in the result's type: exact for finite a and b,
-    since p is 0 or 1 and one term is 0."""
+    """where(p, a, b) = keep(a, p) + keep(b, 1 - p) in the result's type, where keep(x, q)
+    is x where q is nonzero and -0.0 elsewhere (the SFU's KEEP). Exact for every value,
+    NaN, infinities and signed zeros included: -0.0 is the additive identity of IEEE
+    arithmetic, so the sum is the kept value itself. (A blend p * a + (1 - p) * b is not:
+    0 * -inf is NaN, which turned every masked_fill(-inf) into NaN.)"""
     cond, a, b = op.operands
     if not is_predicate(cond):
         raise _Unsupported("a condition that is not a comparison of integers (predicates are "
@@ -1590,13 +1618,6 @@ def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     if _element_name(op.results[0]) not in FLOAT_ELEMENTS:
         raise _Unsupported(f"{_element_name(op.results[0])} values (float where is lowered)")
     out = _shape(op.results[0])
-
-    def term(value: SSAValue, weight: SSAValue, scalar_weight: Callable[[float], SSAValue]) -> SSAValue:
-        constant = _scalar_value(value)
-        if constant is not None:
-            return scalar_weight(constant)
-        return _binary_op(op, rewriter, "mul", weight, value)
-
     element = op.results[0].type.element_type  # type: ignore[attr-defined]
 
     def typed(v: SSAValue) -> SSAValue:
@@ -1604,12 +1625,15 @@ def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
             v = _emit(rewriter, op, CastOp(v, TensorType(element, _shape(v))))
         return _broadcast_rows(op, rewriter, v, out)
 
+    def kept(value: SSAValue, where: SSAValue) -> SSAValue:
+        constant = _scalar_value(value)
+        if constant is not None:  # keep(s, q): the constant is the SFU's immediate
+            return _scalar_op(op, rewriter, "keep", where, constant, reverse=True)
+        return _binary_op(op, rewriter, "keep", typed(value), where)
+
     cond = typed(cond)
-    a, b = (v if _scalar_value(v) is not None else typed(v) for v in (a, b))
     not_cond = _scalar_op(op, rewriter, "sub", cond, 1.0, reverse=True)
-    t1 = term(a, cond, lambda v: _scalar_op(op, rewriter, "mul", cond, v))
-    t2 = term(b, not_cond, lambda v: _scalar_op(op, rewriter, "mul", not_cond, v))
-    total = _binary_op(op, rewriter, "add", t1, t2)
+    total = _binary_op(op, rewriter, "add", kept(a, cond), kept(b, not_cond))
     if _shape(total) != out:
         raise _Unsupported(f"a result of shape {out} from a {_shape(total)} condition (the "
                            "condition must have the result's shape)")

@@ -101,7 +101,8 @@ STICK = 128
 REDUCE_FN = {"reduce_sum": ReduceFn.SUM, "reduce_max": ReduceFn.MAX, "reduce_min": ReduceFn.MIN}
 COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
 BINARY_FN = {"add": BinaryFn.ADD, "sub": BinaryFn.SUB, "mul": BinaryFn.MUL,
-             "div": BinaryFn.DIV, "maximum": BinaryFn.MAX, "minimum": BinaryFn.MIN}
+             "div": BinaryFn.DIV, "maximum": BinaryFn.MAX, "minimum": BinaryFn.MIN,
+             "keep": BinaryFn.KEEP}
 
 
 @dataclass

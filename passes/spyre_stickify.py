@@ -65,7 +65,7 @@ _SCALAR_CLASSES = tuple(SCALAR_OPS.values())
 ZERO_PRESERVING_UNARY = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "neg", "sqrt", "abs", "erf",
                          "sin"}
 # binary functions with f(0, 0) == 0
-ZERO_PRESERVING_BINARY = {"add", "sub", "mul", "maximum", "minimum"}
+ZERO_PRESERVING_BINARY = {"add", "sub", "mul", "maximum", "minimum", "keep"}
 
 DEVICE_DTYPE = {"f16": "dl16", "bf16": "dl16", "f32": "f32", "i32": "i32", "i64": "i32"}
 DEVICE_ITEMSIZE = {"dl16": 2, "f32": 4, "i32": 4}

@@ -79,6 +79,10 @@ class BinaryFn(enum.IntEnum):
     DIV = 3
     MAX = 4
     MIN = 5
+    # src0 where src1 is nonzero, else -0.0: an exact select. -0.0 is the one value x with
+    # x + v == v for every v (NaN, infinities and both zeros included), so
+    # where(p, a, b) = keep(a, p) + keep(b, 1 - p) is exact for all values (design note 62).
+    KEEP = 6
 
 
 class ReduceFn(enum.IntEnum):

@@ -101,6 +101,7 @@ BINARY: dict[BinaryFn, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     BinaryFn.DIV: np.divide,
     BinaryFn.MAX: np.maximum,
     BinaryFn.MIN: np.minimum,
+    BinaryFn.KEEP: lambda a, p: np.where(p != 0, a, np.float32(-0.0)),
 }
 
 # Row reductions of a (rows, cols) float32 array to (rows, 1): the sum accumulates in float32

@@ -74,6 +74,7 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
     "maximum": torch.maximum, "minimum": torch.minimum,
+    "keep": lambda a, p: torch.where(p != 0, a, torch.tensor(-0.0, dtype=a.dtype)),
 }
 REDUCE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "sum": lambda x: x.sum(-1, keepdim=True),

@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.spyre import AtenOp, ParamOp
+from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.fold import fold_constants, is_where_condition
 from spyrec.frontend.symbolic import Specialization, specialize
@@ -305,9 +305,23 @@ class _Importer:
         self._tied[key] = self._param(builder, node, name, tensor)
 
     def _param(self, builder: Builder, node: torch.fx.Node, name: str,
-               tensor: torch.Tensor) -> ParamOp:
+               tensor: torch.Tensor) -> ParamOp | CastOp:
         ttype = tensor_type(tensor, f"parameter '{name}'")
         data = tensor.detach().contiguous()
+        if data.dtype in (torch.float16, torch.bfloat16) and data.numel() > 1 \
+                and not bool(torch.isfinite(data).all()):
+            # DL16 has one pattern for NaN and both infinities, so a 16-bit -inf (an additive
+            # attention mask) would reach the device as NaN. Such a constant is kept in f32
+            # (exact: every 16-bit value is an f32 value) and cast where it is read, inside
+            # the reading kernel's fp32 tile, where -inf stays -inf (design note 62).
+            wide = self._param(builder, node, name, data.float())
+            if data.dim() and bool(torch.isneginf(data).all(dim=-1).any()):
+                # a row of -inf: softmax gives NaN there and SDPA zeros (spyre-legalize)
+                wide.attributes["spyre.empty_rows"] = UnitAttr()
+            cast = builder.insert(CastOp(wide.result, ttype))
+            cast.result.name_hint = node.name
+            self.values[node] = cast.result
+            return cast
         self.weight_dtypes[name] = data.dtype
         if data.dtype == torch.bfloat16:
             array = data.view(torch.int16).numpy().view(ml_dtypes.bfloat16).copy()

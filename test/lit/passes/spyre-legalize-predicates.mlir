@@ -27,20 +27,40 @@ func.func @decode_mask(%pos: tensor<1xi64>, %q: tensor<1x2x1x64xf16>, %k: tensor
 
 // -----
 
-// where(x != 3, 0.5 (a folded scalar), y): p = clamp(|x - 3|, 0, 1); p * 0.5 is a scalar
-// multiply, (1 - p) * y a product, and one of the two terms is exactly 0, so the sum is
-// exactly the chosen value.
+// where(x != 3, 0.5 (a folded scalar), y): p = clamp(|x - 3|, 0, 1); keep(0.5, p) is 0.5
+// where p is 1 and -0.0 elsewhere (the constant is the SFU's immediate, reverse), keep(y, 1 - p)
+// is y where p is 0 and -0.0 elsewhere, and -0.0 + v == v for every v, so the sum is exactly
+// the chosen value, whatever it is (a blend p * a + (1 - p) * b turns 0 * -inf into NaN).
 // CHECK-LABEL: func.func @where_scalar
 // CHECK:       %[[D:.*]] = spyre.sub_scalar %{{.*}} {fx_node = "ne", value = 3.000000e+00 : f64}
 // CHECK-NEXT:  %[[ABS:.*]] = spyre.abs %[[D]]
 // CHECK:       %[[P:.*]] = spyre.minimum_scalar %{{.*}} {fx_node = "ne", spyre.predicate, value = 1.000000e+00 : f64}
 // CHECK-NEXT:  %[[NP:.*]] = spyre.sub_scalar %[[P]] {fx_node = "where", value = 1.000000e+00 : f64, reverse}
-// CHECK-NEXT:  %[[T1:.*]] = spyre.mul_scalar %[[P]] {fx_node = "where", value = 5.000000e-01 : f64}
-// CHECK-NEXT:  %[[T2:.*]] = spyre.mul %[[NP]], %y {fx_node = "where"}
+// CHECK-NEXT:  %[[T1:.*]] = spyre.keep_scalar %[[P]] {fx_node = "where", value = 5.000000e-01 : f64, reverse}
+// CHECK-NEXT:  %[[T2:.*]] = spyre.keep %y, %[[NP]] {fx_node = "where"}
 // CHECK-NEXT:  spyre.add %[[T1]], %[[T2]] {fx_node = "where"} : tensor<4x32xf32>, tensor<4x32xf32> -> tensor<4x32xf32>
 func.func @where_scalar(%x: tensor<4x32xi32>, %y: tensor<4x32xf32>) -> tensor<4x32xf32> {
   %h = spyre.param {param_name = "half.folded", value = dense<0.5> : tensor<f32>} : tensor<f32>
   %ne = spyre.aten "aten.ne.Scalar"(%x) {args = {other = 3 : i64}, operand_names = ["self"], fx_node = "ne"} : (tensor<4x32xi32>) -> tensor<4x32xi1>
   %w = spyre.aten "aten.where.self"(%ne, %h, %y) {args = {}, operand_names = ["condition", "self", "other"], fx_node = "where"} : (tensor<4x32xi1>, tensor<f32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  func.return %w : tensor<4x32xf32>
+}
+
+// -----
+
+// masked_fill(x > 3, -inf) as where(p, -inf, y) (the hex string is -inf's f32 bytes, little
+// endian: xDSL reads a bare hex dense as an integer): the same two keeps with -inf as the
+// immediate; keep(-inf, p) is -inf where p is 1 and -0.0 where it is 0, never 0 * -inf.
+// CHECK-LABEL: func.func @where_neg_inf
+// CHECK:       %[[P:.*]] = spyre.minimum_scalar %{{.*}} {fx_node = "gt", spyre.predicate, value = 1.000000e+00 : f64}
+// CHECK-NEXT:  %[[NP:.*]] = spyre.sub_scalar %[[P]] {fx_node = "where", value = 1.000000e+00 : f64, reverse}
+// CHECK-NEXT:  %[[T1:.*]] = spyre.keep_scalar %[[P]] {fx_node = "where", value = 0xfff0000000000000 : f64, reverse}
+// CHECK-NEXT:  %[[T2:.*]] = spyre.keep %y, %[[NP]] {fx_node = "where"}
+// CHECK-NEXT:  spyre.add %[[T1]], %[[T2]] {fx_node = "where"}
+// CHECK-NOT:   spyre.mul
+func.func @where_neg_inf(%x: tensor<4x32xi32>, %y: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %h = spyre.param {param_name = "fill.folded", value = dense<"0x000080FF"> : tensor<f32>} : tensor<f32>
+  %gt = spyre.aten "aten.gt.Scalar"(%x) {args = {other = 3 : i64}, operand_names = ["self"], fx_node = "gt"} : (tensor<4x32xi32>) -> tensor<4x32xi1>
+  %w = spyre.aten "aten.where.self"(%gt, %h, %y) {args = {}, operand_names = ["condition", "self", "other"], fx_node = "where"} : (tensor<4x32xi1>, tensor<f32>, tensor<4x32xf32>) -> tensor<4x32xf32>
   func.return %w : tensor<4x32xf32>
 }
