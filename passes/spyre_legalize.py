@@ -775,6 +775,13 @@ def _wide_constant(value: SSAValue) -> SSAValue:
     return value
 
 
+def _has_empty_rows(mask: SSAValue) -> bool:
+    """Is `mask` (through reshapes) a constant with a row of -inf (the frontend marks it)?"""
+    while isinstance(mask.owner, (ReshapeOp, CastOp)):
+        mask = mask.owner.input
+    return isinstance(mask.owner, ParamOp) and "spyre.empty_rows" in mask.owner.attributes
+
+
 def _attention_mask(op: AtenOp, rewriter: Rewriter, mask: SSAValue, rows: int, cols: int,
                     q: SSAValue, sdpa: bool = True) -> SSAValue:
     """An additive [L, S] mask (leading dims of 1 dropped by a free reshape). A 16-bit mask
@@ -795,7 +802,7 @@ def _attention_mask(op: AtenOp, rewriter: Rewriter, mask: SSAValue, rows: int, c
         raise _Unsupported(f"a {_element_name(mask)} attn_mask for {_element_name(q)} "
                            "queries (the mask must have the query element type)")
     mask = _wide_constant(mask)
-    if sdpa and isinstance(mask.owner, ParamOp) and "spyre.empty_rows" in mask.owner.attributes:
+    if sdpa and _has_empty_rows(mask):
         raise _Unsupported(
             "an attn_mask with rows that are -inf throughout (F.scaled_dot_product_attention "
             "returns zeros for those queries; the Spyre attention kernel would return NaN): "
@@ -1236,9 +1243,19 @@ def _keepdim_last(op: AtenOp, x: SSAValue) -> None:
         _dim_restorers(op)
 
 
-def _logsumexp_last(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> tuple[SSAValue, SSAValue]:
-    """(max, log(sum(exp(x - max)))) over the last dim: the stable form."""
+def _logsumexp_last(op: AtenOp, rewriter: Rewriter, x: SSAValue,
+                    finite_peak: bool = False) -> tuple[SSAValue, SSAValue]:
+    """(max, log(sum(exp(x - max)))) over the last dim: the stable form. `finite_peak`: an
+    infinite max becomes 0, as torch.logsumexp does, so a row with +inf gives +inf and a
+    row of -inf gives -inf (not inf - inf = NaN)."""
     peak = _reduce_last(op, rewriter, "max", x)
+    if finite_peak:
+        # peak - peak is 0 for a finite peak and NaN for +-inf or NaN; keep(1, that) is -0.0
+        # or 1, so 1 - it is the 0/1 "finite" predicate that keeps the peak or zeroes it
+        infinite = _scalar_op(op, rewriter, "keep", _binary_op(op, rewriter, "sub", peak, peak),
+                              1.0, reverse=True)
+        finite = _scalar_op(op, rewriter, "sub", infinite, 1.0, reverse=True)
+        peak = _binary_op(op, rewriter, "keep", peak, finite)
     shifted = _binary_op(op, rewriter, "sub", x, peak)
     total = _reduce_last(op, rewriter, "sum", _unary(op, rewriter, "exp", shifted))
     return peak, _unary(op, rewriter, "log", total)
@@ -1258,7 +1275,8 @@ def _select_logsumexp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     _require_float(op)
     x = op.operands[0]
     _keepdim_last(op, x)
-    peak, log_total = _logsumexp_last(op, rewriter, _cast_to(op, rewriter, x, op.results[0]))
+    peak, log_total = _logsumexp_last(op, rewriter, _cast_to(op, rewriter, x, op.results[0]),
+                                      finite_peak=True)
     return _kept_dim(op, rewriter, _binary_op(op, rewriter, "add", peak, log_total))
 
 

@@ -50,7 +50,7 @@ from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, 
                                       build_job, decode_job_binary, job_binary_table)
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_core, check_kernel, reported
-from spyrec.runtime.isa import (EncodingError, Engine, Expanded, Instr, ProgramError, ddr_region,
+from spyrec.runtime.isa import (DType, EncodingError, Engine, Expanded, Instr, ProgramError, ddr_region,
                                 check_program, decode_program, expand_loops,
                                 matmul_flops)
 from spyrec.runtime.layout import HOST_DTYPE, check_int32, from_device, to_device
@@ -67,6 +67,24 @@ MODES = ("full", "timing")
 class InputError(RunError, ValueError):
     """Inputs that do not match the binary's signature (a RunError: reported without a
     traceback)."""
+
+
+def _check_no_infinity(name: str, array: np.ndarray) -> None:
+    """DL16 has one pattern for NaN and both infinities (NINF, read back as NaN), so a
+    16-bit input holding +-inf would reach the kernels as NaN: exp(-inf) would give NaN
+    where eager gives 0. Refused, naming the first one; NaN itself is kept (NINF is NaN)."""
+    with np.errstate(invalid="ignore"):
+        infinite = np.isinf(array.astype(np.float32))
+    if not infinite.any():
+        return
+    first = tuple(int(i) for i in np.argwhere(infinite)[0])
+    value = float(array.astype(np.float32)[first])
+    raise InputError(
+        f"input '{name}' holds {value} at {list(first)} ({int(infinite.sum())} infinite "
+        "values): its 16-bit values live on Spyre as DL16, which has no infinity (NaN, +inf "
+        "and -inf share one pattern), so the result would not be eager's. Use a large finite "
+        "value instead (an attention mask: torch.finfo(dtype).min, not -inf), or pass the "
+        "input as float32")
 
 
 class HazardError(RuntimeError):
@@ -504,6 +522,8 @@ class Emulator:
                     check_int32(array)
                 except ValueError as error:
                     raise InputError(f"input '{binding.name}': {error}") from None
+            if self.numerics == "dl16" and layout.device_dtype is DType.DL16:
+                _check_no_infinity(binding.name, array)
             arrays.append(array)
         return arrays, values
 

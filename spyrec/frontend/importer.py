@@ -315,9 +315,6 @@ class _Importer:
             # (exact: every 16-bit value is an f32 value) and cast where it is read, inside
             # the reading kernel's fp32 tile, where -inf stays -inf (design note 62).
             wide = self._param(builder, node, name, data.float())
-            if data.dim() and bool(torch.isneginf(data).all(dim=-1).any()):
-                # a row of -inf: softmax gives NaN there and SDPA zeros (spyre-legalize)
-                wide.attributes["spyre.empty_rows"] = UnitAttr()
             cast = builder.insert(CastOp(wide.result, ttype))
             cast.result.name_hint = node.name
             self.values[node] = cast.result
@@ -329,6 +326,11 @@ class _Importer:
             array = data.numpy().copy()
         self.weights[name] = array
         op = builder.insert(ParamOp(name, ttype))
+        if data.is_floating_point() and data.dim() and data.numel() > 1 \
+                and bool(torch.isneginf(data).all(dim=-1).any()):
+            # a row of -inf (a mask row that hides every key): softmax gives NaN there and
+            # SDPA zeros, which spyre-legalize must know
+            op.attributes["spyre.empty_rows"] = UnitAttr()
         if not data.is_floating_point() and data.numel() <= SMALL_INT_CONSTANT:
             # small integer / boolean constants (folded index grids, a folded `True`) carry
             # their values, for op selection to read (`aten.index` by constant indices)

@@ -1,0 +1,194 @@
+"""IEEE special values on the device as in eager (design note 62): `where` / `masked_fill`
+select instead of blending, -inf masks in 16-bit programs, fully masked rows, and the inputs
+DL16 cannot hold.
+
+Each measured failure of issue 18 has its case here: a GPT attention written with
+`masked_fill(mask == 0, -inf)` returned NaN everywhere (the blend 0 * -inf), and
+`nn.TransformerDecoderLayer` in fp16 with a 0 / -inf float mask returned NaN in every row
+with a masked key (the mask's -inf stored as DL16's NINF, read back as NaN).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import spyrec
+from spyrec.diagnostics import RunError, SpyrecError
+
+from conftest import assert_matches_eager
+
+
+def _same_classes(expected: torch.Tensor, actual: torch.Tensor) -> None:
+    """NaN where eager has NaN, the same infinities with the same signs."""
+    e, a = expected.float(), actual.float()
+    assert torch.equal(torch.isnan(e), torch.isnan(a)), "NaN positions differ"
+    assert torch.equal(torch.isposinf(e), torch.isposinf(a)), "+inf positions differ"
+    assert torch.equal(torch.isneginf(e), torch.isneginf(a)), "-inf positions differ"
+
+
+class MaskedFillAttention(torch.nn.Module):
+    """Causal self-attention as hand-written GPTs spell it: a registered tril buffer,
+    `masked_fill(mask == 0, -inf)`, softmax, @ v."""
+
+    def __init__(self, d: int = 64, heads: int = 2, tokens: int = 32):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.register_buffer("mask", torch.tril(torch.ones(tokens, tokens)).view(
+            1, 1, tokens, tokens))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+                   for z in self.qkv(x).split(c, dim=2))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        return (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, c)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_masked_fill_neg_inf_attention_matches_eager(dtype):
+    torch.manual_seed(0)
+    model = MaskedFillAttention().to(dtype).eval()
+    x = torch.randn(1, 32, 64).to(dtype)
+    exe = spyrec.compile(torch.export.export(model, (x,)))
+    out = assert_matches_eager(exe, model, x)
+    assert torch.isfinite(out).all()
+
+
+class DecoderLayerWithFloatMask(torch.nn.Module):
+    """nn.TransformerDecoderLayer with the 0 / -inf float mask nn.Transformer makes."""
+
+    def __init__(self, tokens: int = 16):
+        super().__init__()
+        self.layer = torch.nn.TransformerDecoderLayer(64, 2, 128, dropout=0.0,
+                                                      batch_first=True)
+        self.register_buffer("mask",
+                             torch.nn.Transformer.generate_square_subsequent_mask(tokens))
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+        return self.layer(x, memory, tgt_mask=self.mask)
+
+
+def test_transformer_decoder_layer_fp16_neg_inf_mask_matches_eager():
+    torch.manual_seed(0)
+    model = DecoderLayerWithFloatMask().half().eval()
+    x, memory = torch.randn(1, 16, 64).half(), torch.randn(1, 16, 64).half()
+    exe = spyrec.compile(torch.export.export(model, (x, memory)))
+    out = assert_matches_eager(exe, model, x, memory)
+    assert torch.isfinite(out).all()
+
+
+class Where(torch.nn.Module):
+    def forward(self, ids: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.where(ids > 0, x, y)
+
+
+def test_where_selects_special_values_exactly():
+    """Every special value on either side, selected or not, comes out as eager's: NaN,
+    +-inf, +-0 (the sign of a selected zero included) and the dtype's extremes."""
+    specials = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -0.0,
+                             3.4028235e38, -3.4028235e38, 1.5])
+    x = specials.repeat(8, 16)  # 8 x 128: every special against every other one
+    y = specials.roll(3).repeat(8, 16)
+    ids = torch.randint(-2, 3, (8, 128), generator=torch.Generator().manual_seed(0))
+    exe = spyrec.compile(torch.export.export(Where(), (ids, x, y)))
+    out, expected = exe(ids, x, y), Where()(ids, x, y)
+    _same_classes(expected, out)
+    finite = torch.isfinite(expected)
+    assert torch.equal(out[finite], expected[finite])
+    assert torch.equal(torch.signbit(out[finite]), torch.signbit(expected[finite]))
+
+
+class ScalarFill(torch.nn.Module):
+    def forward(self, ids: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return x.masked_fill(ids > 0, float("-inf")).amax(-1)
+
+
+def test_masked_fill_of_run_time_predicate_keeps_neg_inf_fp32():
+    """A fully masked row's max is -inf in eager and on the device (fp32 holds -inf)."""
+    ids = torch.randint(-2, 3, (8, 128), generator=torch.Generator().manual_seed(1))
+    ids[3] = 1  # row 3 masked throughout
+    x = torch.randn(8, 128)
+    exe = spyrec.compile(torch.export.export(ScalarFill(), (ids, x)))
+    out, expected = exe(ids, x), ScalarFill()(ids, x)
+    _same_classes(expected, out)
+    assert out[3].item() == float("-inf")
+    assert torch.equal(out, expected)  # a max selects: exact
+
+
+class EagerSoftmaxWithMask(torch.nn.Module):
+    """softmax(q @ k^T + mask) @ v with a constant mask whose row 2 is -inf throughout:
+    eager gives NaN in that row, and so must the device."""
+
+    def __init__(self, dtype: torch.dtype):
+        super().__init__()
+        mask = torch.zeros(16, 16)
+        mask[:, 10:] = float("-inf")
+        mask[2] = float("-inf")
+        self.register_buffer("mask", mask.to(dtype))
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(q @ k.transpose(-1, -2) * 0.25 + self.mask, -1) @ v
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_fully_masked_row_gives_nan_like_eager_softmax(dtype):
+    torch.manual_seed(0)
+    model = EagerSoftmaxWithMask(dtype).eval()
+    q, k, v = (torch.randn(1, 2, 16, 16).to(dtype) for _ in range(3))
+    exe = spyrec.compile(torch.export.export(model, (q, k, v)))
+    out = exe(q, k, v)
+    with torch.no_grad():
+        expected = model(q, k, v)
+    _same_classes(expected, out)
+    assert torch.isnan(out[..., 2, :]).all() and torch.isfinite(out[..., :2, :]).all()
+    finite = torch.isfinite(expected)
+    assert (out.float()[finite] - expected.float()[finite]).abs().max() < (
+        1e-5 if dtype == torch.float32 else 1e-2)
+
+
+class SdpaWithMask(torch.nn.Module):
+    def __init__(self, mask: torch.Tensor):
+        super().__init__()
+        self.register_buffer("mask", mask)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
+
+
+def test_sdpa_mask_with_a_fully_masked_row_is_refused():
+    """SDPA returns zeros for a query whose keys are all masked; the attention kernel would
+    return NaN there, so the compile stops and says so instead of answering wrongly."""
+    mask = torch.zeros(16, 16)
+    mask[5] = float("-inf")
+    q = torch.randn(1, 2, 16, 16)
+    ep = torch.export.export(SdpaWithMask(mask).eval(), (q, q, q))
+    with pytest.raises(SpyrecError, match="rows that are -inf throughout"):
+        spyrec.compile(ep)
+
+
+def test_sdpa_fp16_neg_inf_mask_matches_eager():
+    """A 16-bit -inf mask is read in f32 by the attention kernel: exact masking."""
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(16).half()
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 16, 16).half() for _ in range(3))
+    model = SdpaWithMask(mask).eval()
+    exe = spyrec.compile(torch.export.export(model, (q, k, v)))
+    out = assert_matches_eager(exe, model, q, k, v)
+    assert torch.isfinite(out).all()
+
+
+def test_sixteen_bit_input_with_infinity_is_refused():
+    """DL16 has no infinity: a 16-bit input holding one is refused, naming it and where."""
+    x = torch.randn(4, 64).half()
+    exe = spyrec.compile(torch.export.export(torch.nn.ReLU(), (x,)))
+    x[2, 7] = float("-inf")
+    with pytest.raises(RunError, match=r"input 'input' holds -inf at \[2, 7\].*no infinity"):
+        exe(x)
+    x[2, 7] = float("nan")  # NaN is what DL16's NINF means: kept
+    assert torch.isnan(exe(x)[2, 7])
