@@ -35,13 +35,14 @@ from __future__ import annotations
 import bisect
 import copy
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from spyrec.diagnostics import RunError
-from spyrec.runtime import ops, ring
+from spyrec.runtime import dl16, ops, ring
 from spyrec.runtime.batched import (START_ORDER_BATCH_LIMIT, instruction_touches,
                                     pc_order_actions, start_order_actions)
 from spyrec.runtime.blas import single_threaded_blas
@@ -70,21 +71,25 @@ class InputError(RunError, ValueError):
 
 
 def _check_no_infinity(name: str, array: np.ndarray) -> None:
-    """DL16 has one pattern for NaN and both infinities (NINF, read back as NaN), so a
-    16-bit input holding +-inf would reach the kernels as NaN: exp(-inf) would give NaN
-    where eager gives 0. Refused, naming the first one; NaN itself is kept (NINF is NaN)."""
+    """DL16 has one pattern for NaN, both infinities and overflow (NINF, read back as NaN),
+    so a 16-bit input holding +-inf, or a bf16 value beyond DL16's largest finite magnitude
+    (about 8.57e9), would reach the kernels as NaN: exp(-inf) would give NaN where eager
+    gives 0. Refused, naming the first one; NaN itself is kept (NINF is NaN)."""
+    values = array.astype(np.float32)
     with np.errstate(invalid="ignore"):
-        infinite = np.isinf(array.astype(np.float32))
-    if not infinite.any():
+        lost = (dl16.encode(values) & np.uint16(dl16.NINF)) == dl16.NINF
+        lost &= ~np.isnan(values)
+    if not lost.any():
         return
-    first = tuple(int(i) for i in np.argwhere(infinite)[0])
-    value = float(array.astype(np.float32)[first])
+    first = tuple(int(i) for i in np.argwhere(lost)[0])
+    value = float(values[first])
+    what = "an infinity" if math.isinf(value) else "a value beyond its largest finite 8.57e9"
     raise InputError(
-        f"input '{name}' holds {value} at {list(first)} ({int(infinite.sum())} infinite "
-        "values): its 16-bit values live on Spyre as DL16, which has no infinity (NaN, +inf "
-        "and -inf share one pattern), so the result would not be eager's. Use a large finite "
-        "value instead (an attention mask: torch.finfo(dtype).min, not -inf), or pass the "
-        "input as float32")
+        f"input '{name}' holds {value} at {list(first)} ({int(lost.sum())} such values): its "
+        "16-bit values live on Spyre as DL16, which has no infinity (NaN, +-inf and overflow "
+        f"share one pattern), so {what} would reach the program as NaN and the result would "
+        "not be eager's. Use a large finite value instead (an attention mask: "
+        "torch.finfo(torch.float16).min, not -inf), or pass the input as float32")
 
 
 class HazardError(RuntimeError):

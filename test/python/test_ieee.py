@@ -192,3 +192,13 @@ def test_sixteen_bit_input_with_infinity_is_refused():
         exe(x)
     x[2, 7] = float("nan")  # NaN is what DL16's NINF means: kept
     assert torch.isnan(exe(x)[2, 7])
+
+
+def test_bf16_input_beyond_dl16_range_is_refused():
+    """bf16 reaches 3e38, DL16 8.57e9: a larger input value would be NaN on the device."""
+    x = torch.randn(4, 64).to(torch.bfloat16)
+    exe = spyrec.compile(torch.export.export(torch.nn.ReLU(), (x,)))
+    x[1, 2] = 1e12
+    with pytest.raises(RunError,
+                       match=r"holds 1000727379968.0 at \[1, 2\].*beyond its largest finite"):
+        exe(x)

@@ -1,0 +1,166 @@
+"""Special values through the op coverage matrix: NaN, +-inf, +-0 and values that overflow.
+
+Every op of `spyrec.opcases` (one shape family each: `aligned`, and `broadcast`, `image`,
+`heads16` where those are the op's families) runs on inputs carrying special values at
+fixed places, and the device's result is compared with eager by class (design note 62):
+NaN where eager has NaN, the same infinities, finite values within tolerance.
+
+The special values of a float input, placed in its rows (a row is the innermost dim):
+
+- row 0: a NaN in column 3;
+- row 1: +inf in column 5, row 2: -inf in column 7 (fp32 only: a 16-bit input holding an
+  infinity is refused at run time, since DL16 has none, `test_ieee.py`);
+- row 3: zeros, +0 and -0 alternating;
+- row 4: a large positive value in column 9, row 5: its negative in column 11 (fp16 and
+  bf16: 60000, near fp16's largest finite value, so squares and exps overflow fp16; bf16
+  values beyond DL16's range, 8.57e9, are refused as inputs like infinities; fp32: 1e30);
+- row 6: -inf throughout (fp32 only), the row a mask hides completely.
+
+An input with fewer rows takes the rows it has. Integer inputs (ids, positions) are left as
+they are. `KNOWN` lists the ops whose device result differs from eager's on special values,
+each with the reason, and `KNOWN_16BIT` those that differ in 16-bit programs only;
+`test_special_values.py` requires the others to match by class and the fp32 ones of
+`KNOWN` to still differ (so the list cannot outlive the deviation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from spyrec.opcases import LEADING_REDUCTIONS, OpCase, cases
+
+SPECIAL_SHAPES = ("aligned", "broadcast", "image", "heads16")
+LARGE = {torch.float16: 60000.0, torch.bfloat16: 60000.0, torch.float32: 1e30}
+
+_MOVED = ("a column map or transpose on the PT (identity or selection matrix @ x): a NaN or "
+          "infinity times the matrix's zeros spreads NaN along the moved row")
+# op -> why its device result differs from eager's on special values (design note 62)
+KNOWN: dict[str, str] = {
+    **{op: _MOVED for op in ("slice_last", "split_last", "rotate_half", "pad",
+                             "transpose_last", "movedim_last", "unsqueeze_last",
+                             "matmul_tn", "cumsum")},
+    **{f"{op}_{where}": _MOVED for op in LEADING_REDUCTIONS for where in ("dim0", "rows")
+       if op not in ("var", "std_nokeep")},  # NaN and inf make those NaN throughout anyway
+    **{op: _MOVED for op in ("cat_rows", "cat_dim0")},  # three transposes
+    "conv2d_depthwise": "a depthwise convolution runs as a dense one (zero weights off the "
+                        "diagonal), and 0 times a NaN or an infinity is NaN",
+    **{op: "the average over the windows is a matmul by a constant averaging matrix, whose "
+           "zeros spread a NaN or an infinity" for op in ("adaptive_avg_pool_1",
+                                                          "adaptive_avg_pool_4")},
+    "gelu": "eager's fp32 GELU gives NaN at +-inf (inf * 0 inside); the SFU's GELU gives "
+            "the limits +inf and -0",
+    "std": "the two-pass variance squares 1e30 to infinity in fp32; eager's Welford "
+           "update does not overflow",
+    **{op: "an index over a row whose max is NaN or +inf: eager returns the NaN's (the "
+           "inf's) index, the device's |max - x| test is NaN there"
+       for op in ("argmax", "argmin", "max_dim", "argmax_nokeep")},
+}
+
+
+# ops whose device result differs from eager's only in 16-bit programs, where no infinity
+# is injected (so what a NaN makes of the other values shows) and fp16 overflows early
+KNOWN_16BIT: dict[str, str] = {
+    **{op: _MOVED for op in ("expand_column", "var_dim0", "std_nokeep_dim0")},
+    "cos": "cos(x * 3) with x = 60000: eager's fp16 product is inf (cos gives NaN), the "
+           "device's fp32 tile holds 180000 (DL16's range is wider than fp16's)",
+    "conv2d_groups2": "a grouped convolution runs as a dense one (zero weights between the "
+                      "groups), and 0 times a NaN is NaN",
+    "avg_pool_2x2": "the window average is a matmul by a constant averaging matrix, whose "
+                    "zeros spread a NaN",
+    "cube": "bf16's range is wider than DL16's: 60000^3 = 2.2e14 is a bf16 value but beyond "
+            "DL16's largest finite 8.57e9, so the device's result is NINF (NaN)",
+}
+
+
+def known(op: str, dtype: torch.dtype) -> str:
+    """Why `op` in `dtype` differs from eager on special values, or "" if it must not."""
+    return KNOWN.get(op, "") or (KNOWN_16BIT.get(op, "") if dtype != torch.float32 else "")
+
+
+@dataclass(frozen=True)
+class SpecialGroup:
+    """Op cases of one dtype and shape family that take the same inputs, compiled as one
+    program with one output per op (one compile instead of one per op)."""
+
+    cases: tuple[OpCase, ...]
+
+    @property
+    def id(self) -> str:
+        first = self.cases[0]
+        ops = "+".join(c.op for c in self.cases)
+        return f"{str(first.dtype).removeprefix('torch.')}-{first.shape}-{ops}"
+
+    def module(self) -> torch.nn.Module:
+        return _Outputs([c.module() for c in self.cases])
+
+    def inputs(self, g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        return tuple(inject(t) for t in self.cases[0].inputs(g))
+
+
+class _Outputs(torch.nn.Module):
+    def __init__(self, modules: list[torch.nn.Module]):
+        super().__init__()
+        self.ops = torch.nn.ModuleList(modules)
+
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(m(*inputs) for m in self.ops)
+
+
+def inject(t: torch.Tensor, large: bool = True) -> torch.Tensor:
+    """`t` with the special values of the module docstring in its rows (without the large
+    values when `large` is False)."""
+    if not t.dtype.is_floating_point or t.numel() < 16:
+        return t
+    out = t.detach().clone()
+    rows = out.reshape(-1, out.shape[-1])  # a view: writes land in `out`
+    n, cols = rows.shape
+    wide = out.dtype == torch.float32
+    places: list[tuple[int, int, float]] = [(0, 3, float("nan"))]
+    if wide:
+        places += [(1, 5, float("inf")), (2, 7, float("-inf"))]
+    if large:
+        places += [(4, 9, LARGE[out.dtype]), (5, 11, -LARGE[out.dtype])]
+    for row, col, value in places:
+        rows[row % n, col % cols] = value
+    if n > 3:
+        rows[3] = 0.0
+        rows[3, 1::2] = -0.0
+    if wide and n > 6:
+        rows[6] = float("-inf")
+    return out
+
+
+def special_groups(group_size: int = 8) -> list[SpecialGroup]:
+    """The op cases of `SPECIAL_SHAPES` (known gaps of the matrix left out), grouped by
+    dtype, shape family and inputs: cases whose input makers give the same tensors share a
+    program, up to `group_size` ops each."""
+    groups: dict[tuple[object, ...], list[OpCase]] = {}
+    for case in cases():
+        if case.shape not in SPECIAL_SHAPES or case.refused:
+            continue
+        made = case.inputs(torch.Generator().manual_seed(0))
+        key = (case.dtype, case.shape,
+               tuple((t.dtype, tuple(t.shape), t.float().sum().item()) for t in made))
+        groups.setdefault(key, []).append(case)
+    return [SpecialGroup(tuple(members[i:i + group_size]))
+            for members in groups.values() for i in range(0, len(members), group_size)]
+
+
+def same_classes(expected: torch.Tensor, actual: torch.Tensor, dl16: bool) -> str:
+    """"" when `actual` has NaN where `expected` has, the same infinities, and finite values
+    where it is finite; else what differs at the first place. `dl16`: a 16-bit output read
+    back from DL16, whose one non-number (NINF) stands for NaN and both infinities, so
+    eager's +-inf may come back as NaN."""
+    e, a = expected.float(), actual.float()
+    e_nan, a_nan = torch.isnan(e), torch.isnan(a)
+    e_inf, a_inf = torch.isinf(e), torch.isinf(a)
+    collapse = e_inf & a_nan if dl16 else torch.zeros_like(e_nan)
+    wrong = (e_nan != a_nan) | (e_inf != a_inf) | (e_inf & a_inf & (e != a))
+    wrong &= ~collapse
+    if not wrong.any():
+        return ""
+    first = tuple(int(i) for i in wrong.nonzero()[0])
+    return (f"{int(wrong.sum())} element(s) of another class, first at {list(first)}: "
+            f"eager {e[first].item()}, device {a[first].item()}")
