@@ -185,7 +185,11 @@ class KernelInfo:
             col_passes=col_passes, narrow_passes=narrow_passes,
             reduce=self.has_reduce, full_temps=full_temps, col_temps=col_temps,
             outputs=len(self.outputs), col_operands=col_ops,
-            col_outputs=col_out, narrow_itemsize=min([itemsize(a) for a in used] or [0]),
+            col_outputs=col_out,
+            # the narrowest input or full output: an f16 result beside an f32 one (a mask
+            # and its row reduction) needs columns in whole f16 sticks too
+            narrow_itemsize=min([itemsize(a) for a in used] + [
+                itemsize(v) for v in self.outputs if self.kinds.get(v) is not Kind.COL] or [0]),
             ring_reduces=self.ring_reduces, lx_outputs=lx_out, lx_operands=lx_ops,
             lx_lhs=self.lhs_in_lx)
 

@@ -1681,21 +1681,36 @@ _ADDITIVE_MASKS: dict[tuple[SSAValue, str], SSAValue] = {}
 
 def _select_attention_any_mask(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     """SDPA whose boolean mask is a predicate: the mask becomes additive (p * 30000 - 30000,
-    exactly 0 or -30000) in the query's type before the usual selection."""
+    exactly 0 or -30000) in the query's type before the usual selection. A query whose keys
+    are all masked gets zeros, as SDPA gives (the softmax of a row of -30000 would average
+    every value): the output is multiplied by max(p) over the keys, 1 for a query that sees
+    one key and 0 for one that sees none (exact either way)."""
     mask, query = _operand(op, "attn_mask"), _operand(op, "query")
     if mask is not None and query is not None and is_predicate(mask):
-        # one additive mask per predicate and query type, made at the first layer that
-        # reads it and shared by the others (a decoder's layers share their mask)
-        key = (mask, _element_name(query))
-        additive = _ADDITIVE_MASKS.get(key)
-        if additive is None:
-            scaled = _scalar_op(op, rewriter, "mul", mask, 30000.0)
-            additive = _scalar_op(op, rewriter, "add", scaled, -30000.0)
-            if _element_name(query) != "f32":
-                additive = _emit(rewriter, op, CastOp(additive, _with_shape(query, _shape(mask))))
-            _ADDITIVE_MASKS[key] = additive
-        names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
-        op.operands[names.index("attn_mask")] = additive
+        sees = _reduce_last(op, rewriter, "max", mask)  # [..., L, 1]: 1 if a key is seen
+        y = _select_attention_with_predicate(op, rewriter, mask, query)
+        sees = _broadcast_rows(op, rewriter, sees, _shape(y))
+        if _element_name(sees) != _element_name(y):  # cast where the product reads it
+            sees = _emit(rewriter, op, CastOp(sees, _with_shape(y, _shape(sees))))
+        return _binary_op(op, rewriter, "mul", y, sees)
+    return _select_attention(op, rewriter)
+
+
+def _select_attention_with_predicate(op: AtenOp, rewriter: Rewriter, mask: SSAValue,
+                                     query: SSAValue) -> SSAValue:
+    """SDPA with the predicate `mask` made additive (see `_select_attention_any_mask`)."""
+    # one additive mask per predicate and query type, made at the first layer that reads
+    # it and shared by the others (a decoder's layers share their mask)
+    key = (mask, _element_name(query))
+    additive = _ADDITIVE_MASKS.get(key)
+    if additive is None:
+        scaled = _scalar_op(op, rewriter, "mul", mask, 30000.0)
+        additive = _scalar_op(op, rewriter, "add", scaled, -30000.0)
+        if _element_name(query) != "f32":
+            additive = _emit(rewriter, op, CastOp(additive, _with_shape(query, _shape(mask))))
+        _ADDITIVE_MASKS[key] = additive
+    names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
+    op.operands[names.index("attn_mask")] = additive
     return _select_attention(op, rewriter)
 
 

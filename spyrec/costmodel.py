@@ -45,8 +45,8 @@ class KernelShape:
     outputs: int = 1  # results stored per tile
     col_operands: int = 0  # extra inputs of one column (M x 1, a row reduction's result)
     col_outputs: int = 0  # of the `outputs`, those of one column (a row reduction's result)
-    # the narrowest element of any input (an f16 input of an f32 kernel: a promoting add);
-    # 0 when it is no narrower than in_itemsize and out_itemsize
+    # the narrowest element of any input or full output (an f16 input of an f32 kernel: a
+    # promoting add; an f16 result beside an f32 one); 0 when unknown
     narrow_itemsize: int = 0
     # row reductions a split of the reduced (stick) dim combines over the ring, one
     # ring.reduce each per tile (note 59): every reduction of a kernel without matmul, when

@@ -202,3 +202,26 @@ def test_bf16_input_beyond_dl16_range_is_refused():
     with pytest.raises(RunError,
                        match=r"holds 1000727379968.0 at \[1, 2\].*beyond its largest finite"):
         exe(x)
+
+
+class SdpaRunTimeMask(torch.nn.Module):
+    """A boolean mask from run-time positions and a length: key j is visible to query i
+    when j <= pos[i] and j < length; queries with pos < 0 see no key at all."""
+
+    def forward(self, q, k, v, pos, length):
+        keys = torch.arange(q.shape[-2])
+        visible = (keys[None, :] <= pos[:, None]) & (keys[None, :] < length)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=visible)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_sdpa_run_time_mask_fully_masked_queries_get_zeros(dtype):
+    """SDPA gives zeros for a query that sees no key; the additive mask alone would have
+    averaged every value there (a silent wrong answer before issue 18)."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 16, 64).to(dtype) for _ in range(3))
+    pos, length = torch.arange(16) - 3, torch.tensor([12])  # queries 0..2 see nothing
+    model = SdpaRunTimeMask()
+    exe = spyrec.compile(torch.export.export(model, (q, k, v, pos, length)))
+    out = assert_matches_eager(exe, model, q, k, v, pos, length)
+    assert torch.equal(out[..., :3, :], torch.zeros_like(out[..., :3, :]))
