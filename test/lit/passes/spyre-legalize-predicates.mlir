@@ -4,7 +4,8 @@
 // [1, 256], as SDPA's boolean attn_mask. The comparison is f32 arithmetic on the casts:
 // 1 - (a - pos) is >= 1 exactly where a <= pos, clamped to [0, 1] it is the predicate (exact
 // for integers below 2^24); the mask is then p * 30000 - 30000 (0 or -30000 exactly) in the
-// query's type, the additive form spyre.attention takes.
+// query's type, the additive form spyre.attention takes. A query that sees no key gets zeros
+// from SDPA, so the output is multiplied by max(p) over the keys (1 or 0: exact).
 // CHECK-LABEL: func.func @decode_mask
 // CHECK:       %[[A:.*]] = spyre.cast %a {fx_node = "le"} : tensor<256xi64> -> tensor<256xf32>
 // CHECK-NEXT:  %[[P:.*]] = spyre.cast %pos {fx_node = "le"} : tensor<1xi64> -> tensor<1xf32>
@@ -13,10 +14,13 @@
 // CHECK-NEXT:  %[[LO:.*]] = spyre.maximum_scalar %[[S]] {fx_node = "le", value = 0.000000e+00 : f64}
 // CHECK-NEXT:  %[[LE:.*]] = spyre.minimum_scalar %[[LO]] {fx_node = "le", spyre.predicate, value = 1.000000e+00 : f64}
 // CHECK-NEXT:  %[[M:.*]] = spyre.reshape %[[LE]] {fx_node = "view"} : tensor<256xf32> -> tensor<1x256xf32>
+// CHECK-NEXT:  %[[SEES:.*]] = spyre.reduce_max %[[M]] {fx_node = "sdpa"} : tensor<1x256xf32> -> tensor<1x1xf32>
 // CHECK-NEXT:  %[[X:.*]] = spyre.mul_scalar %[[M]] {fx_node = "sdpa", value = 3.000000e+04 : f64}
 // CHECK-NEXT:  %[[ADD:.*]] = spyre.add_scalar %[[X]] {fx_node = "sdpa", value = -3.000000e+04 : f64}
 // CHECK-NEXT:  %[[H:.*]] = spyre.cast %[[ADD]] {fx_node = "sdpa"} : tensor<1x256xf32> -> tensor<1x256xf16>
-// CHECK-NEXT:  spyre.attention %q, %k, %k mask %[[H]]
+// CHECK-NEXT:  %[[Y:.*]] = spyre.attention %q, %k, %k mask %[[H]]
+// CHECK-NEXT:  %[[S16:.*]] = spyre.cast %[[SEES]] {fx_node = "sdpa"} : tensor<1x1xf32> -> tensor<1x1xf16>
+// CHECK-NEXT:  spyre.mul %[[Y]], %[[S16]] {fx_node = "sdpa"}
 func.func @decode_mask(%pos: tensor<1xi64>, %q: tensor<1x2x1x64xf16>, %k: tensor<1x2x256x64xf16>) -> tensor<1x2x1x64xf16> {
   %a = spyre.param {param_name = "arange.folded"} : tensor<256xi64>
   %le = spyre.aten "aten.le.Tensor"(%a, %pos) {args = {}, operand_names = ["self", "other"], fx_node = "le"} : (tensor<256xi64>, tensor<1xi64>) -> tensor<256xi1>
