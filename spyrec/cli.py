@@ -707,11 +707,12 @@ def explain(model: Path, **switches: Any) -> None:
 @click.option("--list", "list_models", is_flag=True, help="List the zoo's models and exit.")
 @click.option("--dtype", type=click.Choice(["float16", "float32", "bfloat16"]),
               default="float16", show_default=True)
-@click.option("--features", default=256, show_default=True, help="Hidden size.")
-@click.option("--batch", default=64, show_default=True, help="Rows (batch x sequence).")
+@click.option("--features", default=256, show_default=True, type=click.IntRange(1, 4096),
+              help="Hidden size (the decoders: a multiple of 64, their head dim).")
+@click.option("--batch", default=64, show_default=True, type=click.IntRange(1, 8192),
+              help="Rows (batch x sequence; the decoders: an even number, two sequences).")
 def demo(model_name: str, list_models: bool, dtype: str, features: int, batch: int) -> None:
     """Build a model in-process, export, compile, run on the emulator, compare with eager."""
-    from spyrec.demo import run_demo
     from spyrec.zoo import ZOO
 
     if list_models:
@@ -720,7 +721,15 @@ def demo(model_name: str, list_models: bool, dtype: str, features: int, batch: i
         return
     if model_name not in ZOO:
         raise click.BadParameter(f"'{model_name}' is not in the zoo; choose one of "
-                                 f"{', '.join(ZOO)}", param_hint="--model")
+                                 f"{', '.join(ZOO)}", param_hint="'--model'")
+    if model_name in ("decoder", "decoder-ffn") and batch % 2:
+        raise click.BadParameter(f"{batch}: the {model_name} runs two sequences of "
+                                 "batch/2 rows; give an even number", param_hint="'--batch'")
+    if model_name == "decoder" and features % 64:
+        raise click.BadParameter(f"{features}: the decoder's attention heads are 64 wide; "
+                                 "give a multiple of 64", param_hint="'--features'")
+    from spyrec.demo import run_demo
+
     if not run_demo(dtype, features, batch, model_name):
         raise SystemExit(1)
 
