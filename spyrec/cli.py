@@ -203,6 +203,9 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
             function: str | None, cache: bool | None, **switches: Any) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
+    if model.suffix == ".spyre":
+        raise click.BadParameter(f"{model} is a compiled .spyre already: run it with `spyrec "
+                                 "run`, or compile the .pt2 it came from", param_hint="MODEL")
     if emit == "binary" and output is None:
         output = model.with_suffix(".spyre")
     if output is not None:
@@ -748,6 +751,8 @@ def demo(model_name: str, list_models: bool, dtype: str, features: int, batch: i
 def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: int,
             sizes: tuple[str, ...]) -> None:
     """Run BINARY on the emulator and report time, utilisation and the roofline per kernel."""
+    if trace is not None:
+        _check_output(trace, "--trace", binary)
     import json
 
     import numpy as np
@@ -769,8 +774,8 @@ def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: in
         raise click.ClickException(str(error)) from None
     data = prof.to_dict()
     if trace is not None:
-        trace.write_text(json.dumps({"traceEvents": prof.trace_events(),
-                                     "displayTimeUnit": "ns"}))
+        _write_text(trace, json.dumps({"traceEvents": prof.trace_events(),
+                                       "displayTimeUnit": "ns"}))
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
