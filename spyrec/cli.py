@@ -262,6 +262,7 @@ def bisect(model: Path, seed: int, keep: Path | None, **switches: Any) -> None:
 def reduce(model: Path, condition: str, output: Path, budget: int) -> None:  # noqa: A001
     """Shrink MODEL (a .pt2) to a minimal program for which the condition still holds, and
     write it as a .pt2 with a ready pytest case."""
+    _check_folder(output, "-o")
     from spyrec.reduce import reduce as run_reduce
 
     result = run_reduce(model, condition, output, budget=budget,
