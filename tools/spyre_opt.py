@@ -115,13 +115,23 @@ class SpyreOptMain(xDSLOptMain):
         self.pending_output = _PendingOutput()
         return self.pending_output
 
+    def run(self) -> None:
+        super().run()
+        self.commit_output()
+
     def commit_output(self) -> None:
+        """Write the buffered `-o` output to its file, atomically."""
         if self.args.output_file is not None and hasattr(self, "pending_output"):
             from spyrec.runtime.container import write_atomically
 
             output = self.pending_output
             text = (output.text if output.closed else output.getvalue()).encode()
-            write_atomically(Path(self.args.output_file), lambda stream: stream.write(text))
+            try:
+                write_atomically(Path(self.args.output_file), lambda stream: stream.write(text))
+            except OSError as exc:
+                raise SpyrecError(f"cannot write {self.args.output_file}: "
+                                  f"{exc.strerror or exc}; check its folder and permissions"
+                                  ) from None
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
@@ -166,7 +176,6 @@ def main(args: Sequence[str] | None = None) -> None:
     try:
         opt = SpyreOptMain(description="spyrec modular optimizer driver", args=args)
         opt.run()
-        opt.commit_output()
     except UsageError as exc:
         sys.stderr.write(f"spyre-opt: error: {exc}\n")
         sys.exit(2)
@@ -182,7 +191,7 @@ def main(args: Sequence[str] | None = None) -> None:
         sys.exit(1)
     except OSError as exc:  # the input file is missing or unreadable
         name = exc.filename if exc.filename is not None else "the input"
-        sys.stderr.write(f"error: {name}: {exc.strerror or exc}; check the path "
+        sys.stderr.write(f"error: cannot read {name}: {exc.strerror or exc}; check the path "
                          "(or pass the module on stdin)\n")
         sys.exit(1)
 
