@@ -368,7 +368,8 @@ def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
               help=".spyre: an input from a .npy or .pt file (torch.save of a tensor), one "
                    "per input of the binary's signature (`spyrec inspect` lists them; "
                    "repeatable). Default: the --check .pt2's example inputs, else random.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--seed", default=0, show_default=True,
+              help="Seed of the random inputs (floats standard normal, integers in [0, 16)).")
 @click.option("--numerics", type=click.Choice(["dl16", "ieee"]), default="dl16",
               show_default=True, help="Round fp16/bf16 through DL16 (the device) or IEEE.")
 @click.option("--function", help="KTIR input (.mlir): the kernel function to run.")
@@ -419,10 +420,14 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
             click.echo(f"inputs: the example inputs saved in {check}", err=True)
     if inputs is None:
         gen = torch.Generator().manual_seed(seed)
-        inputs = [torch.randn(*[values.get(b.symbolic.get(d, ""), n)
-                                for d, n in enumerate(b.layout.shape)],
-                              generator=gen).to(TORCH_DTYPES[b.layout.host_dtype])
-                  for b in exe.binary.inputs]
+        inputs = []
+        for b in exe.binary.inputs:
+            shape = [values.get(b.symbolic.get(d, ""), n) for d, n in enumerate(b.layout.shape)]
+            dtype = TORCH_DTYPES[b.layout.host_dtype]
+            # integers are ids and positions: small and non-negative, as `--arg rand:` draws
+            inputs.append(torch.randn(*shape, generator=gen).to(dtype)
+                          if dtype.is_floating_point else
+                          torch.randint(0, RANDOM_INT_BOUND, shape, generator=gen, dtype=dtype))
     outputs = exe(*inputs)
     _report_run(exe.last_profile)
     if save_outputs is not None:
@@ -431,6 +436,11 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
                                     for b, t in zip(exe.binary.outputs, results)})
     if check is not None and not _check_against(check, exe, inputs, outputs, program):
         raise SystemExit(1)
+
+
+# Random integer inputs (token ids, positions, cache slots) are drawn from [0, 16): a table
+# smaller than that, or a size that needs other values, takes --input or --check's examples.
+RANDOM_INT_BOUND = 16
 
 
 def _check_folder(path: Path, option: str) -> None:
@@ -745,7 +755,8 @@ def demo(model_name: str, list_models: bool, dtype: str, features: int, batch: i
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
 @click.option("--mode", type=click.Choice(["full", "timing"]), default="full", show_default=True,
               help="timing: no data is computed (for models too large to compute here).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--seed", default=0, show_default=True,
+              help="Seed of the random inputs (floats standard normal, integers in [0, 16)).")
 @click.option("--size", "sizes", multiple=True,
               help="SYMBOL=N: the value of a symbolic size (default: its upper bound; "
                    "`spyrec inspect` lists them; repeatable).")
@@ -765,10 +776,15 @@ def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: in
     b = read_spyre(binary)
     values = _symbol_values(sizes, b.symbols)
     rng = np.random.default_rng(seed)
-    inputs = [rng.standard_normal([values.get(t.symbolic.get(d, ""), n)
-                                   for d, n in enumerate(t.layout.shape)]
-                                  ).astype(HOST_DTYPE[t.layout.host_dtype])
-              for t in b.inputs] if mode == "full" else None
+    inputs = None
+    if mode == "full":
+        inputs = []
+        for t in b.inputs:
+            shape = [values.get(t.symbolic.get(d, ""), n) for d, n in enumerate(t.layout.shape)]
+            dtype = HOST_DTYPE[t.layout.host_dtype]
+            inputs.append(rng.standard_normal(shape).astype(dtype)
+                          if dtype.kind == "f" or t.layout.host_dtype == "bfloat16" else
+                          rng.integers(0, RANDOM_INT_BOUND, shape).astype(dtype))
     try:
         _, prof = Emulator(b, mode=mode).run(inputs, sizes=values)
     except InputError as error:

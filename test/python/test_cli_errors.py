@@ -50,7 +50,7 @@ class _Linear(torch.nn.Module):
 class _Embedding(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.table = torch.nn.Embedding(100, 64)
+        self.table = torch.nn.Embedding(10, 64)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return self.table(ids)
@@ -59,13 +59,14 @@ class _Embedding(torch.nn.Module):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """model.pt2/.spyre (Linear 64->64), other.pt2 (64->128), emb.pt2/.spyre (an embedding
-    of 100 rows whose saved example ids include 200: out of range)."""
+    of 10 rows whose saved example ids include 200, and random ids, from [0, 16), some 10
+    or more: out of range)."""
     path = tmp_path_factory.mktemp("errors")
     torch.manual_seed(0)
     x = torch.randn(32, 64)
     torch.export.save(torch.export.export(_Linear(64), (x,)), path / "model.pt2")
     torch.export.save(torch.export.export(_Linear(128), (x,)), path / "other.pt2")
-    ids = torch.tensor([[*range(63), 200]])
+    ids = torch.tensor([[*range(10)] * 6 + [1, 2, 3, 200]])
     torch.export.save(torch.export.export(_Embedding(), (ids,)), path / "emb.pt2")
     for name in ("model", "emb"):
         res = _invoke("compile", path / f"{name}.pt2", "-o", path / f"{name}.spyre")
@@ -141,7 +142,7 @@ def test_a_device_fault_in_run_check_run_and_profile(files):
         out = _fails(1, *args)
         assert "the device faulted: core " in out and ", pc " in out, out
         assert "(dma.gather " in out and "(address 0x" in out
-        assert "is outside the table's rows [0, 100)" in out
+        assert "is outside the table's rows [0, 10)" in out
 
 
 def test_a_device_fault_in_a_terminal(files, spyrec_cli, cli_env):
