@@ -342,3 +342,21 @@ def test_progress_inside_a_stage(files, capsys):
         report.progress("spyrecode", "cores' templates derived", second, 25)
     assert capsys.readouterr().err.splitlines() == ["  spyrecode  cores' templates derived: 10/25",
                      "  spyrecode  cores' templates derived: 20/25"]
+
+
+def test_progress_on_a_terminal_is_one_updating_line(capsys):
+    """On a terminal the progress line is redrawn in place (at most every 0.2 s) and
+    cleared before the stage's time is printed."""
+    from spyrec.cli import _StageReport
+
+    now = [0.0]
+    report = _StageReport()
+    report.clock, report.tty, report.last = (lambda: now[0]), True, 0.0
+    capsys.readouterr()
+    for done, second in enumerate((0.1, 0.3, 0.35, 0.6, 0.65), 1):
+        now[0] = second
+        report.progress("graph", "core splits weighed", done, 5)
+    report.stage("graph", 0.5)
+    err = capsys.readouterr().err
+    assert err.count("\r\x1b[K  graph      core splits weighed: ") == 2  # at 0.3 s and 0.6 s
+    assert err.endswith("core splits weighed: 4/5\r\x1b[K  graph         500.0 ms\n")
