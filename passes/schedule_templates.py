@@ -504,7 +504,10 @@ class TemplateCache:
             self._shared[entry_key] = (per_core, report)
             if packed and per_core is not None:
                 # the templates' encodings are made anyway; patching them is the encoding
-                encoded = [per_core[c].encode(symbols[:, i:i + 1]) for i, c in enumerate(ids)]
+                encoded = []
+                for i, c in enumerate(ids):
+                    encoded.append(per_core[c].encode(symbols[:, i:i + 1]))
+                    report_progress("cores' programs encoded", i + 1, len(ids))
                 if all(e is not None for e in encoded):
                     return {c: e[0] for c, e in zip(ids, encoded)}, "symbolic", report  # type: ignore[index]
         return ({c: encode_program(p) for c, p in shared.items()} if packed else shared,

@@ -130,6 +130,7 @@ class _StageReport:
         self.clock = time.monotonic
         self.tty = sys.stderr.isatty()
         self.line_shown = False  # a progress line waits on the terminal to be cleared
+        self.shown_what = ""  # the work the terminal's line counts
         self.last = self.clock()
 
     def stage(self, stage: str, seconds: float) -> None:
@@ -139,9 +140,10 @@ class _StageReport:
 
     def progress(self, stage: str, what: str, done: int, total: int) -> None:
         now = self.clock()
-        if now - self.last < (self.REDRAW if self.tty else self.PERIOD):
+        new_work = self.tty and what != self.shown_what  # shown at once: the line says what runs
+        if now - self.last < (self.REDRAW if self.tty else self.PERIOD) and not new_work:
             return
-        self.last = now
+        self.last, self.shown_what = now, what
         text = f"  {stage:<10} {what}: {done}/{total}"
         if self.tty:
             sys.stderr.write(f"\r\x1b[K{text}")

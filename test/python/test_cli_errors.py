@@ -345,8 +345,8 @@ def test_progress_inside_a_stage(files, capsys):
 
 
 def test_progress_on_a_terminal_is_one_updating_line(capsys):
-    """On a terminal the progress line is redrawn in place (at most every 0.2 s) and
-    cleared before the stage's time is printed."""
+    """On a terminal the progress line is redrawn in place (at once for new work, then at
+    most every 0.2 s) and cleared before the stage's time is printed."""
     from spyrec.cli import _StageReport
 
     now = [0.0]
@@ -358,5 +358,5 @@ def test_progress_on_a_terminal_is_one_updating_line(capsys):
         report.progress("graph", "core splits weighed", done, 5)
     report.stage("graph", 0.5)
     err = capsys.readouterr().err
-    assert err.count("\r\x1b[K  graph      core splits weighed: ") == 2  # at 0.3 s and 0.6 s
+    assert err.count("\r\x1b[K  graph      core splits weighed: ") == 3  # 0.1, 0.3, 0.6 s
     assert err.endswith("core splits weighed: 4/5\r\x1b[K  graph         500.0 ms\n")
