@@ -8,7 +8,9 @@ a terminal shows.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import subprocess
 import sys
@@ -157,9 +159,6 @@ def test_a_device_fault_in_a_terminal(files, spyrec_cli, cli_env):
 def _spyre_opt(*args: str) -> tuple[int, str]:
     """spyre-opt in-process: its exit status and stderr."""
     from spyrec.tools.spyre_opt import main as spyre_opt
-
-    import contextlib
-    import io
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
