@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spyrec.costmodel import RING_CHUNK, RING_CHUNK_LIMIT
+from spyrec.progress import report as report_progress
 from spyrec.runtime.isa import Instr, Region, lx_access
 
 RING_TAG = 0
@@ -103,9 +104,13 @@ def share_loads(programs: dict[int, list[Instr]],
         report.groups += 1
         report.saved_bytes += (len(chain) - 1) * key[1] * key[2]
         report.transfers += (len(chain) - 1) * len(chunks(key[1], key[2]))
-    return {core: _rewrite(core, program, role, None if origins is None
-                           else origins.setdefault(core, []))
-            for core, program in programs.items()}, report
+    rewritten: dict[int, list[Instr]] = {}
+    for done, (core, program) in enumerate(programs.items(), 1):
+        # a core's rewrite takes about 0.5 s in an 8192^3 matmul: the CLI shows the count
+        rewritten[core] = _rewrite(core, program, role, None if origins is None
+                                   else origins.setdefault(core, []))
+        report_progress("cores' programs shared over the ring", done, len(programs))
+    return rewritten, report
 
 
 def chunks(rows: int, row_bytes: int) -> list[tuple[int, int]]:

@@ -32,6 +32,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from spyrec.diagnostics import CompileError
 from spyrec.passes.ring_sharing import SharingReport, share_loads
+from spyrec.progress import report as report_progress
 from spyrec.runtime.isa import SPECS_BY_NAME, Instr, encode_program
 
 # the fields of a dma.load that decide which loads of a launch are the same LPDDR tile
@@ -493,13 +494,20 @@ class TemplateCache:
         unshared = dict(zip(ids, instances))
         shared, report = share_loads(unshared, origins)
         if entry is None:
-            per_core = None if shared is unshared else {
-                core_id: template.derived(shared[core_id], origins[core_id], symbols[:, i])
-                for i, core_id in enumerate(ids)}
+            per_core = None
+            if shared is not unshared:
+                per_core = {}
+                for i, core_id in enumerate(ids):
+                    per_core[core_id] = template.derived(shared[core_id], origins[core_id],
+                                                         symbols[:, i])
+                    report_progress("cores' templates derived", i + 1, len(ids))
             self._shared[entry_key] = (per_core, report)
             if packed and per_core is not None:
                 # the templates' encodings are made anyway; patching them is the encoding
-                encoded = [per_core[c].encode(symbols[:, i:i + 1]) for i, c in enumerate(ids)]
+                encoded = []
+                for i, c in enumerate(ids):
+                    encoded.append(per_core[c].encode(symbols[:, i:i + 1]))
+                    report_progress("cores' programs encoded", i + 1, len(ids))
                 if all(e is not None for e in encoded):
                     return {c: e[0] for c, e in zip(ids, encoded)}, "symbolic", report  # type: ignore[index]
         return ({c: encode_program(p) for c, p in shared.items()} if packed else shared,

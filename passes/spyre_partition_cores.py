@@ -61,6 +61,7 @@ from spyrec.passes.kernel_analysis import (LX_RESULTS, Kind, KernelInfo, analyze
                                            is_row_view, read_split)
 from spyrec.passes.ktir_builder import padded_rows_cols
 from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, layout_of
+from spyrec.progress import report as report_progress
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 LEDGER_ALTERNATIVES = 4
@@ -103,7 +104,9 @@ def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
     split, prediction, tiling; fewest cycles first (`costmodel.ranking_cycles`), then fewest
     off-chip bytes, then cores. `ring_reduce` False: no split of a reduced row."""
     scored: list[Scored] = []
-    for split in candidate_splits(shape, target):
+    splits = candidate_splits(shape, target)
+    for done, split in enumerate(splits):
+        report_progress("core splits weighed", done, len(splits))
         if not ring_reduce and splits_rows(shape, split) or only is not None \
                 and split not in only:
             continue

@@ -79,6 +79,7 @@ from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.kernel_analysis import UNARY_FN
 from spyrec.passes.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.ring_sharing import share_loads
+from spyrec.progress import report as report_progress
 from spyrec.passes.schedule_templates import (Affine, Symbolic, TemplateCache, default_jobs,
                                               index_value, prebuild)
 from spyrec.runtime.ktir_values import set_bounds
@@ -1175,7 +1176,8 @@ class SpyreScheduleDataflow(ModulePass):
             if self.jobs or len(firsts) >= PREBUILD_MIN_STRUCTURES:
                 prebuild(cache, list(firsts.values()), self.packed,
                          self.jobs or default_jobs())
-        for name, fn, args, share, key in launches:
+        for done, (name, fn, args, share, key) in enumerate(launches):
+            report_progress("kernels scheduled", done, len(launches))
             report = None
             if self.templates:
                 if share:

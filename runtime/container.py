@@ -52,7 +52,7 @@ from spyrec.runtime.isa import (
     decode_program,
     encode_program,
 )
-from spyrec.runtime.layout import HOST_DTYPE, DeviceLayout
+from spyrec.runtime.layout import DEVICE_DTYPE, HOST_DTYPE, DeviceLayout
 from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
@@ -744,12 +744,28 @@ def _binary_from(manifest: dict[str, Any], blobs: dict[str, memoryview]) -> Spyr
     )
 
 
+def _check_dtypes(manifest: dict[str, Any], path: Path) -> None:
+    """Every tensor's dtype must be one this spyrec knows: a damaged file or one from
+    another spyrec is named with the tensor, before any layout arithmetic meets the dtype."""
+    signature = manifest["signature"]
+    bindings = [*signature["inputs"], *signature["outputs"], *manifest["intermediates"],
+                *(entry["binding"] for entry in manifest["weights"])]
+    for binding in bindings:
+        dtype = binding["dtype"]
+        if dtype not in HOST_DTYPE or dtype not in DEVICE_DTYPE:
+            raise ContainerError(
+                f"{path}: tensor '{binding.get('name')}' has the dtype {dtype!r}, which this "
+                f"spyrec does not know (it knows {', '.join(HOST_DTYPE)}); the file is damaged "
+                "or was written by another spyrec: recompile the model")
+
+
 def read_spyre(path: str | Path, target: SpyreTarget = DEFAULT_TARGET) -> SpyreBinary:
     """Read and verify a `.spyre` file; raises ContainerError naming the file and the problem."""
     path = Path(path)
     try:
         with path.open("rb") as stream:
             manifest, start = _read_head(stream, path)
+            _check_dtypes(manifest, path)
             blobs = _read_blobs(stream, path, manifest, start)
         binary = _binary_from(manifest, blobs)
     except (KeyError, TypeError, ValueError, EncodingError) as error:

@@ -290,8 +290,11 @@ def _checked_indices(instr: Instr, indices: np.ndarray,
     bad = np.flatnonzero((k < 0) | (k >= limit))
     if bad.size:
         row = int(bad[0])
+        # the LPDDR address the bad index names (outside the table), for the report
+        address = instr.arg("ddr") + int(k[row]) * instr.arg("ddr_pitch")
         fault = DeviceFault(f"{instr.op} row {row}: index {int(k[row])} is outside the "
-                            f"table's rows [0, {limit}) ({bad.size} of {k.size} indices are)")
+                            f"table's rows [0, {limit}) ({bad.size} of {k.size} indices are)",
+                            address)
         raise fault.at(where[0], where[1], instr) if where is not None else fault
     return k
 

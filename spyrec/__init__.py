@@ -1,7 +1,8 @@
 """spyrec: a compiler from torch.export programs to IBM Spyre SpyreCode, with an emulator.
 
 `spyrec.compile(program)` and `spyrec.load(path)` return an `Executable`; they import torch
-lazily, so tools that only need the IR (spyre-opt) start fast.
+lazily, so tools that only need the IR (spyre-opt) start fast. `spyrec.ktir` (the KTIR
+reference interpreter's API) is imported on first use, for the same reason.
 """
 
 from __future__ import annotations
@@ -17,4 +18,8 @@ def __getattr__(name: str) -> Any:
         from spyrec import api
 
         return getattr(api, name)
+    if name == "ktir":
+        import importlib
+
+        return importlib.import_module("spyrec.ktir")
     raise AttributeError(f"module 'spyrec' has no attribute {name!r}")

@@ -1,11 +1,14 @@
 """The `spyrec` command line: compile, run, demo, inspect.
 
 Every user error ends in a one-paragraph message and exit status 1, without a traceback
-(`--debug` shows it).
+(`--debug` shows it); usage errors (a bad option or value) exit 2, as click does.
+`spyrec --version` and `spyrec --help` import neither torch nor the runtime: every command
+imports what it needs when it runs.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -14,30 +17,56 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from spyrec.diagnostics import SpyrecError
-from spyrec.runtime.ktir_interpreter import KtirError
+from spyrec.diagnostics import RunError, SpyrecError
 from spyrec.pipelines import STAGE_NAMES
 
 if TYPE_CHECKING:
     from spyrec.runtime.isa import Instr
 
 
+def _user_message(exc: Exception) -> str | None:
+    """The one-paragraph message of an error a user can cause (a bad file, input or
+    argument, a device fault their inputs provoke), or None for a bug in spyrec."""
+    # imported here, when an error is being reported: `spyrec --help` stays cheap
+    from spyrec.runtime.ktir_values import KtirError
+    from spyrec.runtime.memory import DeviceFault
+    from spyrec.runtime.timing import DeadlockError
+
+    if isinstance(exc, DeviceFault):
+        address = "" if exc.address is None else f" (address {exc.address:#x})"
+        return (f"the device faulted: {exc}{address}. The program made an access the device "
+                "refuses; with indices among the inputs (an embedding's token ids, a KV-cache "
+                "slot) check that they are in range: pass real inputs with --input NAME=FILE "
+                "or the .pt2's example inputs with --check MODEL.pt2")
+    if isinstance(exc, DeadlockError):
+        return f"the device deadlocked: {exc}"
+    if isinstance(exc, MemoryError):
+        return (f"out of memory ({exc or 'an allocation failed'}); use smaller inputs or "
+                "sizes")
+    if isinstance(exc, OSError):
+        if exc.filename is None:
+            return str(exc)
+        target = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 else "")
+        return f"{target}: {exc.strerror or exc}; check the path and its permissions"
+    if isinstance(exc, (SpyrecError, KtirError, ValueError)):
+        return str(exc)
+    return None
+
+
 class _Group(click.Group):
-    """Turns SpyrecError (and other failures) into clean messages unless --debug."""
+    """Turns user errors into one-paragraph messages and exit 1, unless --debug."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        debug = "--debug" in sys.argv
         try:
             return super().invoke(ctx)
-        except SpyrecError as exc:
-            if debug:
+        except Exception as exc:  # click's own exits and usage errors pass through below
+            if isinstance(exc, (click.exceptions.ClickException, click.exceptions.Exit,
+                                click.exceptions.Abort)) or "--debug" in sys.argv:
                 raise
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
-        except (ValueError, OSError, KtirError) as exc:  # runtime, file and KTIR errors
-            if debug:
+            message = _user_message(exc)
+            if message is None:
                 raise
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {message}", err=True)
             sys.exit(1)
 
 
@@ -46,17 +75,87 @@ warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`",
                         category=FutureWarning)
 
 
-@click.group(cls=_Group)
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
 @click.version_option(package_name="spyrec")
 def main(debug: bool) -> None:
-    """spyrec: compile torch.export programs for IBM Spyre and run them on the emulator."""
+    """spyrec: compile torch.export programs for IBM Spyre and run them on the emulator.
+
+    Exit status: 0 on success, 1 for an error (a bad file or input, a failed --check,
+    a device fault), 2 for a usage error (an unknown option or a bad value).
+    """
 
 
-def _stage_printer() -> Callable[[str, float], None]:
-    def report(stage: str, seconds: float) -> None:
+def _check_output(path: Path, option: str, *inputs: Path) -> None:
+    """Refuse, before any work, an output path that writing would destroy or cannot take:
+    an input of the command, a directory, a device node or other non-regular file, or a
+    file in a folder that does not exist. The write itself is atomic."""
+    def refuse(why: str) -> None:
+        raise click.BadParameter(f"{path} {why}; name a new or regular file to write",
+                                 param_hint=f"'{option}'")
+
+    if os.path.lexists(path):
+        if not path.is_file():
+            kind = "a directory" if path.is_dir() else "not a regular file (a device, pipe " \
+                                                        "or socket)"
+            refuse(f"is {kind}")
+        for source in inputs:
+            if source.exists() and path.samefile(source):
+                refuse(f"is the input {source}: writing it would destroy it")
+    parent = path.parent
+    if not parent.is_dir():
+        refuse(f"is in {parent}, which is not a folder")
+    if not os.access(parent, os.W_OK):
+        refuse(f"is in {parent}, which this user cannot write")
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically (complete or untouched)."""
+    from spyrec.runtime.container import write_atomically
+
+    write_atomically(path, lambda stream: stream.write(text.encode()))
+
+
+class _StageReport:
+    """Each compile stage's time as it ends, and the progress passes report inside a long
+    stage: on a terminal an updating line, otherwise a line every `PERIOD` seconds, so a
+    log shows that a long compile is alive and how far it is."""
+
+    PERIOD = 10.0  # seconds between progress lines in a log
+    REDRAW = 0.2  # seconds between redraws of the terminal's progress line
+
+    def __init__(self) -> None:
+        import time
+
+        self.clock = time.monotonic
+        self.tty = sys.stderr.isatty()
+        self.line_shown = False  # a progress line waits on the terminal to be cleared
+        self.shown_what = ""  # the work the terminal's line counts
+        self.last = self.clock()
+
+    def stage(self, stage: str, seconds: float) -> None:
+        self._clear()
         click.echo(f"  {stage:<10} {seconds * 1000:8.1f} ms", err=True)
-    return report
+        self.last = self.clock()
+
+    def progress(self, stage: str, what: str, done: int, total: int) -> None:
+        now = self.clock()
+        new_work = self.tty and what != self.shown_what  # shown at once: the line says what runs
+        if now - self.last < (self.REDRAW if self.tty else self.PERIOD) and not new_work:
+            return
+        self.last, self.shown_what = now, what
+        text = f"  {stage:<10} {what}: {done}/{total}"
+        if self.tty:
+            sys.stderr.write(f"\r\x1b[K{text}")
+            sys.stderr.flush()
+            self.line_shown = True
+        else:
+            click.echo(text, err=True)
+
+    def _clear(self) -> None:
+        if self.line_shown:
+            sys.stderr.write("\r\x1b[K")
+            self.line_shown = False
 
 
 def _switches(command: Callable[..., None]) -> Callable[..., None]:
@@ -92,7 +191,8 @@ def _pass_options(switches: dict[str, Any]) -> dict[str, dict[str, object]]:
 
 @main.command()
 @click.argument("model", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="The .spyre to write.")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="The .spyre to write (with --emit: the file for the IR instead of stdout).")
 @click.option("--emit", type=click.Choice(STAGE_NAMES), default="binary",
               help="Stop after this stage and print its IR (binary: write the .spyre).")
 @click.option("--print-ir-after-all", is_flag=True, help="Print the IR after every pass.")
@@ -105,19 +205,30 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
             function: str | None, cache: bool | None, **switches: Any) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
+    if model.suffix == ".spyre":
+        raise click.BadParameter(f"{model} is a compiled .spyre already: run it with `spyrec "
+                                 "run`, or compile the .pt2 it came from", param_hint="MODEL")
+    if emit == "binary" and output is None:
+        output = model.with_suffix(".spyre")
+    if output is not None:
+        _check_output(output, "-o", model)
     from spyrec.cache import resolve_cache
     from spyrec.driver import compile_program, module_text
 
-    if emit == "binary" and output is None:
-        output = model.with_suffix(".spyre")
+    report = _StageReport()
     result = compile_program(model, output if emit == "binary" else None, stop_after=emit,
                              print_ir=sys.stdout if print_ir_after_all else None,
-                             on_stage=_stage_printer(), function=function,
+                             on_stage=report.stage, function=function,
                              pass_options=_pass_options(switches),
-                             cache=resolve_cache(cache))
+                             cache=resolve_cache(cache), on_progress=report.progress)
     if emit != "binary":
-        if not print_ir_after_all:
+        if print_ir_after_all:
+            return
+        if output is None:
             click.echo(module_text(result.module), nl=False)
+        else:
+            _write_text(output, module_text(result.module))
+            click.echo(f"wrote {output}", err=True)
         return
     click.echo(f"wrote {output}{' (from the compile cache)' if result.cached else ''}",
                err=True)
@@ -153,6 +264,7 @@ def bisect(model: Path, seed: int, keep: Path | None, **switches: Any) -> None:
 def reduce(model: Path, condition: str, output: Path, budget: int) -> None:  # noqa: A001
     """Shrink MODEL (a .pt2) to a minimal program for which the condition still holds, and
     write it as a .pt2 with a ready pytest case."""
+    _check_folder(output, "-o")
     from spyrec.reduce import reduce as run_reduce
 
     result = run_reduce(model, condition, output, budget=budget,
@@ -254,23 +366,41 @@ def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
 @click.option("--check", "check", type=click.Path(path_type=Path),
               help="The .pt2 the binary was compiled from: compare with PyTorch eager (or "
                    "the KTIR .mlir: compare with the KTIR interpreter).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--input", "given", multiple=True, metavar="NAME=FILE",
+              help=".spyre: an input from a .npy or .pt file (torch.save of a tensor), one "
+                   "per input of the binary's signature (`spyrec inspect` lists them; "
+                   "repeatable). Default: the --check .pt2's example inputs, else random.")
+@click.option("--seed", default=0, show_default=True,
+              help="Seed of the random inputs (floats standard normal, integers in [0, 16)).")
 @click.option("--numerics", type=click.Choice(["dl16", "ieee"]), default="dl16",
               show_default=True, help="Round fp16/bf16 through DL16 (the device) or IEEE.")
 @click.option("--function", help="KTIR input (.mlir): the kernel function to run.")
 @click.option("--arg", "args", multiple=True,
               help="KTIR input: NAME=FILE.npy | NAME=rand:SHAPExDTYPE | NAME=INT (repeatable).")
-@click.option("--save-outputs", type=click.Path(path_type=Path),
-              help="KTIR input: write every array argument after the run as NAME.npy here.")
+@click.option("--save-outputs", type=click.Path(path_type=Path), metavar="DIR",
+              help="Write every output (KTIR: every array argument) after the run as "
+                   "NAME.npy in DIR (bfloat16 as float32: .npy has no bfloat16).")
 @click.option("--size", "sizes", multiple=True,
               help="SYMBOL=N: the value of a symbolic size for the random inputs (default: "
                    "its upper bound; `spyrec inspect` lists them; repeatable).")
-def run(binary: Path, check: Path | None, seed: int, numerics: str, function: str | None,
-        args: tuple[str, ...], save_outputs: Path | None, sizes: tuple[str, ...]) -> None:
+def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, numerics: str,
+        function: str | None, args: tuple[str, ...], save_outputs: Path | None,
+        sizes: tuple[str, ...]) -> None:
     """Run BINARY (a .spyre on the emulator, or a KTIR .mlir in the KTIR interpreter)."""
+    if save_outputs is not None:
+        _check_folder(save_outputs, "--save-outputs")
     if binary.suffix == ".mlir":
+        if given:
+            raise click.UsageError("a KTIR kernel takes its arguments as --arg NAME=FILE.npy "
+                                   "(or rand:SHAPExDTYPE, or a number), not --input")
         _run_ktir(binary, function, args, save_outputs, seed)
         return
+    if args or function is not None:
+        raise click.UsageError(f"--arg and --function are for a KTIR .mlir kernel; {binary} "
+                               "takes its inputs as --input NAME=FILE (.npy or .pt)")
+    if given and sizes:
+        raise click.UsageError("--size sets the shapes of random inputs; with --input the "
+                               "arrays' shapes give the sizes")
     import torch
 
     from spyrec.api import TORCH_DTYPES, load
@@ -282,19 +412,177 @@ def run(binary: Path, check: Path | None, seed: int, numerics: str, function: st
         from spyrec.frontend.importer import load_program
 
         program = load_program(check)
-    inputs = _example_inputs(program, exe) if program is not None and not sizes else None
-    if inputs is not None:
-        click.echo(f"inputs: the example inputs saved in {check}", err=True)
-    else:
+        _check_signature(program, exe, binary, check)
+    inputs = None
+    if given:
+        inputs = _given_inputs(given, exe)
+    elif program is not None and not sizes:
+        inputs = _example_inputs(program, exe)
+        if inputs is not None:
+            click.echo(f"inputs: the example inputs saved in {check}", err=True)
+    if inputs is None:
         gen = torch.Generator().manual_seed(seed)
-        inputs = [torch.randn(*[values.get(b.symbolic.get(d, ""), n)
-                                for d, n in enumerate(b.layout.shape)],
-                              generator=gen).to(TORCH_DTYPES[b.layout.host_dtype])
-                  for b in exe.binary.inputs]
+        inputs = []
+        for b in exe.binary.inputs:
+            shape = [values.get(b.symbolic.get(d, ""), n) for d, n in enumerate(b.layout.shape)]
+            dtype = TORCH_DTYPES[b.layout.host_dtype]
+            # integers are ids and positions: small and non-negative, as `--arg rand:` draws
+            inputs.append(torch.randn(*shape, generator=gen).to(dtype)
+                          if dtype.is_floating_point else
+                          torch.randint(0, RANDOM_INT_BOUND, shape, generator=gen, dtype=dtype))
     outputs = exe(*inputs)
     _report_run(exe.last_profile)
+    if save_outputs is not None:
+        results = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+        _save_arrays(save_outputs, {b.name: _host_array(t)
+                                    for b, t in zip(exe.binary.outputs, results)})
     if check is not None and not _check_against(check, exe, inputs, outputs, program):
         raise SystemExit(1)
+
+
+# Random integer inputs (token ids, positions, cache slots) are drawn from [0, 16): a table
+# smaller than that, or a size that needs other values, takes --input or --check's examples.
+RANDOM_INT_BOUND = 16
+
+
+def _check_folder(path: Path, option: str) -> None:
+    """Refuse, before any work, a folder option naming an existing non-folder."""
+    if os.path.lexists(path) and not path.is_dir():
+        raise click.BadParameter(f"{path} exists and is not a folder; name a folder (it is "
+                                 "created if missing)", param_hint=f"'{option}'")
+
+
+def _host_array(tensor: Any) -> Any:
+    """A result as a NumPy array for a .npy file; bfloat16 becomes float32 (exactly)."""
+    import torch
+
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()
+    return tensor.detach().cpu().numpy()
+
+
+def _save_arrays(folder: Path, arrays: dict[str, Any]) -> None:
+    """Write each array as NAME.npy in `folder` (created if missing), each atomically."""
+    import io
+
+    import numpy as np
+
+    from spyrec.runtime.container import write_atomically
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, array in arrays.items():
+        buffer = io.BytesIO()
+        np.save(buffer, array)
+        write_atomically(folder / f"{name}.npy", lambda stream: stream.write(buffer.getvalue()))
+    click.echo(f"wrote {len(arrays)} arrays to {folder}")
+
+
+def _given_inputs(given: tuple[str, ...], exe: Any) -> list[Any]:
+    """The --input NAME=FILE options as the binary's inputs, in its signature's order:
+    every input named once, each file's shape and dtype checked against the signature."""
+    import torch
+
+    from spyrec.api import TORCH_DTYPES
+
+    bindings = {b.name: b for b in exe.binary.inputs}
+    known = ", ".join(bindings)
+    tensors: dict[str, Any] = {}
+    for item in given:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not file:
+            raise click.BadParameter(f"{item!r}: expected NAME=FILE (.npy or .pt)",
+                                     param_hint="'--input'")
+        if name not in bindings:
+            raise click.BadParameter(f"{item!r}: the binary has no input '{name}' (its "
+                                     f"inputs: {known})", param_hint="'--input'")
+        if name in tensors:
+            raise click.BadParameter(f"{item!r}: input '{name}' is given twice",
+                                     param_hint="'--input'")
+        tensors[name] = _load_tensor(Path(file), f"--input {item}")
+    missing = [n for n in bindings if n not in tensors]
+    if missing:
+        raise click.BadParameter(f"no file for input(s) {', '.join(missing)}: give one "
+                                 f"--input NAME=FILE for each of {known}",
+                                 param_hint="'--input'")
+    for name, tensor in tensors.items():
+        b = bindings[name]
+        want = TORCH_DTYPES[b.layout.host_dtype]
+        shape = [b.symbolic.get(d, n) for d, n in enumerate(b.layout.shape)]
+        ranges = exe.binary.symbols
+        fits = tensor.dim() == len(shape) and all(
+            n == s if isinstance(s, int) else ranges[s][0] <= n <= ranges[s][1]
+            for n, s in zip(tensor.shape, shape))
+        if tensor.dtype != want or not fits:
+            bounds = "".join(f"; {s} in {ranges[s][0]}..{ranges[s][1]}"
+                             for s in shape if isinstance(s, str))
+            hint = " (.npy has no bfloat16: save a torch tensor as .pt)" \
+                if want == torch.bfloat16 else ""
+            raise RunError(f"input '{name}': {list(tensor.shape)} {tensor.dtype} does not "
+                           f"match the binary's [{', '.join(map(str, shape))}] {want}{bounds}; "
+                           f"convert the file to that dtype and shape{hint}")
+    return [tensors[n] for n in bindings]
+
+
+def _load_tensor(path: Path, what: str) -> Any:
+    """A tensor from a .npy (NumPy, no pickles) or .pt (`torch.save` of one tensor) file."""
+    import numpy as np
+    import torch
+
+    if not path.is_file():
+        raise RunError(f"{what}: {path} is not a file")
+    if path.suffix == ".npy":
+        try:
+            array = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise RunError(f"{what}: {path} is not a NumPy array file ({exc})") from None
+        if array.dtype.kind not in "fiub":
+            raise RunError(f"{what}: {path} holds {array.dtype} values; save a numeric array")
+        return torch.from_numpy(np.ascontiguousarray(array))
+    if path.suffix == ".pt":
+        try:
+            value = torch.load(path, weights_only=True)
+        except Exception as exc:  # torch raises many kinds for a file that is not its own
+            raise RunError(f"{what}: {path} is not a torch.save file ({exc})") from None
+        if not isinstance(value, torch.Tensor):
+            raise RunError(f"{what}: {path} holds a {type(value).__name__}, not a tensor; "
+                           "torch.save one tensor per input")
+        return value
+    raise RunError(f"{what}: {path} is neither .npy nor .pt; save the input with numpy.save "
+                   "or torch.save")
+
+
+def _check_signature(program: Any, exe: Any, binary: Path, source: Path) -> None:
+    """Refuse a --check .pt2 that is not the binary's program: its inputs and outputs must
+    have the binary's count, dtypes and static dims (a symbolic dim may be anything)."""
+    import torch
+
+    from spyrec.api import TORCH_DTYPES
+
+    sig = program.graph_signature
+    holders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+    user = [holders[spec.arg.name].meta.get("val") for spec in sig.input_specs
+            if spec.kind.name == "USER_INPUT" and spec.arg.name in holders]
+    output_node = next(n for n in program.graph.nodes if n.op == "output")
+    results = [getattr(v, "meta", {}).get("val") for v in output_node.args[0]]
+    advice = (f"pass the .pt2 {binary} was compiled from (its signature: `spyrec inspect "
+              f"{binary} --no-programs`)")
+    for kind, vals, bindings in (("input", user, exe.binary.inputs),
+                                 ("output", results, exe.binary.outputs)):
+        if len(vals) != len(bindings):
+            raise RunError(f"{source} has {len(vals)} {kind}(s), {binary} has "
+                           f"{len(bindings)}; {advice}")
+        for val, b in zip(vals, bindings):
+            if not isinstance(val, torch.Tensor):
+                continue
+            theirs = [int(n) if isinstance(n, int) else str(n) for n in val.shape]
+            ours = [b.symbolic.get(d, n) for d, n in enumerate(b.layout.shape)]
+            same_dims = len(theirs) == len(ours) and all(
+                t == o for t, o in zip(theirs, ours) if isinstance(t, int) and isinstance(o, int))
+            want = TORCH_DTYPES.get(b.layout.host_dtype, torch.bool)
+            if not same_dims or (kind == "input" and val.dtype != want):
+                raise RunError(f"{source} does not match {binary}: {kind} '{b.name}' is "
+                               f"{theirs} {val.dtype} in the .pt2 and {ours} {want} in the "
+                               f"binary; {advice}")
 
 
 def _example_inputs(program: Any, exe: Any) -> list[Any] | None:
@@ -340,6 +628,8 @@ def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
         raise click.ClickException(f"{source}: no such file")
     if function is None:
         raise click.ClickException(f"{source}: name the kernel to run with --function NAME")
+    for arg in args:
+        _refuse_oversized_random(arg)
     values = dict(parse_arg(a, seed + i) for i, a in enumerate(args))
     result = run_kernel(source, function, values)
     click.echo(f"@{function}: {result.latency}")
@@ -347,10 +637,47 @@ def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
         click.echo(f"  {name}: {list(array.shape)} {array.dtype}, "
                    f"mean {float(np.mean(array.astype(np.float64))):.4g}")
     if save_outputs is not None:
-        save_outputs.mkdir(parents=True, exist_ok=True)
-        for name, array in result.outputs.items():
-            np.save(save_outputs / f"{name}.npy", array)
-        click.echo(f"wrote {len(result.outputs)} arrays to {save_outputs}")
+        _save_arrays(save_outputs, result.outputs)
+
+
+def _refuse_oversized_random(arg: str) -> None:
+    """Refuse `NAME=rand:SHAPExDTYPE` when the array would not fit in the memory available
+    now, before NumPy tries: drawing it takes 8 bytes per element (float64 draws) plus the
+    array itself, and a failed or swapping allocation of tens of GB is no answer."""
+    import math
+
+    import numpy as np
+
+    _, _, value = arg.partition("=")
+    if not value.startswith("rand:"):
+        return
+    *dims, dtype = value.removeprefix("rand:").split("x")
+    try:
+        count = math.prod(int(d) for d in dims)
+        itemsize = np.dtype(dtype).itemsize
+    except (ValueError, TypeError):
+        return  # malformed: parse_arg says how
+    need = count * (8 + itemsize)
+    available = _available_memory()
+    if available is not None and need > available:
+        raise RunError(f"--arg {arg}: {count} elements need about {need / 2**30:.1f} GiB to "
+                       f"draw, {available / 2**30:.1f} GiB of memory are available; use a "
+                       "smaller shape")
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux's MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 @main.command()
@@ -396,11 +723,12 @@ def explain(model: Path, **switches: Any) -> None:
 @click.option("--list", "list_models", is_flag=True, help="List the zoo's models and exit.")
 @click.option("--dtype", type=click.Choice(["float16", "float32", "bfloat16"]),
               default="float16", show_default=True)
-@click.option("--features", default=256, show_default=True, help="Hidden size.")
-@click.option("--batch", default=64, show_default=True, help="Rows (batch x sequence).")
+@click.option("--features", default=256, show_default=True, type=click.IntRange(1, 4096),
+              help="Hidden size (the decoders: a multiple of 64, their head dim).")
+@click.option("--batch", default=64, show_default=True, type=click.IntRange(1, 8192),
+              help="Rows (batch x sequence; the decoders: an even number, two sequences).")
 def demo(model_name: str, list_models: bool, dtype: str, features: int, batch: int) -> None:
     """Build a model in-process, export, compile, run on the emulator, compare with eager."""
-    from spyrec.demo import run_demo
     from spyrec.zoo import ZOO
 
     if list_models:
@@ -409,7 +737,15 @@ def demo(model_name: str, list_models: bool, dtype: str, features: int, batch: i
         return
     if model_name not in ZOO:
         raise click.BadParameter(f"'{model_name}' is not in the zoo; choose one of "
-                                 f"{', '.join(ZOO)}", param_hint="--model")
+                                 f"{', '.join(ZOO)}", param_hint="'--model'")
+    if model_name in ("decoder", "decoder-ffn") and batch % 2:
+        raise click.BadParameter(f"{batch}: the {model_name} runs two sequences of "
+                                 "batch/2 rows; give an even number", param_hint="'--batch'")
+    if model_name == "decoder" and features % 64:
+        raise click.BadParameter(f"{features}: the decoder's attention heads are 64 wide; "
+                                 "give a multiple of 64", param_hint="'--features'")
+    from spyrec.demo import run_demo
+
     if not run_demo(dtype, features, batch, model_name):
         raise SystemExit(1)
 
@@ -421,13 +757,16 @@ def demo(model_name: str, list_models: bool, dtype: str, features: int, batch: i
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
 @click.option("--mode", type=click.Choice(["full", "timing"]), default="full", show_default=True,
               help="timing: no data is computed (for models too large to compute here).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--seed", default=0, show_default=True,
+              help="Seed of the random inputs (floats standard normal, integers in [0, 16)).")
 @click.option("--size", "sizes", multiple=True,
               help="SYMBOL=N: the value of a symbolic size (default: its upper bound; "
                    "`spyrec inspect` lists them; repeatable).")
 def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: int,
             sizes: tuple[str, ...]) -> None:
     """Run BINARY on the emulator and report time, utilisation and the roofline per kernel."""
+    if trace is not None:
+        _check_output(trace, "--trace", binary)
     import json
 
     import numpy as np
@@ -439,18 +778,23 @@ def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: in
     b = read_spyre(binary)
     values = _symbol_values(sizes, b.symbols)
     rng = np.random.default_rng(seed)
-    inputs = [rng.standard_normal([values.get(t.symbolic.get(d, ""), n)
-                                   for d, n in enumerate(t.layout.shape)]
-                                  ).astype(HOST_DTYPE[t.layout.host_dtype])
-              for t in b.inputs] if mode == "full" else None
+    inputs = None
+    if mode == "full":
+        inputs = []
+        for t in b.inputs:
+            shape = [values.get(t.symbolic.get(d, ""), n) for d, n in enumerate(t.layout.shape)]
+            dtype = HOST_DTYPE[t.layout.host_dtype]
+            inputs.append(rng.standard_normal(shape).astype(dtype)
+                          if dtype.kind == "f" or t.layout.host_dtype == "bfloat16" else
+                          rng.integers(0, RANDOM_INT_BOUND, shape).astype(dtype))
     try:
         _, prof = Emulator(b, mode=mode).run(inputs, sizes=values)
     except InputError as error:
         raise click.ClickException(str(error)) from None
     data = prof.to_dict()
     if trace is not None:
-        trace.write_text(json.dumps({"traceEvents": prof.trace_events(),
-                                     "displayTimeUnit": "ns"}))
+        _write_text(trace, json.dumps({"traceEvents": prof.trace_events(),
+                                       "displayTimeUnit": "ns"}))
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return

@@ -197,7 +197,10 @@ def run_demo(dtype: str, features: int, batch: int, model_name: str = "decoder")
         def on_stage(stage: str, seconds: float) -> None:
             times[stage] = seconds
             status.update(f"compiling: {stage} done")
-        result = compile_program(ep, on_stage=on_stage)
+
+        def on_progress(stage: str, what: str, done: int, total: int) -> None:
+            status.update(f"compiling: {stage}: {what} {done}/{total}")
+        result = compile_program(ep, on_stage=on_stage, on_progress=on_progress)
     assert result.binary is not None
     exe = Executable(result.binary)
     with console.status("running on the Spyre emulator"):

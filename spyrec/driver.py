@@ -28,6 +28,7 @@ from spyrec.frontend.importer import ImportedProgram, import_program, load_progr
 from spyrec.frontend.symbolic import annotate
 from spyrec.runtime.guards import place_guards
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, pass_spec
+from spyrec.progress import listening
 from spyrec.registry import DIALECTS, PASSES
 from spyrec.runtime.container import SpyreBinary, write_spyre
 
@@ -99,6 +100,7 @@ def compile_program(
     pass_options: dict[str, dict[str, object]] | None = None,
     verify_each_pass: bool = False,
     cache: CompileCache | None = None,
+    on_progress: Callable[[str, str, int, int], None] | None = None,
 ) -> CompileResult:
     """Compile `program` (an ExportedProgram, a .pt2 path, or a hand-written KTIR .mlir
     whose kernel `function` is compiled); write `output` if given. `pass_options` sets
@@ -107,7 +109,9 @@ def compile_program(
     `verify_each_pass` or `print_ir`): verifying a deep model's module costs about as much
     as a pass, so eight verifications were a fifth of the compile (design note 26).
     With a `cache`, a binary compiled before from the same program, options and compiler
-    is returned (and copied to `output`) without compiling (design note 39)."""
+    is returned (and copied to `output`) without compiling (design note 39).
+    `on_progress(stage, what, done, total)` hears the progress reports passes make inside a
+    long stage (`spyrec.progress`)."""
     times: dict[str, float] = {}
     start = time.perf_counter()
     key = None
@@ -165,7 +169,10 @@ def compile_program(
             index = stage.passes.index(name)
             since = None if not each and index < len(stage.passes) - 1 else (
                 () if each else stage.passes[:index])
-            _run_pass(name, module, ctx, options, since)
+            listener = None if on_progress is None else (
+                lambda what, done, total, stage=stage.name: on_progress(stage, what, done, total))
+            with listening(listener):
+                _run_pass(name, module, ctx, options, since)
             if print_ir is not None:
                 print_ir.write(f"// -----// IR after {name} //----- //\n{module_text(module)}")
         times[stage.name] = time.perf_counter() - start

@@ -69,10 +69,12 @@ class BisectResult:
         return "\n".join(lines)
 
 
-def program_inputs(program: torch.export.ExportedProgram, seed: int) -> list[torch.Tensor]:
-    """The program's example inputs if it kept them, else random ones of its input specs."""
+def program_inputs(program: torch.export.ExportedProgram, seed: int,
+                   examples: bool = True) -> list[torch.Tensor]:
+    """The program's example inputs if it kept them (and `examples`), else random ones of
+    its input specs."""
     example = getattr(program, "example_inputs", None)
-    if example is not None and example[0] and not example[1]:
+    if examples and example is not None and example[0] and not example[1]:
         tensors = list(example[0])
         if all(isinstance(t, torch.Tensor) for t in tensors):
             return [t.detach().clone() for t in tensors]
@@ -115,11 +117,14 @@ def bisect(program: torch.export.ExportedProgram | str | Path, seed: int = 0,
     if not isinstance(program, torch.export.ExportedProgram):
         source = str(program)
         program = load_program(program)
-    inputs = program_inputs(program, seed)
+    imported = import_program(program, source)
+    # a program with symbolic sizes is compiled, and so checked, at their upper bounds (the
+    # specialised program's shapes; its example inputs are zeros, so random ones)
+    inputs = (program_inputs(imported.symbolic.program, seed, examples=False)
+              if imported.symbolic is not None else program_inputs(program, seed))
     with torch.no_grad():
         eager = program.module()(*inputs)
     expected = list(eager) if isinstance(eager, (tuple, list)) else [eager]
-    imported = import_program(program, source)
     names = [spec.name for spec in imported.outputs]
     module = imported.module
     ctx = make_context()

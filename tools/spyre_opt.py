@@ -1,26 +1,47 @@
 """spyre-opt: xDSL's opt driver with every spyrec dialect and pass registered.
 
 A thin subclass of `xDSLOptMain`; it must not import torch (startup time), so it reads only
-the registry, which imports dialects and passes lazily.
+the registry, which imports dialects and passes lazily. Errors in the input exit 1, errors
+on the command line (an unknown pass or pass option, a malformed pipeline, an input whose
+kind its name does not tell) exit 2, each with a message and no traceback; `-o` is written
+atomically, after every pass succeeded, so naming the input as the output is safe.
 """
 
 from __future__ import annotations
 
+import difflib
+import io
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO
 
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.transforms import get_all_passes
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.registry import DIALECTS, PASSES
 from spyrec.runtime.ktir_source import LocatingParser, locate_failure, located
+
+
+class UsageError(Exception):
+    """A command line spyre-opt cannot act on; reported with exit status 2."""
+
+
+class _PendingOutput(io.StringIO):
+    """The output for `-o`, kept when xDSL closes the stream at the end of its run."""
+
+    text = ""
+
+    def close(self) -> None:
+        self.text = self.getvalue()
+        super().close()
 
 
 class SpyreOptMain(xDSLOptMain):
@@ -44,6 +65,73 @@ class SpyreOptMain(xDSLOptMain):
     def register_all_passes(self) -> None:
         for name, loader in {**get_all_passes(), **PASSES}.items():
             self.register_pass(name, loader)
+
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline, with its failures (a malformed pipeline string, an unknown pass,
+        an unknown or ill-typed pass option) as usage errors naming the pass."""
+        spec = self.args.passes
+        try:
+            super().setup_pipeline()
+        except ArgSpecParseError as exc:  # a BaseException in xDSL 0.74
+            raise UsageError(f"-p {spec!r}: {exc}") from None
+        except ValueError as exc:
+            raise UsageError(f"-p {spec!r}: {self._pipeline_problem(spec, exc)}") from None
+
+    def _pipeline_problem(self, spec: str, error: ValueError) -> str:
+        """What is wrong with the pipeline `spec` that parsed but could not be built: the
+        first unknown pass (with the names closest to it) or the pass whose options fail."""
+        for pass_spec in parse_pipeline(spec):
+            if pass_spec.name not in self.available_passes:
+                close = difflib.get_close_matches(pass_spec.name, self.available_passes, 3)
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                return (f"no pass named '{pass_spec.name}'{hint}; `spyre-opt --help` lists "
+                        "the passes")
+            try:
+                self.available_passes[pass_spec.name]().from_pass_spec(pass_spec)
+            except (ValueError, TypeError) as exc:
+                return (f"pass '{pass_spec.name}': {exc}; see the options in the pass's "
+                        "docstring (spyrec/passes/ for spyrec's own)")
+        return str(error)
+
+    def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        try:
+            return super().prepare_input()
+        except ValueError as exc:
+            if "file extension" not in str(exc):
+                raise
+            raise UsageError(f"{self.get_input_name()}: spyre-opt reads a file by its "
+                             f"extension and knows {', '.join(sorted(self.available_frontends))}; "
+                             "rename the file or name its kind with -f mlir") from None
+
+    def prepare_output(self) -> IO[str]:
+        """stdout, or a buffer that `commit_output` writes to `-o`'s file once every chunk
+        succeeded: the file is complete or untouched, even when it is the input."""
+        if self.args.output_file is None:
+            return sys.stdout
+        target = Path(self.args.output_file)
+        if target.is_symlink() and not target.exists() or target.exists() and not target.is_file():
+            raise UsageError(f"-o {target}: not a regular file (a directory, device or "
+                             "dangling link); name a new or regular file to write")
+        self.pending_output = _PendingOutput()
+        return self.pending_output
+
+    def run(self) -> None:
+        super().run()
+        self.commit_output()
+
+    def commit_output(self) -> None:
+        """Write the buffered `-o` output to its file, atomically."""
+        if self.args.output_file is not None and hasattr(self, "pending_output"):
+            from spyrec.runtime.container import write_atomically
+
+            output = self.pending_output
+            text = (output.text if output.closed else output.getvalue()).encode()
+            try:
+                write_atomically(Path(self.args.output_file), lambda stream: stream.write(text))
+            except OSError as exc:
+                raise SpyrecError(f"cannot write {self.args.output_file}: "
+                                  f"{exc.strerror or exc}; check its folder and permissions"
+                                  ) from None
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
@@ -88,6 +176,9 @@ def main(args: Sequence[str] | None = None) -> None:
     try:
         opt = SpyreOptMain(description="spyrec modular optimizer driver", args=args)
         opt.run()
+    except UsageError as exc:
+        sys.stderr.write(f"spyre-opt: error: {exc}\n")
+        sys.exit(2)
     except ParseError as exc:
         sys.stderr.write(located(exc.span, exc.msg) + "\n")
         sys.exit(1)

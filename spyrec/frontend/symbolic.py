@@ -354,7 +354,12 @@ class _Checker:
             self.structure[node] = self.positional(node, val, sources)
 
     def lower(self, symbol: sympy.Symbol) -> int:
-        return int(self.ep.range_constraints[symbol].lower)
+        return max(int(self.ep.range_constraints[symbol].lower), MIN_SIZE)
+
+
+# The smallest size a compiled program runs: torch.export.Dim's default min is 0, but an
+# empty tensor has nothing to compute, so a Dim without `min` runs 1..max.
+MIN_SIZE = 1
 
 
 def _bounds(ep: torch.export.ExportedProgram, symbol: sympy.Symbol, where: str,
@@ -365,7 +370,14 @@ def _bounds(ep: torch.export.ExportedProgram, symbol: sympy.Symbol, where: str,
         raise CompileError(
             f"{source}: {where} is symbolic without an upper bound; spyrec compiles a symbolic "
             "size at its maximum: give it one, e.g. torch.export.Dim('seq', max=2048)")
-    return int(ranges.lower), int(upper)
+    lower = max(int(ranges.lower), MIN_SIZE)
+    if lower > int(upper):
+        raise CompileError(
+            f"{source}: {where} is symbolic with the range [{int(ranges.lower)}, {int(upper)}], "
+            f"which holds no size spyrec can run (sizes start at {MIN_SIZE}); export it with a "
+            "torch.export.Dim whose max is at least its min, e.g. "
+            "torch.export.Dim('seq', min=1, max=2048)")
+    return lower, int(upper)
 
 
 def specialize(ep: torch.export.ExportedProgram, source: str,

@@ -74,3 +74,21 @@ def spyrec_cli() -> list[str]:
 @pytest.fixture(scope="session")
 def cli_env() -> dict[str, str]:
     return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+# The slow tier: tests over about 20 s each (the Granite demos of the README), skipped in CI
+# to keep the suite within its budget; `SPYREC_SLOW=1 pytest ...` runs them.
+RUN_SLOW = os.environ.get("SPYREC_SLOW", "") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: over ~20 s; skipped unless SPYREC_SLOW=1")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if RUN_SLOW:
+        return
+    skip = pytest.mark.skip(reason="slow tier (over ~20 s): run with SPYREC_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
