@@ -886,15 +886,16 @@ def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
 
 
 def _broadcast_rows(op: AtenOp, rewriter: Rewriter, value: SSAValue,
-                    out: list[int]) -> SSAValue:
+                    out: list[int], column: bool = False) -> SSAValue:
     """An operand the kernels broadcast themselves (the full tensor, one row of it, or one
     column of it) as is; one repeated along leading dims (a [16, 64] table for [2, 16, 64]
     rows, as rotary embeddings multiply) expanded to the output's rows by
-    spyre.expand_rows, a DMA-only move."""
+    spyre.expand_rows, a DMA-only move. `column`: `value` is one column ([..., L, 1]),
+    which the kernels broadcast along its rows but not over leading dims, even with L = 1."""
     shape = _shape(value)
     padded = [1] * (len(out) - len(shape)) + shape
     rows = math.prod(padded[:-1])
-    if rows in (1, math.prod(out[:-1])):
+    if rows == math.prod(out[:-1]) or rows == 1 and not column:
         return value
     if padded != shape:
         value = _emit(rewriter, op, ReshapeOp(value, _with_shape(value, padded)))
@@ -1689,7 +1690,7 @@ def _select_attention_any_mask(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     if mask is not None and query is not None and is_predicate(mask):
         sees = _reduce_last(op, rewriter, "max", mask)  # [..., L, 1]: 1 if a key is seen
         y = _select_attention_with_predicate(op, rewriter, mask, query)
-        sees = _broadcast_rows(op, rewriter, sees, _shape(y))
+        sees = _broadcast_rows(op, rewriter, sees, _shape(y), column=True)
         if _element_name(sees) != _element_name(y):  # cast where the product reads it
             sees = _emit(rewriter, op, CastOp(sees, _with_shape(y, _shape(sees))))
         return _binary_op(op, rewriter, "mul", y, sees)

@@ -225,3 +225,23 @@ def test_sdpa_run_time_mask_fully_masked_queries_get_zeros(dtype):
     exe = spyrec.compile(torch.export.export(model, (q, k, v, pos, length)))
     out = assert_matches_eager(exe, model, q, k, v, pos, length)
     assert torch.equal(out[..., :3, :], torch.zeros_like(out[..., :3, :]))
+
+
+class DecodeStepMask(torch.nn.Module):
+    """A decode step's mask over a KV cache, keys 0..pos visible, grouped-query heads."""
+
+    def forward(self, q, k, v, pos):
+        valid = (torch.arange(k.shape[2]) <= pos).view(1, k.shape[2])
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=valid, enable_gqa=True)
+
+
+@pytest.mark.parametrize("pos", [5, -1])
+def test_decode_step_mask_one_query_row(pos):
+    """One query row: its max(p) is a [1, 1] column, broadcast over the 8 query heads; at
+    pos = -1 the query sees nothing and SDPA gives zeros."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, h, n, 64).half() for h, n in ((8, 1), (2, 256), (2, 256)))
+    model = DecodeStepMask()
+    exe = spyrec.compile(torch.export.export(model, (q, k, v, torch.tensor([pos]))))
+    out = assert_matches_eager(exe, model, q, k, v, torch.tensor([pos]))
+    assert torch.isfinite(out).all() and (out.abs().max() == 0) == (pos < 0)
