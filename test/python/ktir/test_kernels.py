@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -282,3 +283,32 @@ def test_malformed_ktir_gets_a_located_error(tmp_path):
     bad_parse.write_text(kernel_text.format(body=view.replace("{space}", "HBM")))
     with pytest.raises(KtirSourceError, match=r"bad_parse.mlir:2:162: unknown memory space 'HBM'"):
         parse_ktir(bad_parse)
+
+
+
+def _beyond_rounding(actual: np.ndarray, exact: np.ndarray) -> float:
+    """How much further `actual` is from `exact` than `exact` rounded once to its type."""
+    rounded = exact.astype(actual.dtype).astype(np.float64)
+    return float((np.abs(actual.astype(np.float64) - exact) - np.abs(rounded - exact)).max())
+
+
+def test_half_precision_contractions_accumulate_in_f32():
+    # K = 2048 products of f16 values summed into an f16 init, as linalg.matmul, as a
+    # contraction generic and as a linalg.reduce: accumulated in f32 and rounded once, each
+    # result is as close to the exact sum as its own rounding, up to the f32 sum's order
+    # (< 1e-4 here); accumulating in f16 (np.einsum in float16) was off by more than 1.0.
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((16, 2048)).astype(np.float16)
+    w = rng.standard_normal((2048, 16)).astype(np.float16)
+    args = {"x": x, "w": w, "y": np.zeros((16, 16), np.float16),
+            "g": np.zeros((16, 16), np.float16), "s": np.zeros(16, np.float16)}
+    out = run_kernel(kernel("half_accumulation.mlir"), "f16_products", args).outputs
+    exact = x.astype(np.float64) @ w.astype(np.float64)
+    assert _beyond_rounding(out["y"], exact) < 1e-3
+    assert _beyond_rounding(out["g"], exact) < 1e-3
+    assert _beyond_rounding(out["s"], x.astype(np.float64).sum(1)) < 1e-3
+    bf16 = ml_dtypes.bfloat16
+    args = {"x": x.astype(bf16), "w": w.astype(bf16), "y": np.zeros((16, 16), bf16)}
+    out = run_kernel(kernel("half_accumulation.mlir"), "bf16_matmul", args).outputs
+    exact = args["x"].astype(np.float64) @ args["w"].astype(np.float64)
+    assert _beyond_rounding(out["y"], exact) < 1e-3
