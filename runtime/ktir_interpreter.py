@@ -57,6 +57,7 @@ from spyrec.dialects.ktdp import (
 )
 from spyrec.dialects.ktdp_affine import points_1d, set_contains
 from spyrec.registry import DIALECTS
+from spyrec.runtime.ktir_args import check_array_argument
 from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
 from spyrec.runtime.ktir_races import Race, RaceDetector
 from spyrec.runtime.ktir_source import LocatingParser, locate_failure, located
@@ -144,9 +145,13 @@ class Device:
         self.lpddr = Lpddr()
         self.lx = [Lx(core, target.lx_bytes) for core in range(target.num_cores)]
 
-    def place(self, array: np.ndarray, align: int = STICK_BYTES) -> int:
-        """Copy `array` into LPDDR at an `align`-byte boundary; return its byte address."""
-        return self.lpddr.place(array, align)
+    def place(self, array: np.ndarray, align: int = STICK_BYTES, name: str | None = None) -> int:
+        """Copy `array` into LPDDR at an `align`-byte boundary; return its byte address.
+
+        An access through a view that starts in this array must stay in it; `name` is how
+        errors call it (default: the array at its address).
+        """
+        return self.lpddr.place(array, align, name)
 
     def read(self, address: int, shape: Sequence[int], dtype: Any) -> np.ndarray:
         """A copy of what LPDDR holds at byte `address`."""
@@ -572,6 +577,11 @@ def _find_function(module: ModuleOp, name: str) -> FuncOp:
     return func
 
 
+def _parameter_names(func: FuncOp) -> list[str]:
+    """The kernel's parameter names (`argN` for unnamed ones)."""
+    return [arg.name_hint or f"arg{i}" for i, arg in enumerate(func.body.block.args)]
+
+
 def _bind_arguments(
     func: FuncOp, args: Mapping[str, Any], device: Device
 ) -> tuple[list[Any], dict[str, tuple[int, np.ndarray]]]:
@@ -579,7 +589,7 @@ def _bind_arguments(
     block = func.body.block
     values: list[Any] = []
     placed: dict[str, tuple[int, np.ndarray]] = {}
-    names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(block.args)]
+    names = _parameter_names(func)
     unknown = set(args) - set(names) - {f"arg{i}" for i in range(len(names))}
     if unknown:
         raise KtirError(
@@ -597,7 +607,8 @@ def _bind_arguments(
         elif isinstance(value, np.ndarray):
             if not isinstance(arg.type, IndexType):
                 raise KtirError(f"parameter %{name} is {arg.type}; arrays go to index parameters")
-            address = device.place(value)
+            check_array_argument(func.sym_name.data, name, arg, value)
+            address = device.place(value, name=f"argument %{name}")
             placed[name] = (address, value)
             values.append(address // value.dtype.itemsize)
         else:
@@ -649,6 +660,11 @@ def run_kernel(
     if races not in ("report", "error", "off"):
         raise ValueError(f"races must be 'report', 'error' or 'off', got {races!r}")
     names = _ValueNames(func)
+    homes = {
+        param: home
+        for param, name in zip(func.body.block.args, _parameter_names(func), strict=True)
+        if name in placed and (home := device.lpddr.array_at(placed[name][0])) is not None
+    }
     detector = None if races == "off" else RaceDetector(num_tiles)
     exchange = Exchange(num_tiles, detector)
     cores = [
@@ -656,7 +672,13 @@ def run_kernel(
             module,
             func,
             CoreEnv(
-                c, _coords(c, shape), device.lpddr, device.lx, device.target.lx_bytes, detector
+                c,
+                _coords(c, shape),
+                device.lpddr,
+                device.lx,
+                device.target.lx_bytes,
+                detector,
+                homes=homes,
             ),
             exchange,
             names,

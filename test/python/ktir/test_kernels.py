@@ -195,6 +195,36 @@ def test_out_of_bounds_access_names_core_op_and_coordinate():
     assert "coordinate (96, 0)" in message
 
 
+
+def test_view_past_its_array_never_reads_the_next_one():
+    # Tile i views row i at %a + 64 * i, an offset only a run knows. With 2 rows of %a,
+    # tile 2's view starts where %b's bytes are: refused, naming both arrays, not read.
+    a, b = np.ones((2, 64), np.float16), np.zeros((4, 64), np.float16)
+    with pytest.raises(KtirAccessError) as info:
+        run_kernel(kernel("errors.mlir"), "row_per_tile", {"a": a, "b": b})
+    assert str(info.value) == (
+        "core 2 (x=2, y=0) in @row_per_tile: ktdp.load (%x): coordinate (0, 0) of view %va "
+        "(memref<1x64xf16>) is at byte 256, in argument %b (4x64 float16), outside argument "
+        "%a (2x64 float16), bytes [0, 256), the array the view is built on: the view reaches "
+        "past the array passed for it")
+    run = run_kernel(kernel("errors.mlir"), "row_per_tile", {"a": np.ones((4, 64), np.float16),
+                                                             "b": b})
+    assert run.outputs["b"].min() == 1
+
+
+def test_parts_at_constant_offsets_must_fit_the_array():
+    # ffn_swiglu_4core views %w1 as four 64x64 parts at %w1 + 4096 k: a 64x192 array holds
+    # three of them, and the fourth would read past it.
+    conformance = KERNELS.parent.parent.parent / "ktir" / "conformance"
+    x = np.zeros((16, 64), np.float16)
+    args = {"x": x, "y": x, "w1": np.zeros((64, 192), np.float16),
+            "w3": np.zeros((64, 256), np.float16), "w2": np.zeros((256, 64), np.float16)}
+    with pytest.raises(KtirError, match=(
+            r"@ffn_swiglu_4core: argument %w1 is 64x192 float16, 12288 elements, but the "
+            r"kernel's view %w1_part3 \(memref<64x64xf16> at element offset 12288\) reaches "
+            r"element 16383 of it: pass at least 16384 float16 elements")):
+        run_kernel(conformance / "ffn_swiglu.mlir", "ffn_swiglu_4core", args)
+
 def test_access_outside_coordinate_set():
     with pytest.raises(
         KtirAccessError, match=r"coordinate \(70, 0\) is outside the coordinate set of view %va"
