@@ -285,7 +285,7 @@ class _Core:
         assert isinstance(view.type, MemRefType)
         verb = "loads" if isinstance(op, LoadOp) else "stores"
         subject = f"ktdp.load ({_name(op.results[0])})" if isinstance(op, LoadOp) else \
-            f"ktdp.store to {_name(op.operands[1])}"
+            f"ktdp.store of {_name(op.operands[0])}"
         past = [f"dim {d} reaches {hi}" if hi > v_hi else f"dim {d} starts at {lo}"
                 for d, ((lo, hi), (v_lo, v_hi)) in enumerate(zip(tile.box, tile.view.extent))
                 if lo < v_lo or hi > v_hi]
