@@ -14,11 +14,12 @@ known conditions), tensor computations are skipped. A tile is checked where a `k
 the box of its access_tile_set, and each must lie in the view's sizes and coordinate set.
 
 What it leaves alone, because the value is not static or not a box: tiles whose indices
-depend on loaded data or on runtime arguments, views with dynamic sizes, non-box sets,
-distributed views, indirect tiles, tiles of tensors, and kernels that would take more than
-`BUDGET` tile checks to unroll. The back end refuses most of these anyway; what it takes is
-still range-checked per DMA by the emulator (runtime/span.py), which faults on a DMA that
-runs out of its tensor.
+depend on loaded data or on runtime arguments, tiles under an `scf.if` on an unknown
+condition or in a loop of unknown trip count (they may never run), views with dynamic
+sizes, non-box sets, distributed views, indirect tiles, tiles of tensors, and kernels that
+would take more than `BUDGET` loop iterations and tile checks to unroll. The back end
+refuses most of these anyway; what it takes is still range-checked per DMA by the emulator
+(runtime/span.py), which faults on a DMA that runs out of its tensor.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from spyrec.dialects.ktdp import (
 from spyrec.dialects.ktdp_affine import bind_symbols, is_box
 from spyrec.runtime.ktir_values import set_bounds
 
-BUDGET = 1 << 18  # tile checks per kernel; past this the kernel is left to the emulator
+BUDGET = 1 << 18  # loop iterations and tile checks per kernel; past it, left to the emulator
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -98,7 +99,7 @@ class _Tile:
 
 
 class _Budget(Exception):
-    """The kernel takes more tile checks than `BUDGET`: left to the emulator."""
+    """The kernel takes more steps than `BUDGET`: left to the emulator."""
 
 
 def _grid(fn: FuncOp) -> list[int]:
@@ -130,10 +131,10 @@ def check_tile_bounds(fn: FuncOp) -> None:
     cores = 1
     for extent in grid:
         cores *= extent
-    checks = [0]
+    steps = [0]
     try:
         for core in range(cores):
-            _Core(fn, core, _coords(core, grid), checks).run()
+            _Core(fn, core, _coords(core, grid), steps).run()
     except _Budget:
         return
 
@@ -141,11 +142,11 @@ def check_tile_bounds(fn: FuncOp) -> None:
 class _Core:
     """One core's evaluation of a kernel's index computations."""
 
-    def __init__(self, fn: FuncOp, core: int, coords: tuple[int, ...], checks: list[int]):
+    def __init__(self, fn: FuncOp, core: int, coords: tuple[int, ...], steps: list[int]):
         self.fn = fn
         self.core = core
         self.coords = coords
-        self.checks = checks
+        self.steps = steps  # loop iterations and tile checks so far, on all cores
         self.env: dict[SSAValue, Any] = {}
         self.loops: list[tuple[SSAValue, int]] = []  # enclosing scf.for: (iv, its value)
         # inside code that may not run (an scf.if on an unknown condition, a loop of unknown
@@ -229,6 +230,7 @@ class _Core:
             self.maybe -= 1
             return
         for iv in range(lower, upper, step):
+            self.step()
             self.bind(body, [iv, *carried])
             self.loops.append((body.args[0], iv))
             try:
@@ -268,10 +270,13 @@ class _Core:
         box = [(b + low, b + high) for b, (low, high) in zip(base, bounds)]
         self.env[op.result] = _Tile(op, view, box)
 
-    def check(self, op: LoadOp | StoreOp, tile: _Tile) -> None:
-        self.checks[0] += 1
-        if self.checks[0] > BUDGET:
+    def step(self) -> None:
+        self.steps[0] += 1
+        if self.steps[0] > BUDGET:
             raise _Budget
+
+    def check(self, op: LoadOp | StoreOp, tile: _Tile) -> None:
+        self.step()
         if not self.maybe and any(hi >= lo and (lo < v_lo or hi > v_hi)
                for (lo, hi), (v_lo, v_hi) in zip(tile.box, tile.view.extent)):
             raise CompileError(self.message(op, tile))
