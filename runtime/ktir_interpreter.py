@@ -18,9 +18,11 @@ kernel that relies on core order (a race) misbehaves here too. Inter-tile delive
 until the producers it depends on have produced; if every unfinished core waits, that is a
 deadlock and an error.
 
-**Errors.** Accesses outside a view, its coordinate set or its memory, LX overflow, a consume
-with no single source, deadlocks: all raise `KtirError` naming the core, the function, the op
-and (for accesses) the coordinate.
+**Errors.** Arrays that do not fit the kernel's views of their parameters (dtype, shape,
+reach) are refused before the run (`ktir_args.py`). Accesses outside a view, its coordinate
+set, its memory or the array its view is built on, LX overflow, a consume with no single
+source, deadlocks: all raise `KtirError` naming the core, the function, the op and (for
+accesses) the coordinate.
 
 **Latency.** Per core: LPDDR bytes (whole sticks) over the core's share of LPDDR bandwidth,
 ring bytes over the ring bandwidth, matmul flops over the PT arrays' peak, and elementwise
@@ -642,6 +644,8 @@ def run_kernel(
     an index parameter is an element offset the caller computed, e.g. after `Device.place`).
     `races` is "report" (unordered cross-core accesses are listed in `KernelRun.races`),
     "error" (the first one raises `KtirRace` after the run) or "off".
+    Each array must fit the views the kernel builds on its parameter (`ktir_args.py`:
+    dtype, shape, reach), else `KtirError` before anything runs.
     Tensor parameters take arrays as values (handy for testing compute without memory); what
     each core's function returns is in `KernelRun.returned`. `grid` overrides the function's
     `grid` attribute.
