@@ -25,14 +25,14 @@ refuses most of these anyway; what it takes is still range-checked per DMA by th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects import affine, scf
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineSet
+from xdsl.ir.affine import AffineMap, AffineSet
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import (
@@ -45,7 +45,7 @@ from spyrec.dialects.ktdp import (
 from spyrec.dialects.ktdp_affine import bind_symbols, is_box
 from spyrec.runtime.ktir_values import set_bounds
 
-BUDGET = 1 << 18  # loop iterations and tile checks per kernel; past it, left to the emulator
+BUDGET = 1 << 16  # loop iterations and tile checks per kernel; past it, left to the emulator
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -98,6 +98,18 @@ class _Tile:
     box: list[tuple[int, int]]
 
 
+@dataclass
+class _Memo:
+    """What all cores of one kernel share: the steps taken, and per tile op what does not
+    change between iterations and cores (xDSL's property accessors cost more than the
+    arithmetic)."""
+
+    steps: int = 0  # loop iterations and tile checks so far
+    shapes: dict[Operation, tuple[int, AffineMap]] = field(default_factory=dict)
+    boxes: dict[tuple[Operation, tuple[int, ...]], list[tuple[int, int]] | None] = field(
+        default_factory=dict)  # (tile op, symbols) -> its set's box, None if not a box
+
+
 class _Budget(Exception):
     """The kernel takes more steps than `BUDGET`: left to the emulator."""
 
@@ -131,10 +143,10 @@ def check_tile_bounds(fn: FuncOp) -> None:
     cores = 1
     for extent in grid:
         cores *= extent
-    steps = [0]
+    memo = _Memo()
     try:
         for core in range(cores):
-            _Core(fn, core, _coords(core, grid), steps).run()
+            _Core(fn, core, _coords(core, grid), memo).run()
     except _Budget:
         return
 
@@ -142,11 +154,11 @@ def check_tile_bounds(fn: FuncOp) -> None:
 class _Core:
     """One core's evaluation of a kernel's index computations."""
 
-    def __init__(self, fn: FuncOp, core: int, coords: tuple[int, ...], steps: list[int]):
+    def __init__(self, fn: FuncOp, core: int, coords: tuple[int, ...], memo: _Memo):
         self.fn = fn
         self.core = core
         self.coords = coords
-        self.steps = steps  # loop iterations and tile checks so far, on all cores
+        self.memo = memo
         self.env: dict[SSAValue, Any] = {}
         self.loops: list[tuple[SSAValue, int]] = []  # enclosing scf.for: (iv, its value)
         # inside code that may not run (an scf.if on an unknown condition, a loop of unknown
@@ -201,7 +213,7 @@ class _Core:
         elif isinstance(op, ConstructAccessTileOp):
             self.tile(op, args)
         elif isinstance(op, LoadOp | StoreOp):
-            tile = self.env.get(op.tile if isinstance(op, LoadOp) else op.operands[1])
+            tile = args[0 if isinstance(op, LoadOp) else 1]
             if isinstance(tile, _Tile):
                 self.check(op, tile)
         elif isinstance(op, scf.ForOp):
@@ -258,21 +270,29 @@ class _Core:
 
     def tile(self, op: ConstructAccessTileOp, args: list[Any]) -> None:
         view = args[0]
-        indices = args[1: 1 + len(op.indices)]
-        symbols = args[1 + len(op.indices):]
-        if not isinstance(view, _View) or not all(isinstance(v, int) for v in indices + symbols):
+        if not isinstance(view, _View) or not all(isinstance(v, int) for v in args[1:]):
             return
-        tile_set: AffineSet = bind_symbols(op.access_tile_set.data, symbols)
-        bounds = set_bounds(tile_set)
-        if bounds is None or not is_box(tile_set):
+        memo = self.memo
+        shape = memo.shapes.get(op)
+        if shape is None:
+            shape = memo.shapes[op] = (len(op.indices), op.base_map.data)
+        count, base_map = shape
+        symbols = tuple(args[1 + count:])
+        key = (op, symbols)
+        if key not in memo.boxes:
+            tile_set: AffineSet = bind_symbols(op.access_tile_set.data, symbols)
+            box = set_bounds(tile_set)
+            memo.boxes[key] = box if box is not None and is_box(tile_set) else None
+        bounds = memo.boxes[key]
+        if bounds is None:
             return
-        base = op.base_map.data.eval(indices, [])
+        base = base_map.eval(args[1: 1 + count], [])
         box = [(b + low, b + high) for b, (low, high) in zip(base, bounds)]
         self.env[op.result] = _Tile(op, view, box)
 
     def step(self) -> None:
-        self.steps[0] += 1
-        if self.steps[0] > BUDGET:
+        self.memo.steps += 1
+        if self.memo.steps > BUDGET:
             raise _Budget
 
     def check(self, op: LoadOp | StoreOp, tile: _Tile) -> None:
