@@ -136,7 +136,8 @@ class Lpddr(Memory):
         self.arrays: list[PlacedArray] = []  # by address
 
     def place(self, array: np.ndarray, align: int = STICK_BYTES, name: str | None = None) -> int:
-        """Copy `array` in at the next `align`-byte boundary; return its byte address."""
+        """Copy `array` in at the next `align`-byte boundary; return its byte address.
+        Errors call it `name` (default: the array at its address), with shape and dtype."""
         address = -(-self.size // align) * align
         raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
         end = address + raw.size
