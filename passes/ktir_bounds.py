@@ -176,9 +176,6 @@ class _Core:
             self.op(op)
         return []
 
-    def value(self, value: SSAValue) -> Any:
-        return self.env.get(value)
-
     def op(self, op: Operation) -> None:
         args = [self.env.get(v) for v in op.operands]
         known = all(isinstance(a, int) for a in args)
