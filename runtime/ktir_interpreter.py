@@ -42,7 +42,14 @@ from typing import Any, cast
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
-from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, Operation, SSAValue
@@ -605,7 +612,19 @@ def _bind_arguments(
         if isinstance(arg.type, RuntimeArgType):
             values.append(_runtime_arg(value, arg.type, name))
         elif isinstance(arg.type, TensorType):
-            values.append(np.asarray(value, dtype=numpy_dtype(arg.type.get_element_type())))
+            # a tensor is a value: other dtypes convert by value, but a wrong shape would
+            # broadcast silently through elementwise ops
+            array = np.asarray(value, dtype=numpy_dtype(arg.type.get_element_type()))
+            declared = arg.type.get_shape()
+            if len(declared) != array.ndim or any(
+                d != DYNAMIC_INDEX and d != n for d, n in zip(declared, array.shape, strict=False)
+            ):
+                shape = "x".join(map(str, array.shape)) or "0-d"
+                raise KtirError(
+                    f"@{func.sym_name.data}: argument %{name} is a {shape} array, but its type "
+                    f"is {arg.type}: pass an array of that shape"
+                )
+            values.append(array)
         elif isinstance(value, np.ndarray):
             if not isinstance(arg.type, IndexType):
                 raise KtirError(f"parameter %{name} is {arg.type}; arrays go to index parameters")
