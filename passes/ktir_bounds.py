@@ -45,7 +45,7 @@ from spyrec.dialects.ktdp import (
 from spyrec.dialects.ktdp_affine import bind_symbols, is_box
 from spyrec.runtime.ktir_values import set_bounds
 
-BUDGET = 1 << 16  # loop iterations and tile checks per kernel; past it, left to the emulator
+BUDGET = 1 << 18  # loop iterations and tile checks per kernel; past it, left to the emulator
 
 
 def _trunc_div(a: int, b: int) -> int:
