@@ -78,6 +78,7 @@ from xdsl.rewriter import InsertPoint
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
+from spyrec.passes.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir_builder import convert
 from spyrec.passes.ktir_tiles import default_tile_dims, tile_dims
 from spyrec.passes.ktir_tiles import tensor_shape as _shape
@@ -654,6 +655,7 @@ class SpyreLegalizeKtir(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [f for f in op.body.block.ops
                    if isinstance(f, func.FuncOp) and "grid" in f.attributes]:
+            check_tile_bounds(fn)  # before rewriting: the errors name the kernel's own ops
             _Kernel(fn).run()
             if "spyre.cost" not in fn.attributes:
                 fn.attributes["spyre.cost"] = kernel_cost(fn)

@@ -18,9 +18,11 @@ kernel that relies on core order (a race) misbehaves here too. Inter-tile delive
 until the producers it depends on have produced; if every unfinished core waits, that is a
 deadlock and an error.
 
-**Errors.** Accesses outside a view, its coordinate set or its memory, LX overflow, a consume
-with no single source, deadlocks: all raise `KtirError` naming the core, the function, the op
-and (for accesses) the coordinate.
+**Errors.** Arrays that do not fit the kernel's views of their parameters (dtype, shape,
+reach) are refused before the run (`ktir_args.py`). Accesses outside a view, its coordinate
+set, its memory or the array its view is built on, LX overflow, a consume with no single
+source, deadlocks: all raise `KtirError` naming the core, the function, the op and (for
+accesses) the coordinate.
 
 **Latency.** Per core: LPDDR bytes (whole sticks) over the core's share of LPDDR bandwidth,
 ring bytes over the ring bandwidth, matmul flops over the PT arrays' peak, and elementwise
@@ -40,7 +42,14 @@ from typing import Any, cast
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
-from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, Operation, SSAValue
@@ -57,6 +66,7 @@ from spyrec.dialects.ktdp import (
 )
 from spyrec.dialects.ktdp_affine import points_1d, set_contains
 from spyrec.registry import DIALECTS
+from spyrec.runtime.ktir_args import check_array_argument
 from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
 from spyrec.runtime.ktir_races import Race, RaceDetector
 from spyrec.runtime.ktir_source import LocatingParser, locate_failure, located
@@ -144,9 +154,13 @@ class Device:
         self.lpddr = Lpddr()
         self.lx = [Lx(core, target.lx_bytes) for core in range(target.num_cores)]
 
-    def place(self, array: np.ndarray, align: int = STICK_BYTES) -> int:
-        """Copy `array` into LPDDR at an `align`-byte boundary; return its byte address."""
-        return self.lpddr.place(array, align)
+    def place(self, array: np.ndarray, align: int = STICK_BYTES, name: str | None = None) -> int:
+        """Copy `array` into LPDDR at an `align`-byte boundary; return its byte address.
+
+        An access through a view that starts in this array must stay in it; `name` is how
+        errors call it (default: the array at its address).
+        """
+        return self.lpddr.place(array, align, name)
 
     def read(self, address: int, shape: Sequence[int], dtype: Any) -> np.ndarray:
         """A copy of what LPDDR holds at byte `address`."""
@@ -572,6 +586,11 @@ def _find_function(module: ModuleOp, name: str) -> FuncOp:
     return func
 
 
+def _parameter_names(func: FuncOp) -> list[str]:
+    """The kernel's parameter names (`argN` for unnamed ones)."""
+    return [arg.name_hint or f"arg{i}" for i, arg in enumerate(func.body.block.args)]
+
+
 def _bind_arguments(
     func: FuncOp, args: Mapping[str, Any], device: Device
 ) -> tuple[list[Any], dict[str, tuple[int, np.ndarray]]]:
@@ -579,7 +598,7 @@ def _bind_arguments(
     block = func.body.block
     values: list[Any] = []
     placed: dict[str, tuple[int, np.ndarray]] = {}
-    names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(block.args)]
+    names = _parameter_names(func)
     unknown = set(args) - set(names) - {f"arg{i}" for i in range(len(names))}
     if unknown:
         raise KtirError(
@@ -593,11 +612,24 @@ def _bind_arguments(
         if isinstance(arg.type, RuntimeArgType):
             values.append(_runtime_arg(value, arg.type, name))
         elif isinstance(arg.type, TensorType):
-            values.append(np.asarray(value, dtype=numpy_dtype(arg.type.get_element_type())))
+            # a tensor is a value: other dtypes convert by value, but a wrong shape would
+            # broadcast silently through elementwise ops
+            array = np.asarray(value, dtype=numpy_dtype(arg.type.get_element_type()))
+            declared = arg.type.get_shape()
+            if len(declared) != array.ndim or any(
+                d != DYNAMIC_INDEX and d != n for d, n in zip(declared, array.shape, strict=False)
+            ):
+                shape = "x".join(map(str, array.shape)) or "0-d"
+                raise KtirError(
+                    f"@{func.sym_name.data}: argument %{name} is a {shape} array, but its type "
+                    f"is {arg.type}: pass an array of that shape"
+                )
+            values.append(array)
         elif isinstance(value, np.ndarray):
             if not isinstance(arg.type, IndexType):
                 raise KtirError(f"parameter %{name} is {arg.type}; arrays go to index parameters")
-            address = device.place(value)
+            check_array_argument(func.sym_name.data, name, arg, value)
+            address = device.place(value, name=f"argument %{name}")
             placed[name] = (address, value)
             values.append(address // value.dtype.itemsize)
         else:
@@ -631,6 +663,8 @@ def run_kernel(
     an index parameter is an element offset the caller computed, e.g. after `Device.place`).
     `races` is "report" (unordered cross-core accesses are listed in `KernelRun.races`),
     "error" (the first one raises `KtirRace` after the run) or "off".
+    Each array must fit the views the kernel builds on its parameter (`ktir_args.py`:
+    dtype, shape, reach), else `KtirError` before anything runs.
     Tensor parameters take arrays as values (handy for testing compute without memory); what
     each core's function returns is in `KernelRun.returned`. `grid` overrides the function's
     `grid` attribute.
@@ -649,6 +683,11 @@ def run_kernel(
     if races not in ("report", "error", "off"):
         raise ValueError(f"races must be 'report', 'error' or 'off', got {races!r}")
     names = _ValueNames(func)
+    homes = {
+        param: home
+        for param, name in zip(func.body.block.args, _parameter_names(func), strict=True)
+        if name in placed and (home := device.lpddr.array_at(placed[name][0])) is not None
+    }
     detector = None if races == "off" else RaceDetector(num_tiles)
     exchange = Exchange(num_tiles, detector)
     cores = [
@@ -656,7 +695,13 @@ def run_kernel(
             module,
             func,
             CoreEnv(
-                c, _coords(c, shape), device.lpddr, device.lx, device.target.lx_bytes, detector
+                c,
+                _coords(c, shape),
+                device.lpddr,
+                device.lx,
+                device.target.lx_bytes,
+                detector,
+                homes=homes,
             ),
             exchange,
             names,

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+import ml_dtypes
 import numpy as np
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
@@ -55,6 +56,16 @@ _CONVERSIONS = frozenset(
     {"arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.sitofp", "arith.uitofp"}
 )
 _PRODUCTS = frozenset({"arith.mulf", "arith.muli"})
+# Combiners whose fold rounds at every step (max and min are exact in any precision).
+_ROUNDING = frozenset({"arith.addf", "arith.mulf"})
+
+
+def accumulator_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The type a fold of `dtype` values accumulates in: f32 for f16 and bf16 (docs/ktir.md:
+    reductions accumulate in f32 and round once to the result type), else `dtype` itself."""
+    if dtype == np.float16 or dtype == ml_dtypes.bfloat16:
+        return np.dtype(np.float32)
+    return dtype
 
 
 @dataclass
@@ -287,6 +298,8 @@ class StructuredEngine:
                 partial = contraction
             else:
                 spread = np.broadcast_to(evaluated[folded], ranges)
+                if combiner.name in _ROUNDING:  # a sum or product of 16-bit floats: in f32
+                    spread = spread.astype(accumulator_dtype(spread.dtype), copy=False)
                 partial = REDUCERS[combiner.name].reduce(spread, axis=tuple(reduced), keepdims=True)
                 self.functions.charge_vector(combiner, int(spread.size))
             acc = to_space(init, amap, ranges)
@@ -330,7 +343,9 @@ class StructuredEngine:
         kept = [d for d in range(len(ranges)) if d not in reduced]
         if not set(kept) <= used or not set(reduced) <= used:
             return None
-        dtype = numpy_dtype(product.results[0].type)
+        # products of 16-bit floats are exact in f32, so computing them there and summing
+        # in f32 is "accumulate in f32"; the combiner rounds the sum once to the result type
+        dtype = accumulator_dtype(numpy_dtype(product.results[0].type))
         a, b = (o.astype(dtype, copy=False) for o in operands)
         summed = contract(subscripts[0], subscripts[1], "".join(letters[d] for d in kept), a, b)
         self.functions.charge_matmul(2 * int(np.prod(ranges, dtype=np.int64)))

@@ -45,6 +45,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from spyrec.dialects import ktdp, std_ext_arith, std_ext_linalg
+from spyrec.runtime.ktir_args import pointer_root
 from spyrec.runtime.ktir_linalg import Structured, StructuredEngine
 from spyrec.runtime.ktir_races import RaceDetector
 from spyrec.runtime.sfu import erf
@@ -59,6 +60,7 @@ from spyrec.runtime.ktir_values import (
     Lx,
     Memory,
     MemView,
+    PlacedArray,
     TensorView,
     TilePoints,
     View,
@@ -114,6 +116,9 @@ class CoreEnv:
     lx_capacity: int
     races: RaceDetector | None = None
     stats: CoreStats = field(default_factory=CoreStats)
+    # the array placed for each pointer parameter: a view built on the parameter (plus an
+    # offset) may only touch that array's bytes
+    homes: Mapping[SSAValue, PlacedArray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -707,6 +712,9 @@ class KtirFunctions(_Elementwise):
             tuple(dynamic_sizes[: op.coordinate_set.data.num_symbols]),
             LazyText(lambda: f"view {self.describe(op.result)} ({view_type})"),
         )
+        root = pointer_root(op.offset)
+        if isinstance(memory, Lpddr) and root is not None:
+            view.home = self.env.homes.get(root)
         if isinstance(memory, Lx):
             first, last = view.footprint()
             if first < 0 or last >= memory.size:

@@ -18,6 +18,7 @@ and the op.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -114,17 +115,35 @@ class Memory:
         self._typed.clear()
 
 
+@dataclass(frozen=True)
+class PlacedArray:
+    """An array placed in LPDDR: bytes [start, end), and how errors name it."""
+
+    start: int
+    end: int
+    name: str
+
+
 class Lpddr(Memory):
-    """Off-chip memory. It holds exactly what was placed into it; the rest does not exist."""
+    """Off-chip memory. It holds exactly what was placed into it; the rest does not exist.
+
+    It remembers where each array was placed, so that an access through a view that starts
+    in one array and runs into the next is an error, not a read of the other array's bytes.
+    """
 
     def __init__(self) -> None:
         super().__init__("LPDDR", np.zeros(0, dtype=np.uint8))
+        self.arrays: list[PlacedArray] = []  # by address
 
-    def place(self, array: np.ndarray, align: int = STICK_BYTES) -> int:
-        """Copy `array` in at the next `align`-byte boundary; return its byte address."""
+    def place(self, array: np.ndarray, align: int = STICK_BYTES, name: str | None = None) -> int:
+        """Copy `array` in at the next `align`-byte boundary; return its byte address.
+        Errors call it `name` (default: the array at its address), with shape and dtype."""
         address = -(-self.size // align) * align
         raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
         end = address + raw.size
+        shape = "x".join(map(str, array.shape)) or "0-d"
+        label = name or f"the array at byte {address}"
+        self.arrays.append(PlacedArray(address, end, f"{label} ({shape} {array.dtype})"))
         padded_end = -(-end // align) * align
         grown = np.zeros(padded_end, dtype=np.uint8)
         grown[: self.size] = self.data
@@ -132,6 +151,13 @@ class Lpddr(Memory):
         self.data = grown
         self._reset_views()
         return address
+
+    def array_at(self, address: int) -> PlacedArray | None:
+        """The placed array holding byte `address`, if any."""
+        index = bisect.bisect_right([a.start for a in self.arrays], address) - 1
+        if index >= 0 and address < self.arrays[index].end:
+            return self.arrays[index]
+        return None
 
     def read(self, address: int, shape: Sequence[int], dtype: np.dtype[Any] | type) -> np.ndarray:
         """A copy of the array of `shape` and `dtype` stored at byte `address`."""
@@ -279,6 +305,7 @@ class MemView(View):
     symbols: tuple[int, ...]
     description: Description
     origin: tuple[int, ...] = ()
+    home: PlacedArray | None = None  # the array of the pointer parameter it is built on
 
     def __post_init__(self) -> None:
         self.rank = len(self.shape)
@@ -341,7 +368,35 @@ class MemView(View):
                 f"{int(address[position])}, outside {self.memory.name} "
                 f"({self.memory.size} bytes)"
             )
+        if isinstance(self.memory, Lpddr):
+            self._check_within_array(self.memory, coords, address, low, high)
         return address
+
+    def _check_within_array(
+        self, memory: Lpddr, coords: np.ndarray, address: np.ndarray, low: int, high: int
+    ) -> None:
+        """Every byte of the access lies in the view's array: the one passed for the pointer
+        parameter it is built on, else the one its first element is in. A view never reads
+        or writes another array's bytes, nor the padding between arrays."""
+        home = self.home or memory.array_at(self.base)
+        if home is None:
+            raise KtirAccessError(
+                f"{self.description} starts at byte {self.base} of LPDDR, which is in no array "
+                "placed there"
+            )
+        if low >= home.start and high <= home.end:
+            return
+        outside = (address < home.start) | (address + self.dtype.itemsize > home.end)
+        position = int(np.argmax(outside))  # the first one in tile order
+        byte = int(address[position])
+        other = memory.array_at(byte)
+        into = f", in {other.name}" if other is not None else ""
+        raise KtirAccessError(
+            f"coordinate {coordinate_str(coords[position])} of {self.description} is at byte "
+            f"{byte}{into}, outside {home.name}, bytes [{home.start}, {home.end}), the array "
+            f"the view {'is built on' if self.home else 'starts in'}: the view reaches past "
+            "the array passed for it"
+        )
 
     def _element_index(self, address: np.ndarray) -> np.ndarray:
         if self.base % self.dtype.itemsize:

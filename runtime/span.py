@@ -8,7 +8,9 @@ raises a DeviceFault at the first DMA that widens one beyond the limit.
 
 The tensor of an access is the binding whose bytes hold the whole access; where activations
 share bytes (placed by liveness), the one starting last. An access that no single binding
-holds (it spans two tensors of an arena) counts against its allocation.
+holds is a DeviceFault: it would run from one tensor into the next one of its arena (the
+activations placed back to back) and read or write that tensor's bytes, so a kernel whose
+tile reaches past its tensor fails on the device instead of computing on its neighbour.
 """
 
 from __future__ import annotations
@@ -32,60 +34,65 @@ class TensorTable:
         self._base_array = np.asarray(self._bases, dtype=np.int64)
         self._end_array = np.asarray([end for _, _, end in self._tensors], dtype=np.int64)
         self._memory = memory
-        # binding i has id i; names of allocations holding accesses no binding holds follow
-        self._names = [name for name, _, _ in self._tensors]
+        self._names = [name for name, _, _ in self._tensors]  # binding i has id i
         self._ids = {name: i for i, name in enumerate(self._names)}
 
     def tensor_of(self, start: int, end: int) -> str:
-        """The name of the tensor [start, end) belongs to (see the module docstring)."""
+        """The name of the tensor [start, end) belongs to (see the module docstring); a
+        DeviceFault naming the tensors involved if no tensor holds all of it."""
+        name = self._holder(start, end)
+        if name is not None:
+            return name
+        self._memory.locate(start, end)  # outside every allocation: that fault first
+        raise DeviceFault(self._straddle(start, end), start)
+
+    def _holder(self, start: int, end: int) -> str | None:
+        """The binding holding [start, end) that starts last, if any."""
         for index in range(bisect.bisect_right(self._bases, start) - 1, -1, -1):
             name, _, tensor_end = self._tensors[index]
             if end <= tensor_end:
                 return name
-        return self._memory.locate(start, end).name
+        return None
+
+    def _straddle(self, start: int, end: int) -> str:
+        """Why no tensor holds [start, end): which tensor it starts in and runs out of, and
+        the one it runs into."""
+        span = f"LPDDR range [{start:#x}, {end:#x})"
+        last = bisect.bisect_right(self._bases, start)
+        holders = [t for t in self._tensors[:last] if t[2] > start]
+        if not holders:
+            return f"{span} starts in no tensor (in padding of its allocation)"
+        name, base, tensor_end = max(holders, key=lambda t: t[2])
+        into = [n for n, b, e in self._tensors if b < end and e > tensor_end and b >= tensor_end]
+        beyond = f" into tensor '{into[0]}'" if into else ""
+        return (f"{span} runs past the end of tensor '{name}' [{base:#x}, {tensor_end:#x})"
+                f"{beyond}; a DMA may only touch the tensor it addresses")
 
     def name(self, tensor_id: int) -> str:
-        """The tensor (or allocation) name of an id `tensor_ids` gave."""
+        """The tensor name of an id `tensor_ids` gave."""
         return self._names[tensor_id]
 
     def tensor_ids(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """An id per access of the name `tensor_of` gives it (equal names, equal ids): the
         bindings are probed backwards from the last one starting at or before each access,
         in NumPy for all accesses a few steps at a time (what is left after that is looked
-        up one by one); an access no binding holds is named by its allocation."""
+        up one by one); -1 for an access no binding holds (`tensor_of` faults on it)."""
         ids = np.full(starts.size, -1, dtype=np.int64)
         index = np.searchsorted(self._base_array, starts, side="right") - 1
         open_ = np.arange(starts.size)
-        passed: list[np.ndarray] = []  # probed back past the first binding: none holds them
         for _ in range(_PROBES):
             if open_.size == 0:
                 break
             at = index[open_]
             valid = at >= 0
-            passed.append(open_[~valid])
             found = valid & (ends[open_] <= self._end_array[np.maximum(at, 0)])
             ids[open_[found]] = at[found]
             open_ = open_[valid & ~found]
             index[open_] -= 1
         for i in open_[index[open_] >= 0].tolist():  # a holder further back, or none
-            ids[i] = self._id(self.tensor_of(int(starts[i]), int(ends[i])))
-        unbound = np.concatenate([*passed, open_[index[open_] < 0]])
-        where = self._memory.allocation_index(starts[unbound])
-        allocations = self._memory.allocations
-        for position in np.unique(where).tolist():
-            members = unbound[where == position]
-            if position < 0 or (ends[members] > allocations[position].end).any():
-                bad = members if position < 0 else members[ends[members] >
-                                                             allocations[position].end]
-                self.tensor_of(int(starts[bad[0]]), int(ends[bad[0]]))  # raises the fault
-            ids[members] = self._id(allocations[position].name)
+            holder = self._holder(int(starts[i]), int(ends[i]))
+            ids[i] = -1 if holder is None else self._ids[holder]
         return ids
-
-    def _id(self, name: str) -> int:
-        if name not in self._ids:
-            self._ids[name] = len(self._names)
-            self._names.append(name)
-        return self._ids[name]
 
 
 _PROBES = 16  # backward steps taken in NumPy before the one-by-one lookup
@@ -120,6 +127,8 @@ class SpanChecker:
         if cores.size == 0:
             return True
         ids = self._table.tensor_ids(starts, ends)
+        if (ids < 0).any():
+            return False  # an access no tensor holds: `check` names the fault
         _, group = np.unique(cores * (ids.max() + 1) + ids, return_inverse=True)
         low = np.full(group.max() + 1, np.iinfo(np.int64).max)
         high = np.full(group.max() + 1, np.iinfo(np.int64).min)

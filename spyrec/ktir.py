@@ -4,8 +4,9 @@
 attribute). Index arguments that receive NumPy arrays are placed in LPDDR at 128-byte
 aligned addresses (the kernel gets their element offsets, as KTIR specifies); scalar
 arguments pass through. The result maps every array argument's name to its contents after
-the run. The reference interpreter behind it runs all cores of the grid concurrently and
-treats out-of-bounds accesses as errors (docs/ktir.md).
+the run. An array whose dtype or shape does not fit the kernel's views of its parameter is
+refused (`KtirError`) before anything runs. The reference interpreter behind it runs all
+cores of the grid concurrently and treats out-of-bounds accesses as errors (docs/ktir.md).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ results, because a kernel may interleave them).
 What the compiler cannot take yet is refused here, naming the argument: scalar arguments
 and runtime_arg records (symbolic sizes: run those in the KTIR interpreter), arguments
 both read and written, views that are not dense row-major or whose rows are not whole
-128-byte sticks (the device's row-sticked layout), and views outside global memory.
+128-byte sticks (the device's row-sticked layout), views whose coordinate set does not
+start at 0 (part of a larger tensor), and views outside global memory.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
 from spyrec.passes.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
 from spyrec.runtime.ktir_interpreter import KtirSourceError, parse_ktir
+from spyrec.runtime.ktir_values import set_bounds
 from spyrec.target import DEFAULT_TARGET
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
@@ -166,6 +168,15 @@ def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
                            "compiler needs static shapes")
     sizes = [int(s) for s in view.static_sizes.get_values()]
     strides = [int(s) for s in view.static_strides.get_values()]
+    # KTIR addresses element c of a view at c - (the set's lowest point); the back end
+    # addresses a tensor from its element 0, so a view of part of a larger tensor (a set
+    # starting elsewhere) would be read at the wrong place
+    low = [lo for lo, _ in set_bounds(view.coordinate_set.data) or []]
+    if any(low):
+        raise CompileError(f"{where}: the view of %{name} holds coordinates from {low} on (its "
+                           "coordinate_set); the compiler takes views of whole tensors, whose "
+                           "coordinates start at 0: shift the set and the tiles' subscripts "
+                           "to start at 0")
     dense = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
     if strides != dense:
         raise CompileError(f"{where}: the view of %{name} has strides {strides}; the compiler "

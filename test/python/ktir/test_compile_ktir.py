@@ -134,3 +134,111 @@ def test_transposed_tile_read_by_the_sfu_is_refused(tmp_path):
     with pytest.raises(CompileError, match="only a matmul's B operand can be read that way"):
         compile_program(source, tmp_path / "k.spyre")
 
+
+
+def short_view_vector_add(tmp_path: Path) -> Path:
+    """The conformance vector add with a's view cut to 8064 elements: core 31's second
+    chunk (elements 8064..8191) is past it, exactly where b starts in LPDDR."""
+    text = (CONFORMANCE / "vector_add.mlir").read_text()
+    text = text.replace(
+        "%va = ktdp.construct_memory_view %a, sizes: [8192], strides: [1] {coordinate_set = "
+        "#all, memory_space = #ktdp.memory_space<global>} : memref<8192xf32>",
+        "%va = ktdp.construct_memory_view %a, sizes: [8064], strides: [1] {coordinate_set = "
+        "#all, memory_space = #ktdp.memory_space<global>} : memref<8064xf32>")
+    text = text.replace("%va[%id * 256 + %off] {access_tile_set = #chunk, access_tile_order = "
+                        "#id1} : memref<8192xf32>", "%va[%id * 256 + %off] {access_tile_set = "
+                        "#chunk, access_tile_order = #id1} : memref<8064xf32>")
+    assert text.count("8064xf32") == 2
+    source = tmp_path / "short_view.mlir"
+    source.write_text(text)
+    return source
+
+
+def test_tile_past_its_view_is_refused_at_compile_time(tmp_path):
+    # Before issue 18 this compiled, and on the emulator core 31 read b's first 128 values
+    # as a's (only `run --check` against the interpreter noticed).
+    source = short_view_vector_add(tmp_path)
+    with pytest.raises(CompileError) as info:
+        compile_program(source, tmp_path / "k.spyre")
+    assert str(info.value) == (
+        "kernel @vector_add, core 31 (x=31, y=0) at %off = 128: ktdp.load (%xa) loads tile "
+        "%ta at coordinates [8064..8191], outside view %va (memref<8064xf32>), whose extent is "
+        "[0..8063] (dim 0 reaches 8191): its DMA would read past the tensor, another tensor's "
+        "bytes; keep every core's tiles within their view")
+    assert not (tmp_path / "k.spyre").exists()
+    result = CliRunner().invoke(main, ["compile", str(source), "-o", str(tmp_path / "k.spyre")])
+    assert result.exit_code == 1 and "core 31 (x=31, y=0) at %off = 128" in result.output
+
+
+@pytest.mark.parametrize("model", ["mlp", "decoder"])
+def test_pytorch_path_kernels_are_in_bounds(model):
+    # convert-spyre-to-ktir's kernels pass the same check (the back end does not run it on
+    # them: they are in bounds by construction, and the check costs seconds on Granite)
+    from xdsl.dialects.func import FuncOp
+
+    from spyrec.dialects.ktdp import LoadOp
+    from spyrec.passes.ktir_bounds import check_tile_bounds
+    from spyrec.zoo import ZOO
+
+    module, inputs = ZOO[model].build(torch.float16, 64, 64)
+    result = compile_program(torch.export.export(module, inputs), stop_after="ktir")
+    kernels = [op for op in result.module.walk()
+               if isinstance(op, FuncOp) and "grid" in op.attributes]
+    assert kernels and any(isinstance(op, LoadOp) for k in kernels for op in k.walk())
+    for kernel in kernels:
+        check_tile_bounds(kernel)
+
+
+def test_check_against_another_kernel_is_refused_cleanly(tmp_path):
+    # `run k.spyre --check kernel.mlir` feeds the binary's inputs to the interpreter: a
+    # kernel whose views do not fit them is named, not run on reinterpreted bytes
+    binary = tmp_path / "vector_add.spyre"
+    compile_program(CONFORMANCE / "vector_add.mlir", binary)
+    other = tmp_path / "other.mlir"
+    other.write_text((CONFORMANCE / "vector_add.mlir").read_text().replace("8192", "4096")
+                     .replace("8191", "4095").replace("c256 = arith.constant 256",
+                                                      "c256 = arith.constant 128"))
+    result = CliRunner().invoke(main, ["run", str(binary), "--check", str(other)])
+    assert result.exit_code == 1, result.output
+    assert ("@vector_add: argument %a is 8192 float32, but the kernel views it through view "
+            "%va (memref<4096xf32>): pass an array of shape 4096 and dtype float32") in \
+        result.output
+
+
+GUARDED_COPY = """#v = affine_set<(d0, d1) : (d0 >= 0, -d0 + 95 >= 0, d1 >= 0, -d1 + 63 >= 0)>
+#y_set = affine_set<(d0, d1) : (d0 >= LOW, -d0 + HIGH >= 0, d1 >= 0, -d1 + 63 >= 0)>
+#rows = affine_set<(d0, d1) : (d0 >= 0, -d0 + 3 >= 0, d1 >= 0, -d1 + 63 >= 0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @guarded(%x: index, %y: index) attributes {grid = [32, 1]} {
+  %id = ktdp.get_compute_tile_id : index
+  %c24 = arith.constant 24 : index
+  %vx = ktdp.construct_memory_view %x, sizes: [96, 64], strides: [64, 1] {coordinate_set = #v, memory_space = #ktdp.memory_space<global>} : memref<96x64xf16>
+  %vy = ktdp.construct_memory_view %y, sizes: [96, 64], strides: [64, 1] {coordinate_set = #y_set, memory_space = #ktdp.memory_space<global>} : memref<96x64xf16>
+  %inside = arith.cmpi ult, %id, %c24 : index
+  scf.if %inside {
+    %tx = ktdp.construct_access_tile %vx[%id * 4, 0] {access_tile_set = #rows, access_tile_order = #id2} : memref<96x64xf16> -> !ktdp.access_tile<4x64xindex>
+    %t = ktdp.load %tx : !ktdp.access_tile<4x64xindex> -> tensor<4x64xf16>
+    %ty = ktdp.construct_access_tile %vy[%id * 4 + LOW, 0] {access_tile_set = #rows, access_tile_order = #id2} : memref<96x64xf16> -> !ktdp.access_tile<4x64xindex>
+    ktdp.store %t, %ty : tensor<4x64xf16>, !ktdp.access_tile<4x64xindex>
+  }
+  func.return
+}
+"""
+
+
+def test_view_of_part_of_a_tensor_is_refused(tmp_path):
+    # y's set holds global rows 64..159: KTIR reads row r at r - 64, the back end read it
+    # at r (core 8's store went past the allocation; elsewhere it would land in a
+    # neighbour). Refused; the same kernel with the set from row 0 compiles and matches.
+    source = tmp_path / "part.mlir"
+    source.write_text(GUARDED_COPY.replace("LOW", "64").replace("HIGH", "159"))
+    with pytest.raises(CompileError, match=r"the view of %y holds coordinates from \[64, 0\] "
+                       r"on \(its coordinate_set\); the compiler takes views of whole tensors"):
+        compile_program(source, tmp_path / "k.spyre")
+    source.write_text(GUARDED_COPY.replace("LOW", "0").replace("HIGH", "95"))
+    compile_program(source, tmp_path / "k.spyre")
+    x = np.random.default_rng(3).standard_normal((96, 64)).astype(np.float16)
+    y = spyrec.load(tmp_path / "k.spyre", numerics="ieee")(torch.from_numpy(x))  # no DL16
+    np.testing.assert_array_equal(y.numpy(), execute(source, "guarded", x=x,
+                                                     y=np.zeros_like(x))["y"])
+    np.testing.assert_array_equal(y.numpy(), x)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -194,6 +195,36 @@ def test_out_of_bounds_access_names_core_op_and_coordinate():
     assert "coordinate (96, 0)" in message
 
 
+
+def test_view_past_its_array_never_reads_the_next_one():
+    # Tile i views row i at %a + 64 * i, an offset only a run knows. With 2 rows of %a,
+    # tile 2's view starts where %b's bytes are: refused, naming both arrays, not read.
+    a, b = np.ones((2, 64), np.float16), np.zeros((4, 64), np.float16)
+    with pytest.raises(KtirAccessError) as info:
+        run_kernel(kernel("errors.mlir"), "row_per_tile", {"a": a, "b": b})
+    assert str(info.value) == (
+        "core 2 (x=2, y=0) in @row_per_tile: ktdp.load (%x): coordinate (0, 0) of view %va "
+        "(memref<1x64xf16>) is at byte 256, in argument %b (4x64 float16), outside argument "
+        "%a (2x64 float16), bytes [0, 256), the array the view is built on: the view reaches "
+        "past the array passed for it")
+    run = run_kernel(kernel("errors.mlir"), "row_per_tile", {"a": np.ones((4, 64), np.float16),
+                                                             "b": b})
+    assert run.outputs["b"].min() == 1
+
+
+def test_parts_at_constant_offsets_must_fit_the_array():
+    # ffn_swiglu_4core views %w1 as four 64x64 parts at %w1 + 4096 k: a 64x192 array holds
+    # three of them, and the fourth would read past it.
+    conformance = KERNELS.parent.parent.parent / "ktir" / "conformance"
+    x = np.zeros((16, 64), np.float16)
+    args = {"x": x, "y": x, "w1": np.zeros((64, 192), np.float16),
+            "w3": np.zeros((64, 256), np.float16), "w2": np.zeros((256, 64), np.float16)}
+    with pytest.raises(KtirError, match=(
+            r"@ffn_swiglu_4core: argument %w1 is 64x192 float16, 12288 elements, but the "
+            r"kernel's view %w1_part3 \(memref<64x64xf16> at element offset 12288\) reaches "
+            r"element 16383 of it: pass at least 16384 float16 elements")):
+        run_kernel(conformance / "ffn_swiglu.mlir", "ffn_swiglu_4core", args)
+
 def test_access_outside_coordinate_set():
     with pytest.raises(
         KtirAccessError, match=r"coordinate \(70, 0\) is outside the coordinate set of view %va"
@@ -282,3 +313,32 @@ def test_malformed_ktir_gets_a_located_error(tmp_path):
     bad_parse.write_text(kernel_text.format(body=view.replace("{space}", "HBM")))
     with pytest.raises(KtirSourceError, match=r"bad_parse.mlir:2:162: unknown memory space 'HBM'"):
         parse_ktir(bad_parse)
+
+
+
+def _beyond_rounding(actual: np.ndarray, exact: np.ndarray) -> float:
+    """How much further `actual` is from `exact` than `exact` rounded once to its type."""
+    rounded = exact.astype(actual.dtype).astype(np.float64)
+    return float((np.abs(actual.astype(np.float64) - exact) - np.abs(rounded - exact)).max())
+
+
+def test_half_precision_contractions_accumulate_in_f32():
+    # K = 2048 products of f16 values summed into an f16 init, as linalg.matmul, as a
+    # contraction generic and as a linalg.reduce: accumulated in f32 and rounded once, each
+    # result is as close to the exact sum as its own rounding, up to the f32 sum's order
+    # (< 1e-4 here); accumulating in f16 (np.einsum in float16) was off by more than 1.0.
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((16, 2048)).astype(np.float16)
+    w = rng.standard_normal((2048, 16)).astype(np.float16)
+    args = {"x": x, "w": w, "y": np.zeros((16, 16), np.float16),
+            "g": np.zeros((16, 16), np.float16), "s": np.zeros(16, np.float16)}
+    out = run_kernel(kernel("half_accumulation.mlir"), "f16_products", args).outputs
+    exact = x.astype(np.float64) @ w.astype(np.float64)
+    assert _beyond_rounding(out["y"], exact) < 1e-3
+    assert _beyond_rounding(out["g"], exact) < 1e-3
+    assert _beyond_rounding(out["s"], x.astype(np.float64).sum(1)) < 1e-3
+    bf16 = ml_dtypes.bfloat16
+    args = {"x": x.astype(bf16), "w": w.astype(bf16), "y": np.zeros((16, 16), bf16)}
+    out = run_kernel(kernel("half_accumulation.mlir"), "bf16_matmul", args).outputs
+    exact = args["x"].astype(np.float64) @ args["w"].astype(np.float64)
+    assert _beyond_rounding(out["y"], exact) < 1e-3

@@ -192,3 +192,19 @@ def test_affine_apply_and_min_on_indices():
     """
     # (3 - 7) floordiv 4 = -1 and (3 - 7) mod 4 = 0; min(48, 40) = 40.
     assert run_kernel(text, "f", {"i": 3, "j": 2, "n": 40}).returned[0] == (54, -1, 40)
+
+
+def test_tensor_argument_of_another_shape_is_refused():
+    # tensor parameters are values: a (1, 8) array for tensor<4x8xf32> would broadcast
+    # through the add and return a 4x8 result built from the wrong input
+    text = """
+    func.func @f(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %s = arith.addf %a, %b : tensor<4x8xf32>
+      func.return %s : tensor<4x8xf32>
+    }
+    """
+    a = np.ones((4, 8), np.float32)
+    with pytest.raises(KtirError, match=r"@f: argument %b is a 1x8 array, but its type is "
+                       r"tensor<4x8xf32>: pass an array of that shape"):
+        run_kernel(text, "f", {"a": a, "b": np.ones((1, 8), np.float32)})
+    assert run_kernel(text, "f", {"a": a, "b": a}).returned[0][0].sum() == 64

@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from runtime_helpers import DL16, F32, bind, linear_relu_binary, load
+from runtime_helpers import DL16, F32, bind, linear_relu_binary, load, store
 
 from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
@@ -135,3 +135,28 @@ def test_the_span_is_per_core() -> None:
     programs = {0: [load(0, 0, 1, 512), load(255 * MIB, 0, 1, 512)],
                 1: [load(256 * MIB, 0, 1, 512), load(511 * MIB, 0, 1, 512)]}
     Emulator(big_tensor_binary(programs), mode="timing")  # no fault
+
+
+@pytest.mark.parametrize("mode", ["full", "timing"])
+def test_dma_running_out_of_its_tensor_into_the_next(mode: str) -> None:
+    # a and b (64 rows of 128 bytes each) are activations placed back to back, so one
+    # allocation (an arena) holds both; a load of 65 rows from a's start stays inside the
+    # allocation but reads b's first row. The back end's bound check refuses the kernel that
+    # would make it (passes/ktir_bounds.py); the device faults on whatever gets past that.
+    a = bind("a", (64, 64), "float16", 0)
+    b = bind("b", (64, 64), "float16", 64 * 128)
+    out = bind("out", (64, 64), "float16", 2 * 64 * 128)
+    good = [load(a.addr, 0, 64, 128), store(0, out.addr, 64, 128, deps=(0,))]
+    bad = [load(a.addr, 0, 65, 128), store(0, out.addr, 64, 128, deps=(0,))]
+
+    def binary(program: list[Instr]) -> SpyreBinary:
+        kernel = KernelImage("copy", 1, {0: program}, 0, 3 * 64 * 128)
+        return SpyreBinary(DEFAULT_TARGET.name, [a, b], [out], [], [], [kernel])
+
+    Emulator(binary(good), mode=mode)  # in bounds: loads
+    fault = fault_of(binary(bad), mode)
+    assert str(fault) == (
+        f"core 0, pc 0 ({bad[0].disassemble()}): LPDDR range [0x0, 0x2080) runs past the end "
+        "of tensor 'a' [0x0, 0x2000) into tensor 'b'; a DMA may only touch the tensor it "
+        "addresses")
+    assert (fault.core, fault.pc, fault.address) == (0, 0, 0)

@@ -35,3 +35,20 @@ func.func @tile_overflow(%a: index) {
   %x = ktdp.load %t : !ktdp.access_tile<1024x1024xindex> -> tensor<1024x1024xf32>
   func.return
 }
+
+// Tile %id views its own row at %a + 64 * %id (an offset from the tile id: only a run
+// knows it). Given a 2-row array for a 4-tile grid, tile 2's view starts past the array,
+// where the next argument's bytes are.
+func.func @row_per_tile(%a: index, %b: index) attributes {grid = [4, 1]} {
+  %id = ktdp.get_compute_tile_id : index
+  %c64 = arith.constant 64 : index
+  %skip = arith.muli %id, %c64 : index
+  %row = arith.addi %a, %skip : index
+  %va = ktdp.construct_memory_view %row, sizes: [1, 64], strides: [64, 1] {coordinate_set = #row, memory_space = #ktdp.memory_space<global>} : memref<1x64xf16>
+  %ta = ktdp.construct_access_tile %va[0, 0] {access_tile_set = #row, access_tile_order = #id2} : memref<1x64xf16> -> !ktdp.access_tile<1x64xindex>
+  %x = ktdp.load %ta : !ktdp.access_tile<1x64xindex> -> tensor<1x64xf16>
+  %vb = ktdp.construct_memory_view %b, sizes: [4, 64], strides: [64, 1] {coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 3 >= 0, d1 >= 0, -d1 + 63 >= 0)>, memory_space = #ktdp.memory_space<global>} : memref<4x64xf16>
+  %tb = ktdp.construct_access_tile %vb[%id, 0] {access_tile_set = #row, access_tile_order = #id2} : memref<4x64xf16> -> !ktdp.access_tile<1x64xindex>
+  ktdp.store %x, %tb : tensor<1x64xf16>, !ktdp.access_tile<1x64xindex>
+  func.return
+}
