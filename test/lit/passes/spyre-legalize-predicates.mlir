@@ -5,7 +5,8 @@
 // 1 - (a - pos) is >= 1 exactly where a <= pos, clamped to [0, 1] it is the predicate (exact
 // for integers below 2^24); the mask is then p * 30000 - 30000 (0 or -30000 exactly) in the
 // query's type, the additive form spyre.attention takes. A query that sees no key gets zeros
-// from SDPA, so the output is multiplied by max(p) over the keys (1 or 0: exact).
+// from SDPA, so the output is multiplied by max(p) over the keys (1 or 0: exact), a column
+// the kernels broadcast along rows but not over the two heads: expanded to them by DMA.
 // CHECK-LABEL: func.func @decode_mask
 // CHECK:       %[[A:.*]] = spyre.cast %a {fx_node = "le"} : tensor<256xi64> -> tensor<256xf32>
 // CHECK-NEXT:  %[[P:.*]] = spyre.cast %pos {fx_node = "le"} : tensor<1xi64> -> tensor<1xf32>
@@ -19,7 +20,9 @@
 // CHECK-NEXT:  %[[ADD:.*]] = spyre.add_scalar %[[X]] {fx_node = "sdpa", value = -3.000000e+04 : f64}
 // CHECK-NEXT:  %[[H:.*]] = spyre.cast %[[ADD]] {fx_node = "sdpa"} : tensor<1x256xf32> -> tensor<1x256xf16>
 // CHECK-NEXT:  %[[Y:.*]] = spyre.attention %q, %k, %k mask %[[H]]
-// CHECK-NEXT:  %[[S16:.*]] = spyre.cast %[[SEES]] {fx_node = "sdpa"} : tensor<1x1xf32> -> tensor<1x1xf16>
+// CHECK-NEXT:  %[[R:.*]] = spyre.reshape %[[SEES]] {fx_node = "sdpa"} : tensor<1x1xf32> -> tensor<1x1x1x1xf32>
+// CHECK-NEXT:  %[[HEADS:.*]] = spyre.expand_rows %[[R]] {fx_node = "sdpa"} : tensor<1x1x1x1xf32> -> tensor<1x2x1x1xf32>
+// CHECK-NEXT:  %[[S16:.*]] = spyre.cast %[[HEADS]] {fx_node = "sdpa"} : tensor<1x2x1x1xf32> -> tensor<1x2x1x1xf16>
 // CHECK-NEXT:  spyre.mul %[[Y]], %[[S16]] {fx_node = "sdpa"}
 func.func @decode_mask(%pos: tensor<1xi64>, %q: tensor<1x2x1x64xf16>, %k: tensor<1x2x256x64xf16>) -> tensor<1x2x1x64xf16> {
   %a = spyre.param {param_name = "arange.folded"} : tensor<256xi64>

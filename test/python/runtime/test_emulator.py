@@ -117,8 +117,27 @@ def test_binary_functions_with_row_broadcast(fn: BinaryFn) -> None:
                            src0_dtype=F32, src1_dtype=F32, dst_dtype=F32)
     (out,), _ = Emulator(sfu_binary([binary_op], values, "float32", 4, 32)).run([values])
     numpy_fn = {BinaryFn.ADD: np.add, BinaryFn.SUB: np.subtract, BinaryFn.MUL: np.multiply,
-                BinaryFn.DIV: np.divide, BinaryFn.MAX: np.maximum, BinaryFn.MIN: np.minimum}[fn]
+                BinaryFn.DIV: np.divide, BinaryFn.MAX: np.maximum, BinaryFn.MIN: np.minimum,
+                BinaryFn.KEEP: lambda a, p: np.where(p != 0, a, np.float32(-0.0))}[fn]
     assert same_bits(out, numpy_fn(values[:4], values[4:5]))
+
+
+def test_keep_selects_special_values_exactly() -> None:
+    """KEEP(a, p) is a where p is nonzero (NaN counts) and -0.0 elsewhere, so
+    KEEP(a, p) + KEEP(b, 1 - p) is a or b bit for bit: NaN, infinities and zeros too."""
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4e38, -1.5, 2.0], np.float32)
+    a = np.tile(specials, (4, 4))  # 4 x 32
+    b = np.roll(a, 3, axis=1)
+    p = (np.arange(4 * 32).reshape(4, 32) % 3 == 0).astype(np.float32)
+    p[0, 5] = np.nan  # a NaN predicate keeps
+    values = np.concatenate([a, p], axis=0)  # rows 0..3 a, rows 4..7 p
+    keep = Instr.make("sfu.binary", deps=(0,), fn=BinaryFn.KEEP, src0=0, src1=4 * 128,
+                      dst=0x8000, rows=4, cols=32, src0_pitch=128, src1_pitch=128,
+                      dst_pitch=128, src0_dtype=F32, src1_dtype=F32, dst_dtype=F32)
+    (out,), _ = Emulator(sfu_binary([keep], values, "float32", 4, 32)).run([values])
+    kept = np.where(p != 0, a, np.float32(-0.0))
+    assert same_bits(out, kept)
+    assert same_bits(out + np.where(p != 0, np.float32(-0.0), b), np.where(p != 0, a, b))
 
 
 def test_int32_sfu_wraps_and_converts() -> None:
