@@ -26,7 +26,8 @@ GARBAGE = 0xCD  # fill byte for LX an instruction must not touch
 # float64 models of the binary functions: rounding their result once to fp32 gives the IEEE fp32
 # result (float64 has more than 2 * 24 + 2 bits, so the double rounding is innocuous).
 F64 = {BinaryFn.ADD: np.add, BinaryFn.SUB: np.subtract, BinaryFn.MUL: np.multiply,
-       BinaryFn.DIV: np.divide, BinaryFn.MAX: np.maximum, BinaryFn.MIN: np.minimum}
+       BinaryFn.DIV: np.divide, BinaryFn.MAX: np.maximum, BinaryFn.MIN: np.minimum,
+       BinaryFn.KEEP: lambda a, p: np.where(p != 0, a, -0.0)}
 
 
 def one_core(program: list[Instr]) -> SpyreBinary:
@@ -257,7 +258,7 @@ def test_reduce_in_place() -> None:
 @pytest.mark.parametrize(
     ("instr", "message"),
     [
-        (scalar(6, 1.0), "fn=6 is not a binary SFU function"),
+        (scalar(7, 1.0), "fn=7 is not a binary SFU function"),
         (scalar(BinaryFn.ADD, 1.0, reverse=2), "reverse=2 must be 0 or 1"),
         (scalar(BinaryFn.ADD, 1.0, imm=1 << 32), "imm=4294967296 is not a 32-bit fp32 bit"),
         (scalar(BinaryFn.DIV, 2.0, src_dtype=I32, dst_dtype=I32, cols=32),
