@@ -15,6 +15,8 @@ import torch.nn.functional as F
 
 import spyrec
 
+from conftest import assert_close
+
 
 class LlamaRMSNorm(nn.Module):
     def __init__(self, d: int, eps: float = 1e-6):
@@ -46,13 +48,8 @@ def _check(model, *inputs):
     ep = torch.export.export(model, inputs)
     exe = spyrec.compile(ep)
     with torch.no_grad():
-        expected = model(*inputs).float()
-    out = exe(*inputs).float()
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    err = (out - expected).abs().max().item()
-    assert torch.isfinite(out).all()
-    assert err <= tol.atol + tol.rtol * scale, (err, tol)
+        expected = model(*inputs)
+    assert_close(exe, expected, exe(*inputs))
     return exe
 
 
