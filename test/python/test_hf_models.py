@@ -12,8 +12,8 @@ device (the position and token-type lookups depend on no input and are folded). 
 device runs:
 RMS norms, q/k/v/o projections, rotary embeddings (the cos/sin tables folded into constants
 by the frontend, the half rotation as a column-map matmul), causal grouped-query attention
-with the folded mask, SwiGLU, residual adds and the LM head. Tolerances come from
-`spyrec.tolerance` through `Executable.tolerance`. Models run with SDPA attention, and
+with the folded mask, SwiGLU, residual adds and the LM head. Compared by
+`spyrec.verdict.check_outputs` (docs/numerics.md). Models run with SDPA attention, and
 Llama, BERT and GPT-2 also with eager attention (`bmm` by a transposed key, scale, mask add,
 softmax, `bmm`), which spyre-legalize recognises as the same `spyre.attention`.
 """

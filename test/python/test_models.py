@@ -2,8 +2,8 @@
 
 LayerNorm, a hand-written RMS norm (the Llama form: fp32 upcast, pow, mean, rsqrt), softmax,
 3-D linear layers, residual adds, in fp32, fp16 and bf16, with hidden sizes that fill whole
-sticks (64, 128) and one that does not (100). Tolerances from `spyrec.tolerance`, with the
-reduction depth and rounding points read off the compiled program.
+sticks (64, 128) and one that does not (100). Compared by `spyrec.verdict.check_outputs`,
+with each output's reduction depth and rounding points read off the compiled program.
 """
 
 from __future__ import annotations

@@ -264,3 +264,27 @@ def test_the_old_rule_accepted_bugs_the_new_one_rejects(monkeypatch: pytest.Monk
         exe = spyrec.compile(ep, cache=False)
     caught, old_ok = _caught(model, exe)
     assert caught and old_ok
+
+
+def test_run_check_exits_1_on_a_mutated_binary(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path) -> None:  # noqa: ANN001
+    """`spyrec run --check` on the 1 % scale mutation (fp16, the hardest to see): a verdict
+    per output, the failed criterion, exit status 1; the unmutated binary exits 0."""
+    from click.testing import CliRunner
+
+    from spyrec.cli import main
+
+    _, ep = _block(torch.float16)
+    pt2 = tmp_path / "block.pt2"
+    torch.export.save(ep, pt2)
+    good, bad = tmp_path / "good.spyre", tmp_path / "bad.spyre"
+    spyrec.compile(ep, output=good, cache=False)
+    with monkeypatch.context() as patch:
+        _scale_off(patch)
+        spyrec.compile(ep, output=bad, cache=False)
+    runner = CliRunner()
+    res = runner.invoke(main, ["run", str(good), "--check", str(pt2)])
+    assert res.exit_code == 0 and "FAILED" not in res.output, res.output
+    res = runner.invoke(main, ["run", str(bad), "--check", str(pt2)])
+    assert res.exit_code == 1, res.output
+    assert "div: FAILED (aggregate)" in res.output and "worst element" in res.output
