@@ -368,8 +368,8 @@ def graph_model_info(module: ModuleOp, count: int, numerics: str = "ieee") -> Mo
         dtypes = {TORCH_DTYPES[t] for t in types if t in TORCH_DTYPES}
         names = {str(d).removeprefix("torch.") for d in dtypes}
         unit = max((units.get(n, 0.0) for n in names), default=0.0)
-        dtype = str(TORCH_DTYPES.get(str(value.type.element_type), torch.float32)  # type: ignore[attr-defined]
-                    ).removeprefix("torch.")
+        element = str(value.type.element_type)  # type: ignore[attr-defined]
+        dtype = str(TORCH_DTYPES.get(element, torch.float32)).removeprefix("torch.")
         outputs.append(OutputModel(f"output{position}", dtype, unit, depth, 1 + steps))
     return ModelInfo(outputs, numerics)
 

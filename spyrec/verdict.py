@@ -14,23 +14,30 @@ each judged by three criteria (docs/numerics.md states the rule and its calibrat
   square over its finite elements (the magnitude of the terms a rounding error is relative
   to: an element that cancels to near zero still carries the rounding of its terms), and
   `tiny` the smallest normal of the output's dtype (DL16 and eager differ on subnormals).
-* **aggregate**: rms(a - e) <= AGGREGATE_FACTOR * noise * rms(e). Rounding errors are
+* **aggregate**: rms(a - e) <= AGGREGATE_FACTOR * unit * rms(e), with `unit` the output's
+  unit roundoff (below, without the random walk over rounding points). Rounding errors are
   unbiased and independent, so they average out; a systematic error (a scale off by 1 %,
   a dropped bias, a stale tile) does not, and shows here even when every element is within
-  its own bound.
+  its own bound. Measured, the rms error of correct programs does not grow with their
+  number of rounding points (normalisations rescale earlier errors, residual adds dilute
+  them): at most 2.6 storage units on 4-5 kernel programs, 2.0 on 37-kernel ones.
 
-An output's error unit comes from its cone, the kernels that feed it (traced through the
-binary's dataflow, not summed over the whole program):
+An output's error units come from its cone, the kernels that feed it (traced through the
+dataflow the compiler records in the binary, not summed over the whole program):
 
-    noise = u_storage * sqrt(steps) + u_accumulate * sqrt(depth)
+    noise = u_storage * sqrt(steps) + u_accumulate * sqrt(depth)     (per element)
+    unit  = u_storage + u_accumulate * sqrt(depth)                   (aggregate)
 
 with u_storage the unit roundoff of the coarsest format any kernel of the cone reads or
-writes (fp16 under DL16 2^-10, bf16 2^-8 as eager rounds it, fp32 2^-24), steps the
-rounding points on the way (the cone's kernels, plus the inputs' rounding), u_accumulate =
-2^-24 (the PT and SFU accumulate in fp32) and depth the summed reduction depth of the
-cone's kernels (their matmuls' K, their row reductions' width, attention's scores). Rounding
-errors of independent points add like a random walk, hence the square roots. Integer and
-boolean outputs must match exactly.
+writes (fp16 under DL16 2^-10, under IEEE 2^-11; bf16 2^-8 as eager rounds it; fp32 2^-24),
+steps the rounding points on the way (each kernel of the cone rounds its results once,
+attention its probabilities once more, and the inputs are rounded on the way in),
+u_accumulate = 2^-24 (the PT and the SFU accumulate in fp32) and depth the summed reduction
+depth of the cone's kernels (their matmuls' K, their row reductions' width, attention's
+scores). Independent rounding errors add like a random walk, hence the square roots; the
+largest of many elements sits in the walk's tail, so the element bound keeps sqrt(steps).
+fp32 programs are so held near fp32 precision. Integer and boolean outputs must match
+exactly.
 """
 
 from __future__ import annotations
@@ -44,10 +51,10 @@ from typing import Any
 import torch
 
 # Calibrated on every correct model the tests run (docs/numerics.md, "Calibration"): the
-# largest measured ratio error / (noise * scale) was 1.27 per element and 0.27 in aggregate
-# (see the table); the factors leave a margin of about 3x over those maxima.
-ELEMENT_FACTOR = 6.0
-AGGREGATE_FACTOR = 2.0
+# largest measured error / (noise * (|e| + rms)) of an element was 3.1, the largest rms
+# error / (unit * rms) 2.6; the factors leave a margin of 2.6x and 2.3x over them.
+ELEMENT_FACTOR = 8.0
+AGGREGATE_FACTOR = 6.0
 
 ACCUMULATION_UNIT = 2.0**-24  # fp32 sums on the PT and the SFU
 # unit roundoff of each host dtype as the device stores it ("dl16") or IEEE does ("ieee");
@@ -72,9 +79,14 @@ class OutputModel:
 
     @property
     def noise(self) -> float:
-        """The output's error unit, relative to the magnitude of its terms."""
+        """The error unit of one element, relative to the magnitude of its terms."""
         return self.unit * math.sqrt(max(self.steps, 1)) + \
             ACCUMULATION_UNIT * math.sqrt(max(self.depth, 1))
+
+    @property
+    def aggregate_unit(self) -> float:
+        """The error unit of the rms error relative to the rms of the reference."""
+        return self.unit + ACCUMULATION_UNIT * math.sqrt(max(self.depth, 1))
 
 
 @dataclass(frozen=True)
@@ -299,7 +311,7 @@ def compare_output(expected: torch.Tensor, actual: torch.Tensor, model: OutputMo
         verdict.element_ratio = float(ratio.reshape(-1)[flat])
         verdict.aggregate = (float((af - ef).square().mean().sqrt()) / rms if rms
                              else (0.0 if bool((af == ef).all()) else math.inf))
-        verdict.aggregate_bound = AGGREGATE_FACTOR * noise
+        verdict.aggregate_bound = AGGREGATE_FACTOR * model.aggregate_unit
         if verdict.element_ratio > 1.0:
             verdict.failed.append("element")
         if verdict.aggregate > verdict.aggregate_bound:

@@ -102,15 +102,18 @@ def old_rule_accepts(exe: Executable, expected: tuple[torch.Tensor, ...],
 
 
 def _caught(model: Block, exe: Executable, seed: int = 1) -> tuple[list[str], bool]:
-    """The criteria that reject `exe`'s results (per output), and whether the old rule
-    accepted them."""
+    """The criteria that reject `exe`'s results, per output with how far past its bound
+    (error / bound), and whether the old rule accepted them."""
     x = _input(next(model.parameters()).dtype, seed)
     with torch.no_grad():
         expected = model(x)
     actual = exe(x)
     verdict = check_outputs(expected, actual, exe)
     print(verdict)
-    caught = [f"{o.name}: {', '.join(o.failed)}" for o in verdict.outputs if not o.ok]
+    ratios = {"element": lambda o: o.element_ratio, "aggregate": lambda o: o.aggregate_ratio,
+              "class": lambda o: float(o.class_mismatches), "shape": lambda o: math.inf}
+    caught = [f"{o.name}: " + ", ".join(f"{c} {ratios[c](o):.3g}x" for c in o.failed)
+              for o in verdict.outputs if not o.ok]
     return caught, old_rule_accepts(exe, expected, actual)
 
 

@@ -78,7 +78,7 @@ def test_a_one_percent_scale_fails_in_aggregate_only():
     e = _reference()
     (output,) = check_outputs(e, (e.float() * 1.01).half(), _info()).outputs
     assert output.failed == ["aggregate"]
-    assert output.aggregate > AGGREGATE_FACTOR * _info().outputs[0].noise
+    assert output.aggregate > AGGREGATE_FACTOR * _info().outputs[0].aggregate_unit
 
 
 def test_integer_outputs_must_match_exactly():
