@@ -50,10 +50,13 @@ from typing import Any
 
 import torch
 
-# Calibrated on every correct model the tests run (docs/numerics.md, "Calibration"): the
-# largest measured error / (noise * (|e| + rms)) of an element was 3.1, the largest rms
-# error / (unit * rms) 2.6; the factors leave a margin of 2.6x and 2.3x over them.
-ELEMENT_FACTOR = 8.0
+# Calibrated on every correct model and op case the tests run (docs/numerics.md,
+# "Calibration"). The largest element ratio error / (noise * (|e| + rms)) was 3.1 on the
+# models and 8.6 on the op cases (fp32 gelu: the SFU's function approximation; fp16 cos at
+# |x| up to 4.5: its input's rounding amplified by x tan x), which the error model does not
+# describe; the largest rms error / (unit * rms) was 2.6. The factors leave a margin of 2.3x
+# over each.
+ELEMENT_FACTOR = 20.0
 AGGREGATE_FACTOR = 6.0
 
 ACCUMULATION_UNIT = 2.0**-24  # fp32 sums on the PT and the SFU
