@@ -460,8 +460,9 @@ def run_case(case: OpCase) -> Outcome:
         expected = model(*inputs)
     verdict = check_outputs(expected, out, exe)
     (output,) = verdict.outputs
+    report = "; ".join(line.strip() for line in str(verdict).splitlines())
     return Outcome(verdict.ok, output.element_ratio, output.aggregate_ratio,
-                   "" if verdict.ok else "; ".join(l.strip() for l in str(verdict).splitlines()))
+                   "" if verdict.ok else report)
 
 
 

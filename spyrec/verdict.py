@@ -201,6 +201,7 @@ def binary_model_info(binary: Any, numerics: str = "dl16") -> ModelInfo:
     programs = [next(iter(k.programs.values()), []) for k in binary.kernels]
     depths = [kernel_depth(p) for p in programs]
     steps = [kernel_steps(p) for p in programs]
+    # spyre_emit_spyrecode.DATAFLOW_KEY, spelled out: this module imports no xDSL
     recorded = binary.provenance.get("dataflow")
     if recorded:
         flow = json.loads(recorded)
