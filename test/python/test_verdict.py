@@ -133,3 +133,27 @@ def test_each_output_has_its_own_cone():
     exe = spyrec.compile(torch.export.export(TwoOutputs().half(), (x,)))
     early, late = binary_model_info(exe.binary).outputs
     assert early.steps < late.steps and early.depth < late.depth
+
+
+def test_run_check_accepts_infinities_and_nans_the_device_reproduces(tmp_path):
+    """`spyrec run --check` on a program whose eager outputs hold +inf (exp overflowing)
+    and NaN (sqrt of negatives): reproduced on the device, they pass (the old rule failed
+    any non-finite device value)."""
+    from click.testing import CliRunner
+
+    from spyrec.cli import main
+
+    class Special(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return torch.exp(x * 100.0), torch.sqrt(x)
+
+    x = torch.randn(64, 128, generator=torch.Generator().manual_seed(0))
+    ep = torch.export.export(Special(), (x,))
+    pt2, binary = tmp_path / "special.pt2", tmp_path / "special.spyre"
+    torch.export.save(ep, pt2)
+    spyrec.compile(ep, output=binary)
+    expected = Special()(x)
+    assert torch.isinf(expected[0]).any() and torch.isnan(expected[1]).any()
+    res = CliRunner().invoke(main, ["run", str(binary), "--check", str(pt2)])
+    assert res.exit_code == 0 and "exp: ok" in res.output and "sqrt: ok" in res.output, \
+        res.output
