@@ -13,6 +13,7 @@ The module itself is left unchanged.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +23,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
@@ -154,8 +155,52 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
                                    flops, min_bytes, prov))
     weight_bindings = [_weight(p, weights) for p in params]
     _unique_names([*inputs, *outputs, *intermediates, *(b for b, _ in weight_bindings)])
+    launches = [o for o in block.ops if isinstance(o, LaunchOp)]
+    prov = {**(provenance or {}),
+            DATAFLOW_KEY: _dataflow(launches, list(ret.arguments[len(updated):]))}
     return SpyreBinary(DEFAULT_TARGET.name, inputs, outputs, weight_bindings, intermediates,
-                       kernels, dict(provenance or {}))
+                       kernels, prov)
+
+
+DATAFLOW_KEY = "dataflow"
+
+
+def _dataflow(launches: list[LaunchOp], returned: list[SSAValue]) -> str:
+    """Which kernels feed which, as compact JSON for the binary's provenance: per kernel
+    (launch order) the kernels whose results it reads and the element types it reads and
+    writes; per output the kernels it is made of (none: an input or weight returned as
+    is; several: a view of their results).
+
+    `spyrec.verdict` traces each output's cone of kernels from it (its reduction depth and
+    rounding points). Addresses cannot tell this: LPDDR is reused by liveness and a tensor
+    kept in LX (note 61) never reaches LPDDR at all."""
+    index = {launch: k for k, launch in enumerate(launches)}
+    found: dict[SSAValue, frozenset[int]] = {}
+
+    def producers(value: SSAValue) -> frozenset[int]:
+        """The launches a value comes from, through the views (spyre.reshape, ...) between
+        them."""
+        if value not in found:
+            owner = value.owner
+            if owner in index:
+                found[value] = frozenset({index[owner]})  # type: ignore[index]
+            elif isinstance(owner, Operation):
+                found[value] = frozenset().union(*(producers(v) for v in owner.operands))
+            else:  # a block argument: a program input
+                found[value] = frozenset()
+        return found[value]
+
+    kernels = []
+    for launch in launches:
+        values = [*launch.operands, *launch.results]
+        kernels.append({
+            "reads": sorted(frozenset().union(*(producers(v) for v in launch.operands))),
+            "dtypes": sorted({HOST_DTYPE[str(v.type.element_type)] for v in values
+                              if isinstance(v.type, TensorType)
+                              and str(v.type.element_type) in HOST_DTYPE})})
+    outputs = [sorted(producers(v)) for v in returned]
+    return json.dumps({"kernels": kernels, "outputs": outputs},
+                      separators=(",", ":"))
 
 
 def _programs(prog: ProgramOp) -> Mapping[int, list[Instr]]:

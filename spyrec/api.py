@@ -17,7 +17,6 @@ import torch
 
 from spyrec.diagnostics import RunError
 from spyrec.runtime.container import SpyreBinary, read_spyre
-from spyrec.tolerance import UNIT_ROUNDOFF, Tolerance, tolerance
 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
                 "int32": torch.int32, "int64": torch.int64}
@@ -63,48 +62,6 @@ class Executable:
                 raise RunError(
                     f"input '{b.name}': expected shape [{', '.join(map(str, shape))}] {want}, "
                     f"got {list(t.shape)} {t.dtype}; the program was compiled for that shape")
-
-    def error_model(self) -> tuple[int, int]:
-        """(reduction depth, rounding steps) of the program, for `spyrec.tolerance`.
-
-        The depth is the sum over kernels of the deepest reduction (the K of its matmuls or
-        the columns of its row reductions); each kernel rounds its outputs once, and the inputs
-        are rounded on the way in. An attention kernel adds the depth of its scores (the K
-        of its pt.matmul_nt) in front of the softmax and P @ V, and rounds P once more.
-        """
-        depth = 0
-        steps = len(self.binary.kernels) + 1
-        for kernel in self.binary.kernels:
-            program = next(iter(kernel.programs.values()), [])
-            reduced = [i.arg("cols") for i in program if i.op == "sfu.reduce"]
-            scores = next((i.arg("k") for i in program if i.op == "pt.matmul_nt"), 0)
-            matmuls = [i for i in program if i.op == "pt.matmul"]
-            contraction = 0
-            if matmuls:
-                # one output tile: its first matmul starts fresh, the K loop then accumulates
-                tile_c = matmuls[0].arg("c")
-                chain = [matmuls[0]]
-                for instr in matmuls[1:]:
-                    if instr.arg("c") == tile_c and instr.arg("accumulate"):
-                        chain.append(instr)
-                    elif instr.arg("c") == tile_c:
-                        break
-                contraction = sum(i.arg("k") for i in chain)
-            depth += scores + max([contraction, *reduced])
-            steps += 1 if scores else 0
-        return depth, steps
-
-    def tolerance(self, scale: float) -> Tolerance:
-        """The tolerance of this program's results whose largest magnitude is `scale`.
-
-        The unit roundoff is that of the least precise dtype crossing the host boundary (an
-        fp16 input rounded to DL16 limits an fp32 result too); depth and rounding points
-        come from `error_model`.
-        """
-        dtypes = [b.layout.host_dtype for b in self.binary.inputs + self.binary.outputs]
-        coarsest = max(dtypes, key=lambda d: UNIT_ROUNDOFF.get(d, 0.0))
-        depth, steps = self.error_model()
-        return tolerance(coarsest, depth, steps, scale)
 
     def buffer(self, name: str) -> torch.Tensor:
         """The current value of weight or buffer `name` as the device holds it: a buffer the

@@ -327,8 +327,8 @@ def _check_against(model: Path, exe: Any, inputs: list[Any], outputs: Any,
 
 def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any) -> bool:
     import numpy as np
-    import torch
 
+    from spyrec.api import to_torch
     from spyrec.ktir import execute
     from spyrec.runtime.layout import HOST_DTYPE
 
@@ -336,29 +336,19 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
     for b in exe.binary.outputs:
         args[b.name] = np.zeros(b.layout.shape, dtype=HOST_DTYPE[b.layout.host_dtype])
     result = execute(source, exe.binary.kernels[0].name, **args)
-    expected = [torch.from_numpy(np.asarray(result[b.name], dtype=np.float32))
-                for b in exe.binary.outputs]
+    expected = [to_torch(np.asarray(result[b.name])) for b in exe.binary.outputs]
     return compare_outputs(expected, outputs, exe)
 
 
 def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
-    """Print max abs/rel error per output against eager; True when all are in tolerance."""
-    import torch
+    """Print the verdict of `spyrec.verdict.check_outputs` per output (on failure the worst
+    element: index, expected, got, bound; the aggregate error; NaN/inf class mismatches);
+    True when every output passed."""
+    from spyrec.verdict import check_outputs
 
-    exp = expected if isinstance(expected, (tuple, list)) else (expected,)
-    act = actual if isinstance(actual, (tuple, list)) else (actual,)
-    ok = True
-    for e, a, b in zip(exp, act, exe.binary.outputs):
-        e32, a32 = e.float(), a.float()
-        err = (e32 - a32).abs().max().item()
-        scale = e32.abs().max().item()
-        rel = err / scale if scale else err
-        tol = exe.tolerance(scale)
-        good = bool(torch.isfinite(a32).all()) and err <= tol.atol + tol.rtol * scale
-        ok &= good
-        click.echo(f"{b.name}: max abs error {err:.3g}, max rel error {rel:.3g} "
-                   f"(tolerance {tol.atol:.3g}) {'ok' if good else 'FAILED'}")
-    return ok
+    verdict = check_outputs(expected, actual, exe)
+    click.echo(str(verdict))
+    return verdict.ok
 
 
 @main.command()

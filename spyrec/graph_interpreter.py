@@ -16,7 +16,7 @@ the kernel's results are cropped back to their logical shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -26,6 +26,9 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.dialects import spyre
+
+if TYPE_CHECKING:
+    from spyrec.verdict import ModelInfo
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
                 "i32": torch.int32, "i64": torch.int64, "i1": torch.bool}
@@ -328,21 +331,57 @@ def _describe(op: Operation) -> str:
     return f"{op.name}{' ' + target.data if target is not None else ''}{where}"  # type: ignore[attr-defined]
 
 
-def graph_error_model(module: ModuleOp) -> tuple[int, int]:
-    """(reduction depth, rounding steps) of the graph for `spyrec.tolerance`: the depth is
-    the sum of every matmul's K, reduction's width and attention's scores and keys, the
-    steps the ops that round their result. An upper bound for the program at any stage,
-    since the interpreter rounds after every op and a kernel only at its outputs."""
-    depth = steps = 0
-    for op in module.walk():
-        if isinstance(op, (spyre.MatmulOp, spyre.BatchMatmulOp)):
-            depth += _shape(op.lhs)[-1]
-        elif isinstance(op, spyre.AttentionOp):
-            depth += _shape(op.query)[-1] + _shape(op.key)[-2]
-            steps += 1
-        elif op.name.startswith("spyre.reduce_"):
-            depth += _shape(op.operands[0])[-1]
-        if op.name.startswith("spyre.") and op.name not in (
-                "spyre.param", "spyre.kernel", "spyre.yield", "spyre.launch", "spyre.reshape"):
-            steps += 1
-    return depth, max(steps, 1)
+def graph_model_info(module: ModuleOp, count: int, numerics: str = "ieee") -> ModelInfo:
+    """The error model (`spyrec.verdict`) of the graph's last `count` results (the program's
+    outputs; leading ones are updated buffers), each from its own cone of ops: the depth sums
+    the cone's matmul K, reduction widths and attention's scores and keys, the steps count
+    the ops that round their result (the interpreter rounds after every op, a kernel only at
+    its outputs: an upper bound for the program at any stage). `numerics` "ieee": the
+    interpreter rounds 16-bit values as IEEE fp16 and bf16."""
+    from spyrec.verdict import STORAGE_UNIT, ModelInfo, OutputModel
+
+    graph = next(f for f in module.body.block.ops if isinstance(f, func.FuncOp)
+                 and "grid" not in f.attributes and f.body.blocks.first is not None)
+    ret = graph.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    units = STORAGE_UNIT[numerics]
+    outputs = []
+    for position, value in enumerate(ret.arguments[len(ret.arguments) - count:]):
+        depth = steps = 0
+        types = {str(value.type.element_type)} if isinstance(value.type, TensorType) else set()
+        seen: set[Operation] = set()
+        stack = [value.owner] if isinstance(value.owner, Operation) else []
+        while stack:
+            op = stack.pop()
+            if op in seen:
+                continue
+            seen.add(op)
+            depth += _op_depth(op)
+            if op.name.startswith("spyre.") and op.name not in (
+                    "spyre.param", "spyre.kernel", "spyre.yield", "spyre.launch",
+                    "spyre.reshape"):
+                steps += 1 + isinstance(op, spyre.AttentionOp)
+            for operand in op.operands:
+                if isinstance(operand.type, TensorType):
+                    types.add(str(operand.type.element_type))
+                if isinstance(operand.owner, Operation):
+                    stack.append(operand.owner)
+        dtypes = {TORCH_DTYPES[t] for t in types if t in TORCH_DTYPES}
+        names = {str(d).removeprefix("torch.") for d in dtypes}
+        unit = max((units.get(n, 0.0) for n in names), default=0.0)
+        element = str(value.type.element_type)  # type: ignore[attr-defined]
+        dtype = str(TORCH_DTYPES.get(element, torch.float32)).removeprefix("torch.")
+        outputs.append(OutputModel(f"output{position}", dtype, unit, depth, 1 + steps))
+    return ModelInfo(outputs, numerics)
+
+
+def _op_depth(op: Operation) -> int:
+    """The reduction depth one graph op adds: a matmul's K, a reduction's width, attention's
+    scores (the head dim) and keys."""
+    if isinstance(op, (spyre.MatmulOp, spyre.BatchMatmulOp)):
+        return _shape(op.lhs)[-1]
+    if isinstance(op, spyre.AttentionOp):
+        return _shape(op.query)[-1] + _shape(op.key)[-2]
+    if op.name.startswith("spyre.reduce_"):
+        return _shape(op.operands[0])[-1]
+    return 0

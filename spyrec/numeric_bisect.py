@@ -11,25 +11,31 @@ compile has so far on the same inputs and compares it with PyTorch eager:
   checkpoint covers the scheduler and the emission.
 
 The first checkpoint out of tolerance names the pass; its input module is written to a file
-and the `spyre-opt` command that runs that pass on it is returned. Tolerances come from
-`spyrec.tolerance`: for the interpreters from the graph's reductions and rounding points
-(`graph_error_model`), for the emulator from the binary's own error model.
+and the `spyre-opt` command that runs that pass on it is returned. Results are compared by
+`spyrec.verdict.check_outputs`: for the interpreters with each output's cone of graph ops
+(`graph_model_info`, IEEE rounding after every op), for the emulator with the binary's own
+per-output error model.
 """
 
 from __future__ import annotations
 
+import math
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
+from xdsl.dialects.builtin import ModuleOp
+
+from spyrec.api import Executable
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.driver import _run_pass, make_context, module_text
 from spyrec.frontend.importer import import_program, load_program
-from spyrec.graph_interpreter import GraphInterpreter, InterpretError, graph_error_model
+from spyrec.graph_interpreter import GraphInterpreter, InterpretError, graph_model_info
 from spyrec.pipelines import DEFAULT_PIPELINE, pass_spec
-from spyrec.tolerance import UNIT_ROUNDOFF, tolerance
+from spyrec.verdict import ModelInfo, Verdict, check_outputs
 
 
 @dataclass
@@ -39,8 +45,8 @@ class Checkpoint:
     after: str
     how: str  # "graph interpreter", "KTIR interpreter", "emulator"
     status: str  # "ok", "out of tolerance", "not run: <why>", "failed: <error>"
-    error: float = 0.0  # the largest error over the outputs, relative to the allowed one
-    worst: str = ""  # which output, its max abs error and its allowed error
+    error: float = 0.0  # the largest error / bound over the outputs and criteria
+    worst: str = ""  # the worst output's verdict
 
     @property
     def bad(self) -> bool:
@@ -92,20 +98,15 @@ def program_inputs(program: torch.export.ExportedProgram, seed: int,
     return inputs
 
 
-def _compare(expected: list[torch.Tensor], actual: list[torch.Tensor], names: list[str],
-             allowed) -> tuple[float, str]:
-    """The worst error / allowed ratio over the outputs and a note naming that output."""
+def _worst(verdict: Verdict) -> tuple[float, str]:
+    """The largest error / bound over the outputs and criteria (infinite for a class or
+    shape mismatch) and that output's verdict in one line."""
     worst, note = 0.0, ""
-    for e, a, name in zip(expected, actual, names):
-        e32, a32 = e.detach().float(), a.detach().float()
-        if e32.shape != a32.shape:
-            return float("inf"), f"{name}: shape {list(a32.shape)}, eager {list(e32.shape)}"
-        err = (e32 - a32).abs().nan_to_num(float("inf")).max().item() if e32.numel() else 0.0
-        scale = e32.abs().max().item() if e32.numel() else 0.0
-        limit = allowed(e, scale)
-        ratio = err / limit if limit else (0.0 if err == 0 else float("inf"))
+    for output in verdict.outputs:
+        ratio = max(output.element_ratio, output.aggregate_ratio,
+                    math.inf if output.class_mismatches or output.note else 0.0)
         if ratio >= worst:
-            worst, note = ratio, f"{name}: max abs error {err:.3g}, allowed {limit:.3g}"
+            worst, note = ratio, " ".join(str(output).split())
     return worst, note
 
 
@@ -130,17 +131,7 @@ def bisect(program: torch.export.ExportedProgram | str | Path, seed: int = 0,
     ctx = make_context()
     result = BisectResult()
     keep_dir = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="spyrec-bisect-"))
-    depth_steps: tuple[int, int] | None = None
-    dtypes = [str(t.dtype).removeprefix("torch.") for t in [*inputs, *expected]]
-    coarsest = max(dtypes, key=lambda d: UNIT_ROUNDOFF.get(d, 0.0))
-
-    def interpreted(e: torch.Tensor, scale: float) -> float:
-        assert depth_steps is not None
-        if not e.dtype.is_floating_point:
-            return 0.0
-        tol = tolerance(coarsest if coarsest in UNIT_ROUNDOFF else "float32", *depth_steps,
-                        scale)
-        return tol.atol + tol.rtol * scale
+    graph_info: ModelInfo | None = None
 
     for stage in DEFAULT_PIPELINE:
         for name in stage.passes:
@@ -152,16 +143,16 @@ def bisect(program: torch.export.ExportedProgram | str | Path, seed: int = 0,
                 result.checkpoints.append(Checkpoint(name, "-", f"failed: {exc}"))
                 _name_bad(result, name, options, before, keep_dir)
                 return result
-            if depth_steps is None:
-                depth_steps = graph_error_model(module)
+            if graph_info is None:  # the graph as imported: every op still its own
+                graph_info = graph_model_info(module, len(expected))
             how = {"graph": "graph interpreter", "ktir": "KTIR interpreter"}.get(
                 stage.name, "emulator")
             try:
                 if how == "emulator":
-                    actual, allowed = _emulate(module, imported.weights, inputs)
+                    actual, info = _emulate(module, imported.weights, inputs)
                 else:
                     actual = GraphInterpreter(module, imported.weights).run(inputs)
-                    allowed = interpreted
+                    info = graph_info
             except InterpretError as exc:
                 result.checkpoints.append(Checkpoint(name, how, f"not run: {exc}"))
                 continue
@@ -169,8 +160,9 @@ def bisect(program: torch.export.ExportedProgram | str | Path, seed: int = 0,
                 result.checkpoints.append(Checkpoint(name, how, f"failed: {exc}"))
                 _name_bad(result, name, options, before, keep_dir)
                 return result
-            ratio, note = _compare(expected, actual, names, allowed)
-            status = "ok" if ratio <= 1.0 else "out of tolerance"
+            verdict = check_outputs(expected, actual, info, names)
+            ratio, note = _worst(verdict)
+            status = "ok" if verdict.ok else "out of tolerance"
             result.checkpoints.append(Checkpoint(name, how, status, ratio, note))
             if status != "ok":
                 _name_bad(result, name, options, before, keep_dir)
@@ -178,21 +170,14 @@ def bisect(program: torch.export.ExportedProgram | str | Path, seed: int = 0,
     return result
 
 
-def _emulate(module, weights, inputs):
-    from spyrec.api import Executable
+def _emulate(module: ModuleOp, weights: dict[str, np.ndarray],
+             inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], Executable]:
+    """The emitted binary's results on the emulator, and the executable (its error model)."""
     from spyrec.passes.spyre_emit_spyrecode import build_binary
 
     exe = Executable(build_binary(module, weights))
     out = exe(*inputs)
-    actual = list(out) if isinstance(out, tuple) else [out]
-
-    def allowed(e: torch.Tensor, scale: float) -> float:
-        if not e.dtype.is_floating_point:
-            return 0.0
-        tol = exe.tolerance(scale)
-        return tol.atol + tol.rtol * scale
-
-    return actual, allowed
+    return (list(out) if isinstance(out, tuple) else [out]), exe
 
 
 def _name_bad(result: BisectResult, name: str, options: dict[str, object], before: str,

@@ -13,7 +13,8 @@ Each candidate is exported again with `torch.export.export`, so it is a real pro
 tested in this process. Conditions (`--until`):
 
 * `error:TEXT`: compiling fails with a message containing TEXT (`error:` alone: any error);
-* `mismatch`: the program compiles but its results leave eager's tolerance;
+* `mismatch`: the program compiles but its results fail the comparison with eager
+  (`spyrec.verdict`);
 * `bisect:PASS`: `spyrec bisect` names PASS as the first pass out of tolerance.
 
 The result is written as a `.pt2` and a ready pytest file that asserts the condition, with
@@ -54,7 +55,9 @@ def _compile_error(program: torch.export.ExportedProgram) -> str | None:
 
 
 def _mismatch(program: torch.export.ExportedProgram, inputs: tuple[torch.Tensor, ...]) -> bool:
+    """The results fail `spyrec.verdict.check_outputs` against eager."""
     import spyrec
+    from spyrec.verdict import check_outputs
 
     try:
         exe = spyrec.compile(program, cache=False)
@@ -63,16 +66,7 @@ def _mismatch(program: torch.export.ExportedProgram, inputs: tuple[torch.Tensor,
         return False
     with torch.no_grad():
         expected = program.module()(*inputs)
-    for e, a in zip(_tensors(expected), _tensors(actual)):
-        e32, a32 = e.float(), a.float()
-        if e32.shape != a32.shape or not bool(torch.isfinite(a32).all() or
-                                              not torch.isfinite(e32).all()):
-            return True
-        scale = e32.abs().max().item() if e32.numel() else 0.0
-        tol = exe.tolerance(scale)
-        if (e32 - a32).abs().max().item() > tol.atol + tol.rtol * scale:
-            return True
-    return False
+    return not check_outputs(_tensors(expected), _tensors(actual), exe).ok
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:

@@ -146,21 +146,3 @@ def special_groups(group_size: int = 8) -> list[SpecialGroup]:
         groups.setdefault(key, []).append(case)
     return [SpecialGroup(tuple(members[i:i + group_size]))
             for members in groups.values() for i in range(0, len(members), group_size)]
-
-
-def same_classes(expected: torch.Tensor, actual: torch.Tensor, dl16: bool) -> str:
-    """"" when `actual` has NaN where `expected` has, the same infinities, and finite values
-    where it is finite; else what differs at the first place. `dl16`: a 16-bit output read
-    back from DL16, whose one non-number (NINF) stands for NaN and both infinities, so
-    eager's +-inf may come back as NaN."""
-    e, a = expected.float(), actual.float()
-    e_nan, a_nan = torch.isnan(e), torch.isnan(a)
-    e_inf, a_inf = torch.isinf(e), torch.isinf(a)
-    collapse = e_inf & a_nan if dl16 else torch.zeros_like(e_nan)
-    wrong = (e_nan != a_nan) | (e_inf != a_inf) | (e_inf & a_inf & (e != a))
-    wrong &= ~collapse
-    if not wrong.any():
-        return ""
-    first = tuple(int(i) for i in wrong.nonzero()[0])
-    return (f"{int(wrong.sum())} element(s) of another class, first at {list(first)}: "
-            f"eager {e[first].item()}, device {a[first].item()}")

@@ -26,15 +26,13 @@ def export_mlp(features: int, dtype: torch.dtype, batch: int = 64, seed: int = 0
 
 
 def assert_matches_eager(exe, model: torch.nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
-    """Run `exe` (a `spyrec.api.Executable`) and check it against eager within the binary's
-    own tolerance for the output's scale; returns the device output as fp32."""
+    """Run `exe` (a `spyrec.api.Executable`) and check it against eager with
+    `assert_close`; returns the device output as fp32."""
     with torch.no_grad():
-        expected = model(*inputs).float()
-    out = exe(*inputs).float()
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
-    return out
+        expected = model(*inputs)
+    out = exe(*inputs)
+    assert_close(exe, expected, out)
+    return out.float()
 
 
 def explain_both_ways(tmp_path, ep: torch.export.ExportedProgram, flag: str) -> tuple[str, str]:
@@ -92,3 +90,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def assert_close(exe_or_info, expected, actual, names=None):
+    """Hold `actual` to `expected` under `spyrec.verdict.check_outputs` (per-element bounds,
+    the aggregate error, NaN/inf classes); the verdict's report is the failure message."""
+    from spyrec.verdict import check_outputs
+
+    verdict = check_outputs(expected, actual, exe_or_info, names)
+    assert verdict.ok, "\n" + str(verdict)
+    return verdict

@@ -14,9 +14,11 @@ from spyrec.demo import DemoConvNet
 from spyrec.diagnostics import SpyrecError
 from spyrec.runtime.layout import DeviceLayout, from_device, to_device
 
+from conftest import assert_close
+
 
 def _check(model: torch.nn.Module, *inputs: torch.Tensor) -> spyrec.Executable:
-    """Compile, run on the emulator, and hold the result to the program's tolerance."""
+    """Compile, run on the emulator, and hold the result to eager (`assert_close`)."""
     exe = spyrec.compile(torch.export.export(model, inputs))
     out = exe(*inputs)
     with torch.no_grad():
@@ -25,10 +27,7 @@ def _check(model: torch.nn.Module, *inputs: torch.Tensor) -> spyrec.Executable:
     refs = expected if isinstance(expected, tuple) else (expected,)
     for got, ref in zip(outs, refs):
         assert got.shape == ref.shape and got.dtype == ref.dtype
-        scale = ref.float().abs().max().item()
-        tol = exe.tolerance(scale)
-        err = (got.float() - ref.float()).abs().max().item()
-        assert tol.allows(err, scale), f"max error {err} above {tol} at scale {scale}"
+    assert_close(exe, expected, out)
     return exe
 
 

@@ -27,6 +27,8 @@ from spyrec.ktir import execute
 from spyrec.registry import PASSES
 from spyrec.runtime.memory import DeviceFault
 
+from conftest import assert_close
+
 CACHE = 256
 
 
@@ -65,9 +67,7 @@ def _layer(dtype: torch.dtype, **kwargs: int) -> DecodeStep:
 
 
 def _close(exe: spyrec.Executable, got: torch.Tensor, want: torch.Tensor) -> None:
-    scale = want.float().abs().max().item()
-    err = (got.float() - want.float()).abs().max().item()
-    assert exe.tolerance(scale).allows(err, scale), (err, exe.tolerance(scale))
+    assert_close(exe, want, got)
 
 
 @pytest.mark.parametrize("dtype,kwargs", [

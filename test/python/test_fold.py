@@ -18,6 +18,8 @@ from spyrec.driver import compile_program
 from spyrec.frontend.fold import MASKED, fold_constants
 from spyrec.frontend.importer import decompose
 
+from conftest import assert_close
+
 
 class Rotary(nn.Module):
     """x * cos(table) + linear(x), where the table comes from a buffer and arange."""
@@ -51,10 +53,7 @@ def _compile_and_compare(model, *inputs):
     exe = spyrec.api.Executable(result.binary)
     with torch.no_grad():
         expected = model(*inputs)
-    out = exe(*inputs)
-    scale = expected.abs().max().item()
-    err = (out - expected).abs().max().item()
-    assert exe.tolerance(scale).allows(err, scale), err
+    assert_close(exe, expected, exe(*inputs))
     return result
 
 

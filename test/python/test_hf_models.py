@@ -12,8 +12,8 @@ device (the position and token-type lookups depend on no input and are folded). 
 device runs:
 RMS norms, q/k/v/o projections, rotary embeddings (the cos/sin tables folded into constants
 by the frontend, the half rotation as a column-map matmul), causal grouped-query attention
-with the folded mask, SwiGLU, residual adds and the LM head. Tolerances come from
-`spyrec.tolerance` through `Executable.tolerance`. Models run with SDPA attention, and
+with the folded mask, SwiGLU, residual adds and the LM head. Compared by
+`spyrec.verdict.check_outputs` (docs/numerics.md). Models run with SDPA attention, and
 Llama, BERT and GPT-2 also with eager attention (`bmm` by a transposed key, scale, mask add,
 softmax, `bmm`), which spyre-legalize recognises as the same `spyre.attention`.
 """
@@ -28,6 +28,8 @@ import torch
 import spyrec
 from spyrec.runtime.emulator import InputError
 from spyrec.runtime.memory import DeviceFault
+
+from conftest import assert_close
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
@@ -135,14 +137,9 @@ def _compile_and_compare(model: torch.nn.Module, wrapper: type[torch.nn.Module])
     with torch.no_grad():
         embeds = model.get_input_embeddings()(ids)
         wrapped = wrapper(model)
-        expected = wrapped(embeds).float()
+        expected = wrapped(embeds)
     exe = spyrec.compile(torch.export.export(wrapped, (embeds,)))
-    out = exe(embeds).float()
-    scale = expected.abs().max().item()
-    err = (out - expected).abs().max().item()
-    tol = exe.tolerance(scale)
-    assert torch.isfinite(out).all()
-    assert tol.allows(err, scale), (err, tol)
+    assert_close(exe, expected, exe(embeds))
     return exe
 
 
@@ -180,11 +177,7 @@ def test_token_ids_match_eager(name, dtype, wrapper):
     gathers = [k for k in exe.binary.kernels
                if any(i.op == "dma.gather" for p in k.programs.values() for i in p)]
     assert [k.provenance for k in gathers] == [["embedding"]]
-    out = exe(ids).float()
-    scale = expected.abs().max().item()
-    err = (out - expected).abs().max().item()
-    assert torch.isfinite(out).all()
-    assert exe.tolerance(scale).allows(err, scale), (err, exe.tolerance(scale))
+    assert_close(exe, expected, exe(ids))
 
 
 def test_an_out_of_range_token_id_is_caught():
@@ -243,11 +236,7 @@ def test_llama_with_position_ids_matches_eager(dtype, tokens):
         with torch.no_grad():
             expected = wrapped(x, positions).float()
         outputs.append(expected)
-        out = exe(x, positions).float()
-        scale = expected.abs().max().item()
-        err = (out - expected).abs().max().item()
-        assert torch.isfinite(out).all()
-        assert exe.tolerance(scale).allows(err, scale), (positions, err, exe.tolerance(scale))
+        assert_close(exe, expected, exe(x, positions))
     # rotary attention sees relative positions only, so an offset changes no logit (up
     # to rounding), but packing does: the second sequence attends to itself alone
     assert (outputs[0] - outputs[2]).abs().max() > 1e-3

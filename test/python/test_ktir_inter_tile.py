@@ -21,6 +21,8 @@ from spyrec.diagnostics import CompileError
 from spyrec.driver import compile_program
 from spyrec.ktir import execute
 
+from conftest import assert_close
+
 TESTS = Path(__file__).parent
 CONFORMANCE = TESTS.parent / "ktir" / "conformance"
 KERNELS = TESTS / "ktir" / "kernels"
@@ -113,12 +115,8 @@ def _compile_and_compare(tmp_path: Path, source: Path, function: str | None,
     expected = execute(source, function, **args)
     outputs = exe(*inputs)
     outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
-    for b, out in zip(exe.binary.outputs, outputs):
-        ref = expected[b.name].astype(np.float64)
-        scale = float(np.abs(ref).max())
-        tol = exe.tolerance(scale)
-        err = float(np.abs(ref - out.double().numpy()).max())
-        assert err <= tol.atol + tol.rtol * scale, (b.name, err, scale)
+    assert_close(exe, [torch.from_numpy(expected[b.name].astype(np.float32))
+                       for b in exe.binary.outputs], outputs)
     return result, exe.last_profile.warnings
 
 

@@ -13,7 +13,7 @@ import torch
 
 import spyrec
 
-from conftest import assert_matches_eager
+from conftest import assert_close, assert_matches_eager
 
 
 class _Linear(torch.nn.Module):
@@ -45,12 +45,10 @@ def test_switches_off_match_eager():
     ep = torch.export.export(model, (x,))
     with torch.no_grad():
         expected = model(x).float()
-    scale = expected.abs().max().item()
     unfused = spyrec.compile(ep, fuse=False)
     assert len(unfused.binary.kernels) == 2
     for exe in (unfused, spyrec.compile(ep, double_buffer=False)):
-        tol = exe.tolerance(scale)
-        assert (exe(x).float() - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+        assert_close(exe, expected, exe(x))
 
 
 @pytest.mark.parametrize("resident", ["a", "b", "acc"])
@@ -97,9 +95,7 @@ def test_tail_pieces_match_eager(m, k, n, tail):
     exe = Executable(result.binary)
     with torch.no_grad():
         expected = model(x).float()
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    assert (exe(x).float() - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+    assert_close(exe, expected, exe(x))
     assert not [w for w in exe.last_profile.warnings if "hazard" in w.lower()]
 
 

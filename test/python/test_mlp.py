@@ -1,9 +1,9 @@
 """The spine end to end: the MLP of the Foundation issue matches PyTorch eager.
 
 Linear -> ReLU -> Linear -> GELU -> Linear, batch 64, fp16 and fp32, with a feature size
-that fills whole 128-byte sticks (256) and one that does not (100). Tolerances come from
-`spyrec.tolerance`: DL16 unit roundoff 2^-10 (fp16) or fp32's 2^-24, scaled by the
-reduction depth (three contractions of K = features) and the four rounding points
+that fills whole 128-byte sticks (256) and one that does not (100). Compared by
+`spyrec.verdict.check_outputs`: DL16 unit roundoff 2^-10 (fp16) or fp32's 2^-24, the
+output's reduction depth (three contractions of K = features) and its four rounding points
 (inputs, three kernel outputs).
 """
 
@@ -14,20 +14,17 @@ import torch
 
 import spyrec
 
-from conftest import export_mlp
+from spyrec.verdict import binary_model_info
+
+from conftest import assert_close, export_mlp
 
 
 def _check(model, x, exe):
     with torch.no_grad():
-        expected = model(x).float()
+        expected = model(x)
     out = exe(x)
     assert out.shape == expected.shape and out.dtype == x.dtype
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    err = (out.float() - expected).abs().max().item()
-    assert torch.isfinite(out.float()).all()
-    assert err <= tol.atol + tol.rtol * scale, (err, tol)
-    return err, tol
+    return assert_close(exe, expected, out)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["fp16", "fp32"])
@@ -36,10 +33,11 @@ def test_mlp_matches_eager(dtype, features):
     model, x, ep = export_mlp(features, dtype)
     exe = spyrec.compile(ep)
     _check(model, x, exe)
-    # the reduction depth of the error model is the three contractions
-    depth, steps = exe.error_model()
-    k_padded = -(-features // (64 if dtype == torch.float16 else 32)) * (64 if dtype == torch.float16 else 32)
-    assert depth == 3 * k_padded and steps == 4
+    # the output's reduction depth is the three contractions, its rounding points the
+    # inputs and the three kernels
+    (output,) = binary_model_info(exe.binary).outputs
+    stick = 64 if dtype == torch.float16 else 32
+    assert output.depth == 3 * (-(-features // stick) * stick) and output.steps == 4
 
 
 def test_bf16_mlp_matches_eager():

@@ -19,7 +19,7 @@ from spyrec.passes.ring_sharing import share_loads
 from spyrec.pipelines import compile_options
 from spyrec.runtime.isa import Instr
 
-from conftest import assert_matches_eager
+from conftest import assert_close, assert_matches_eager
 
 
 class _Linear(torch.nn.Module):
@@ -66,9 +66,7 @@ def test_sharing_reads_each_operand_once():
     exe = spyrec.compile(torch.export.export(_Mm(), (a, b)), share="ring")
     out = exe(a, b).float()
     expected = (a.float() @ b.float())
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+    assert_close(exe, expected, out)
     prof = exe.last_profile.to_dict()
     assert prof["offchip_bytes"] == prof["min_offchip_bytes"] == 3 * 256 * 256 * 2
 
@@ -130,9 +128,7 @@ def test_shared_attention_matches_eager(causal):
     exe = Executable(result.binary)
     expected = _Sdpa()(q.float(), k.float(), v.float())
     out = exe(q, k, v).float()
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    assert (out - expected).abs().max().item() <= tol.atol + tol.rtol * scale
+    assert_close(exe, expected, out)
     prof = exe.last_profile.to_dict()
     assert prof["offchip_bytes"] <= 1.2 * prof["min_offchip_bytes"]
 

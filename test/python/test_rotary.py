@@ -14,6 +14,8 @@ import torch.nn as nn
 import spyrec
 from spyrec.driver import compile_program
 
+from conftest import assert_close
+
 
 def rotate_half(x):
     half = x.shape[-1] // 2
@@ -45,10 +47,7 @@ def _run(model, *inputs):
     outs = exe(*inputs)
     expected = expected if isinstance(expected, tuple) else (expected,)
     outs = outs if isinstance(outs, tuple) else (outs,)
-    for out, ref in zip(outs, expected):
-        scale = ref.abs().max().item()
-        err = (out.float() - ref.float()).abs().max().item()
-        assert exe.tolerance(scale).allows(err, scale), err
+    assert_close(exe, expected, outs)
     return result
 
 

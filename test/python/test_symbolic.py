@@ -14,16 +14,13 @@ import spyrec
 from spyrec.diagnostics import CompileError, SpyrecError
 from spyrec.runtime.container import ContainerError, read_spyre, write_spyre
 
-from conftest import export_symbolic_decoder
+from conftest import assert_close, export_symbolic_decoder
 
 SEQ = torch.export.Dim("seq", min=2, max=48)
 
 
 def _close(exe, out, expected):
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    err = (out.float() - expected.float()).abs().max().item()
-    assert err <= tol.atol + tol.rtol * scale, (err, tol)
+    assert_close(exe, expected, out)
 
 
 @pytest.fixture(scope="module")

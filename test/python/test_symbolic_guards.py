@@ -22,7 +22,7 @@ from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.guards import Patch
 from spyrec.target import round_up
 
-from conftest import export_symbolic_decoder
+from conftest import assert_close, export_symbolic_decoder
 
 MAX = 128
 SEQ = torch.export.Dim("seq", min=1, max=MAX)
@@ -35,10 +35,7 @@ def decoder():
 
 
 def _close(exe, out, expected):
-    scale = expected.abs().max().item()
-    tol = exe.tolerance(scale)
-    err = (out.float() - expected.float()).abs().max().item()
-    assert err <= tol.atol + tol.rtol * scale, (err, tol)
+    assert_close(exe, expected, out)
 
 
 def test_decoder_matches_eager_and_costs_less_at_small_sizes(decoder):
