@@ -46,9 +46,12 @@ KNOWN: dict[str, str] = {
     **{op: _MOVED for op in ("cat_rows", "cat_dim0")},  # three transposes
     "conv2d_depthwise": "a depthwise convolution runs as a dense one (zero weights off the "
                         "diagonal), and 0 times a NaN or an infinity is NaN",
+    "conv2d_groups2": "a grouped convolution runs as a dense one (zero weights between the "
+                      "groups), and 0 times a NaN or an infinity is NaN",
     **{op: "the average over the windows is a matmul by a constant averaging matrix, whose "
            "zeros spread a NaN or an infinity" for op in ("adaptive_avg_pool_1",
-                                                          "adaptive_avg_pool_4")},
+                                                          "adaptive_avg_pool_4",
+                                                          "avg_pool_2x2")},
     "gelu": "eager's fp32 GELU gives NaN at +-inf (inf * 0 inside); the SFU's GELU gives "
             "the limits +inf and -0",
     "std": "the two-pass variance squares 1e30 to infinity in fp32; eager's Welford "
@@ -65,10 +68,8 @@ KNOWN_16BIT: dict[str, str] = {
     **{op: _MOVED for op in ("expand_column", "var_dim0", "std_nokeep_dim0")},
     "cos": "cos(x * 3) with x = 60000: eager's fp16 product is inf (cos gives NaN), the "
            "device's fp32 tile holds 180000 (DL16's range is wider than fp16's)",
-    "conv2d_groups2": "a grouped convolution runs as a dense one (zero weights between the "
-                      "groups), and 0 times a NaN is NaN",
-    "avg_pool_2x2": "the window average is a matmul by a constant averaging matrix, whose "
-                    "zeros spread a NaN",
+    "sin": "60000 is not a DL16 value (9 fraction bits): the device reads 60032, and sin "
+           "of an argument that large turns that rounding into a different result",
     "cube": "bf16's range is wider than DL16's: 60000^3 = 2.2e14 is a bf16 value but beyond "
             "DL16's largest finite 8.57e9, so the device's result is NINF (NaN)",
 }

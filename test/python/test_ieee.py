@@ -139,9 +139,6 @@ def test_fully_masked_row_gives_nan_like_eager_softmax(dtype):
         expected = model(q, k, v)
     assert_close(exe, expected, out)  # NaN, +-inf by class; finite values in bounds
     assert torch.isnan(out[..., 2, :]).all() and torch.isfinite(out[..., :2, :]).all()
-    finite = torch.isfinite(expected)
-    assert (out.float()[finite] - expected.float()[finite]).abs().max() < (
-        1e-5 if dtype == torch.float32 else 1e-2)
 
 
 class SdpaWithMask(torch.nn.Module):
