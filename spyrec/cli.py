@@ -328,11 +328,11 @@ def _check_against(model: Path, exe: Any, inputs: list[Any], outputs: Any,
 def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any) -> bool:
     import numpy as np
 
-    from spyrec.api import to_torch
+    from spyrec.api import to_numpy, to_torch
     from spyrec.ktir import execute
     from spyrec.runtime.layout import HOST_DTYPE
 
-    args = {b.name: x.numpy() for b, x in zip(exe.binary.inputs, inputs)}
+    args = {b.name: to_numpy(x) for b, x in zip(exe.binary.inputs, inputs)}  # bf16 too
     for b in exe.binary.outputs:
         args[b.name] = np.zeros(b.layout.shape, dtype=HOST_DTYPE[b.layout.host_dtype])
     result = execute(source, exe.binary.kernels[0].name, **args)

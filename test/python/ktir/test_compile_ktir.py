@@ -243,3 +243,19 @@ def test_view_of_part_of_a_tensor_is_refused(tmp_path):
     np.testing.assert_array_equal(y.numpy(), execute(source, "guarded", x=x,
                                                      y=np.zeros_like(x))["y"])
     np.testing.assert_array_equal(y.numpy(), x)
+
+
+def test_bf16_kernel_checks_against_the_interpreter(tmp_path):
+    """`run k.spyre --check kernel.mlir` hands bf16 inputs to the interpreter (NumPy has
+    no bf16 of its own: ml_dtypes'), no traceback."""
+    kernel = tmp_path / "add_bf16.mlir"
+    kernel.write_text((Path(__file__).parent / "kernels" / "vector_add.mlir").read_text()
+                      .replace("xf16>", "xbf16>"))
+    binary = tmp_path / "add.spyre"
+    runner = CliRunner()
+    result = runner.invoke(main, ["compile", str(kernel), "--function", "add", "-o",
+                                  str(binary)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["run", str(binary), "--check", str(kernel)])
+    assert result.exit_code == 0, result.output
+    assert "c: ok" in result.output
