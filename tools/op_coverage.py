@@ -22,6 +22,40 @@ tables: cos, sin) need no device lowering: the frontend folds them into constant
 (`spyrec/frontend/fold.py`, design note 22)."""
 
 
+def special_values_section() -> list[str]:
+    """The special-value family's counts and its known deviations with their reasons, as
+    `test/python/test_special_values.py` holds them (`spyrec/special_values.py`)."""
+    from spyrec.special_values import KNOWN, KNOWN_16BIT, known, special_groups
+
+    groups = special_groups()
+    members = [c for g in groups for c in g.cases]
+    lines = ["", "## Special values", "",
+             "`test/python/test_special_values.py` runs the op cases of the `aligned`, "
+             "`broadcast`, `image`",
+             "and `heads16` families on inputs with NaN, +-inf (fp32), +-0, a row of -inf and "
+             "values that",
+             f"overflow: {len(members)} cases of {len({c.op for c in members})} ops in "
+             f"{len(groups)} programs, judged by",
+             "`check_outputs` (docs/numerics.md, \"Special values on the device\").", "",
+             "| dtype | match eager | known deviations |", "|---|---|---|"]
+    for dtype in sorted({c.dtype for c in members}, key=str):
+        of = [c for c in members if c.dtype == dtype]
+        deviate = sum(1 for c in of if known(c.op, dtype))
+        lines.append(f"| {str(dtype).removeprefix('torch.')} | {len(of) - deviate} | "
+                     f"{deviate} |")
+    lines += ["", "Known deviations (`KNOWN`, every dtype):", "", *_by_reason(KNOWN)]
+    lines += ["", "In fp16 and bf16 only (`KNOWN_16BIT`):", "", *_by_reason(KNOWN_16BIT)]
+    return lines
+
+
+def _by_reason(known: dict[str, str]) -> list[str]:
+    """One bullet per reason, with the ops it covers."""
+    ops: dict[str, list[str]] = defaultdict(list)
+    for op, why in known.items():
+        ops[why].append(op)
+    return [f"- {', '.join(f'`{o}`' for o in names)}: {why}." for why, names in ops.items()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "coverage.md")
@@ -64,6 +98,7 @@ def main() -> None:
               "`passes/spyre_legalize.py`; the compile error says the same):", ""]
     lines += [f"- `{op}`: {reason}." for op, reason in NOT_ON_DEVICE.items()] or ["None."]
     lines += ["", *FOLDING_NOTE.splitlines()]
+    lines += special_values_section()
     lines += ["", f"({len(cases())} cases, {time.perf_counter() - start:.0f} s on the build machine.)", ""]
     args.output.write_text("\n".join(lines))
     print(f"wrote {args.output}: {len(notes)} failing of {len(cases())}")
