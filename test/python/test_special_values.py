@@ -3,7 +3,7 @@ matrix, compared with eager by class (`spyrec/special_values.py`, design note 62
 
 Ops of one dtype and shape family that read the same inputs run as one program with an
 output per op. An op listed in `KNOWN` (or, in fp16 and bf16, `KNOWN_16BIT`) may differ,
-and one of `KNOWN` must still differ in fp32 (the list may not outlive the deviation);
+and each op of `KNOWN` must still differ in fp32 (the list may not outlive the deviation);
 every other op must pass `spyrec.verdict.check_outputs`: NaN where eager has NaN, the same
 infinities, and the finite values within their bounds.
 """
@@ -15,14 +15,14 @@ import torch
 
 import spyrec
 from spyrec.special_values import KNOWN, SpecialGroup, known, special_groups
-from spyrec.verdict import check_outputs
+from spyrec.verdict import OutputVerdict, check_outputs
 
 GROUPS = special_groups()
 
 
-def _verdicts(group: SpecialGroup) -> dict[str, str]:
-    """op -> "" when the device's output matches eager's under `check_outputs` (classes,
-    then the finite values within their bounds), else the criteria that failed."""
+def _verdicts(group: SpecialGroup) -> dict[str, OutputVerdict]:
+    """op -> the verdict of `check_outputs` on its output (classes, then the finite values
+    within their bounds)."""
     torch.manual_seed(0)
     model = group.module().eval()
     inputs = group.inputs(torch.Generator().manual_seed(0))
@@ -32,16 +32,16 @@ def _verdicts(group: SpecialGroup) -> dict[str, str]:
         expected = model(*inputs)
     ops = [case.op for case in group.cases]
     verdict = check_outputs(expected, actual, exe, names=ops)
-    return {out.name: ", ".join(out.failed) for out in verdict.outputs}
+    return {out.name: out for out in verdict.outputs}
 
 
 @pytest.mark.parametrize("group", GROUPS, ids=[g.id for g in GROUPS])
 def test_special_values_match_eager_by_class(group):
     verdicts = _verdicts(group)
     dtype = group.cases[0].dtype
-    wrong = {op: why for op, why in verdicts.items() if why and not known(op, dtype)}
-    assert not wrong, wrong
-    fixed = [op for op, why in verdicts.items() if op in KNOWN and not why]
+    wrong = [str(v) for op, v in verdicts.items() if not v.ok and not known(op, dtype)]
+    assert not wrong, "\n" + "\n".join(wrong)
+    fixed = [op for op, v in verdicts.items() if op in KNOWN and v.ok]
     # a 16-bit input holds no infinity, so some known deviations only show in fp32
     if dtype == torch.float32:
         assert not fixed, f"{fixed} now match eager: remove them from KNOWN"
