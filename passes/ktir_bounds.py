@@ -43,7 +43,7 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.ktdp_affine import bind_symbols, is_box
-from spyrec.runtime.ktir_values import set_bounds
+from spyrec.runtime.ktir_values import core_coords, set_bounds
 
 BUDGET = 1 << 18  # loop iterations and tile checks per kernel; past it, left to the emulator
 
@@ -121,14 +121,6 @@ def _grid(fn: FuncOp) -> list[int]:
     return [g.value.data for g in grid.data if isinstance(g, IntegerAttr)] or [1]
 
 
-def _coords(core: int, grid: Sequence[int]) -> tuple[int, ...]:
-    coords = []
-    for extent in grid:
-        coords.append(core % extent)
-        core //= extent
-    return tuple(coords)
-
-
 def _name(value: SSAValue) -> str:
     return f"%{value.name_hint}" if value.name_hint else "a value"
 
@@ -146,7 +138,7 @@ def check_tile_bounds(fn: FuncOp) -> None:
     memo = _Memo()
     try:
         for core in range(cores):
-            _Core(fn, core, _coords(core, grid), memo).run()
+            _Core(fn, core, core_coords(core, grid), memo).run()
     except _Budget:
         return
 

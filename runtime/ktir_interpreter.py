@@ -76,6 +76,7 @@ from spyrec.runtime.ktir_values import (
     Lpddr,
     Lx,
     Undefined,
+    core_coords,
     numpy_dtype,
 )
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
@@ -543,14 +544,6 @@ def _grid_of(func: FuncOp, grid: Sequence[int] | None) -> tuple[int, ...]:
     return tuple(cast(IntegerAttr, g).value.data for g in attribute.data)
 
 
-def _coords(core: int, grid: tuple[int, ...]) -> tuple[int, ...]:
-    coords = []
-    for extent in grid:
-        coords.append(core % extent)
-        core //= extent
-    return tuple(coords)
-
-
 class _ValueNames(Mapping[SSAValue, str]):
     """The names the printed form of a function gives its values (`%12`, `%x`), for errors.
 
@@ -696,7 +689,7 @@ def run_kernel(
             func,
             CoreEnv(
                 c,
-                _coords(c, shape),
+                core_coords(c, shape),
                 device.lpddr,
                 device.lx,
                 device.target.lx_bytes,

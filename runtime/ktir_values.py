@@ -189,6 +189,15 @@ def lower_bounds(affine_set: AffineSet) -> list[int]:
     return [0 if low is None else low for low, _ in bounds]
 
 
+def core_coords(core: int, grid: Sequence[int]) -> tuple[int, ...]:
+    """The grid coordinates of linear core id `core` (the first grid dim varies fastest)."""
+    coords = []
+    for extent in grid:
+        coords.append(core % extent)
+        core //= extent
+    return tuple(coords)
+
+
 def set_bounds(affine_set: AffineSet) -> list[tuple[int, int]] | None:
     """Per-dim inclusive (low, high) of the set's bounding box; None if a dim is unbounded."""
     bounds = box_bounds(affine_set, ignore_coupled=True)
