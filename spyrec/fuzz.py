@@ -64,7 +64,8 @@ class ProgramSpec:
     """The inputs carry NaN, +-inf (fp32), +-0 and large values (`special_values.inject`)."""
 
     def __str__(self) -> str:
-        return (f"{self.dtype} {list(self.shape)}{' with special values' if self.specials else ''}: "
+        specials = " with special values" if self.specials else ""
+        return (f"{self.dtype} {list(self.shape)}{specials}: "
                 + " -> ".join(str(s) for s in self.steps))
 
 

@@ -16,13 +16,15 @@ The special values of a float input, placed in its rows (a row is the innermost 
   values beyond DL16's range, 8.57e9, are refused as inputs like infinities; fp32: 1e30);
 - row 6: -inf throughout (fp32 only), the row a mask hides completely.
 
-An input with fewer rows takes the rows it has. The class criterion is the point: an output
-that holds 1e30 has an rms, and so element bounds, to match, which the other finite values
-meet easily (the ordinary op cases hold those to their real bounds). Integer inputs (ids, positions) are left as
-they are. `KNOWN` lists the ops whose device result differs from eager's on special values,
-each with the reason, and `KNOWN_16BIT` those that differ in 16-bit programs only;
-`test_special_values.py` requires the others to match by class and the fp32 ones of
-`KNOWN` to still differ (so the list cannot outlive the deviation).
+An input with fewer rows takes the rows it has; integer inputs (ids, positions) are left
+as they are. The class criterion is the point: an output that holds 1e30 has an rms, and so
+element bounds, to match, which the other finite values meet easily (the ordinary op cases
+hold those to their real bounds).
+
+`KNOWN` lists the ops whose device result differs from eager's on special values, each with
+the reason, and `KNOWN_16BIT` those that differ in 16-bit programs only;
+`test_special_values.py` requires the others to match and the fp32 ones of `KNOWN` to still
+differ (so the list cannot outlive the deviation).
 """
 
 from __future__ import annotations
