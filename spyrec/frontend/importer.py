@@ -308,8 +308,11 @@ class _Importer:
                tensor: torch.Tensor) -> ParamOp | CastOp:
         ttype = tensor_type(tensor, f"parameter '{name}'")
         data = tensor.detach().contiguous()
-        if data.dtype in (torch.float16, torch.bfloat16) and data.numel() > 1 \
-                and not bool(torch.isfinite(data).all()):
+        # one pass over the weight; what follows looks closer only at constants that hold
+        # an infinity or NaN (masks)
+        special = data.is_floating_point() and data.numel() > 1 \
+            and not bool(torch.isfinite(data).all())
+        if special and data.dtype in (torch.float16, torch.bfloat16):
             # DL16 has one pattern for NaN and both infinities, so a 16-bit -inf (an additive
             # attention mask) would reach the device as NaN. Such a constant is kept in f32
             # (exact: every 16-bit value is an f32 value) and cast where it is read, inside
@@ -326,8 +329,7 @@ class _Importer:
             array = data.numpy().copy()
         self.weights[name] = array
         op = builder.insert(ParamOp(name, ttype))
-        if data.is_floating_point() and data.dim() and data.numel() > 1 \
-                and bool(torch.isneginf(data).all(dim=-1).any()):
+        if special and bool(torch.isneginf(data).all(dim=-1).any()):
             # a row of -inf (a mask row that hides every key): softmax gives NaN there and
             # SDPA zeros, which spyre-legalize must know
             op.attributes["spyre.empty_rows"] = UnitAttr()
