@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from spyrec.passes.graph_build import constant, emit
+from spyrec.passes.graph_build import constant, emit, exact_move
 from spyrec.passes.graph_build import element as _element
 from spyrec.passes.graph_build import fx_name as _fx_name
 from spyrec.passes.graph_build import shape as _shape
@@ -346,7 +346,8 @@ def _average(op: AtenOp, sel: _Selection, xs: SSAValue, kernel: tuple[int, int],
     for t in range(len(taps)):
         matrix[t * block + np.arange(c), np.arange(c)] = 1.0 / divisor
     average = sel.constant(op, f"{_fx_name(op)}.average", matrix, xs)
-    return sel.rows_matmul(op, cols, average, None, c)
+    return exact_move(op, sel.rewriter, cols,
+                      lambda value: sel.rows_matmul(op, value, average, None, c), matrix)
 
 
 def _select_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
@@ -396,7 +397,8 @@ def _global_average(op: AtenOp, sel: _Selection, xs: SSAValue) -> SSAValue:
     matrix = np.kron(np.eye(n), np.full((1, h * w), 1.0 / (h * w)))
     rows = sel.emit(op, ReshapeOp(xs, TensorType(element, [n * h * w, c])))
     average = sel.constant(op, f"{_fx_name(op)}.average", matrix, xs)
-    mean = sel.emit(op, MatmulOp(average, rows, None, TensorType(element, [n, c])))
+    mean = exact_move(op, sel.rewriter, rows, lambda value: sel.emit(
+        op, MatmulOp(average, value, None, TensorType(element, [n, c]))), matrix)
     return sel.emit(op, ReshapeOp(mean, TensorType(element, [n, 1, 1, c])))
 
 

@@ -7,12 +7,15 @@ summation matrices and pad fills become `spyre.param` tensors stored in the `.sp
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from spyrec.dialects.spyre import ParamOp
+from spyrec.dialects.spyre import (BINARY_OPS, SCALAR_OPS, BatchMatmulOp, CastOp, ExpandRowsOp,
+                                  MatmulOp, ParamOp, PermuteRowsOp, ReshapeOp)
 
 
 def shape(value: SSAValue) -> list[int]:
@@ -49,3 +52,93 @@ def constant(at: Operation, rewriter: Rewriter, name: str, values: np.ndarray,
         ttype, [float(v) for v in values.reshape(-1)]))
     param.result.name_hint = name.replace(".", "_")
     return emit(rewriter, at, param)
+
+
+def known_finite(value: SSAValue) -> bool:
+    """Is every element of `value` finite by construction: a constant with finite values, a
+    0/1 predicate, an integer tensor, or one of those cast, reshaped or broadcast?"""
+    while True:
+        if not str(value.type.element_type).startswith(("f", "bf")):  # type: ignore[attr-defined]
+            return True
+        owner = value.owner
+        if not isinstance(owner, (CastOp, ReshapeOp, ExpandRowsOp, PermuteRowsOp)):
+            break
+        value = owner.operands[0]
+    if isinstance(owner, Operation) and "spyre.predicate" in owner.attributes:
+        return True
+    if isinstance(owner, (MatmulOp, BatchMatmulOp)) and getattr(owner, "bias", None) is None \
+            and any(_unit_constant(v) for v in owner.operands):
+        # a move of a finite value (a selected integer position): at most K times its largest
+        return all(known_finite(v) for v in owner.operands)
+    return _unit_constant(value) is not None
+
+
+def _unit_constant(value: SSAValue) -> bool | None:
+    """For a constant: are its values within [-1, 1] (a move's matrix)? None when `value`
+    is not a constant with finite values."""
+    owner = value.owner
+    while isinstance(owner, (CastOp, ReshapeOp, ExpandRowsOp)):
+        owner = owner.operands[0].owner
+    if not isinstance(owner, ParamOp) or owner.value is None:
+        return None
+    values = _array(owner)
+    if not np.isfinite(values).all():
+        return None
+    return bool((np.abs(values) <= 1).all())
+
+
+def _array(param: ParamOp) -> np.ndarray:
+    """A constant's values as an array (read from its bytes where numpy knows the type)."""
+    assert param.value is not None
+    numpy_type = {"f32": np.float32, "f16": np.float16, "f64": np.float64}.get(
+        str(param.value.get_element_type()))
+    if numpy_type is not None:
+        return np.frombuffer(param.value.data.data, dtype=numpy_type)
+    return np.asarray(param.value.get_values(), dtype=np.float64)
+
+
+def exact_move(at: Operation, rewriter: Rewriter, x: SSAValue,
+               move: Callable[[SSAValue], SSAValue], matrix: np.ndarray) -> SSAValue:
+    """`move(x)` for a move that the PT does as a matmul by a constant matrix of 0, +-1 and
+    1/n entries (a column map, a transpose, a sum over rows, an average), exact for NaN and
+    infinities (design note 63).
+
+    The PT multiplies every element of a row by the matrix's zeros too, and 0 * NaN and
+    0 * inf are NaN: a NaN or an infinity moved that way turns its whole row (column) into
+    NaN. So the special values travel apart from the data, as finite codes:
+
+    - f = x where x is finite, else -0.0: moved exactly as before;
+    - P = 1 where x is +inf or NaN, N = 1 where x is -inf or NaN (else -0.0): moved by the
+      same matrix, so P' (N') is nonzero exactly where a +inf (-inf) reaches the output,
+      with the sign the matrix gives it;
+    - the result is f' + keep(P' * inf, P') + keep(N' * -inf, N'): +inf + -inf is NaN, so
+      a NaN (both codes) or opposite infinities meeting in a sum give NaN, as in eager.
+
+    A 16-bit x holds no infinity (DL16 has none: an infinity reads back as NaN), so it
+    takes one code, Q = 1 where x is NaN, and the result f' + (a - a) with
+    a = keep(Q' * inf, Q') (inf - inf is NaN, -0 - -0 is 0). Values finite by
+    construction (`known_finite`), and moves by a `matrix` without zeros (a transpose of
+    one column, a sum of all rows), move as they are. Cost: three moves instead of one in f32 (two in 16-bit) and a few
+    SFU ops, measured in design note 63."""
+    if known_finite(x) or matrix.all():  # no zero to meet a NaN or an infinity: IEEE as is
+        return move(x)
+
+    def scalar(kind: str, value: SSAValue, number: float, reverse: bool = False) -> SSAValue:
+        return emit(rewriter, at, SCALAR_OPS[kind](value, number, value.type, reverse=reverse))
+
+    def binary(kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return emit(rewriter, at, BINARY_OPS[kind](a, b, a.type))
+
+    special = scalar("keep", binary("sub", x, x), 1.0, reverse=True)  # x - x is NaN there
+    finite = binary("keep", x, scalar("sub", special, 1.0, reverse=True))
+    moved = move(finite)
+    inf = float("inf")
+    if element(x) != "f32":
+        code = move(special)
+        marked = binary("keep", scalar("mul", code, inf), code)
+        return binary("add", moved, binary("sub", marked, marked))
+    specials = binary("keep", x, special)  # +-inf and NaN, -0.0 elsewhere
+    for clamp, sign in (("maximum", inf), ("minimum", -inf)):
+        code = move(scalar("keep", scalar(clamp, specials, 0.0), 1.0, reverse=True))
+        moved = binary("add", moved, binary("keep", scalar("mul", code, sign), code))
+    return moved

@@ -64,6 +64,7 @@ from spyrec.passes.conv import select_channels_last
 from spyrec.passes.graph_build import constant as _constant
 from spyrec.passes.graph_build import element as _element_name
 from spyrec.passes.graph_build import emit as _emit
+from spyrec.passes.graph_build import exact_move
 from spyrec.passes.graph_build import fx_name as _fx_name
 from spyrec.passes.graph_build import shape as _shape
 from spyrec.passes.move_reduced_dim import move_reduced_dims_last
@@ -389,7 +390,8 @@ def _reduce_rows(op: AtenOp, rewriter: Rewriter, x: SSAValue, dims: list[int],
     matrix[out_row, np.arange(r_in)] = 1.0 / (r_in // r_out) if mean else 1.0
     flat = x if len(shape) == 2 else _emit(rewriter, op, ReshapeOp(x, _with_shape(x, [r_in, shape[-1]])))
     rows = _constant(op, rewriter, f"{_fx_name(op)}.rows", matrix, x.type.element_type)  # type: ignore[attr-defined]
-    y = _emit(rewriter, op, MatmulOp(rows, flat, None, _with_shape(x, [r_out, shape[-1]])))
+    y = exact_move(op, rewriter, flat, lambda value: _emit(
+        rewriter, op, MatmulOp(rows, value, None, _with_shape(x, [r_out, shape[-1]]))), matrix)
     if _shape(y) == _shape(op.results[0]):
         return y
     return _emit(rewriter, op, ReshapeOp(y, _with_shape(x, _shape(op.results[0]))))
@@ -595,7 +597,9 @@ def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
     if math.prod(lead) > 1:
         eye = _emit(rewriter, op, ExpandRowsOp(eye, _with_shape(eye, lead + [n, n])))
     out = _with_shape(x, lead + [n, shape[-2]])
-    y = _emit(rewriter, op, BatchMatmulOp(eye, x, True, out))
+    y = exact_move(op, rewriter, x,
+                   lambda value: _emit(rewriter, op, BatchMatmulOp(eye, value, True, out)),
+                   np.eye(min(n, 2)))  # zeros off the diagonal when n > 1
     _DEVICE_TRANSPOSES[y.owner] = x  # type: ignore[index]
     return y
 
@@ -640,9 +644,11 @@ def _transpose_source(value: SSAValue) -> SSAValue | None:
 
 def _erase_dead_moves(module: ModuleOp) -> None:
     """Erase the device transposes a matmul read as stored (`_transpose_source`) and the
-    identities, reshapes and broadcasts that fed only them, users first (and the cast of a
-    16-bit constant held in f32 that attention reads in f32, `_wide_constant`)."""
-    dead_kinds = (BatchMatmulOp, ReshapeOp, ExpandRowsOp, PermuteRowsOp, CastOp)
+    identities, reshapes and broadcasts that fed only them, with the SFU ops that carried
+    its special values (`exact_move`), users first (and the cast of a 16-bit constant held
+    in f32 that attention reads in f32, `_wide_constant`)."""
+    dead_kinds = (BatchMatmulOp, ReshapeOp, ExpandRowsOp, PermuteRowsOp, CastOp,
+                  *BINARY_OPS.values(), *SCALAR_OPS.values())
     for op in reversed(list(module.walk())):
         if isinstance(op, dead_kinds) and not op.results[0].uses and op.parent is not None:
             op.detach()
@@ -934,17 +940,77 @@ def _column_map(value: SSAValue) -> tuple[SSAValue, np.ndarray]:
     return value, np.eye(_shape(value)[-1])
 
 
+def _stick_pieces(matrix: np.ndarray, per_stick: int) -> tuple[int, int, np.ndarray] | None:
+    """(start, step, signs) when `matrix` [K, N] moves whole sticks: output stick j is input
+    stick start + j * step (step >= 1) times signs[j] (+-1), or None."""
+    k, n = matrix.shape
+    if k % per_stick or n % per_stick:
+        return None
+    sources, signs = [], []
+    for j in range(n // per_stick):
+        block = matrix[:, j * per_stick:(j + 1) * per_stick]
+        rows = np.nonzero(block.any(axis=1))[0]
+        if rows.size != per_stick or rows[0] % per_stick or rows[-1] != rows[0] + per_stick - 1:
+            return None
+        piece = block[rows[0]:rows[0] + per_stick]
+        sign = piece[0, 0]
+        if sign not in (1.0, -1.0) or not np.array_equal(piece, sign * np.eye(per_stick)):
+            return None
+        sources.append(int(rows[0]) // per_stick)
+        signs.append(sign)
+    step = sources[1] - sources[0] if len(sources) > 1 else 1
+    # a decreasing order (rotate_half of a two-stick head) would need DMA runs at a negative
+    # pitch, which the move kernels do not have (design note 63)
+    if step < 1 or sources != [sources[0] + j * step for j in range(len(sources))]:
+        return None
+    return sources[0], step, np.repeat(np.array(signs), per_stick)
+
+
+def _stick_move(op: AtenOp, rewriter: Rewriter, source: SSAValue,
+                matrix: np.ndarray) -> SSAValue | None:
+    """source @ matrix as a row move when the matrix moves whole sticks in an increasing
+    arithmetic order (a stick-aligned slice or split, GPT-2's q/k/v): [..., K] is
+    [..., K/e, e] in the same bytes (e elements a stick), the sticks are a strided slice of
+    that leading dim, and negated sticks a product by a constant row of +-1. Exact for every
+    value (no PT product by the matrix's zeros) and a DMA-only move (design note 63). None
+    when the matrix is not of that form."""
+    per_stick = STICK_BYTES // ELEMENT_BYTES[_element_name(source)]
+    pieces = _stick_pieces(matrix, per_stick)
+    if pieces is None:
+        return None
+    start, step, signs = pieces
+    shape = _shape(source)
+    k, n = matrix.shape
+    sticks = _emit(rewriter, op, ReshapeOp(source, _with_shape(
+        source, shape[:-1] + [k // per_stick, per_stick])))
+    moved = _slice_rows(op, rewriter, sticks, len(shape) - 1, start, step, n // per_stick)
+    moved = _emit(rewriter, op, ReshapeOp(moved, _with_shape(source, shape[:-1] + [n])))
+    if (signs < 0).any():
+        row = _constant(op, rewriter, f"{_fx_name(op)}.signs", signs,
+                        source.type.element_type)  # type: ignore[attr-defined]
+        moved = _binary_op(op, rewriter, "mul", moved, row)
+    return moved
+
+
 def _column_matmul(op: AtenOp, rewriter: Rewriter, source: SSAValue, matrix: np.ndarray,
                    name: str) -> SSAValue:
     """source @ matrix with `matrix` a constant; leading dims flattened into rows (free in
-    the row-sticked layout) and restored after."""
+    the row-sticked layout) and restored after. A matrix that moves whole sticks is a row
+    move instead (`_stick_move`)."""
+    moved = _stick_move(op, rewriter, source, matrix)
+    if moved is not None:
+        return moved
     shape = _shape(source)
     k, n = matrix.shape
     weight = _constant(op, rewriter, name, matrix, source.type.element_type)  # type: ignore[attr-defined]
     rows = _numel(source) // k
     flat = source if len(shape) == 2 else _emit(
         rewriter, op, ReshapeOp(source, _with_shape(source, [rows, k])))
-    y = _emit(rewriter, op, MatmulOp(flat, weight, None, _with_shape(source, [rows, n])))
+
+    def move(value: SSAValue) -> SSAValue:
+        return _emit(rewriter, op, MatmulOp(value, weight, None, _with_shape(value, [rows, n])))
+
+    y = exact_move(op, rewriter, flat, move, matrix)
     if len(shape) == 2:
         return y
     return _emit(rewriter, op, ReshapeOp(y, _with_shape(source, shape[:-1] + [n])))
@@ -1283,7 +1349,8 @@ def _select_logsumexp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
 
 def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     """var / std over the last dim: the centred sum of squares (two passes, as torch's)
-    over n - correction."""
+    over n - correction; std (or sqrt of a var used only there) scales the centred values
+    by their largest magnitude first."""
     _require_float(op)
     x = op.operands[0]
     _keepdim_last(op, x)
@@ -1295,10 +1362,29 @@ def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     x = _cast_to(op, rewriter, x, op.results[0])
     mean = _scalar_op(op, rewriter, "mul", _reduce_last(op, rewriter, "sum", x), 1.0 / n)
     centred = _binary_op(op, rewriter, "sub", x, mean)
-    squares = _reduce_last(op, rewriter, "sum", _binary_op(op, rewriter, "mul", centred, centred))
+    users = [use.operation for use in op.results[0].uses]
+    root = users[0] if len(users) == 1 and isinstance(users[0], AtenOp) \
+        and users[0].target.data == "aten.sqrt.default" else None
+    if op.target.data != "aten.std.correction" and root is None:
+        squares = _reduce_last(op, rewriter, "sum",
+                               _binary_op(op, rewriter, "mul", centred, centred))
+        return _kept_dim(op, rewriter, _scalar_op(op, rewriter, "mul", squares,
+                                                  1.0 / (n - correction)))
+    # std = s * sqrt(sum((c / s)^2) / (n - correction)) with s = max |c| (at least the
+    # smallest normal f32): the squares stay in range where c^2 would overflow (a row
+    # holding 1e30 has a finite std, as torch computes it); NaN and inf still propagate
+    scale = _scalar_op(op, rewriter, "maximum", _reduce_last(
+        op, rewriter, "max", _unary(op, rewriter, "abs", centred)), float(np.finfo(np.float32).tiny))
+    scaled = _binary_op(op, rewriter, "div", centred, scale)
+    squares = _reduce_last(op, rewriter, "sum", _binary_op(op, rewriter, "mul", scaled, scaled))
     var = _scalar_op(op, rewriter, "mul", squares, 1.0 / (n - correction))
-    return _kept_dim(op, rewriter, _unary(op, rewriter, "sqrt", var)
-                     if op.target.data == "aten.std.correction" else var)
+    std = _kept_dim(op, rewriter, _binary_op(op, rewriter, "mul",
+                                             _unary(op, rewriter, "sqrt", var), scale))
+    if root is not None:  # sqrt(var(x)), torch.std as export spells it: the sqrt is done
+        root.results[0].replace_all_uses_with(std)
+        root.detach()
+        root.erase()
+    return std
 
 
 def _select_vector_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
@@ -1744,11 +1830,52 @@ def _select_cumsum(op: AtenOp, rewriter: Rewriter) -> SSAValue:
 ARG_SCALE = 2.0**100  # twice: any nonzero fp32 difference (>= 2^-149) becomes >= 2^51
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _first_match(op: AtenOp, rewriter: Rewriter, x: SSAValue, best: SSAValue,
+                 columns: SSAValue) -> SSAValue:
+    """Per element, a value whose row minimum is the index of the first x_j equal to the
+    row's `best` (its max or min), as torch's argmax / argmin define it, NaN and infinities
+    included (design note 63):
+
+    - c = clamp(x, -FLT_MAX, FLT_MAX) and p = keep(1, x - c) (1 where x is infinite) encode
+      x finitely, NaN aside: x_j == best exactly when |c_j - c_b| + |p_j - p_b| is 0, so
+      j + that * 2^200 is j at a match and at least 2^51 elsewhere (any nonzero fp32
+      difference is at least 2^-149). A plain |best - x_j| is NaN at +-inf == +-inf;
+    - a row holding a NaN has best = NaN (the SFU's max and min propagate it) and torch
+      returns its first NaN: there the value is j at a NaN and j + 2^30 elsewhere, chosen
+      with the exact select keep by the row's NaN flag."""
+    def scalar(kind: str, value: SSAValue, number: float, reverse: bool = False) -> SSAValue:
+        return _scalar_op(op, rewriter, kind, value, number, reverse=reverse)
+
+    def binary(kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return _binary_op(op, rewriter, kind, a, b)
+
+    def encode(value: SSAValue) -> tuple[SSAValue, SSAValue]:
+        clamped = scalar("minimum", scalar("maximum", value, -FLOAT32_MAX), FLOAT32_MAX)
+        return clamped, scalar("keep", binary("sub", value, clamped), 1.0, reverse=True)
+
+    def distance(a: SSAValue, b: SSAValue) -> SSAValue:
+        return _emit(rewriter, op, UNARY_OPS["abs"](binary("sub", a, b), a.type))
+
+    (cx, px), (cb, pb) = encode(x), encode(best)
+    gap = binary("add", distance(cx, cb), distance(px, pb))
+    gap = scalar("mul", scalar("mul", gap, ARG_SCALE), ARG_SCALE)
+    matched = binary("add", gap, columns)  # NaN throughout a row that holds a NaN
+    is_nan = scalar("keep", binary("sub", cx, cx), 1.0, reverse=True)  # c is finite or NaN
+    nan_first = binary("add", scalar("mul", scalar("sub", is_nan, 1.0, reverse=True), 2.0**30),
+                       columns)
+    row_nan = _reduce_last(op, rewriter, "max", is_nan)
+    return binary("add", binary("keep", matched, scalar("sub", row_nan, 1.0, reverse=True)),
+                  binary("keep", nan_first, row_nan))
+
+
 def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     """argmax / argmin (and max.dim / min.dim's indices) over the last dim: with m the row's
-    max (min), the first index j where x_j == m is min over j of j + |m - x_j| * 2^200 (any
-    nonzero difference outweighs every index, 0 leaves j itself), a row reduction; stored as
-    int64 (int32 on device). NaN rows are not handled (torch returns the NaN's index)."""
+    max (min), the index is the row minimum of `_first_match` (j at the first x_j equal to
+    m, NaN first when the row has one, as torch), a row reduction; stored as int64 (int32
+    on device)."""
     _require_float_inputs = [v for v in op.operands if _element_name(v) not in FLOAT_ELEMENTS]
     if _require_float_inputs:
         raise _Unsupported(f"a {_element_name(op.operands[0])} input (float inputs)")
@@ -1772,14 +1899,11 @@ def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     indices = op.results[-1]
     if not indices.uses:  # made only when read: no dead ops reach spyre-fuse
         return [*results, None]
-    gap = _emit(rewriter, op, UNARY_OPS["abs"](_binary_op(op, rewriter, "sub", xf, best), f32))
-    gap = _scalar_op(op, rewriter, "mul", _scalar_op(op, rewriter, "mul", gap, ARG_SCALE),
-                     ARG_SCALE)
     columns = _constant(op, rewriter, f"{_fx_name(op)}.columns",
                         np.arange(shape[-1], dtype=np.float64)[None, :], Float32Type())
     if len(shape) == 1:
         columns = _emit(rewriter, op, ReshapeOp(columns, _with_shape(columns, shape)))
-    first = _reduce_last(op, rewriter, "min", _binary_op(op, rewriter, "add", gap, columns))
+    first = _reduce_last(op, rewriter, "min", _first_match(op, rewriter, xf, best, columns))
     if not keep and math.prod(shape[:-1]) > 1:  # the indices move from a column to a row
         first = _column_to_row(op, rewriter, first, indices)
     result = _emit(rewriter, op, CastOp(first, _with_shape(indices, _shape(first))))

@@ -20,16 +20,23 @@ func.func @relu6(%x: tensor<32x64xf16>) -> tensor<32x64xf16> {
   func.return %y : tensor<32x64xf16>
 }
 
-// var(x, -1, correction=1) over 64 elements: the centred sum of squares times 1/63
-// (0.015873015873015872); std adds a square root.
+// std(x, -1, correction=1) over 64 elements: with d = x - mean and s = max |d| (at least
+// 2^-126, the smallest normal f32, so a constant row divides 0 by it), s * sqrt(sum((d/s)^2)
+// / 63) (1/63 = 0.015873015873015872). Scaled so the squares stay in f32's range: d = 1e30
+// squares to inf, (d / s)^2 to 1.
 // CHECK-LABEL: func.func @std
 // CHECK:      %[[S:.*]] = spyre.reduce_sum %x
 // CHECK-NEXT: %[[MEAN:.*]] = spyre.mul_scalar %[[S]] {{.*}}value = 1.562500e-02 : f64
 // CHECK-NEXT: %[[D:.*]] = spyre.sub %x, %[[MEAN]]
-// CHECK-NEXT: %[[SQ:.*]] = spyre.mul %[[D]], %[[D]]
+// CHECK-NEXT: %[[A:.*]] = spyre.abs %[[D]]
+// CHECK-NEXT: %[[M:.*]] = spyre.reduce_max %[[A]]
+// CHECK-NEXT: %[[SC:.*]] = spyre.maximum_scalar %[[M]] {{.*}}value = 1.1754943508222875e-38 : f64
+// CHECK-NEXT: %[[Q:.*]] = spyre.div %[[D]], %[[SC]]
+// CHECK-NEXT: %[[SQ:.*]] = spyre.mul %[[Q]], %[[Q]]
 // CHECK-NEXT: %[[V:.*]] = spyre.reduce_sum %[[SQ]]
 // CHECK-NEXT: %[[VAR:.*]] = spyre.mul_scalar %[[V]] {{.*}}value = 0.015873015873015872 : f64
-// CHECK-NEXT: spyre.sqrt %[[VAR]]
+// CHECK-NEXT: %[[R:.*]] = spyre.sqrt %[[VAR]]
+// CHECK-NEXT: spyre.mul %[[R]], %[[SC]]
 func.func @std(%x: tensor<32x64xf32>) -> tensor<32x1xf32> {
   %y = spyre.aten "aten.std.correction"(%x) {args = {dim = [-1 : i64], correction = 1 : i64, keepdim = true}, operand_names = ["self"], fx_node = "std"} : (tensor<32x64xf32>) -> tensor<32x1xf32>
   func.return %y : tensor<32x1xf32>

@@ -12,12 +12,15 @@ func.func @repeat_rows(%x: tensor<16x64xf16>) -> tensor<48x64xf16> {
 }
 
 // F.pad(x, (2, 1), value=0.5) on 61 columns: x @ P with P [61, 64] a shifted identity, then
-// a constant row holding 0.5 in columns 0, 1 and 63.
+// a constant row holding 0.5 in columns 0, 1 and 63. The move is exact for NaN
+// (spyre-legalize-exact-moves.mlir): x's finite part and its NaN code are moved by the same P.
 // CHECK-LABEL: func.func @pad_value
 // CHECK:      %[[P:.*]] = spyre.param {{.*}}param_name = "pad.columns"{{.*}}: tensor<61x64xf16>
-// CHECK-NEXT: %[[M:.*]] = spyre.matmul %x, %[[P]] {{.*}}: tensor<16x61xf16>, tensor<61x64xf16> -> tensor<16x64xf16>
+// CHECK:      %[[M:.*]] = spyre.matmul %{{.*}}, %[[P]] {{.*}}: tensor<16x61xf16>, tensor<61x64xf16> -> tensor<16x64xf16>
+// CHECK-NEXT: %[[C:.*]] = spyre.matmul %{{.*}}, %[[P]] {{.*}}: tensor<16x61xf16>, tensor<61x64xf16> -> tensor<16x64xf16>
+// CHECK:      %[[E:.*]] = spyre.add %[[M]], %{{.*}}
 // CHECK-NEXT: %[[F:.*]] = spyre.param {{.*}}param_name = "pad.fill", value = dense<[5.000000e-01, 5.000000e-01, 0.000000e+00{{.*}}0.000000e+00, 5.000000e-01]>
-// CHECK-NEXT: spyre.add %[[M]], %[[F]]
+// CHECK-NEXT: spyre.add %[[E]], %[[F]]
 func.func @pad_value(%x: tensor<16x61xf16>) -> tensor<16x64xf16> {
   %y = spyre.aten "aten.constant_pad_nd.default"(%x) {args = {pad = [2 : i64, 1 : i64], value = 5.000000e-01 : f64}, operand_names = ["self"], fx_node = "pad"} : (tensor<16x61xf16>) -> tensor<16x64xf16>
   func.return %y : tensor<16x64xf16>
@@ -42,8 +45,11 @@ func.func @center(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
 // CHECK-LABEL: func.func @mean_pool
 // CHECK:      %[[X:.*]] = spyre.reshape %x {{.*}}: tensor<2x64x32xf16> -> tensor<128x32xf16>
 // CHECK-NEXT: %[[P:.*]] = spyre.param {{.*}}param_name = "mean.rows", value = dense<"0x0024{{.*}}"> : tensor<2x128xf16>}
-// CHECK-NEXT: %[[M:.*]] = spyre.matmul %[[P]], %[[X]] {{.*}}: tensor<2x128xf16>, tensor<128x32xf16> -> tensor<2x32xf16>
-// CHECK-NEXT: func.return %[[M]]
+// The rows' finite part and NaN code are summed by the same P (exact moves).
+// CHECK:      %[[M:.*]] = spyre.matmul %[[P]], %{{.*}} {{.*}}: tensor<2x128xf16>, tensor<128x32xf16> -> tensor<2x32xf16>
+// CHECK-NEXT: %[[C:.*]] = spyre.matmul %[[P]], %{{.*}} {{.*}}: tensor<2x128xf16>, tensor<128x32xf16> -> tensor<2x32xf16>
+// CHECK:      %[[Y:.*]] = spyre.add %[[M]], %{{.*}}
+// CHECK-NEXT: func.return %[[Y]]
 func.func @mean_pool(%x: tensor<2x64x32xf16>) -> tensor<2x32xf16> {
   %y = spyre.aten "aten.mean.dim"(%x) {args = {dim = [1 : i64], keepdim = false}, operand_names = ["self"], fx_node = "mean"} : (tensor<2x64x32xf16>) -> tensor<2x32xf16>
   func.return %y : tensor<2x32xf16>
