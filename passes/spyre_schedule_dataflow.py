@@ -509,6 +509,7 @@ def _store(it: _CoreInterpreter, op: StoreOp) -> None:
                                src=src.addr + row * src.pitch, dst=dst.addr + row * dst.pitch,
                                rows=count, cols=src.shape[1], src_pitch=src.pitch,
                                dst_pitch=dst.pitch, src_dtype=src.dtype, dst_dtype=dst.dtype)
+                _zero_padding(it, dst, half, row, count, len(halves))
         return
     if tile.transposed or src.transposed:
         raise it.error(op, "a store through a transposing tile order has no DMA mapping")
@@ -579,9 +580,35 @@ def _generic(it: _CoreInterpreter, op: linalg.GenericOp) -> None:
     addr = init.addr if isinstance(init, LxTensor) else it.slot(op)
     out = _lx_destination(it, op) or it.lx_tensor(op.results[0], addr)
     rows, cols = out.shape
-    for half, row, count in row_halves(rows):
-        _sfu(it, op, fn, ins, out, half, row, count, cols, len(row_halves(rows)))
+    stored = not fn.startswith("reduce_") and any(
+        isinstance(use.operation, StoreOp) for use in op.results[0].uses)
+    halves = row_halves(rows)
+    for half, row, count in halves:
+        _sfu(it, op, fn, ins, out, half, row, count, cols, len(halves))
+        if stored:
+            _zero_padding(it, out, half, row, count, len(halves))
     it.env[op.results[0]] = out
+
+
+def _zero_padding(it: _CoreInterpreter, out: LxTensor, half: int, row: int, count: int,
+                  halves: int) -> None:
+    """Write -0.0 into the stick padding of rows [row, row + count) of `out`, an SFU
+    result about to be stored. The SFU writes a row's `cols` elements only, so the rest of
+    its last stick holds whatever LX held there; the DMA stores whole sticks, and a matmul
+    that reads the stored tensor as its A contracts over them (times B's zero rows: a stale
+    NaN or infinity there made a whole row NaN). keep(x, 0) is -0.0 whatever x is (design
+    note 63); an int32 result is multiplied by 0. A slice of a wider tile (`row_pitch`) has its neighbours' columns there."""
+    width = out.pitch // out.dtype.itemsize
+    cols = out.shape[1]
+    if out.row_pitch or cols >= width:
+        return
+    at = out.addr + row * out.pitch + cols * out.dtype.itemsize
+    # int32 has no NaN (and KEEP no int32 form): a product by 0 zeroes it
+    fn = BinaryFn.MUL if out.dtype == DType.I32 else BinaryFn.KEEP
+    it.stream.emit("sfu.scalar", part(out, half, halves), part(out, half, halves), unit=half,
+                   fn=fn, src=at, dst=at, rows=count, cols=width - cols,
+                   src_pitch=out.pitch, dst_pitch=out.pitch, src_dtype=out.dtype,
+                   dst_dtype=out.dtype, imm=f32_bits(0.0), reverse=0)
 
 
 def _lx_destination(it: _CoreInterpreter, op: linalg.GenericOp) -> LxTensor | None:

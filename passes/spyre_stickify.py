@@ -10,7 +10,9 @@ stored as 64 rows of 128 elements (two sticks, the last holding 36 zeros). Zero 
 a dataflow fact: a matmul contracts over whole sticks, so its lhs must have zero padding in
 K; ops with f(0) = 0 (relu, gelu, add of zero-padded tensors, matmul) keep it, others (exp,
 sigmoid, division) lose it, and a matmul that would read such padding is rejected with a
-message naming the op. Row moves (reshape, permute_rows, expand_rows) keep their operand's
+message naming the op. A product keeps a zero only against a finite value (0 * inf is NaN),
+so the analysis also tracks whether padding may hold an infinity or NaN (a reciprocal or
+rsqrt of zero padding, a product by the immediate inf). Row moves (reshape, permute_rows, expand_rows) keep their operand's
 padding; attention's output padding is P @ V's, zero when V's is (its Q K^T contracts over
 the valid head dim only, so q and k need none).
 
@@ -20,6 +22,9 @@ the valid head dim only, so q and k need none).
 
 from __future__ import annotations
 
+import math
+
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -169,76 +174,123 @@ class SpyreStickify(ModulePass):
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if fn.body.blocks.first is None or "grid" in fn.attributes:
                 continue  # declarations and KTIR kernels have no graph tensors
-            zero: dict[SSAValue, bool] = {}
+            pads: dict[SSAValue, int] = {}
             arg_layouts = []
             for arg in fn.args:
                 assert isinstance(arg.type, TensorType)
                 # host data is padded with zeros when copied in
-                zero[arg] = True
+                pads[arg] = ZERO
                 arg_layouts.append(DictionaryAttr(
                     {"spyre.layout": row_sticked(arg.type, True, target).to_attr()}))
             fn.arg_attrs = ArrayAttr(arg_layouts)
             for inner in list(fn.walk()):
                 if not inner.results or not isinstance(inner.results[0].type, TensorType):
                     continue
-                if isinstance(inner, MatmulOp) and not zero.get(inner.lhs, False) \
+                if isinstance(inner, MatmulOp) and pads.get(inner.lhs, ANY) != ZERO \
                         and inner.bias is None:
                     inner = _exact_contraction(inner)
-                padded_zero = self._zero_after(inner, zero)
+                pad = _pad_after(inner, pads)
+                padded_zero = pad == ZERO
                 for r in inner.results:
-                    zero[r] = padded_zero
+                    pads[r] = pad
                 layout = row_sticked(inner.results[0].type, padded_zero, target)  # type: ignore[arg-type]
                 inner.attributes["spyre.layout"] = layout.to_attr()
             for matmul in [o for o in fn.walk() if isinstance(o, MatmulOp)]:
                 _pad_contraction(matmul, target)
 
-    @staticmethod
-    def _zero_after(op: Operation, zero: dict[SSAValue, bool]) -> bool:
-        if isinstance(op, ParamOp):
-            return True  # weights are padded with zeros when written into the binary
-        if isinstance(op, MatmulOp):
-            if not zero.get(op.lhs, False):
-                raise CompileError(
-                    f"{describe(op)}: the matmul reads K = {op.lhs.type.get_shape()[-1]} "  # type: ignore[attr-defined]
-                    "columns padded to whole sticks, but its lhs is produced by an op that "
-                    "does not keep the padding zero; pad K to a multiple of the stick "
-                    "(64 fp16 / 32 fp32 elements) in the model"
-                )
-            bias_zero = op.bias is None or zero.get(op.bias, False)
-            return zero.get(op.rhs, False) and bias_zero
-        if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES, WindowRowsOp, GatherOp)):
-            return zero.get(op.operands[0], False)  # rows move, each keeps its padding
-        if isinstance(op, ScatterOp):  # rows of the values replace rows of the table
-            return zero.get(op.table, False) and zero.get(op.values, False)
-        if isinstance(op, BatchMatmulOp):
-            if op.transpose_rhs is None:  # lhs @ rhs over rhs's whole padded width
-                return zero.get(op.rhs, False)
-            # the product has rhs-rows columns; past them the LX tile is not written
-            cols = op.result.type.get_shape()[-1]  # type: ignore[attr-defined]
-            size = ELEMENT_BYTES[str(op.result.type.element_type)]  # type: ignore[attr-defined]
-            return cols * size % STICK_BYTES == 0
-        if isinstance(op, AttentionOp):
-            # the output is P @ V over V's whole padded width: zero where V's padding is
-            return zero.get(op.value, False)
-        short = op.name.removeprefix("spyre.")
-        if op.name.startswith("spyre.reduce_"):
-            return True  # a reduction writes its value and zeros the rest of the stick
-        if short in UNARY_OPS:
-            return short in ZERO_PRESERVING_UNARY and zero.get(op.operands[0], False)
-        if isinstance(op, _SCALAR_CLASSES):
-            value = op.value.value.data  # type: ignore[attr-defined]
-            kind = short.removesuffix("_scalar")
-            keeps = (kind in ("mul",) or (kind == "div" and op.reverse is None)  # type: ignore[attr-defined]
-                     or (kind in ("add", "sub") and value == 0.0))
-            return keeps and zero.get(op.operands[0], False)
-        if short in BINARY_OPS:
-            out_cols = op.results[0].type.get_shape()[-1]  # type: ignore[attr-defined]
-            # an operand broadcast along the stick puts its value into the padding
-            pads = [zero.get(v, False) and tuple(v.type.get_shape())[-1:] == (out_cols,)  # type: ignore[attr-defined]
-                    for v in op.operands]
-            if short == "mul":
-                return any(pads)
-            if short == "div":
-                return pads[0]
-            return short in ZERO_PRESERVING_BINARY and all(pads)
-        return False
+
+# what a tensor's stick padding holds: zeros, finite values, or possibly an infinity or NaN
+ZERO, FINITE, ANY = 0, 1, 2
+# unary functions that map finite values to finite values (exp: the padding's values are
+# what f(0) chains make, far from overflow)
+FINITE_UNARY = (ZERO_PRESERVING_UNARY - {"sqrt"}) | {"sigmoid", "exp", "cos"}
+
+
+def _pad_after(op: Operation, pads: dict[SSAValue, int]) -> int:
+    """What the padding of `op`'s results holds, from its operands' (`pads`)."""
+
+    def of(value: SSAValue) -> int:
+        return pads.get(value, ANY)
+
+    def worst(values: Sequence[SSAValue]) -> int:
+        return max((of(v) for v in values), default=ZERO)
+
+    if isinstance(op, ParamOp):
+        return ZERO  # weights are padded with zeros when written into the binary
+    if isinstance(op, MatmulOp):
+        if of(op.lhs) != ZERO:
+            raise CompileError(
+                f"{describe(op)}: the matmul reads K = {op.lhs.type.get_shape()[-1]} "  # type: ignore[attr-defined]
+                "columns padded to whole sticks, but its lhs is produced by an op that "
+                "does not keep the padding zero; pad K to a multiple of the stick "
+                "(64 fp16 / 32 fp32 elements) in the model"
+            )
+        bias = ZERO if op.bias is None else of(op.bias)
+        return ZERO if of(op.rhs) == ZERO and bias == ZERO else max(FINITE, of(op.rhs), bias)
+    if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES, WindowRowsOp, GatherOp)):
+        return of(op.operands[0])  # rows move, each keeps its padding
+    if isinstance(op, ScatterOp):  # rows of the values replace rows of the table
+        return max(of(op.table), of(op.values))
+    if isinstance(op, BatchMatmulOp):
+        if op.transpose_rhs is None:  # lhs @ rhs over rhs's whole padded width
+            return ZERO if of(op.rhs) == ZERO else max(FINITE, worst(op.operands))
+        # the product has rhs-rows columns; past them the LX tile is not written
+        cols = op.result.type.get_shape()[-1]  # type: ignore[attr-defined]
+        size = ELEMENT_BYTES[str(op.result.type.element_type)]  # type: ignore[attr-defined]
+        return ZERO if cols * size % STICK_BYTES == 0 else ANY
+    if isinstance(op, AttentionOp):
+        # the output is P @ V over V's whole padded width: zero where V's padding is
+        return ZERO if of(op.value) == ZERO else ANY
+    short = op.name.removeprefix("spyre.")
+    if op.name.startswith("spyre.reduce_"):
+        return ZERO  # a reduction writes its value and zeros the rest of the stick
+    if short in UNARY_OPS:
+        before = of(op.operands[0])
+        if before == ZERO and short in ZERO_PRESERVING_UNARY:
+            return ZERO
+        return FINITE if before != ANY and short in FINITE_UNARY else ANY
+    if isinstance(op, _SCALAR_CLASSES):
+        return _scalar_pad(op, short.removesuffix("_scalar"), of(op.operands[0]))
+    if short in BINARY_OPS:
+        return _binary_pad(op, short, of)
+    return ANY
+
+
+def _scalar_pad(op: Operation, kind: str, before: int) -> int:
+    """The padding of `x op c` (`c op x` when reversed) from x's padding."""
+    value = op.value.value.data  # type: ignore[attr-defined]
+    reverse = op.reverse is not None  # type: ignore[attr-defined]
+    finite = math.isfinite(value)
+    if kind == "keep" and reverse:  # keep(c, x): c where x is nonzero, else -0.0
+        return ZERO if before == ZERO else FINITE if finite else ANY
+    if kind == "keep":  # keep(x, c): x, or -0.0 throughout when c is 0
+        return ZERO if value == 0.0 else before
+    if before == ANY or not finite:
+        return ANY  # NaN or inf in, or 0 * inf, inf - inf, ...
+    if kind == "div" and (reverse or value == 0.0):
+        return ANY  # c / 0 or x / 0
+    if before == ZERO and ((kind == "mul") or (kind == "div")
+                           or (kind in ("add", "sub", "maximum", "minimum") and value == 0.0)):
+        return ZERO
+    return FINITE
+
+
+def _binary_pad(op: Operation, kind: str, of: Callable[[SSAValue], int]) -> int:
+    """The padding of an elementwise binary op. An operand broadcast along the stick (a
+    column) puts its values into the padding; they count as finite (a row whose value is
+    an infinity is non-finite in its real columns too)."""
+    out_cols = op.results[0].type.get_shape()[-1]  # type: ignore[attr-defined]
+    states = []
+    for v in op.operands:
+        full = tuple(v.type.get_shape())[-1:] == (out_cols,)  # type: ignore[attr-defined]
+        states.append(of(v) if full else FINITE)  # a column's value, not its padding
+    if kind == "keep":  # keep(x, p): x where p is nonzero, else -0.0
+        return ZERO if states[1] == ZERO else states[0]
+    if kind == "mul" and ZERO in states and ANY not in states:
+        return ZERO  # 0 * finite
+    if kind == "div":
+        return ANY if states[1] == ZERO or ANY in states else (
+            ZERO if states[0] == ZERO else FINITE)
+    if kind in ZERO_PRESERVING_BINARY and all(s == ZERO for s in states):
+        return ZERO
+    return ANY if ANY in states else FINITE

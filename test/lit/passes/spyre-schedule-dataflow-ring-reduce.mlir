@@ -14,12 +14,17 @@
 // CHECK: spyrecode.core attributes {id = 0 : i64}
 // CHECK: spyrecode.sfu_reduce {fn = 0 : i64, src = 0 : i64, dst = [[P:[0-9]+]] : i64, rows = 2 : i64, cols = 4096 : i64
 // CHECK-NEXT: spyrecode.ring_reduce {src = [[P]] : i64, dst = [[P]] : i64, rows = 2 : i64, cols = 1 : i64, src_pitch = 128 : i64, dst_pitch = 128 : i64, dtype = 0 : i64, first = 0 : i64, count = 16 : i64, stride = 1 : i64, root = -1 : i64, tag = 1 : i64, unit = 0 : i64, deps = array<i64: 2>}
-// Core 0 (y = 0) converts the sums and stores their sticks, for both tiles.
-// CHECK-NEXT: spyrecode.sfu_unary {fn = 0 : i64, src = [[P]] : i64
+// Core 0 (y = 0) converts the sums, writes -0.0 into the other 63 DL16 elements of each
+// stick (KEEP x, 0: the conversion writes one element a row, and the store moves the
+// whole stick, whose padding must be zero for a matmul to read; design note 63) and
+// stores their sticks, for both tiles.
+// CHECK-NEXT: spyrecode.sfu_unary {fn = 0 : i64, src = [[P]] : i64, dst = [[C:[0-9]+]] : i64
+// CHECK-NEXT: spyrecode.sfu_scalar {fn = 6 : i64, {{.*}}rows = 2 : i64, cols = 63 : i64, src_pitch = 128 : i64, dst_pitch = 128 : i64, src_dtype = 1 : i64, dst_dtype = 1 : i64, imm = 0 : i64, reverse = 0 : i64
 // CHECK-NEXT: spyrecode.dma_store
 // CHECK-NEXT: spyrecode.sfu_reduce
 // CHECK-NEXT: spyrecode.ring_reduce
 // CHECK-NEXT: spyrecode.sfu_unary
+// CHECK-NEXT: spyrecode.sfu_scalar {fn = 6 : i64
 // CHECK-NEXT: spyrecode.dma_store
 // Core 1 (y = 1) joins both all-reduces and stores nothing.
 // CHECK: spyrecode.core attributes {id = 1 : i64}
