@@ -231,13 +231,19 @@ def _buffer_updates(graph: func.FuncOp, results: list[SSAValue],
 
 
 def _unique_names(bindings: list[TensorBinding]) -> None:
-    """IR name hints may repeat (two FX nodes named `linear` in different scopes)."""
-    seen: dict[str, int] = {}
+    """IR name hints may repeat (two FX nodes named `linear` in different scopes): a repeat
+    becomes `name_k` with the smallest k whose name no binding has (an output may itself be
+    called `x_1`), so the first binding of a name, inputs and outputs first, keeps it."""
+    taken = {b.name for b in bindings}
+    seen: set[str] = set()
     for b in bindings:
-        count = seen.get(b.name, 0)
-        seen[b.name] = count + 1
-        if count:
-            b.name = f"{b.name}_{count}"
+        if b.name in seen:
+            k = 1
+            while f"{b.name}_{k}" in taken:
+                k += 1
+            b.name = f"{b.name}_{k}"
+            taken.add(b.name)
+        seen.add(b.name)
 
 
 def _int(attr: object) -> int:
