@@ -184,9 +184,11 @@ def test_softmax_over_queries_is_not_attention() -> None:
     q = torch.randn(1, 2, 16, 32)
     exe = spyrec.compile(torch.export.export(ColumnSoftmax(), (q, q, q)))
     # both bmms in kernels of their own, the softmax between them with its two transposes
+    # (each moving the scores' finite part and their +inf / -inf codes, design note 63)
     kernels = [k.provenance for k in exe.binary.kernels]
-    assert [p[-1] for p in kernels] == ["bmm", "mul", "softmax.to_last", "softmax",
-                                        "softmax.from_last", "bmm_1"], kernels
+    assert kernels[0][-1] == "bmm" and kernels[-1][-1] == "bmm_1", kernels
+    between = {name for p in kernels[1:-1] for name in p}
+    assert between == {"mul", "softmax.to_last", "softmax", "softmax.from_last"}, kernels
     assert_close(exe, ColumnSoftmax()(q, q, q), exe(q, q, q))
 
 

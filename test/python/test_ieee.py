@@ -234,3 +234,111 @@ def test_decode_step_mask_one_query_row(pos):
     exe = spyrec.compile(torch.export.export(model, (q, k, v, torch.tensor([pos]))))
     out = assert_matches_eager(exe, model, q, k, v, torch.tensor([pos]))
     assert torch.isfinite(out).all() and (out.abs().max() == 0) == (pos < 0)
+
+
+# ---- exact data moves, argmax and std (design note 63) -------------------------------------
+
+class Rotary(torch.nn.Module):
+    """q * cos + rotate_half(q) * sin, as Llama and Granite spell it."""
+
+    def forward(self, q: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = q.shape[-1] // 2
+        return q * cos + torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_rotary_keeps_a_nan_in_its_place(dtype):
+    """rotate_half is a column map on the PT; one NaN (and in fp32 one inf) of q used to
+    make its whole row NaN. Now the output is NaN exactly where eager's is."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 2, 16, 128, generator=g).to(dtype)
+    cos, sin = torch.randn(16, 128, generator=g).to(dtype), torch.randn(16, 128, generator=g).to(dtype)
+    q[0, 0, 3, 5] = float("nan")
+    if dtype == torch.float32:
+        q[0, 1, 7, 100] = float("inf")
+    exe = spyrec.compile(torch.export.export(Rotary(), (q, cos, sin)))
+    out = assert_matches_eager(exe, Rotary(), q, cos, sin)
+    expected = Rotary()(q, cos, sin).float()
+    assert torch.equal(torch.isnan(out), torch.isnan(expected))
+    assert torch.equal(torch.isinf(out), torch.isinf(expected))
+    # the NaN reaches its own column and the one it rotates into; the inf (fp32) likewise
+    assert int(torch.isnan(out).sum()) == 2
+    assert int(torch.isinf(out).sum()) == (2 if dtype == torch.float32 else 0)
+
+
+class LeadingSum(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum(0), x.mean(1), x.transpose(-1, -2)
+
+
+def test_leading_sums_and_transposes_follow_ieee():
+    """Sums over leading dims and transposes are matmuls by 0/1 matrices: a column with
+    +inf and -inf sums to NaN, one with +inf alone to +inf, and the rest stay finite."""
+    x = torch.randn(4, 32, 64, generator=torch.Generator().manual_seed(1))
+    x[0, 0, 0], x[1, 0, 0] = float("inf"), float("-inf")  # column (0, 0): NaN
+    x[2, 5, 9] = float("inf")                               # column (5, 9): +inf
+    x[3, 7, 11] = float("nan")                              # column (7, 11): NaN
+    exe = spyrec.compile(torch.export.export(LeadingSum(), (x,)))
+    total, mean, t = exe(x)
+    e_total, e_mean, e_t = LeadingSum()(x)
+    assert_close(exe, (e_total, e_mean, e_t), (total, mean, t))
+    for got, want in ((total, e_total), (mean, e_mean), (t, e_t)):
+        assert torch.equal(torch.isnan(got), torch.isnan(want))
+        assert torch.equal(torch.isinf(got), torch.isinf(want))
+    assert int(torch.isfinite(total).sum()) == 32 * 64 - 3
+
+
+class ArgReductions(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        values, indices = x.max(-1)
+        return x.argmax(-1), x.argmin(-1), values, indices
+
+
+def test_argmax_with_nan_and_infinities_matches_eager():
+    """torch returns the first NaN's index on a row that holds one, and the right index
+    where the max is +inf or the min -inf (|inf - inf| was NaN in the device's test)."""
+    x = torch.randn(8, 64, generator=torch.Generator().manual_seed(2))
+    x[0, 9], x[0, 20] = float("nan"), float("nan")  # first NaN: 9
+    x[1, 30] = float("inf")
+    x[2, 4], x[2, 50] = float("inf"), float("-inf")
+    x[3] = float("-inf")                             # all -inf: index 0
+    x[4, 12] = torch.finfo(torch.float32).max        # the largest finite value
+    x[4, 13] = float("inf")
+    exe = spyrec.compile(torch.export.export(ArgReductions(), (x,)))
+    got, want = exe(x), ArgReductions()(x)
+    for g, w in zip(got, want):
+        if w.dtype == torch.int64:
+            assert torch.equal(g, w), (g, w)
+    assert_close(exe, want[2], got[2])
+
+
+class Std(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.std(-1)
+
+
+def test_std_of_a_row_holding_1e30_is_finite():
+    x = torch.randn(4, 128, generator=torch.Generator().manual_seed(3))
+    x[1, 7] = 1e30
+    exe = spyrec.compile(torch.export.export(Std(), (x,)))
+    out = assert_matches_eager(exe, Std(), x)
+    assert torch.isfinite(out).all() and out[1] > 1e28
+
+
+class StickSplit(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.split(128, dim=-1)
+
+
+def test_stick_aligned_split_is_a_row_move_and_exact():
+    """GPT-2's fused q/k/v split on stick boundaries: DMA row moves, no PT matmul, every
+    value (NaN and both infinities included) where eager has it."""
+    x = torch.randn(2, 16, 384, generator=torch.Generator().manual_seed(4))
+    x[0, 0, 130], x[1, 3, 300], x[0, 5, 2] = float("nan"), float("inf"), float("-inf")
+    exe = spyrec.compile(torch.export.export(StickSplit(), (x,)))
+    got, want = exe(x), StickSplit()(x)
+    for g, w in zip(got, want):
+        assert torch.equal(torch.isnan(g), torch.isnan(w))
+        finite = ~torch.isnan(w)
+        assert torch.equal(g[finite], w[finite])  # a move: bit for bit
+    assert all(k.flops == 0 for k in exe.binary.kernels)  # DMA only: nothing on the PT
