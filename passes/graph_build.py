@@ -56,7 +56,8 @@ def constant(at: Operation, rewriter: Rewriter, name: str, values: np.ndarray,
 
 def known_finite(value: SSAValue) -> bool:
     """Is every element of `value` finite by construction: a constant with finite values, a
-    0/1 predicate, an integer tensor, or one of those cast, reshaped or broadcast?"""
+    0/1 predicate, an integer tensor, one of those cast, reshaped or broadcast, or moved by
+    a matmul with a constant matrix of entries within [-1, 1]?"""
     while True:
         if not str(value.type.element_type).startswith(("f", "bf")):  # type: ignore[attr-defined]
             return True
@@ -118,8 +119,8 @@ def exact_move(at: Operation, rewriter: Rewriter, x: SSAValue,
     takes one code, Q = 1 where x is NaN, and the result f' + (a - a) with
     a = keep(Q' * inf, Q') (inf - inf is NaN, -0 - -0 is 0). Values finite by
     construction (`known_finite`), and moves by a `matrix` without zeros (a transpose of
-    one column, a sum of all rows), move as they are. Cost: three moves instead of one in f32 (two in 16-bit) and a few
-    SFU ops, measured in design note 63."""
+    one column, a sum of all rows), move as they are. Cost: three moves instead of one in
+    f32 (two in 16-bit) and a few SFU ops, measured in design note 63."""
     if known_finite(x) or matrix.all():  # no zero to meet a NaN or an infinity: IEEE as is
         return move(x)
 

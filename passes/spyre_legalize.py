@@ -1373,8 +1373,8 @@ def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     # std = s * sqrt(sum((c / s)^2) / (n - correction)) with s = max |c| (at least the
     # smallest normal f32): the squares stay in range where c^2 would overflow (a row
     # holding 1e30 has a finite std, as torch computes it); NaN and inf still propagate
-    scale = _scalar_op(op, rewriter, "maximum", _reduce_last(
-        op, rewriter, "max", _unary(op, rewriter, "abs", centred)), float(np.finfo(np.float32).tiny))
+    largest = _reduce_last(op, rewriter, "max", _unary(op, rewriter, "abs", centred))
+    scale = _scalar_op(op, rewriter, "maximum", largest, float(np.finfo(np.float32).tiny))
     scaled = _binary_op(op, rewriter, "div", centred, scale)
     squares = _reduce_last(op, rewriter, "sum", _binary_op(op, rewriter, "mul", scaled, scaled))
     var = _scalar_op(op, rewriter, "mul", squares, 1.0 / (n - correction))

@@ -597,7 +597,8 @@ def _zero_padding(it: _CoreInterpreter, out: LxTensor, half: int, row: int, coun
     its last stick holds whatever LX held there; the DMA stores whole sticks, and a matmul
     that reads the stored tensor as its A contracts over them (times B's zero rows: a stale
     NaN or infinity there made a whole row NaN). keep(x, 0) is -0.0 whatever x is (design
-    note 63); an int32 result is multiplied by 0. A slice of a wider tile (`row_pitch`) has its neighbours' columns there."""
+    note 63); an int32 result is multiplied by 0. A slice of a wider tile (`row_pitch`)
+    has its neighbours' columns there."""
     width = out.pitch // out.dtype.itemsize
     cols = out.shape[1]
     if out.row_pitch or cols >= width:

@@ -252,7 +252,8 @@ def test_rotary_keeps_a_nan_in_its_place(dtype):
     make its whole row NaN. Now the output is NaN exactly where eager's is."""
     g = torch.Generator().manual_seed(0)
     q = torch.randn(1, 2, 16, 128, generator=g).to(dtype)
-    cos, sin = torch.randn(16, 128, generator=g).to(dtype), torch.randn(16, 128, generator=g).to(dtype)
+    cos = torch.randn(16, 128, generator=g).to(dtype)
+    sin = torch.randn(16, 128, generator=g).to(dtype)
     q[0, 0, 3, 5] = float("nan")
     if dtype == torch.float32:
         q[0, 1, 7, 100] = float("inf")
