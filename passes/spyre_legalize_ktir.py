@@ -46,6 +46,8 @@ is refused with an error that names the op.
 from __future__ import annotations
 
 import math as pymath
+
+import numpy as np
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -79,14 +81,17 @@ from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.passes.ktir_bounds import check_tile_bounds
-from spyrec.passes.ktir_builder import convert
+from spyrec.passes.ktir_builder import BINARY_BODIES, convert
 from spyrec.passes.ktir_tiles import default_tile_dims, tile_dims
 from spyrec.passes.ktir_tiles import tensor_shape as _shape
 from spyrec.passes.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 
 BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.divf": "div",
-          "arith.maximumf": "maximum", "arith.maxnumf": "maximum",
-          "arith.minimumf": "minimum", "arith.minnumf": "minimum"}
+          "arith.maximumf": "maximum", "arith.minimumf": "minimum",
+          "spyre.keep": "keep"}  # the last one only built here, by `number_op`
+# IEEE maxNum / minNum: a NaN operand is dropped (the SFU's MAX / MIN propagate it)
+NUMBER = {"arith.maxnumf": "maximum", "arith.minnumf": "minimum"}
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 UNARY = {"math.exp": "exp", "math.rsqrt": "rsqrt", "math.sqrt": "sqrt", "math.tanh": "tanh",
          "math.absf": "abs", "arith.negf": "neg", "math.log": "log", "math.erf": "erf"}
 CASTS = ("arith.extf", "arith.truncf")
@@ -193,7 +198,7 @@ class _Kernel:
                         self.block(inner)
             elif "spyre.fn" in op.attributes:
                 continue
-            elif op.name in BINARY or op.name in UNARY or op.name in CASTS:
+            elif op.name in BINARY or op.name in UNARY or op.name in CASTS or op.name in NUMBER:
                 if _tensor_type(op.results[0]) is not None:
                     self.replace(op, [self.scalar_op(op, op.name, [
                         self.operand(v, op, len(_shape(op.results[0])))
@@ -277,7 +282,10 @@ class _Kernel:
     # -- building ---------------------------------------------------------------------
     def scalar_op(self, op: Operation, name: str, operands: list[Operand],
                   result_type: Attribute, before: Operation) -> SSAValue:
-        """One SFU operation `name` (an arith/math op name) on `operands`."""
+        """One SFU operation `name` (an arith/math op name) on `operands` (maxnumf / minnumf:
+        several, `number_op`)."""
+        if name in NUMBER:
+            return self.number_op(op, name, operands, result_type, before)
         assert isinstance(result_type, TensorType)
         shape = list(result_type.get_shape())
         element = result_type.element_type
@@ -292,7 +300,7 @@ class _Kernel:
             build = lambda b, x, f=_UNARY_OPS[fn]: b.insert(f(x)).results[0]
         else:
             fn = BINARY[name]
-            build = lambda b, x, y, f=_BINARY_OPS[fn]: b.insert(f(x, y)).results[0]
+            build = BINARY_BODIES[fn]
         if fn != "copy":  # the SFU reads 16-bit sources and computes in fp32: no widening copy
             operands = [_unwiden(o) if isinstance(o, Arg) else o for o in operands]
             args = [o for o in operands if isinstance(o, Arg)]
@@ -426,7 +434,8 @@ class _Kernel:
             if isinstance(inner, arith.ConstantOp):
                 env[inner.result] = self.constant(inner.result, inner)
                 continue
-            if inner.name not in BINARY and inner.name not in UNARY and inner.name not in CASTS:
+            if inner.name not in BINARY and inner.name not in UNARY and inner.name not in CASTS \
+                    and inner.name not in NUMBER:
                 raise self.error(op, f"its body holds {inner.name}, which no SFU operation "
                                  "implements")
             operands = [env[v] if v in env else self.operand(v, op, rank)
@@ -437,6 +446,34 @@ class _Kernel:
             env[inner.results[0]] = Arg(self.scalar_op(op, inner.name, operands, result_type, op),
                                         AffineMap.identity(rank))
 
+    def number_op(self, op: Operation, name: str, operands: list[Operand],
+                  result_type: Attribute, before: Operation) -> SSAValue:
+        """maxnumf / minnumf (IEEE maxNum: a NaN operand is dropped; both NaN give NaN) from
+        the SFU's NaN-propagating MAX / MIN and the exact select KEEP (design note 63): each
+        NaN tensor operand is replaced by the other operand, then MAX / MIN. A NaN test
+        that leaves infinities alone: c = clamp(v, -FLT_MAX, FLT_MAX) is finite or NaN, and
+        keep(1, c - c) is 1 exactly where v is NaN. Constant operands are numbers."""
+        x, y = operands
+        x = self.nan_replaced(op, x, y, result_type, before)
+        y = self.nan_replaced(op, y, x, result_type, before)
+        combine = "arith.maximumf" if NUMBER[name] == "maximum" else "arith.minimumf"
+        return self.scalar_op(op, combine, [x, y], result_type, before)
+
+    def nan_replaced(self, op: Operation, v: Operand, by: Operand, result_type: Attribute,
+                     before: Operation) -> Operand:
+        """`v` with its NaN elements replaced by `by` (exact: two KEEPs and an add)."""
+        if not isinstance(v, Arg):
+            return v
+        identity = AffineMap.identity(len(result_type.get_shape()))  # type: ignore[attr-defined]
+
+        def sfu(fn: str, *args: Operand) -> Arg:
+            return Arg(self.scalar_op(op, fn, list(args), result_type, before), identity)
+
+        c = sfu("arith.minimumf", sfu("arith.maximumf", v, -FLOAT32_MAX), FLOAT32_MAX)
+        nan = sfu("spyre.keep", 1.0, sfu("arith.subf", c, c))
+        return sfu("arith.addf", sfu("spyre.keep", v, sfu("arith.subf", 1.0, nan)),
+                   sfu("spyre.keep", by, nan))
+
     def reduce(self, op: Operation) -> None:
         source, init = op.operands[0], op.operands[1]
         dims = list(op.properties["dimensions"].get_values())  # type: ignore[attr-defined]
@@ -445,7 +482,8 @@ class _Kernel:
             raise self.error(op, "only single-input reductions over the last dim map to the "
                              "SFU's row reduction")
         body_ops = [o for o in op.regions[0].block.ops if not isinstance(o, linalg.YieldOp)]
-        combiner = BINARY.get(body_ops[0].name) if len(body_ops) == 1 else None
+        name = body_ops[0].name if len(body_ops) == 1 else ""
+        combiner = BINARY.get(name) or NUMBER.get(name)
         if combiner not in REDUCE:
             raise self.error(op, "its combiner is not one of addf, maximumf/maxnumf, "
                              "minimumf/minnumf")
@@ -458,6 +496,9 @@ class _Kernel:
         arg = _unwiden(arg) if isinstance(arg, Arg) else arg
         if not isinstance(arg, Arg) or tile_dims(source) != default_tile_dims(shape):
             raise self.error(op, f"its input %{source.name_hint} is not a plain tile")
+        if name in NUMBER:  # maxNum drops NaN: a NaN element counts as the identity
+            arg = self.nan_replaced(op, arg, identity, TensorType(f32, shape), op)
+            assert isinstance(arg, Arg)
 
         def body(b: Builder, args: tuple[SSAValue, ...]) -> SSAValue:
             x = convert(b, args[0], f32)

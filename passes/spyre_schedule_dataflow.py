@@ -682,6 +682,11 @@ def _sfu(it: _CoreInterpreter, op: linalg.GenericOp, fn: str, ins: list[object],
     def one_row(t: LxTensor) -> bool:  # one row, broadcast over the rows
         return t.shape[0] == 1 < out.shape[0]
 
+    if one_column(a) and one_column(b):
+        # sfu.colwise broadcasts one column; the other would be read as a full-width tile,
+        # of which only column 0 was written (a silent wrong result before)
+        raise it.error(op, "both operands are columns broadcast along the row; compute the "
+                       "op on the columns, then broadcast its result")
     reverse = 0
     # the ISA broadcasts its second operand: a column goes second (sfu.colwise, whose first
     # operand may itself be a broadcast row: an outer product), else a row (sfu.binary)

@@ -259,3 +259,44 @@ def test_bf16_kernel_checks_against_the_interpreter(tmp_path):
     result = runner.invoke(main, ["run", str(binary), "--check", str(kernel)])
     assert result.exit_code == 0, result.output
     assert "c: ok" in result.output
+
+
+def test_maxnum_and_minnum_drop_nan_as_the_interpreter_does(tmp_path):
+    """arith.maxnumf / minnumf (what Triton's tl.maximum emits) drop a NaN operand; the SFU's
+    MAX / MIN propagate it, so the compiled kernel replaces NaN operands exactly with KEEP
+    first (design note 63). Elementwise and as row reductions, on NaN, +-inf and a row of
+    NaN, the emulator gives the interpreter's classes and values."""
+    source = Path(__file__).parent / "kernels" / "maxnum_nan.mlir"
+    binary = tmp_path / "maxnum.spyre"
+    compile_program(source, binary, function="maxnum")
+    exe = spyrec.load(binary, numerics="ieee")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 128)).astype(np.float32)
+    b = rng.standard_normal((16, 128)).astype(np.float32)
+    a[0, 3] = b[1, 4] = a[2, 5] = b[2, 5] = np.nan
+    a[3] = np.nan
+    a[4, 0], b[5, 1] = np.inf, -np.inf
+    expected = execute(source, "maxnum", a=a, b=b, out=np.zeros_like(a), rmax=np.zeros_like(a))
+    outputs = exe(torch.from_numpy(a), torch.from_numpy(b))
+    references = [torch.from_numpy(expected[o.name]) for o in exe.binary.outputs]
+    verdict = check_outputs(references, list(outputs), exe)
+    assert verdict.ok, str(verdict)
+    for ref, out in zip(references, outputs):
+        assert torch.equal(torch.isnan(ref), torch.isnan(out))
+    assert not torch.isnan(outputs[0][0]).any()  # maxnum(NaN, y) is y
+
+
+def test_an_op_of_two_broadcast_columns_is_refused(tmp_path):
+    """sfu.colwise broadcasts one column operand; two would leave the first read as a
+    full-width tile of which only column 0 is written: refused, naming the op."""
+    text = (Path(__file__).parent / "kernels" / "maxnum_nan.mlir").read_text().replace(
+        """  %rc = arith.subf %rm, %rn : tensor<4xf32>
+  %rcb = linalg.broadcast ins(%rc : tensor<4xf32>) outs(%e : tensor<4x128xf32>) dimensions = [1]
+  %rs = arith.addf %rcb, %x : tensor<4x128xf32>""",
+        """  %rmb = linalg.broadcast ins(%rm : tensor<4xf32>) outs(%e : tensor<4x128xf32>) dimensions = [1]
+  %rnb = linalg.broadcast ins(%rn : tensor<4xf32>) outs(%e : tensor<4x128xf32>) dimensions = [1]
+  %rs = arith.addf %rmb, %rnb : tensor<4x128xf32>""")
+    source = tmp_path / "two_columns.mlir"
+    source.write_text(text)
+    with pytest.raises(CompileError, match="both operands are columns broadcast along the row"):
+        compile_program(source, tmp_path / "k.spyre", function="maxnum")
