@@ -2,7 +2,7 @@
 
 One `spyrecode.program` per kernel holds one `spyrecode.core` per core, and each core a
 list of instructions (counted loops are `loop_begin` ... `loop_end` ops inside that list,
-as in the binary), one op per SpyreCode opcode of `spyrec.runtime.isa`
+as in the binary), one op per SpyreCode opcode of `spyrec.target.isa`
 (generated from that table, so the dialect and the binary encoding cannot disagree). Every
 instruction carries its fields, the corelet `unit` it runs on and `deps`, the indices of
 earlier instructions of the same core it waits for.
@@ -35,7 +35,7 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from spyrec.runtime.isa import (HEADER_UNIT_MASK, LOOP_OPS, SPECS_BY_NAME, EncodingError, Instr,
+from spyrec.target.isa import (HEADER_UNIT_MASK, LOOP_OPS, SPECS_BY_NAME, EncodingError, Instr,
                                 OpSpec, ProgramError, ProgramMemo, check_program,
                                 decode_program, encode_program, loop_spans)
 

@@ -52,7 +52,7 @@ from spyrec.dialects.spyre import (
     describe,
 )
 from spyrec.passes.row_maps import MOVE_OPS, Index, RowMap, lead_shape, read_map, write_map
-from spyrec.runtime.isa import TRANSCENDENTAL, UnaryFn
+from spyrec.target.isa import TRANSCENDENTAL, UnaryFn
 
 DEVICE_ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i64": 4}  # i64 is int32 on device
 

@@ -43,7 +43,7 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.ktdp_affine import bind_symbols, is_box
-from spyrec.runtime.ktir_values import core_coords, set_bounds
+from spyrec.dialects.ktdp_values import core_coords, set_bounds
 
 BUDGET = 1 << 18  # loop iterations and tile checks per kernel; past it, left to the emulator
 

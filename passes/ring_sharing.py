@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from spyrec.costmodel import RING_CHUNK, RING_CHUNK_LIMIT
 from spyrec.progress import report as report_progress
-from spyrec.runtime.isa import Instr, Region, lx_access
+from spyrec.target.isa import Instr, Region, lx_access
 
 RING_TAG = 0
 

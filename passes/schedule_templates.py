@@ -33,7 +33,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from spyrec.diagnostics import CompileError
 from spyrec.passes.ring_sharing import SharingReport, share_loads
 from spyrec.progress import report as report_progress
-from spyrec.runtime.isa import SPECS_BY_NAME, Instr, encode_program
+from spyrec.target.isa import SPECS_BY_NAME, Instr, encode_program
 
 # the fields of a dma.load that decide which loads of a launch are the same LPDDR tile
 _LOAD_KEY = ("ddr", "rows", "row_bytes", "ddr_pitch")

@@ -38,8 +38,8 @@ from spyrec.runtime.container import (
     TensorBinding,
     write_spyre,
 )
-from spyrec.runtime.isa import Instr
-from spyrec.runtime.layout import DeviceLayout
+from spyrec.target.isa import Instr
+from spyrec.target.layout import DeviceLayout
 from spyrec.target import DEFAULT_TARGET
 
 HOST_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32",

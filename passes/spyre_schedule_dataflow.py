@@ -82,8 +82,8 @@ from spyrec.passes.ring_sharing import share_loads
 from spyrec.progress import report as report_progress
 from spyrec.passes.schedule_templates import (Affine, Symbolic, TemplateCache, default_jobs,
                                               index_value, prebuild)
-from spyrec.runtime.ktir_values import set_bounds
-from spyrec.runtime.isa import (
+from spyrec.dialects.ktdp_values import set_bounds
+from spyrec.target.isa import (
     SPECS_BY_NAME,
     BinaryFn,
     DType,
@@ -94,7 +94,7 @@ from spyrec.runtime.isa import (
     UnaryFn,
     f32_bits,
 )
-from spyrec.runtime.timing import instr_cost
+from spyrec.target.timing import instr_cost
 
 DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32,
           "i64": DType.I32}  # int64 tensors are int32 on the device

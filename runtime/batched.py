@@ -31,7 +31,7 @@ import numpy as np
 from spyrec.runtime import ops
 from spyrec.runtime.constant_tiles import Site
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.runtime.isa import INDIRECT_DMA_OPS, Engine, Instr, Region, ddr_region, lx_access
+from spyrec.target.isa import INDIRECT_DMA_OPS, Engine, Instr, Region, ddr_region, lx_access
 from spyrec.runtime.memory import CoreStack, DeviceFault, DeviceMemory, LocalMemory
 
 Action = Callable[[], None]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from spyrec.runtime.isa import STICK_BYTES, Instr, Region, ddr_region, lx_access
+from spyrec.target.isa import STICK_BYTES, Instr, Region, ddr_region, lx_access
 
 # the float32 arrays kept for constant operands, at most (past it they decode every call)
 DEFAULT_BUDGET_BYTES = 512 * 1024 * 1024

@@ -44,7 +44,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from spyrec.runtime.guards import Patch, instruction_offset
-from spyrec.runtime.isa import (
+from spyrec.target.isa import (
     SPECS_BY_CODE,
     EncodingError,
     Instr,

@@ -51,7 +51,7 @@ from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, 
                                       build_job, decode_job_binary, job_binary_table)
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_core, check_kernel, reported
-from spyrec.runtime.isa import (DType, EncodingError, Engine, Expanded, Instr, ProgramError,
+from spyrec.target.isa import (DType, EncodingError, Engine, Expanded, Instr, ProgramError,
                                 check_program, ddr_region, decode_program, expand_loops,
                                 matmul_flops)
 from spyrec.runtime.layout import HOST_DTYPE, check_int32, from_device, to_device

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spyrec.runtime.isa import (LOOP_OPS, SPECS_BY_CODE, EncodingError, Engine, Expanded, Instr,
+from spyrec.target.isa import (LOOP_OPS, SPECS_BY_CODE, EncodingError, Engine, Expanded, Instr,
                                 Region, ddr_region, encode_program, expand_loops)
 from spyrec.runtime.layout import STICK_BYTES, DeviceLayout
 
@@ -218,7 +218,7 @@ class _Access:
 
 
 def _accesses(sticks: _Sticks, core: int, program: list[Instr]) -> list[_Access]:
-    from spyrec.runtime.isa import lx_access
+    from spyrec.target.isa import lx_access
 
     out = []
     for instr in program:
@@ -349,7 +349,7 @@ def _closure_edges(expanded: Expanded) -> list[tuple[int, ...]]:
 
 def _loop_of(expanded: Expanded) -> list[int]:
     """Per flat instruction, the pc of the loop.begin of the body it comes from (-1: none)."""
-    from spyrec.runtime.isa import loop_spans
+    from spyrec.target.isa import loop_spans
 
     spans = loop_spans(expanded.program)
     return [-1 if spans[pc] is None else spans[pc][0]  # type: ignore[index]
@@ -411,7 +411,7 @@ def guard(expanded: Expanded, run: np.ndarray, lower: int
     `lower` wrapped in `loop.begin trips=1 ... loop.end`; returns it and the patch table
     entries as (loop.begin pc, thresholds): one per guard, and one per loop whose
     iterations are not all needed at `lower`."""
-    from spyrec.runtime.isa import loop_spans
+    from spyrec.target.isa import loop_spans
 
     program = list(expanded.program)
     spans = loop_spans(program)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spyrec.runtime.isa import Expanded, Instr, Region, plain
+from spyrec.target.isa import Expanded, Instr, Region, plain
 from spyrec.runtime.timing import Cost, num_tracks
 from spyrec.target import SpyreTarget
 

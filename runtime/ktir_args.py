@@ -16,7 +16,7 @@ the parameter, or the parameter plus a constant: pointer arithmetic):
 
 Views whose sizes, strides or offsets are only known at run time (symbolic sizes, offsets
 computed from tile ids) are not checked here; the interpreter checks every access against
-the array its view starts in (`ktir_values.MemView.addresses`), so they cannot read another
+the array its view starts in (`ktdp_values.MemView.addresses`), so they cannot read another
 array's bytes either.
 """
 
@@ -33,7 +33,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, SSAValue
 
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
-from spyrec.runtime.ktir_values import KtirError, numpy_dtype
+from spyrec.dialects.ktdp_values import KtirError, numpy_dtype
 
 
 @dataclass(frozen=True)

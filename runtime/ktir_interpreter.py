@@ -70,7 +70,7 @@ from spyrec.runtime.ktir_args import check_array_argument
 from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
 from spyrec.runtime.ktir_races import Race, RaceDetector
 from spyrec.runtime.ktir_source import LocatingParser, locate_failure, located
-from spyrec.runtime.ktir_values import (
+from spyrec.dialects.ktdp_values import (
     STICK_BYTES,
     KtirError,
     Lpddr,

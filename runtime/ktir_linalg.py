@@ -27,7 +27,7 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 
-from spyrec.runtime.ktir_values import KtirError, numpy_dtype
+from spyrec.dialects.ktdp_values import KtirError, numpy_dtype
 
 if TYPE_CHECKING:
     from spyrec.runtime.ktir_ops import KtirFunctions

@@ -8,7 +8,7 @@ inter-tile ops, which must be able to pause a core, are run by the scheduler in
 `ktir_interpreter.py`, not here.
 
 Values: index scalars are Python ints, other scalars NumPy scalars of their type, tensors
-NumPy arrays, and ktdp values the classes of `ktir_values.py`.
+NumPy arrays, and ktdp values the classes of `spyrec.dialects.ktdp_values`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from spyrec.runtime.ktir_args import pointer_root
 from spyrec.runtime.ktir_linalg import Structured, StructuredEngine
 from spyrec.runtime.ktir_races import RaceDetector
 from spyrec.runtime.sfu import erf
-from spyrec.runtime.ktir_values import (
+from spyrec.dialects.ktdp_values import (
     STICK_BYTES,
     AccessTile,
     Description,

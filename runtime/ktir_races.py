@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from spyrec.runtime.ktir_values import Description, Memory
+from spyrec.dialects.ktdp_values import Description, Memory
 
 
 @dataclass(frozen=True)

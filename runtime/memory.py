@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from spyrec.runtime.isa import Instr, Region
+from spyrec.target.isa import Instr, Region
 from spyrec.target import SpyreTarget
 
 ALIGNMENT = 128

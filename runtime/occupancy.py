@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from spyrec.runtime.hazards import _sticks
-from spyrec.runtime.isa import Instr, lx_access
+from spyrec.target.isa import Instr, lx_access
 
 
 def lx_live_bytes(

@@ -43,7 +43,7 @@ import numpy as np
 
 from spyrec.runtime import ring, sfu
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.runtime.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine, Instr,
+from spyrec.target.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine, Instr,
                                 GATHER_INDEX_BYTES, INDIRECT_DMA_OPS, ReduceFn, Region, UnaryFn, bits_f32,
                                 ddr_region, gather_index_region, lx_access, lx_reads,
                                 lx_writes)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from spyrec.runtime.isa import Instr
+from spyrec.target.isa import Instr
 from spyrec.runtime.occupancy import lx_live_bytes
 from spyrec.runtime.ring import RENDEZVOUS_OPS, ring_hops
 from spyrec.runtime.timing import Schedule, track_names

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spyrec.runtime.isa import Engine, Expanded, Instr, ddr_region
+from spyrec.target.isa import Engine, Expanded, Instr, ddr_region
 
 _HEADER_BYTES = 4  # u8 opcode, u8 unit, u16 ndeps (isa's encoding)
 _FIELD_BYTES = 8

@@ -13,63 +13,25 @@ together. The groups are fixed by the programs alone, independent of timing:
 `match` computes the groups when a kernel is loaded, so the emulator can check that the
 members agree (sizes, types) and bind their numerics before anything runs; a member whose
 partner is missing is left in an incomplete group, and the schedule reports the deadlock.
-Costs (`rendezvous_cycles`) come from the target's ring figures: a transfer of B bytes over
+Costs (`spyrec.target.timing.rendezvous_cycles`) come from the target's ring figures: a transfer of B bytes over
 h hops takes h * ring_hop_cycles + B / ring_bytes_per_cycle (cut-through, the full
 per-direction bandwidth; link contention between concurrent transfers is not modelled).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.runtime.isa import DType, Instr, group_members, lx_access
+from spyrec.target.isa import DType, Instr, group_members, lx_access
 from spyrec.runtime.memory import DeviceFault, LocalMemory
-from spyrec.target import SpyreTarget, round_up
+from spyrec.target import SpyreTarget
+from spyrec.target.timing import ring_hops, rendezvous_cycles  # noqa: F401 (re-exported)
 
 RENDEZVOUS_OPS = frozenset({"ring.send", "ring.recv", "ring.reduce", "sync.barrier"})
-
-
-def ring_hops(a: int, b: int, num_cores: int) -> int:
-    """Hops between cores a and b on the bidirectional ring (the shorter way round)."""
-    forward = (b - a) % num_cores
-    return min(forward, num_cores - forward)
-
-
-def _chain_hops(members: list[int], num_cores: int) -> int:
-    return sum(ring_hops(x, y, num_cores) for x, y in zip(members, members[1:], strict=False))
-
-
-def _tile_bytes(rows: int, row_bytes: int, target: SpyreTarget) -> int:
-    return rows * round_up(row_bytes, target.stick_bytes)
-
-
-def rendezvous_cycles(instr: Instr, core: int, target: SpyreTarget) -> int:
-    """Cycles a ring or sync instruction occupies its engine once its group has started.
-
-    ring.send / ring.recv: hops * ring_hop_cycles + bytes / ring_bytes_per_cycle.
-    ring.reduce: the partial sums flow along the group in group order over the reduce ring
-    (bytes / ring_bytes_per_cycle + chain hops * ring_hop_cycles); with root -1 the result
-    flows back the same way, doubling it. sync.barrier: an arrival and a release message
-    along the group's chain, 2 * chain hops * ring_hop_cycles.
-    """
-    a = instr.named_args()
-    n = target.num_cores
-    if instr.op in ("ring.send", "ring.recv"):
-        peer = a["dst_core"] if instr.op == "ring.send" else a["src_core"]
-        moved = _tile_bytes(a["rows"], a["row_bytes"], target)
-        return (ring_hops(core, peer, n) * target.ring_hop_cycles
-                + math.ceil(moved / target.ring_bytes_per_cycle))
-    chain = _chain_hops(group_members(a["first"], a["count"], a["stride"]), n)
-    if instr.op == "sync.barrier":
-        return max(2 * chain * target.ring_hop_cycles, 1)
-    moved = _tile_bytes(a["rows"], a["cols"] * DType(a["dtype"]).itemsize, target)
-    one_way = math.ceil(moved / target.ring_bytes_per_cycle) + chain * target.ring_hop_cycles
-    return one_way * (2 if a["root"] < 0 else 1)
 
 
 def validate(instr: Instr, core: int, target: SpyreTarget) -> None:

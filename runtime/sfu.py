@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from spyrec.runtime.isa import BinaryFn, ReduceFn, UnaryFn
+from spyrec.target.isa import BinaryFn, ReduceFn, UnaryFn
 
 
 def _torch_float64(fn_name: str, x: np.ndarray) -> np.ndarray:

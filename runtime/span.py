@@ -19,7 +19,7 @@ import bisect
 
 import numpy as np
 
-from spyrec.runtime.isa import Region
+from spyrec.target.isa import Region
 from spyrec.runtime.memory import DeviceFault, DeviceMemory
 from spyrec.target import MIB
 

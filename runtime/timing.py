@@ -1,20 +1,12 @@
-"""The emulator's clock: instruction costs and a discrete-event schedule of one kernel.
+"""The emulator's clock: a discrete-event schedule of one kernel's instructions.
 
 Each core has one DMA engine and, per corelet, a PT array and an SFU. An instruction starts
 when its engine has finished the engine's previous instruction (engines run their instructions
 in program order) and all its dependencies have finished. Engines of a core run concurrently.
 
-Costs come from the `SpyreTarget` only:
-* pt.matmul and pt.matmul_nt: ceil(2 * m' * k' * n' / pt_flops_per_cycle_per_corelet), where
-  m', k', n' are m, k, n rounded up to 8 (the 8x8 PE array works on whole 8-row, 8-deep,
-  8-wide blocks);
-* sfu.*: ceil(rows * row bytes / sfu_bytes_per_cycle_per_corelet), rows padded to whole
-  sticks at the widest operand type, times sfu_transcendental_factor for transcendental
-  functions. sfu.scalar and sfu.mask are unary passes (src, dst), sfu.colwise a binary pass
-  (src0, the per-row src1's type, dst), and sfu.reduce one pass over the source rows alone
-  (the one stick it writes per row is not counted);
-* dma.*: dma_setup_cycles, then the transfer of rows * row bytes (rounded up to whole sticks)
-  over LPDDR.
+Instruction costs (engine, busy cycles, LPDDR bytes) come from the target layer,
+`spyrec.target.timing.instr_cost`, which the compiler's scheduler uses too; this module
+schedules them.
 
 LPDDR is one channel shared by all cores (`lpddr_bytes_per_cycle`), served fairly: the
 transfers in flight share it equally (processor sharing), so n concurrent transfers each
@@ -37,89 +29,17 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from spyrec.runtime.isa import TRANSCENDENTAL, DType, Engine, Expanded, Instr, plain
-from spyrec.runtime.ring import Rendezvous, match, rendezvous_cycles
-from spyrec.target import SpyreTarget, round_up
-
-PE_BLOCK = 8  # rows, depth and width of the PT array's work unit
+from spyrec.target.isa import Expanded, Instr, plain
+from spyrec.runtime.ring import Rendezvous, match
+from spyrec.target import SpyreTarget
+from spyrec.target.timing import (  # noqa: F401 (the clock's users read them here too)
+    PE_BLOCK, Cost, instr_cost, num_tracks, track_kind, track_names)
 
 _FINISH, _JOIN = 0, 1
 
 
 class DeadlockError(RuntimeError):
     """Instructions remain whose dependencies can never finish."""
-
-
-@dataclass(frozen=True)
-class Cost:
-    """What one instruction occupies: its engine track, busy cycles and LPDDR bytes."""
-
-    # 0 = DMA, 1 + unit = PT of corelet `unit`, 1 + corelets + unit = SFU, then ring send,
-    # ring receive, reduce ring and sync (see `track_names`)
-    track: int
-    cycles: int  # busy cycles on the engine (for a DMA: the setup before the transfer)
-    lpddr_bytes: int  # bytes through the shared LPDDR channel (DMA only)
-
-
-# The engines after the corelets', in track order, and the op that runs on each.
-_OTHER_TRACKS = ("ring_tx", "ring_rx", "ring_reduce", "sync")
-_OTHER_TRACK_OF = {"ring.send": 0, "ring.recv": 1, "ring.reduce": 2, "sync.barrier": 3}
-
-
-def num_tracks(target: SpyreTarget) -> int:
-    """Engine tracks per core: DMA, a PT and an SFU per corelet, ring tx/rx/reduce, sync."""
-    return 1 + 2 * target.corelets_per_core + len(_OTHER_TRACKS)
-
-
-def track_names(target: SpyreTarget) -> list[str]:
-    """Display names of a core's engine tracks, indexed like `Cost.track`."""
-    units = range(target.corelets_per_core)
-    return ["dma"] + [f"pt{u}" for u in units] + [f"sfu{u}" for u in units] + list(_OTHER_TRACKS)
-
-
-def track_kind(track: int, target: SpyreTarget) -> str:
-    """The engine kind of a track: dma, pt, sfu, ring or sync."""
-    if track == 0:
-        return "dma"
-    if track <= target.corelets_per_core:
-        return "pt"
-    if track <= 2 * target.corelets_per_core:
-        return "sfu"
-    return "sync" if track == num_tracks(target) - 1 else "ring"
-
-
-def _sfu_row_bytes(cols: int, dtypes: tuple[int, ...], target: SpyreTarget) -> int:
-    widest = max(DType(d).itemsize for d in dtypes)
-    return round_up(cols * widest, target.stick_bytes)
-
-
-def instr_cost(instr: Instr, target: SpyreTarget, core: int = 0) -> Cost:
-    """The cost of one (validated) instruction of `core` on `target`."""
-    a = instr.named_args()
-    engine = instr.spec.engine
-    if engine in (Engine.RING, Engine.SYNC):
-        track = 1 + 2 * target.corelets_per_core + _OTHER_TRACK_OF[instr.op]
-        return Cost(track, rendezvous_cycles(instr, core, target), 0)
-    if engine is Engine.DMA:
-        moved = a["rows"] * round_up(a["row_bytes"], target.stick_bytes)
-        return Cost(0, target.dma_setup_cycles, moved)
-    if engine is Engine.PT:
-        m, k, n = (round_up(a[x], PE_BLOCK) for x in ("m", "k", "n"))
-        cycles = math.ceil(2 * m * k * n / target.pt_flops_per_cycle_per_corelet)
-        return Cost(1 + instr.unit, cycles, 0)
-    factor = 1
-    if instr.op == "sfu.unary":
-        row = _sfu_row_bytes(a["cols"], (a["src_dtype"], a["dst_dtype"]), target)
-        if a["fn"] in TRANSCENDENTAL:
-            factor = target.sfu_transcendental_factor
-    elif instr.op in ("sfu.scalar", "sfu.mask"):
-        row = _sfu_row_bytes(a["cols"], (a["src_dtype"], a["dst_dtype"]), target)
-    elif instr.op == "sfu.reduce":
-        row = _sfu_row_bytes(a["cols"], (a["src_dtype"],), target)
-    else:  # sfu.binary, sfu.colwise
-        row = _sfu_row_bytes(a["cols"], (a["src0_dtype"], a["src1_dtype"], a["dst_dtype"]), target)
-    cycles = math.ceil(a["rows"] * row / target.sfu_bytes_per_cycle_per_corelet) * factor
-    return Cost(1 + target.corelets_per_core + instr.unit, max(cycles, 1), 0)
 
 
 class _Channel:

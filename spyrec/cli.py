@@ -21,14 +21,14 @@ from spyrec.diagnostics import RunError, SpyrecError
 from spyrec.pipelines import STAGE_NAMES
 
 if TYPE_CHECKING:
-    from spyrec.runtime.isa import Instr
+    from spyrec.target.isa import Instr
 
 
 def _user_message(exc: Exception) -> str | None:
     """The one-paragraph message of an error a user can cause (a bad file, input or
     argument, a device fault their inputs provoke), or None for a bug in spyrec."""
     # imported here, when an error is being reported: `spyrec --help` stays cheap
-    from spyrec.runtime.ktir_values import KtirError
+    from spyrec.dialects.ktdp_values import KtirError
     from spyrec.runtime.memory import DeviceFault
     from spyrec.runtime.timing import DeadlockError
 
@@ -855,7 +855,7 @@ def inspect(binary: Path, programs: bool) -> None:
 
 def _disassembly(program: list[Instr]) -> list[str]:
     """One line per instruction; loop bodies indented, loop.incr naming the field it steps."""
-    from spyrec.runtime.isa import loop_spans
+    from spyrec.target.isa import loop_spans
 
     spans = loop_spans(program)
     lines = []

@@ -54,7 +54,7 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
 from spyrec.passes.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
 from spyrec.runtime.ktir_interpreter import KtirSourceError, parse_ktir
-from spyrec.runtime.ktir_values import set_bounds
+from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.target import DEFAULT_TARGET
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,

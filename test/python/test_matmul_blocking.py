@@ -114,7 +114,7 @@ def test_tail_matmuls_depend_on_the_loads_of_what_they_read():
     from spyrec.driver import compile_program
     from spyrec.pipelines import compile_options
     from spyrec.runtime.emulator import Emulator
-    from spyrec.runtime.isa import lx_access
+    from spyrec.target.isa import lx_access
 
     torch.manual_seed(0)
     model = _Linear(1000, 200).to(torch.float16).eval()

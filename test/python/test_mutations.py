@@ -32,7 +32,7 @@ from spyrec.api import Executable
 from spyrec.demo import RMSNorm
 from spyrec.passes import spyre_legalize as legalize
 from spyrec.passes import spyre_schedule_dataflow as schedule
-from spyrec.runtime.isa import Instr, loop_spans
+from spyrec.target.isa import Instr, loop_spans
 from spyrec.verdict import Verdict, check_outputs, kernel_depth, kernel_steps
 
 TOKENS, WIDTH, HEADS, HIDDEN = 64, 128, 2, 256

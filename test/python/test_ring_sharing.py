@@ -17,7 +17,7 @@ from spyrec.api import Executable
 from spyrec.driver import compile_program
 from spyrec.passes.ring_sharing import share_loads
 from spyrec.pipelines import compile_options
-from spyrec.runtime.isa import Instr
+from spyrec.target.isa import Instr
 
 from conftest import assert_close, assert_matches_eager
 

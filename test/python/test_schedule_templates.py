@@ -191,7 +191,7 @@ def test_a_packed_core_is_verified_like_an_expanded_one() -> None:
     from xdsl.utils.exceptions import VerifyException
 
     from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
-    from spyrec.runtime.isa import Instr, encode_program
+    from spyrec.target.isa import Instr, encode_program
 
     def load(*deps: int) -> Instr:
         return Instr.make("dma.load", deps=deps, ddr=128, lx=0, rows=1, row_bytes=128,
@@ -250,7 +250,7 @@ def test_load_partition_sees_aliased_addresses() -> None:
     address for both; the partition tells those launches apart, so a relocated sharing is
     never reused for them."""
     from spyrec.passes.schedule_templates import Template
-    from spyrec.runtime.isa import Instr
+    from spyrec.target.isa import Instr
 
     def load(ddr: Affine) -> Instr:
         return Instr("dma.load", (ddr, 0, 1, 128, 128, 128), 0, ())  # type: ignore[arg-type]

@@ -45,7 +45,7 @@ from spyrec.runtime.ktir_interpreter import (
     parse_ktir,
     run_kernel,
 )
-from spyrec.runtime.ktir_values import KtirAccessError
+from spyrec.dialects.ktdp_values import KtirAccessError
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "ktir" / "conformance"
 UNIT_ROUNDOFF = {np.dtype(np.float16): 2.0**-11, np.dtype(np.float32): 2.0**-24}

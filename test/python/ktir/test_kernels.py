@@ -18,7 +18,7 @@ from spyrec.runtime.ktir_interpreter import (
     parse_ktir,
     run_kernel,
 )
-from spyrec.runtime.ktir_values import KtirAccessError
+from spyrec.dialects.ktdp_values import KtirAccessError
 
 KERNELS = Path(__file__).parent / "kernels"
 RNG = np.random.default_rng(2026)

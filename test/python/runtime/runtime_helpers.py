@@ -7,7 +7,7 @@ import numpy as np
 
 from spyrec.runtime.container import KernelImage, SpyreBinary, TensorBinding
 from spyrec.runtime.dl16 import round_dl16
-from spyrec.runtime.isa import BinaryFn, DType, Instr, UnaryFn
+from spyrec.target.isa import BinaryFn, DType, Instr, UnaryFn
 from spyrec.runtime.layout import DeviceLayout
 from spyrec.target import DEFAULT_TARGET, GIB
 

@@ -15,7 +15,7 @@ from spyrec.runtime import dl16
 from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.dl16 import round_dl16
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import (BinaryFn, Instr, ReduceFn, UnaryFn, decode_program,
+from spyrec.target.isa import (BinaryFn, Instr, ReduceFn, UnaryFn, decode_program,
                                 encode_program, f32_bits, lx_access, matmul_flops)
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import instr_cost

@@ -11,7 +11,7 @@ from spyrec.driver import compile_program
 from spyrec.runtime.constant_tiles import (DEFAULT_BUDGET_BYTES, ConstantTiles, ConstantWalk,
                                            _sticks)
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import STICK_BYTES, DType, Instr, Region
+from spyrec.target.isa import STICK_BYTES, DType, Instr, Region
 
 WEIGHT = 0x4000_0000  # an LPDDR range the tests treat as a weight
 OTHER = 0x5000_0000  # and one that is not

@@ -253,7 +253,7 @@ def test_encoded_programs_count_instructions_without_decoding() -> None:
     40-layer stack's seven million instructions were decoded to count them); a damaged
     program is refused as decoding refuses it."""
     from spyrec.runtime.container import EncodedPrograms
-    from spyrec.runtime.isa import EncodingError, Instr, count_instructions, encode_program
+    from spyrec.target.isa import EncodingError, Instr, count_instructions, encode_program
 
     load = Instr.make("dma.load", ddr=128, lx=0, rows=1, row_bytes=128, ddr_pitch=128,
                       lx_pitch=128)

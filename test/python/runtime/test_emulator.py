@@ -13,7 +13,7 @@ from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.dl16 import half_codec, round_dl16
 from spyrec.runtime.emulator import Emulator, InputError
-from spyrec.runtime.isa import BinaryFn, Instr, UnaryFn
+from spyrec.target.isa import BinaryFn, Instr, UnaryFn
 from spyrec.target import DEFAULT_TARGET, GIB
 
 

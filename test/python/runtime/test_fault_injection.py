@@ -15,7 +15,7 @@ from runtime_helpers import bind, load, recv, send, store, two_tensor_binary
 from spyrec.runtime.container import (ContainerError, EncodedPrograms, KernelImage,
                                       SpyreBinary, read_manifest, read_spyre, write_spyre)
 from spyrec.runtime.emulator import Emulator, HazardError
-from spyrec.runtime.isa import Instr, encode_program
+from spyrec.target.isa import Instr, encode_program
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import DeadlockError
 from spyrec.target import DEFAULT_TARGET, GIB, MIB

@@ -7,9 +7,9 @@ from runtime_helpers import DL16, F32, bind, linear_relu_binary, load, store
 
 from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import Instr, UnaryFn
+from spyrec.target.isa import Instr, UnaryFn
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
-from spyrec.runtime.isa import Region
+from spyrec.target.isa import Region
 from spyrec.target import DEFAULT_TARGET, GIB, MIB
 
 LX = DEFAULT_TARGET.lx_bytes

@@ -10,7 +10,7 @@ from runtime_helpers import DL16, bind, load, store
 from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.guards import Patch, place_guards
-from spyrec.runtime.isa import Instr, UnaryFn
+from spyrec.target.isa import Instr, UnaryFn
 from spyrec.target import DEFAULT_TARGET, GIB
 
 ROWS, TILE, PITCH = 64, 16, 256  # a 128-element fp16 row is two sticks

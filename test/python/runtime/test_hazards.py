@@ -6,7 +6,7 @@ from runtime_helpers import DL16, F32, bind, linear_relu_binary, linear_relu_ref
 
 from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator, HazardError
-from spyrec.runtime.isa import Instr, UnaryFn
+from spyrec.target.isa import Instr, UnaryFn
 from spyrec.target import DEFAULT_TARGET
 
 

@@ -14,7 +14,7 @@ from runtime_helpers import bind, linear_relu_binary, load, store
 
 from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import Instr
+from spyrec.target.isa import Instr
 from spyrec.runtime.memory import DeviceFault, DeviceMemory
 from spyrec.runtime.span import TensorTable
 from spyrec.target import DEFAULT_TARGET, GIB, MIB

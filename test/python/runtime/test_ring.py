@@ -6,7 +6,7 @@ from runtime_helpers import F32, barrier, load, recv, send, store, two_tensor_bi
 
 from spyrec.runtime.container import build_init_bin
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import (DType, Instr, ProgramError, decode_program, encode_program,
+from spyrec.target.isa import (DType, Instr, ProgramError, decode_program, encode_program,
                                 expand_loops)
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.ring import ring_hops

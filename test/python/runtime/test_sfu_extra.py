@@ -13,7 +13,7 @@ from spyrec.runtime import dl16
 from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.dl16 import half_codec, round_dl16
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import (STICK_BYTES, BinaryFn, Instr, ReduceFn, UnaryFn, bits_f32,
+from spyrec.target.isa import (STICK_BYTES, BinaryFn, Instr, ReduceFn, UnaryFn, bits_f32,
                                 decode_program, encode_program, f32_bits, lx_access)
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import instr_cost

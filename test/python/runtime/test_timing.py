@@ -10,7 +10,7 @@ from runtime_helpers import (DL16, bind, dma_only_binary, linear_relu_binary, lo
 
 from spyrec.runtime.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.isa import Instr, UnaryFn
+from spyrec.target.isa import Instr, UnaryFn
 from spyrec.runtime.timing import DeadlockError, instr_cost, schedule
 from spyrec.target import DEFAULT_TARGET
 

@@ -73,7 +73,7 @@ def test_cli_inspect_and_profile_a_binary_with_ring_and_loop_instructions(tmp_pa
 
     from spyrec.cli import main
     from spyrec.runtime.container import write_spyre
-    from spyrec.runtime.isa import Instr
+    from spyrec.target.isa import Instr
 
     programs = {0: [Instr.make("loop.begin", trips=2),
                     Instr.make("loop.incr", pc=2, field=0, step=ROW),

@@ -1,0 +1,80 @@
+"""The compiler stands on the target layer, not on the emulator (issue 19, docs/architecture.md).
+
+`spyrec.target` owns the hardware numbers, the ISA (encoding and per-instruction costs) and
+the device layout rules; the compiler (frontend, dialects, passes, driver) and the runtime
+both import it, and it imports neither. The KTIR value semantics (`dialects/ktdp_values.py`)
+are shared the same way. These tests read every module's imports (without importing it)
+and fail on an edge across the layers, so a new one cannot creep in; the edges still to
+remove are listed with what has to move, and the list fails when an entry no longer holds.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# the compiler's modules: everything that runs inside `spyrec compile`
+COMPILER = [*sorted((ROOT / "passes").glob("*.py")), *sorted((ROOT / "dialects").glob("*.py")),
+            *sorted((ROOT / "spyrec" / "frontend").glob("*.py")),
+            *(ROOT / "spyrec" / f for f in ("driver.py", "pipelines.py", "costmodel.py",
+                                            "registry.py", "diagnostics.py", "progress.py"))]
+TARGET = sorted((ROOT / "spyrec" / "target").glob("*.py"))
+
+# compiler -> runtime edges that remain, and what removes each (issue 19, item 2)
+STILL_TO_MOVE = {
+    ("passes/spyre_emit_spyrecode.py", "spyrec.runtime.container"):
+        "the .spyre container format belongs in the target layer (it loads into "
+        "runtime.memory today)",
+    ("spyrec/driver.py", "spyrec.runtime.container"): "as above",
+    ("spyrec/frontend/symbolic.py", "spyrec.runtime.container"): "as above",
+    ("spyrec/driver.py", "spyrec.runtime.guards"):
+        "guard placement becomes a pass on spyrecode (issue 19, item 3)",
+    ("spyrec/frontend/ktir_input.py", "spyrec.runtime.ktir_interpreter"):
+        "the KTIR parser belongs beside the ktdp dialect, not in the interpreter",
+}
+
+
+def imports(path: Path) -> set[str]:
+    """The spyrec modules `path` imports (at any depth of the file: lazy imports count)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            if node.module in ("spyrec", "spyrec.runtime"):  # `from spyrec.runtime import x`
+                found |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return {m for m in found if m.startswith("spyrec")}
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def test_no_compiler_module_imports_the_runtime():
+    found = {(_rel(p), m) for p in COMPILER for m in imports(p)
+             if m == "spyrec.runtime" or m.startswith("spyrec.runtime.")}
+    new = sorted(found - set(STILL_TO_MOVE))
+    assert not new, ("compiler modules import the runtime (the emulator); import the target "
+                     f"layer (spyrec.target) instead: {new}")
+    gone = sorted(set(STILL_TO_MOVE) - found)
+    assert not gone, f"these edges are gone: remove them from STILL_TO_MOVE: {gone}"
+
+
+def test_the_target_layer_stands_alone():
+    layers = ("spyrec.runtime", "spyrec.passes", "spyrec.dialects", "spyrec.frontend")
+    bad = sorted((_rel(p), m) for p in TARGET for m in imports(p) if m.startswith(layers))
+    assert not bad, f"spyrec.target may import only itself: {bad}"
+
+
+def test_the_scheduler_and_the_emulator_cost_instructions_alike():
+    """One cost function: the emulator's clock schedules `spyrec.target.timing.instr_cost`,
+    the one the scheduler imports (no second copy of the numbers)."""
+    from spyrec.passes import spyre_schedule_dataflow
+    from spyrec.runtime import timing
+    from spyrec.target import timing as target_timing
+
+    assert spyre_schedule_dataflow.instr_cost is target_timing.instr_cost
+    assert timing.instr_cost is target_timing.instr_cost
