@@ -40,8 +40,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
@@ -55,8 +53,6 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.printer import Printer
 from xdsl.traits import SymbolTable
-from xdsl.utils.exceptions import DiagnosticException, ParseError
-from xdsl.utils.lexer import Span
 
 from spyrec.dialects.ktdp import (
     InterTileConsumeOp,
@@ -65,11 +61,10 @@ from spyrec.dialects.ktdp import (
     RuntimeArgType,
 )
 from spyrec.dialects.ktdp_affine import points_1d, set_contains
-from spyrec.registry import DIALECTS
 from spyrec.runtime.ktir_args import check_array_argument
 from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
 from spyrec.runtime.ktir_races import Race, RaceDetector
-from spyrec.runtime.ktir_source import LocatingParser, locate_failure, located
+from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_values import (
     STICK_BYTES,
     KtirError,
@@ -99,49 +94,11 @@ class KtirDeadlock(KtirError):
     """Every unfinished core waits for a delivery no core will produce."""
 
 
-class KtirSourceError(KtirError):
-    """The KTIR text does not parse or verify; the message starts with `file:line:col:`."""
-
-
 class KtirRace(KtirError):
     """Two cores accessed a byte, at least one writing, with no inter-tile op between."""
 
 
 # ---- loading ------------------------------------------------------------------------
-
-
-def ktir_context() -> Context:
-    """A context with xDSL's dialects and spyrec's (ktdp and the extended standard ones)."""
-    ctx = Context()
-    for name, loader in {**get_all_dialects(), **DIALECTS}.items():
-        ctx.register_dialect(name, loader)
-    return ctx
-
-
-def parse_ktir(source: str | Path | ModuleOp) -> ModuleOp:
-    """A verified module from MLIR text, a path to a .mlir file, or a module.
-
-    Text that does not parse or verify raises `KtirSourceError` with the line and column.
-    """
-    if isinstance(source, ModuleOp):
-        return source
-    text = source
-    name = "<ktir>"
-    if isinstance(source, Path) or (
-        isinstance(source, str) and "\n" not in source and source.endswith(".mlir")
-    ):
-        name = str(source)
-        text = Path(source).read_text()
-    spans: dict[Operation, Span] = {}
-    module = None
-    try:
-        module = LocatingParser(ktir_context(), cast(str, text), name, spans=spans).parse_module()
-        module.verify()
-    except ParseError as error:
-        raise KtirSourceError(located(error.span, error.msg, severity="")) from None
-    except DiagnosticException as error:
-        raise KtirSourceError(locate_failure(module, spans, error, severity="")) from None
-    return module
 
 
 # ---- the device -----------------------------------------------------------------------

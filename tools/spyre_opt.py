@@ -27,7 +27,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.registry import DIALECTS, PASSES
-from spyrec.runtime.ktir_source import LocatingParser, locate_failure, located
+from spyrec.dialects.ktdp_source import LocatingParser, locate_failure, located
 
 
 class UsageError(Exception):

@@ -31,8 +31,6 @@ STILL_TO_MOVE = {
     ("spyrec/frontend/symbolic.py", "spyrec.runtime.container"): "as above",
     ("spyrec/driver.py", "spyrec.runtime.guards"):
         "guard placement becomes a pass on spyrecode (issue 19, item 3)",
-    ("spyrec/frontend/ktir_input.py", "spyrec.runtime.ktir_interpreter"):
-        "the KTIR parser belongs beside the ktdp dialect, not in the interpreter",
 }
 
 

@@ -3,8 +3,8 @@
 xDSL 0.74's parser keeps no source location on the ops it builds, so a verifier error can
 only be shown as the whole module in generic form with the op underlined. `LocatingParser`
 remembers where each op started; `locate_failure` finds the op whose own verifier raised and
-names its line and column. Used by `spyre-opt` and by the KTIR interpreter's `parse_ktir`.
-Imports nothing but xDSL: `spyre-opt` must start fast.
+names its line and column. Used by `spyre-opt` and by `ktdp_parse.parse_ktir`.
+Imports nothing but xDSL: `spyre-opt` must start fast (`ktdp_parse.parse_ktir` builds on it).
 """
 
 from __future__ import annotations
