@@ -93,6 +93,9 @@ HEAVY_FILES = frozenset({
     "test_granite.py",
     "test_cli_models.py",
     "test_mutations.py",
+    "test_costmodel.py",
+    "test_convnet.py",
+    "test_gpt.py",
 })
 
 
