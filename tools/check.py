@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     bindir = os.path.dirname(sys.executable)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     jobs = max(1, min(2, os.cpu_count() or 1))
-    # loadgroup: each test goes to whichever worker is free, except that the tests of one
-    # `xdist_group` run on one worker in order (test_readme.py's commands read what earlier
+    # each test goes to whichever worker is free, except that the files conftest.py lists in
+    # ORDERED_FILES run in order on one worker (test_readme.py's commands read what earlier
     # ones wrote)
-    workers = ["-n", str(jobs), "--dist", "loadgroup"] if jobs > 1 else []
+    workers = ["-n", str(jobs)] if jobs > 1 else []
     lines: list[str] = []
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:

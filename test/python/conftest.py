@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -97,6 +98,24 @@ HEAVY_FILES = frozenset({
     "test_convnet.py",
     "test_gpt.py",
 })
+
+
+# Files whose tests must run in order on one pytest-xdist worker: test_readme.py's commands
+# read what earlier ones wrote in the module's folder. (xdist's own `xdist_group` mark does
+# not take effect with pytest 9: it renames the items' node ids, which pytest 9 ignores.)
+ORDERED_FILES = ("test_readme.py",)
+
+if importlib.util.find_spec("xdist") is not None:  # an unknown hook would be an error
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+        """xdist's load scheduling, with each file of ORDERED_FILES as one unit of work."""
+        from xdist.scheduler import LoadScopeScheduling
+
+        class _Scheduler(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                path = nodeid.split("::", 1)[0]
+                return path if path.endswith(ORDERED_FILES) else nodeid
+
+        return _Scheduler(config, log)
 
 
 # the markers are registered in pyproject.toml; tryfirst: `heavy` is added before `-m` selects
