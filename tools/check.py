@@ -1,15 +1,26 @@
-"""Run spyrec's whole test suite (lit + pytest) and print one `N passed, N failed` line.
+"""Run spyrec's test suite (lit + pytest) and print one `N passed, N failed` line.
 
-This is what the README's test command, `.ci/run` and CMake's `check-spyrec` target run.
-Exit status is non-zero when any test fails or a suite cannot run.
+    python -m spyrec.tools.check          # the fast tier: lit and the core pytest suite
+    python -m spyrec.tools.check --all    # the fast tier, then the slow tier (what CI runs)
+    python -m spyrec.tools.check --slow   # the slow tier only
+
+The slow tier holds the models, the fuzzing and the long runs: tests marked `heavy`, and
+every test of the files test/python/conftest.py lists in HEAVY_FILES. Tests marked `slow`
+(over ~20 s each) run only with SPYREC_SLOW=1, in either tier. pytest runs on two worker
+processes (pytest-xdist) when the machine has two cores or more, lit on as many. This is
+what the README's test command and `.ci/run` (with --all) and CMake's `check-spyrec` target
+run. Each tier's wall time is printed; the exit status is non-zero when any test fails or a
+suite cannot run.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -30,24 +41,58 @@ def _junit_counts(xml_path: Path) -> tuple[int, int]:
     return passed, failed
 
 
-def main() -> int:
+def _run(command: list[str], xml_path: Path, env: dict[str, str]) -> tuple[int, int, float]:
+    """Run one suite; (passed, failed, seconds). A suite that exits non-zero without a
+    failing case (a crash, a collection error) counts as one failure."""
+    start = time.perf_counter()
+    rc = subprocess.call(command, env=env, cwd=ROOT)
+    seconds = time.perf_counter() - start
+    passed, failed = _junit_counts(xml_path)
+    if rc not in (0, 5) and failed == 0:  # pytest's 5: no test selected
+        failed = 1
+    return passed, failed, seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    tier = parser.add_mutually_exclusive_group()
+    tier.add_argument("--all", action="store_true", help="the fast and the slow tier (CI)")
+    tier.add_argument("--slow", action="store_true", help="the slow tier only")
+    args = parser.parse_args(argv)
     bindir = os.path.dirname(sys.executable)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
-    jobs = str(max(1, min(2, os.cpu_count() or 1)))
+    jobs = max(1, min(2, os.cpu_count() or 1))
+    # each test goes to whichever worker is free, except that the files conftest.py lists in
+    # ORDERED_FILES run in order on one worker (test_readme.py's commands read what earlier
+    # ones wrote)
+    workers = ["-n", str(jobs)] if jobs > 1 else []
+    lines: list[str] = []
+    passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        lit_xml, py_xml = Path(tmp, "lit.xml"), Path(tmp, "pytest.xml")
-        lit_rc = subprocess.call(
-            [sys.executable, "-c", "from lit.main import main; main()", "-q", "-j", jobs, f"--xunit-xml-output={lit_xml}",
-             str(ROOT / "test" / "lit")], env=env, cwd=ROOT)
-        py_rc = subprocess.call(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             f"--junitxml={py_xml}", str(ROOT / "test" / "python")], env=env, cwd=ROOT)
-        lit_p, lit_f = _junit_counts(lit_xml)
-        py_p, py_f = _junit_counts(py_xml)
-    passed, failed = lit_p + py_p, lit_f + py_f
-    if (lit_rc or py_rc) and failed == 0:
-        failed = 1  # a suite crashed without reporting a failing case
-    print(f"lit: {lit_p} passed, {lit_f} failed; pytest: {py_p} passed, {py_f} failed")
+        def pytest(tier: str, select: str) -> None:
+            nonlocal passed, failed
+            xml = Path(tmp, f"{tier}.xml")
+            p, f, s = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            *workers, "-m", select, f"--junitxml={xml}",
+                            str(ROOT / "test" / "python")], xml, env)
+            lines.append(f"pytest, {tier} tier: {p} passed, {f} failed in {s:.0f} s")
+            passed, failed = passed + p, failed + f
+
+        start = time.perf_counter()
+        if not args.slow:
+            xml = Path(tmp, "lit.xml")
+            p, f, s = _run([sys.executable, "-c", "from lit.main import main; main()", "-q",
+                            "-j", str(jobs), f"--xunit-xml-output={xml}",
+                            str(ROOT / "test" / "lit")], xml, env)
+            lines.append(f"lit: {p} passed, {f} failed in {s:.0f} s")
+            passed, failed = passed + p, failed + f
+            pytest("fast", "not heavy")
+            if args.all:
+                lines.append(f"fast tier (lit + pytest): {time.perf_counter() - start:.0f} s")
+        if args.slow or args.all:
+            pytest("slow", "heavy")
+    print("\n".join(lines))
+    print(f"wall time {time.perf_counter() - start:.0f} s")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

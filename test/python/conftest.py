@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -74,21 +75,57 @@ def cli_env() -> dict[str, str]:
     return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
-# The slow tier: tests over about 20 s each (the Granite demos of the README), skipped in CI
-# to keep the suite within its budget; `SPYREC_SLOW=1 pytest ...` runs them.
+# Three tiers (docs/architecture.md, Tests):
+# - the fast tier, everything not marked `heavy`: lit and the core pytest suite, what
+#   `python -m spyrec.tools.check` runs on every change;
+# - the slow tier, `@pytest.mark.heavy` and every test of the files in HEAVY_FILES (models,
+#   fuzzing, long runs, chosen by measured duration): `python -m spyrec.tools.check --all`
+#   and CI (`.ci/run`) run it as well;
+# - the opt-in tier, `@pytest.mark.slow`: tests over about 20 s each (the Granite demos of
+#   the README), skipped everywhere, CI included, unless SPYREC_SLOW=1.
 RUN_SLOW = os.environ.get("SPYREC_SLOW", "") == "1"
 
+# files whose tests are all in the slow tier (measured with `pytest --durations`, 2026-12-06)
+HEAVY_FILES = frozenset({
+    "test_special_values.py",
+    "test_hf_models.py",
+    "test_models.py",
+    "test_fuzz.py",
+    "test_granite.py",
+    "test_cli_models.py",
+    "test_mutations.py",
+    "test_costmodel.py",
+    "test_convnet.py",
+    "test_gpt.py",
+})
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: over ~20 s; skipped unless SPYREC_SLOW=1")
+
+# Files whose tests must run in order on one pytest-xdist worker: test_readme.py's commands
+# read what earlier ones wrote in the module's folder. (xdist's own `xdist_group` mark does
+# not take effect with pytest 9: it renames the items' node ids, which pytest 9 ignores.)
+ORDERED_FILES = ("test_readme.py",)
+
+if importlib.util.find_spec("xdist") is not None:  # an unknown hook would be an error
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+        """xdist's load scheduling, with each file of ORDERED_FILES as one unit of work."""
+        from xdist.scheduler import LoadScopeScheduling
+
+        class _Scheduler(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                path = nodeid.split("::", 1)[0]
+                return path if path.endswith(ORDERED_FILES) else nodeid
+
+        return _Scheduler(config, log)
 
 
+# the markers are registered in pyproject.toml; tryfirst: `heavy` is added before `-m` selects
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if RUN_SLOW:
-        return
-    skip = pytest.mark.skip(reason="slow tier (over ~20 s): run with SPYREC_SLOW=1")
+    skip = pytest.mark.skip(reason="opt-in tier (over ~20 s): run with SPYREC_SLOW=1")
     for item in items:
-        if "slow" in item.keywords:
+        if item.path.name in HEAVY_FILES:
+            item.add_marker(pytest.mark.heavy)
+        if "slow" in item.keywords and not RUN_SLOW:
             item.add_marker(skip)
 
 

@@ -101,6 +101,7 @@ def test_an_interrupted_compile_leaves_no_entry(store, monkeypatch):
     assert compile_program(ep, cache=store).cached
 
 
+@pytest.mark.heavy  # slow tier: about 60 s, measured 2026-12-06
 def test_concurrent_cli_compiles_share_the_cache(tmp_path, spyrec_cli, cli_env):
     _, _, ep = export_mlp(128, torch.float16)
     torch.export.save(ep, tmp_path / "m.pt2")

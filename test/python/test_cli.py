@@ -27,6 +27,7 @@ def mlp_pt2(tmp_path_factory):
     return _save_mlp(tmp_path_factory.mktemp("cli"), 100, torch.float16)
 
 
+@pytest.mark.heavy  # slow tier: 25-33 s each, measured 2026-12-06
 @pytest.mark.parametrize("features,dtype", [(100, torch.float16), (256, torch.float32)],
                          ids=["100-fp16", "256-fp32"])
 def test_compile_run_check_inspect(spyrec_cli, cli_env, tmp_path, features, dtype):
@@ -173,6 +174,7 @@ def test_demo(spyrec_cli, cli_env):
     assert "match" in res.stdout and "roofline ratio" in res.stdout
 
 
+@pytest.mark.heavy  # slow tier: 25-33 s each, measured 2026-12-06
 def test_profile_trace_and_json(spyrec_cli, cli_env, mlp_pt2, tmp_path):
     import json
 
@@ -228,6 +230,7 @@ def test_explain_prints_the_fusion_decisions(spyrec_cli, cli_env, tmp_path):
     assert "  fusion: joined mul: " in res.stdout and "predicted cycles fused against" in res.stdout
 
 
+@pytest.mark.heavy  # slow tier: 25-33 s each, measured 2026-12-06
 def test_explain_with_a_forced_tail(spyrec_cli, cli_env, tmp_path):
     """`--tail N` forces the last column tile of K-sliced A blocks into N row pieces (design
     note 57), and the ledger says so; `--tail 1` keeps every tile whole."""

@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 KERNELS = Path(__file__).parent / "ktir" / "kernels"
 
+# one pytest-xdist worker runs this file's tests in order (ORDERED_FILES in conftest.py): a
+# command may read what an earlier one wrote in the module's folder
 # commands over ~20 s on a 2-core machine (measured: granite-8b-decode 21 s, the layer 36 s)
 SLOW = ("granite-8b",)
 
