@@ -54,17 +54,28 @@ def constant(at: Operation, rewriter: Rewriter, name: str, values: np.ndarray,
     return emit(rewriter, at, param)
 
 
+def through(value: SSAValue, kinds: tuple[type[Operation], ...]) -> SSAValue:
+    """The value behind a chain of `kinds` ops (reshapes, casts, row moves) that ends in
+    `value`, each op read through its first operand."""
+    while isinstance(value.owner, kinds):
+        value = value.owner.operands[0]
+    return value
+
+
+def _float(value: SSAValue) -> bool:
+    return str(value.type.element_type).startswith(("f", "bf"))  # type: ignore[attr-defined]
+
+
 def known_finite(value: SSAValue) -> bool:
     """Is every element of `value` finite by construction: a constant with finite values, a
     0/1 predicate, an integer tensor, one of those cast, reshaped or broadcast, or moved by
     a matmul with a constant matrix of entries within [-1, 1]?"""
-    while True:
-        if not str(value.type.element_type).startswith(("f", "bf")):  # type: ignore[attr-defined]
-            return True
-        owner = value.owner
-        if not isinstance(owner, (CastOp, ReshapeOp, ExpandRowsOp, PermuteRowsOp)):
-            break
-        value = owner.operands[0]
+    if not _float(value):
+        return True
+    value = through(value, (CastOp, ReshapeOp, ExpandRowsOp, PermuteRowsOp))
+    owner = value.owner
+    if not _float(value):
+        return True
     if isinstance(owner, Operation) and "spyre.predicate" in owner.attributes:
         return True
     if isinstance(owner, (MatmulOp, BatchMatmulOp)) and getattr(owner, "bias", None) is None \
@@ -77,9 +88,7 @@ def known_finite(value: SSAValue) -> bool:
 def _unit_constant(value: SSAValue) -> bool | None:
     """For a constant: are its values within [-1, 1] (a move's matrix)? None when `value`
     is not a constant with finite values."""
-    owner = value.owner
-    while isinstance(owner, (CastOp, ReshapeOp, ExpandRowsOp)):
-        owner = owner.operands[0].owner
+    owner = through(value, (CastOp, ReshapeOp, ExpandRowsOp)).owner
     if not isinstance(owner, ParamOp) or owner.value is None:
         return None
     values = _array(owner)

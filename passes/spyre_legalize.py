@@ -64,7 +64,7 @@ from spyrec.passes.conv import select_channels_last
 from spyrec.passes.graph_build import constant as _constant
 from spyrec.passes.graph_build import element as _element_name
 from spyrec.passes.graph_build import emit as _emit
-from spyrec.passes.graph_build import exact_move
+from spyrec.passes.graph_build import exact_move, through
 from spyrec.passes.graph_build import fx_name as _fx_name
 from spyrec.passes.graph_build import shape as _shape
 from spyrec.passes.move_reduced_dim import move_reduced_dims_last
@@ -771,10 +771,7 @@ def _select_attention(op: AtenOp, rewriter: Rewriter) -> SSAValue:
 def _wide_constant(value: SSAValue) -> SSAValue:
     """The f32 constant behind a 16-bit constant with infinities or NaN (the frontend keeps
     those in f32 and casts them, since DL16 cannot hold them), else `value` itself."""
-    source = value
-    while isinstance(source.owner, ReshapeOp):  # the unsqueezes of a [L, S] mask
-        source = source.owner.input
-    owner = source.owner
+    owner = through(value, (ReshapeOp,)).owner  # the unsqueezes of a [L, S] mask
     if isinstance(owner, CastOp) and isinstance(owner.input.owner, ParamOp) \
             and _element_name(owner.input) == "f32":
         return owner.input
@@ -783,9 +780,8 @@ def _wide_constant(value: SSAValue) -> SSAValue:
 
 def _has_empty_rows(mask: SSAValue) -> bool:
     """Is `mask` (through reshapes) a constant with a row of -inf (the frontend marks it)?"""
-    while isinstance(mask.owner, (ReshapeOp, CastOp)):
-        mask = mask.owner.input
-    return isinstance(mask.owner, ParamOp) and "spyre.empty_rows" in mask.owner.attributes
+    owner = through(mask, (ReshapeOp, CastOp)).owner
+    return isinstance(owner, ParamOp) and "spyre.empty_rows" in owner.attributes
 
 
 def _attention_mask(op: AtenOp, rewriter: Rewriter, mask: SSAValue, rows: int, cols: int,
@@ -1651,9 +1647,7 @@ INT_ELEMENTS = ("i32", "i64")
 
 def is_predicate(value: SSAValue) -> bool:
     """Is `value` a 0/1 predicate made by a comparison (possibly reshaped or broadcast)?"""
-    owner = value.owner
-    while isinstance(owner, (ReshapeOp, ExpandRowsOp, PermuteRowsOp)):
-        owner = owner.operands[0].owner
+    owner = through(value, (ReshapeOp, ExpandRowsOp, PermuteRowsOp)).owner
     return isinstance(owner, Operation) and "spyre.predicate" in owner.attributes
 
 
