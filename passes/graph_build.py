@@ -7,6 +7,7 @@ summation matrices and pad fills become `spyre.param` tensors stored in the `.sp
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -52,6 +53,26 @@ def constant(at: Operation, rewriter: Rewriter, name: str, values: np.ndarray,
         ttype, [float(v) for v in values.reshape(-1)]))
     param.result.name_hint = name.replace(".", "_")
     return emit(rewriter, at, param)
+
+
+def scalar_op(at: Operation, rewriter: Rewriter, kind: str, x: SSAValue, value: float,
+              reverse: bool = False) -> SSAValue:
+    """x `kind` value (value `kind` x when `reverse`) on the SFU, in x's type."""
+    return emit(rewriter, at, SCALAR_OPS[kind](x, value, x.type, reverse=reverse))
+
+
+def binary_op(at: Operation, rewriter: Rewriter, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    """a `kind` b on the SFU, in the type of the operand the other broadcasts to."""
+    big = a if len(shape(a)) >= len(shape(b)) and math.prod(shape(a)) >= math.prod(shape(b)) \
+        else b
+    return emit(rewriter, at, BINARY_OPS[kind](a, b, big.type))
+
+
+def nonfinite(at: Operation, rewriter: Rewriter, x: SSAValue) -> SSAValue:
+    """keep(1, x - x): 1 where x is +-inf or NaN (x - x is NaN there, 0 elsewhere), -0.0
+    where x is finite; 1 minus it is the "finite" predicate (design notes 62, 63)."""
+    return scalar_op(at, rewriter, "keep", binary_op(at, rewriter, "sub", x, x), 1.0,
+                     reverse=True)
 
 
 def through(value: SSAValue, kinds: tuple[type[Operation], ...]) -> SSAValue:
@@ -134,12 +155,12 @@ def exact_move(at: Operation, rewriter: Rewriter, x: SSAValue,
         return move(x)
 
     def scalar(kind: str, value: SSAValue, number: float, reverse: bool = False) -> SSAValue:
-        return emit(rewriter, at, SCALAR_OPS[kind](value, number, value.type, reverse=reverse))
+        return scalar_op(at, rewriter, kind, value, number, reverse)
 
     def binary(kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
-        return emit(rewriter, at, BINARY_OPS[kind](a, b, a.type))
+        return binary_op(at, rewriter, kind, a, b)
 
-    special = scalar("keep", binary("sub", x, x), 1.0, reverse=True)  # x - x is NaN there
+    special = nonfinite(at, rewriter, x)
     finite = binary("keep", x, scalar("sub", special, 1.0, reverse=True))
     moved = move(finite)
     inf = float("inf")

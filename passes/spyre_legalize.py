@@ -64,7 +64,9 @@ from spyrec.passes.conv import select_channels_last
 from spyrec.passes.graph_build import constant as _constant
 from spyrec.passes.graph_build import element as _element_name
 from spyrec.passes.graph_build import emit as _emit
-from spyrec.passes.graph_build import exact_move, through
+from spyrec.passes.graph_build import binary_op as _binary_op
+from spyrec.passes.graph_build import exact_move, nonfinite, through
+from spyrec.passes.graph_build import scalar_op as _scalar_op
 from spyrec.passes.graph_build import fx_name as _fx_name
 from spyrec.passes.graph_build import shape as _shape
 from spyrec.passes.move_reduced_dim import move_reduced_dims_last
@@ -211,16 +213,6 @@ def _reduce_last(op: AtenOp, rewriter: Rewriter, kind: str, x: SSAValue) -> SSAV
     if shape[-1] == 1:  # the sum, max or min of one column is that column
         return x
     return _emit(rewriter, op, REDUCE_OPS[kind](x, _with_shape(x, shape[:-1] + [1])))
-
-
-def _scalar_op(op: AtenOp, rewriter: Rewriter, kind: str, x: SSAValue, value: float,
-               reverse: bool = False) -> SSAValue:
-    return _emit(rewriter, op, SCALAR_OPS[kind](x, value, x.type, reverse=reverse))
-
-
-def _binary_op(op: AtenOp, rewriter: Rewriter, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
-    big = a if len(_shape(a)) >= len(_shape(b)) and _numel(a) >= _numel(b) else b
-    return _emit(rewriter, op, BINARY_OPS[kind](a, b, big.type))
 
 
 def _numel(value: SSAValue) -> int:
@@ -1313,11 +1305,9 @@ def _logsumexp_last(op: AtenOp, rewriter: Rewriter, x: SSAValue,
     row of -inf gives -inf (not inf - inf = NaN)."""
     peak = _reduce_last(op, rewriter, "max", x)
     if finite_peak:
-        # peak - peak is 0 for a finite peak and NaN for +-inf or NaN; keep(1, that) is -0.0
-        # or 1, so 1 - it is the 0/1 "finite" predicate that keeps the peak or zeroes it
-        infinite = _scalar_op(op, rewriter, "keep", _binary_op(op, rewriter, "sub", peak, peak),
-                              1.0, reverse=True)
-        finite = _scalar_op(op, rewriter, "sub", infinite, 1.0, reverse=True)
+        # 1 - nonfinite(peak) is the 0/1 "finite" predicate that keeps the peak or zeroes it
+        finite = _scalar_op(op, rewriter, "sub", nonfinite(op, rewriter, peak), 1.0,
+                            reverse=True)
         peak = _binary_op(op, rewriter, "keep", peak, finite)
     shifted = _binary_op(op, rewriter, "sub", x, peak)
     total = _reduce_last(op, rewriter, "sum", _unary(op, rewriter, "exp", shifted))
@@ -1857,7 +1847,7 @@ def _first_match(op: AtenOp, rewriter: Rewriter, x: SSAValue, best: SSAValue,
     gap = binary("add", distance(cx, cb), distance(px, pb))
     gap = scalar("mul", scalar("mul", gap, ARG_SCALE), ARG_SCALE)
     matched = binary("add", gap, columns)  # NaN throughout a row that holds a NaN
-    is_nan = scalar("keep", binary("sub", cx, cx), 1.0, reverse=True)  # c is finite or NaN
+    is_nan = nonfinite(op, rewriter, cx)  # c is finite or NaN
     nan_first = binary("add", scalar("mul", scalar("sub", is_nan, 1.0, reverse=True), 2.0**30),
                        columns)
     row_nan = _reduce_last(op, rewriter, "max", is_nan)
