@@ -1,5 +1,5 @@
 """What KTIR's memories, memory views and access tiles mean: the values the KTIR interpreter
-runs on, and the view and tile rules the compiler's bounds check (`passes/ktir_bounds.py`)
+runs on, and the view and tile rules the compiler's bounds check (`passes/ktir/ktir_bounds.py`)
 and scheduler read (`set_bounds`, `core_coords`), so both stand on one definition.
 
 - `Memory`: a flat, byte-addressed store. `Lpddr` is the card's off-chip memory (arrays are

@@ -36,7 +36,10 @@ import torch
 
 from spyrec.runtime.container import ContainerError, SpyreBinary, read_spyre, write_atomically
 
-PACKAGES = ("spyrec", "spyrec.dialects", "spyrec.passes", "spyrec.runtime", "spyrec.tools")
+# every package whose source decides a compiled binary (a change to any of them is a new compiler)
+PACKAGES = ("spyrec", "spyrec.frontend", "spyrec.target", "spyrec.dialects", "spyrec.passes",
+            "spyrec.passes.graph", "spyrec.passes.planning", "spyrec.passes.ktir",
+            "spyrec.passes.spyrecode", "spyrec.runtime", "spyrec.tools")
 
 
 def default_directory() -> Path:

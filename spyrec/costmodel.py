@@ -393,7 +393,7 @@ def matmul_loads(shape: KernelShape, split: Split, tiling: Tiling,
 
 
 RING_CHUNK_LIMIT = 64 * 1024  # a shared tile up to this size moves in one transfer
-RING_CHUNK = 32 * 1024  # a larger one in pieces of about this size (passes/ring_sharing.py)
+RING_CHUNK = 32 * 1024  # a larger one in pieces of about this size (passes/spyrecode/ring_sharing.py)
 
 
 def ring_pieces(nbytes: int) -> int:

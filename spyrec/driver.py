@@ -180,7 +180,7 @@ def compile_program(
             on_stage(stage.name, times[stage.name])
         if stage.name == stop_after or (stop_after == "graph" and pipeline is KTIR_PIPELINE):
             return CompileResult(module, imported, None, times)
-    from spyrec.passes.spyre_emit_spyrecode import build_binary
+    from spyrec.passes.spyrecode.spyre_emit_spyrecode import build_binary
 
     start = time.perf_counter()
     binary = build_binary(module, imported.weights,

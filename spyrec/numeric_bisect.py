@@ -173,7 +173,7 @@ def bisect(program: torch.export.ExportedProgram | str | Path, seed: int = 0,
 def _emulate(module: ModuleOp, weights: dict[str, np.ndarray],
              inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], Executable]:
     """The emitted binary's results on the emulator, and the executable (its error model)."""
-    from spyrec.passes.spyre_emit_spyrecode import build_binary
+    from spyrec.passes.spyrecode.spyre_emit_spyrecode import build_binary
 
     exe = Executable(build_binary(module, weights))
     out = exe(*inputs)

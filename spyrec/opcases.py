@@ -162,7 +162,7 @@ UNARY.update({
 })
 ROW_OPS |= {"transpose_last", "movedim_last", "flatten_last"}
 # reductions and softmax over a leading dim: the dim moves last through a device transpose,
-# is reduced there and moves back if kept (passes/move_reduced_dim.py, design note 51).
+# is reduced there and moves back if kept (passes/graph/move_reduced_dim.py, design note 51).
 # `_dim0` ops reduce dim 0 (the rows of a matrix); `_rows` ops reduce dim -2 of a 3-D or
 # 5-D tensor (dim 1 of 2 x 5 x 100, dim 3 of the 5-D family)
 LEADING_REDUCTIONS: dict[str, Callable[[torch.Tensor, int], torch.Tensor]] = {

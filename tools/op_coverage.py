@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from spyrec.opcases import SHAPES, cases, run_case
-from spyrec.passes.spyre_legalize import NOT_ON_DEVICE
+from spyrec.passes.graph.spyre_legalize import NOT_ON_DEVICE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +95,7 @@ def main() -> None:
     lines += ["", "## Failures", ""] + (notes or ["None."])
     lines += ["", "## Not on the device yet", "",
               "Ops with a known gap and what to do instead (`NOT_ON_DEVICE` in",
-              "`passes/spyre_legalize.py`; the compile error says the same):", ""]
+              "`passes/graph/spyre_legalize.py`; the compile error says the same):", ""]
     lines += [f"- `{op}`: {reason}." for op, reason in NOT_ON_DEVICE.items()] or ["None."]
     lines += ["", *FOLDING_NOTE.splitlines()]
     lines += special_values_section()

@@ -52,7 +52,7 @@ from spyrec.dialects.ktdp import (
 )
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
-from spyrec.passes.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
+from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.target import DEFAULT_TARGET

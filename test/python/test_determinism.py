@@ -57,7 +57,7 @@ def test_templates_built_in_parallel_processes_give_the_same_bytes(tmp_path, mon
     (`jobs`); the `.spyre` is the one a single process writes, ring-shared kernels and
     kernels repeated over layers included."""
     from spyrec.demo import DemoDecoder
-    from spyrec.passes import spyre_schedule_dataflow
+    from spyrec.passes.spyrecode import spyre_schedule_dataflow
 
     used: list[int] = []
     prebuild = spyre_schedule_dataflow.prebuild

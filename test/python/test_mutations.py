@@ -30,8 +30,8 @@ from torch import nn
 import spyrec
 from spyrec.api import Executable
 from spyrec.demo import RMSNorm
-from spyrec.passes import spyre_legalize as legalize
-from spyrec.passes import spyre_schedule_dataflow as schedule
+from spyrec.passes.graph import spyre_legalize as legalize
+from spyrec.passes.spyrecode import spyre_schedule_dataflow as schedule
 from spyrec.target.isa import Instr, loop_spans
 from spyrec.verdict import Verdict, check_outputs, kernel_depth, kernel_steps
 

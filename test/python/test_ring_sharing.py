@@ -15,7 +15,7 @@ import torch
 import spyrec
 from spyrec.api import Executable
 from spyrec.driver import compile_program
-from spyrec.passes.ring_sharing import share_loads
+from spyrec.passes.spyrecode.ring_sharing import share_loads
 from spyrec.pipelines import compile_options
 from spyrec.target.isa import Instr
 

@@ -2,7 +2,7 @@
 
 spyre-schedule-dataflow interprets each structurally distinct kernel once with symbolic
 addresses and core coordinates and instantiates it per launch and core
-(`passes/schedule_templates.py`). These tests compile the model suite's programs to the
+(`passes/spyrecode/schedule_templates.py`). These tests compile the model suite's programs to the
 KTIR stage, schedule them both ways and compare every core's instruction stream field by
 field, and check that the templates are really used (a silent fallback to the plain
 interpreter would pass the equality but lose the speed).
@@ -18,8 +18,8 @@ from xdsl.dialects.builtin import ModuleOp
 from spyrec.demo import DemoDecoder, DemoDecoderFFN, DemoMLP
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.driver import compile_program, make_context
-from spyrec.passes.schedule_templates import Affine, Symbolic, kernel_key
-from spyrec.passes.spyre_schedule_dataflow import SpyreScheduleDataflow
+from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, kernel_key
+from spyrec.passes.spyrecode.spyre_schedule_dataflow import SpyreScheduleDataflow
 
 from conftest import assert_matches_eager
 
@@ -227,7 +227,7 @@ def test_shared_launches_relocate_the_first_launchs_sharing(monkeypatch: pytest.
                                                             ) -> None:
     """Ring sharing runs once per kernel structure; every later launch of it is relocated
     from per-core templates (and equals the plain path: the test above compares them)."""
-    from spyrec.passes import schedule_templates
+    from spyrec.passes.spyrecode import schedule_templates
 
     calls: list[int] = []
     share = schedule_templates.share_loads
@@ -249,7 +249,7 @@ def test_load_partition_sees_aliased_addresses() -> None:
     """Two loads of different arguments are different tiles until a launch passes the same
     address for both; the partition tells those launches apart, so a relocated sharing is
     never reused for them."""
-    from spyrec.passes.schedule_templates import Template
+    from spyrec.passes.spyrecode.schedule_templates import Template
     from spyrec.target.isa import Instr
 
     def load(ddr: Affine) -> Instr:

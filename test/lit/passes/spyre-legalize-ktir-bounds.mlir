@@ -4,7 +4,7 @@
 // RUN: not spyre-opt %S/Inputs/ktir-bounds-store.mlir -p spyre-legalize-ktir 2>&1 | filecheck %s --check-prefix=STORE
 
 // spyre-legalize-ktir checks every core's loads and stores against their views, for every
-// iteration of static loops (passes/ktir_bounds.py): a tile past its view would become a
+// iteration of static loops (passes/ktir/ktir_bounds.py): a tile past its view would become a
 // DMA that reads or writes another tensor's bytes.
 
 // The last of 32 tiles reads rows 93..96 of a 96-row view.

@@ -1,4 +1,4 @@
-"""The back end's static bound check (passes/ktir_bounds.py) on its own: what it proves,
+"""The back end's static bound check (passes/ktir/ktir_bounds.py) on its own: what it proves,
 what it leaves to the emulator, and that it stays cheap."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from spyrec.diagnostics import CompileError
-from spyrec.passes.ktir_bounds import check_tile_bounds
+from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.runtime.ktir_interpreter import parse_ktir
 
 HEADER = """#v = affine_set<(d0, d1) : (d0 >= 0, -d0 + 63 >= 0, d1 >= 0, -d1 + 63 >= 0)>

@@ -178,7 +178,7 @@ def test_pytorch_path_kernels_are_in_bounds(model):
     from xdsl.dialects.func import FuncOp
 
     from spyrec.dialects.ktdp import LoadOp
-    from spyrec.passes.ktir_bounds import check_tile_bounds
+    from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
     from spyrec.zoo import ZOO
 
     module, inputs = ZOO[model].build(torch.float16, 64, 64)

@@ -142,7 +142,7 @@ def test_dma_running_out_of_its_tensor_into_the_next(mode: str) -> None:
     # a and b (64 rows of 128 bytes each) are activations placed back to back, so one
     # allocation (an arena) holds both; a load of 65 rows from a's start stays inside the
     # allocation but reads b's first row. The back end's bound check refuses the kernel that
-    # would make it (passes/ktir_bounds.py); the device faults on whatever gets past that.
+    # would make it (passes/ktir/ktir_bounds.py); the device faults on whatever gets past that.
     a = bind("a", (64, 64), "float16", 0)
     b = bind("b", (64, 64), "float16", 64 * 128)
     out = bind("out", (64, 64), "float16", 2 * 64 * 128)

@@ -80,11 +80,11 @@ from xdsl.rewriter import InsertPoint
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
-from spyrec.passes.ktir_bounds import check_tile_bounds
-from spyrec.passes.ktir_builder import BINARY_BODIES, convert
-from spyrec.passes.ktir_tiles import default_tile_dims, tile_dims
-from spyrec.passes.ktir_tiles import tensor_shape as _shape
-from spyrec.passes.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
+from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
+from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
+from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims
+from spyrec.passes.ktir.ktir_tiles import tensor_shape as _shape
+from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 
 BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.divf": "div",
           "arith.maximumf": "maximum", "arith.minimumf": "minimum",

@@ -76,11 +76,11 @@ from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
-from spyrec.passes.kernel_analysis import UNARY_FN
-from spyrec.passes.ktir_tiles import TRANSPOSE, tile_dims
-from spyrec.passes.ring_sharing import share_loads
+from spyrec.passes.planning.kernel_analysis import UNARY_FN
+from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
+from spyrec.passes.spyrecode.ring_sharing import share_loads
 from spyrec.progress import report as report_progress
-from spyrec.passes.schedule_templates import (Affine, Symbolic, TemplateCache, default_jobs,
+from spyrec.passes.spyrecode.schedule_templates import (Affine, Symbolic, TemplateCache, default_jobs,
                                               index_value, prebuild)
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.target.isa import (
@@ -1167,7 +1167,7 @@ class SpyreScheduleDataflow(ModulePass):
 
     With `templates` (the default) each structurally distinct kernel is interpreted once
     with its address arguments and core coordinates as symbols and every launch and core
-    instantiates that template (`passes/schedule_templates.py`); each program records how
+    instantiates that template (`passes/spyrecode/schedule_templates.py`); each program records how
     it was made in `spyre.schedule` (`symbolic`, `per-core` or `plain`) and the first
     kernel of its structure in `spyre.template`. `templates=false` interprets every core
     of every launch, the reference the templates are tested against. With `packed` each

@@ -57,10 +57,10 @@ from spyrec.costmodel import (KernelShape, Prediction, Shape, Split, Tiling, bes
                               candidate_splits, padded_cols, ranking_cycles)
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
-from spyrec.passes.kernel_analysis import (LX_RESULTS, Kind, KernelInfo, analyze, int_array,
+from spyrec.passes.planning.kernel_analysis import (LX_RESULTS, Kind, KernelInfo, analyze, int_array,
                                            is_row_view, read_split)
-from spyrec.passes.ktir_builder import padded_rows_cols
-from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, layout_of
+from spyrec.passes.ktir.ktir_builder import padded_rows_cols
+from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
 from spyrec.progress import report as report_progress
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 

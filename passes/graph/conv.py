@@ -50,10 +50,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from spyrec.passes.graph_build import constant, emit, exact_move
-from spyrec.passes.graph_build import element as _element
-from spyrec.passes.graph_build import fx_name as _fx_name
-from spyrec.passes.graph_build import shape as _shape
+from spyrec.passes.graph.graph_build import constant, emit, exact_move
+from spyrec.passes.graph.graph_build import element as _element
+from spyrec.passes.graph.graph_build import fx_name as _fx_name
+from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.dialects.spyre import (
     BINARY_OPS,
     ELEMENT_BYTES,

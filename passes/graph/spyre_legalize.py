@@ -60,17 +60,17 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import UnsupportedOpsError
-from spyrec.passes.conv import select_channels_last
-from spyrec.passes.graph_build import constant as _constant
-from spyrec.passes.graph_build import element as _element_name
-from spyrec.passes.graph_build import emit as _emit
-from spyrec.passes.graph_build import binary_op as _binary_op
-from spyrec.passes.graph_build import exact_move, nonfinite, through
-from spyrec.passes.graph_build import scalar_op as _scalar_op
-from spyrec.passes.graph_build import fx_name as _fx_name
-from spyrec.passes.graph_build import shape as _shape
-from spyrec.passes.move_reduced_dim import move_reduced_dims_last
-from spyrec.passes.eager_attention import EagerAttention, match_eager_attention
+from spyrec.passes.graph.conv import select_channels_last
+from spyrec.passes.graph.graph_build import constant as _constant
+from spyrec.passes.graph.graph_build import element as _element_name
+from spyrec.passes.graph.graph_build import emit as _emit
+from spyrec.passes.graph.graph_build import binary_op as _binary_op
+from spyrec.passes.graph.graph_build import exact_move, nonfinite, through
+from spyrec.passes.graph.graph_build import scalar_op as _scalar_op
+from spyrec.passes.graph.graph_build import fx_name as _fx_name
+from spyrec.passes.graph.graph_build import shape as _shape
+from spyrec.passes.graph.move_reduced_dim import move_reduced_dims_last
+from spyrec.passes.graph.eager_attention import EagerAttention, match_eager_attention
 from spyrec.dialects.spyre import (
     BINARY_OPS,
     REDUCE_OPS,
@@ -2023,7 +2023,7 @@ NOT_ON_DEVICE: dict[str, str] = {
 }
 
 
-# ---- channels-last images (passes/conv.py) ---------------------------------------------------
+# ---- channels-last images (passes/graph/conv.py) ---------------------------------------------------
 CHANNELS_LAST_ELEMENTWISE = {*_UNARY, *_BINARY, "aten.clone.default", "aten.dropout.default"}
 
 
@@ -2057,7 +2057,7 @@ class SpyreLegalize(ModulePass):
             _select(aten, rewriter, failures)
         _erase_dead_atens(atens)
         # convolution, batch norm and pooling: channels-last, with the elementwise ops
-        # between them (`passes/conv.py`); what it reports is not selected again
+        # between them (`passes/graph/conv.py`); what it reports is not selected again
         reported = select_channels_last(op, rewriter, CHANNELS_LAST_ELEMENTWISE, failures)
         atens = [o for o in op.walk() if isinstance(o, AtenOp) and o not in reported]
         for aten in [a for a in atens if a.parent is not None]:

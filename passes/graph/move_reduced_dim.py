@@ -26,7 +26,7 @@ from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.dialects.spyre import AtenOp
-from spyrec.passes.graph_build import shape as _shape
+from spyrec.passes.graph.graph_build import shape as _shape
 
 # target -> True when the result keeps the reduced dim at full size (moved back always)
 MOVABLE: dict[str, bool] = {

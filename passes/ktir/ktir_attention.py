@@ -1,6 +1,6 @@
 """KTIR builders of the attention and row-move kernels (used by convert-spyre-to-ktir).
 
-Both read and write stored tensors through row maps (`passes/row_maps.py`): each stored
+Both read and write stored tensors through row maps (`passes/graph/row_maps.py`): each stored
 tensor gets one 2-D view [rows / stride, stride * cols] in which a run of `stride`-apart
 stored rows is a box, and every access tile is placed by an affine map (with floordiv / mod)
 of the core's loop indices, so a head transpose or a grouped-query head index costs nothing
@@ -45,16 +45,16 @@ from xdsl.rewriter import InsertPoint
 
 from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
 from spyrec.dialects.spyre import BatchMatmulOp, KernelOp
-from spyrec.passes.kernel_analysis import (
+from spyrec.passes.planning.kernel_analysis import (
     AttentionInfo,
     MoveInfo,
     Stored,
     read_split,
     read_tiling,
 )
-from spyrec.passes.ktir_builder import BINARY_BODIES, IDX, UNARY_BODIES, KtirBuilder, convert, fconst
-from spyrec.passes.row_maps import const, head_indices, lead_shape, mul
-from spyrec.passes.spyre_stickify import layout_of
+from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, IDX, UNARY_BODIES, KtirBuilder, convert, fconst
+from spyrec.passes.graph.row_maps import const, head_indices, lead_shape, mul
+from spyrec.passes.graph.spyre_stickify import layout_of
 
 MASK_VALUE = -30000.0  # what masked scores become: finite on every device type
 

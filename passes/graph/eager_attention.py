@@ -25,8 +25,8 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import SSAValue
 
 from spyrec.dialects.spyre import AtenOp
-from spyrec.passes.graph_build import element as _element
-from spyrec.passes.graph_build import shape as _shape
+from spyrec.passes.graph.graph_build import element as _element
+from spyrec.passes.graph.graph_build import shape as _shape
 
 FLOAT_ELEMENTS = ("f16", "bf16", "f32")
 

@@ -56,9 +56,9 @@ from spyrec.dialects.ktdp import (ConstructAccessTileOp, ConstructDistributedMem
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp, YieldPartialOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
-from spyrec.passes.kernel_analysis import kept_in_lx
-from spyrec.passes.ktir_tiles import tile_dims
-from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
+from spyrec.passes.planning.kernel_analysis import kept_in_lx
+from spyrec.passes.ktir.ktir_tiles import tile_dims
+from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 ACTIVATION_SEGMENT = 0

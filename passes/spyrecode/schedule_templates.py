@@ -31,7 +31,7 @@ from xdsl.dialects import func
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from spyrec.diagnostics import CompileError
-from spyrec.passes.ring_sharing import SharingReport, share_loads
+from spyrec.passes.spyrecode.ring_sharing import SharingReport, share_loads
 from spyrec.progress import report as report_progress
 from spyrec.target.isa import SPECS_BY_NAME, Instr, encode_program
 

@@ -40,8 +40,8 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.spyre import KernelOp, WindowRowsOp
-from spyrec.passes.ktir_builder import IDX, KtirBuilder, box_set
-from spyrec.passes.spyre_stickify import layout_of
+from spyrec.passes.ktir.ktir_builder import IDX, KtirBuilder, box_set
+from spyrec.passes.graph.spyre_stickify import layout_of
 
 
 @dataclass

@@ -70,7 +70,7 @@ from spyrec.costmodel import (
 )
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
-from spyrec.passes.kernel_analysis import (
+from spyrec.passes.planning.kernel_analysis import (
     KernelInfo,
     analyze,
     int_array,
@@ -138,8 +138,8 @@ def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarge
     if lx_footprint(info.shape(), tiling, read_split(kernel), buffers, target) \
             < target.lx_usable_bytes // 2:
         return 0
-    from spyrec.passes.convert_spyre_to_ktir import build_kernel_func
-    from spyrec.passes.spyre_place_memory import assign_lx_slots, lx_reserved
+    from spyrec.passes.ktir.convert_spyre_to_ktir import build_kernel_func
+    from spyrec.passes.ktir.spyre_place_memory import assign_lx_slots, lx_reserved
 
     probe = kernel.clone()
     probe.attributes["tile"] = int_array([tiling.tm, tiling.tn, tiling.tk])

@@ -65,7 +65,7 @@ from spyrec.dialects.spyre import (
     ReshapeOp,
     YieldOp,
 )
-from spyrec.passes.kernel_analysis import (
+from spyrec.passes.planning.kernel_analysis import (
     Kind,
     analyze,
     classify,
@@ -202,7 +202,7 @@ class _Costs:
         self.by_shape: dict[object, float] = {}
 
     def cycles(self, ops: list[Operation]) -> float:
-        from spyrec.passes.spyre_partition_cores import scored_splits  # noqa: PLC0415 - cycle
+        from spyrec.passes.planning.spyre_partition_cores import scored_splits  # noqa: PLC0415 - cycle
 
         members = set(ops)
         inputs = _external_inputs(ops)

@@ -29,8 +29,8 @@ from xdsl.passes import ModulePass
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import LaunchOp, ParamOp
 from spyrec.dialects.spyrecode import ProgramOp
-from spyrec.passes.spyre_schedule_dataflow import addr_of
-from spyrec.passes.spyre_stickify import layout_of
+from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
+from spyrec.passes.graph.spyre_stickify import layout_of
 from spyrec.runtime.container import (
     EncodedPrograms,
     KernelImage,

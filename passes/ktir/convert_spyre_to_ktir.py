@@ -18,7 +18,7 @@ epilogue op is a `linalg.generic` on the f32 tile (tagged `spyre.fn` with the SF
 that implements it), a final one rounds to the output type, and `ktdp.store` writes it back
 (with `spyre.store_pieces` when spyre-tile chose to store it in row pieces paced over the
 next tile's K loop, note 54).
-Attention and row-move kernels are built by `passes/ktir_attention.py`: their views make
+Attention and row-move kernels are built by `passes/ktir/ktir_attention.py`: their views make
 each strided run of stored rows a box, their access tiles are placed by affine maps (with
 floordiv / mod) of the head and row indices, and the attention body is a `matmul_nt`
 generic (B indexed (d1, d2): K as stored), a `causal_mask` generic (`linalg.index` against
@@ -65,7 +65,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from spyrec.costmodel import tail_rows
 from spyrec.dialects.ktdp import ConstructDistributedMemoryViewOp, GetComputeTileIdOp, StoreOp
 from spyrec.dialects.spyre import KernelOp, LaunchOp
-from spyrec.passes.kernel_analysis import (
+from spyrec.passes.planning.kernel_analysis import (
     AttentionInfo,
     GatherInfo,
     Kind,
@@ -79,10 +79,10 @@ from spyrec.passes.kernel_analysis import (
     read_split,
     read_tiling,
 )
-from spyrec.passes.ktir_attention import AttentionBuilder, MoveBuilder
-from spyrec.passes.ktir_window import WindowBuilder, WindowInfo
-from spyrec.passes.ktir_gather import GatherBuilder, ScatterBuilder
-from spyrec.passes.ktir_builder import (
+from spyrec.passes.ktir.ktir_attention import AttentionBuilder, MoveBuilder
+from spyrec.passes.ktir.ktir_window import WindowBuilder, WindowInfo
+from spyrec.passes.ktir.ktir_gather import GatherBuilder, ScatterBuilder
+from spyrec.passes.ktir.ktir_builder import (
     BINARY_BODIES,
     IDX,
     UNARY_BODIES,
@@ -92,7 +92,7 @@ from spyrec.passes.ktir_builder import (
     fconst,
     padded_rows_cols,
 )
-from spyrec.passes.spyre_stickify import DEVICE_ITEMSIZE, layout_of
+from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
 from spyrec.target import DEFAULT_TARGET
 
 

@@ -51,7 +51,7 @@ from spyrec.dialects.spyre import (
     YieldOp,
     describe,
 )
-from spyrec.passes.row_maps import MOVE_OPS, Index, RowMap, lead_shape, read_map, write_map
+from spyrec.passes.graph.row_maps import MOVE_OPS, Index, RowMap, lead_shape, read_map, write_map
 from spyrec.target.isa import TRANSCENDENTAL, UnaryFn
 
 DEVICE_ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i64": 4}  # i64 is int32 on device
@@ -516,7 +516,7 @@ def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherI
     if attention:
         return _analyze_attention(kernel, attention[0], ops[:-1], list(term.values))
     if len(ops) == 2 and isinstance(ops[0], WindowRowsOp):
-        from spyrec.passes.ktir_window import WindowInfo  # a window kernel (conv, pooling)
+        from spyrec.passes.ktir.ktir_window import WindowInfo  # a window kernel (conv, pooling)
 
         return WindowInfo(kernel, ops[0])  # type: ignore[return-value]
     if len(ops) == 2 and isinstance(ops[0], ScatterOp):
