@@ -33,8 +33,6 @@ reason (never just the first).
 
 from __future__ import annotations
 
-import weakref
-
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,6 +125,20 @@ _BINARY = {
 }
 
 
+class LegalizeRewriter(Rewriter):
+    """The rewriter of one spyre-legalize run, and what that run remembers between the
+    ops it selects; made afresh by each `SpyreLegalize.apply`, so two runs (or two modules)
+    never share it."""
+
+    def __init__(self) -> None:
+        # the transposed copies made of each weight op, for reuse by its other readers
+        self.transposed: dict[ParamOp, list[ParamOp]] = {}
+        # device transposes (`_device_transpose`) by their result op: the value they transpose
+        self.device_transposes: dict[Operation, SSAValue] = {}
+        # additive masks made from predicates, by (predicate, query element type)
+        self.additive_masks: dict[tuple[SSAValue, str], SSAValue] = {}
+
+
 class _Unsupported(Exception):
     """One op cannot be selected; the message says why."""
 
@@ -157,7 +169,7 @@ def _require_float(op: AtenOp) -> None:
             raise _Unsupported(f"element type {_element_name(v)} (only f16, bf16, f32 so far)")
 
 
-def _transposed_weight(op: AtenOp, value: SSAValue, rewriter: Rewriter) -> SSAValue:
+def _transposed_weight(op: AtenOp, value: SSAValue, rewriter: LegalizeRewriter) -> SSAValue:
     """The 2-D weight `value` transposed, folded into a new spyre.param."""
     owner = value.owner
     if not isinstance(owner, ParamOp):
@@ -174,19 +186,15 @@ def _transposed_weight(op: AtenOp, value: SSAValue, rewriter: Rewriter) -> SSAVa
     # one transposed weight per weight, however many ops read it that way (a weight shared
     # by every layer is stored and placed once), reused where it is defined before the op
     block = op.parent_block()
-    for earlier in _TRANSPOSED.get(owner, ()):
+    for earlier in rewriter.transposed.get(owner, ()):
         if (earlier.parent_block() is block and block is not None and earlier.perm == perm
                 and earlier.result.type == new_type and earlier.is_before_in_block(op)):
             return earlier.result
     new = ParamOp(owner.param_name.data, new_type, permutation=list(perm))
     new.result.name_hint = f"{value.name_hint or 'w'}_t"
     rewriter.insert_op(new, _before(op))
-    _TRANSPOSED.setdefault(owner, []).append(new)
+    rewriter.transposed.setdefault(owner, []).append(new)
     return new.result
-
-
-# the transposed copies made of each weight op, for reuse by its other readers
-_TRANSPOSED: weakref.WeakKeyDictionary[ParamOp, list[ParamOp]] = weakref.WeakKeyDictionary()
 
 
 def _before(op: Operation) -> InsertPoint:
@@ -208,7 +216,7 @@ def _last_dim_only(op: AtenOp, dims: object, rank: int) -> None:
         raise _Unsupported(f"over dims {values} (only the last dimension is lowered so far)")
 
 
-def _reduce_last(op: AtenOp, rewriter: Rewriter, kind: str, x: SSAValue) -> SSAValue:
+def _reduce_last(op: AtenOp, rewriter: LegalizeRewriter, kind: str, x: SSAValue) -> SSAValue:
     shape = _shape(x)
     if shape[-1] == 1:  # the sum, max or min of one column is that column
         return x
@@ -222,7 +230,7 @@ def _numel(value: SSAValue) -> int:
     return out
 
 
-def _normalize(op: AtenOp, rewriter: Rewriter, x: SSAValue, centered: bool,
+def _normalize(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, centered: bool,
                eps: float) -> SSAValue:
     """(x - mean) * rsqrt(var + eps) for layer norm, x * rsqrt(mean(x^2) + eps) for RMS norm."""
     n = _shape(x)[-1]
@@ -243,7 +251,7 @@ def _check_normalized_shape(op: AtenOp, x: SSAValue) -> None:
         raise _Unsupported(f"normalized_shape {dims} (only the last dimension is lowered so far)")
 
 
-def _affine(op: AtenOp, rewriter: Rewriter, y: SSAValue, weight: SSAValue | None,
+def _affine(op: AtenOp, rewriter: LegalizeRewriter, y: SSAValue, weight: SSAValue | None,
             bias: SSAValue | None) -> SSAValue:
     if weight is not None:
         y = _binary_op(op, rewriter, "mul", y, weight)
@@ -252,14 +260,14 @@ def _affine(op: AtenOp, rewriter: Rewriter, y: SSAValue, weight: SSAValue | None
     return y
 
 
-def _cast_to(op: AtenOp, rewriter: Rewriter, value: SSAValue, like: SSAValue) -> SSAValue:
+def _cast_to(op: AtenOp, rewriter: LegalizeRewriter, value: SSAValue, like: SSAValue) -> SSAValue:
     """`value` in the element type of `like`, its shape kept."""
     if _element_name(value) == _element_name(like):
         return value
     return _emit(rewriter, op, CastOp(value, _with_shape(like, _shape(value))))
 
 
-def _select_layer_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_layer_norm(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     _require_float(op)
     x = _operand(op, "input")
     assert x is not None
@@ -273,7 +281,7 @@ def _select_layer_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _cast_to(op, rewriter, y, op.results[0])
 
 
-def _select_rms_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_rms_norm(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     _require_float(op)
     x = _operand(op, "input")
     assert x is not None
@@ -286,7 +294,7 @@ def _select_rms_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _cast_to(op, rewriter, y, op.results[0])
 
 
-def _select_softmax(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_softmax(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     _require_float(op)
     x = op.operands[0]
     _last_dim_only(op, _arg(op, "dim"), len(_shape(x)))
@@ -312,7 +320,7 @@ def _dim_restorers(op: AtenOp) -> list[AtenOp] | None:
     return None
 
 
-def _kept_dim(op: AtenOp, rewriter: Rewriter, y: SSAValue) -> SSAValue:
+def _kept_dim(op: AtenOp, rewriter: LegalizeRewriter, y: SSAValue) -> SSAValue:
     """The keepdim result `y` of a last-dim reduction: with keepdim=False it replaces the
     users that put the dim back (`_dim_restorers`), which are erased, or else moves from its
     column into a row (`_column_to_row`); a scalar result (a 1-D input reduced whole) is a
@@ -330,7 +338,7 @@ def _kept_dim(op: AtenOp, rewriter: Rewriter, y: SSAValue) -> SSAValue:
     return y
 
 
-def _column_to_row(op: AtenOp, rewriter: Rewriter, y: SSAValue, like: SSAValue) -> SSAValue:
+def _column_to_row(op: AtenOp, rewriter: LegalizeRewriter, y: SSAValue, like: SSAValue) -> SSAValue:
     """A reduction's [..., R, 1] column as the [..., R] row of `like`'s shape: a device
     transpose to [..., 1, R] and a free reshape."""
     row = _device_transpose(op, rewriter, y)
@@ -352,7 +360,7 @@ MEANS = ("aten.mean.dim", "aten.mean.default")
 MAX_ROW_MATRIX = 1 << 22
 
 
-def _reduce_rows(op: AtenOp, rewriter: Rewriter, x: SSAValue, dims: list[int],
+def _reduce_rows(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, dims: list[int],
                  mean: bool) -> SSAValue:
     """sum / mean over leading dims: P @ x with x viewed as [R_in, N] (a free reshape) and P
     the [R_out, R_in] 0/1 matrix of which input rows each output row sums (1/count for a
@@ -389,7 +397,7 @@ def _reduce_rows(op: AtenOp, rewriter: Rewriter, x: SSAValue, dims: list[int],
     return _emit(rewriter, op, ReshapeOp(y, _with_shape(x, _shape(op.results[0]))))
 
 
-def _select_reduce(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_reduce(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     _require_float(op)
     x = op.operands[0]
     rank = len(_shape(x))
@@ -425,7 +433,7 @@ def _select_reduce(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _kept_dim(op, rewriter, y)
 
 
-def _select_pow(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_pow(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     _require_float(op)
     x = op.operands[0]
     exponent = _arg(op, "exponent")
@@ -441,7 +449,7 @@ def _select_pow(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _emit(rewriter, op, UNARY_OPS[unary](x, x.type))
 
 
-def _select_reshape(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_reshape(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     x = op.operands[0]
     src, out = _shape(x), _shape(op.results[0])
     element = x.type.element_type  # type: ignore[attr-defined]
@@ -453,7 +461,7 @@ def _select_reshape(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _emit(rewriter, op, ReshapeOp(x, _with_shape(x, out)))
 
 
-def _restickify_reshape(op: AtenOp, rewriter: Rewriter, x: SSAValue,
+def _restickify_reshape(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
                         out: list[int]) -> SSAValue:
     """A reshape that splits the innermost dim ([..., A*B] -> [..., A, B]: heads narrower
     than a stick, `position_ids[..., None]`) or merges it with the dim before ([..., A, B]
@@ -485,11 +493,11 @@ def _restickify_reshape(op: AtenOp, rewriter: Rewriter, x: SSAValue,
         "merging it with the dim before (a general restickify, not lowered yet)")
 
 
-def _select_identity(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_identity(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     return op.operands[0]
 
 
-def _select_cast(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_cast(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     x = op.operands[0]
     if _element_name(op.results[0]) not in FLOAT_ELEMENTS or _element_name(x) not in FLOAT_ELEMENTS:
         raise _Unsupported(f"cast {_element_name(x)} -> {_element_name(op.results[0])} "
@@ -497,7 +505,7 @@ def _select_cast(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _cast_to(op, rewriter, x, op.results[0])
 
 
-def _select_linear(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
+def _select_linear(op: AtenOp, rewriter: LegalizeRewriter) -> Operation | SSAValue:
     _require_float(op)
     x, w, b = _operand(op, "input"), _operand(op, "weight"), _operand(op, "bias")
     assert x is not None and w is not None
@@ -514,7 +522,7 @@ def _select_linear(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
     return _emit(rewriter, op, ReshapeOp(y, op.results[0].type))
 
 
-def _select_addmm(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_addmm(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     _require_float(op)
     if _arg(op, "beta", 1) != 1 or _arg(op, "alpha", 1) != 1:
         raise _Unsupported("addmm with beta or alpha other than 1")
@@ -523,24 +531,24 @@ def _select_addmm(op: AtenOp, rewriter: Rewriter) -> Operation:
     return MatmulOp(a, b, bias, op.results[0].type, source_op=op)
 
 
-def _select_mm(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_mm(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     _require_float(op)
     a, b = _operand(op, "self"), _operand(op, "mat2")
     assert a is not None and b is not None
-    source = _transpose_source(b)
+    source = _transpose_source(rewriter, b)
     if source is not None:  # a @ x^T of an activation x: the PT reads x as stored
         _check_resident_rhs(source, "a matmul by a transposed activation")
         return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
     return MatmulOp(a, b, None, op.results[0].type, source_op=op)
 
 
-def _select_bmm(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_bmm(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     """bmm of activations (eager attention is matched before): spyre.batch_matmul, with the
     rhs read as stored when it is the device transpose of an activation (q @ k^T)."""
     _require_float(op)
     a, b = _operand(op, "self"), _operand(op, "mat2")
     assert a is not None and b is not None
-    source = _transpose_source(b)
+    source = _transpose_source(rewriter, b)
     if source is not None:
         _check_resident_rhs(source, "a bmm by a transposed activation")
         return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
@@ -548,12 +556,7 @@ def _select_bmm(op: AtenOp, rewriter: Rewriter) -> Operation:
     return BatchMatmulOp(a, b, False, op.results[0].type, source_op=op)
 
 
-# device transposes (`_device_transpose`) by their result: the value they transpose
-_DEVICE_TRANSPOSES: weakref.WeakKeyDictionary[Operation, SSAValue] = \
-    weakref.WeakKeyDictionary()
-
-
-def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
+def _device_transpose(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSAValue:
     """x [..., M, N] -> [..., N, M]: identity_N @ x^T per batch, a batch matmul whose rhs the
     PT reads as stored (pt.matmul_nt), so the transpose restickifies through the PT (design
     note 37). Exact: each output element is one product by 1 accumulated in fp32."""
@@ -579,7 +582,7 @@ def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
         swap = list(range(rank - 3)) + [rank - 2, rank - 3, rank - 1]
         t = _permute_rows(op, rewriter, t, swap)
         y = _emit(rewriter, op, ReshapeOp(t, _with_shape(t, lead + [n, m])))
-        _DEVICE_TRANSPOSES[y.owner] = x  # type: ignore[index]
+        rewriter.device_transposes[y.owner] = x  # type: ignore[index]
         return y
     lead = shape[:-2]
     _check_resident_rhs(x, "a transpose of the innermost dim")
@@ -592,7 +595,7 @@ def _device_transpose(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
     y = exact_move(op, rewriter, x,
                    lambda value: _emit(rewriter, op, BatchMatmulOp(eye, value, True, out)),
                    np.eye(min(n, 2)))  # zeros off the diagonal when n > 1
-    _DEVICE_TRANSPOSES[y.owner] = x  # type: ignore[index]
+    rewriter.device_transposes[y.owner] = x  # type: ignore[index]
     return y
 
 
@@ -610,7 +613,7 @@ def _check_resident_rhs(rhs: SSAValue, what: str) -> None:
             "(a transpose tiled along both dims is not lowered yet)")
 
 
-def _transpose_source(value: SSAValue) -> SSAValue | None:
+def _transpose_source(rewriter: LegalizeRewriter, value: SSAValue) -> SSAValue | None:
     """x when `value` is the device transpose of x, used only here, possibly regrouped in
     its leading dims by reshapes (`q @ k.transpose(-1, -2)` reaches bmm as a view of the
     transpose); the transpose and reshapes are erased and x is regrouped the same way."""
@@ -620,15 +623,15 @@ def _transpose_source(value: SSAValue) -> SSAValue | None:
         chain.append(value.owner)
         value = value.owner.input
     owner = value.owner
-    if not isinstance(owner, Operation) or owner not in _DEVICE_TRANSPOSES \
+    if not isinstance(owner, Operation) or owner not in rewriter.device_transposes \
             or not value.has_one_use():
         return None
-    source = _DEVICE_TRANSPOSES[owner]
+    source = rewriter.device_transposes[owner]
     target = _shape(chain[0].result) if chain else _shape(value)
     shape = target[:-2] + target[-1:] + target[-2:-1]
     if _shape(source) != shape:
         regroup = ReshapeOp(source, _with_shape(source, shape))
-        Rewriter.insert_op(regroup, InsertPoint.after(source.owner) if isinstance(
+        rewriter.insert_op(regroup, InsertPoint.after(source.owner) if isinstance(
             source.owner, Operation) else InsertPoint.at_start(source.owner))  # type: ignore[arg-type]
         source = regroup.result
     return source  # the transpose and its reshapes are erased once unused
@@ -662,7 +665,7 @@ def _permutation(op: AtenOp, rank: int) -> list[int]:
     return perm
 
 
-def _select_transpose(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_transpose(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """Weights: folded into the weight. Activations: a row permutation when the innermost
     dim stays last; a reshape when only size-1 dims move (no byte changes place)."""
     src = op.operands[0]
@@ -689,7 +692,7 @@ def _select_transpose(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _permute_rows(op, rewriter, x, [order.index(p) for p in perm])
 
 
-def _permute_rows(op: AtenOp, rewriter: Rewriter, src: SSAValue, perm: list[int]) -> SSAValue:
+def _permute_rows(op: AtenOp, rewriter: LegalizeRewriter, src: SSAValue, perm: list[int]) -> SSAValue:
     """A permutation that keeps the innermost dim last: a reshape when only size-1 dims move
     (no byte changes place), otherwise spyre.permute_rows."""
     shape = _shape(src)
@@ -707,7 +710,7 @@ def _nontrivial(perm: list[int], shape: list[int]) -> list[int]:
     return [p for p in perm if shape[p] != 1]
 
 
-def _select_expand(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_expand(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """expand: a broadcast of size-1 leading dims becomes spyre.expand_rows; a broadcast of
     a size-1 stick dim a matmul by a row of ones. New leading dims are first added as size-1
     dims (a reshape)."""
@@ -727,7 +730,7 @@ def _select_expand(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _emit(rewriter, op, ExpandRowsOp(x, _with_shape(x, out)))
 
 
-def _select_attention(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_attention(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """aten.scaled_dot_product_attention -> spyre.attention (scale, causal, GQA by shapes)."""
     q, k, v = (_operand(op, n) for n in ("query", "key", "value"))
     assert q is not None and k is not None and v is not None
@@ -776,7 +779,7 @@ def _has_empty_rows(mask: SSAValue) -> bool:
     return isinstance(owner, ParamOp) and "spyre.empty_rows" in owner.attributes
 
 
-def _attention_mask(op: AtenOp, rewriter: Rewriter, mask: SSAValue, rows: int, cols: int,
+def _attention_mask(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue, rows: int, cols: int,
                     q: SSAValue, sdpa: bool = True) -> SSAValue:
     """An additive [L, S] mask (leading dims of 1 dropped by a free reshape). A 16-bit mask
     with -inf entries is read in f32, where -inf is exact (the scores are f32 in the
@@ -807,7 +810,7 @@ def _attention_mask(op: AtenOp, rewriter: Rewriter, mask: SSAValue, rows: int, c
     return _emit(rewriter, op, ReshapeOp(mask, _with_shape(mask, [rows, cols])))
 
 
-def _select_eager_attention(match: EagerAttention, rewriter: Rewriter) -> None:
+def _select_eager_attention(match: EagerAttention, rewriter: LegalizeRewriter) -> None:
     """A matched eager attention block -> spyre.attention, replacing its output."""
     q, k = match.query, match.key
     mask = match.mask
@@ -822,7 +825,7 @@ def _select_eager_attention(match: EagerAttention, rewriter: Rewriter) -> None:
     match.output.replace_all_uses_with(y)
 
 
-def _select_gelu(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_gelu(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     _require_float(op)
     approx = _arg(op, "approximate", "none")
     name = {"none": "gelu", "tanh": "gelu_tanh"}.get(str(approx))
@@ -831,12 +834,12 @@ def _select_gelu(op: AtenOp, rewriter: Rewriter) -> Operation:
     return UNARY_OPS[name](op.operands[0], op.results[0].type, source_op=op)
 
 
-def _select_unary(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_unary(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     _require_float(op)
     return UNARY_OPS[_UNARY[op.target.data]](op.operands[0], op.results[0].type, source_op=op)
 
 
-def _promoted_operands(op: AtenOp, rewriter: Rewriter) -> list[SSAValue]:
+def _promoted_operands(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue]:
     """The tensor operands of an elementwise op in its result's element type. torch.export
     records PyTorch's type promotion in the result type (f16 + f32 -> f32, bf16 * f16 ->
     f32, an int64 tensor + an f16 tensor -> f16); an operand of another type is cast on the
@@ -856,7 +859,7 @@ def _promoted_operands(op: AtenOp, rewriter: Rewriter) -> list[SSAValue]:
     return operands
 
 
-def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
+def _select_binary(op: AtenOp, rewriter: LegalizeRewriter) -> Operation | SSAValue:
     operands = _promoted_operands(op, rewriter)
     if _arg(op, "alpha", 1) != 1:
         raise _Unsupported("alpha other than 1")
@@ -879,7 +882,7 @@ def _select_binary(op: AtenOp, rewriter: Rewriter) -> Operation | SSAValue:
     return _emit(rewriter, op, cls(a, b, op.results[0].type))
 
 
-def _broadcast_rows(op: AtenOp, rewriter: Rewriter, value: SSAValue,
+def _broadcast_rows(op: AtenOp, rewriter: LegalizeRewriter, value: SSAValue,
                     out: list[int], column: bool = False) -> SSAValue:
     """An operand the kernels broadcast themselves (the full tensor, one row of it, or one
     column of it) as is; one repeated along leading dims (a [16, 64] table for [2, 16, 64]
@@ -954,7 +957,7 @@ def _stick_pieces(matrix: np.ndarray, per_stick: int) -> tuple[int, int, np.ndar
     return sources[0], step, np.repeat(np.array(signs), per_stick)
 
 
-def _stick_move(op: AtenOp, rewriter: Rewriter, source: SSAValue,
+def _stick_move(op: AtenOp, rewriter: LegalizeRewriter, source: SSAValue,
                 matrix: np.ndarray) -> SSAValue | None:
     """source @ matrix as a row move when the matrix moves whole sticks in an increasing
     arithmetic order (a stick-aligned slice or split, GPT-2's q/k/v): [..., K] is
@@ -980,7 +983,7 @@ def _stick_move(op: AtenOp, rewriter: Rewriter, source: SSAValue,
     return moved
 
 
-def _column_matmul(op: AtenOp, rewriter: Rewriter, source: SSAValue, matrix: np.ndarray,
+def _column_matmul(op: AtenOp, rewriter: LegalizeRewriter, source: SSAValue, matrix: np.ndarray,
                    name: str) -> SSAValue:
     """source @ matrix with `matrix` a constant; leading dims flattened into rows (free in
     the row-sticked layout) and restored after. A matrix that moves whole sticks is a row
@@ -1011,7 +1014,7 @@ def _leading_dim(op: AtenOp, x: SSAValue) -> int | None:
     return dim if dim < rank - 1 else None
 
 
-def _slice_rows(op: AtenOp, rewriter: Rewriter, x: SSAValue, dim: int, start: int, step: int,
+def _slice_rows(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, dim: int, start: int, step: int,
                 size: int) -> SSAValue:
     """Rows start, start + step, ... (`size` of them) of leading dim `dim`: a row move."""
     shape = _shape(x)
@@ -1021,7 +1024,7 @@ def _slice_rows(op: AtenOp, rewriter: Rewriter, x: SSAValue, dim: int, start: in
                                            _with_shape(x, shape[:dim] + [size] + shape[dim + 1:])))
 
 
-def _select_slice(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_slice(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """A slice of a leading dim is a row move (`spyre.slice_rows`); one of the innermost
     dim a matmul by a column-selection matrix (a strided copy that moves whole sticks is the
     better lowering once a move kernel for it exists)."""
@@ -1042,7 +1045,7 @@ def _select_slice(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _column_matmul(op, rewriter, source, matrix, f"{_fx_name(op)}.columns")
 
 
-def _select_split(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
+def _select_split(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue | None]:
     """A split of the innermost dim (GPT-2's fused q/k/v projection): each used piece is a
     matmul by its column-selection matrix; unused pieces cost nothing."""
     x = op.operands[0]
@@ -1068,7 +1071,7 @@ def _select_split(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
     return pieces
 
 
-def _select_select(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_select(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """x.select(dim, i) on a leading dim (x[:, 0] of BERT's pooler, the last position of a
     decoder): a one-row slice, then a free reshape that drops the dim."""
     x = op.operands[0]
@@ -1082,7 +1085,7 @@ def _select_select(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _emit(rewriter, op, ReshapeOp(row, op.results[0].type))
 
 
-def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_cat(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """A concatenation along the innermost dim: sum over its distinct sources of
     source @ placement, where each placement matrix puts that source's slices (negated where
     they are) into their output columns. rotate_half is one matmul."""
@@ -1109,7 +1112,7 @@ def _select_cat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return result
 
 
-def _cat_rows(op: AtenOp, rewriter: Rewriter, dim: int) -> SSAValue:
+def _cat_rows(op: AtenOp, rewriter: LegalizeRewriter, dim: int) -> SSAValue:
     """A concatenation along a leading dim (a cat-style KV cache): with that dim moved next
     to the innermost one (a row move), each piece is transposed on the device, the
     transposes are concatenated along their innermost dim by column maps (note 23), and the
@@ -1135,11 +1138,11 @@ def _cat_rows(op: AtenOp, rewriter: Rewriter, dim: int) -> SSAValue:
     return _permute_rows(op, rewriter, back, [to_inner.index(d) for d in range(rank)])
 
 
-Selector = Callable[[AtenOp, Rewriter], "Operation | SSAValue | list[SSAValue | None]"]
+Selector = Callable[[AtenOp, LegalizeRewriter], "Operation | SSAValue | list[SSAValue | None]"]
 
 # ---- composite elementwise ops and row reductions, built from the SFU's tile ops ----------
 
-def _unary(op: AtenOp, rewriter: Rewriter, name: str, x: SSAValue) -> SSAValue:
+def _unary(op: AtenOp, rewriter: LegalizeRewriter, name: str, x: SSAValue) -> SSAValue:
     return _emit(rewriter, op, UNARY_OPS[name](x, x.type))
 
 
@@ -1153,7 +1156,7 @@ def _number(op: AtenOp, name: str) -> float | None:
     return float(value)
 
 
-def _clamp(op: AtenOp, rewriter: Rewriter, x: SSAValue, low: float | None,
+def _clamp(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, low: float | None,
            high: float | None) -> SSAValue:
     if low is not None:
         x = _scalar_op(op, rewriter, "maximum", x, low)
@@ -1162,7 +1165,7 @@ def _clamp(op: AtenOp, rewriter: Rewriter, x: SSAValue, low: float | None,
     return x
 
 
-def _select_clamp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_clamp(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """clamp / clamp_min / clamp_max / hardtanh (relu6): max then min with the bounds, in
     torch's order (the upper bound wins when min > max)."""
     _require_float(op)
@@ -1190,7 +1193,7 @@ def _select_clamp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _clamp(op, rewriter, x, _number(op, "min"), _number(op, "max"))
 
 
-def _select_leaky_relu(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_leaky_relu(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """leaky_relu(x) = max(x, slope * x) for 0 <= slope <= 1, min(x, slope * x) above."""
     _require_float(op)
     x = op.operands[0]
@@ -1202,7 +1205,7 @@ def _select_leaky_relu(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _binary_op(op, rewriter, "maximum" if slope <= 1 else "minimum", x, scaled)
 
 
-def _select_elu(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_elu(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """elu(x) = max(x, 0) + min(alpha * (exp(x) - 1), 0): the two terms are never both
     non-zero, because exp(x) - 1 has the sign of x."""
     _require_float(op)
@@ -1220,14 +1223,14 @@ def _select_elu(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _binary_op(op, rewriter, "add", _unary(op, rewriter, "relu", x), negative)
 
 
-def _softplus(op: AtenOp, rewriter: Rewriter, x: SSAValue) -> SSAValue:
+def _softplus(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSAValue:
     """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)), which never overflows."""
     tail = _unary(op, rewriter, "exp", _unary(op, rewriter, "neg", _unary(op, rewriter, "abs", x)))
     log1p = _unary(op, rewriter, "log", _scalar_op(op, rewriter, "add", tail, 1.0))
     return _binary_op(op, rewriter, "add", _unary(op, rewriter, "relu", x), log1p)
 
 
-def _select_softplus(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_softplus(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """softplus(x) = softplus(beta x) / beta; torch's linear region above `threshold`
     differs from the smooth form by less than exp(-threshold) (2e-9 at the default 20)."""
     _require_float(op)
@@ -1246,7 +1249,7 @@ def _select_softplus(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return y if beta == 1.0 else _scalar_op(op, rewriter, "mul", y, 1.0 / beta)
 
 
-def _select_mish(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_mish(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """mish(x) = x * tanh(softplus(x))."""
     _require_float(op)
     x = op.operands[0]
@@ -1254,7 +1257,7 @@ def _select_mish(op: AtenOp, rewriter: Rewriter) -> SSAValue:
                       _unary(op, rewriter, "tanh", _softplus(op, rewriter, x)))
 
 
-def _select_hard_sigmoid(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_hard_sigmoid(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """hardsigmoid(x) = clamp(x / 6 + 1/2, 0, 1); hardswish(x) = x * hardsigmoid(x)."""
     _require_float(op)
     x = op.operands[0]
@@ -1266,7 +1269,7 @@ def _select_hard_sigmoid(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return gate
 
 
-def _select_pow_general(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_pow_general(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """x ** p for an exponent without a one-op form: small integers by repeated
     multiplication (and a reciprocal for negative ones), others as exp(p * log x), which
     is NaN for x < 0 as torch's is."""
@@ -1282,7 +1285,7 @@ def _select_pow_general(op: AtenOp, rewriter: Rewriter) -> SSAValue:
                                                   _unary(op, rewriter, "log", x), p))
 
 
-def _select_pow_scalar_base(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_pow_scalar_base(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """b ** x for a positive number b: exp(x * log b)."""
     _require_float(op)
     base = _number(op, "self")
@@ -1298,7 +1301,7 @@ def _keepdim_last(op: AtenOp, x: SSAValue) -> None:
         _dim_restorers(op)
 
 
-def _logsumexp_last(op: AtenOp, rewriter: Rewriter, x: SSAValue,
+def _logsumexp_last(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
                     finite_peak: bool = False) -> tuple[SSAValue, SSAValue]:
     """(max, log(sum(exp(x - max)))) over the last dim: the stable form. `finite_peak`: an
     infinite max becomes 0, as torch.logsumexp does, so a row with +inf gives +inf and a
@@ -1314,7 +1317,7 @@ def _logsumexp_last(op: AtenOp, rewriter: Rewriter, x: SSAValue,
     return peak, _unary(op, rewriter, "log", total)
 
 
-def _select_log_softmax(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_log_softmax(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """x - max - log(sum(exp(x - max))) over the last dim."""
     _require_float(op)
     x = op.operands[0]
@@ -1324,7 +1327,7 @@ def _select_log_softmax(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _binary_op(op, rewriter, "sub", _binary_op(op, rewriter, "sub", x, peak), log_total)
 
 
-def _select_logsumexp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_logsumexp(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     _require_float(op)
     x = op.operands[0]
     _keepdim_last(op, x)
@@ -1333,7 +1336,7 @@ def _select_logsumexp(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _kept_dim(op, rewriter, _binary_op(op, rewriter, "add", peak, log_total))
 
 
-def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_variance(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """var / std over the last dim: the centred sum of squares (two passes, as torch's)
     over n - correction; std (or sqrt of a var used only there) scales the centred values
     by their largest magnitude first."""
@@ -1373,7 +1376,7 @@ def _select_variance(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return std
 
 
-def _select_vector_norm(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_vector_norm(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """linalg.vector_norm over the last dim for ord 2, 1, inf and -inf."""
     _require_float(op)
     x = op.operands[0]
@@ -1419,7 +1422,7 @@ COMPOSITE_SELECTORS: dict[str, Selector] = {
 
 # ---- more data movement: repeat and last-dim padding ---------------------------------------
 
-def _select_repeat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_repeat(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """x.repeat(r_0, ..., r_n): along leading dims each r_i > 1 is a new size-1 dim in front
     of dim i broadcast by spyre.expand_rows, then merged into dim i (a free reshape: the
     innermost dim is kept); along the innermost dim a matmul by [I I ... I]."""
@@ -1442,7 +1445,7 @@ def _select_repeat(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _emit(rewriter, op, ReshapeOp(x, op.results[0].type))
 
 
-def _select_pad(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_pad(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """constant_pad_nd along the innermost dim: x @ P with P an identity shifted by the left
     padding (negative padding crops), plus a constant row holding `value` in the padded
     columns when it is not 0. Padding leading dims (new rows) is not lowered."""
@@ -1526,7 +1529,7 @@ SELECTORS: dict[str, Selector] = {
 INDEX_ELEMENTS = ("i32", "i64")
 
 
-def _gather_rows(op: AtenOp, rewriter: Rewriter, table: SSAValue, indices: SSAValue) -> Operation:
+def _gather_rows(op: AtenOp, rewriter: LegalizeRewriter, table: SSAValue, indices: SSAValue) -> Operation:
     """`table[indices]` for a 2-D float table and integer indices: a spyre.gather."""
     if len(_shape(table)) != 2:
         raise _Unsupported(f"a {len(_shape(table))}-D table {_shape(table)} (rows of a 2-D "
@@ -1538,7 +1541,7 @@ def _gather_rows(op: AtenOp, rewriter: Rewriter, table: SSAValue, indices: SSAVa
     return GatherOp(table, indices, op.results[0].type, source_op=op)
 
 
-def _select_embedding(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_embedding(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     """aten.embedding: rows of the weight by index. padding_idx only changes the gradient.
     The indices are checked against [0, V) when the gather runs (dma.gather faults)."""
     weight, indices = _operand(op, "weight"), _operand(op, "indices")
@@ -1547,7 +1550,7 @@ def _select_embedding(op: AtenOp, rewriter: Rewriter) -> Operation:
     return _gather_rows(op, rewriter, weight, indices)
 
 
-def _select_index_select(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_index_select(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     """aten.index_select along dim 0 of a 2-D tensor is the same gather of rows."""
     table, index = _operand(op, "self"), _operand(op, "index")
     if table is None or index is None:
@@ -1560,7 +1563,7 @@ def _select_index_select(op: AtenOp, rewriter: Rewriter) -> Operation:
     return _gather_rows(op, rewriter, table, index)
 
 
-def _scatter_rows(op: AtenOp, rewriter: Rewriter, table: SSAValue, dim: int,
+def _scatter_rows(op: AtenOp, rewriter: LegalizeRewriter, table: SSAValue, dim: int,
                   index: SSAValue, values: SSAValue) -> Operation:
     """`table[..., index, :] = values` along dim -2 of a buffer, in place: a spyre.scatter."""
     shape = _shape(table)
@@ -1590,7 +1593,7 @@ def _scatter_rows(op: AtenOp, rewriter: Rewriter, table: SSAValue, dim: int,
     return ScatterOp(table, index, values, source_op=op)
 
 
-def _select_index_put(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_index_put(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     """index_put(cache, [None, .., None, pos], rows): rows written at positions pos of the
     second-to-last dim (torch.export writes both `cache[:, :, pos] = k` and
     `cache.index_copy_(2, pos, k)` so)."""
@@ -1607,7 +1610,7 @@ def _select_index_put(op: AtenOp, rewriter: Rewriter) -> Operation:
     return _scatter_rows(op, rewriter, table, indexed[0], index, values)
 
 
-def _select_index_copy(op: AtenOp, rewriter: Rewriter) -> Operation:
+def _select_index_copy(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     table, index, source = (_operand(op, n) for n in ("self", "index", "source"))
     if table is None or index is None or source is None:
         raise _Unsupported("an operand that is not a tensor")
@@ -1641,7 +1644,7 @@ def is_predicate(value: SSAValue) -> bool:
     return isinstance(owner, Operation) and "spyre.predicate" in owner.attributes
 
 
-def _as_f32(op: AtenOp, rewriter: Rewriter, value: SSAValue) -> SSAValue:
+def _as_f32(op: AtenOp, rewriter: LegalizeRewriter, value: SSAValue) -> SSAValue:
     if _element_name(value) not in INT_ELEMENTS:
         raise _Unsupported(f"a {_element_name(value)} operand (comparisons of int32 / int64 "
                            "tensors are lowered; float comparisons are not exact as a clamp)")
@@ -1654,7 +1657,7 @@ def _mark(value: SSAValue) -> SSAValue:
     return value
 
 
-def _select_compare(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_compare(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """a <= b as clamp(b - a + 1, 0, 1), a < b as clamp(b - a, 0, 1) (ge, gt mirrored), a == b
     as 1 - clamp(|a - b|, 0, 1), a != b as clamp(|a - b|, 0, 1): 0.0 / 1.0 in f32."""
     kind = op.target.data.split(".")[1]
@@ -1694,7 +1697,7 @@ def _scalar_value(value: SSAValue) -> float | None:
     return None
 
 
-def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_where(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """where(p, a, b) = keep(a, p) + keep(b, 1 - p) in the result's type, where keep(x, q)
     is x where q is nonzero and -0.0 elsewhere (the SFU's KEEP). Exact for every value,
     NaN, infinities and signed zeros included: -0.0 is the additive identity of IEEE
@@ -1729,7 +1732,7 @@ def _select_where(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _cast_to(op, rewriter, total, op.results[0])
 
 
-def _select_logical(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_logical(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """and / or / not of predicates: product, maximum, 1 - p."""
     if "and" in op.target.data and len(op.operands) == 2:
         for keep, other in ((0, 1), (1, 0)):
@@ -1746,11 +1749,7 @@ def _select_logical(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _mark(_binary_op(op, rewriter, fn, op.operands[0], op.operands[1]))
 
 
-# additive masks made from predicates, by (predicate, query element type); reset per module
-_ADDITIVE_MASKS: dict[tuple[SSAValue, str], SSAValue] = {}
-
-
-def _select_attention_any_mask(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_attention_any_mask(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """SDPA whose boolean mask is a predicate: the mask becomes additive (p * 30000 - 30000,
     exactly 0 or -30000) in the query's type before the usual selection. A query whose keys
     are all masked gets zeros, as SDPA gives (the softmax of a row of -30000 would average
@@ -1767,25 +1766,25 @@ def _select_attention_any_mask(op: AtenOp, rewriter: Rewriter) -> SSAValue:
     return _select_attention(op, rewriter)
 
 
-def _select_attention_with_predicate(op: AtenOp, rewriter: Rewriter, mask: SSAValue,
+def _select_attention_with_predicate(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue,
                                      query: SSAValue) -> SSAValue:
     """SDPA with the predicate `mask` made additive (see `_select_attention_any_mask`)."""
     # one additive mask per predicate and query type, made at the first layer that reads
     # it and shared by the others (a decoder's layers share their mask)
     key = (mask, _element_name(query))
-    additive = _ADDITIVE_MASKS.get(key)
+    additive = rewriter.additive_masks.get(key)
     if additive is None:
         scaled = _scalar_op(op, rewriter, "mul", mask, 30000.0)
         additive = _scalar_op(op, rewriter, "add", scaled, -30000.0)
         if _element_name(query) != "f32":
             additive = _emit(rewriter, op, CastOp(additive, _with_shape(query, _shape(mask))))
-        _ADDITIVE_MASKS[key] = additive
+        rewriter.additive_masks[key] = additive
     names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
     op.operands[names.index("attn_mask")] = additive
     return _select_attention(op, rewriter)
 
 
-def _select_cast_int(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_cast_int(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """Casts from int32 / int64 (or a predicate) to a float type; float casts as before."""
     x = op.operands[0]
     if _element_name(op.results[0]) in FLOAT_ELEMENTS and (
@@ -1796,7 +1795,7 @@ def _select_cast_int(op: AtenOp, rewriter: Rewriter) -> SSAValue:
 
 # ---- cumsum, argmax / argmin (and max / min with indices) over the last dim -----------------
 
-def _select_cumsum(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_cumsum(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """cumsum along the last dim: x @ U with U[i, j] = 1 for i <= j, a constant upper
     triangle (exact products, fp32 accumulation in the PT, as a K = n reduction)."""
     _require_float(op)
@@ -1817,7 +1816,7 @@ ARG_SCALE = 2.0**100  # twice: any nonzero fp32 difference (>= 2^-149) becomes >
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def _first_match(op: AtenOp, rewriter: Rewriter, x: SSAValue, best: SSAValue,
+def _first_match(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, best: SSAValue,
                  columns: SSAValue) -> SSAValue:
     """Per element, a value whose row minimum is the index of the first x_j equal to the
     row's `best` (its max or min), as torch's argmax / argmin define it, NaN and infinities
@@ -1855,7 +1854,7 @@ def _first_match(op: AtenOp, rewriter: Rewriter, x: SSAValue, best: SSAValue,
                   binary("keep", nan_first, row_nan))
 
 
-def _select_arg_reduce(op: AtenOp, rewriter: Rewriter) -> list[SSAValue | None]:
+def _select_arg_reduce(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue | None]:
     """argmax / argmin (and max.dim / min.dim's indices) over the last dim: with m the row's
     max (min), the index is the row minimum of `_first_match` (j at the first x_j equal to
     m, NaN first when the row has one, as torch), a row reduction; stored as int64 (int32
@@ -1951,7 +1950,7 @@ def _needs_f32(aten: AtenOp) -> bool:
             and all(_element_name(v) in (*INT_ELEMENTS, "f32", "i1") for v in aten.operands))
 
 
-def _select_via_f32(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> None:
+def _select_via_f32(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> None:
     """`aten` on integer operands as the same op on their f32 casts (the index operands of
     `aten.index` stay: they are read as constants), its integer results cast back."""
     names = [n.data for n in aten.operand_names.data]  # type: ignore[attr-defined]
@@ -1973,7 +1972,7 @@ def _select_via_f32(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> No
     _select(clone, rewriter, failures)
 
 
-def _select_index(op: AtenOp, rewriter: Rewriter) -> SSAValue:
+def _select_index(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """x[i0, i1, ...] by constant index tensors (folded aranges: a position row read as a
     column `pos[b, q]` and as a row `pos[b, kv]`) of a one-row tensor: the row times a
     constant 0/1 selection matrix (exact), then reshaped to the result, through a device
@@ -2038,12 +2037,11 @@ class SpyreLegalize(ModulePass):
     name = "spyre-legalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        rewriter = Rewriter()
+        rewriter = LegalizeRewriter()
         failures: list[str] = []
         # a reduction or softmax over a dim other than the last reduces the last dim of a
         # device transpose (see `move_reduced_dim`)
         move_reduced_dims_last(op)
-        _ADDITIVE_MASKS.clear()
         atens = [o for o in op.walk() if isinstance(o, AtenOp)]
         # eager attention first: its bmm, scale, mask add and softmax become one
         # spyre.attention (see `eager_attention`), and the matched chain is then dead
@@ -2063,7 +2061,6 @@ class SpyreLegalize(ModulePass):
         for aten in [a for a in atens if a.parent is not None]:
             _select(aten, rewriter, failures)
         _bool_outputs(op, failures)
-        _ADDITIVE_MASKS.clear()
         if failures:
             source = op.attributes.get("spyre.source")
             raise UnsupportedOpsError(
@@ -2106,7 +2103,7 @@ def _bool_outputs(module: ModuleOp, failures: list[str]) -> None:
             fn.attributes["spyre.bool_outputs"] = ArrayAttr(bools)
 
 
-def _select(aten: AtenOp, rewriter: Rewriter, failures: list[str]) -> None:
+def _select(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> None:
     """Replace one ATen op by its Spyre ops, or record why it cannot be."""
     if aten.parent is None:
         return  # erased by the selection of its producer (see `_kept_dim`)
