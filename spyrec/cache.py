@@ -38,8 +38,8 @@ from spyrec.runtime.container import ContainerError, SpyreBinary, read_spyre, wr
 
 # every package whose source decides a compiled binary (a change to any of them is a new compiler)
 PACKAGES = ("spyrec", "spyrec.frontend", "spyrec.target", "spyrec.dialects", "spyrec.passes",
-            "spyrec.passes.graph", "spyrec.passes.planning", "spyrec.passes.ktir",
-            "spyrec.passes.spyrecode", "spyrec.runtime", "spyrec.tools")
+            "spyrec.passes.graph", "spyrec.passes.graph.legalize", "spyrec.passes.planning",
+            "spyrec.passes.ktir", "spyrec.passes.spyrecode", "spyrec.runtime", "spyrec.tools")
 
 
 def default_directory() -> Path:

@@ -30,7 +30,14 @@ from torch import nn
 import spyrec
 from spyrec.api import Executable
 from spyrec.demo import RMSNorm
+from spyrec.dialects.spyre import UNARY_OPS
 from spyrec.passes.graph import spyre_legalize as legalize
+from spyrec.passes.graph.graph_build import binary_op, emit
+from spyrec.passes.graph.legalize import elementwise as legalize_elementwise
+from spyrec.passes.graph.legalize import matmul as legalize_matmul
+from spyrec.passes.graph.legalize.base import cast_to
+from spyrec.passes.graph.legalize.movement import device_transpose
+from spyrec.passes.graph.legalize.reductions import reduce_last
 from spyrec.passes.spyrecode import spyre_schedule_dataflow as schedule
 from spyrec.target.isa import Instr, loop_spans
 from spyrec.verdict import Verdict, check_outputs, kernel_depth, kernel_steps
@@ -136,14 +143,14 @@ def test_the_unmutated_block_passes(dtype: torch.dtype) -> None:
 
 def _drop_bias(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MLP's down projection (K = HIDDEN) loses its bias."""
-    original = legalize.MatmulOp
+    original = legalize_matmul.MatmulOp
 
     def matmul(lhs, rhs, bias, result_type, **kwargs):  # noqa: ANN001, ANN003 - as MatmulOp
         if bias is not None and rhs.type.get_shape()[0] == HIDDEN:
             bias = None
         return original(lhs, rhs, bias, result_type, **kwargs)
 
-    monkeypatch.setattr(legalize, "MatmulOp", matmul)
+    monkeypatch.setattr(legalize_matmul, "MatmulOp", matmul)
 
 
 def _residual_twice(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -156,8 +163,8 @@ def _residual_twice(monkeypatch: pytest.MonkeyPatch) -> None:
         if done or len(op.operands) != 2:
             return result
         done.append(True)
-        value = legalize._emit(rewriter, op, result) if not hasattr(result, "type") else result
-        return legalize._binary_op(op, rewriter, "add", value, op.operands[0])
+        value = emit(rewriter, op, result) if not hasattr(result, "type") else result
+        return binary_op(op, rewriter, "add", value, op.operands[0])
 
     monkeypatch.setitem(legalize.SELECTORS, "aten.add.Tensor", add)
 
@@ -177,14 +184,12 @@ def _mask_shifted(monkeypatch: pytest.MonkeyPatch) -> None:
 def _softmax_wrong_axis(monkeypatch: pytest.MonkeyPatch) -> None:
     """The head's softmax normalises columns instead of rows (a square [64, 64] input)."""
     def softmax(op, rewriter):  # noqa: ANN001, ANN202 - a selector
-        x = legalize._cast_to(op, rewriter, op.operands[0], op.results[0])
-        xt = legalize._device_transpose(op, rewriter, x)
-        shifted = legalize._binary_op(op, rewriter, "sub", xt,
-                                      legalize._reduce_last(op, rewriter, "max", xt))
-        e = legalize._emit(rewriter, op, legalize.UNARY_OPS["exp"](shifted, shifted.type))
-        y = legalize._binary_op(op, rewriter, "div", e,
-                                legalize._reduce_last(op, rewriter, "sum", e))
-        return legalize._device_transpose(op, rewriter, y)
+        x = cast_to(op, rewriter, op.operands[0], op.results[0])
+        xt = device_transpose(op, rewriter, x)
+        shifted = binary_op(op, rewriter, "sub", xt, reduce_last(op, rewriter, "max", xt))
+        e = emit(rewriter, op, UNARY_OPS["exp"](shifted, shifted.type))
+        y = binary_op(op, rewriter, "div", e, reduce_last(op, rewriter, "sum", e))
+        return device_transpose(op, rewriter, y)
 
     for target in ("aten._softmax.default", "aten.softmax.int"):
         monkeypatch.setitem(legalize.SELECTORS, target, softmax)
@@ -192,14 +197,14 @@ def _softmax_wrong_axis(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _scale_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The logits' scalar division (by 8) off by 1 %."""
-    original = legalize._scalar_op
+    original = legalize_elementwise._scalar_op
 
     def scalar(op, rewriter, kind, x, value, reverse=False):  # noqa: ANN001, ANN202
         if kind == "div" and value == 8.0:
             value *= 1.01
         return original(op, rewriter, kind, x, value, reverse)
 
-    monkeypatch.setattr(legalize, "_scalar_op", scalar)
+    monkeypatch.setattr(legalize_elementwise, "_scalar_op", scalar)
 
 
 MUTATIONS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {

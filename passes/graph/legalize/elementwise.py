@@ -1,0 +1,318 @@
+"""spyre-legalize patterns for elementwise ops: unary and binary SFU ops (with
+PyTorch's type promotion and broadcasts of rows), casts, powers, and composites built from
+the SFU's tile ops (clamp, hardtanh, leaky_relu, elu, softplus, mish, hardsigmoid,
+hardswish).
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.ir import Operation, SSAValue
+
+from spyrec.dialects.spyre import AtenOp, BINARY_OPS, CastOp, UNARY_OPS
+from spyrec.passes.graph.graph_build import binary_op as _binary_op
+from spyrec.passes.graph.graph_build import element as _element_name
+from spyrec.passes.graph.graph_build import emit as _emit
+from spyrec.passes.graph.graph_build import scalar_op as _scalar_op
+from spyrec.passes.graph.graph_build import shape as _shape
+from spyrec.passes.graph.legalize.base import (
+    arg, broadcast_rows, cast_to, FLOAT_ELEMENTS, INT_ELEMENTS, LegalizeRewriter, number_arg,
+    operand, require_float, Selector, unary_op, Unsupported, with_shape,
+)
+from spyrec.passes.graph.legalize.predicates import is_predicate
+
+
+# ATen overload -> spyre unary op name
+ATEN_UNARY = {
+    "aten.relu.default": "relu",
+    "aten.silu.default": "silu",
+    "aten.sigmoid.default": "sigmoid",
+    "aten.tanh.default": "tanh",
+    "aten.exp.default": "exp",
+    "aten.neg.default": "neg",
+    "aten.sqrt.default": "sqrt",
+    "aten.rsqrt.default": "rsqrt",
+    "aten.reciprocal.default": "reciprocal",
+    "aten.abs.default": "abs",
+    "aten.log.default": "log",
+    "aten.erf.default": "erf",
+    "aten.sin.default": "sin",  # of run-time positions
+    "aten.cos.default": "cos",
+}
+
+
+ATEN_BINARY = {
+    "aten.add.Tensor": "add",
+    "aten.sub.Tensor": "sub",
+    "aten.mul.Tensor": "mul",
+    "aten.div.Tensor": "div",
+    "aten.add.Scalar": "add",
+    "aten.sub.Scalar": "sub",
+    "aten.mul.Scalar": "mul",
+    "aten.div.Scalar": "div",
+    "aten.rsub.Scalar": "sub",
+    "aten.maximum.default": "maximum",
+    "aten.minimum.default": "minimum",
+}
+
+
+def _select_gelu(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
+    require_float(op)
+    approx = arg(op, "approximate", "none")
+    name = {"none": "gelu", "tanh": "gelu_tanh"}.get(str(approx))
+    if name is None:
+        raise Unsupported(f"gelu approximation '{approx}'")
+    return UNARY_OPS[name](op.operands[0], op.results[0].type, source_op=op)
+
+
+def _select_unary(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
+    require_float(op)
+    return UNARY_OPS[ATEN_UNARY[op.target.data]](op.operands[0], op.results[0].type, source_op=op)
+
+
+def _promoted_operands(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue]:
+    """The tensor operands of an elementwise op in its result's element type. torch.export
+    records PyTorch's type promotion in the result type (f16 + f32 -> f32, bf16 * f16 ->
+    f32, an int64 tensor + an f16 tensor -> f16); an operand of another type is cast on the
+    device first (spyre.cast: a float widening is exact, an integer below 2^11 (f16), 2^8
+    (bf16) or 2^24 (f32) is exact). Integer results are refused."""
+    out = _element_name(op.results[0])
+    if out not in FLOAT_ELEMENTS:
+        raise Unsupported(f"element type {out} (only f16, bf16, f32 so far)")
+    operands = list(op.operands)
+    for i, v in enumerate(operands):
+        if _element_name(v) == out:
+            continue
+        if _element_name(v) not in (*FLOAT_ELEMENTS, *INT_ELEMENTS):
+            raise Unsupported(f"a {_element_name(v)} operand (float and int32 / int64 "
+                              "operands are promoted)")
+        operands[i] = _emit(rewriter, op, CastOp(v, with_shape(op.results[0], _shape(v))))
+    return operands
+
+
+def _select_binary(op: AtenOp, rewriter: LegalizeRewriter) -> Operation | SSAValue:
+    operands = _promoted_operands(op, rewriter)
+    if arg(op, "alpha", 1) != 1:
+        raise Unsupported("alpha other than 1")
+    kind = ATEN_BINARY[op.target.data]
+    if len(op.operands) == 1:
+        # one side is a Python number: `x - 1` keeps it in `other`, `1 - x` in `self`
+        tensor_is_self = operand(op, "self") is not None
+        scalar = arg(op, "other" if tensor_is_self else "self")
+        if not isinstance(scalar, (int, float)) or isinstance(scalar, bool):
+            raise Unsupported(f"a scalar operand of type {type(scalar).__name__}")
+        x = operands[0]
+        reverse = (op.target.data == "aten.rsub.Scalar") == tensor_is_self
+        return _scalar_op(op, rewriter, kind, x, float(scalar), reverse=reverse)
+    if len(op.operands) != 2:
+        raise Unsupported(f"{len(op.operands)} tensor operands")
+    cls = BINARY_OPS[ATEN_BINARY[op.target.data]]
+    a, b = (broadcast_rows(op, rewriter, v, _shape(op.results[0])) for v in operands)
+    if (a, b) == tuple(op.operands):
+        return cls(a, b, op.results[0].type, source_op=op)
+    return _emit(rewriter, op, cls(a, b, op.results[0].type))
+
+
+def _select_identity(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    return op.operands[0]
+
+
+def _select_cast(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    x = op.operands[0]
+    if _element_name(op.results[0]) not in FLOAT_ELEMENTS or _element_name(x) not in FLOAT_ELEMENTS:
+        raise Unsupported(f"cast {_element_name(x)} -> {_element_name(op.results[0])} "
+                          "(float casts only so far)")
+    return cast_to(op, rewriter, x, op.results[0])
+
+
+def _select_cast_int(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """Casts from int32 / int64 (or a predicate) to a float type; float casts as before."""
+    x = op.operands[0]
+    if _element_name(op.results[0]) in FLOAT_ELEMENTS and (
+            _element_name(x) in INT_ELEMENTS or is_predicate(x)):
+        return _emit(rewriter, op, CastOp(x, op.results[0].type))
+    return _select_cast(op, rewriter)
+
+
+def _select_pow(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    require_float(op)
+    x = op.operands[0]
+    exponent = arg(op, "exponent")
+    if exponent == 1:
+        return x
+    if exponent == 2:
+        return _binary_op(op, rewriter, "mul", x, x)
+    if exponent == 3:  # the tanh GELU of GPT-2 (`gelu_new`) cubes its input
+        return _binary_op(op, rewriter, "mul", _binary_op(op, rewriter, "mul", x, x), x)
+    unary = {0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal"}.get(exponent)  # type: ignore[arg-type]
+    if unary is None:
+        return _select_pow_general(op, rewriter)
+    return _emit(rewriter, op, UNARY_OPS[unary](x, x.type))
+
+
+def _select_pow_general(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """x ** p for an exponent without a one-op form: small integers by repeated
+    multiplication (and a reciprocal for negative ones), others as exp(p * log x), which
+    is NaN for x < 0 as torch's is."""
+    x = op.operands[0]
+    p = number_arg(op, "exponent")
+    assert p is not None
+    if p == int(p) and 2 <= abs(p) <= 8:
+        acc = x
+        for _ in range(int(abs(p)) - 1):
+            acc = _binary_op(op, rewriter, "mul", acc, x)
+        return acc if p > 0 else unary_op(op, rewriter, "reciprocal", acc)
+    return unary_op(op, rewriter, "exp", _scalar_op(op, rewriter, "mul",
+                                                    unary_op(op, rewriter, "log", x), p))
+
+
+def _select_pow_scalar_base(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """b ** x for a positive number b: exp(x * log b)."""
+    require_float(op)
+    base = number_arg(op, "self")
+    if base is None or base <= 0:
+        raise Unsupported(f"base {base} (a positive number is lowered)")
+    x = cast_to(op, rewriter, op.operands[0], op.results[0])
+    return unary_op(op, rewriter, "exp", _scalar_op(op, rewriter, "mul", x, math.log(base)))
+
+
+def _clamp(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, low: float | None,
+           high: float | None) -> SSAValue:
+    if low is not None:
+        x = _scalar_op(op, rewriter, "maximum", x, low)
+    if high is not None:
+        x = _scalar_op(op, rewriter, "minimum", x, high)
+    return x
+
+
+def _select_clamp(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """clamp / clamp_min / clamp_max / hardtanh (relu6): max then min with the bounds, in
+    torch's order (the upper bound wins when min > max)."""
+    require_float(op)
+    x = cast_to(op, rewriter, op.operands[0], op.results[0])
+    target = op.target.data
+    if len(op.operands) > 1:  # tensor bounds
+        if target == "aten.clamp.Tensor":
+            low, high = operand(op, "min"), operand(op, "max")
+        else:
+            low, high = ((op.operands[1], None) if target == "aten.clamp_min.Tensor"
+                         else (None, op.operands[1]))
+        out = _shape(op.results[0])
+        if low is not None:
+            x = _binary_op(op, rewriter, "maximum", x, broadcast_rows(op, rewriter, low, out))
+        if high is not None:
+            x = _binary_op(op, rewriter, "minimum", x, broadcast_rows(op, rewriter, high, out))
+        return x
+    if target == "aten.hardtanh.default":
+        low, high = number_arg(op, "min_val"), number_arg(op, "max_val")
+        return _clamp(op, rewriter, x, -1.0 if low is None else low, 1.0 if high is None else high)
+    if target == "aten.clamp_min.default":
+        return _clamp(op, rewriter, x, number_arg(op, "min"), None)
+    if target == "aten.clamp_max.default":
+        return _clamp(op, rewriter, x, None, number_arg(op, "max"))
+    return _clamp(op, rewriter, x, number_arg(op, "min"), number_arg(op, "max"))
+
+
+def _select_leaky_relu(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """leaky_relu(x) = max(x, slope * x) for 0 <= slope <= 1, min(x, slope * x) above."""
+    require_float(op)
+    x = op.operands[0]
+    slope = number_arg(op, "negative_slope")
+    slope = 0.01 if slope is None else slope
+    if slope < 0:
+        raise Unsupported(f"negative_slope {slope} < 0")
+    scaled = _scalar_op(op, rewriter, "mul", x, slope)
+    return _binary_op(op, rewriter, "maximum" if slope <= 1 else "minimum", x, scaled)
+
+
+def _select_elu(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """elu(x) = max(x, 0) + min(alpha * (exp(x) - 1), 0): the two terms are never both
+    non-zero, because exp(x) - 1 has the sign of x."""
+    require_float(op)
+    x = op.operands[0]
+    alpha = number_arg(op, "alpha")
+    alpha = 1.0 if alpha is None else alpha
+    for name in ("scale", "input_scale"):
+        if number_arg(op, name) not in (None, 1.0):
+            raise Unsupported(f"{name} other than 1 (selu and scaled elu are not lowered)")
+    if alpha < 0:
+        raise Unsupported(f"alpha {alpha} < 0")
+    expm1 = _scalar_op(op, rewriter, "add", unary_op(op, rewriter, "exp", x), -1.0)
+    negative = _scalar_op(op, rewriter, "minimum", _scalar_op(op, rewriter, "mul", expm1, alpha),
+                          0.0)
+    return _binary_op(op, rewriter, "add", unary_op(op, rewriter, "relu", x), negative)
+
+
+def _softplus(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSAValue:
+    """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)), which never overflows."""
+    tail = unary_op(op, rewriter, "exp",
+                    unary_op(op, rewriter, "neg", unary_op(op, rewriter, "abs", x)))
+    log1p = unary_op(op, rewriter, "log", _scalar_op(op, rewriter, "add", tail, 1.0))
+    return _binary_op(op, rewriter, "add", unary_op(op, rewriter, "relu", x), log1p)
+
+
+def _select_softplus(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """softplus(x) = softplus(beta x) / beta; torch's linear region above `threshold`
+    differs from the smooth form by less than exp(-threshold) (2e-9 at the default 20)."""
+    require_float(op)
+    x = op.operands[0]
+    beta = number_arg(op, "beta")
+    beta = 1.0 if beta is None else beta
+    threshold = number_arg(op, "threshold")
+    if beta <= 0:
+        raise Unsupported(f"beta {beta} <= 0")
+    if threshold is not None and threshold < 15:
+        raise Unsupported(f"threshold {threshold} < 15 (its linear region would differ "
+                          "visibly from the smooth form)")
+    if beta != 1.0:
+        x = _scalar_op(op, rewriter, "mul", x, beta)
+    y = _softplus(op, rewriter, x)
+    return y if beta == 1.0 else _scalar_op(op, rewriter, "mul", y, 1.0 / beta)
+
+
+def _select_mish(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """mish(x) = x * tanh(softplus(x))."""
+    require_float(op)
+    x = op.operands[0]
+    return _binary_op(op, rewriter, "mul", x,
+                      unary_op(op, rewriter, "tanh", _softplus(op, rewriter, x)))
+
+
+def _select_hard_sigmoid(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """hardsigmoid(x) = clamp(x / 6 + 1/2, 0, 1); hardswish(x) = x * hardsigmoid(x)."""
+    require_float(op)
+    x = op.operands[0]
+    gate = _clamp(op, rewriter, _scalar_op(op, rewriter, "add",
+                                           _scalar_op(op, rewriter, "mul", x, 1.0 / 6.0), 0.5),
+                  0.0, 1.0)
+    if op.target.data == "aten.hardswish.default":
+        return _binary_op(op, rewriter, "mul", x, gate)
+    return gate
+
+
+SELECTORS: dict[str, Selector] = {
+    "aten.gelu.default": _select_gelu,
+    **{k: _select_unary for k in ATEN_UNARY},
+    **{k: _select_binary for k in ATEN_BINARY},
+    "aten.clone.default": _select_identity,
+    "aten.contiguous.default": _select_identity,
+    "aten.dropout.default": _select_identity,
+    "aten._to_copy.default": _select_cast_int,
+    "aten.to.dtype": _select_cast_int,
+    "aten.pow.Tensor_Scalar": _select_pow,
+    "aten.pow.Scalar": _select_pow_scalar_base,
+    "aten.clamp.default": _select_clamp,
+    "aten.clamp.Tensor": _select_clamp,
+    "aten.clamp_min.default": _select_clamp,
+    "aten.clamp_max.default": _select_clamp,
+    "aten.clamp_min.Tensor": _select_clamp,
+    "aten.clamp_max.Tensor": _select_clamp,
+    "aten.hardtanh.default": _select_clamp,
+    "aten.leaky_relu.default": _select_leaky_relu,
+    "aten.elu.default": _select_elu,
+    "aten.softplus.default": _select_softplus,
+    "aten.mish.default": _select_mish,
+    "aten.hardsigmoid.default": _select_hard_sigmoid,
+    "aten.hardswish.default": _select_hard_sigmoid,
+}
