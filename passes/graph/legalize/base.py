@@ -26,8 +26,6 @@ from spyrec.passes.graph.graph_build import shape as _shape
 
 
 FLOAT_ELEMENTS = ("f16", "bf16", "f32")
-
-
 INT_ELEMENTS = ("i32", "i64")
 
 
@@ -58,6 +56,7 @@ Selector = Callable[[AtenOp, LegalizeRewriter], "Operation | SSAValue | list[SSA
 
 
 def arg(op: AtenOp, name: str, default: object = None) -> object:
+    """The non-tensor argument `name` of `op` as a Python value (`default` when absent)."""
     attr = op.args.data.get(name)
     if attr is None:
         return default
@@ -73,6 +72,7 @@ def arg(op: AtenOp, name: str, default: object = None) -> object:
 
 
 def operand(op: AtenOp, name: str) -> SSAValue | None:
+    """The tensor operand `name` of `op`, or None when that argument is not a tensor."""
     names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
     return op.operands[names.index(name)] if name in names else None
 

@@ -37,11 +37,10 @@ ATEN_UNARY = {
     "aten.abs.default": "abs",
     "aten.log.default": "log",
     "aten.erf.default": "erf",
-    "aten.sin.default": "sin",  # of run-time positions
+    "aten.sin.default": "sin",  # rotary tables of run-time positions
     "aten.cos.default": "cos",
 }
-
-
+# ATen overload -> spyre binary op name
 ATEN_BINARY = {
     "aten.add.Tensor": "add",
     "aten.sub.Tensor": "sub",
