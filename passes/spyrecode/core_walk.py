@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineMap, AffineSet
+from xdsl.ir.affine import AffineMap
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import (
@@ -41,10 +41,17 @@ from spyrec.dialects.ktdp import (
     LoadOp,
     StoreOp,
 )
-from spyrec.dialects.ktdp_affine import points_1d, set_contains
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
-from spyrec.dialects.ktdp_values import set_bounds
+from spyrec.dialects.ktdp_values import (
+    KtirError,
+    group_tiles,
+    linear_core,
+    Strided,
+    set_bounds,
+    tile_groups,
+    view_origin,
+)
 from spyrec.passes.planning.kernel_analysis import UNARY_FN
 from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, index_value
@@ -70,21 +77,12 @@ BINARY_FN = {"add": BinaryFn.ADD, "sub": BinaryFn.SUB, "mul": BinaryFn.MUL,
 
 
 @dataclass
-class View:
-    base: int  # byte address of element (0, 0)
-    strides: tuple[int, ...]  # in elements
-    itemsize: int
-    sizes: tuple[int, ...] = ()
-
-
-@dataclass
 class LxPart:
     """A `ct_local` memory view: part of a tensor kept in core `core`'s LX (note 61), its
-    element at the coordinate set's lowest corner (`low`) at LX byte `view.base`."""
+    element at the coordinate set's lowest corner (`view.origin`) at LX byte `view.base`."""
 
-    view: View
+    view: Strided
     core: int
-    bounds: list[tuple[int, int]]  # per dim, inclusive global coordinates
 
 
 @dataclass
@@ -100,15 +98,14 @@ class LxParts:
 
 @dataclass
 class Tile:
-    view: View
-    origin: tuple[int, ...]
+    view: Strided
+    origin: tuple[int, ...]  # global coordinates of the block's first element
     shape: tuple[int, ...]  # the block in view coordinates
     transposed: bool = False  # read through the order (d1, d0): LX holds the block as stored
 
     @property
     def addr(self) -> int:
-        offset = sum(o * s for o, s in zip(self.origin, self.view.strides))
-        return self.view.base + offset * self.view.itemsize
+        return self.view.address(self.origin)
 
 
 @dataclass
@@ -274,14 +271,15 @@ def _view(it: CoreWalk, op: ConstructMemoryViewOp) -> None:
     sizes = tuple(int(s) for s in op.static_sizes.get_values())
     space = op.memory_space
     if space.kind != "ct_local":  # LPDDR: the offset is the tensor's byte address argument
-        it.env[op.result] = View(index_value(it.env[op.offset]), strides, itemsize, sizes)  # type: ignore[arg-type]
+        it.env[op.result] = Strided(index_value(it.env[op.offset]), sizes, strides, itemsize,
+                                    view_origin(op.coordinate_set.data))
         return
-    bounds = set_bounds(op.coordinate_set.data)
-    if bounds is None or len(sizes) != 2 or strides[-1] != 1:
+    if set_bounds(op.coordinate_set.data) is None or len(sizes) != 2 or strides[-1] != 1:
         raise it.error(op, "a ct_local view must be a row-major 2-D box")
     # an LX view's offset is in elements, as KTIR has it
     base = int(index_value(it.env[op.offset])) * itemsize  # type: ignore[call-overload]
-    it.env[op.result] = LxPart(View(base, strides, itemsize, sizes), int(space.ct_id), bounds)  # type: ignore[arg-type]
+    view = Strided(base, sizes, strides, itemsize, view_origin(op.coordinate_set.data))
+    it.env[op.result] = LxPart(view, int(space.ct_id))  # type: ignore[arg-type]
 
 
 def _distributed_view(it: CoreWalk, op: ConstructDistributedMemoryViewOp) -> None:
@@ -292,11 +290,11 @@ def _distributed_view(it: CoreWalk, op: ConstructDistributedMemoryViewOp) -> Non
                        "between kernels) are scheduled; LPDDR parts are not")
     gm, gn = it.grid
     first = parts[0]
-    mc, nc = first.view.sizes
+    mc, nc = first.view.shape
     regular = len(parts) == gm * gn and all(
         p.view.base == first.view.base and p.view.strides == first.view.strides
-        and p.view.sizes == first.view.sizes
-        and [lo for lo, _ in p.bounds] == [p.core % gm * mc, p.core // gm * nc]
+        and p.view.shape == first.view.shape
+        and p.view.origin == (p.core % gm * mc, p.core // gm * nc)
         for p in parts)  # type: ignore[union-attr]
     it.env[op.result] = LxParts(parts, (mc, nc) if regular else None)  # type: ignore[arg-type]
 
@@ -319,21 +317,20 @@ def _own_part(it: CoreWalk, op: Operation, tile: Tile) -> LxTensor:
         found = next((p for p in parts.parts if p.core == core), None)
         if found is None:
             raise it.error(op, f"no part of its distributed view is in core {core}'s LX")
-        part, low, where = found, [lo for lo, _ in found.bounds], f"core {core}'s"
+        part, low, where = found, list(found.view.origin), f"core {core}'s"
     # the tile's place in the part: concrete once the core's own origin cancels
     rel = [o - lo for o, lo in zip(tile.origin, low)]
     if any(isinstance(r, Affine) for r in rel):
         raise Symbolic("a tile whose place in the core's LX part depends on the core")
     view = part.view
     if tile.transposed or len(rel) != 2 or any(
-            r < 0 or r + n > size for r, n, size in zip(rel, tile.shape, view.sizes)):
+            r < 0 or r + n > size for r, n, size in zip(rel, tile.shape, view.shape)):
         raise it.error(op, f"the {list(tile.shape)} tile at {list(tile.origin)} is not within "
                        f"{where} own LX part of its distributed view; only a core's own part "
                        "is read or written")
     dtype = DTYPES[str(op.results[0].type.element_type if isinstance(op, LoadOp)  # type: ignore[attr-defined]
                        else op.value.type.element_type)]  # type: ignore[attr-defined]
-    offset = rel[0] * view.strides[0] + rel[1]
-    return LxTensor(view.base + offset * view.itemsize, tuple(tile.shape), dtype,  # type: ignore[arg-type]
+    return LxTensor(view.local_address(rel), tuple(tile.shape), dtype,  # type: ignore[arg-type]
                     row_pitch=view.strides[0] * view.itemsize, kept=True)
 
 
@@ -366,14 +363,14 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
     rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
     cols = shape[-1]
     start = tile.origin[-1] if tile.origin else 0
-    if isinstance(start, Affine) and view.sizes[-1] % cols:
+    if isinstance(start, Affine) and view.shape[-1] % cols:
         raise Symbolic("a tile that may run past its view's row")  # per core, below
-    if isinstance(start, int) and 0 <= start < view.sizes[-1] < start + cols:
+    if isinstance(start, int) and 0 <= start < view.shape[-1] < start + cols:
         # a tile wider than the rest of its view's stick-padded row: a kernel mixing f16
         # and f32 tiles columns in f16 sticks (64 elements), and an f32 view of 67 columns
         # ends 3 sticks (96 elements) in, short of the 128-column tile. The DMA moves the
         # view's sticks only; the tile's columns past them are padding either way
-        cols = view.sizes[-1] - start
+        cols = view.shape[-1] - start
     row_bytes = _stick_bytes(cols * view.itemsize)
     pitch = strides[-2] * view.itemsize if len(shape) > 1 else row_bytes
     # a symbolic address is checked when its template is instantiated
@@ -384,7 +381,7 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
     # the compiler's own views are stick-padded, so a partial last stick is padding; a
     # hand-written kernel's views (`spyre.dense_views`) are dense: its neighbours are data
     if store and cols * view.itemsize % STICK and "spyre.dense_views" in it.fn.attributes \
-            and tile.origin[-1] + cols < view.sizes[-1]:
+            and tile.origin[-1] + cols < view.shape[-1]:
         raise it.error(op, f"a store of {cols} columns at column {tile.origin[-1]} would "
                        "overwrite the rest of its stick; DMA writes whole sticks")
     return rows, row_bytes, pitch
@@ -714,16 +711,9 @@ def _if(it: CoreWalk, op: scf.IfOp) -> None:
 
 def _linear_core(it: CoreWalk) -> int:
     """The core's linear tile id, y * gm + x (`Symbolic` while its coordinates are)."""
-    x, y = it.core
-    if isinstance(x, Affine) or isinstance(y, Affine):
+    if any(isinstance(c, Affine) for c in it.core):
         raise Symbolic("an inter-tile group depends on the core")
-    return int(y) * it.grid[0] + int(x)  # type: ignore[call-overload]
-
-
-def _grid_tiles(it: CoreWalk, tile_set: AffineSet, group: int) -> list[int]:
-    """The tiles of the kernel's grid in `tile_set` for `group`, ascending."""
-    gm, gn = it.grid
-    return [t for t in range(gm * gn) if set_contains(tile_set, [t], [group])]
+    return linear_core([int(c) for c in it.core], it.grid)  # type: ignore[call-overload]
 
 
 def _ring_group(it: CoreWalk, op: InterTileReduceOp,
@@ -734,17 +724,18 @@ def _ring_group(it: CoreWalk, op: InterTileReduceOp,
     if op in it.groups:
         return it.groups[op]
     core = _linear_core(it)
+    tiles = math.prod(it.grid)
     tile_set = produce.producer_tiles_per_group.data
-    found = None
-    for group in points_1d(produce.future_type.groups.data, [], 1 << 16) or []:
-        members = _grid_tiles(it, tile_set, group)
-        if core in members:
-            found = group, members
-            break
-    if found is None:
-        raise it.error(op, f"core {core} produces for no group, but it reaches the reduce")
-    group, members = found
-    consumers = _grid_tiles(it, op.consumer_tiles_per_group.data, group)
+    try:
+        producers = {group: group_tiles(tile_set, group, tiles, "producer")
+                     for group in tile_groups(produce.future_type.groups.data)}
+        group = next((g for g, members in producers.items() if core in members), None)
+        if group is None:
+            raise it.error(op, f"core {core} produces for no group, but it reaches the reduce")
+        consumers = group_tiles(op.consumer_tiles_per_group.data, group, tiles, "consumer")
+    except KtirError as error:
+        raise it.error(op, str(error)) from None
+    members = producers[group]
     if consumers == members:
         root = -1
     elif len(consumers) == 1 and consumers[0] in members:
@@ -817,15 +808,14 @@ class IndirectTile:
     pitch: int
     limit: int
     itemsize: int
-    index: View
+    index: Strided
     index_origin: tuple[int, ...]
     rows: int
     cols: int
 
     @property
     def index_addr(self) -> int:
-        offset = sum(o * s for o, s in zip(self.index_origin, self.index.strides))
-        return self.index.base + offset * self.index.itemsize
+        return self.index.address(self.index_origin)
 
 
 def _indirect_tile(it: CoreWalk, op: ConstructIndirectAccessTileOp) -> None:
@@ -855,12 +845,11 @@ def _indirect_tile(it: CoreWalk, op: ConstructIndirectAccessTileOp) -> None:
         raise it.error(op, f"only {form} maps to dma.gather / dma.scatter (the indices of "
                        "consecutive rows must be consecutive, the other subscripts direct)")
     table, index = it.env[op.base], it.env[op.indirect_memrefs[0]]
-    assert isinstance(table, View) and isinstance(index, View)
+    assert isinstance(table, Strided) and isinstance(index, Strided)
     if index.itemsize != 4 or index.strides[-1] != 1:
         raise it.error(op, "the index view must hold contiguous int32 (the DMA's indices)")
-    offset = sum(v[0] * s for v, s in zip(lead, table.strides))
-    it.env[op.result] = IndirectTile(table.base + offset * table.itemsize,
-                                     table.strides[-2] * table.itemsize, table.sizes[-2],
+    row_zero = table.address([*(v[0] for v in lead), 0, 0])  # table row k: k pitches on
+    it.env[op.result] = IndirectTile(row_zero, table.strides[-2] * table.itemsize, table.shape[-2],
                                      table.itemsize, index, origin, rows, cols)
 
 

@@ -37,6 +37,7 @@ is refused.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -56,6 +57,7 @@ from xdsl.passes import ModulePass
 from spyrec.diagnostics import CompileError
 from spyrec.target import DEFAULT_TARGET
 from spyrec.dialects.spyre import LaunchOp
+from spyrec.dialects.ktdp_values import core_coords
 from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.spyrecode.core_walk import CoreWalk
 from spyrec.passes.spyrecode.ring_sharing import share_loads
@@ -83,9 +85,9 @@ def interpret_core(fn: func.FuncOp, core: tuple[object, object], args: list[obje
 def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
     """Per-core instruction lists of kernel `fn` launched on tensors at byte addresses `args`,
     by the plain interpreter: once per core, no templates."""
-    gm, gn = kernel_grid(fn)
-    return {y * gm + x: interpret_core(fn, (x, y), list(args))
-            for y in range(gn) for x in range(gm)}
+    grid = kernel_grid(fn)
+    return {core: interpret_core(fn, core_coords(core, grid), list(args))  # type: ignore[arg-type]
+            for core in range(math.prod(grid))}
 
 
 def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = frozenset(),
