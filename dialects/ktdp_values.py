@@ -1,18 +1,25 @@
 """What KTIR's memories, memory views and access tiles mean: the values the KTIR interpreter
-runs on, and the view and tile rules the compiler's bounds check (`passes/ktir/ktir_bounds.py`)
-and scheduler read (`set_bounds`, `core_coords`), so both stand on one definition.
+runs on, and the view, grid and group rules the compiler's bounds check
+(`passes/ktir/ktir_bounds.py`) and the scheduler's per-core walk
+(`passes/spyrecode/core_walk.py`) read, so all of them stand on one definition.
 
 - `Memory`: a flat, byte-addressed store. `Lpddr` is the card's off-chip memory (arrays are
   placed into it by the caller); each core has an `Lx` scratchpad of fixed capacity.
-- `MemView`: what `ktdp.construct_memory_view` builds. Element (c0, c1, ...) of the global
+- `Strided`: the address rule of a memory view. Element (c0, c1, ...) of the global
   coordinate space lives at `offset + sum((c - origin) * stride)` elements into its memory,
-  where `origin` is the smallest point of the view's coordinate set. A coordinate outside
-  the set or outside the view's sizes is an error, never a zero.
+  where `origin` is the smallest point of the view's coordinate set (`view_origin`). Plain
+  arithmetic, so the scheduler applies it to symbolic addresses too.
+- `MemView`: what `ktdp.construct_memory_view` builds: a `Strided` in a memory, checked. A
+  coordinate outside the set or outside the view's sizes is an error, never a zero.
 - `DistributedView`: the union of several views; a coordinate goes to the first part whose
   coordinate set holds it.
 - `AccessTile`: the coordinates an access tile selects, in tile order, plus the view they
   index. Indirect tiles read their index views when the tile is loaded or stored, not when
   it is built.
+
+- Grids: core `c` of a grid is at `core_coords(c, grid)` (the first dim fastest),
+  `linear_core` inverts it; an inter-tile future's groups are `tile_groups`, the tiles a
+  set names for a group `group_tiles`.
 
 Every access check raises `KtirAccessError`, which the interpreter completes with the core
 and the op.

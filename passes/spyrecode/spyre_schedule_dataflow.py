@@ -30,6 +30,10 @@ at the part's row pitch), and the generic whose one use stores to it writes its 
 there, so the store is none either (else an SFU copy); a tile outside the core's own part
 is refused.
 
+The walk of a kernel's ops for one core is `core_walk.py` (`CoreWalk`), which reads views,
+grid coordinates and inter-tile groups by KTIR's rules (`dialects/ktdp_values.py`); this
+module orders each core's program (`prefetch_order`) and builds the programs of a module.
+
     ktdp.load %t {lx_slots = array<i64: 0, 32768>}          // before (KTIR)
     spyrecode.dma_load {ddr = ..., lx = 0, rows = 64, ...}   // after, one per iteration
 """
