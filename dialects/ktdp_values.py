@@ -253,6 +253,14 @@ def eval_exprs(
     return [expr.eval(dims, symbols) for expr in exprs]
 
 
+def indirect_subscript(
+    subscript: AffineMap, captured: Sequence[Any], variables: Sequence[Any]
+) -> tuple[Any, ...]:
+    """One per-dim subscript of an indirect access tile at a point of its variables space:
+    the map's dims are the captured variables, then the variables (ints or NumPy arrays)."""
+    return subscript.eval([*captured, *variables], [])
+
+
 @dataclass
 class TilePoints:
     """The points of a tile's set in tile order, relative to the tile's base.

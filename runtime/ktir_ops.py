@@ -66,6 +66,7 @@ from spyrec.dialects.ktdp_values import (
     TilePoints,
     View,
     enumerate_tile,
+    indirect_subscript,
     numpy_dtype,
     view_origin,
 )
@@ -825,13 +826,12 @@ class KtirFunctions(_Elementwise):
 
         def coordinates() -> np.ndarray:
             reads.clear()
-            dims = [*captured, *variables]
             views = iter(index_views)
             columns = []
             for indirect, subscript in zip(kinds, maps, strict=True):
                 values = [
                     np.broadcast_to(np.asarray(v, dtype=np.int64), points.shape)
-                    for v in subscript.eval(dims, [])
+                    for v in indirect_subscript(subscript, captured, variables)
                 ]
                 if not indirect:
                     columns.append(values[0])

@@ -46,6 +46,7 @@ from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.ktdp_values import (
     KtirError,
     group_tiles,
+    indirect_subscript,
     linear_core,
     Strided,
     set_bounds,
@@ -834,7 +835,7 @@ def _indirect_tile(it: CoreWalk, op: ConstructIndirectAccessTileOp) -> None:
     captured = [int(it.env[v]) for v in op.captured_variables]  # type: ignore[call-overload]
 
     def at(m: AffineMap, r: int, c: int) -> tuple[int, ...]:
-        return tuple(m.eval([*captured, r, c], []))
+        return indirect_subscript(m, captured, [r, c])
 
     origin = at(maps[-2], 0, 0)
     step = tuple(b - a for a, b in zip(origin, at(maps[-2], 1, 0)))
