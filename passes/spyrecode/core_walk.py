@@ -99,13 +99,20 @@ class LxParts:
 
 @dataclass
 class Tile:
-    view: Strided
+    """An access tile as the DMA moves it: the block of `shape` (in view dims) from global
+    coordinate `origin` of `view`. The origin is the tile's base map at its indices and the
+    shape its type's, not the points of its `access_tile_set`: the same for the tiles the
+    compiler builds (boxes from 0), kept for the hand-written ones (docs/layers/spyrecode.md)."""
+
+    view: Strided | LxParts
     origin: tuple[int, ...]  # global coordinates of the block's first element
     shape: tuple[int, ...]  # the block in view coordinates
     transposed: bool = False  # read through the order (d1, d0): LX holds the block as stored
 
     @property
     def addr(self) -> int:
+        """The byte address of the block's first element (a view in LPDDR)."""
+        assert isinstance(self.view, Strided)
         return self.view.address(self.origin)
 
 
@@ -210,7 +217,7 @@ class CoreWalk:
 
     def run(self) -> list[Instr]:
         for arg, addr in zip(self.fn.body.block.args, self.args):
-            self.env[arg] = addr  # byte address; views divide by their item size
+            self.env[arg] = addr  # a byte address: an LPDDR view's offset as it stands
         self.block(self.fn.body.block.ops)
         return self.stream.instrs
 
