@@ -16,7 +16,6 @@ runs on, and the view, grid and group rules the compiler's bounds check
 - `AccessTile`: the coordinates an access tile selects, in tile order, plus the view they
   index. Indirect tiles read their index views when the tile is loaded or stored, not when
   it is built.
-
 - Grids: core `c` of a grid is at `core_coords(c, grid)` (the first dim fastest),
   `linear_core` inverts it; an inter-tile future's groups are `tile_groups`, the tiles a
   set names for a group `group_tiles`.
@@ -369,9 +368,8 @@ class Strided:
 
     def local_address(self, local: Sequence[Any]) -> Any:
         """Byte address of the element `local` (per dim, counted from `origin`)."""
-        return self.base + sum(l * s for l, s in zip(local, self.strides, strict=True)) * (
-            self.itemsize
-        )
+        offset = sum(c * s for c, s in zip(local, self.strides, strict=True))
+        return self.base + offset * self.itemsize
 
     def address(self, point: Sequence[Any]) -> Any:
         """Byte address of the element at global coordinate `point`."""

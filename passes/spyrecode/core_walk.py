@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, scf, tensor
-from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseArrayBase,
@@ -29,6 +28,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
@@ -45,16 +45,16 @@ from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.ktdp_values import (
     KtirError,
+    Strided,
     group_tiles,
     indirect_subscript,
     linear_core,
-    Strided,
     set_bounds,
     tile_groups,
     view_origin,
 )
-from spyrec.passes.planning.kernel_analysis import UNARY_FN
 from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
+from spyrec.passes.planning.kernel_analysis import UNARY_FN
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, index_value
 from spyrec.target.isa import (
     SPECS_BY_NAME,
@@ -221,7 +221,7 @@ class CoreWalk:
         self.block(self.fn.body.block.ops)
         return self.stream.instrs
 
-    def block(self, ops) -> list[object]:  # noqa: ANN001 - xDSL op iterator
+    def block(self, ops) -> list[object]:
         for op in ops:
             if isinstance(op, scf.YieldOp):
                 return [self.env[v] for v in op.operands]
