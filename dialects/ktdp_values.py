@@ -1,18 +1,24 @@
 """What KTIR's memories, memory views and access tiles mean: the values the KTIR interpreter
-runs on, and the view and tile rules the compiler's bounds check (`passes/ktir/ktir_bounds.py`)
-and scheduler read (`set_bounds`, `core_coords`), so both stand on one definition.
+runs on, and the view, grid and group rules the compiler's bounds check
+(`passes/ktir/ktir_bounds.py`) and the scheduler's per-core walk
+(`passes/spyrecode/core_walk.py`) read, so all of them stand on one definition.
 
 - `Memory`: a flat, byte-addressed store. `Lpddr` is the card's off-chip memory (arrays are
   placed into it by the caller); each core has an `Lx` scratchpad of fixed capacity.
-- `MemView`: what `ktdp.construct_memory_view` builds. Element (c0, c1, ...) of the global
+- `Strided`: the address rule of a memory view. Element (c0, c1, ...) of the global
   coordinate space lives at `offset + sum((c - origin) * stride)` elements into its memory,
-  where `origin` is the smallest point of the view's coordinate set. A coordinate outside
-  the set or outside the view's sizes is an error, never a zero.
+  where `origin` is the smallest point of the view's coordinate set (`view_origin`). Plain
+  arithmetic, so the scheduler applies it to symbolic addresses too.
+- `MemView`: what `ktdp.construct_memory_view` builds: a `Strided` in a memory, checked. A
+  coordinate outside the set or outside the view's sizes is an error, never a zero.
 - `DistributedView`: the union of several views; a coordinate goes to the first part whose
   coordinate set holds it.
 - `AccessTile`: the coordinates an access tile selects, in tile order, plus the view they
   index. Indirect tiles read their index views when the tile is loaded or stored, not when
   it is built.
+- Grids: core `c` of a grid is at `core_coords(c, grid)` (the first dim fastest),
+  `linear_core` inverts it; an inter-tile future's groups are `tile_groups`, the tiles a
+  set names for a group `group_tiles`.
 
 Every access check raises `KtirAccessError`, which the interpreter completes with the core
 and the op.
@@ -39,7 +45,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.ir.affine import AffineExpr, AffineMap, AffineSet
 
-from spyrec.dialects.ktdp_affine import bind_symbols, box_bounds, is_box, set_contains
+from spyrec.dialects.ktdp_affine import bind_symbols, box_bounds, is_box, points_1d, set_contains
 
 STICK_BYTES = 128
 
@@ -200,6 +206,37 @@ def core_coords(core: int, grid: Sequence[int]) -> tuple[int, ...]:
     return tuple(coords)
 
 
+def linear_core(coords: Sequence[int], grid: Sequence[int]) -> int:
+    """The linear core id of grid coordinates `coords`: the inverse of `core_coords`."""
+    core, scale = 0, 1
+    for coord, extent in zip(coords, grid, strict=True):
+        core += coord * scale
+        scale *= extent
+    return core
+
+
+def tile_groups(groups: AffineSet) -> list[int]:
+    """The groups of an inter-tile future (the points of its one-dim group set), ascending."""
+    points = points_1d(groups, [], 1 << 20)
+    if points is None:
+        raise KtirError(f"the group set {groups} is unbounded")
+    return points
+
+
+def group_tiles(tile_set: AffineSet, group: int, num_tiles: int, role: str) -> list[int]:
+    """The tiles (linear core ids) that `tile_set` names for `group`, ascending; every one
+    must be on the grid of `num_tiles` tiles (`role` names them in the error)."""
+    tiles = points_1d(tile_set, [group], 1 << 20)
+    if tiles is None:
+        tiles = [t for t in range(num_tiles) if set_contains(tile_set, [t], [group])]
+    outside = [t for t in tiles if not 0 <= t < num_tiles]
+    if outside:
+        raise KtirError(
+            f"{role} tiles {outside} of group {group} are not on the grid of {num_tiles} tiles"
+        )
+    return tiles
+
+
 def set_bounds(affine_set: AffineSet) -> list[tuple[int, int]] | None:
     """Per-dim inclusive (low, high) of the set's bounding box; None if a dim is unbounded."""
     bounds = box_bounds(affine_set, ignore_coupled=True)
@@ -213,6 +250,14 @@ def eval_exprs(
 ) -> list[Any]:
     """Evaluate affine expressions on ints or NumPy arrays (floordiv and mod round down)."""
     return [expr.eval(dims, symbols) for expr in exprs]
+
+
+def indirect_subscript(
+    subscript: AffineMap, captured: Sequence[Any], variables: Sequence[Any]
+) -> tuple[Any, ...]:
+    """One per-dim subscript of an indirect access tile at a point of its variables space:
+    the map's dims are the captured variables, then the variables (ints or NumPy arrays)."""
+    return subscript.eval([*captured, *variables], [])
 
 
 @dataclass
@@ -304,25 +349,53 @@ class View:
 
 
 @dataclass
-class MemView(View):
-    """A strided view of memory with a coordinate set (the value of construct_memory_view)."""
+class Strided:
+    """Where a memory view keeps its elements: the address rule of construct_memory_view.
+
+    The element at global coordinate c lies at byte `base + sum((c - origin) * stride) *
+    itemsize`, where `origin` is the lowest point of the view's coordinate set (`view_origin`)
+    and the strides are in elements. The rule is plain arithmetic and checks nothing, so the
+    interpreter applies it to arrays of coordinates (`MemView`, which adds the checks) and the
+    scheduler to ints or, while it builds a template, to exact affine forms of the kernel's
+    address arguments and the core's coordinates.
+    """
+
+    base: Any  # bytes: the address of the element at `origin`
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # elements
+    itemsize: int
+    origin: tuple[int, ...]
+
+    def local_address(self, local: Sequence[Any]) -> Any:
+        """Byte address of the element `local` (per dim, counted from `origin`)."""
+        offset = sum(c * s for c, s in zip(local, self.strides, strict=True))
+        return self.base + offset * self.itemsize
+
+    def address(self, point: Sequence[Any]) -> Any:
+        """Byte address of the element at global coordinate `point`."""
+        return self.local_address([c - o for c, o in zip(point, self.origin, strict=True)])
+
+
+def view_origin(coordinate_set: AffineSet) -> tuple[int, ...]:
+    """The origin of a view's local coordinates: the lowest point of its coordinate set (per
+    dim, 0 where no bound without symbols is known)."""
+    return tuple(lower_bounds(coordinate_set))
+
+
+@dataclass(kw_only=True)
+class MemView(Strided, View):
+    """A strided view of memory with a coordinate set (the value of construct_memory_view):
+    the `Strided` address rule, checked against the set, the sizes and the memory."""
 
     memory: Memory
-    base: int  # bytes
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
     dtype: np.dtype[Any]
     coordinate_set: AffineSet
-    symbols: tuple[int, ...]
+    bound_set: AffineSet  # the coordinate set with the view's symbols bound
     description: Description
-    origin: tuple[int, ...] = ()
     home: PlacedArray | None = None  # the array of the pointer parameter it is built on
 
     def __post_init__(self) -> None:
         self.rank = len(self.shape)
-        self.bound_set = bind_symbols(self.coordinate_set, self.symbols)
-        self.origin = tuple(lower_bounds(self.bound_set))
-        self._strides = np.asarray(self.strides, dtype=np.int64)
         self._origin = np.asarray(self.origin, dtype=np.int64)
 
     def contains(self, coords: np.ndarray) -> np.ndarray:
@@ -368,7 +441,9 @@ class MemView(View):
                 f"{coordinate_str(local[position])}) is outside {self.description} of shape "
                 f"{'x'.join(map(str, self.shape))}"
             )
-        address = self.base + (local @ self._strides) * self.dtype.itemsize
+        address = np.broadcast_to(
+            np.asarray(self.local_address(list(local.T)), dtype=np.int64), local.shape[:1]
+        )
         low, high = int(address.min()), int(address.max()) + self.dtype.itemsize
         if low < 0 or high > self.memory.size:
             position = (

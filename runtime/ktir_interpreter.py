@@ -60,7 +60,6 @@ from spyrec.dialects.ktdp import (
     InterTileReduceOp,
     RuntimeArgType,
 )
-from spyrec.dialects.ktdp_affine import points_1d, set_contains
 from spyrec.runtime.ktir_args import check_array_argument
 from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
 from spyrec.runtime.ktir_races import Race, RaceDetector
@@ -72,7 +71,9 @@ from spyrec.dialects.ktdp_values import (
     Lx,
     Undefined,
     core_coords,
+    group_tiles,
     numpy_dtype,
+    tile_groups,
 )
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
@@ -209,12 +210,11 @@ class Exchange:
         """Group -> producer tiles, checked to lie on the grid and in one group each."""
         key = id(produce)
         if key not in self._groups:
-            groups = _groups_of(produce.future_type.groups.data)
-            table: dict[int, list[int]] = {}
-            for group in groups:
-                tiles = self._tiles(produce.producer_tiles_per_group.data, group, "producer")
-                table[group] = tiles
-            self._groups[key] = table
+            tile_set = produce.producer_tiles_per_group.data
+            self._groups[key] = {
+                group: group_tiles(tile_set, group, self.num_tiles, "producer")
+                for group in tile_groups(produce.future_type.groups.data)
+            }
         return self._groups[key]
 
     def group_of(
@@ -225,29 +225,10 @@ class Exchange:
         if key not in self._members:
             members: dict[int, int] = {}
             for group in groups:
-                for member in self._tiles(tile_set, group, "member"):
+                for member in group_tiles(tile_set, group, self.num_tiles, "member"):
                     members.setdefault(member, group)
             self._members[key] = members
         return self._members[key].get(tile)
-
-    def _tiles(self, tile_set: Any, group: int, role: str) -> list[int]:
-        tiles = points_1d(tile_set, [group], 1 << 20)
-        if tiles is None:
-            tiles = [t for t in range(self.num_tiles) if set_contains(tile_set, [t], [group])]
-        outside = [t for t in tiles if not 0 <= t < self.num_tiles]
-        if outside:
-            raise KtirError(
-                f"{role} tiles {outside} of group {group} are not on the grid of "
-                f"{self.num_tiles} tiles"
-            )
-        return tiles
-
-
-def _groups_of(groups: Any) -> list[int]:
-    points = points_1d(groups, [], 1 << 20)
-    if points is None:
-        raise KtirError(f"the group set {groups} is unbounded")
-    return points
 
 
 # ---- one core -------------------------------------------------------------------------

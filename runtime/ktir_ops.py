@@ -45,6 +45,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from spyrec.dialects import ktdp, std_ext_arith, std_ext_linalg
+from spyrec.dialects.ktdp_affine import bind_symbols
 from spyrec.runtime.ktir_args import pointer_root
 from spyrec.runtime.ktir_linalg import Structured, StructuredEngine
 from spyrec.runtime.ktir_races import RaceDetector
@@ -65,7 +66,9 @@ from spyrec.dialects.ktdp_values import (
     TilePoints,
     View,
     enumerate_tile,
+    indirect_subscript,
     numpy_dtype,
+    view_origin,
 )
 
 # Elementwise ops charged at this many vector passes per element (ktir-cpu's 4x model).
@@ -702,15 +705,19 @@ class KtirFunctions(_Elementwise):
                     f"ct_local memory of tile {ct_id}: the card has {len(self.env.lx)} cores"
                 )
             memory = self.env.lx[ct_id]
+        coordinate_set = op.coordinate_set.data
+        bound_set = bind_symbols(coordinate_set, dynamic_sizes[: coordinate_set.num_symbols])
         view = MemView(
-            memory,
             offset * dtype.itemsize,
             tuple(sizes),
             tuple(strides),
-            dtype,
-            op.coordinate_set.data,
-            tuple(dynamic_sizes[: op.coordinate_set.data.num_symbols]),
-            LazyText(lambda: f"view {self.describe(op.result)} ({view_type})"),
+            dtype.itemsize,
+            view_origin(bound_set),
+            memory=memory,
+            dtype=dtype,
+            coordinate_set=coordinate_set,
+            bound_set=bound_set,
+            description=LazyText(lambda: f"view {self.describe(op.result)} ({view_type})"),
         )
         root = pointer_root(op.offset)
         if isinstance(memory, Lpddr) and root is not None:
@@ -819,13 +826,12 @@ class KtirFunctions(_Elementwise):
 
         def coordinates() -> np.ndarray:
             reads.clear()
-            dims = [*captured, *variables]
             views = iter(index_views)
             columns = []
             for indirect, subscript in zip(kinds, maps, strict=True):
                 values = [
                     np.broadcast_to(np.asarray(v, dtype=np.int64), points.shape)
-                    for v in subscript.eval(dims, [])
+                    for v in indirect_subscript(subscript, captured, variables)
                 ]
                 if not indirect:
                     columns.append(values[0])

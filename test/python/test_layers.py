@@ -76,3 +76,21 @@ def test_the_scheduler_and_the_emulator_cost_instructions_alike():
 
     assert spyre_schedule_dataflow.instr_cost is target_timing.instr_cost
     assert timing.instr_cost is target_timing.instr_cost
+
+
+def test_one_address_rule_for_ktir_views():
+    """A KTIR memory view's address rule (a base and strides) is defined once, by
+    `dialects/ktdp_values.Strided` (issue 19, item 4): the interpreter's `MemView` extends it
+    and the scheduler's walk builds it; no pass keeps a view class of its own with them."""
+    from spyrec.dialects.ktdp_values import MemView, Strided
+
+    own = sorted(
+        (_rel(path), node.name)
+        for path in sorted((ROOT / "passes").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ClassDef)
+        and {"base", "strides"} <= {stmt.target.id for stmt in node.body
+                                    if isinstance(stmt, ast.AnnAssign)
+                                    and isinstance(stmt.target, ast.Name)})
+    assert not own, f"passes define their own view address rule; use ktdp_values.Strided: {own}"
+    assert issubclass(MemView, Strided)

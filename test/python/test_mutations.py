@@ -38,7 +38,7 @@ from spyrec.passes.graph.legalize import matmul as legalize_matmul
 from spyrec.passes.graph.legalize.base import cast_to
 from spyrec.passes.graph.legalize.movement import device_transpose
 from spyrec.passes.graph.legalize.reductions import reduce_last
-from spyrec.passes.spyrecode import spyre_schedule_dataflow as schedule
+from spyrec.passes.spyrecode import core_walk
 from spyrec.target.isa import Instr, loop_spans
 from spyrec.verdict import Verdict, check_outputs, kernel_depth, kernel_steps
 
@@ -171,14 +171,14 @@ def _residual_twice(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _mask_shifted(monkeypatch: pytest.MonkeyPatch) -> None:
     """The causal mask's diagonal one key late: each query also sees the next key."""
-    original = schedule._Stream.emit
+    original = core_walk._Stream.emit
 
     def emit(self, op, reads, writes, unit=0, **fields):  # noqa: ANN001, ANN003, ANN202
         if op == "sfu.mask":
             fields["diag"] = fields["diag"] + 1
         return original(self, op, reads, writes, unit, **fields)
 
-    monkeypatch.setattr(schedule._Stream, "emit", emit)
+    monkeypatch.setattr(core_walk._Stream, "emit", emit)
 
 
 def _softmax_wrong_axis(monkeypatch: pytest.MonkeyPatch) -> None:

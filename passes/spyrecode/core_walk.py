@@ -1,0 +1,955 @@
+"""The per-core walk of spyre-schedule-dataflow: one KTIR kernel evaluated for one core.
+
+`CoreWalk` runs a kernel's ops for the core at grid coordinates `core` with its address
+arguments `args` (ints, or `Affine` forms while a template is built, note
+`schedule_templates`) and emits that core's SpyreCode instructions in the order the kernel
+unrolls: a `ktdp.load`/`ktdp.store` a DMA at the tile's byte address, a matmul generic PT
+instructions, an epilogue generic an SFU instruction, an inter-tile reduce a `ring.reduce`.
+Each instruction's dependences are the LX slots it reads and writes (`_Stream`). What a
+view, a tile or a core's coordinates mean is KTIR's (`dialects/ktdp_values.py`); what is
+here is how they become instructions. Guarantees: a program for every kernel the pass
+documents, or a `CompileError` naming the kernel, the core and the op; `Symbolic` where a
+symbolic value would be needed concretely (the template falls back, never guesses).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, func, scf, tensor
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    TensorType,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineMap
+
+from spyrec.diagnostics import CompileError
+from spyrec.dialects.ktdp import (
+    ConstructAccessTileOp,
+    ConstructDistributedMemoryViewOp,
+    ConstructMemoryViewOp,
+    GetComputeTileIdOp,
+    LoadOp,
+    StoreOp,
+)
+from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
+from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
+from spyrec.dialects.ktdp_values import (
+    KtirError,
+    Strided,
+    group_tiles,
+    indirect_subscript,
+    linear_core,
+    set_bounds,
+    tile_groups,
+    view_origin,
+)
+from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
+from spyrec.passes.planning.kernel_analysis import UNARY_FN
+from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, index_value
+from spyrec.target.isa import (
+    SPECS_BY_NAME,
+    BinaryFn,
+    DType,
+    EncodingError,
+    Instr,
+    ReduceFn,
+    UnaryFn,
+    f32_bits,
+)
+
+DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32,
+          "i64": DType.I32}  # int64 tensors are int32 on the device
+STICK = 128
+REDUCE_FN = {"reduce_sum": ReduceFn.SUM, "reduce_max": ReduceFn.MAX, "reduce_min": ReduceFn.MIN}
+COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
+BINARY_FN = {"add": BinaryFn.ADD, "sub": BinaryFn.SUB, "mul": BinaryFn.MUL,
+             "div": BinaryFn.DIV, "maximum": BinaryFn.MAX, "minimum": BinaryFn.MIN,
+             "keep": BinaryFn.KEEP}
+
+
+@dataclass
+class LxPart:
+    """A `ct_local` memory view: part of a tensor kept in core `core`'s LX (note 61), its
+    element at the coordinate set's lowest corner (`view.origin`) at LX byte `view.base`."""
+
+    view: Strided
+    core: int
+
+
+@dataclass
+class LxParts:
+    """A distributed view of `ct_local` parts: a tensor kept in its cores' LX. `block` is
+    (mc, nc) when core (x, y) holds the block at (x * mc, y * nc), every part alike, as
+    convert-spyre-to-ktir builds them: then a core's own part is found from its coordinates
+    even while they are symbolic (a template for every core)."""
+
+    parts: list[LxPart]
+    block: tuple[int, int] | None = None
+
+
+@dataclass
+class Tile:
+    """An access tile as the DMA moves it: the block of `shape` (in view dims) from global
+    coordinate `origin` of `view`. The origin is the tile's base map at its indices and the
+    shape its type's, not the points of its `access_tile_set`: the same for the tiles the
+    compiler builds (boxes from 0), kept for the hand-written ones (docs/layers/spyrecode.md)."""
+
+    view: Strided | LxParts
+    origin: tuple[int, ...]  # global coordinates of the block's first element
+    shape: tuple[int, ...]  # the block in view coordinates
+    transposed: bool = False  # read through the order (d1, d0): LX holds the block as stored
+
+    @property
+    def addr(self) -> int:
+        """The byte address of the block's first element (a view in LPDDR)."""
+        assert isinstance(self.view, Strided)
+        return self.view.address(self.origin)
+
+
+@dataclass
+class LxTensor:
+    """A tensor value living in LX: its slot, shape and device type."""
+
+    addr: int
+    shape: tuple[int, ...]
+    dtype: DType
+    zero: bool = False  # produced by linalg.fill 0, not yet written by an instruction
+    transposed: bool = False  # holds the transpose of its value (a transposing load)
+    row_pitch: int = 0  # a slice of a wider tile: the wider tile's pitch
+    key: int = -1  # a slice within one piece of a block loaded in pieces: the piece's address
+    kept: bool = False  # part of a tensor kept in LX between kernels, read in place (note 61)
+
+    @property
+    def pitch(self) -> int:
+        """Rows of an LX tile start on stick boundaries (a one-column tile: a stick a row)."""
+        if self.row_pitch:
+            return self.row_pitch
+        return -(-self.shape[-1] * self.dtype.itemsize // STICK) * STICK
+
+
+Key = tuple[int, int]  # (LX slot address, row half)
+
+
+def whole(t: LxTensor) -> list[Key]:
+    """Dependence keys of a whole tile: both row halves (of the piece a slice lies in)."""
+    addr = t.addr if t.key < 0 else t.key
+    return [(addr, 0), (addr, 1)]
+
+
+def row_halves(rows: int) -> list[tuple[int, int, int]]:
+    """(half, first row, row count) of the per-corelet split of `rows`.
+
+    Both corelets share the core's LX, so a tile op with an even number of at least 16
+    rows runs as two instructions, one per corelet, each on half of the rows.
+    """
+    if rows >= 16 and rows % 2 == 0:
+        return [(0, 0, rows // 2), (1, rows // 2, rows // 2)]
+    return [(0, 0, rows)]
+
+
+def part(t: LxTensor, half: int, halves: int) -> list[Key]:
+    """Keys of one corelet's half of a tile's rows; a slice of a piece reads the whole piece
+    (its rows need not be the piece's halves)."""
+    return whole(t) if halves == 1 or t.key >= 0 else [(t.addr, half)]
+
+
+@dataclass
+class _Stream:
+    """One core's instruction list with dependences derived from the LX it touches."""
+
+    instrs: list[Instr] = field(default_factory=list)
+    writer: dict[Key, int] = field(default_factory=dict)
+    readers: dict[Key, list[int]] = field(default_factory=dict)
+
+    def emit(self, op: str, reads: list[Key], writes: list[Key], unit: int = 0,
+             **fields: int) -> None:
+        deps: set[int] = set()
+        for key in reads:
+            if key in self.writer:
+                deps.add(self.writer[key])
+        for key in writes:
+            if key in self.writer:
+                deps.add(self.writer[key])
+            deps.update(self.readers.get(key, ()))
+        index = len(self.instrs)
+        names = SPECS_BY_NAME[op].fields
+        if len(names) != len(fields):
+            raise EncodingError(f"{op}: fields {sorted(fields)}, expected {list(names)}")
+        # a field is an int, or an affine form while a template is interpreted
+        args = tuple(v if isinstance(v, Affine) else int(v) for v in map(fields.__getitem__, names))
+        self.instrs.append(Instr(op, args, unit, tuple(sorted(deps))))
+        for key in reads:
+            self.readers.setdefault(key, []).append(index)
+        for key in writes:
+            self.writer[key] = index
+            self.readers[key] = []
+
+
+class CoreWalk:
+    """Evaluates a KTIR kernel for one core of its `grid`, emitting its instruction stream
+    (`run`); `paced` and `paced_loads` name the instructions `prefetch_order` spreads."""
+
+    def __init__(self, fn: func.FuncOp, core: tuple[object, object], args: list[object],
+                 grid: tuple[int, int]):
+        self.fn = fn
+        self.core = core
+        self.grid = grid
+        self.env: dict[SSAValue, object] = {}
+        self.stream = _Stream()
+        self.slot_turn: dict[Operation, int] = {}
+        self.args = args
+        self.symbolic = any(isinstance(v, Affine) for v in (*core, *args))
+        self.paced: set[int] = set()  # store pieces, spread over the next tile's matmuls
+        self.paced_loads: set[int] = set()  # slices of a resident block, spread over loads
+        self.sliced: dict[int, int] = {}  # LX slot of a block loaded in pieces -> piece bytes
+        # each inter-tile reduce's ring group on this core: (first, count, stride, root)
+        self.groups: dict[Operation, tuple[int, int, int, int]] = {}
+
+    def run(self) -> list[Instr]:
+        for arg, addr in zip(self.fn.body.block.args, self.args):
+            self.env[arg] = addr  # a byte address: an LPDDR view's offset as it stands
+        self.block(self.fn.body.block.ops)
+        return self.stream.instrs
+
+    def block(self, ops) -> list[object]:
+        for op in ops:
+            if isinstance(op, scf.YieldOp):
+                return [self.env[v] for v in op.operands]
+            handler = HANDLERS_BY_NAME.get(op.name)
+            if self.symbolic and op.name not in SYMBOLIC_OPS:
+                raise Symbolic(f"{op.name} is not interpreted symbolically")
+            if handler is None:
+                raise CompileError(f"kernel @{self.fn.sym_name.data}: spyre-schedule-dataflow "
+                                   f"cannot schedule {op.name}")
+            handler(self, op)
+        return []
+
+    def slot(self, op: Operation) -> int:
+        """Alternate between the op's two LX slots on every execution (ping-pong)."""
+        slots = op.attributes.get("lx_slots")
+        if not isinstance(slots, DenseArrayBase):
+            raise CompileError(f"kernel @{self.fn.sym_name.data}: {op.name} has no lx_slots; "
+                               "run spyre-place-memory first")
+        values = slots.get_values()
+        turn = self.slot_turn.get(op, 0)
+        self.slot_turn[op] = turn + 1
+        return int(values[turn % 2])
+
+    def lx_tensor(self, value: SSAValue, addr: int) -> LxTensor:
+        ttype = value.type
+        assert isinstance(ttype, TensorType)
+        return LxTensor(addr, tile_dims(value), DTYPES[str(ttype.element_type)])
+
+    def error(self, op: Operation, what: str) -> CompileError:
+        return CompileError(f"kernel @{self.fn.sym_name.data}, core {self.core}: {op.name}: "
+                            f"{what}")
+
+
+def _constant(it: CoreWalk, op: arith.ConstantOp) -> None:
+    value = op.value
+    it.env[op.result] = value.value.data if isinstance(value, IntegerAttr) else value
+
+
+def _binary_index(fn: Callable[[int, int], int]) -> Callable[[CoreWalk, Operation], None]:
+    def handler(it: CoreWalk, op: Operation) -> None:
+        it.env[op.results[0]] = fn(it.env[op.operands[0]], it.env[op.operands[1]])  # type: ignore[arg-type]
+    return handler
+
+
+def _tile_id(it: CoreWalk, op: GetComputeTileIdOp) -> None:
+    for r, v in zip(op.results, it.core):
+        it.env[r] = v
+
+
+def _view(it: CoreWalk, op: ConstructMemoryViewOp) -> None:
+    mtype = op.result.type
+    assert isinstance(mtype, MemRefType)
+    itemsize = DTYPES[str(mtype.element_type)].itemsize
+    strides = tuple(int(s) for s in op.static_strides.get_values())
+    sizes = tuple(int(s) for s in op.static_sizes.get_values())
+    space = op.memory_space
+    if space.kind != "ct_local":  # LPDDR: the offset is the tensor's byte address argument
+        it.env[op.result] = Strided(index_value(it.env[op.offset]), sizes, strides, itemsize,
+                                    view_origin(op.coordinate_set.data))
+        return
+    if set_bounds(op.coordinate_set.data) is None or len(sizes) != 2 or strides[-1] != 1:
+        raise it.error(op, "a ct_local view must be a row-major 2-D box")
+    # an LX view's offset is in elements, as KTIR has it
+    base = int(index_value(it.env[op.offset])) * itemsize  # type: ignore[call-overload]
+    view = Strided(base, sizes, strides, itemsize, view_origin(op.coordinate_set.data))
+    it.env[op.result] = LxPart(view, int(space.ct_id))  # type: ignore[arg-type]
+
+
+def _distributed_view(it: CoreWalk, op: ConstructDistributedMemoryViewOp) -> None:
+    """A tensor kept in its cores' LX (note 61): each core reads and writes its own part."""
+    parts = [it.env[v] for v in op.parts]
+    if not all(isinstance(p, LxPart) for p in parts):
+        raise it.error(op, "only distributed views of ct_local parts (a tensor kept in LX "
+                       "between kernels) are scheduled; LPDDR parts are not")
+    gm, gn = it.grid
+    first = parts[0]
+    mc, nc = first.view.shape
+    regular = len(parts) == gm * gn and all(
+        p.view.base == first.view.base and p.view.strides == first.view.strides
+        and p.view.shape == first.view.shape
+        and p.view.origin == (p.core % gm * mc, p.core // gm * nc)
+        for p in parts)  # type: ignore[union-attr]
+    it.env[op.result] = LxParts(parts, (mc, nc) if regular else None)  # type: ignore[arg-type]
+
+
+def _own_part(it: CoreWalk, op: Operation, tile: Tile) -> LxTensor:
+    """The block `tile` names in this core's part of a tensor kept in LX, as an LX tensor
+    (refused when it reaches into another core's part: that would be a ring transfer)."""
+    parts = tile.view
+    assert isinstance(parts, LxParts)
+    if parts.block is not None:  # core (x, y)'s part starts at (x * mc, y * nc)
+        part = parts.parts[0]
+        low = [it.core[0] * parts.block[0], it.core[1] * parts.block[1]]  # type: ignore[operator]
+        # a grid dim of one core has coordinate 0, even while the coordinate is symbolic
+        # (a matmul's A tile at K offset k of a core's whole rows: k - y * K is k)
+        low = [0 if extent == 1 and isinstance(o - lo, Affine) else lo
+               for extent, o, lo in zip(it.grid, tile.origin, low)]
+        where = "its core's"
+    else:
+        core = _linear_core(it)
+        found = next((p for p in parts.parts if p.core == core), None)
+        if found is None:
+            raise it.error(op, f"no part of its distributed view is in core {core}'s LX")
+        part, low, where = found, list(found.view.origin), f"core {core}'s"
+    # the tile's place in the part: concrete once the core's own origin cancels
+    rel = [o - lo for o, lo in zip(tile.origin, low)]
+    if any(isinstance(r, Affine) for r in rel):
+        raise Symbolic("a tile whose place in the core's LX part depends on the core")
+    view = part.view
+    if tile.transposed or len(rel) != 2 or any(
+            r < 0 or r + n > size for r, n, size in zip(rel, tile.shape, view.shape)):
+        raise it.error(op, f"the {list(tile.shape)} tile at {list(tile.origin)} is not within "
+                       f"{where} own LX part of its distributed view; only a core's own part "
+                       "is read or written")
+    dtype = DTYPES[str(op.results[0].type.element_type if isinstance(op, LoadOp)  # type: ignore[attr-defined]
+                       else op.value.type.element_type)]  # type: ignore[attr-defined]
+    return LxTensor(view.local_address(rel), tuple(tile.shape), dtype,  # type: ignore[arg-type]
+                    row_pitch=view.strides[0] * view.itemsize, kept=True)
+
+
+def _access_tile(it: CoreWalk, op: ConstructAccessTileOp) -> None:
+    indices = [it.env[v] for v in op.indices]
+    origin = op.base_map.data.eval(indices, [])  # type: ignore[arg-type]
+    shape = tuple(op.result.type.get_shape())
+    order = op.access_tile_order.data
+    transposed = False
+    if order != AffineMap.identity(len(shape)):
+        if order != TRANSPOSE:
+            raise it.error(op, f"access_tile_order {order} has no DMA mapping (identity or a "
+                           "2-D transpose feeding a matmul only)")
+        shape, transposed = (shape[1], shape[0]), True
+    it.env[op.result] = Tile(it.env[op.base], tuple(origin), shape, transposed)  # type: ignore[arg-type]
+
+
+def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
+                  store: bool) -> tuple[int, int, int]:
+    """(rows, row_bytes, ddr_pitch) of the DMA moving `tile`: its leading dims merged into
+    rows a constant pitch apart, each row whole sticks; refused when that is not exact."""
+    view, shape = tile.view, tile.shape
+    strides = view.strides
+    if strides[-1] != 1:
+        raise it.error(op, "the view's last dim is strided; DMA moves contiguous rows")
+    for i in range(len(shape) - 2):
+        if strides[i] != strides[i + 1] * shape[i + 1]:
+            raise it.error(op, f"tile {list(shape)} does not flatten to evenly spaced rows of "
+                           f"the view (strides {list(strides)})")
+    rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
+    cols = shape[-1]
+    start = tile.origin[-1] if tile.origin else 0
+    if isinstance(start, Affine) and view.shape[-1] % cols:
+        raise Symbolic("a tile that may run past its view's row")  # per core, below
+    if isinstance(start, int) and 0 <= start < view.shape[-1] < start + cols:
+        # a tile wider than the rest of its view's stick-padded row: a kernel mixing f16
+        # and f32 tiles columns in f16 sticks (64 elements), and an f32 view of 67 columns
+        # ends 3 sticks (96 elements) in, short of the 128-column tile. The DMA moves the
+        # view's sticks only; the tile's columns past them are padding either way
+        cols = view.shape[-1] - start
+    row_bytes = _stick_bytes(cols * view.itemsize)
+    pitch = strides[-2] * view.itemsize if len(shape) > 1 else row_bytes
+    # a symbolic address is checked when its template is instantiated
+    misaligned = not isinstance(tile.addr, Affine) and tile.addr % STICK
+    if misaligned or (rows > 1 and pitch % STICK):
+        raise it.error(op, f"the tile at {list(tile.origin)} starts {tile.addr % STICK} B into "
+                       f"a stick (row pitch {pitch} B); DMA moves 128-byte aligned sticks")
+    # the compiler's own views are stick-padded, so a partial last stick is padding; a
+    # hand-written kernel's views (`spyre.dense_views`) are dense: its neighbours are data
+    if store and cols * view.itemsize % STICK and "spyre.dense_views" in it.fn.attributes \
+            and tile.origin[-1] + cols < view.shape[-1]:
+        raise it.error(op, f"a store of {cols} columns at column {tile.origin[-1]} would "
+                       "overwrite the rest of its stick; DMA writes whole sticks")
+    return rows, row_bytes, pitch
+
+
+def _load(it: CoreWalk, op: LoadOp) -> None:
+    tile = it.env[op.tile]
+    assert isinstance(tile, Tile)
+    if isinstance(tile.view, LxParts):  # already in this core's LX: read where it is
+        it.env[op.results[0]] = _own_part(it, op, tile)
+        return
+    lx = it.lx_tensor(op.results[0], it.slot(op))
+    lx.transposed = tile.transposed
+    rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=False)
+    count = _int_attr(op, "spyre.load_pieces", 1)
+    if count <= 1:
+        it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
+                       row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
+        it.env[op.results[0]] = lx
+        return
+    by_rows = _int_attr(op, "spyre.load_pieces_dim", 1) == 0
+    if lx.transposed or (rows % count if by_rows else row_bytes % (count * STICK)):
+        raise it.error(op, f"{count} load pieces of a {rows} x {row_bytes} B block are not "
+                       f"whole {'rows' if by_rows else 'sticks'}")
+    # a resident block in K slices (notes 54, 57): column slices of an A block, row slices
+    # of a B block; each slice is its own dependence key, the one a `tensor.extract_slice`
+    # of a K step reads; paced by `prefetch_order`
+    step = rows // count if by_rows else row_bytes // count
+    for index in range(count):
+        lx_offset = index * step * lx.pitch if by_rows else index * step
+        ddr_offset = index * step * pitch if by_rows else index * step
+        it.stream.emit("dma.load", [], whole(LxTensor(lx.addr + lx_offset, lx.shape, lx.dtype)),
+                       ddr=tile.addr + ddr_offset, lx=lx.addr + lx_offset,
+                       rows=step if by_rows else rows, row_bytes=row_bytes if by_rows else step,
+                       ddr_pitch=pitch, lx_pitch=lx.pitch)
+        it.paced_loads.add(len(it.stream.instrs) - 1)
+    it.sliced[lx.addr] = (0, step) if by_rows else (1, step)
+    it.env[op.results[0]] = lx
+
+
+def _int_attr(op: Operation, name: str, default: int) -> int:
+    attr = op.attributes.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else default
+
+
+def _extract_slice(it: CoreWalk, op: tensor.ExtractSliceOp) -> None:
+    """A view of part of a block loaded in pieces (`spyre.load_pieces`): no instruction.
+    Dependences are kept per piece, so the slice must lie within one piece: a K slice (the
+    piece itself) or, in a tail's row piece (note 57), some rows of one."""
+    src = it.env[op.source]
+    assert isinstance(src, LxTensor)
+    dynamic = iter(it.env[v] for v in op.offsets)
+    offsets = [next(dynamic) if o == DYNAMIC_INDEX else o
+               for o in op.static_offsets.get_values()]
+    sizes = tuple(int(v) for v in op.static_sizes.get_values())
+    if list(op.static_strides.get_values()) != [1, 1] or len(offsets) != 2:
+        raise it.error(op, "only unit-stride 2-D slices of an LX tile are views")
+    row, col = (int(o) for o in offsets)  # type: ignore[call-overload]
+    if src.kept:  # in the core's part of a tensor kept in LX: no DMA to wait for
+        it.env[op.result] = LxTensor(src.addr + row * src.pitch + col * src.dtype.itemsize,
+                                     sizes, src.dtype, row_pitch=src.pitch, kept=True)
+        return
+    by, step = it.sliced.get(src.addr, (1, 0))
+    isz = src.dtype.itemsize
+    first, last = (row, row + sizes[0] - 1) if by == 0 else \
+        (col * isz, (col + sizes[1]) * isz - 1)
+    if not step or first // step != last // step:
+        raise it.error(op, "only a slice within one piece of a block loaded in pieces "
+                       "(spyre.load_pieces) is a view spyre-schedule-dataflow can schedule")
+    piece = src.addr + first // step * step * (src.pitch if by == 0 else 1)
+    addr = src.addr + row * src.pitch + col * isz
+    whole_piece = (col == 0 and sizes[0] == step) if by == 0 else sizes[0] == src.shape[0]
+    it.env[op.result] = LxTensor(addr, sizes, src.dtype, row_pitch=src.pitch,
+                                 key=-1 if whole_piece and addr == piece else piece)
+
+
+def _store(it: CoreWalk, op: StoreOp) -> None:
+    tile = it.env[op.tile]
+    src = it.env[op.value]
+    assert isinstance(tile, Tile) and isinstance(src, LxTensor)
+    if isinstance(tile.view, LxParts):  # kept in this core's LX (note 61)
+        dst = _own_part(it, op, tile)
+        if dst.addr != src.addr:  # not computed in place there (`_lx_destination`)
+            halves = row_halves(src.shape[0])
+            for half, row, count in halves:
+                it.stream.emit("sfu.unary", part(src, half, len(halves)),
+                               part(dst, half, len(halves)), unit=half, fn=UnaryFn.COPY,
+                               src=src.addr + row * src.pitch, dst=dst.addr + row * dst.pitch,
+                               rows=count, cols=src.shape[1], src_pitch=src.pitch,
+                               dst_pitch=dst.pitch, src_dtype=src.dtype, dst_dtype=dst.dtype)
+                _zero_padding(it, dst, half, row, count, len(halves))
+        return
+    if tile.transposed or src.transposed:
+        raise it.error(op, "a store through a transposing tile order has no DMA mapping")
+    block = (math.prod(tile.shape[:-1]), tile.shape[-1])
+    if block != src.shape:
+        raise it.error(op, f"the {src.shape[0]}x{src.shape[1]} LX tile does not match the "
+                       f"{block[0]}x{block[1]} block it is stored to (a per-row column "
+                       "stored as a row needs a transpose the compiler does not insert)")
+    rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=True)
+    count = _int_attr(op, "spyre.store_pieces", 1)
+    halves = len(row_halves(rows))
+    if count <= 1 or rows % count or count % halves:
+        it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
+                       row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
+        return
+    # row pieces, each within one corelet's half, paced by `prefetch_order` (note 54)
+    step = rows // count
+    for row in range(0, rows, step):
+        half = 0 if halves == 1 or row < rows // 2 else 1
+        it.stream.emit("dma.store", part(src, half, halves), [], lx=src.addr + row * src.pitch,
+                       ddr=tile.addr + row * pitch, rows=step, row_bytes=row_bytes,
+                       lx_pitch=src.pitch, ddr_pitch=pitch)
+        it.paced.add(len(it.stream.instrs) - 1)
+
+
+def _stick_bytes(nbytes: int) -> int:
+    """DMA moves whole sticks: a one-column tile moves the stick that holds it."""
+    return -(-nbytes // STICK) * STICK
+
+
+def _fill(it: CoreWalk, op: linalg.FillOp) -> None:
+    lx = it.lx_tensor(op.results[0], it.slot(op))
+    lx.zero = True
+    it.env[op.results[0]] = lx
+
+
+def _generic(it: CoreWalk, op: linalg.GenericOp) -> None:
+    fn_attr = op.attributes.get("spyre.fn")
+    if not isinstance(fn_attr, StringAttr):
+        raise CompileError(f"kernel @{it.fn.sym_name.data}: linalg.generic without spyre.fn "
+                           "cannot be mapped to a Spyre engine")
+    fn = fn_attr.data
+    ins = [it.env[v] for v in op.inputs]
+    if fn in ("matmul", "matmul_nt"):
+        a, b = ins
+        acc = it.env[op.outputs[0]]
+        assert isinstance(a, LxTensor) and isinstance(b, LxTensor) and isinstance(acc, LxTensor)
+        if a.transposed:
+            raise it.error(op, "its A operand was loaded transposed; the PT reads A as stored")
+        if b.transposed:  # B^T in LX as stored: the PT reads it row by row
+            fn = "matmul_nt" if fn == "matmul" else "matmul"
+        m, k = a.shape
+        n = b.shape[1] if fn == "matmul" else b.shape[0]  # matmul_nt: B is [n, k]
+        halves = row_halves(m)
+        for half, row, rows in halves:
+            keep = [] if acc.zero else part(acc, half, len(halves))
+            it.stream.emit(
+                f"pt.{fn}", part(a, half, len(halves)) + whole(b) + keep,
+                part(acc, half, len(halves)), unit=half,
+                a=a.addr + row * a.pitch, b=b.addr, c=acc.addr + row * acc.pitch, m=rows, k=k,
+                n=n, a_pitch=a.pitch, b_pitch=b.pitch, c_pitch=acc.pitch, in_dtype=a.dtype,
+                accumulate=0 if acc.zero else 1)
+        it.env[op.results[0]] = LxTensor(acc.addr, acc.shape, acc.dtype)
+        return
+    init = it.env.get(op.outputs[0])
+    # a reduction accumulates in its init's slot; elementwise generics get their own, or
+    # write straight into the core's part of a tensor kept in LX that is their one use
+    addr = init.addr if isinstance(init, LxTensor) else it.slot(op)
+    out = _lx_destination(it, op) or it.lx_tensor(op.results[0], addr)
+    rows, cols = out.shape
+    stored = not fn.startswith("reduce_") and any(
+        isinstance(use.operation, StoreOp) for use in op.results[0].uses)
+    halves = row_halves(rows)
+    for half, row, count in halves:
+        _sfu(it, op, fn, ins, out, half, row, count, cols, len(halves))
+        if stored:
+            _zero_padding(it, out, half, row, count, len(halves))
+    it.env[op.results[0]] = out
+
+
+def _zero_padding(it: CoreWalk, out: LxTensor, half: int, row: int, count: int,
+                  halves: int) -> None:
+    """Write -0.0 into the stick padding of rows [row, row + count) of `out`, an SFU
+    result about to be stored. The SFU writes a row's `cols` elements only, so the rest of
+    its last stick holds whatever LX held there; the DMA stores whole sticks, and a matmul
+    that reads the stored tensor as its A contracts over them (times B's zero rows: a stale
+    NaN or infinity there made a whole row NaN). keep(x, 0) is -0.0 whatever x is (design
+    note 63); an int32 result is multiplied by 0. A slice of a wider tile (`row_pitch`)
+    has its neighbours' columns there."""
+    width = out.pitch // out.dtype.itemsize
+    cols = out.shape[1]
+    if out.row_pitch or cols >= width:
+        return
+    at = out.addr + row * out.pitch + cols * out.dtype.itemsize
+    # int32 has no NaN (and KEEP no int32 form): a product by 0 zeroes it
+    fn = BinaryFn.MUL if out.dtype == DType.I32 else BinaryFn.KEEP
+    it.stream.emit("sfu.scalar", part(out, half, halves), part(out, half, halves), unit=half,
+                   fn=fn, src=at, dst=at, rows=count, cols=width - cols,
+                   src_pitch=out.pitch, dst_pitch=out.pitch, src_dtype=out.dtype,
+                   dst_dtype=out.dtype, imm=f32_bits(0.0), reverse=0)
+
+
+def _lx_destination(it: CoreWalk, op: linalg.GenericOp) -> LxTensor | None:
+    """Where `op`'s result goes when its one use stores it to a tensor kept in LX through
+    an access tile already built (convert-spyre-to-ktir builds it first, note 61): there,
+    so the store is no instruction."""
+    result = op.results[0]
+    uses = list(result.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, StoreOp):
+        return None
+    tile = it.env.get(uses[0].operation.tile)
+    if not isinstance(tile, Tile) or not isinstance(tile.view, LxParts):
+        return None
+    return _own_part(it, uses[0].operation, tile)
+
+
+def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
+         out: LxTensor, half: int, row: int, count: int, cols: int, halves: int) -> None:
+    """One corelet's SFU instruction for a tile-graph generic, on rows [row, row + count)."""
+    srcs = [v for v in ins if isinstance(v, LxTensor)]
+    assert len(srcs) == len(ins) or fn == "causal_mask"  # its second input is the first row
+    dst = dict(dst=out.addr + row * out.pitch, dst_pitch=out.pitch, dst_dtype=out.dtype)
+    dst_keys = part(out, half, halves)
+
+    def at(t: LxTensor) -> int:
+        return t.addr + (row * t.pitch if t.shape[0] > 1 else 0)
+
+    def keys(t: LxTensor) -> list[Key]:
+        return part(t, half, halves) if t.shape[0] > 1 else whole(t)
+
+    for t in srcs:
+        if t.transposed:
+            raise it.error(op, "it reads a tile loaded through a transposing order; only a "
+                           "matmul's B operand can be read that way")
+        if t.zero:
+            raise it.error(op, "it reads a linalg.fill that no instruction has written; zero "
+                           "fills only start matmul accumulations")
+    src = srcs[0]
+    common = dict(rows=count, src_pitch=src.pitch, src_dtype=src.dtype, unit=half, **dst)
+    if fn == "causal_mask":
+        # key c is masked for query q0 + r: c > r + q0, and this half starts `row` rows in
+        value = op.attributes["spyre.scalar"]
+        assert isinstance(value, FloatAttr)
+        it.stream.emit("sfu.mask", keys(src), dst_keys, src=at(src), cols=cols,
+                       diag=index_value(ins[1]) + row, imm=f32_bits(value.value.data),  # type: ignore[call-overload]
+                       **common)
+        return
+    if fn.startswith("reduce_"):
+        valid = op.attributes["spyre.valid_cols"]
+        assert isinstance(valid, IntegerAttr)
+        it.stream.emit("sfu.reduce", keys(src), dst_keys, fn=REDUCE_FN[fn], src=at(src),
+                       cols=valid.value.data, **common)
+        return
+    scalar = op.attributes.get("spyre.scalar")
+    if isinstance(scalar, FloatAttr):
+        reverse = 1 if "spyre.reverse" in op.attributes else 0
+        it.stream.emit("sfu.scalar", keys(src), dst_keys, fn=BINARY_FN[fn], src=at(src),
+                       cols=cols, imm=f32_bits(scalar.value.data), reverse=reverse, **common)
+        return
+    if len(srcs) == 1:
+        ufn = UnaryFn.COPY if fn == "copy" else UNARY_FN[fn]
+        it.stream.emit("sfu.unary", keys(src), dst_keys, fn=ufn, src=at(src), cols=cols,
+                       **common)
+        return
+    a, b = srcs
+
+    def one_column(t: LxTensor) -> bool:  # one element a row, broadcast along the row
+        return t.shape[1] == 1 < cols
+
+    def one_row(t: LxTensor) -> bool:  # one row, broadcast over the rows
+        return t.shape[0] == 1 < out.shape[0]
+
+    if one_column(a) and one_column(b):
+        # sfu.colwise broadcasts one column; the other would be read as a full-width tile,
+        # of which only column 0 was written (a silent wrong result before)
+        raise it.error(op, "both operands are columns broadcast along the row; compute the "
+                       "op on the columns, then broadcast its result")
+    reverse = 0
+    # the ISA broadcasts its second operand: a column goes second (sfu.colwise, whose first
+    # operand may itself be a broadcast row: an outer product), else a row (sfu.binary)
+    if one_column(a) and not one_column(b) or not one_column(b) and one_row(a) and not one_row(b):
+        a, b, reverse = b, a, 1
+    fields = dict(fn=BINARY_FN[fn], src0=at(a), src1=at(b), dst=dst["dst"], rows=count,
+                  cols=cols, src0_pitch=0 if one_row(a) else a.pitch, dst_pitch=out.pitch,
+                  src0_dtype=a.dtype, src1_dtype=b.dtype, dst_dtype=out.dtype)
+    reads = keys(a) + keys(b)
+    if one_column(b):
+        it.stream.emit("sfu.colwise", reads, dst_keys, unit=half, src1_pitch=b.pitch,
+                       reverse=reverse, **fields)
+        return
+    if reverse and fn not in COMMUTATIVE:
+        raise CompileError(f"kernel @{it.fn.sym_name.data}: {fn} with a broadcast row as its "
+                           "first operand is not lowered yet")
+    row_broadcast = b.shape[0] == 1 < count
+    it.stream.emit("sfu.binary", reads, dst_keys, unit=half,
+                   src1_pitch=0 if row_broadcast else b.pitch, **fields)
+
+
+def _for(it: CoreWalk, op: scf.ForOp) -> None:
+    lb, ub, step = (int(it.env[v]) for v in (op.lb, op.ub, op.step))  # type: ignore[call-overload]
+    carried = [it.env[v] for v in op.iter_args]
+    body = op.body.block
+    for i in range(lb, ub, step):
+        it.env[body.args[0]] = i
+        for arg, value in zip(body.args[1:], carried):
+            it.env[arg] = value
+        carried = it.block(body.ops)
+    for r, value in zip(op.results, carried):
+        it.env[r] = value
+
+
+def _cmpi(it: CoreWalk, op: arith.CmpiOp) -> None:
+    """An index comparison (an `Affine` operand raises `Symbolic`: the core's coordinates
+    become concrete, note 59's grid-row stores)."""
+    a, b = (it.env[v] for v in op.operands)
+    predicate = op.predicate.value.data
+    if predicate not in _CMPI:
+        raise it.error(op, f"predicate {predicate} is not an index comparison")
+    it.env[op.result] = int(_CMPI[predicate](a, b))
+
+
+_CMPI: dict[int, Callable[[object, object], bool]] = {
+    0: lambda a, b: a == b, 1: lambda a, b: a != b,
+    2: lambda a, b: a < b, 3: lambda a, b: a <= b, 4: lambda a, b: a > b, 5: lambda a, b: a >= b,  # type: ignore[operator]
+    6: lambda a, b: a < b, 7: lambda a, b: a <= b, 8: lambda a, b: a > b, 9: lambda a, b: a >= b,  # type: ignore[operator]
+}
+
+
+def _if(it: CoreWalk, op: scf.IfOp) -> None:
+    """The branch the core takes (its condition is concrete on every core)."""
+    region = op.true_region if it.env[op.cond] else op.false_region
+    results = it.block(region.block.ops) if region.blocks else []
+    for r, value in zip(op.results, results):
+        it.env[r] = value
+
+
+def _linear_core(it: CoreWalk) -> int:
+    """The core's linear tile id, y * gm + x (`Symbolic` while its coordinates are)."""
+    if any(isinstance(c, Affine) for c in it.core):
+        raise Symbolic("an inter-tile group depends on the core")
+    return linear_core([int(c) for c in it.core], it.grid)  # type: ignore[call-overload]
+
+
+def _ring_group(it: CoreWalk, op: InterTileReduceOp,
+                produce: InterTileProduceOp) -> tuple[int, int, int, int]:
+    """(first, count, stride, root) of the ring.reduce the core joins for `op`: its group's
+    producer tiles must be evenly spaced cores, its consumers all of them (root -1) or one
+    (the root). Worked out once per op (the reduce runs once per tile)."""
+    if op in it.groups:
+        return it.groups[op]
+    core = _linear_core(it)
+    tiles = math.prod(it.grid)
+    tile_set = produce.producer_tiles_per_group.data
+    try:
+        producers = {group: group_tiles(tile_set, group, tiles, "producer")
+                     for group in tile_groups(produce.future_type.groups.data)}
+        group = next((g for g, members in producers.items() if core in members), None)
+        if group is None:
+            raise it.error(op, f"core {core} produces for no group, but it reaches the reduce")
+        consumers = group_tiles(op.consumer_tiles_per_group.data, group, tiles, "consumer")
+    except KtirError as error:
+        raise it.error(op, str(error)) from None
+    members = producers[group]
+    if consumers == members:
+        root = -1
+    elif len(consumers) == 1 and consumers[0] in members:
+        root = consumers[0]
+    else:
+        raise it.error(op, f"group {group}: consumers {consumers} must be the producers "
+                       f"{members} (all-reduce) or one of them")
+    stride = members[1] - members[0] if len(members) > 1 else 1
+    if members != list(range(members[0], members[0] + stride * len(members), stride)):
+        raise it.error(op, f"group {group}: tiles {members} are not evenly spaced cores; "
+                       "ring.reduce joins first, first + stride, ...")
+    it.groups[op] = (members[0], len(members), stride, root)
+    return it.groups[op]
+
+
+def _produce(it: CoreWalk, op: InterTileProduceOp) -> None:
+    """A producer's partials stay where they were computed; its delivery op moves them."""
+    body = op.body.block
+    it.env[body.args[0]] = -1  # the group index: read only by ops the region would compute
+    *ops, yielded = list(body.ops)
+    it.block(ops)
+    it.env[op.future] = [it.env[v] for v in yielded.operands]
+
+
+def _inter_tile_reduce(it: CoreWalk, op: InterTileReduceOp) -> None:
+    """A sum over a group of cores as one `ring.reduce` (note 59): the group's tiles must be
+    an arithmetic progression of cores (first, stride, count), its consumers all of them
+    (root -1: an all-reduce) or one (the root), the combiner one `arith.addf`. The result
+    stays in the partial's slot (spyre-place-memory gives the op the partial's slots)."""
+    produce = op.future.owner
+    assert isinstance(produce, InterTileProduceOp)
+    partials = it.env[op.future]
+    assert isinstance(partials, list)
+    if len(partials) != 1 or not op.sums_its_arguments:
+        combiner = [o.name for o in op.combiner.block.ops]
+        raise it.error(op, "ring.reduce sums one partial; the combiner must be one arith.addf "
+                       f"of its two arguments (found {', '.join(combiner)})")
+    if op.producer_dependency_per_consumer is not None:
+        raise it.error(op, "a partial reduction (producer_dependency_per_consumer) is not "
+                       "lowered; ring.reduce folds every producer of the group")
+    src = partials[0]
+    if not isinstance(src, LxTensor) or src.zero or len(src.shape) != 2:
+        raise it.error(op, "its partial must be a 2-D tile computed in LX")
+    first, count, stride, root = _ring_group(it, op, produce)
+    core = _linear_core(it)
+    writes = whole(src) if root < 0 or root == core else []
+    it.stream.emit("ring.reduce", whole(src), writes, src=src.addr, dst=src.addr,
+                   rows=src.shape[0], cols=src.shape[1], src_pitch=src.pitch,
+                   dst_pitch=src.pitch, dtype=src.dtype, first=first, count=count,
+                   stride=stride, root=root, tag=REDUCE_TAG)
+    it.env[op.results[0]] = LxTensor(src.addr, src.shape, src.dtype)
+
+
+REDUCE_TAG = 1  # ring.reduce's tag (operand sharing's sends and receives use 0)
+
+
+def _noop(it: CoreWalk, op: Operation) -> None:
+    return None
+
+
+# ---- gathers and scatters: loads and stores through indirect access tiles (note 28) -------
+
+@dataclass
+class IndirectTile:
+    """Rows of a table picked by `rows` contiguous indices of the `index` view, starting at
+    `index_origin`: table row k is at byte `base + k * pitch`, `limit` rows; `cols` whole
+    columns of `itemsize` bytes each row."""
+
+    base: int
+    pitch: int
+    limit: int
+    itemsize: int
+    index: Strided
+    index_origin: tuple[int, ...]
+    rows: int
+    cols: int
+
+    @property
+    def index_addr(self) -> int:
+        return self.index.address(self.index_origin)
+
+
+def _indirect_tile(it: CoreWalk, op: ConstructIndirectAccessTileOp) -> None:
+    """The indirect form dma.gather / dma.scatter run: `%t[(a), .., ind(%idx[.., f + %r]),
+    (%c)]` over a (rows, cols) box: the leading subscripts fixed for the tile, row r of the
+    tile at table row idx[.., f + r] of the second-to-last dim, all its columns."""
+    rows, cols = (int(d) for d in op.result.type.get_shape())  # type: ignore[attr-defined]
+    maps = [m.data for m in op.per_dim_subscript_maps]
+    rank = len(maps)
+    form = ("an indirect tile %t[(a), ..., ind(%idx[..., f + %r]), (%c)] over a rows x cols "
+            "box with the identity order")
+    if (rank < 2 or op.subscript_kinds != [False] * (rank - 2) + [True, False]
+            or len(op.indirect_memrefs) != 1
+            or op.variables_space_order.data != AffineMap.identity(2)):
+        raise it.error(op, f"only {form} maps to dma.gather / dma.scatter")
+    captured = [int(it.env[v]) for v in op.captured_variables]  # type: ignore[call-overload]
+
+    def at(m: AffineMap, r: int, c: int) -> tuple[int, ...]:
+        return indirect_subscript(m, captured, [r, c])
+
+    origin = at(maps[-2], 0, 0)
+    step = tuple(b - a for a, b in zip(origin, at(maps[-2], 1, 0)))
+    lead = [at(m, 0, 0) for m in maps[:-2]]
+    fixed = all(at(m, 1, 0) == at(m, 0, 1) == v for m, v in zip(maps[:-2], lead))
+    if (step != (0,) * (len(origin) - 1) + (1,) or at(maps[-2], 0, 1) != origin or not fixed
+            or [at(maps[-1], 0, 0), at(maps[-1], 0, 1), at(maps[-1], 1, 0)] != [(0,), (1,), (0,)]):
+        raise it.error(op, f"only {form} maps to dma.gather / dma.scatter (the indices of "
+                       "consecutive rows must be consecutive, the other subscripts direct)")
+    table, index = it.env[op.base], it.env[op.indirect_memrefs[0]]
+    assert isinstance(table, Strided) and isinstance(index, Strided)
+    if index.itemsize != 4 or index.strides[-1] != 1:
+        raise it.error(op, "the index view must hold contiguous int32 (the DMA's indices)")
+    row_zero = table.address([*(v[0] for v in lead), 0, 0])  # table row k: k pitches on
+    it.env[op.result] = IndirectTile(row_zero, table.strides[-2] * table.itemsize, table.shape[-2],
+                                     table.itemsize, index, origin, rows, cols)
+
+
+def _index_vector(it: CoreWalk, op: Operation, tile: IndirectTile) -> tuple[LxTensor, int]:
+    """A dma.load of the sticks holding the tile's indices into this execution's index slot;
+    the LX tensor of those sticks and the LX offset of the first index."""
+    index_slots = op.attributes.get("lx_index_slots")
+    if not isinstance(index_slots, DenseArrayBase):
+        raise it.error(op, "an access through an indirect tile has no lx_index_slots; run "
+                       "spyre-place-memory first")
+    turn = it.slot_turn.get(op, 0)
+    it.slot_turn[op] = turn + 1
+    slot = int(index_slots.get_values()[turn % 2])
+    first = tile.index_addr % STICK
+    nbytes = _stick_bytes(first + tile.rows * 4)
+    idx = LxTensor(slot, (1, nbytes // 4), DType.I32)
+    it.stream.emit("dma.load", [], whole(idx), ddr=tile.index_addr - first, lx=slot, rows=1,
+                   row_bytes=nbytes, ddr_pitch=nbytes, lx_pitch=nbytes)
+    return idx, slot + first
+
+
+def _gather_load(it: CoreWalk, op: LoadOp) -> None:
+    """A load through an indirect tile: the index sticks, then a dma.gather of the rows they
+    name (checked against the table's rows on device)."""
+    tile = it.env[op.tile]
+    if not isinstance(tile, IndirectTile):
+        _load(it, op)
+        return
+    turn = it.slot_turn.get(op, 0)
+    idx, first = _index_vector(it, op, tile)
+    it.slot_turn[op] = turn  # the index and the data slots alternate together
+    lx = it.lx_tensor(op.results[0], it.slot(op))
+    it.stream.emit("dma.gather", whole(idx), whole(lx), ddr=tile.base, lx=lx.addr,
+                   rows=tile.rows, row_bytes=_stick_bytes(tile.cols * tile.itemsize),
+                   ddr_pitch=tile.pitch, lx_pitch=lx.pitch, idx=first, limit=tile.limit)
+    it.env[op.results[0]] = lx
+
+
+def _scatter_store(it: CoreWalk, op: StoreOp) -> None:
+    """A store through an indirect tile: the index sticks, then a dma.scatter of the tile's
+    rows to the table rows they name (checked on device)."""
+    tile = it.env[op.tile]
+    if not isinstance(tile, IndirectTile):
+        _store(it, op)
+        return
+    src = it.env[op.value]
+    assert isinstance(src, LxTensor)
+    if src.shape != (tile.rows, tile.cols):
+        raise it.error(op, f"the {src.shape[0]}x{src.shape[1]} LX tile does not match the "
+                       f"{tile.rows}x{tile.cols} indirect tile")
+    idx, first = _index_vector(it, op, tile)
+    it.stream.emit("dma.scatter", whole(idx) + whole(src), [], lx=src.addr, ddr=tile.base,
+                   rows=tile.rows, row_bytes=_stick_bytes(tile.cols * tile.itemsize),
+                   lx_pitch=src.pitch, ddr_pitch=tile.pitch, idx=first, limit=tile.limit)
+
+
+HANDLERS: dict[type, Callable] = {
+    arith.ConstantOp: _constant,
+    arith.AddiOp: _binary_index(lambda a, b: a + b),
+    arith.MuliOp: _binary_index(lambda a, b: a * b),
+    GetComputeTileIdOp: _tile_id,
+    ConstructMemoryViewOp: _view,
+    ConstructDistributedMemoryViewOp: _distributed_view,
+    ConstructAccessTileOp: _access_tile,
+    LoadOp: _gather_load,
+    ConstructIndirectAccessTileOp: _indirect_tile,
+    StoreOp: _scatter_store,
+    linalg.FillOp: _fill,
+    linalg.GenericOp: _generic,
+    tensor.ExtractSliceOp: _extract_slice,
+    scf.ForOp: _for,
+    scf.IfOp: _if,
+    arith.CmpiOp: _cmpi,
+    InterTileProduceOp: _produce,
+    InterTileReduceOp: _inter_tile_reduce,
+    tensor.EmptyOp: _noop,
+    func.ReturnOp: _noop,
+}
+# by op name: spyrec's extended standard dialects define their own classes for some names
+HANDLERS_BY_NAME: dict[str, Callable] = {cls.name: h for cls, h in HANDLERS.items()}  # type: ignore[attr-defined]
+
+
+# ops whose handlers compute on symbolic values exactly or raise Symbolic (a handler added
+# to the table is not trusted with them until it is listed here: the kernel falls back to
+# the plain interpreter)
+SYMBOLIC_OPS = frozenset({"arith.constant", "arith.addi", "arith.muli",
+                          "ktdp.get_compute_tile_id", "ktdp.construct_memory_view",
+                          "ktdp.construct_distributed_memory_view",
+                          "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
+                          "linalg.fill", "linalg.generic", "scf.for", "tensor.empty",
+                          "tensor.extract_slice", "func.return",
+                          # concrete only on concrete cores: they raise `Symbolic` otherwise
+                          "arith.cmpi", "scf.if", "ktdp.inter_tile_produce",
+                          "ktdp.inter_tile_reduce"})
+
