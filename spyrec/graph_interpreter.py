@@ -26,6 +26,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.dialects import spyre
+from spyrec.dialects.spyre_plan import graph_func
 
 if TYPE_CHECKING:
     from spyrec.verdict import ModelInfo
@@ -132,9 +133,7 @@ class GraphInterpreter:
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
         self.module = module
         self.weights = weights
-        self.graph = next((f for f in module.body.block.ops if isinstance(f, func.FuncOp)
-                           and "grid" not in f.attributes and f.body.blocks.first is not None),
-                          None)
+        self.graph = graph_func(module)
         if self.graph is None:
             raise InterpretError("no graph function in the module")
         self.lx: list | None = None  # the cores' LX, kept across launches as on the card
@@ -340,8 +339,8 @@ def graph_model_info(module: ModuleOp, count: int, numerics: str = "ieee") -> Mo
     interpreter rounds 16-bit values as IEEE fp16 and bf16."""
     from spyrec.verdict import STORAGE_UNIT, ModelInfo, OutputModel
 
-    graph = next(f for f in module.body.block.ops if isinstance(f, func.FuncOp)
-                 and "grid" not in f.attributes and f.body.blocks.first is not None)
+    graph = graph_func(module)
+    assert graph is not None, "no graph function in the module"
     ret = graph.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     units = STORAGE_UNIT[numerics]
