@@ -109,7 +109,8 @@ class PlanAttr(Generic[T]):
         attr = op.attributes.get(self.key)
         problem = None if attr is None else self.constraint.problem(attr)
         if problem is not None:
-            fix = (f"correct it, or remove it and {self.by} decides it" if self.kind == DECISION
+            fix = ("correct it in the kernel's KTIR" if isinstance(op, func.FuncOp) else
+                   f"correct it, or remove it and {self.by} decides it" if self.kind == DECISION
                    else f"it is the ledger {self.by} writes")
             raise PlanError(f"{where(op)}: {problem}; {fix}")
         return attr
