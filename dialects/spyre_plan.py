@@ -365,6 +365,14 @@ def record_decisions(kernel: Operation, fn: func.FuncOp,
                        if (attr := spec.check(kernel)) is not None})
 
 
+def recorded(op: Operation, spec: PlanAttr[T]) -> T | None:
+    """`spec` as `record_decisions` copied it into the `spyre.decisions` of a KTIR func (or
+    of its spyrecode program): what the binary's provenance shows; None if not recorded."""
+    decisions = op.attributes.get(DECISIONS.key)
+    attr = decisions.data.get(spec.key) if isinstance(decisions, DictionaryAttr) else None
+    return None if attr is None or not spec.constraint.test(attr) else spec.decode(attr)
+
+
 def ring_shared(op: Operation) -> bool:
     """Whether spyre-tile chose to share the kernel's operand tiles over the ring."""
     return SHARE.get(op) == "ring"

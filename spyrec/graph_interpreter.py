@@ -26,7 +26,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.dialects import spyre
-from spyrec.dialects.spyre_plan import graph_func
+from spyrec.dialects.spyre_plan import LAYOUT, graph_func
 
 if TYPE_CHECKING:
     from spyrec.verdict import ModelInfo
@@ -288,13 +288,13 @@ def _padded_shape(value: SSAValue) -> list[int]:
 def _layout_attr(value: SSAValue) -> DictionaryAttr | None:
     owner = value.owner
     if isinstance(owner, Operation):
-        attr = owner.attributes.get("spyre.layout")
+        attr = owner.attributes.get(LAYOUT.key)
         return attr if isinstance(attr, DictionaryAttr) else None
     block = value.block  # type: ignore[attr-defined]
     parent = block.parent_op()
     if isinstance(parent, func.FuncOp) and parent.arg_attrs is not None:
         attrs = parent.arg_attrs.data[value.index].data  # type: ignore[attr-defined]
-        attr = attrs.get("spyre.layout")
+        attr = attrs.get(LAYOUT.key)
         return attr if isinstance(attr, DictionaryAttr) else None
     return None
 
