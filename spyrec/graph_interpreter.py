@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from spyrec.diagnostics import SpyrecError
@@ -280,9 +280,10 @@ def _output_name(graph: func.FuncOp, value: SSAValue) -> str:
 
 def _padded_shape(value: SSAValue) -> list[int]:
     layout = _layout_attr(value)
-    if layout is None:
+    padded = None if layout is None else layout.data["padded_shape"]
+    if not isinstance(padded, DenseArrayBase):
         return _shape(value)
-    return [int(v) for v in layout.data["padded_shape"].get_values()]  # type: ignore[attr-defined]
+    return [int(v) for v in padded.get_values()]
 
 
 def _layout_attr(value: SSAValue) -> DictionaryAttr | None:

@@ -376,7 +376,7 @@ def _worth_it(op: Operation, views: list[Operation], target: _Group, absorbed: l
     kernel's tile would otherwise span whole rows). Records the decision on the group `op`
     joins (`target`, or the reduction's own group) and returns it; None: `op` starts one."""
     fused = costs.cycles([*target.ops, *(o for g in absorbed for o in g.ops), *views, op])
-    name = op.attributes.get("fx_node", StringAttr(op.name)).data  # type: ignore[attr-defined]
+    name = _fx_name(op)
     prefix: list[Operation] = []
     if tile_op_kind(op)[0] == "reduce" and isinstance(target.ops[0], MatmulOp):  # type: ignore[index]
         prefix = _prefix(op, target, group_of)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr, i64
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
@@ -121,12 +122,15 @@ def test_is_kernel_and_graph_func():
 
 def test_ktir_grids_of_one_to_three_dims():
     text = ("func.func @k(%a: index) attributes {grid = GRID} {\n  func.return\n}\n")
-    for grid, extents in (("[4]", (4,)), ("[4, 2]", (4, 2)), ("[2, 2, 2]", (2, 2, 2))):
+    def kernel(grid: str) -> func.FuncOp:
         fn = _parse(text.replace("GRID", grid)).body.block.first_op
-        assert plan.ktir_grid(fn) == extents  # type: ignore[arg-type]
-    fn = _parse(text.replace("GRID", "[0]")).body.block.first_op
+        assert isinstance(fn, func.FuncOp)
+        return fn
+
+    for grid, extents in (("[4]", (4,)), ("[4, 2]", (4, 2)), ("[2, 2, 2]", (2, 2, 2))):
+        assert plan.ktir_grid(kernel(grid)) == extents
     with pytest.raises(plan.PlanError, match="one to three positive integers"):
-        plan.ktir_grid(fn)  # type: ignore[arg-type]
+        plan.ktir_grid(kernel("[0]"))
     with pytest.raises(KtirError, match="func @k: `grid = \\[0 : i64\\]`"):
         execute(text.replace("GRID", "[0]"), "k", a=None)
 
@@ -157,7 +161,7 @@ def test_store_pieces_and_share_are_decisions_not_ledger_entries():
         kernel.attributes.pop(spec.key, None)
     for module in (full, bare):
         _run(module, "convert-spyre-to-ktir", "spyre-place-memory")
-    fn = next(f for f in bare.body.block.ops if plan.is_kernel(f))  # type: ignore[arg-type]
+    fn = next(f for f in bare.body.block.ops if isinstance(f, func.FuncOp) and plan.is_kernel(f))
     assert plan.ring_shared(fn)
     assert "spyre.store_pieces = 32" in module_text(bare)
     for module in (full, bare):
