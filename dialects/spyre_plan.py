@@ -8,8 +8,8 @@ no pass reads a decision out of it), the xDSL constraint its builtin encoding sa
 and the words an error gives for a bad value. The printed IR is the builtin form
 (`grid = [2 : i64, 4 : i64]`, `resident = "b"`); no new syntax.
 
-Guarantees: `PlanAttr.get` returns a Python value (`tuple[int, int]` for a grid) or None
-when the key is absent, and raises `PlanError`, naming the op, the key and the values
+Guarantees: `PlanAttr.get` returns a Python value (`tuple[int, ...]` for a grid, `str`
+for `resident`) or None when the key is absent, and raises `PlanError`, naming the op, the key and the values
 allowed, when the attribute breaks its constraint; `PlanAttr.set` writes the encoding every
 pass wrote before this module (so binaries stay byte-identical). `verify_plan` checks every
 planning attribute of a module (the driver and spyre-opt run it after each pass), and the
@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     StringAttr,
+    SymbolRefAttr,
     i64,
 )
 from xdsl.ir import Attribute, Operation
@@ -111,7 +112,7 @@ class PlanAttr(Generic[T]):
         if problem is not None:
             fix = ("correct it in the kernel's KTIR" if isinstance(op, func.FuncOp) else
                    f"correct it, or remove it and {self.by} decides it" if self.kind == DECISION
-                   else f"it is the ledger {self.by} writes")
+                   else f"it is the ledger {self.by} writes: remove it")
             raise PlanError(f"{where(op)}: {problem}; {fix}")
         return attr
 
@@ -131,14 +132,16 @@ class PlanAttr(Generic[T]):
 
 
 def where(op: Operation) -> str:
-    """How an error names `op`: the kernel and the function it is in."""
-    name = op.properties.get("sym_name", op.attributes.get("sym_name"))
-    label = f"@{name.data}" if isinstance(name, StringAttr) else op.name
+    """How an error names `op`: the kernel (or launch) and the function it is in."""
     if isinstance(op, func.FuncOp):
-        return f"func {label}"
+        return f"func @{op.sym_name.data}"
+    name = op.properties.get("sym_name")
+    callee = op.properties.get("callee")
+    label = (f"kernel @{name.data}" if isinstance(name, StringAttr) else
+             f"launch of {callee}" if isinstance(callee, SymbolRefAttr) else op.name)
     parent = op.parent_op()
     inside = f" in func @{parent.sym_name.data}" if isinstance(parent, func.FuncOp) else ""
-    return f"{'kernel' if op.name == 'spyre.kernel' else op.name} {label}{inside}"
+    return label + inside
 
 
 # ---- encodings -------------------------------------------------------------------------
