@@ -34,6 +34,7 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_op_definition,
     operand_def,
+    opt_attr_def,
     opt_operand_def,
     opt_prop_def,
     prop_def,
@@ -45,6 +46,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
+
+from spyrec.dialects import spyre_plan as plan
 
 
 def _provenance(op: Operation, source_op: Operation | None) -> None:
@@ -715,6 +718,9 @@ class KernelOp(IRDLOperation):
     """A group of spyre ops compiled into one device kernel; intermediates stay in LX.
 
     Block arguments stand for the operands; `spyre.yield` returns the kernel's results.
+    Its planning attributes are declared with their constraints (`dialects/spyre_plan.py`:
+    decisions, then ledgers); passes read and write them through `spyre_plan`'s typed
+    accessors, which these fields' raw attributes back.
     """
 
     name = "spyre.kernel"
@@ -722,6 +728,20 @@ class KernelOp(IRDLOperation):
     inputs = var_operand_def()
     outputs = var_result_def()
     body = region_def("single_block")
+    grid = opt_attr_def(plan.GRID.constraint, attr_name=plan.GRID.key)
+    tile = opt_attr_def(plan.TILE.constraint, attr_name=plan.TILE.key)
+    resident = opt_attr_def(plan.RESIDENT.constraint, attr_name=plan.RESIDENT.key)
+    share = opt_attr_def(plan.SHARE.constraint, attr_name=plan.SHARE.key)
+    tail = opt_attr_def(plan.TAIL.constraint, attr_name=plan.TAIL.key)
+    store_pieces = opt_attr_def(plan.STORE_PIECES.constraint, attr_name=plan.STORE_PIECES.key)
+    lx_results = opt_attr_def(plan.LX_RESULTS.constraint, attr_name=plan.LX_RESULTS.key)
+    inplace = opt_attr_def(plan.INPLACE.constraint, attr_name=plan.INPLACE.key)
+    layout = opt_attr_def(plan.LAYOUT.constraint, attr_name=plan.LAYOUT.key)
+    fused = opt_attr_def(plan.FUSED.constraint, attr_name=plan.FUSED.key)
+    reason = opt_attr_def(plan.REASON.constraint, attr_name=plan.REASON.key)
+    fusion_ledger = opt_attr_def(plan.FUSION.constraint, attr_name=plan.FUSION.key)
+    partition_ledger = opt_attr_def(plan.PARTITION.constraint, attr_name=plan.PARTITION.key)
+    tiling_ledger = opt_attr_def(plan.TILING.constraint, attr_name=plan.TILING.key)
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = (
         "$sym_name `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs) $body"

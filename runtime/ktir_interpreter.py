@@ -42,9 +42,7 @@ from typing import Any, cast
 import numpy as np
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    ArrayAttr,
     IndexType,
-    IntegerAttr,
     ModuleOp,
     TensorType,
 )
@@ -64,6 +62,7 @@ from spyrec.runtime.ktir_args import check_array_argument
 from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
 from spyrec.runtime.ktir_races import Race, RaceDetector
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
+from spyrec.dialects.spyre_plan import PlanError, ktir_grid
 from spyrec.dialects.ktdp_values import (
     STICK_BYTES,
     KtirError,
@@ -472,14 +471,13 @@ def _schedule(cores: Sequence[Core], programs: Sequence[Step]) -> list[tuple[Any
 
 
 def _grid_of(func: FuncOp, grid: Sequence[int] | None) -> tuple[int, ...]:
+    """`grid` if given, else the function's own (`spyre_plan.ktir_grid`)."""
     if grid is not None:
         return tuple(int(g) for g in grid)
-    attribute = func.attributes.get("grid")
-    if attribute is None:
-        return (1,)
-    if not isinstance(attribute, ArrayAttr):
-        raise KtirError(f"@{func.sym_name.data}: grid must be an array, got {attribute}")
-    return tuple(cast(IntegerAttr, g).value.data for g in attribute.data)
+    try:
+        return ktir_grid(func)
+    except PlanError as exc:
+        raise KtirError(str(exc)) from None
 
 
 class _ValueNames(Mapping[SSAValue, str]):

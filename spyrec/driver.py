@@ -24,6 +24,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from spyrec.cache import CompileCache
 from spyrec.diagnostics import PassFailure, SpyrecError
+from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
 from spyrec.frontend.symbolic import annotate
 from spyrec.runtime.guards import place_guards
@@ -65,11 +66,13 @@ def _run_pass(name: str, module: ModuleOp, ctx: Context,
               options: dict[str, object] | None = None,
               verify_since: tuple[str, ...] | None = (),
               ) -> None:
-    """Run pass `name`; then verify the module unless `verify_since` is None (it names the
-    passes run since the last verification, which a failure may come from)."""
+    """Run pass `name`; check the module's planning attributes (`verify_plan`, cheap: the
+    kernels and funcs only); then verify the module unless `verify_since` is None (it names
+    the passes run since the last verification, which a failure may come from)."""
     options = options or {}
     try:
         PASSES[name]()(**options).apply(ctx, module)
+        verify_plan(module)
         if verify_since is not None:
             try:
                 module.verify()
@@ -148,6 +151,7 @@ def compile_program(
     if on_stage:
         on_stage("frontend", times["frontend"])
     module = imported.module
+    verify_plan(module)  # a hand-written KTIR kernel's grid
     ctx = make_context()
     if imported.symbolic is not None:
         # the trip-count guards (note 49) follow data through LPDDR, not through LX kept

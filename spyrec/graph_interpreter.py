@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.dialects import spyre
+from spyrec.dialects.spyre_plan import LAYOUT, graph_func
 
 if TYPE_CHECKING:
     from spyrec.verdict import ModelInfo
@@ -132,9 +133,7 @@ class GraphInterpreter:
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
         self.module = module
         self.weights = weights
-        self.graph = next((f for f in module.body.block.ops if isinstance(f, func.FuncOp)
-                           and "grid" not in f.attributes and f.body.blocks.first is not None),
-                          None)
+        self.graph = graph_func(module)
         if self.graph is None:
             raise InterpretError("no graph function in the module")
         self.lx: list | None = None  # the cores' LX, kept across launches as on the card
@@ -281,21 +280,22 @@ def _output_name(graph: func.FuncOp, value: SSAValue) -> str:
 
 def _padded_shape(value: SSAValue) -> list[int]:
     layout = _layout_attr(value)
-    if layout is None:
+    padded = None if layout is None else layout.data["padded_shape"]
+    if not isinstance(padded, DenseArrayBase):
         return _shape(value)
-    return [int(v) for v in layout.data["padded_shape"].get_values()]  # type: ignore[attr-defined]
+    return [int(v) for v in padded.get_values()]
 
 
 def _layout_attr(value: SSAValue) -> DictionaryAttr | None:
     owner = value.owner
     if isinstance(owner, Operation):
-        attr = owner.attributes.get("spyre.layout")
+        attr = owner.attributes.get(LAYOUT.key)
         return attr if isinstance(attr, DictionaryAttr) else None
     block = value.block  # type: ignore[attr-defined]
     parent = block.parent_op()
     if isinstance(parent, func.FuncOp) and parent.arg_attrs is not None:
         attrs = parent.arg_attrs.data[value.index].data  # type: ignore[attr-defined]
-        attr = attrs.get("spyre.layout")
+        attr = attrs.get(LAYOUT.key)
         return attr if isinstance(attr, DictionaryAttr) else None
     return None
 
@@ -340,8 +340,8 @@ def graph_model_info(module: ModuleOp, count: int, numerics: str = "ieee") -> Mo
     interpreter rounds 16-bit values as IEEE fp16 and bf16."""
     from spyrec.verdict import STORAGE_UNIT, ModelInfo, OutputModel
 
-    graph = next(f for f in module.body.block.ops if isinstance(f, func.FuncOp)
-                 and "grid" not in f.attributes and f.body.blocks.first is not None)
+    graph = graph_func(module)
+    assert graph is not None, "no graph function in the module"
     ret = graph.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     units = STORAGE_UNIT[numerics]

@@ -19,6 +19,7 @@ from typing import IO
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.transforms import get_all_passes
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
@@ -26,6 +27,7 @@ from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from spyrec.diagnostics import SpyrecError
+from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.registry import DIALECTS, PASSES
 from spyrec.dialects.ktdp_source import LocatingParser, locate_failure, located
 
@@ -76,6 +78,15 @@ class SpyreOptMain(xDSLOptMain):
             raise UsageError(f"-p {spec!r}: {exc}") from None
         except ValueError as exc:
             raise UsageError(f"-p {spec!r}: {self._pipeline_problem(spec, exc)}") from None
+        between = self.pipeline.callback
+
+        def verified(done: ModulePass | None, module: ModuleOp, after: ModulePass | None) -> None:
+            if done is not None:  # the planning attributes after every pass
+                verify_plan(module)
+            if between is not None:
+                between(done, module, after)
+
+        self.pipeline = PassPipeline(self.pipeline.passes, verified)
 
     def _pipeline_problem(self, spec: str, error: ValueError) -> str:
         """What is wrong with the pipeline `spec` that parsed but could not be built: the
@@ -156,7 +167,11 @@ class SpyreOptMain(xDSLOptMain):
                               f"({type(exc).__name__}: {exc})") from exc
 
     def apply_passes(self, prog: ModuleOp) -> None:
+        """xDSL's passes; the planning attributes (`spyre_plan.verify_plan`: a user's
+        `grid = [0, 3]` is named with the values allowed) are checked first and after each
+        pass (`setup_pipeline`)."""
         self.module = prog  # verified before and after the passes: kept to locate failures
+        verify_plan(prog)
         if not self.args.disable_verify:
             try:  # xDSL's verifiers can crash on malformed input (a func.func without
                 prog.verify()  # its function_type): that is the input's fault, said so

@@ -39,11 +39,12 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from spyrec.diagnostics import CompileError
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import (
     DATA_MOVES,
     ELEMENT_BYTES,
@@ -94,17 +95,15 @@ class Layout:
         })
 
     @staticmethod
-    def from_attr(attr: Attribute) -> Layout:
-        assert isinstance(attr, DictionaryAttr)
+    def from_attr(attr: DictionaryAttr) -> Layout:
+        """The layout of one `spyre.layout` dictionary (checked by `spyre_plan.LAYOUT`)."""
         d = attr.data
-        padded = d["padded_shape"]
-        assert isinstance(padded, DenseArrayBase)
-        return Layout(
-            stick_dim=d["stick_dim"].value.data,  # type: ignore[attr-defined]
-            padded_shape=tuple(padded.get_values()),  # type: ignore[arg-type]
-            device_dtype=d["device_dtype"].data,  # type: ignore[attr-defined]
-            zero_padded=d["pad"].data == "zero",  # type: ignore[attr-defined]
-        )
+        stick_dim, padded, dtype, pad = (d[k] for k in plan.LAYOUT_FIELDS)
+        assert isinstance(stick_dim, IntegerAttr) and isinstance(padded, DenseArrayBase)
+        assert isinstance(dtype, StringAttr) and isinstance(pad, StringAttr)
+        return Layout(stick_dim=stick_dim.value.data,
+                      padded_shape=tuple(int(v) for v in padded.get_values()),
+                      device_dtype=dtype.data, zero_padded=pad.data == "zero")
 
 
 def row_sticked(ttype: TensorType, zero_padded: bool, target: SpyreTarget) -> Layout:
@@ -123,14 +122,13 @@ def layout_of(value: SSAValue) -> Layout:
     """The layout stickify chose for `value`."""
     owner = value.owner
     if isinstance(owner, Operation):
-        attr = owner.attributes.get("spyre.layout")
-        if isinstance(attr, ArrayAttr):  # one layout per result of a multi-result op
-            attr = attr.data[value.index]
+        layouts = plan.LAYOUT.get(owner)  # one per result of a multi-result op
+        attr = None if layouts is None else layouts[value.index if len(layouts) > 1 else 0]
     else:
         fn = owner.parent_op()
         assert isinstance(fn, func.FuncOp) and fn.arg_attrs is not None
-        attr = fn.arg_attrs.data[value.index].data.get("spyre.layout")  # type: ignore[attr-defined]
-    if attr is None:
+        attr = fn.arg_attrs.data[value.index].data.get(plan.LAYOUT.key)
+    if not isinstance(attr, DictionaryAttr):
         raise CompileError(f"value %{value.name_hint} has no layout; run spyre-stickify first")
     return Layout.from_attr(attr)
 
@@ -151,7 +149,7 @@ def _pad_contraction(matmul: MatmulOp, target: SpyreTarget) -> None:
         )
     rl = layout_of(matmul.rhs)
     padded = (k_padded, *rl.padded_shape[1:])
-    rhs.attributes["spyre.layout"] = Layout(rl.stick_dim, padded, rl.device_dtype, True).to_attr()
+    plan.LAYOUT.set(rhs, (Layout(rl.stick_dim, padded, rl.device_dtype, True).to_attr(),))
 
 
 def _exact_contraction(matmul: MatmulOp) -> BatchMatmulOp:
@@ -172,7 +170,7 @@ class SpyreStickify(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
-            if fn.body.blocks.first is None or "grid" in fn.attributes:
+            if fn.body.blocks.first is None or plan.is_kernel(fn):
                 continue  # declarations and KTIR kernels have no graph tensors
             pads: dict[SSAValue, int] = {}
             arg_layouts = []
@@ -181,7 +179,7 @@ class SpyreStickify(ModulePass):
                 # host data is padded with zeros when copied in
                 pads[arg] = ZERO
                 arg_layouts.append(DictionaryAttr(
-                    {"spyre.layout": row_sticked(arg.type, True, target).to_attr()}))
+                    {plan.LAYOUT.key: row_sticked(arg.type, True, target).to_attr()}))
             fn.arg_attrs = ArrayAttr(arg_layouts)
             for inner in list(fn.walk()):
                 if not inner.results or not isinstance(inner.results[0].type, TensorType):
@@ -194,7 +192,7 @@ class SpyreStickify(ModulePass):
                 for r in inner.results:
                     pads[r] = pad
                 layout = row_sticked(inner.results[0].type, padded_zero, target)  # type: ignore[arg-type]
-                inner.attributes["spyre.layout"] = layout.to_attr()
+                plan.LAYOUT.set(inner, (layout.to_attr(),))
             for matmul in [o for o in fn.walk() if isinstance(o, MatmulOp)]:
                 _pad_contraction(matmul, target)
 

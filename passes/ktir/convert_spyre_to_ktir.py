@@ -46,7 +46,6 @@ from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
@@ -64,6 +63,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.costmodel import tail_rows
 from spyrec.dialects.ktdp import ConstructDistributedMemoryViewOp, GetComputeTileIdOp, StoreOp
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp, LaunchOp
 from spyrec.passes.planning.kernel_analysis import (
     AttentionInfo,
@@ -72,7 +72,6 @@ from spyrec.passes.planning.kernel_analysis import (
     ScatterInfo,
     KernelInfo,
     MoveInfo,
-    LX_RESULTS,
     analyze,
     kept_in_lx,
     op_kind,
@@ -200,16 +199,14 @@ class _KernelBuilder(KtirBuilder):
             self.loop(mc, t.tm, m_outer)
         self.b.insert(func.ReturnOp())
         fn = func.FuncOp(self.name, ([IDX] * len(inner), []), Region(block))
-        fn.attributes["grid"] = ArrayAttr([IntegerAttr(self.split.gm, 64),
-                                           IntegerAttr(self.split.gn, 64)])
+        plan.GRID.set(fn, (self.split.gm, self.split.gn))
+        plan.SHARE.copy(self.kernel, fn)  # for spyre-schedule-dataflow
         if reserved is not None:  # spyre-place-memory keeps the kernel's tiles below it
             fn.attributes["spyre.lx_reserved"] = DenseArrayBase.from_list(
                 i64, [reserved.byte_offset, reserved.bytes])
-        fn.attributes["spyre.decisions"] = DictionaryAttr({
-            k: self.kernel.attributes[k] for k in
-            ("fused", "reason", "spyre.fusion", "spyre.partition", "spyre.tiling", "tile",
-             "resident", "tail")
-            if k in self.kernel.attributes})
+        plan.record_decisions(self.kernel, fn, (
+            plan.FUSED, plan.REASON, plan.FUSION, plan.PARTITION, plan.TILING, plan.TILE,
+            plan.RESIDENT, plan.TAIL))
         shape = self.info.shape()
         fn.attributes["spyre.cost"] = DictionaryAttr({
             "flops": IntegerAttr(shape.flops, 64),
@@ -401,16 +398,10 @@ class _KernelBuilder(KtirBuilder):
         out = self._generic("copy", [tile], [kind], kind, lambda b, a: convert(b, a[0], element),
                             element=element)
         store = self.b.insert(StoreOp(out, kept or self._tile(view, r, at, (rows, cols))))
-        pieces = self._store_pieces()
+        pieces = plan.STORE_PIECES.get(self.kernel) or 1
         # paced over the next tile's K steps (note 54); a tail's pieces are the split itself
         if pieces > 1 and kind is Kind.FULL and self.tiling.tm == self.tiling_tm:
             store.attributes["spyre.store_pieces"] = IntegerAttr(pieces, 64)
-
-    def _store_pieces(self) -> int:
-        """spyre-tile's `store_pieces` (in its `spyre.tiling` ledger), 1 when not split."""
-        ledger = self.kernel.attributes.get("spyre.tiling")
-        pieces = ledger.data.get("store_pieces") if isinstance(ledger, DictionaryAttr) else None
-        return pieces.value.data if isinstance(pieces, IntegerAttr) else 1
 
     def _generic(self, fn: str, inputs: Sequence[SSAValue], kinds: Sequence[Kind],
                  out_kind: Kind, body: Callable[[Builder, Sequence[SSAValue]], SSAValue],
@@ -456,8 +447,6 @@ class ConvertSpyreToKtir(ModulePass):
                 fn = _KernelBuilder(info, name).build()
             op.body.block.add_op(fn)
             launch = LaunchOp(name, list(kernel.inputs), [r.type for r in kernel.results])
-            launch.attributes["spyre.layout"] = kernel.attributes["spyre.layout"]
-            for key in ("spyre.inplace", LX_RESULTS):  # an in-place scatter (ktir_gather.py),
-                if key in kernel.attributes:         # results kept in LX (note 61)
-                    launch.attributes[key] = kernel.attributes[key]
+            for spec in (plan.LAYOUT, plan.INPLACE, plan.LX_RESULTS):  # an in-place scatter
+                spec.copy(kernel, launch)  # (ktir_gather.py), results kept in LX (note 61)
             rewriter.replace_op(kernel, launch)

@@ -31,7 +31,6 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith, func
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
@@ -44,6 +43,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint
 
 from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import BatchMatmulOp, KernelOp
 from spyrec.passes.planning.kernel_analysis import (
     AttentionInfo,
@@ -88,12 +88,10 @@ class _StoredBuilder(KtirBuilder):
     def finish(self, flops: int, offchip: int) -> func.FuncOp:
         self.b.insert(func.ReturnOp())
         fn = func.FuncOp(self.name, ([IDX] * len(self.inner), []), Region(self.block))
-        fn.attributes["grid"] = ArrayAttr([IntegerAttr(self.split.gm, 64),
-                                           IntegerAttr(self.split.gn, 64)])
-        fn.attributes["spyre.decisions"] = DictionaryAttr({
-            k: self.kernel.attributes[k] for k in
-            ("fused", "reason", "spyre.partition", "spyre.tiling", "tile")
-            if k in self.kernel.attributes})
+        plan.GRID.set(fn, (self.split.gm, self.split.gn))
+        plan.SHARE.copy(self.kernel, fn)  # for spyre-schedule-dataflow
+        plan.record_decisions(self.kernel, fn, (plan.FUSED, plan.REASON, plan.PARTITION,
+                                                plan.TILING, plan.TILE))
         fn.attributes["spyre.cost"] = DictionaryAttr({
             "flops": IntegerAttr(flops, 64), "min_offchip_bytes": IntegerAttr(offchip, 64)})
         return fn

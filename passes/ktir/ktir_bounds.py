@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects import affine, scf
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import IntegerAttr, MemRefType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap, AffineSet
 
 from spyrec.diagnostics import CompileError
+from spyrec.dialects.spyre_plan import ktir_grid
 from spyrec.dialects.ktdp import (
     ConstructAccessTileOp,
     ConstructMemoryViewOp,
@@ -114,13 +115,6 @@ class _Budget(Exception):
     """The kernel takes more steps than `BUDGET`: left to the emulator."""
 
 
-def _grid(fn: FuncOp) -> list[int]:
-    grid = fn.attributes.get("grid")
-    if not isinstance(grid, ArrayAttr):
-        return [1]
-    return [g.value.data for g in grid.data if isinstance(g, IntegerAttr)] or [1]
-
-
 def _name(value: SSAValue) -> str:
     return f"%{value.name_hint}" if value.name_hint else "a value"
 
@@ -131,7 +125,7 @@ def _ranges(box: Sequence[tuple[int, int]]) -> str:
 
 def check_tile_bounds(fn: FuncOp) -> None:
     """Raise `CompileError` if some core's load or store of `fn` leaves its view."""
-    grid = _grid(fn)
+    grid = ktir_grid(fn)
     cores = 1
     for extent in grid:
         cores *= extent

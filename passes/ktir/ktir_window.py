@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.rewriter import InsertPoint
@@ -39,8 +39,10 @@ from spyrec.dialects.ktdp import (
     MemorySpaceAttr,
     StoreOp,
 )
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp, WindowRowsOp
 from spyrec.passes.ktir.ktir_builder import IDX, KtirBuilder, box_set
+from spyrec.passes.planning.kernel_analysis import read_split
 from spyrec.passes.graph.spyre_stickify import layout_of
 
 
@@ -141,8 +143,7 @@ class WindowBuilder(KtirBuilder):
         return layout_of(self.outer[self.inner.index(value)]).padded_shape[-1]
 
     def build(self) -> func.FuncOp:
-        grid = self.info.kernel.attributes["grid"]
-        gm = grid.data[0].value.data  # type: ignore[attr-defined]
+        gm = read_split(self.info.kernel).gm
         build = self._build_rows if self.info.by_rows else self._build_images
         return self._finish(build(gm), gm)
 
@@ -325,11 +326,9 @@ class WindowBuilder(KtirBuilder):
         stick_bytes = -(-op.block_cols() * _itemsize(op.input) // 128) * 128
         self.b.insert(func.ReturnOp())
         fn = func.FuncOp(self.name, ([IDX] * len(self.inner), []), Region(self.block))
-        fn.attributes["grid"] = ArrayAttr([IntegerAttr(gm, 64), IntegerAttr(1, 64)])
-        fn.attributes["spyre.decisions"] = DictionaryAttr({
-            k: self.info.kernel.attributes[k] for k in
-            ("fused", "reason", "spyre.partition", "spyre.tiling", "tile")
-            if k in self.info.kernel.attributes})
+        plan.GRID.set(fn, (gm, 1))
+        plan.record_decisions(self.info.kernel, fn, (plan.FUSED, plan.REASON, plan.PARTITION,
+                                                     plan.TILING, plan.TILE))
         out_bytes = n * ho * wo * len(op.tap_list) * stick_bytes
         fn.attributes["spyre.cost"] = DictionaryAttr({
             "flops": IntegerAttr(0, 64),

@@ -79,6 +79,7 @@ from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
+from spyrec.dialects.spyre_plan import is_kernel, ktir_grid
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
@@ -649,9 +650,7 @@ def _element(value: SSAValue) -> Attribute:
 
 def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
     """FLOPs of the kernel's matmuls and the bytes of every tensor it views, once."""
-    grid = 1
-    for g in fn.attributes["grid"].data:  # type: ignore[attr-defined]
-        grid *= g.value.data
+    grid = pymath.prod(ktir_grid(fn))
     flops = 0
     for op in fn.walk():
         if isinstance(op, linalg.GenericOp) and _is_fn(op, "matmul"):
@@ -695,7 +694,7 @@ class SpyreLegalizeKtir(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [f for f in op.body.block.ops
-                   if isinstance(f, func.FuncOp) and "grid" in f.attributes]:
+                   if isinstance(f, func.FuncOp) and is_kernel(f)]:
             check_tile_bounds(fn)  # before rewriting: the errors name the kernel's own ops
             _Kernel(fn).run()
             if "spyre.cost" not in fn.attributes:

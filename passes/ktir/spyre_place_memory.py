@@ -55,6 +55,7 @@ from spyrec.dialects.ktdp import (ConstructAccessTileOp, ConstructDistributedMem
                                   LoadOp, StoreOp)
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp, YieldPartialOp
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.planning.kernel_analysis import kept_in_lx
 from spyrec.passes.ktir.ktir_tiles import tile_dims
@@ -125,7 +126,7 @@ class SpyrePlaceMemory(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
-            if "grid" in fn.attributes:
+            if plan.is_kernel(fn):
                 _place_lx(fn, target, 2 if self.double_buffer else 1)
             elif fn.body.blocks.first is not None:
                 _place_lpddr(fn, target)
@@ -403,10 +404,7 @@ def gather_index_bytes(access: LoadOp | StoreOp, target: SpyreTarget) -> int:
 def inplace_results(launch: LaunchOp) -> dict[int, SSAValue]:
     """{result index: operand} of a launch whose results are stored in place of operands
     (`spyre.inplace`, one operand index per result: the in-place scatter of a KV cache)."""
-    attr = launch.attributes.get("spyre.inplace")
-    if not isinstance(attr, ArrayAttr):
-        return {}
-    return {i: launch.operands[a.value.data] for i, a in enumerate(attr.data)}  # type: ignore[attr-defined]
+    return {i: launch.operands[a] for i, a in enumerate(plan.INPLACE.get(launch) or ())}
 
 
 def _is(attr: object, name: str) -> bool:

@@ -24,12 +24,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import (ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr,
-                                   TensorType, i64)
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from spyrec.costmodel import AttentionShape, KernelShape, MoveShape, Split, Tiling
 from spyrec.diagnostics import CompileError
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import (
     DATA_MOVES,
     ExpandRowsOp,
@@ -578,41 +578,31 @@ def reshape_root(value: SSAValue) -> SSAValue:
     return value
 
 
-LX_RESULTS = "spyre.lx_results"
-"""The kernel attribute listing the results spyre-partition-cores keeps in LX for the next
-kernel (note 61): `array<i64: i, ...>`, result indices."""
-
-
 def kept_in_lx(value: SSAValue) -> bool:
     """Whether `value` is a kernel result kept in its cores' LX for its one reader, which
-    runs next on the same split (note 61)."""
+    runs next on the same split (note 61): its index is in the kernel's (or, once lowered,
+    its launch's) `spyre.lx_results`."""
     value = reshape_root(value)
     owner = value.owner  # a kernel, or its launch once lowered
-    attr = owner.attributes.get(LX_RESULTS) if isinstance(owner, Operation) else None
-    return isinstance(attr, DenseArrayBase) and value.index in attr.get_values()
+    kept = plan.LX_RESULTS.get(owner) if isinstance(owner, Operation) else None
+    return kept is not None and value.index in kept
 
 
 def read_split(kernel: KernelOp) -> Split:
-    grid = kernel.attributes.get("grid")
-    if not isinstance(grid, ArrayAttr):
+    """The kernel's `grid` as a `Split`; a CompileError if spyre-partition-cores has not run."""
+    grid = plan.grid(kernel)
+    if grid is None:
         raise CompileError(f"kernel @{kernel.sym_name.data} has no grid; run "
                            "spyre-partition-cores first")
-    gm, gn = (g.value.data for g in grid.data)  # type: ignore[attr-defined]
-    return Split(gm, gn)
+    return Split(*grid)
 
 
 def read_tiling(kernel: KernelOp) -> Tiling:
-    tile = kernel.attributes.get("tile")
-    if not isinstance(tile, ArrayAttr):
+    """The kernel's `tile`, `resident`, `share` and `tail` as a `Tiling`; a CompileError if
+    spyre-tile has not run."""
+    tile = plan.TILE.get(kernel)
+    if tile is None:
         raise CompileError(f"kernel @{kernel.sym_name.data} has no tile; run spyre-tile first")
-    tm, tn, tk = (t.value.data for t in tile.data)  # type: ignore[attr-defined]
-    resident = kernel.attributes.get("resident")
-    share = kernel.attributes.get("share")
-    tail = kernel.attributes.get("tail")
-    return Tiling(tm, tn, tk, resident.data if isinstance(resident, StringAttr) else "",
-                  isinstance(share, StringAttr) and share.data == "ring",
-                  tail.value.data if isinstance(tail, IntegerAttr) else 1)
-
-
-def int_array(values: list[int]) -> ArrayAttr:
-    return ArrayAttr([IntegerAttr(v, i64) for v in values])
+    tm, tn, tk = tile
+    return Tiling(tm, tn, tk, plan.RESIDENT.get(kernel) or "", plan.ring_shared(kernel),
+                  plan.TAIL.get(kernel) or 1)

@@ -45,12 +45,13 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import CompileError
+from spyrec.dialects import spyre_plan as plan
 from spyrec.target import DEFAULT_TARGET
 
 from spyrec.dialects.spyre import (
@@ -130,7 +131,7 @@ class SpyreFuse(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         counter = 0
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
-            if fn.body.blocks.first is None or "grid" in fn.attributes:
+            if fn.body.blocks.first is None or plan.is_kernel(fn):
                 continue
             position = {o: i for i, o in enumerate(fn.body.block.ops)}
             for group in self._groups(fn.body.block, self.enabled):
@@ -140,8 +141,7 @@ class SpyreFuse(ModulePass):
                                                            position[o]))
                 kernel = _outline(ordered, f"k{counter}")
                 if group.decisions:
-                    kernel.attributes["spyre.fusion"] = ArrayAttr(
-                        [StringAttr(d) for d in group.decisions])
+                    plan.FUSION.set(kernel, tuple(group.decisions))
                 counter += 1
 
     @staticmethod
@@ -376,7 +376,7 @@ def _worth_it(op: Operation, views: list[Operation], target: _Group, absorbed: l
     kernel's tile would otherwise span whole rows). Records the decision on the group `op`
     joins (`target`, or the reduction's own group) and returns it; None: `op` starts one."""
     fused = costs.cycles([*target.ops, *(o for g in absorbed for o in g.ops), *views, op])
-    name = op.attributes.get("fx_node", StringAttr(op.name)).data  # type: ignore[attr-defined]
+    name = _fx_name(op)
     prefix: list[Operation] = []
     if tile_op_kind(op)[0] == "reduce" and isinstance(target.ops[0], MatmulOp):  # type: ignore[index]
         prefix = _prefix(op, target, group_of)
@@ -427,8 +427,7 @@ def _outline(group: list[Operation], name: str) -> KernelOp:
     block = Block(arg_types=[v.type for v in inputs])
     body = Region(block)
     kernel = KernelOp(name, inputs, [r.type for r in outputs], body)
-    kernel.attributes["fused"] = ArrayAttr(
-        [op.attributes.get("fx_node", StringAttr(op.name)) for op in group])
+    plan.FUSED.set(kernel, tuple(_fx_name(op) for op in group))
     has_matmul = isinstance(group[0], MatmulOp)
     if any(isinstance(op, AttentionOp) for op in group):
         reason = ("attention" if len(group) == 1 else
@@ -445,11 +444,11 @@ def _outline(group: list[Operation], name: str) -> KernelOp:
     elif isinstance(group[0], ScatterOp):
         reason = "in-place row update by index (dma.scatter)"
         # the result is the table's own storage (spyre-place-memory aliases them)
-        kernel.attributes["spyre.inplace"] = ArrayAttr([IntegerAttr(0, i64)])
+        plan.INPLACE.set(kernel, (0,))
     else:
         reason = ("single op" if len(group) == 1 else
                   "matmul with tile-op epilogue" if has_matmul else "tile-op graph")
-    kernel.attributes["reason"] = StringAttr(reason)
+    plan.REASON.set(kernel, reason)
     Rewriter.insert_op(kernel, InsertPoint.before(group[-1]))
     for out, res in zip(outputs, kernel.results):
         for use in list(out.uses):
@@ -465,8 +464,13 @@ def _outline(group: list[Operation], name: str) -> KernelOp:
                 use.operation.operands[use.index] = arg
         arg.name_hint = value.name_hint
     block.add_op(YieldOp(outputs))
-    layouts = [out.owner.attributes.get("spyre.layout") for out in outputs]  # type: ignore[union-attr]
-    if all(layouts):
-        kernel.attributes["spyre.layout"] = (
-            layouts[0] if len(layouts) == 1 else ArrayAttr(layouts))  # type: ignore[arg-type]
+    layouts = [out.op.attributes.get(plan.LAYOUT.key) for out in outputs]
+    if all(isinstance(a, DictionaryAttr) for a in layouts):  # the results' (spyre-stickify)
+        plan.LAYOUT.set(kernel, tuple(a for a in layouts if isinstance(a, DictionaryAttr)))
     return kernel
+
+
+def _fx_name(op: Operation) -> str:
+    """The FX node an op came from (its op name for ops the compiler made)."""
+    name = op.attributes.get("fx_node")
+    return name.data if isinstance(name, StringAttr) else op.name

@@ -41,8 +41,6 @@ from dataclasses import dataclass, replace
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DenseArrayBase,
-    DictionaryAttr,
     FloatAttr,
     IntegerAttr,
     ModuleOp,
@@ -57,8 +55,9 @@ from spyrec.costmodel import (KernelShape, Prediction, Shape, Split, Tiling, bes
                               candidate_splits, padded_cols, ranking_cycles)
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
-from spyrec.passes.planning.kernel_analysis import (LX_RESULTS, Kind, KernelInfo, analyze, int_array,
-                                           is_row_view, read_split)
+from spyrec.dialects import spyre_plan as plan
+from spyrec.passes.planning.kernel_analysis import (Kind, KernelInfo, analyze, is_row_view,
+                                                    read_split)
 from spyrec.passes.ktir.ktir_builder import padded_rows_cols
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
 from spyrec.progress import report as report_progress
@@ -74,8 +73,8 @@ def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None
         raise CompileError(
             f"kernel @{kernel.sym_name.data}: grid [{split.gm}, {split.gn}] must "
             f"{shape.split_rule} and use at most {target.num_cores} cores")
-    kernel.attributes["spyre.partition"] = DictionaryAttr({
-        "choice": StringAttr(f"{split.gm}x{split.gn}"), "reason": StringAttr("set by the user")})
+    plan.PARTITION.set(kernel, {"choice": StringAttr(f"{split.gm}x{split.gn}"),
+                                "reason": StringAttr("set by the user")})
 
 
 Scored = tuple[float, Split, Prediction, Tiling]
@@ -163,7 +162,7 @@ class SpyrePartitionCores(ModulePass):
         chosen: dict[KernelOp, Scored] = {}
         for kernel in kernels:
             shape = analyze(kernel).shape()
-            if "grid" in kernel.attributes:
+            if plan.grid(kernel) is not None:
                 _check_override(kernel, shape, target)
                 continue
             # the scores depend on the kernel's shape alone: the layers of a stack share them
@@ -176,7 +175,7 @@ class SpyrePartitionCores(ModulePass):
                 )
             cycles, split, pred, _ = scored[0]
             chosen[kernel] = scored[0]
-            kernel.attributes["grid"] = int_array([split.gm, split.gn])
+            plan.GRID.set(kernel, (split.gm, split.gn))
             one_core = next((c for c, s, _, _ in scored if s.cores == 1), None)
             reason = (f"fewest predicted cycles of {len(scored)} even splits of "
                       f"{shape.work()}; bound by {pred.bound}")
@@ -193,7 +192,7 @@ class SpyrePartitionCores(ModulePass):
             if most[1].cores > split.cores:
                 reason += (f"; {most[1].cores} cores ({most[1].gm}x{most[1].gn}) would move "
                            f"{most[2].offchip_bytes} B off chip against {pred.offchip_bytes} B")
-            kernel.attributes["spyre.partition"] = DictionaryAttr({
+            plan.PARTITION.set(kernel, {
                 "choice": StringAttr(f"{split.gm}x{split.gn}"),
                 "reason": StringAttr(reason),
                 "predicted_cycles": FloatAttr(round(cycles, 1), f64),
@@ -288,7 +287,7 @@ class SpyrePartitionCores(ModulePass):
             return
         kept = [(i, pair) for i, (pair, (_, k, _)) in enumerate(zip(pairs, path)) if k]
         for _, pair in kept:
-            pair.producer.attributes[LX_RESULTS] = DenseArrayBase.from_list(i64, [pair.index])
+            plan.LX_RESULTS.set(pair.producer, (pair.index,))
         names = ", ".join(
             f"%{pair.producer.results[pair.index].name_hint or pair.index} "
             f"(@{pair.producer.sym_name.data} -> @{pair.consumer.sym_name.data}, "
@@ -305,16 +304,17 @@ class SpyrePartitionCores(ModulePass):
             assert analyze(kernel).shape() == variant(i, i > 0 and path[i - 1][1], kept_out)
             if not (kept_out or i > 0 and path[i - 1][1]) and split == chosen[kernel][1]:
                 continue  # neither keeps nor reads a kept tensor, and its own split stands
-            kernel.attributes["grid"] = int_array([split.gm, split.gn])
-            ledger = dict(kernel.attributes["spyre.partition"].data)  # type: ignore[attr-defined]
-            alone = f"{ledger['choice'].data}, {ledger['reason'].data}"  # type: ignore[attr-defined]
+            plan.GRID.set(kernel, (split.gm, split.gn))
+            ledger = dict(plan.PARTITION.get(kernel) or {})  # amended: it explains the new split
+            alone = ", ".join(v.data for v in (ledger["choice"], ledger["reason"])
+                              if isinstance(v, StringAttr))
             ledger.update({
                 "choice": StringAttr(f"{split.gm}x{split.gn}"),
                 "reason": StringAttr(f"{words}; on its own: {alone}"),
                 "predicted_cycles": FloatAttr(round(pred.cycles, 1), f64),
                 "offchip_bytes": IntegerAttr(pred.offchip_bytes, i64),
                 "lx_kept": StringAttr(words)})
-            kernel.attributes["spyre.partition"] = DictionaryAttr(ledger)
+            plan.PARTITION.set(kernel, ledger)
 
 
 def next_kernel(kernel: KernelOp) -> KernelOp | None:

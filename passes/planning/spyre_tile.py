@@ -38,7 +38,6 @@ from dataclasses import dataclass, replace
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DictionaryAttr,
     FloatAttr,
     IntegerAttr,
     ModuleOp,
@@ -69,14 +68,9 @@ from spyrec.costmodel import (
     tail_rows,
 )
 from spyrec.diagnostics import CompileError
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp
-from spyrec.passes.planning.kernel_analysis import (
-    KernelInfo,
-    analyze,
-    int_array,
-    read_split,
-    read_tiling,
-)
+from spyrec.passes.planning.kernel_analysis import KernelInfo, analyze, read_split, read_tiling
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 LEDGER_ALTERNATIVES = 3
@@ -117,8 +111,8 @@ def _check_override(kernel: KernelOp, shape: Shape, split: Split,
                "count, whose K step outlasts their B slice's load"
                if tiling.tail > 1 else ""))
     if tiling.resident:
-        kernel.attributes["resident"] = StringAttr(tiling.resident)
-    kernel.attributes["spyre.tiling"] = DictionaryAttr({
+        plan.RESIDENT.set(kernel, tiling.resident)
+    plan.TILING.set(kernel, {
         "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),
         "reason": StringAttr("set by the user"),
         "lx_bytes": IntegerAttr(lx_footprint(shape, tiling, split, buffers, target), i64),
@@ -142,11 +136,7 @@ def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarge
     from spyrec.passes.ktir.spyre_place_memory import assign_lx_slots, lx_reserved
 
     probe = kernel.clone()
-    probe.attributes["tile"] = int_array([tiling.tm, tiling.tn, tiling.tk])
-    if tiling.resident:
-        probe.attributes["resident"] = StringAttr(tiling.resident)
-    if tiling.tail > 1:
-        probe.attributes["tail"] = IntegerAttr(tiling.tail, i64)
+    _write_tiling(probe, tiling)
     fn = build_kernel_func(probe)
     reserved = lx_reserved(fn)  # a tensor kept in LX, above the tiles
     return assign_lx_slots(fn, target, buffers) + (reserved[1] if reserved else 0)
@@ -252,7 +242,7 @@ class SpyreTile(ModulePass):
         for kernel in [o for o in op.walk() if isinstance(o, KernelOp)]:
             shape = analyze(kernel).shape()
             split = read_split(kernel)
-            if "tile" in kernel.attributes:
+            if plan.TILE.get(kernel) is not None:
                 _check_override(kernel, shape, split, target, buffers)
                 continue
             options = ranked_tilings(shape, split, target, buffers, self.resident, self.share,
@@ -266,24 +256,21 @@ class SpyreTile(ModulePass):
                     f"split fits {target.lx_usable_bytes} B of LX per core")
             options = options[placed:]
             pred, tiling = options[0]
-            kernel.attributes["tile"] = int_array([tiling.tm, tiling.tn, tiling.tk])
             reason = (f"fewest predicted cycles of {len(options) + placed} tilings that fit "
                       f"LX; bound by {pred.bound}")
             if placed:
                 reason += (f"; the {placed} faster ones need more than the LX budget once "
                            "their tile-graph values are placed")
             if tiling.resident:
-                kernel.attributes["resident"] = StringAttr(tiling.resident)
                 reason += f"; {RESIDENCY_NAMES[tiling.resident]}"
             reason += _sharing_reason(shape, split, pred, tiling, options)
             reason += _tail_reason(shape, split, pred, tiling, target, buffers)
             pieces, store_reason = _store_decision(shape, split, pred, tiling, target, buffers)
             reason += store_reason
-            if tiling.share:
-                kernel.attributes["share"] = StringAttr("ring")
-            if tiling.tail > 1:
-                kernel.attributes["tail"] = IntegerAttr(tiling.tail, i64)
-            kernel.attributes["spyre.tiling"] = DictionaryAttr({
+            _write_tiling(kernel, tiling)
+            if pieces > 1:
+                plan.STORE_PIECES.set(kernel, pieces)
+            plan.TILING.set(kernel, {
                 "choice": StringAttr(f"{tiling.tm}x{tiling.tn}x{tiling.tk}"),
                 "reason": StringAttr(reason),
                 "lx_bytes": IntegerAttr(pred.lx_bytes, i64),
@@ -296,3 +283,15 @@ class SpyreTile(ModulePass):
                 **({"store_pieces": IntegerAttr(pieces, i64)} if pieces > 1 else {}),
                 **({"tail": IntegerAttr(tiling.tail, i64)} if tiling.tail > 1 else {}),
             })
+
+
+def _write_tiling(kernel: KernelOp, tiling: Tiling) -> None:
+    """The decisions of `tiling` on the kernel: `tile`, and `resident`, `share = "ring"`
+    and `tail` when they apply."""
+    plan.TILE.set(kernel, (tiling.tm, tiling.tn, tiling.tk))
+    if tiling.resident:
+        plan.RESIDENT.set(kernel, tiling.resident)
+    if tiling.share:
+        plan.SHARE.set(kernel, "ring")
+    if tiling.tail > 1:
+        plan.TAIL.set(kernel, tiling.tail)

@@ -28,6 +28,7 @@ from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import LaunchOp, ParamOp
+from spyrec.dialects.spyre_plan import FUSED, graph_func, recorded
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
 from spyrec.passes.graph.spyre_stickify import layout_of
@@ -112,8 +113,7 @@ def _permuted(data: np.ndarray, perm: tuple[int, ...]) -> np.ndarray:
 def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
                  provenance: Mapping[str, str] | None = None) -> SpyreBinary:
     """The SpyreBinary of a scheduled module."""
-    graph = next((f for f in module.body.block.ops if isinstance(f, func.FuncOp)
-                  and "grid" not in f.attributes and f.body.blocks.first is not None), None)
+    graph = graph_func(module)
     if graph is None:
         raise CompileError("no graph function in the module; nothing to emit")
     block = graph.body.block
@@ -148,9 +148,7 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
         if isinstance(cost, DictionaryAttr):
             flops = _int(cost.data["flops"])
             min_bytes = _int(cost.data["min_offchip_bytes"])
-        decisions = prog.attributes.get("spyre.decisions")
-        fused = decisions.data.get("fused") if isinstance(decisions, DictionaryAttr) else None
-        prov = [a.data for a in fused.data] if isinstance(fused, ArrayAttr) else []  # type: ignore[attr-defined]
+        prov = list(recorded(prog, FUSED) or ())  # the kernel's member ops
         kernels.append(KernelImage(name, prog.num_cores.value.data, _programs(prog),
                                    flops, min_bytes, prov))
     weight_bindings = [_weight(p, weights) for p in params]

@@ -50,7 +50,6 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
-    DictionaryAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -60,6 +59,7 @@ from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
 from spyrec.target import DEFAULT_TARGET
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.ktdp_values import core_coords
 from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
@@ -72,10 +72,11 @@ from spyrec.target.timing import instr_cost
 
 
 def kernel_grid(fn: func.FuncOp) -> tuple[int, int]:
-    grid = fn.attributes["grid"]
-    assert isinstance(grid, ArrayAttr)
-    gm, gn = (g.value.data for g in grid.data)  # type: ignore[attr-defined]
-    return gm, gn
+    """The kernel's `[gm, gn]` (`spyre_plan.grid`); a CompileError for a func without one."""
+    grid = plan.grid(fn)
+    if grid is None:
+        raise CompileError(f"@{fn.sym_name.data} has no grid: it is not a kernel")
+    return grid
 
 
 def interpret_core(fn: func.FuncOp, core: tuple[object, object], args: list[object]) -> list[Instr]:
@@ -266,7 +267,7 @@ class SpyreScheduleDataflow(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = {f.sym_name.data: f for f in op.body.block.ops
-                   if isinstance(f, func.FuncOp) and "grid" in f.attributes}
+                   if isinstance(f, func.FuncOp) and plan.is_kernel(f)}
         cache = TemplateCache(interpret_core)
         first_of: dict[object, str] = {}
         launches = []
@@ -278,7 +279,7 @@ class SpyreScheduleDataflow(ModulePass):
             order = launch.attributes.get("spyre.kernel_args")
             if isinstance(order, DenseArrayBase):  # hand-written KTIR: its own argument order
                 args = [args[i] for i in order.get_values()]
-            launches.append((name, fn, args, ring_share(fn),
+            launches.append((name, fn, args, plan.ring_shared(fn),
                              cache.structure(fn) if self.templates else None))
         if self.templates:
             firsts: dict[object, tuple] = {}
@@ -323,19 +324,6 @@ class SpyreScheduleDataflow(ModulePass):
 
 
 PREBUILD_MIN_STRUCTURES = 12
-
-
-def ring_share(fn: func.FuncOp) -> bool:
-    """Whether spyre-tile chose to share the kernel's operand tiles over the ring
-    (`share = "ring"` in its `spyre.tiling` ledger, note 38)."""
-    decisions = fn.attributes.get("spyre.decisions")
-    if not isinstance(decisions, DictionaryAttr):
-        return False
-    tiling = decisions.data.get("spyre.tiling")
-    if not isinstance(tiling, DictionaryAttr):
-        return False
-    share = tiling.data.get("share")
-    return isinstance(share, StringAttr) and share.data == "ring"
 
 
 def addr_of(value: SSAValue) -> int:

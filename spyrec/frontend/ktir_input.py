@@ -33,7 +33,6 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DictionaryAttr,
     IndexType,
-    IntegerAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -51,6 +50,7 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.spyre import LaunchOp
+from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
@@ -81,8 +81,8 @@ def import_ktir(path: str | Path, function: str | None = None) -> ImportedProgra
     except KtirSourceError as exc:
         raise CompileError(str(exc)) from None
     kernel = _pick(module, function, path)
-    if "grid" not in kernel.attributes:  # KTIR's default grid is one tile
-        kernel.attributes["grid"] = ArrayAttr([IntegerAttr(1, i64), IntegerAttr(1, i64)])
+    if not is_kernel(kernel):  # KTIR's default grid is one tile
+        GRID.set(kernel, (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
     kernel.attributes["spyre.dense_views"] = UnitAttr()
     # drop the other functions: the program is this kernel
@@ -205,15 +205,14 @@ def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg],
     order = [inputs.index(a) if not a.written else len(inputs) + outputs.index(a) for a in args]
     launch.attributes["spyre.kernel_args"] = DenseArrayBase.from_list(i64, order)
     layouts = [row_sticked(tensor(a), True, DEFAULT_TARGET).to_attr() for a in outputs]
-    launch.attributes["spyre.layout"] = (layouts[0] if len(layouts) == 1
-                                         else ArrayAttr(layouts))
+    LAYOUT.set(launch, tuple(layouts))
     for value, a in zip(launch.results, outputs):
         value.name_hint = a.name
     block.add_ops([launch, func.ReturnOp(*launch.results)])
     graph = func.FuncOp("main", ([tensor(a) for a in inputs], [tensor(a) for a in outputs]),
                         Region(block))
     graph.arg_attrs = ArrayAttr([
-        DictionaryAttr({"spyre.layout": row_sticked(tensor(a), True, DEFAULT_TARGET).to_attr()})
+        DictionaryAttr({LAYOUT.key: row_sticked(tensor(a), True, DEFAULT_TARGET).to_attr()})
         for a in inputs])
     graph.attributes["spyre.output_names"] = ArrayAttr([StringAttr(a.name) for a in outputs])
 

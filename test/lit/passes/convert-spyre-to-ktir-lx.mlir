@@ -11,7 +11,7 @@
 // The tensor is a distributed view of 16 ct_local parts, each the core's block in global
 // coordinates: tile 1 (x = 1, y = 0) holds rows 16..31, tile 4 (x = 0, y = 1) columns
 // 256..511.
-// CHECK-LABEL: func.func @k0(%0: index, %p_g_weight_t: index, %silu: index) attributes {grid = [4 : i64, 4 : i64], spyre.lx_reserved = array<i64: 1669504, 8192>
+// CHECK-LABEL: func.func @k0(%0: index, %p_g_weight_t: index, %silu: index) attributes {grid = [4 : i64, 4 : i64], share = "ring", spyre.lx_reserved = array<i64: 1669504, 8192>
 // CHECK: %[[OFF:.*]] = arith.constant 834752 : index
 // CHECK-NEXT: %[[P0:.*]] = ktdp.construct_memory_view %[[OFF]], sizes: [16, 256], strides: [256, 1] {coordinate_set = affine_set<(d0, d1) : (d0 >= 0, ((d0 * -1) + 15) >= 0, d1 >= 0, ((d1 * -1) + 255) >= 0)>, memory_space = #ktdp.memory_space<ct_local, ct_id = 0>} : memref<16x256xf16>
 // CHECK-NEXT: ktdp.construct_memory_view %[[OFF]], sizes: [16, 256], strides: [256, 1] {coordinate_set = affine_set<(d0, d1) : ((d0 + -16) >= 0, ((d0 * -1) + 31) >= 0, d1 >= 0, ((d1 * -1) + 255) >= 0)>, memory_space = #ktdp.memory_space<ct_local, ct_id = 1>}
@@ -27,7 +27,7 @@
 // CHECK: func.return
 
 // k1 builds the same view and loads its tiles of %silu from it for the product.
-// CHECK-LABEL: func.func @k1(%0: index, %p_u_weight_t: index, %silu: index, %mul: index) attributes {grid = [4 : i64, 4 : i64], spyre.lx_reserved = array<i64: 1669504, 8192>
+// CHECK-LABEL: func.func @k1(%0: index, %p_u_weight_t: index, %silu: index, %mul: index) attributes {grid = [4 : i64, 4 : i64], share = "ring", spyre.lx_reserved = array<i64: 1669504, 8192>
 // CHECK: %[[OFF1:.*]] = arith.constant 834752 : index
 // CHECK: %[[KEPT1:.*]] = ktdp.construct_distributed_memory_view
 // CHECK: %[[T:.*]] = ktdp.construct_access_tile %[[KEPT1]][

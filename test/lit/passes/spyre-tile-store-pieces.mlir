@@ -24,7 +24,7 @@
 // B = 262144 B of it in the first column tile of a row and 131072 B (B alone) in the next,
 // which is where the 32 cores' 2048 B pieces (65536 B a step) go.
 // CHECK-LABEL: func.func @two_tiles
-// CHECK: tile = [128 : i64, 256 : i64, 64 : i64], resident = "a", share = "ring", spyre.tiling = {choice = "128x256x64", reason = "{{.*}}; output tiles stored in 32 pieces of 4 rows, one per K step of the next tile (stored whole: 321820 cycles, the PT waiting 13312 cycles at each of 3 tile boundaries)"
+// CHECK: tile = [128 : i64, 256 : i64, 64 : i64], resident = "a", share = "ring", store_pieces = 32 : i64, spyre.tiling = {choice = "128x256x64", reason = "{{.*}}; output tiles stored in 32 pieces of 4 rows, one per K step of the next tile (stored whole: 321820 cycles, the PT waiting 13312 cycles at each of 3 tile boundaries)"
 // CHECK-SAME: predicted_cycles = 2.818840e+05 : f64
 // CHECK-SAME: store_pieces = 32 : i64
 // Lowered: the 128x2048 A row block is one ktdp.load in 32 K slices (spyre.load_pieces:

@@ -28,7 +28,7 @@
 // CHECK-SAME: the last column tile in 3 row pieces (112 rows, the last 76), its B block resident, so the drain is the last piece's store (in one piece: 99153 cycles)
 // CHECK-SAME: predicted_cycles = 8.610520e+04 : f64
 // NOTAIL-LABEL: func.func @tail
-// NOTAIL: tile = [300 : i64, 64 : i64, 64 : i64], resident = "a", share = "ring", spyre.tiling
+// NOTAIL: tile = [300 : i64, 64 : i64, 64 : i64], resident = "a", share = "ring", store_pieces = 12 : i64, spyre.tiling
 // NOTAIL-NOT: tail =
 // NOTAIL: func.return
 //
