@@ -50,6 +50,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import UnsupportedOpsError
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import AtenOp, CastOp, describe, ParamOp
 from spyrec.passes.graph.conv import select_channels_last
 from spyrec.passes.graph.eager_attention import match_eager_attention
@@ -182,7 +183,7 @@ def _bool_outputs(module: ModuleOp, failures: list[str]) -> None:
     the graph function returns them as f32 and names them in `spyre.bool_outputs`, so the
     host converts them to torch.bool. A boolean output that is not a predicate is refused."""
     for fn in [o for o in module.walk() if isinstance(o, func.FuncOp)]:
-        if fn.body.blocks.first is None or "grid" in fn.attributes:
+        if fn.body.blocks.first is None or plan.is_kernel(fn):
             continue
         ret = fn.body.block.last_op
         names_attr = fn.attributes.get("spyre.output_names")
