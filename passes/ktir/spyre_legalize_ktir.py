@@ -73,14 +73,16 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.ktdp import ConstructMemoryViewOp
+from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp
+from spyrec.dialects.ktdp_affine import is_box
 from spyrec.dialects.spyre_plan import is_kernel, ktir_grid
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
+from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
 from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims
@@ -686,6 +688,34 @@ def _trips(op: Operation) -> int:
     return trips
 
 
+def _check_whole_tiles(fn: func.FuncOp) -> None:
+    """Every access tile's set is its whole block from the base: the box [0, n - 1] per dim
+    of the tile's shape. The scheduler moves a tile as that block from its base map's
+    coordinate; a set starting elsewhere, smaller than the block (a masked tail) or not a
+    box would read or write other elements than the kernel names, so it is refused."""
+    for op in fn.walk():
+        if not isinstance(op, ConstructAccessTileOp):
+            continue
+        tile_set = op.access_tile_set.data
+        shape = list(op.result.type.get_shape())  # type: ignore[attr-defined]
+        order = op.access_tile_order.data  # the type's dim k is the view's dim order[k]
+        dims = [e.position for e in order.results if isinstance(e, AffineDimExpr)]
+        if sorted(dims) == list(range(len(shape))):
+            shape = [shape[dims.index(d)] for d in range(len(shape))]
+        whole = [(0, n - 1) for n in shape]
+        if tile_set.num_symbols == 0 and is_box(tile_set) and set_bounds(tile_set) == whole:
+            continue
+        name = f" %{op.result.name_hint}" if op.result.name_hint else ""
+        box = " x ".join(f"[0, {n - 1}]" for n in shape)
+        raise CompileError(
+            f"kernel @{fn.sym_name.data}: ktdp.construct_access_tile{name}: its "
+            f"access_tile_set {tile_set} is not the whole {list(shape)} block {box}; the "
+            "back end moves a tile as the block of its type from its base coordinate, so it "
+            "would access other elements than the set names. Move an offset into the base "
+            "subscript and write the set from 0, or make the tile's type the set's extent "
+            "(the KTIR interpreter runs the kernel as written: spyrec.ktir.execute)")
+
+
 @dataclass(frozen=True)
 class SpyreLegalizeKtir(ModulePass):
     """Map hand-written KTIR tensor computations onto Spyre engine operations."""
@@ -696,6 +726,7 @@ class SpyreLegalizeKtir(ModulePass):
         for fn in [f for f in op.body.block.ops
                    if isinstance(f, func.FuncOp) and is_kernel(f)]:
             check_tile_bounds(fn)  # before rewriting: the errors name the kernel's own ops
+            _check_whole_tiles(fn)
             _Kernel(fn).run()
             if "spyre.cost" not in fn.attributes:
                 fn.attributes["spyre.cost"] = kernel_cost(fn)

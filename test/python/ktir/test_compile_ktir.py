@@ -137,6 +137,32 @@ def test_transposed_tile_read_by_the_sfu_is_refused(tmp_path):
 
 
 
+def test_a_tile_set_other_than_its_whole_block_is_refused(tmp_path):
+    # The scheduler moves a tile as the block of its type from the base coordinate. Before
+    # this check, the softmax below with its load set shifted one row down ([1, 8], base
+    # 8 * id - 1: the same rows for the interpreter) compiled, and its DMAs read rows
+    # 8 * id - 1 .. 8 * id + 6 (core 0 faulted at address -512, the others read wrong rows).
+    text = (CONFORMANCE / "softmax.mlir").read_text()
+    shifted = text.replace(
+        "%tx = ktdp.construct_access_tile %vx[%id * 8, 0] {access_tile_set = #block",
+        "%tx = ktdp.construct_access_tile %vx[%id * 8 - 1, 0] {access_tile_set = #shift")
+    shifted = shifted.replace("#id2 = affine_map", "#shift = affine_set<(d0, d1) : "
+                              "(d0 - 1 >= 0, -d0 + 8 >= 0, d1 >= 0, -d1 + 255 >= 0)>\n"
+                              "#id2 = affine_map", 1)
+    # a set smaller than its block is refused by the op's own verifier, before the back end
+    tail = text.replace("-d0 + 7 >= 0, d1 >= 0, -d1 + 255", "-d0 + 5 >= 0, d1 >= 0, -d1 + 255")
+    for name, source, message in (
+            ("shifted", shifted, r"ktdp.construct_access_tile %tx: its access_tile_set .* is "
+                                 r"not the whole \[8, 256\] block"),
+            ("tail", tail, "access tile dim 0 is 8 but access_tile_set spans 6")):
+        assert source != text
+        path = tmp_path / f"{name}.mlir"
+        path.write_text(source)
+        with pytest.raises(CompileError, match=message):
+            compile_program(path, tmp_path / f"{name}.spyre")
+        assert not (tmp_path / f"{name}.spyre").exists()
+
+
 def short_view_vector_add(tmp_path: Path) -> Path:
     """The conformance vector add with a's view cut to 8064 elements: core 31's second
     chunk (elements 8064..8191) is past it, exactly where b starts in LPDDR."""
