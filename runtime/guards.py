@@ -34,16 +34,15 @@ are not guarded: they run whole, and their reads count at every size.
 
 from __future__ import annotations
 
-import bisect
 import functools
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from spyrec.target.isa import (LOOP_OPS, SPECS_BY_CODE, EncodingError, Engine, Expanded, Instr,
-                                Region, ddr_region, encode_program, expand_loops)
+from spyrec.target.container import EncodedPrograms, Patch
+from spyrec.target.isa import (LOOP_OPS, Engine, Expanded, Instr, Region, ddr_region,
+                                encode_program, expand_loops)
 from spyrec.runtime.layout import STICK_BYTES, DeviceLayout
 
 _NEVER = np.iinfo(np.int64).max
@@ -51,35 +50,6 @@ MAX_STICKS = 1 << 27  # activations up to 16 GiB: a larger binary is left unguar
 # the analysis is Python per instruction (about 20 us each): a larger binary is left
 # unguarded rather than add minutes to its compile
 MAX_INSTRUCTIONS = 1 << 20
-
-
-@dataclass(frozen=True)
-class Patch:
-    """One entry of the patch table: the `loop.begin` at `pc` of `core`'s program in kernel
-    `kernel` runs as many iterations as `thresholds` (non-decreasing) has entries at most
-    the value of symbol `symbol`. A guard (`trips=1` as compiled) has one threshold; a tile
-    loop of T trips has T, so it runs the prefix of its tiles the size needs."""
-
-    kernel: int
-    core: int
-    pc: int
-    symbol: str
-    thresholds: tuple[int, ...]
-
-    def to_list(self) -> list[object]:
-        return [self.kernel, self.core, self.pc, self.symbol, list(self.thresholds)]
-
-    @staticmethod
-    def from_list(data: list[object]) -> Patch:
-        kernel, core, pc, symbol, thresholds = data
-        return Patch(int(kernel), int(core), int(pc), str(symbol),  # type: ignore[arg-type]
-                     tuple(int(t) for t in thresholds))  # type: ignore[union-attr]
-
-    def trips(self, value: int | None) -> int:
-        """The trip count at `value` of the symbol (None: the upper bound, every trip)."""
-        if value is None:
-            return len(self.thresholds)
-        return bisect.bisect_right(self.thresholds, value)
 
 
 def output_stick_needs(layout: DeviceLayout, symbolic: Mapping[int, str], lower: int) -> np.ndarray:
@@ -127,8 +97,6 @@ class _Sticks:
 
 
 def _instructions(binary) -> int:  # noqa: ANN001 - SpyreBinary
-    from spyrec.runtime.container import EncodedPrograms
-
     return sum(k.programs.instructions(c) if isinstance(k.programs, EncodedPrograms)
                else len(k.programs[c]) for k in binary.kernels for c in k.programs)
 
@@ -462,8 +430,6 @@ def guard(expanded: Expanded, run: np.ndarray, lower: int
 def place_guards(binary) -> None:  # noqa: ANN001 - SpyreBinary
     """Guard the work of `binary` that only padded positions need, and record the patch
     table in `binary.patches` (design note 49)."""
-    from spyrec.runtime.container import EncodedPrograms
-
     needs = instruction_needs(binary)
     if not needs:
         return
@@ -486,20 +452,3 @@ def place_guards(binary) -> None:  # noqa: ANN001 - SpyreBinary
         if changed:
             kernel.programs = EncodedPrograms(code)
     binary.patches = patches
-
-
-def instruction_offset(code: bytes | memoryview, pc: int) -> tuple[int, int]:
-    """Byte offset and opcode of the instruction at `pc` of an encoded program (its
-    `trips` field, for a loop.begin, is 4 bytes further); EncodingError past the end."""
-    position = 0
-    for index in range(pc + 1):
-        if position + 4 > len(code):
-            raise EncodingError(f"the program has {index} instructions, no pc {pc}")
-        opcode, _, ndeps = struct.unpack_from("<BBH", code, position)
-        spec = SPECS_BY_CODE.get(opcode)
-        if spec is None:
-            raise EncodingError(f"unknown opcode {opcode} at pc {index}")
-        if index == pc:
-            return position, opcode
-        position += 4 + 8 * len(spec.fields) + 4 * ndeps
-    raise AssertionError("unreachable")

@@ -30,7 +30,7 @@ from spyrec.runtime.guards import place_guards
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, pass_spec
 from spyrec.progress import listening
 from spyrec.registry import DIALECTS, PASSES
-from spyrec.runtime.container import SpyreBinary, write_spyre
+from spyrec.target.container import SpyreBinary, write_spyre
 
 VERSION = "0.1.0"
 

@@ -31,7 +31,7 @@ from spyrec.dialects.spyre import LaunchOp, ParamOp
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
 from spyrec.passes.graph.spyre_stickify import layout_of
-from spyrec.runtime.container import (
+from spyrec.target.container import (
     EncodedPrograms,
     KernelImage,
     SpyreBinary,

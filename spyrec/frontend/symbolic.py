@@ -39,7 +39,7 @@ import sympy
 import torch
 
 from spyrec.diagnostics import CompileError
-from spyrec.runtime.container import SpyreBinary
+from spyrec.target.container import SpyreBinary
 
 Factor = int | sympy.Symbol
 Structure = tuple[tuple[Factor, ...], ...]  # per dim, the factors it merges (outer first)

@@ -24,11 +24,6 @@ TARGET = sorted((ROOT / "spyrec" / "target").glob("*.py"))
 
 # compiler -> runtime edges that remain, and what removes each (issue 19, item 2)
 STILL_TO_MOVE = {
-    ("passes/spyrecode/spyre_emit_spyrecode.py", "spyrec.runtime.container"):
-        "the .spyre container format belongs in the target layer (it loads into "
-        "runtime.memory today)",
-    ("spyrec/driver.py", "spyrec.runtime.container"): "as above",
-    ("spyrec/frontend/symbolic.py", "spyrec.runtime.container"): "as above",
     ("spyrec/driver.py", "spyrec.runtime.guards"):
         "guard placement becomes a pass on spyrecode (issue 19, item 3)",
 }

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from runtime_helpers import DL16, bind, load, store
-from spyrec.runtime.container import KernelImage, SpyreBinary
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.guards import Patch, place_guards
+from spyrec.runtime.guards import place_guards
+from spyrec.target.container import Patch
 from spyrec.target.isa import Instr, UnaryFn
 from spyrec.target import DEFAULT_TARGET, GIB
 
