@@ -57,6 +57,7 @@ from spyrec.costmodel import (KernelShape, Prediction, Shape, Split, Tiling, bes
                               candidate_splits, padded_cols, ranking_cycles)
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
+from spyrec.dialects.spyre_symbolic import symbolic_signature
 from spyrec.passes.planning.kernel_analysis import (LX_RESULTS, Kind, KernelInfo, analyze, int_array,
                                            is_row_view, read_split)
 from spyrec.passes.ktir.ktir_builder import padded_rows_cols
@@ -204,7 +205,11 @@ class SpyrePartitionCores(ModulePass):
                                f"{' (ring-shared)' if t.share else ''}")
                     for c, s, p, t in scored[1:1 + LEDGER_ALTERNATIVES]]),
             })
-        if self.keep_in_lx:
+        if self.keep_in_lx and symbolic_signature(op) is not None:
+            op.attributes["spyre.lx_kept"] = StringAttr(
+                "none: the program has symbolic sizes, and their trip-count guards (note 49) "
+                "follow data through LPDDR, not through LX kept between launches (note 61)")
+        elif self.keep_in_lx:
             for chain in lx_chains(lx_pairs(kernels)):
                 if all(k in chosen for k in chain.kernels):  # no grid set by the user
                     self._keep(chain, chosen, target)

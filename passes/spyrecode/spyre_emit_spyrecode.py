@@ -28,6 +28,7 @@ from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import LaunchOp, ParamOp
+from spyrec.dialects.spyre_symbolic import symbolic_signature
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
 from spyrec.passes.graph.spyre_stickify import layout_of
@@ -158,8 +159,15 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
     launches = [o for o in block.ops if isinstance(o, LaunchOp)]
     prov = {**(provenance or {}),
             DATAFLOW_KEY: _dataflow(launches, list(ret.arguments[len(updated):]))}
-    return SpyreBinary(DEFAULT_TARGET.name, inputs, outputs, weight_bindings, intermediates,
-                       kernels, prov)
+    binary = SpyreBinary(DEFAULT_TARGET.name, inputs, outputs, weight_bindings, intermediates,
+                         kernels, prov)
+    signature = symbolic_signature(module)
+    if signature is not None:  # the sizes that vary per call, for the host's program correction
+        binary.symbols = dict(signature.symbols)
+        for bindings, dims in ((inputs, signature.inputs), (outputs, signature.outputs)):
+            for binding, symbolic in zip(bindings, dims, strict=True):
+                binding.symbolic = dict(symbolic)
+    return binary
 
 
 DATAFLOW_KEY = "dataflow"
