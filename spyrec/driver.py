@@ -25,7 +25,6 @@ from xdsl.utils.exceptions import VerifyException
 from spyrec.cache import CompileCache
 from spyrec.diagnostics import PassFailure, SpyrecError
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
-from spyrec.runtime.guards import place_guards
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, pass_spec
 from spyrec.progress import listening
 from spyrec.registry import DIALECTS, PASSES
@@ -178,8 +177,6 @@ def compile_program(
     start = time.perf_counter()
     binary = build_binary(module, imported.weights,
                           {"source": source, "compiler": f"spyrec {VERSION}"})
-    if binary.symbols:
-        place_guards(binary)  # design note 49: skip the work only padded rows need
     if key is not None:
         cache.put(key, lambda path: write_spyre(binary, path))  # type: ignore[union-attr]
     if output is not None:
