@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region as IRRegion
 from xdsl.passes import ModulePass
 
-from spyrec.dialects.spyre_symbolic import Guard, record_guards
+from spyrec.dialects.spyre_symbolic import Guard, record_guards, symbolic_signature
 from spyrec.dialects.spyrecode import CoreOp, InstrOp
 from spyrec.passes.spyrecode.program_tensors import program_tensors, weight_layout
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
@@ -476,9 +476,12 @@ class SpyrePlaceGuards(ModulePass):
     name = "spyre-place-guards"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        signature = symbolic_signature(op)
+        if signature is None or len(signature.symbols) != 1:
+            return  # static sizes, or several symbols (not guarded, note 49)
         tensors = program_tensors(op)
-        if len(tensors.symbols) != 1 or len(set(tensors.programs)) < len(tensors.programs):
-            return  # none or several symbols, or a program launched twice (one record each)
+        if len(set(tensors.programs)) < len(tensors.programs):
+            return  # a program launched twice: one record could not hold both launches' guards
         kernels: list[Mapping[int, list[Instr]]] = []
         for prog in tensors.programs:
             codes = {c.id.value.data: c.encoded() for c in prog.cores()}
