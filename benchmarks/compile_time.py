@@ -45,7 +45,7 @@ from spyrec.cache import CompileCache
 from spyrec.demo import DemoDecoderFFN
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.driver import CompileResult, compile_program
-from spyrec.runtime.container import EncodedPrograms
+from spyrec.target.container import EncodedPrograms
 from spyrec.zoo import granite_stack
 
 STAGES = ("frontend", "graph", "ktir", "spyrecode", "emit")

@@ -22,9 +22,8 @@ import time
 import torch
 
 import spyrec
-import spyrec.driver
 from spyrec.demo import DemoDecoder
-from spyrec.runtime import guards
+from spyrec.passes.spyrecode.spyre_place_guards import SpyrePlaceGuards
 from spyrec.runtime.emulator import Emulator
 
 
@@ -52,20 +51,20 @@ def measure(name: str) -> None:
     ep = torch.export.export(model, (torch.randn(*example).half(),),
                              dynamic_shapes=({dim: torch.export.Dim("s", min=1, max=upper)},))
     placed = {}
-    place = spyrec.driver.place_guards
+    place = SpyrePlaceGuards.apply
 
-    def timed(binary):
+    def timed(self, ctx, op):
         start = time.perf_counter()
-        place(binary)
+        place(self, ctx, op)
         placed["s"] = time.perf_counter() - start
 
-    spyrec.driver.place_guards = timed
+    SpyrePlaceGuards.apply = timed
     try:
         start = time.perf_counter()
         exe = spyrec.compile(ep)
         compile_s = time.perf_counter() - start
     finally:
-        spyrec.driver.place_guards = place
+        SpyrePlaceGuards.apply = place
     binary = exe.binary
     (symbol,) = binary.symbols
     emulator = Emulator(binary, mode="timing")

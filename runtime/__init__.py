@@ -1,1 +1,1 @@
-"""spyrec runtime: the .spyre container, the Spyre emulator and the KTIR interpreter."""
+"""spyrec runtime: the Spyre emulator (which runs .spyre files) and the KTIR interpreter."""

@@ -47,7 +47,7 @@ from spyrec.runtime.batched import (START_ORDER_BATCH_LIMIT, instruction_touches
                                     pc_order_actions, start_order_actions)
 from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.constant_tiles import ConstantTiles, ConstantWalk
-from spyrec.runtime.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
+from spyrec.target.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
                                       build_job, decode_job_binary, job_binary_table)
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_core, check_kernel, reported

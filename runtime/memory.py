@@ -22,8 +22,8 @@ import numpy as np
 
 from spyrec.target.isa import Instr, Region
 from spyrec.target import SpyreTarget
-
-ALIGNMENT = 128
+from spyrec.target.memory import ALIGNMENT, allocation_fault
+from spyrec.target.memory import address_range as _range
 
 
 class DeviceFault(RuntimeError):
@@ -74,10 +74,6 @@ class Allocation:
         return self.base + self.size
 
 
-def _range(start: int, end: int) -> str:
-    return f"[{start:#x}, {end:#x})"
-
-
 class DeviceMemory:
     """The LPDDR virtual address space of one job."""
 
@@ -101,25 +97,12 @@ class DeviceMemory:
 
     def allocate(self, base: int, size: int, name: str, backed: bool | None = None) -> Allocation:
         """Reserve [base, base+size) (zero-filled when backed); the range must be free."""
-        if base % ALIGNMENT:
-            raise DeviceFault(
-                f"allocation '{name}' at {base:#x} is not {ALIGNMENT}-byte aligned", base)
-        if size <= 0:
-            raise DeviceFault(f"allocation '{name}' has size {size}", base)
-        if base < 0 or base + size > self.size:
-            raise DeviceFault(
-                f"allocation '{name}' {_range(base, base + size)} is outside the "
-                f"{self.size:#x}-byte device address space", base)
-        if self.segment_of(base) != self.segment_of(base + size - 1):
-            raise DeviceFault(
-                f"allocation '{name}' {_range(base, base + size)} crosses a segment boundary", base)
         index = bisect.bisect_right(self._bases, base)
         neighbours = self._allocations[max(index - 1, 0): index + 1]
-        for other in neighbours:
-            if other.base < base + size and base < other.end:
-                raise DeviceFault(
-                    f"allocation '{name}' {_range(base, base + size)} overlaps "
-                    f"'{other.name}' {_range(other.base, other.end)}", base)
+        fault = allocation_fault(base, size, name, self.target,
+                                 ((o.base, o.end, o.name) for o in neighbours))
+        if fault is not None:
+            raise DeviceFault(fault, base)
         use_buffer = self.backed if backed is None else backed
         buffer = np.zeros(size, dtype=np.uint8) if use_buffer else None
         allocation = Allocation(base, size, name, buffer)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from spyrec.diagnostics import RunError
-from spyrec.runtime.container import SpyreBinary, read_spyre
+from spyrec.target.container import SpyreBinary, read_spyre
 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
                 "int32": torch.int32, "int64": torch.int64}

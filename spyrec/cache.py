@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from spyrec.runtime.container import ContainerError, SpyreBinary, read_spyre, write_atomically
+from spyrec.target.container import ContainerError, SpyreBinary, read_spyre, write_atomically
 
 # every package whose source decides a compiled binary (a change to any of them is a new compiler)
 PACKAGES = ("spyrec", "spyrec.frontend", "spyrec.target", "spyrec.dialects", "spyrec.passes",

@@ -111,7 +111,7 @@ def _check_output(path: Path, option: str, *inputs: Path) -> None:
 
 def _write_text(path: Path, text: str) -> None:
     """Write `text` to `path` atomically (complete or untouched)."""
-    from spyrec.runtime.container import write_atomically
+    from spyrec.target.container import write_atomically
 
     write_atomically(path, lambda stream: stream.write(text.encode()))
 
@@ -457,7 +457,7 @@ def _save_arrays(folder: Path, arrays: dict[str, Any]) -> None:
 
     import numpy as np
 
-    from spyrec.runtime.container import write_atomically
+    from spyrec.target.container import write_atomically
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, array in arrays.items():
@@ -761,7 +761,7 @@ def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: in
 
     import numpy as np
 
-    from spyrec.runtime.container import read_spyre
+    from spyrec.target.container import read_spyre
     from spyrec.runtime.emulator import Emulator, InputError
     from spyrec.runtime.layout import HOST_DTYPE
 
@@ -808,7 +808,7 @@ def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: in
 @click.option("--programs/--no-programs", default=True, help="Disassemble per-core programs.")
 def inspect(binary: Path, programs: bool) -> None:
     """Show what is inside BINARY: signature, plans, kernels, per-core programs."""
-    from spyrec.runtime.container import build_plans, read_spyre
+    from spyrec.target.container import build_plans, read_spyre
 
     b = read_spyre(binary)
     # the kernels' dataflow (for `spyrec.verdict`) is machine-readable, one entry a kernel

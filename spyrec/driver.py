@@ -26,12 +26,10 @@ from spyrec.cache import CompileCache
 from spyrec.diagnostics import PassFailure, SpyrecError
 from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
-from spyrec.frontend.symbolic import annotate
-from spyrec.runtime.guards import place_guards
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, pass_spec
 from spyrec.progress import listening
 from spyrec.registry import DIALECTS, PASSES
-from spyrec.runtime.container import SpyreBinary, write_spyre
+from spyrec.target.container import SpyreBinary, write_spyre
 
 VERSION = "0.1.0"
 
@@ -153,12 +151,6 @@ def compile_program(
     module = imported.module
     verify_plan(module)  # a hand-written KTIR kernel's grid
     ctx = make_context()
-    if imported.symbolic is not None:
-        # the trip-count guards (note 49) follow data through LPDDR, not through LX kept
-        # between launches: a symbolic program keeps every tensor in LPDDR (note 61)
-        pass_options = {**(pass_options or {})}
-        pass_options["spyre-partition-cores"] = {
-            **pass_options.get("spyre-partition-cores", {}), "keep_in_lx": False}
     if print_ir is not None:
         print_ir.write(f"// -----// IR after frontend //----- //\n{module_text(module)}")
     # IR that is shown keeps one op per instruction; the binary path packs the cores
@@ -189,9 +181,6 @@ def compile_program(
     start = time.perf_counter()
     binary = build_binary(module, imported.weights,
                           {"source": source, "compiler": f"spyrec {VERSION}"})
-    if imported.symbolic is not None:
-        annotate(binary, imported.symbolic)
-        place_guards(binary)  # design note 49: skip the work only padded rows need
     if key is not None:
         cache.put(key, lambda path: write_spyre(binary, path))  # type: ignore[union-attr]
     if output is not None:

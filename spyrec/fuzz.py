@@ -377,7 +377,7 @@ def damaged_bytes(data: bytes) -> st.SearchStrategy[bytes]:
 
 def check_spyre_bytes(data: bytes, workdir: Path) -> str:
     """Load `data` as a `.spyre`; return "loaded" or "refused"; raise on anything else."""
-    from spyrec.runtime.container import ContainerError, read_spyre
+    from spyrec.target.container import ContainerError, read_spyre
 
     path = workdir / "damaged.spyre"
     path.write_bytes(data)

@@ -36,9 +36,11 @@ DEFAULT_PIPELINE: tuple[Stage, ...] = (
           "spyre graph dialect: ops selected, layouts, kernels, core splits and tiles"),
     Stage("ktir", ("convert-spyre-to-ktir", "spyre-place-memory"),
           "KTIR kernels (ktdp + arith/linalg/scf/tensor) with LPDDR and LX placement"),
-    # packed cores: an op per instruction would cost more than scheduling (design note 26)
-    Stage("spyrecode", ("spyre-schedule-dataflow",),
-          "spyrecode dialect: per-core DMA / PT / SFU instruction streams",
+    # packed cores: an op per instruction would cost more than scheduling (design note 26);
+    # spyre-place-guards changes only programs with a symbolic size (note 49)
+    Stage("spyrecode", ("spyre-schedule-dataflow", "spyre-place-guards"),
+          "spyrecode dialect: per-core DMA / PT / SFU instruction streams, with the "
+          "trip-count guards of a symbolic size",
           (("spyre-schedule-dataflow", (("packed", True),)),)),
 )
 

@@ -239,7 +239,7 @@ def reduce(program: torch.export.ExportedProgram | str | Path, condition: Condit
 
 def write_case(result: Reduction, condition: Condition, out_dir: Path, name: str) -> list[Path]:
     """The reduced program as `<name>_reduced.pt2` and a pytest file next to it."""
-    from spyrec.runtime.container import write_atomically
+    from spyrec.target.container import write_atomically
 
     out_dir.mkdir(parents=True, exist_ok=True)
     pt2 = out_dir / f"{name}_reduced.pt2"

@@ -49,6 +49,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "spyre-schedule-dataflow": _pass(
         "spyrec.passes.spyrecode.spyre_schedule_dataflow", "SpyreScheduleDataflow"
     ),
+    "spyre-place-guards": _pass("spyrec.passes.spyrecode.spyre_place_guards", "SpyrePlaceGuards"),
     "spyre-emit-spyrecode": _pass("spyrec.passes.spyrecode.spyre_emit_spyrecode", "SpyreEmitSpyreCode"),
 }
 

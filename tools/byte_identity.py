@@ -8,7 +8,10 @@ generated code updates the golden file in the same commit and says why. The fixe
   reductions, SDPA prefill and decode), fp16, as the benchmark builds them;
 - the model zoo (`spyrec.zoo.ZOO`): every model at `spyrec demo`'s sizes (features 256,
   batch 64) in fp16, the two Granite-3.3-8B-shaped layers included (400 MB of weights each);
-- the demo models (`spyrec.demo`) in fp32 and bf16 too, at the same sizes.
+- the demo models (`spyrec.demo`) in fp32 and bf16 too, at the same sizes;
+- one program with a symbolic size: the decoder of `benchmarks/symbolic_sizes.py`
+  (`DemoDecoder(256, 2)` in fp16 over a sequence `Dim(min=1, max=256)`), so the frontend's
+  symbols, the trip-count guards and the patch table are covered.
 
 Each program is built with `torch.manual_seed(0)`, exported with `torch.export.export` and
 compiled with the default options (no cache, nothing emulated); only the `.spyre` is hashed.
@@ -46,9 +49,10 @@ UPDATE_HINT = ("if the change of generated code is intended, run "
 @dataclass(frozen=True)
 class Program:
     name: str
-    group: str  # bench, zoo, demo
+    group: str  # bench, zoo, demo, symbolic
     build: Callable[[], tuple[object, tuple[object, ...]]]  # (module, inputs), in eval mode
     options: dict[str, object]  # what the golden file records about how it was compiled
+    dynamic_shapes: tuple[dict[int, object], ...] | None = None  # torch.export's, per input
 
 
 def _roofline():
@@ -105,8 +109,23 @@ def _demo_programs() -> list[Program]:
     return out
 
 
+def _symbolic_programs() -> list[Program]:
+    """A decoder over a symbolic sequence length, exported as benchmarks/symbolic_sizes.py
+    exports it (compiled at the upper bound, 256)."""
+    import torch
+
+    from spyrec.demo import DemoDecoder
+
+    seq = torch.export.Dim("s", min=1, max=256)
+    return [Program("symbolic/decoder float16 seq 1..256", "symbolic",
+                    lambda: (DemoDecoder(FEATURES, 2).half().eval(),
+                             (torch.randn(2, 16, FEATURES).half(),)),
+                    {"dtype": "float16", "features": FEATURES, "seq": [1, 256]},
+                    ({1: seq},))]
+
+
 def programs(skip_granite: bool = False) -> list[Program]:
-    found = _bench_programs() + _zoo_programs() + _demo_programs()
+    found = _bench_programs() + _zoo_programs() + _demo_programs() + _symbolic_programs()
     return [p for p in found if not (skip_granite and "granite" in p.name)]
 
 
@@ -121,7 +140,8 @@ def spyre_sha256(program: Program, workdir: Path) -> str:
                             FutureWarning)
     torch.manual_seed(SEED)
     module, inputs = program.build()
-    ep = torch.export.export(module, inputs)  # type: ignore[arg-type]
+    ep = torch.export.export(module, inputs,  # type: ignore[arg-type]
+                             dynamic_shapes=program.dynamic_shapes)
     path = workdir / "program.spyre"
     compile_program(ep, path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()

@@ -133,7 +133,7 @@ class SpyreOptMain(xDSLOptMain):
     def commit_output(self) -> None:
         """Write the buffered `-o` output to its file, atomically."""
         if self.args.output_file is not None and hasattr(self, "pending_output"):
-            from spyrec.runtime.container import write_atomically
+            from spyrec.target.container import write_atomically
 
             output = self.pending_output
             text = (output.text if output.closed else output.getvalue()).encode()

@@ -58,6 +58,7 @@ from spyrec.dialects.spyre import KernelOp
 from spyrec.dialects import spyre_plan as plan
 from spyrec.passes.planning.kernel_analysis import (Kind, KernelInfo, analyze, is_row_view,
                                                     read_split)
+from spyrec.dialects.spyre_symbolic import symbolic_signature
 from spyrec.passes.ktir.ktir_builder import padded_rows_cols
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
 from spyrec.progress import report as report_progress
@@ -203,7 +204,11 @@ class SpyrePartitionCores(ModulePass):
                                f"{' (ring-shared)' if t.share else ''}")
                     for c, s, p, t in scored[1:1 + LEDGER_ALTERNATIVES]]),
             })
-        if self.keep_in_lx:
+        if self.keep_in_lx and symbolic_signature(op) is not None:
+            op.attributes["spyre.lx_kept"] = StringAttr(
+                "none: the program has symbolic sizes, and their trip-count guards (note 49) "
+                "follow data through LPDDR, not through LX kept between launches (note 61)")
+        elif self.keep_in_lx:
             for chain in lx_chains(lx_pairs(kernels)):
                 if all(k in chosen for k in chain.kernels):  # no grid set by the user
                     self._keep(chain, chosen, target)

@@ -3,10 +3,11 @@
 Expects: a module after spyre-schedule-dataflow (the graph function with placed tensors and
 one `spyrecode.program` per launch) and the data of every `spyre.param` (from the compile
 driver, or an `.npz` file given as the `weights` option). Guarantees: a `.spyre` file at
-`output`, written atomically, with the I/O signature, the weights transformed to their
-device form (permuted as the param says, K rows zero-padded to whole sticks), the
-intermediates, and the kernels in launch order with their per-core programs and costs.
-The module itself is left unchanged.
+`output`, written atomically, with the I/O signature (and the symbolic sizes of
+`spyre.symbols`), the weights transformed to their device form (permuted as the param says,
+K rows zero-padded to whole sticks), the intermediates, the kernels in launch order with
+their per-core programs and costs, and the patch table of the trip-count guards that
+spyre-place-guards recorded (`spyre.guards`). The module itself is left unchanged.
 
     spyre-opt scheduled.mlir -p 'spyre-emit-spyrecode{output=model.spyre weights=w.npz}'
 """
@@ -15,26 +16,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import LaunchOp, ParamOp
-from spyrec.dialects.spyre_plan import FUSED, graph_func, recorded
+from spyrec.dialects.spyre_plan import FUSED, recorded
+from spyrec.dialects.spyre_symbolic import guards_of
 from spyrec.dialects.spyrecode import ProgramOp
+from spyrec.passes.spyrecode.program_tensors import (HOST_DTYPE, host_dtype, program_tensors,
+                                                     weight_layout)
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
-from spyrec.passes.graph.spyre_stickify import layout_of
-from spyrec.runtime.container import (
+from spyrec.target.container import (
     EncodedPrograms,
     KernelImage,
+    Patch,
     SpyreBinary,
     TensorBinding,
     write_spyre,
@@ -43,42 +46,15 @@ from spyrec.target.isa import Instr
 from spyrec.target.layout import DeviceLayout
 from spyrec.target import DEFAULT_TARGET
 
-HOST_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32",
-              "i64": "int64"}
 NUMPY_DTYPE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
                "int32": np.int32, "int64": np.int64}
-
-
-def _host_dtype(value: SSAValue) -> str:
-    assert isinstance(value.type, TensorType)
-    element = str(value.type.element_type)
-    if element not in HOST_DTYPE:
-        raise CompileError(f"%{value.name_hint}: element type {element} cannot cross the host "
-                           "boundary yet")
-    return HOST_DTYPE[element]
-
-
-def _binding(name: str, value: SSAValue, host_perms: Mapping[str, Attribute] | None = None
-             ) -> TensorBinding:
-    shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
-    perm_attr = (host_perms or {}).get(name)
-    if perm_attr is None:
-        return TensorBinding(name, DeviceLayout(shape, _host_dtype(value)), addr_of(value))
-    # a program input or output kept channels-last on the device (spyre-legalize's
-    # `spyre.host_perms`): the binding has the host's shape, the host permutes
-    perm = tuple(int(p) for p in perm_attr.get_values())  # type: ignore[attr-defined]
-    host = [0] * len(shape)
-    for device_dim, host_dim in enumerate(perm):
-        host[host_dim] = shape[device_dim]
-    return TensorBinding(name, DeviceLayout(tuple(host), _host_dtype(value), perm),
-                         addr_of(value))
 
 
 def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBinding, np.ndarray]:
     name = param.param_name.data
     if param.value is not None:
         data = np.asarray(param.value.get_values(), dtype=np.float32).astype(
-            NUMPY_DTYPE[_host_dtype(param.result)]).reshape(param.value.type.get_shape())
+            NUMPY_DTYPE[host_dtype(param.result)]).reshape(param.value.type.get_shape())
     elif name not in weights:
         raise CompileError(f"weight '{name}' has no data; pass the weights the program was "
                            "imported with")
@@ -86,12 +62,10 @@ def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBi
         data = np.asarray(weights[name])
     if param.perm is not None:
         data = _permuted(data, param.perm)
-    padded = layout_of(param.result).padded_shape
-    if data.ndim >= 2 and padded[0] > data.shape[0]:
-        pad = [(0, padded[0] - data.shape[0])] + [(0, 0)] * (data.ndim - 1)
-        data = np.pad(data, pad)
-    shape = tuple(int(d) for d in data.shape)
-    layout = DeviceLayout(shape, _host_dtype(param.result))
+    rows = weight_layout(param).shape[0] if data.ndim >= 2 else 0
+    if rows > data.shape[0]:  # K rows zero-padded to whole sticks
+        data = np.pad(data, [(0, rows - data.shape[0])] + [(0, 0)] * (data.ndim - 1))
+    layout = DeviceLayout(tuple(int(d) for d in data.shape), host_dtype(param.result))
     label = name + ("^T" if param.perm is not None else "")
     return TensorBinding(label, layout, addr_of(param.result)), data
 
@@ -112,52 +86,27 @@ def _permuted(data: np.ndarray, perm: tuple[int, ...]) -> np.ndarray:
 
 def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
                  provenance: Mapping[str, str] | None = None) -> SpyreBinary:
-    """The SpyreBinary of a scheduled module."""
-    graph = graph_func(module)
-    if graph is None:
-        raise CompileError("no graph function in the module; nothing to emit")
-    block = graph.body.block
-    ret = block.last_op
-    assert isinstance(ret, func.ReturnOp)
-    names_attr = graph.attributes.get("spyre.output_names")
-    out_names = ([n.data for n in names_attr.data] if isinstance(names_attr, ArrayAttr)  # type: ignore[attr-defined]
-                 else [f"output{i}" for i in range(len(ret.arguments))])
-    perms_attr = graph.attributes.get("spyre.host_perms")
-    perms = perms_attr.data if isinstance(perms_attr, DictionaryAttr) else {}
-    inputs = [_binding(a.name_hint or f"input{a.index}", a, perms) for a in block.args]
-    params = [o for o in block.ops if isinstance(o, ParamOp)]
-    updated = _buffer_updates(graph, list(ret.arguments), params)
-    outputs = [_binding(n, v, perms) for n, v in zip(out_names, ret.arguments[len(updated):])]
-    bools_attr = graph.attributes.get("spyre.bool_outputs")  # f32 0/1 on device, bool on host
-    bools = {b.data for b in bools_attr.data} if isinstance(bools_attr, ArrayAttr) else set()  # type: ignore[attr-defined]
-    outputs = [replace(b, layout=replace(b.layout, host_dtype="bool")) if b.name in bools else b
-               for b in outputs]
-    returned = set(ret.arguments)
-    intermediates = [_binding(r.name_hint or "tmp", r) for o in block.ops
-                     if isinstance(o, LaunchOp) for r in o.results if r not in returned]
-    programs = {p.kernel.data: p for p in module.body.block.ops if isinstance(p, ProgramOp)}
+    """The SpyreBinary of a scheduled module, with the patch table of the guards
+    spyre-place-guards recorded on its programs."""
+    tensors = program_tensors(module)
     kernels = []
-    for launch in [o for o in block.ops if isinstance(o, LaunchOp)]:
-        name = launch.callee.string_value()
-        if name not in programs:
-            raise CompileError(f"launch of @{name} has no spyrecode.program; run "
-                               "spyre-schedule-dataflow first")
-        prog = programs[name]
+    patches = []
+    for k, (launch, prog) in enumerate(zip(tensors.launches, tensors.programs, strict=True)):
         cost = prog.attributes.get("spyre.cost")
         flops = min_bytes = 0
         if isinstance(cost, DictionaryAttr):
             flops = _int(cost.data["flops"])
             min_bytes = _int(cost.data["min_offchip_bytes"])
         prov = list(recorded(prog, FUSED) or ())  # the kernel's member ops
-        kernels.append(KernelImage(name, prog.num_cores.value.data, _programs(prog),
-                                   flops, min_bytes, prov))
-    weight_bindings = [_weight(p, weights) for p in params]
-    _unique_names([*inputs, *outputs, *intermediates, *(b for b, _ in weight_bindings)])
-    launches = [o for o in block.ops if isinstance(o, LaunchOp)]
-    prov = {**(provenance or {}),
-            DATAFLOW_KEY: _dataflow(launches, list(ret.arguments[len(updated):]))}
-    return SpyreBinary(DEFAULT_TARGET.name, inputs, outputs, weight_bindings, intermediates,
-                       kernels, prov)
+        kernels.append(KernelImage(launch.callee.string_value(), prog.num_cores.value.data,
+                                   _programs(prog), flops, min_bytes, prov))
+        patches += [Patch(k, *guard) for guard in guards_of(prog)]
+    weight_bindings = [_weight(p, weights) for p in tensors.params]
+    _unique_names([*tensors.inputs, *tensors.outputs, *tensors.intermediates,
+                   *(b for b, _ in weight_bindings)])
+    prov = {**(provenance or {}), DATAFLOW_KEY: _dataflow(tensors.launches, tensors.returned)}
+    return SpyreBinary(DEFAULT_TARGET.name, tensors.inputs, tensors.outputs, weight_bindings,
+                       tensors.intermediates, kernels, prov, tensors.symbols, patches)
 
 
 DATAFLOW_KEY = "dataflow"
@@ -208,24 +157,6 @@ def _programs(prog: ProgramOp) -> Mapping[int, list[Instr]]:
     if all(c is not None for c in code.values()):
         return EncodedPrograms(code)  # type: ignore[arg-type]
     return {c.id.value.data: c.instrs() for c in cores}
-
-
-def _buffer_updates(graph: func.FuncOp, results: list[SSAValue],
-                    params: list[ParamOp]) -> list[str]:
-    """The buffers the leading results update (`spyre.mutated_buffers`, from the export's
-    buffer mutations). Each must already be in its buffer's storage, written in place (a
-    KV-cache scatter): the program keeps the buffer on the device, and later runs see the
-    new value, as torch's module state does. Anything else is a compile error."""
-    attr = graph.attributes.get("spyre.mutated_buffers")
-    names = [n.data for n in attr.data] if isinstance(attr, ArrayAttr) else []  # type: ignore[attr-defined]
-    for name, value in zip(names, results):
-        param = next((p for p in params if p.param_name.data == name and p.perm is None), None)
-        if param is None or addr_of(value) != addr_of(param.result):
-            raise CompileError(
-                f"buffer '{name}' is updated by %{value.name_hint}, which is not an in-place "
-                "update of it; only row writes (`cache[:, :, pos] = k`, `index_copy_`) are "
-                "done in place on the device")
-    return names
 
 
 def _unique_names(bindings: list[TensorBinding]) -> None:

@@ -51,6 +51,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp
+from spyrec.dialects.spyre_symbolic import record_symbols
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.fold import fold_constants, is_where_condition
 from spyrec.frontend.symbolic import Specialization, specialize
@@ -528,6 +529,8 @@ def import_program(ep: torch.export.ExportedProgram, source_name: str = "<memory
         decomposed = decompose(symbolic.program)
     program = _Importer(decomposed).run()
     program.symbolic = symbolic
+    if symbolic is not None:
+        record_symbols(program.module, symbolic.signature())
     program.source_name = source_name
     program.module.attributes["spyre.source"] = StringAttr(source_name)
     return program

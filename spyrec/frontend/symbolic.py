@@ -39,7 +39,7 @@ import sympy
 import torch
 
 from spyrec.diagnostics import CompileError
-from spyrec.runtime.container import SpyreBinary
+from spyrec.dialects.spyre_symbolic import SymbolicSignature
 
 Factor = int | sympy.Symbol
 Structure = tuple[tuple[Factor, ...], ...]  # per dim, the factors it merges (outer first)
@@ -63,6 +63,13 @@ class Specialization:
     symbols: list[SymbolBound]
     inputs: list[dict[int, str]] = field(default_factory=list)  # per user input: dim -> symbol
     outputs: list[dict[int, str]] = field(default_factory=list)  # per output: dim -> symbol
+
+    def signature(self) -> SymbolicSignature:
+        """What the module records (`spyre.symbols`): the symbols' bounds and which input
+        and output dims they size, as the host's program correction needs them."""
+        return SymbolicSignature({b.name: (b.lower, b.upper) for b in self.symbols},
+                                 tuple(dict(d) for d in self.inputs),
+                                 tuple(dict(d) for d in self.outputs))
 
 
 _VIEWS = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
@@ -437,11 +444,3 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
                            f"failed: {exc}") from exc
     return Specialization(program, list(symbols.values()), inputs, outputs)
 
-
-def annotate(binary: SpyreBinary, spec: Specialization) -> None:
-    """Record in `binary`'s signature which input and output dims are symbolic, and their
-    bounds: what the host's program correction needs."""
-    binary.symbols = {b.name: (b.lower, b.upper) for b in spec.symbols}
-    for bindings, dims in ((binary.inputs, spec.inputs), (binary.outputs, spec.outputs)):
-        for binding, symbolic in zip(bindings, dims, strict=True):
-            binding.symbolic = dict(symbolic)

@@ -1,5 +1,5 @@
 """The fixed set of `spyrec.tools.byte_identity` (the benchmark kernels, the model zoo, the
-demo models) compiles to the `.spyre` bytes recorded in test/golden/spyre_sha256.json.
+demo models, a decoder with a symbolic size) compiles to the `.spyre` bytes recorded in test/golden/spyre_sha256.json.
 
 A refactor keeps every hash; a change of generated code updates the golden file in the same
 commit (`python -m spyrec.tools.byte_identity --update`) and says why. One test per group,
@@ -22,7 +22,7 @@ def test_the_golden_file_lists_the_whole_set() -> None:
         byte_identity.UPDATE_HINT
 
 
-@pytest.mark.parametrize("group", ["bench", "zoo", "demo"])
+@pytest.mark.parametrize("group", ["bench", "zoo", "demo", "symbolic"])
 def test_spyre_bytes_unchanged(group: str) -> None:
     selected = [p for p in byte_identity.programs() if p.group == group]
     changed = byte_identity.differences(byte_identity.load_golden(),

@@ -11,7 +11,7 @@ import spyrec
 from spyrec import cache as cache_module
 from spyrec.cache import CompileCache, program_fingerprint
 from spyrec.driver import compile_program
-from spyrec.runtime import container
+from spyrec.target import container
 
 from conftest import export_mlp
 

@@ -83,7 +83,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
 
 def _with_manifest(src: Path, dst: Path, change) -> Path:
     """A copy of the .spyre `src` whose manifest `change` edits, checksums made valid."""
-    from spyrec.runtime.container import _HEADER, ALIGNMENT
+    from spyrec.target.container import _HEADER, ALIGNMENT
     from spyrec.target import round_up
 
     data = src.read_bytes()

@@ -35,7 +35,7 @@ def test_separate_processes_byte_identical(tmp_path, spyrec_cli, cli_env):
 
 
 def test_interrupted_write_leaves_no_file(tmp_path, monkeypatch):
-    from spyrec.runtime import container
+    from spyrec.target import container
 
     _, _, ep = export_mlp(100, torch.float16)
     target = tmp_path / "m.spyre"

@@ -4,8 +4,9 @@
 the device layout rules; the compiler (frontend, dialects, passes, driver) and the runtime
 both import it, and it imports neither. The KTIR value semantics (`dialects/ktdp_values.py`)
 are shared the same way. These tests read every module's imports (without importing it)
-and fail on an edge across the layers, so a new one cannot creep in; the edges still to
-remove are listed with what has to move, and the list fails when an entry no longer holds.
+and fail on an edge across the layers, so none can creep in (the last ones, the `.spyre`
+container and the trip-count guards, moved to `spyrec.target.container` and the
+spyre-place-guards pass).
 """
 
 from __future__ import annotations
@@ -21,17 +22,6 @@ COMPILER = [*sorted((ROOT / "passes").rglob("*.py")), *sorted((ROOT / "dialects"
             *(ROOT / "spyrec" / f for f in ("driver.py", "pipelines.py", "costmodel.py",
                                             "registry.py", "diagnostics.py", "progress.py"))]
 TARGET = sorted((ROOT / "spyrec" / "target").glob("*.py"))
-
-# compiler -> runtime edges that remain, and what removes each (issue 19, item 2)
-STILL_TO_MOVE = {
-    ("passes/spyrecode/spyre_emit_spyrecode.py", "spyrec.runtime.container"):
-        "the .spyre container format belongs in the target layer (it loads into "
-        "runtime.memory today)",
-    ("spyrec/driver.py", "spyrec.runtime.container"): "as above",
-    ("spyrec/frontend/symbolic.py", "spyrec.runtime.container"): "as above",
-    ("spyrec/driver.py", "spyrec.runtime.guards"):
-        "guard placement becomes a pass on spyrecode (issue 19, item 3)",
-}
 
 
 def imports(path: Path) -> set[str]:
@@ -52,13 +42,10 @@ def _rel(path: Path) -> str:
 
 
 def test_no_compiler_module_imports_the_runtime():
-    found = {(_rel(p), m) for p in COMPILER for m in imports(p)
-             if m == "spyrec.runtime" or m.startswith("spyrec.runtime.")}
-    new = sorted(found - set(STILL_TO_MOVE))
-    assert not new, ("compiler modules import the runtime (the emulator); import the target "
-                     f"layer (spyrec.target) instead: {new}")
-    gone = sorted(set(STILL_TO_MOVE) - found)
-    assert not gone, f"these edges are gone: remove them from STILL_TO_MOVE: {gone}"
+    found = sorted((_rel(p), m) for p in COMPILER for m in imports(p)
+                   if m == "spyrec.runtime" or m.startswith("spyrec.runtime."))
+    assert not found, ("compiler modules import the runtime (the emulator); import the target "
+                       f"layer (spyrec.target) instead: {found}")
 
 
 def test_the_target_layer_stands_alone():

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 import spyrec
 from spyrec.diagnostics import CompileError, SpyrecError
-from spyrec.runtime.container import ContainerError, read_spyre, write_spyre
+from spyrec.target.container import ContainerError, read_spyre, write_spyre
 
 from conftest import assert_close, export_symbolic_decoder
 

@@ -16,10 +16,10 @@ import pytest
 import torch
 
 import spyrec
-from spyrec.runtime.container import (FORMAT_VERSION, ContainerError, read_spyre,
+from spyrec.target.container import (FORMAT_VERSION, ContainerError, read_spyre,
                                       write_spyre)
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.guards import Patch
+from spyrec.target.container import Patch
 from spyrec.target import round_up
 
 from conftest import assert_close, export_symbolic_decoder

@@ -7,22 +7,16 @@
 # every other core's program is wrapped in `loop.begin trips=1 ... loop.end`, and the patch
 # table says core 1 runs from 5, core 15 from 4 * 15 + 1 = 61, core 17 (rows 4-7) from 5.
 import os
+import sys
 
-os.environ["SPYREC_CACHE"] = "0"
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "passes", "Inputs"))
 
-import torch  # noqa: E402
+from symbolic_affine import exported  # noqa: E402  (sets SPYREC_CACHE=0 first)
 
 import spyrec  # noqa: E402
 from spyrec.runtime.emulator import Emulator  # noqa: E402
 
-
-class Affine(torch.nn.Module):
-    def forward(self, x):
-        return x * 2.0 + 1.0
-
-
-seq = torch.export.Dim("seq", min=1, max=64)
-ep = torch.export.export(Affine(), (torch.randn(16, 128).half(),), dynamic_shapes=({0: seq},))
+ep = exported()
 binary = spyrec.compile(ep).binary
 kernel = binary.kernels[0]
 

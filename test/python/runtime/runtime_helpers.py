@@ -5,7 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from spyrec.runtime.container import KernelImage, SpyreBinary, TensorBinding
+from spyrec.target.container import KernelImage, SpyreBinary, TensorBinding
 from spyrec.runtime.dl16 import round_dl16
 from spyrec.target.isa import BinaryFn, DType, Instr, UnaryFn
 from spyrec.runtime.layout import DeviceLayout

@@ -5,7 +5,7 @@ import pytest
 import torch
 from runtime_helpers import HOST, linear_relu_binary, pipelined_binary
 
-from spyrec.runtime.container import SpyreBinary
+from spyrec.target.container import SpyreBinary
 from spyrec.runtime.emulator import Emulator
 
 

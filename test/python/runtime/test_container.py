@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from runtime_helpers import bind, linear_relu_binary, load, pipelined_binary
 
-from spyrec.runtime import container
-from spyrec.runtime.container import (ContainerError, KernelImage, SpyreBinary, build_init_bin,
+from spyrec.target import container
+from spyrec.target.container import (ContainerError, KernelImage, SpyreBinary, build_init_bin,
                                       build_plans, decode_job_binary, read_manifest, read_spyre,
                                       write_spyre)
 from spyrec.target import GIB
@@ -252,7 +252,7 @@ def test_encoded_programs_count_instructions_without_decoding() -> None:
     """The manifest's instruction counts of packed programs come from their headers (a
     40-layer stack's seven million instructions were decoded to count them); a damaged
     program is refused as decoding refuses it."""
-    from spyrec.runtime.container import EncodedPrograms
+    from spyrec.target.container import EncodedPrograms
     from spyrec.target.isa import EncodingError, Instr, count_instructions, encode_program
 
     load = Instr.make("dma.load", ddr=128, lx=0, rows=1, row_bytes=128, ddr_pitch=128,

@@ -9,7 +9,7 @@ from runtime_helpers import (DL16, F32, HOST, I32, bind, linear_relu_binary,
                              linear_relu_reference, load, pipelined_binary, store)
 
 from spyrec.runtime import sfu
-from spyrec.runtime.container import KernelImage, SpyreBinary
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.dl16 import half_codec, round_dl16
 from spyrec.runtime.emulator import Emulator, InputError

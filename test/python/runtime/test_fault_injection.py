@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from runtime_helpers import bind, load, recv, send, store, two_tensor_binary
 
-from spyrec.runtime.container import (ContainerError, EncodedPrograms, KernelImage,
+from spyrec.target.container import (ContainerError, EncodedPrograms, KernelImage,
                                       SpyreBinary, read_manifest, read_spyre, write_spyre)
 from spyrec.runtime.emulator import Emulator, HazardError
 from spyrec.target.isa import Instr, encode_program

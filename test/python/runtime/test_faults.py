@@ -5,7 +5,7 @@ import re
 import pytest
 from runtime_helpers import DL16, F32, bind, linear_relu_binary, load, store
 
-from spyrec.runtime.container import KernelImage, SpyreBinary
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
 from spyrec.target.isa import Instr, UnaryFn
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory

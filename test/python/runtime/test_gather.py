@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from runtime_helpers import bind, load, store
 
-from spyrec.runtime.container import KernelImage, SpyreBinary
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator, InputError
 from spyrec.target.isa import Instr, decode_program, encode_program, lx_access
 from spyrec.runtime.memory import DeviceFault

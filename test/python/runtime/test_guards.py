@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from runtime_helpers import DL16, bind, load, store
-from spyrec.runtime.container import KernelImage, SpyreBinary
+from spyrec.passes.spyrecode.spyre_place_guards import GuardInput, place_guards
 from spyrec.runtime.emulator import Emulator
-from spyrec.runtime.guards import Patch, place_guards
+from spyrec.target.container import KernelImage, Patch, SpyreBinary
 from spyrec.target.isa import Instr, UnaryFn
 from spyrec.target import DEFAULT_TARGET, GIB
 
@@ -37,9 +37,21 @@ def _relu_loop(extra: list[Instr] | None = None) -> SpyreBinary:
                        {"source": "test_guards"}, symbols={"x.dim0": (1, ROWS)})
 
 
+def _place_guards(binary: SpyreBinary) -> None:
+    """spyre-place-guards' analysis on a hand-written binary: its programs guarded, its
+    patch table set."""
+    placed = place_guards(GuardInput(
+        binary.symbols, binary.outputs, binary.inputs + binary.outputs + binary.intermediates,
+        [(b.addr, b.layout.nbytes) for b, _ in binary.weights],
+        [k.programs for k in binary.kernels]))
+    for k, core, program, _ in placed:
+        binary.kernels[k].programs[core] = program  # type: ignore[index]
+    binary.patches = [Patch(k, *entry) for k, _, _, entries in placed for entry in entries]
+
+
 def test_a_tile_loop_runs_the_prefix_of_tiles_the_size_needs():
     binary = _relu_loop()
-    place_guards(binary)
+    _place_guards(binary)
     # tile t holds rows 16t .. 16t+15: a real row from seq = 16t + 1 on
     assert binary.patches == [Patch(0, 0, 0, "x.dim0", (1, 17, 33, 49))]
     emulator = Emulator(binary, numerics="ieee")  # relu is exact in IEEE fp16
@@ -61,7 +73,7 @@ def test_work_after_a_loop_is_guarded_around_it():
     extra = [load(GIB + 3 * TILE * PITCH, 0x20000, TILE, PITCH),
              store(0x20000, GIB + 3 * TILE * PITCH, TILE, PITCH, deps=(7,))]
     binary = _relu_loop(extra)
-    place_guards(binary)
+    _place_guards(binary)
     assert [(p.pc, p.thresholds) for p in binary.patches] == [(0, (1, 17, 33, 49)),
                                                               (7, (49,))]
     program = binary.kernels[0].programs[0]
@@ -82,5 +94,5 @@ def test_a_write_to_a_buffer_runs_at_every_size():
     binary.weights.append((state, np.zeros((TILE, 128), dtype=np.float16)))
     binary.kernels[0].programs[0] += [load(3 * TILE * PITCH, 0x20000, TILE, PITCH),
                                       store(0x20000, state.addr, TILE, PITCH, deps=(7,))]
-    place_guards(binary)
+    _place_guards(binary)
     assert [(p.pc, p.thresholds) for p in binary.patches] == [(0, (1, 17, 33, 49))]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from runtime_helpers import DL16, F32, bind, linear_relu_binary, linear_relu_reference, load
 
-from spyrec.runtime.container import KernelImage, SpyreBinary
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator, HazardError
 from spyrec.target.isa import Instr, UnaryFn
 from spyrec.target import DEFAULT_TARGET

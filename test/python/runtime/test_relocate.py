@@ -12,7 +12,7 @@ import pytest
 import torch
 from runtime_helpers import bind, linear_relu_binary, load, store
 
-from spyrec.runtime.container import KernelImage, SpyreBinary
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
 from spyrec.target.isa import Instr
 from spyrec.runtime.memory import DeviceFault, DeviceMemory

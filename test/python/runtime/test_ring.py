@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from runtime_helpers import F32, barrier, load, recv, send, store, two_tensor_binary
 
-from spyrec.runtime.container import build_init_bin
+from spyrec.target.container import build_init_bin
 from spyrec.runtime.emulator import Emulator
 from spyrec.target.isa import (DType, Instr, ProgramError, decode_program, encode_program,
                                 expand_loops)

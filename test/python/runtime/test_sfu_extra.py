@@ -10,7 +10,7 @@ import pytest
 from runtime_helpers import DL16, F32, I32, bind, load, store
 
 from spyrec.runtime import dl16
-from spyrec.runtime.container import KernelImage, SpyreBinary
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.dl16 import half_codec, round_dl16
 from spyrec.runtime.emulator import Emulator
 from spyrec.target.isa import (STICK_BYTES, BinaryFn, Instr, ReduceFn, UnaryFn, bits_f32,

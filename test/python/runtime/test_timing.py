@@ -8,7 +8,7 @@ import pytest
 from runtime_helpers import (DL16, bind, dma_only_binary, linear_relu_binary, load,
                              pipelined_binary)
 
-from spyrec.runtime.container import KernelImage, SpyreBinary
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
 from spyrec.target.isa import Instr, UnaryFn
 from spyrec.runtime.timing import DeadlockError, instr_cost, schedule

@@ -72,7 +72,7 @@ def test_cli_inspect_and_profile_a_binary_with_ring_and_loop_instructions(tmp_pa
     from click.testing import CliRunner
 
     from spyrec.cli import main
-    from spyrec.runtime.container import write_spyre
+    from spyrec.target.container import write_spyre
     from spyrec.target.isa import Instr
 
     programs = {0: [Instr.make("loop.begin", trips=2),

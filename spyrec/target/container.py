@@ -1,7 +1,10 @@
 """The `.spyre` file: a compiled model, its SpyreCode plans and the programs they launch.
 
-This module alone owns the format; the emitter writes it with `write_spyre`, the CLI and the
-emulator read it with `read_spyre` / `read_manifest`. docs/spyrecode.md specifies the bytes.
+This module alone owns the format, in the target layer (it imports only `spyrec.target`):
+the emitter writes it with `write_spyre`, the CLI and the emulator read it with
+`read_spyre` / `read_manifest`. Writing and reading check the plans' allocations against
+the device's address rules (`spyrec.target.memory`) without the emulator's memory.
+docs/spyrecode.md specifies the bytes.
 
 File layout (integers little endian):
 
@@ -30,6 +33,7 @@ aligned. ComputeOnDevice's `job_bin_ptr` is the device address of that table.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import mmap
@@ -43,7 +47,6 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from spyrec.runtime.guards import Patch, instruction_offset
 from spyrec.target.isa import (
     SPECS_BY_CODE,
     EncodingError,
@@ -52,9 +55,9 @@ from spyrec.target.isa import (
     decode_program,
     encode_program,
 )
-from spyrec.runtime.layout import DEVICE_DTYPE, HOST_DTYPE, DeviceLayout
-from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+from spyrec.target.layout import DEVICE_DTYPE, HOST_DTYPE, DeviceLayout
+from spyrec.target.memory import ALIGNMENT, allocation_fault
 
 MAGIC = b"SPYREC\x00\x01"
 # 2: the manifest holds the patch table of the trip-count guards (design note 49); version 1
@@ -144,6 +147,35 @@ class KernelImage:
     flops: int = 0
     min_offchip_bytes: int = 0
     provenance: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One entry of the patch table: the `loop.begin` at `pc` of `core`'s program in kernel
+    `kernel` runs as many iterations as `thresholds` (non-decreasing) has entries at most
+    the value of symbol `symbol`. A guard (`trips=1` as compiled) has one threshold; a tile
+    loop of T trips has T, so it runs the prefix of its tiles the size needs."""
+
+    kernel: int
+    core: int
+    pc: int
+    symbol: str
+    thresholds: tuple[int, ...]
+
+    def to_list(self) -> list[object]:
+        return [self.kernel, self.core, self.pc, self.symbol, list(self.thresholds)]
+
+    @staticmethod
+    def from_list(data: list[object]) -> Patch:
+        kernel, core, pc, symbol, thresholds = data
+        return Patch(int(kernel), int(core), int(pc), str(symbol),  # type: ignore[arg-type]
+                     tuple(int(t) for t in thresholds))  # type: ignore[union-attr]
+
+    def trips(self, value: int | None) -> int:
+        """The trip count at `value` of the symbol (None: the upper bound, every trip)."""
+        if value is None:
+            return len(self.thresholds)
+        return bisect.bisect_right(self.thresholds, value)
 
 
 @dataclass(eq=False)
@@ -361,6 +393,23 @@ def _check_patches(binary: SpyreBinary) -> None:
                                  f"loop.begin of {len(t)} trips (one per threshold){fix}")
 
 
+def instruction_offset(code: bytes | memoryview, pc: int) -> tuple[int, int]:
+    """Byte offset and opcode of the instruction at `pc` of an encoded program (its
+    `trips` field, for a loop.begin, is 4 bytes further); EncodingError past the end."""
+    position = 0
+    for index in range(pc + 1):
+        if position + 4 > len(code):
+            raise EncodingError(f"the program has {index} instructions, no pc {pc}")
+        opcode, _, ndeps = struct.unpack_from("<BBH", code, position)
+        spec = SPECS_BY_CODE.get(opcode)
+        if spec is None:
+            raise EncodingError(f"unknown opcode {opcode} at pc {index}")
+        if index == pc:
+            return position, opcode
+        position += 4 + 8 * len(spec.fields) + 4 * ndeps
+    raise AssertionError("unreachable")
+
+
 def _instruction_at(programs: Mapping[int, list[Instr]], core: int, pc: int) -> tuple[str, int]:
     """The op at `pc` of a core's program and its first field (-1 without fields, or
     ('<none>', -1) past the end), without decoding the rest."""
@@ -506,20 +555,26 @@ def _activation_arenas(bindings: list[TensorBinding]) -> list[dict[str, Any]]:
 
 
 def _replay_allocations(prep: list[dict[str, Any]], target: SpyreTarget) -> None:
-    memory = DeviceMemory(target, backed=False)
+    """Check the plan's allocations as the device would make them, in order: aligned,
+    inside one segment of the address space, apart from each other, and none but the
+    program's own in the program segment; ContainerError names the first that is not."""
+    bases: list[int] = []
+    placed: list[tuple[int, int, str]] = []  # (base, end, name), sorted by base
     for step in prep:
         if step["op"] != "Allocate":
             continue
-        is_program = step["name"] == "spyrecode" and step is prep[0]
-        in_program_segment = memory.segment_of(step["dev_ptr"]) == target.program_segment
-        if in_program_segment and not is_program:
+        base, size, name = step["dev_ptr"], step["size"], step["name"]
+        is_program = name == "spyrecode" and step is prep[0]
+        if base // target.segment_bytes == target.program_segment and not is_program:
             raise ContainerError(
-                f"tensor '{step['name']}' at {step['dev_ptr']:#x} is in segment "
+                f"tensor '{name}' at {base:#x} is in segment "
                 f"{target.program_segment}, which is reserved for SpyreCode")
-        try:
-            memory.allocate(step["dev_ptr"], step["size"], step["name"])
-        except DeviceFault as fault:
-            raise ContainerError(str(fault)) from fault
+        index = bisect.bisect_right(bases, base)
+        fault = allocation_fault(base, size, name, target, placed[max(index - 1, 0): index + 1])
+        if fault is not None:
+            raise ContainerError(fault)
+        bases.insert(index, base)
+        placed.insert(index, (base, base + size, name))
 
 
 # ---- writing --------------------------------------------------------------------------------

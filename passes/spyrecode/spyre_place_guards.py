@@ -1,8 +1,14 @@
-"""Symbolic sizes: trip-count guards skip the work only padded rows need (design note 49).
+"""spyre-place-guards: trip-count guards skip the work only padded rows need (design note 49).
+
+Expects: a module after spyre-schedule-dataflow whose `spyre.symbols` (recorded by the
+frontend, `dialects/spyre_symbolic.py`) names one symbolic size; any other module is left
+as it is. Guarantees: every `spyrecode.core` holds its guarded program (packed cores stay
+packed), and every `spyrecode.program` with a guard lists them in `spyre.guards`, which
+spyre-emit-spyrecode writes as the `.spyre`'s patch table.
 
 A program with a symbolic size is compiled at its upper bound (note 32), and the host pads
 the inputs and crops the outputs. Most of the device's work then goes to padded rows. This
-module finds, for every instruction of every launch, the smallest value of the symbol at
+pass finds, for every instruction of every launch, the smallest value of the symbol at
 which its result can reach a real output element (its *need*), wraps each run of
 instructions of the same need above the lower bound in a guard `loop.begin trips=1 ...
 loop.end`, and lists the guards in a patch table: launch (kernel), core, pc of the
@@ -34,52 +40,31 @@ are not guarded: they run whole, and their reads count at every size.
 
 from __future__ import annotations
 
-import bisect
 import functools
-import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region as IRRegion
+from xdsl.passes import ModulePass
 
-from spyrec.target.isa import (LOOP_OPS, SPECS_BY_CODE, EncodingError, Engine, Expanded, Instr,
-                                Region, ddr_region, encode_program, expand_loops)
-from spyrec.runtime.layout import STICK_BYTES, DeviceLayout
+from spyrec.dialects.spyre_symbolic import Guard, record_guards, symbolic_signature
+from spyrec.dialects.spyrecode import CoreOp, InstrOp
+from spyrec.passes.spyrecode.program_tensors import program_tensors, weight_layout
+from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
+from spyrec.target.container import EncodedPrograms, TensorBinding
+from spyrec.target.isa import (LOOP_OPS, Engine, Expanded, Instr, Region, ddr_region,
+                                encode_program, expand_loops)
+from spyrec.target.layout import STICK_BYTES, DeviceLayout
+from spyrec.target.rendezvous import match
 
 _NEVER = np.iinfo(np.int64).max
-MAX_STICKS = 1 << 27  # activations up to 16 GiB: a larger binary is left unguarded
-# the analysis is Python per instruction (about 20 us each): a larger binary is left
+MAX_STICKS = 1 << 27  # activations up to 16 GiB: a larger program is left unguarded
+# the analysis is Python per instruction (about 20 us each): a larger program is left
 # unguarded rather than add minutes to its compile
 MAX_INSTRUCTIONS = 1 << 20
-
-
-@dataclass(frozen=True)
-class Patch:
-    """One entry of the patch table: the `loop.begin` at `pc` of `core`'s program in kernel
-    `kernel` runs as many iterations as `thresholds` (non-decreasing) has entries at most
-    the value of symbol `symbol`. A guard (`trips=1` as compiled) has one threshold; a tile
-    loop of T trips has T, so it runs the prefix of its tiles the size needs."""
-
-    kernel: int
-    core: int
-    pc: int
-    symbol: str
-    thresholds: tuple[int, ...]
-
-    def to_list(self) -> list[object]:
-        return [self.kernel, self.core, self.pc, self.symbol, list(self.thresholds)]
-
-    @staticmethod
-    def from_list(data: list[object]) -> Patch:
-        kernel, core, pc, symbol, thresholds = data
-        return Patch(int(kernel), int(core), int(pc), str(symbol),  # type: ignore[arg-type]
-                     tuple(int(t) for t in thresholds))  # type: ignore[union-attr]
-
-    def trips(self, value: int | None) -> int:
-        """The trip count at `value` of the symbol (None: the upper bound, every trip)."""
-        if value is None:
-            return len(self.thresholds)
-        return bisect.bisect_right(self.thresholds, value)
 
 
 def output_stick_needs(layout: DeviceLayout, symbolic: Mapping[int, str], lower: int) -> np.ndarray:
@@ -126,11 +111,20 @@ class _Sticks:
         return np.unique(index), whole
 
 
-def _instructions(binary) -> int:  # noqa: ANN001 - SpyreBinary
-    from spyrec.runtime.container import EncodedPrograms
+@dataclass(frozen=True)
+class GuardInput:
+    """What the guard analysis reads of a compiled program: its symbols, where its tensors
+    are, and each launch's per-core programs."""
 
-    return sum(k.programs.instructions(c) if isinstance(k.programs, EncodedPrograms)
-               else len(k.programs[c]) for k in binary.kernels for c in k.programs)
+    symbols: Mapping[str, tuple[int, int]]  # name -> (lower, upper), inclusive
+    outputs: Sequence[TensorBinding]  # with their symbolic dims
+    activations: Sequence[TensorBinding]  # the inputs, outputs and intermediates
+    state: Sequence[tuple[int, int]]  # (address, bytes) of the weights and buffers
+    kernels: Sequence[Mapping[int, list[Instr]]]  # per launch: core -> program
+
+    def instructions(self) -> int:
+        return sum(k.instructions(c) if isinstance(k, EncodedPrograms) else len(k[c])
+                   for k in self.kernels for c in k)
 
 
 def _region_bounds(instr: Instr) -> tuple[int, int]:
@@ -139,39 +133,37 @@ def _region_bounds(instr: Instr) -> tuple[int, int]:
     return region.base, region.base + max(region.rows - 1, 0) * region.pitch + region.row_bytes
 
 
-def instruction_needs(binary, lx_bytes: int = 2 << 20  # noqa: ANN001 - SpyreBinary
+def instruction_needs(program: GuardInput, lx_bytes: int = 2 << 20
                       ) -> dict[tuple[int, int], tuple[Expanded, np.ndarray]] | None:
     """Per (kernel, core), the unrolled program and the size from which each of its
-    instructions must run (its run need); None when the binary has no single symbol."""
-    from spyrec.runtime import ring
-
-    if len(binary.symbols) != 1:
+    instructions must run (its run need); None when the program has no single symbol."""
+    if len(program.symbols) != 1:
         return None
-    (_, (lower, upper)), = binary.symbols.items()
-    activations = binary.inputs + binary.outputs + binary.intermediates
+    (_, (lower, upper)), = program.symbols.items()
+    activations = program.activations
     if not activations:
         return None
     lo = min(b.addr for b in activations)
     hi = max(b.addr + b.layout.nbytes for b in activations)
-    if (hi - lo) // STICK_BYTES > MAX_STICKS or _instructions(binary) > MAX_INSTRUCTIONS:
+    if (hi - lo) // STICK_BYTES > MAX_STICKS or program.instructions() > MAX_INSTRUCTIONS:
         return None
     sticks = _Sticks(lo, hi)
-    for binding in binary.outputs:
+    for binding in program.outputs:
         start = (binding.addr - lo) // STICK_BYTES
         needs = output_stick_needs(binding.layout, binding.symbolic, lower)
         view = sticks.need[start: start + needs.size]
         np.minimum(view, needs, out=view)
-    for binding, _ in binary.weights:  # state that outlives the call, if it lies in the span
-        first = max(binding.addr, lo) - lo
-        last = min(binding.addr + binding.layout.nbytes, hi) - lo
+    for addr, size in program.state:  # state that outlives the call, if it lies in the span
+        first = max(addr, lo) - lo
+        last = min(addr + size, hi) - lo
         if first < last:
             sticks.need[first // STICK_BYTES: -(-last // STICK_BYTES)] = lower
     out: dict[tuple[int, int], tuple[Expanded, np.ndarray]] = {}
-    for k in range(len(binary.kernels) - 1, -1, -1):
-        kernel = binary.kernels[k]
-        expanded = {core: expand_loops(kernel.programs[core]) for core in sorted(kernel.programs)}
+    for k in range(len(program.kernels) - 1, -1, -1):
+        kernel = program.kernels[k]
+        expanded = {core: expand_loops(kernel[core]) for core in sorted(kernel)}
         flat = {core: e.instrs for core, e in expanded.items()}
-        needs = _kernel_needs(sticks, expanded, ring.match(flat), lower, upper, lx_bytes)
+        needs = _kernel_needs(sticks, expanded, match(flat), lower, upper, lx_bytes)
         out.update({(k, core): (expanded[core], n) for core, n in needs.items()})
     return out
 
@@ -459,47 +451,57 @@ def guard(expanded: Expanded, run: np.ndarray, lower: int
     return remapped, entries
 
 
-def place_guards(binary) -> None:  # noqa: ANN001 - SpyreBinary
-    """Guard the work of `binary` that only padded positions need, and record the patch
-    table in `binary.patches` (design note 49)."""
-    from spyrec.runtime.container import EncodedPrograms
-
-    needs = instruction_needs(binary)
+def place_guards(program: GuardInput) -> list[tuple[int, int, list[Instr], list[Guard]]]:
+    """Guard the work of `program` that only padded positions need: per guarded (kernel,
+    core), in that order, its guarded program and its guards (core, pc of the loop.begin,
+    symbol, thresholds); nothing for a program without one symbol or too large to analyse."""
+    needs = instruction_needs(program)
     if not needs:
-        return
-    (symbol, (lower, _)), = binary.symbols.items()
-    patches: list[Patch] = []
-    for k, kernel in enumerate(binary.kernels):
-        code: dict[int, bytes] = {}
-        changed = False
-        for core in sorted(kernel.programs):
+        return []
+    (symbol, (lower, _)), = program.symbols.items()
+    out = []
+    for k, kernel in enumerate(program.kernels):
+        for core in sorted(kernel):
             expanded, run = needs[(k, core)]
-            if not (run > lower).any():
-                code[core] = (kernel.programs.code[core]
-                              if isinstance(kernel.programs, EncodedPrograms)
-                              else encode_program(kernel.programs[core]))
-                continue
-            guarded, entries = guard(expanded, run, lower)
-            code[core] = encode_program(guarded)
-            patches += [Patch(k, core, pc, symbol, t) for pc, t in entries]
-            changed = True
-        if changed:
-            kernel.programs = EncodedPrograms(code)
-    binary.patches = patches
+            if (run > lower).any():
+                guarded, entries = guard(expanded, run, lower)
+                out.append((k, core, guarded, [(core, pc, symbol, t) for pc, t in entries]))
+    return out
 
 
-def instruction_offset(code: bytes | memoryview, pc: int) -> tuple[int, int]:
-    """Byte offset and opcode of the instruction at `pc` of an encoded program (its
-    `trips` field, for a loop.begin, is 4 bytes further); EncodingError past the end."""
-    position = 0
-    for index in range(pc + 1):
-        if position + 4 > len(code):
-            raise EncodingError(f"the program has {index} instructions, no pc {pc}")
-        opcode, _, ndeps = struct.unpack_from("<BBH", code, position)
-        spec = SPECS_BY_CODE.get(opcode)
-        if spec is None:
-            raise EncodingError(f"unknown opcode {opcode} at pc {index}")
-        if index == pc:
-            return position, opcode
-        position += 4 + 8 * len(spec.fields) + 4 * ndeps
-    raise AssertionError("unreachable")
+@dataclass(frozen=True)
+class SpyrePlaceGuards(ModulePass):
+    """Guard the work only padded rows need in the programs of a one-symbol module."""
+
+    name = "spyre-place-guards"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        signature = symbolic_signature(op)
+        if signature is None or len(signature.symbols) != 1:
+            return  # static sizes, or several symbols (not guarded, note 49)
+        tensors = program_tensors(op)
+        if len(set(tensors.programs)) < len(tensors.programs):
+            return  # a program launched twice: one record could not hold both launches' guards
+        kernels: list[Mapping[int, list[Instr]]] = []
+        for prog in tensors.programs:
+            codes = {c.id.value.data: c.encoded() for c in prog.cores()}
+            if all(code is not None for code in codes.values()):
+                kernels.append(EncodedPrograms(codes))  # type: ignore[arg-type]
+            else:
+                kernels.append({c.id.value.data: c.instrs() for c in prog.cores()})
+        state = [(addr_of(p.result), weight_layout(p).nbytes) for p in tensors.params]
+        placed = place_guards(GuardInput(tensors.symbols, tensors.outputs,
+                                         tensors.inputs + tensors.outputs + tensors.intermediates,
+                                         state, kernels))
+        guards: dict[int, list[Guard]] = {}
+        for k, core, guarded, entries in placed:
+            prog = tensors.programs[k]
+            old = next(c for c in prog.cores() if c.id.value.data == core)
+            new = (CoreOp(core, IRRegion(Block()), encode_program(guarded)) if old.code is not None
+                   else CoreOp(core, IRRegion(Block([InstrOp.from_instr(i) for i in guarded]))))
+            prog.body.block.insert_op_before(new, old)
+            old.detach()
+            old.erase()
+            guards.setdefault(k, []).extend(entries)
+        for k, entries in guards.items():
+            record_guards(tensors.programs[k], entries)
