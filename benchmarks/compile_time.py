@@ -19,7 +19,8 @@ table gives host seconds per stage and per layer, the instructions of all cores,
 kernels and how many distinct schedule templates they needed. `--plain` schedules with the
 per-core interpreter instead of templates (the compiler before design note 26).
 `--warm` compiles into an empty compile cache and then once more from it (warm s: hashing
-the program and reading the `.spyre` back, design note 39). `--emulate` also loads the binary into the emulator in timing-only mode and runs it once
+the program and reading the `.spyre` back, design note 39). `--emulate` also loads the binary
+into the emulator in timing-only mode and runs it once
 (load: decode, validation, hazard check and schedule, each distinct program once and the
 rest relocated, design note 35; `--no-reuse` loads every kernel instruction by instruction,
 the emulator before that note):

@@ -84,8 +84,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     args = parser.parse_args()
     rows = []
-    header = ("| model (fp32) | frontend s | graph s | ktir s | spyrecode s | emit s | spyrec cold s"
-              " | spyrec warm s | Inductor cold s | Inductor / spyrec cold |")
+    header = ("| model (fp32) | frontend s | graph s | ktir s | spyrecode s | emit s "
+              "| spyrec cold s | spyrec warm s | Inductor cold s | Inductor / spyrec cold |")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for name in args.models:

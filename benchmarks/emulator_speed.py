@@ -81,7 +81,7 @@ def measure(model: Model, repeat: int, dtype: torch.dtype) -> dict[str, float]:
     start = time.perf_counter()
     timing_emulator = Emulator(exe.binary, mode="timing")
     timing_load = time.perf_counter() - start
-    timing = best_seconds(lambda: timing_emulator.run(), repeat)
+    timing = best_seconds(timing_emulator.run, repeat)
     instructions = sum(len(p) for k in exe.binary.kernels for p in k.programs.values())
     return {"kernels": len(exe.binary.kernels), "instructions": instructions, "eager": eager,
             "load": load, "full": full, "timing_load": timing_load, "timing": timing}

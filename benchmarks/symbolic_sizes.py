@@ -24,7 +24,6 @@ import torch
 import spyrec
 import spyrec.driver
 from spyrec.demo import DemoDecoder
-from spyrec.runtime import guards
 from spyrec.runtime.emulator import Emulator
 
 

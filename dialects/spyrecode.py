@@ -20,7 +20,6 @@ import struct
 from collections.abc import Sequence
 
 import numpy as np
-
 from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, StringAttr, i8, i64
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region
 from xdsl.irdl import (
@@ -35,9 +34,20 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from spyrec.target.isa import (HEADER_UNIT_MASK, LOOP_OPS, SPECS_BY_NAME, EncodingError, Instr,
-                                OpSpec, ProgramError, ProgramMemo, check_program,
-                                decode_program, encode_program, loop_spans)
+from spyrec.target.isa import (
+    HEADER_UNIT_MASK,
+    LOOP_OPS,
+    SPECS_BY_NAME,
+    EncodingError,
+    Instr,
+    OpSpec,
+    ProgramError,
+    ProgramMemo,
+    check_program,
+    decode_program,
+    encode_program,
+    loop_spans,
+)
 
 
 @irdl_op_definition
@@ -260,7 +270,8 @@ def _instr_op(spec: OpSpec) -> type[InstrOp]:
     return irdl_op_definition(cls)
 
 
-INSTR_OPS: dict[str, type[InstrOp]] = {name: _instr_op(spec) for name, spec in SPECS_BY_NAME.items()}
+INSTR_OPS: dict[str, type[InstrOp]] = {name: _instr_op(spec)
+                                       for name, spec in SPECS_BY_NAME.items()}
 SPEC_OF_OP: dict[str, OpSpec] = {cls.name: SPECS_BY_NAME[isa] for isa, cls in INSTR_OPS.items()}
 
 

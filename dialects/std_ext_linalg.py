@@ -148,9 +148,9 @@ class GenericOp(XdslGenericOp):
                 parser.raise_error(f"linalg.generic needs {required}", start, parser.pos)
         indexing_maps = cast(ArrayAttr[AffineMapAttr], attributes.pop("indexing_maps"))
         iterator_types: list[IteratorTypeAttr] = []
-        for entry in cast(ArrayAttr[Attribute], attributes.pop("iterator_types")):
-            if isinstance(entry, StringAttr):
-                entry = IteratorTypeAttr(IteratorType(entry.data))
+        for written in cast(ArrayAttr[Attribute], attributes.pop("iterator_types")):
+            entry = (IteratorTypeAttr(IteratorType(written.data))
+                     if isinstance(written, StringAttr) else written)
             if not isinstance(entry, IteratorTypeAttr):
                 parser.raise_error(f"unknown iterator type {entry}", start, parser.pos)
             iterator_types.append(entry)

@@ -381,11 +381,11 @@ def contract(sub_a: str, sub_b: str, sub_out: str, a: np.ndarray, b: np.ndarray)
         if lonely:
             array = a if name == "a" else b
             array = array.sum(axis=tuple(sub.index(c) for c in lonely))
-            sub = "".join(c for c in sub if c not in lonely)
+            kept = "".join(c for c in sub if c not in lonely)
             if name == "a":
-                a, sub_a = array, sub
+                a, sub_a = array, kept
             else:
-                b, sub_b = array, sub
+                b, sub_b = array, kept
     batch = [c for c in sub_out if c in sub_a and c in sub_b]
     rows = [c for c in sub_out if c in sub_a and c not in sub_b]
     cols = [c for c in sub_out if c in sub_b and c not in sub_a]

@@ -13,9 +13,10 @@ together. The groups are fixed by the programs alone, independent of timing:
 `match` computes the groups when a kernel is loaded, so the emulator can check that the
 members agree (sizes, types) and bind their numerics before anything runs; a member whose
 partner is missing is left in an incomplete group, and the schedule reports the deadlock.
-Costs (`spyrec.target.timing.rendezvous_cycles`) come from the target's ring figures: a transfer of B bytes over
-h hops takes h * ring_hop_cycles + B / ring_bytes_per_cycle (cut-through, the full
-per-direction bandwidth; link contention between concurrent transfers is not modelled).
+Costs (`spyrec.target.timing.rendezvous_cycles`) come from the target's ring figures: a
+transfer of B bytes over h hops takes h * ring_hop_cycles + B / ring_bytes_per_cycle
+(cut-through, the full per-direction bandwidth; link contention between concurrent transfers
+is not modelled).
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.target.isa import DType, Instr, group_members, lx_access
 from spyrec.runtime.memory import DeviceFault, LocalMemory
 from spyrec.target import SpyreTarget
-from spyrec.target.timing import ring_hops, rendezvous_cycles  # noqa: F401 (re-exported)
+from spyrec.target.isa import DType, Instr, group_members, lx_access
+from spyrec.target.timing import rendezvous_cycles, ring_hops  # noqa: F401 - re-exported
 
 RENDEZVOUS_OPS = frozenset({"ring.send", "ring.recv", "ring.reduce", "sync.barrier"})
 
@@ -82,10 +83,10 @@ class Rendezvous:
         if op in ("ring.send", "ring.recv"):
             sender, receiver, tag = key
             if sender not in present:
-                return [f"a ring.send from core {sender} to core {receiver} with tag {tag}, "
-                        f"which core {sender}'s program does not have"]
-            return [f"a ring.recv on core {receiver} from core {sender} with tag {tag}, which "
-                    f"core {receiver}'s program does not have"]
+                return [(f"a ring.send from core {sender} to core {receiver} with tag {tag}, "
+                        f"which core {sender}'s program does not have")]
+            return [(f"a ring.recv on core {receiver} from core {sender} with tag {tag}, which "
+                    f"core {receiver}'s program does not have")]
         return [f"core {c}'s matching {op}, which its program does not have"
                 for c in group_members(*key[:3]) if c not in present]
 

@@ -25,7 +25,7 @@ from spyrec.target.isa import BinaryFn, ReduceFn, UnaryFn
 
 
 def _torch_float64(fn_name: str, x: np.ndarray) -> np.ndarray:
-    import torch  # noqa: PLC0415 - deferred: importing torch takes seconds (see docstring)
+    import torch  # deferred: importing torch takes seconds (see docstring)
 
     values = np.asarray(x, dtype=np.float64)
     if not (values.flags.c_contiguous and values.flags.writeable):  # what torch can share

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["compile", "load", "Executable"]
+__all__ = ["Executable", "compile", "load"]
 
 
 def __getattr__(name: str) -> Any:

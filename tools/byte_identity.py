@@ -13,7 +13,7 @@ generated code updates the golden file in the same commit and says why. The fixe
 Each program is built with `torch.manual_seed(0)`, exported with `torch.export.export` and
 compiled with the default options (no cache, nothing emulated); only the `.spyre` is hashed.
 
-    python -m spyrec.tools.byte_identity            # compare with the golden file; exit 1 on a change
+    python -m spyrec.tools.byte_identity            # compare with the golden file; 1 on a change
     python -m spyrec.tools.byte_identity --update   # rewrite the golden file (with --only:
                                                     # those programs' entries only)
     python -m spyrec.tools.byte_identity --only gemm --only mlp   # a subset (by name part)
@@ -95,14 +95,11 @@ def _demo_programs() -> list[Program]:
 
     from spyrec.zoo import ZOO
 
-    out = []
-    for name in ("mlp", "decoder-ffn", "decoder", "convnet"):
-        for dtype in ("float32", "bfloat16"):
-            out.append(Program(f"demo/{name} {dtype}", "demo",
-                               lambda m=ZOO[name], d=dtype: m.build(getattr(torch, d),
-                                                                    FEATURES, BATCH),
-                               {"dtype": dtype, "features": FEATURES, "rows": BATCH}))
-    return out
+    return [Program(f"demo/{name} {dtype}", "demo",
+                    lambda m=ZOO[name], d=dtype: m.build(getattr(torch, d), FEATURES, BATCH),
+                    {"dtype": dtype, "features": FEATURES, "rows": BATCH})
+            for name in ("mlp", "decoder-ffn", "decoder", "convnet")
+            for dtype in ("float32", "bfloat16")]
 
 
 def programs(skip_granite: bool = False) -> list[Program]:
@@ -170,7 +167,8 @@ def differences(golden: dict[str, object], found: dict[str, dict[str, object]]) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--update", action="store_true", help="rewrite the golden file (with --only: those entries)")
+    parser.add_argument("--update", action="store_true",
+                        help="rewrite the golden file (with --only: those entries)")
     parser.add_argument("--only", action="append", help="programs whose name contains this")
     parser.add_argument("--skip-granite", action="store_true",
                         help="leave out the two Granite layers (400 MB of weights each)")

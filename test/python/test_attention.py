@@ -18,6 +18,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from conftest import assert_close
 from xdsl.parser import Parser
 
 import spyrec
@@ -25,8 +26,6 @@ from spyrec.diagnostics import UnsupportedOpsError
 from spyrec.driver import make_context, module_text
 from spyrec.ktir import execute
 from spyrec.registry import PASSES
-
-from conftest import assert_close
 
 
 class Attention(nn.Module):

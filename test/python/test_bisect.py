@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import export_mlp
 from xdsl.dialects import arith
-from xdsl.dialects.linalg.ops import FillOp
 from xdsl.dialects.builtin import FloatAttr, ModuleOp
+from xdsl.dialects.linalg.ops import FillOp
 from xdsl.rewriter import Rewriter
 
 from spyrec.demo import DemoDecoder, DemoDecoderFFN
@@ -19,8 +20,6 @@ from spyrec.dialects.spyre import BINARY_OPS, MatmulOp
 from spyrec.graph_interpreter import GraphInterpreter
 from spyrec.numeric_bisect import bisect
 from spyrec.registry import PASSES
-
-from conftest import export_mlp
 
 
 def _with_bug(monkeypatch, name: str, bug: Callable[[ModuleOp], None]) -> None:

@@ -8,13 +8,12 @@ import subprocess
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_close
 
 import spyrec
 from spyrec.demo import DemoConvNet
 from spyrec.diagnostics import SpyrecError
 from spyrec.runtime.layout import DeviceLayout, from_device, to_device
-
-from conftest import assert_close
 
 
 def _check(model: torch.nn.Module, *inputs: torch.Tensor) -> spyrec.Executable:

@@ -12,8 +12,15 @@ import pytest
 import torch
 
 from spyrec.api import Executable
-from spyrec.costmodel import (KernelShape, Split, Tiling, best_tiling, predict, tail_pieces,
-                              tail_rows)
+from spyrec.costmodel import (
+    KernelShape,
+    Split,
+    Tiling,
+    best_tiling,
+    predict,
+    tail_pieces,
+    tail_rows,
+)
 from spyrec.demo import DemoMLP
 from spyrec.driver import compile_program
 from spyrec.pipelines import compile_options
@@ -138,7 +145,8 @@ def test_roofline_suite_kernels_within_15_percent(case):
     _check_suite_case(case, {})
 
 
-@pytest.mark.parametrize("case,options", VARIANTS, ids=[f"{c}-{next(iter(o))}" for c, o in VARIANTS])
+@pytest.mark.parametrize("case,options", VARIANTS,
+                         ids=[f"{c}-{next(iter(o))}" for c, o in VARIANTS])
 def test_switched_off_variants_within_15_percent(case, options):
     _check_suite_case(case, options)
 

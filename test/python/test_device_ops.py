@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_close
 from xdsl.parser import Parser
 
 import spyrec
@@ -26,8 +27,6 @@ from spyrec.driver import make_context, module_text
 from spyrec.ktir import execute
 from spyrec.registry import PASSES
 from spyrec.runtime.memory import DeviceFault
-
-from conftest import assert_close
 
 CACHE = 256
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from conftest import assert_close
 
 import spyrec
 from spyrec.dialects.spyre import ParamOp
 from spyrec.driver import compile_program
 from spyrec.frontend.fold import MASKED, fold_constants
 from spyrec.frontend.importer import decompose
-
-from conftest import assert_close
 
 
 class Rotary(nn.Module):
@@ -77,7 +76,7 @@ def test_boolean_mask_becomes_an_additive_constant():
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 2, 32, 64) for _ in range(3))
     result = _compile_and_compare(MaskedAttention(), q, k, v)
-    [(binding, data)] = result.binary.weights
+    [(_binding, data)] = result.binary.weights
     # one [32, 32] mask shared by batch and heads: 0 on and below the diagonal, MASKED above
     expected = torch.where(torch.ones(32, 32, dtype=torch.bool).tril(), 0.0, MASKED)
     assert torch.equal(torch.from_numpy(data).reshape(32, 32), expected)

@@ -15,13 +15,20 @@ import subprocess
 
 import pytest
 import torch
+from conftest import assert_close
 
 import spyrec
 from spyrec.runtime.dl16 import round_dl16
-from spyrec.zoo import (GraniteDecode, GraniteLayer, GranitePrefill, GraniteShape,
-                        fill_cache, granite_decode, granite_layer, granite_prefill)
-
-from conftest import assert_close
+from spyrec.zoo import (
+    GraniteDecode,
+    GraniteLayer,
+    GranitePrefill,
+    GraniteShape,
+    fill_cache,
+    granite_decode,
+    granite_layer,
+    granite_prefill,
+)
 
 SEQUENCE = 128
 # fp16 K and V of one head over 2048 positions are 1 MiB, which a core's LX holds; in fp32

@@ -24,19 +24,18 @@ import os
 
 import pytest
 import torch
+from conftest import assert_close
 
 import spyrec
 from spyrec.runtime.emulator import InputError
 from spyrec.runtime.memory import DeviceFault
 
-from conftest import assert_close
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 
-TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, head_dim=64,
-            max_position_embeddings=64, use_cache=False)
+TINY = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+        "max_position_embeddings": 64, "use_cache": False}
 
 MODELS = {
     "llama": lambda: transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)),

@@ -15,11 +15,10 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_close, assert_matches_eager
 
 import spyrec
 from spyrec.diagnostics import RunError, SpyrecError
-
-from conftest import assert_close, assert_matches_eager
 
 
 class MaskedFillAttention(torch.nn.Module):

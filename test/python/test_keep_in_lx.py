@@ -3,17 +3,18 @@
 spyre-partition-cores scores chains of kernels, each the only reader of the previous one's
 result (elementwise, or as its matmul's A with whole rows a core), on common splits with
 those results left in LX; a producer rounds its tiles into each core's slice and the
-consumer reads them there (a kernel in the middle overwrites the slice it read). The emulator keeps LX across
-launches and checks hazards, so a slice written in the wrong place or read before it is
-written fails here: the numbers must match eager with and without `keep_in_lx`, the off-chip
-bytes must drop by the tensor's store and load, and the KTIR interpreter (which also keeps
-LX across launches) must agree pass by pass.
+consumer reads them there (a kernel in the middle overwrites the slice it read). The emulator
+keeps LX across launches and checks hazards, so a slice written in the wrong place or read
+before it is written fails here: the numbers must match eager with and without `keep_in_lx`,
+the off-chip bytes must drop by the tensor's store and load, and the KTIR interpreter (which
+also keeps LX across launches) must agree pass by pass.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_matches_eager, explain_both_ways
 
 import spyrec
 from spyrec.api import Executable
@@ -21,8 +22,6 @@ from spyrec.driver import compile_program
 from spyrec.numeric_bisect import bisect
 from spyrec.pipelines import compile_options
 from spyrec.zoo import SwiGLU
-
-from conftest import assert_matches_eager, explain_both_ways
 
 F = torch.nn.functional
 

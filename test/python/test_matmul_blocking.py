@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_close, assert_matches_eager
 
 import spyrec
-
-from conftest import assert_close, assert_matches_eager
 
 
 class _Linear(torch.nn.Module):
@@ -126,7 +125,7 @@ def test_tail_matmuls_depend_on_the_loads_of_what_they_read():
     assert timeline is not None
     program = timeline.programs[0]
     ancestors: list[set[int]] = []
-    for index, instr in enumerate(program):
+    for instr in program:
         ancestors.append(set(instr.deps).union(*(ancestors[d] for d in instr.deps)))
     writes = [lx_access(instr, 0)[1] for instr in program]
     checked = 0

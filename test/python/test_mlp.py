@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_close, export_mlp
 
 import spyrec
-
 from spyrec.verdict import binary_model_info
-
-from conftest import assert_close, export_mlp
 
 
 def _check(model, x, exe):
@@ -46,7 +44,7 @@ def test_bf16_mlp_matches_eager():
 
 
 def test_profile_reports_roofline_and_traffic():
-    model, x, ep = export_mlp(256, torch.float16)
+    _model, x, ep = export_mlp(256, torch.float16)
     exe = spyrec.compile(ep)
     exe(x)
     prof = exe.last_profile.to_dict()
@@ -79,7 +77,7 @@ def test_ieee_numerics_mode_is_closer_to_eager_than_dl16():
 
 
 def test_save_and_load_roundtrip(tmp_path):
-    model, x, ep = export_mlp(100, torch.float16)
+    _model, x, ep = export_mlp(100, torch.float16)
     path = tmp_path / "mlp.spyre"
     first = spyrec.compile(ep, output=path)
     loaded = spyrec.load(path)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_close
 
 from spyrec.opcases import cases, run_case
-
-from conftest import assert_close
 
 CASES = cases()
 

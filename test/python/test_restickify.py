@@ -17,10 +17,9 @@ import os
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_close
 
 import spyrec
-
-from conftest import assert_close
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_matches_eager, explain_both_ways
 
 import spyrec
 from spyrec.api import Executable
 from spyrec.driver import compile_program
 from spyrec.numeric_bisect import bisect
 from spyrec.pipelines import compile_options
-
-from conftest import assert_matches_eager, explain_both_ways
 
 F = torch.nn.functional
 

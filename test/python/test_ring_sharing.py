@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_close, assert_matches_eager
 
 import spyrec
 from spyrec.api import Executable
@@ -18,8 +19,6 @@ from spyrec.driver import compile_program
 from spyrec.passes.spyrecode.ring_sharing import share_loads
 from spyrec.pipelines import compile_options
 from spyrec.target.isa import Instr
-
-from conftest import assert_close, assert_matches_eager
 
 
 class _Linear(torch.nn.Module):

@@ -10,11 +10,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn as nn
+from conftest import assert_close
 
 import spyrec
 from spyrec.driver import compile_program
-
-from conftest import assert_close
 
 
 def rotate_half(x):

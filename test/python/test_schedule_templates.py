@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import assert_matches_eager
 from xdsl.dialects.builtin import ModuleOp
 
 from spyrec.demo import DemoDecoder, DemoDecoderFFN, DemoMLP
@@ -20,8 +21,6 @@ from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.driver import compile_program, make_context
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, kernel_key
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import SpyreScheduleDataflow
-
-from conftest import assert_matches_eager
 
 
 class CausalAttention(torch.nn.Module):
@@ -48,7 +47,7 @@ MODELS = {
     "mlp": (lambda: DemoMLP(256), (64, 256)),
     "decoder_ffn": (lambda: DemoDecoderFFN(256, 3), (2, 32, 256)),
     "decoder": (lambda: DemoDecoder(256, 2), (2, 32, 256)),
-    "attention": (lambda: CausalAttention(), (2, 48, 256)),
+    "attention": (CausalAttention, (2, 48, 256)),
 }
 
 
@@ -256,7 +255,8 @@ def test_load_partition_sees_aliased_addresses() -> None:
         return Instr("dma.load", (ddr, 0, 1, 128, 128, 128), 0, ())  # type: ignore[arg-type]
 
     template = Template.build([load(Affine.symbol(0)), load(Affine.symbol(1) + 0)], 4)
-    symbols = lambda a, b: np.array([[a, a], [b, b], [0, 1], [0, 0]])  # two cores
+    def symbols(a, b):
+        return np.array([[a, a], [b, b], [0, 1], [0, 0]])  # two cores
     apart = template.load_partition(template._relocated(symbols(0, 1024)))
     assert apart == template.load_partition(template._relocated(symbols(4096, 8192)))
     assert apart != template.load_partition(template._relocated(symbols(4096, 4096)))

@@ -9,12 +9,11 @@ import subprocess
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_close, export_symbolic_decoder
 
 import spyrec
 from spyrec.diagnostics import CompileError, SpyrecError
 from spyrec.runtime.container import ContainerError, read_spyre, write_spyre
-
-from conftest import assert_close, export_symbolic_decoder
 
 SEQ = torch.export.Dim("seq", min=2, max=48)
 

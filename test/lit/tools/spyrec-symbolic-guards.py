@@ -10,10 +10,10 @@ import os
 
 os.environ["SPYREC_CACHE"] = "0"
 
-import torch  # noqa: E402
+import torch
 
-import spyrec  # noqa: E402
-from spyrec.runtime.emulator import Emulator  # noqa: E402
+import spyrec
+from spyrec.runtime.emulator import Emulator
 
 
 class Affine(torch.nn.Module):

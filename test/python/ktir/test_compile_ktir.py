@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the MLIR snippets keep one op per line)
 """Hand-written KTIR through the compiler: `spyrec compile kernel.mlir` + the emulator give
 what the KTIR reference interpreter gives on the same inputs; what the compiler does not
 take yet is refused with an error naming the kernel and the op."""
