@@ -66,7 +66,7 @@ def _instructions(programs: Mapping[int, object]) -> int:
 
 def _count(result: CompileResult) -> tuple[int, int, int]:
     """(instructions, kernels, distinct schedule templates) of a compile."""
-    assert result.binary is not None
+    assert result.binary is not None and result.module is not None
     instructions = sum(_instructions(k.programs) for k in result.binary.kernels)
     programs = [p for p in result.module.body.block.ops if isinstance(p, ProgramOp)]
     templates = {p.attributes["spyre.template"].data for p in programs  # type: ignore[attr-defined]
@@ -84,7 +84,8 @@ def measure(args: argparse.Namespace, layers: int) -> dict[str, float]:
     ep = torch.export.export(model, (x,))
     export_s = time.perf_counter() - start
     del model
-    options = {"spyre-schedule-dataflow": {"templates": False}} if args.plain else None
+    options: dict[str, dict[str, object]] | None = (
+        {"spyre-schedule-dataflow": {"templates": False}} if args.plain else None)
     profiler = cProfile.Profile() if args.profile else None
     if profiler:
         profiler.enable()

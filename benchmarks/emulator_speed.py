@@ -104,7 +104,7 @@ def profile(model: Model, mode: str, dtype: torch.dtype) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
     parser.add_argument("--profile", choices=["full", "timing"])

@@ -18,9 +18,18 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
-from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, StringAttr, i8, i64
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    i8,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
@@ -127,7 +136,8 @@ class CoreOp(IRDLOperation):
         for index, op in enumerate(ops):
             assert isinstance(op, InstrOp)
             # in a loop body, a later instruction of the body is the previous iteration's
-            bad = [d for d in op.deps.get_values()
+            deps = cast("DenseArrayBase[IntegerType]", op.deps).get_values()
+            bad = [d for d in deps
                    if not (0 <= d < index or (spans[index] is not None and d < len(ops)
                                               and spans[d] == spans[index]))]
             if bad:

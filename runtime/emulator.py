@@ -326,8 +326,8 @@ class Emulator:
                 raise _AddressCheckFailed  # the full load names it
             offset, size = table[core]
             raw = job[offset: offset + size]
-            template, fields = self._core_template(core, raw)
-            if template is None:
+            known = self._core_template(core, raw)
+            if known is None:
                 program = decode_program(bytes(raw))
                 flat, accesses, peak = self._validate_core(image, core, program, spans)
                 core_costs = [instr_cost(i, self.target, core) for i in flat.instrs]
@@ -345,6 +345,7 @@ class Emulator:
                     self._core_templates.setdefault(size, []).append(template)
                 instrs = flat.instrs
             else:
+                template, fields = known
                 bases = template.dmas.bases(fields)
                 ends = bases + template.dmas.extent
                 cores = np.full(bases.size, core, dtype=np.int64)
@@ -369,15 +370,16 @@ class Emulator:
 
     def _core_template(
         self, core: int, raw: memoryview
-    ) -> tuple[_CoreTemplate | None, np.ndarray | None]:
-        """A core template `raw` matches, with the values of its `ddr` fields."""
+    ) -> tuple[_CoreTemplate, np.ndarray] | None:
+        """A core template `raw` matches, with the values of its `ddr` fields; None if none
+        does."""
         for template in self._core_templates.get(len(raw), []):
             if template.core not in (None, core):
                 continue
             fields = template.pattern.fields(raw)
             if fields is not None:
                 return template, fields
-        return None, None
+        return None
 
     def _load_exact(self, image: KernelImage, encoded: dict[int, list[Instr]]) -> _Kernel:
         """Load a kernel instruction by instruction, without templates: the reference the
@@ -500,8 +502,9 @@ class Emulator:
         """Which operands of the kernel's actions are the same on every call, from a walk of
         its instructions in the `order` they run (constant_tiles.py)."""
         table = self._constants
-        if table is None or not any(i.op == "dma.load" and table.weight_of(ddr_region(i))
-                                    is not None for p in programs.values() for i in p):
+        if table is None or not any(
+                i.op == "dma.load" and (region := ddr_region(i)) is not None
+                and table.weight_of(region) is not None for p in programs.values() for i in p):
             return lambda sites: None
         walk = ConstantWalk(table)
         for core, pc in order:

@@ -311,6 +311,7 @@ IMAGE = (2, 8, 16, 16)  # N, C, H, W: the "image" shape family
 
 def _batch_norm(channels: int) -> torch.nn.Module:
     bn = torch.nn.BatchNorm2d(channels)
+    assert bn.running_mean is not None and bn.running_var is not None  # tracked by default
     with torch.no_grad():
         bn.weight.uniform_(0.5, 1.5)
         bn.bias.normal_(0, 0.2)

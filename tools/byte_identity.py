@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "test" / "golden" / "spyre_sha256.json"
@@ -148,11 +149,11 @@ def header() -> dict[str, object]:
                     "file in the same commit and says why (docs/architecture.md, Tests)"}
 
 
-def load_golden(path: Path = GOLDEN) -> dict[str, object]:
+def load_golden(path: Path = GOLDEN) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def differences(golden: dict[str, object], found: dict[str, dict[str, object]]) -> list[str]:
+def differences(golden: dict[str, Any], found: dict[str, dict[str, Any]]) -> list[str]:
     """One line per program whose hash differs from the golden file's (or that it lacks)."""
     recorded = golden["programs"]
     assert isinstance(recorded, dict)
@@ -166,7 +167,7 @@ def differences(golden: dict[str, object], found: dict[str, dict[str, object]]) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--update", action="store_true",
                         help="rewrite the golden file (with --only: those entries)")
     parser.add_argument("--only", action="append", help="programs whose name contains this")
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update:
         kept: dict[str, object] = {}
         if (args.only or args.skip_granite) and args.golden.exists():
-            kept = load_golden(args.golden)["programs"]  # type: ignore[assignment]
+            kept = load_golden(args.golden)["programs"]
         merged = {**kept, **found}  # a subset updates its own entries only
         order = [p.name for p in programs()]
         merged = {name: merged[name] for name in sorted(merged, key=lambda n: (

@@ -32,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # TEMPORARY (issue 19, item 6, phase 1): files other branches were rewriting when the checkers
-# came in. The checkers skip them until those branches merge; phase 2 fixes their findings and
+# came in, and test_mutations.py, which patches spyre_legalize's internals that one of them
+# splits. The checkers skip them until those branches merge; phase 2 fixes their findings and
 # deletes this tuple. Nothing else excludes files from the checkers.
 PHASE2 = (
     "passes/", "dialects/spyre.py", "dialects/spyre_plan.py", "dialects/ktdp_values.py",
@@ -41,6 +42,7 @@ PHASE2 = (
     "spyrec/api.py", "spyrec/cli.py", "spyrec/cache.py", "spyrec/costmodel.py",
     "spyrec/graph_interpreter.py", "spyrec/frontend/symbolic.py", "spyrec/frontend/importer.py",
     "spyrec/frontend/ktir_input.py", "tools/spyre_opt.py", "test/python/test_layers.py",
+    "test/python/test_mutations.py",
 )
 
 
@@ -117,7 +119,7 @@ def _lint(env: dict[str, str]) -> tuple[list[str], int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     tier = parser.add_mutually_exclusive_group()
     tier.add_argument("--all", action="store_true", help="the fast and the slow tier (CI)")
     tier.add_argument("--slow", action="store_true", help="the slow tier only")

@@ -74,7 +74,7 @@ class SpyreTarget:
         return cycles / self.clock_hz * 1e6
 
     def replace(self, **changes: object) -> SpyreTarget:
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(self, **changes)
 
 
 DEFAULT_TARGET = SpyreTarget()

@@ -8,6 +8,8 @@ and on the roofline suite's kernels (benchmarks/roofline.py) at its quick sizes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -52,6 +54,7 @@ def test_predicted_cycles_within_15_percent(rows, features, dtype):
     x = torch.randn(rows, features).to(dtype)
     result = compile_program(torch.export.export(model, (x,)),
                              pass_options=compile_options(keep_in_lx=False))
+    assert result.binary is not None
     predicted = predicted_cycles(result.module)
     exe = Executable(result.binary)
     exe(x)
@@ -124,7 +127,7 @@ VARIANTS = [
 ]
 
 
-def _check_suite_case(case: str, options: dict[str, object]) -> None:
+def _check_suite_case(case: str, options: dict[str, Any]) -> None:  # compile_options' keywords
     torch.manual_seed(0)
     module, inputs = SUITE[case]()
     module = module.to(torch.float16).eval()

@@ -23,6 +23,8 @@ from spyrec.frontend.importer import decompose
 class Rotary(nn.Module):
     """x * cos(table) + linear(x), where the table comes from a buffer and arange."""
 
+    inv_freq: torch.Tensor  # a buffer
+
     def __init__(self, d: int = 64, rows: int = 16):
         super().__init__()
         self.register_buffer("inv_freq", 1.0 / (100.0 ** (torch.arange(d) / d)),
@@ -59,6 +61,7 @@ def _compile_and_compare(model, *inputs):
 def test_rotary_table_is_folded_and_matches_eager():
     torch.manual_seed(0)
     result = _compile_and_compare(Rotary().eval(), torch.randn(2, 16, 64))
+    assert result.binary is not None and result.program is not None
     names = [b.name for b, _ in result.binary.weights]
     # the cos table is one constant named after its node; the linear weight is stored once
     # (its transpose is folded into the layout, not copied by the folder)
@@ -76,6 +79,7 @@ def test_boolean_mask_becomes_an_additive_constant():
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 2, 32, 64) for _ in range(3))
     result = _compile_and_compare(MaskedAttention(), q, k, v)
+    assert result.binary is not None
     [(_binding, data)] = result.binary.weights
     # one [32, 32] mask shared by batch and heads: 0 on and below the diagonal, MASKED above
     expected = torch.where(torch.ones(32, 32, dtype=torch.bool).tril(), 0.0, MASKED)

@@ -21,6 +21,7 @@ softmax, `bmm`), which spyre-legalize recognises as the same `spyre.attention`.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
@@ -29,6 +30,9 @@ from conftest import assert_close
 import spyrec
 from spyrec.runtime.emulator import InputError
 from spyrec.runtime.memory import DeviceFault
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
@@ -91,7 +95,7 @@ class TokenLogits(torch.nn.Module):
         return self.model(input_ids=input_ids).logits
 
 
-def _build(name: str, dtype: torch.dtype, attention: str = "sdpa") -> torch.nn.Module:
+def _build(name: str, dtype: torch.dtype, attention: str = "sdpa") -> PreTrainedModel:
     torch.manual_seed(0)
     model = {**MODELS, **OTHER}[name]()
     model.config._attn_implementation = attention
@@ -131,7 +135,7 @@ def test_eager_attention_matches_eager(name, wrapper):
     assert [m.size for m in masks] == [16 * 16] and masks[0].min() >= -30000
 
 
-def _compile_and_compare(model: torch.nn.Module, wrapper: type[torch.nn.Module]):
+def _compile_and_compare(model: PreTrainedModel, wrapper: type[torch.nn.Module]):
     ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         embeds = model.get_input_embeddings()(ids)

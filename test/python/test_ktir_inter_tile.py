@@ -98,7 +98,7 @@ def _refusal(tmp_path: Path, text: str) -> str:
     return str(info.value)
 
 
-def _compile_and_compare(tmp_path: Path, source: Path, function: str | None,
+def _compile_and_compare(tmp_path: Path, source: Path, function: str,
                          numerics: str = "dl16"):
     """Compile, run on the emulator and on the interpreter with the same random inputs;
     returns the compile result and the emulator's profile warnings."""
@@ -147,6 +147,7 @@ def test_reduce_to_one_uses_the_sum_on_the_root_only(tmp_path):
     source = tmp_path / "reduce_to_one.mlir"
     source.write_text(REDUCE_TO_ONE)
     result, warnings = _compile_and_compare(tmp_path, source, "rms_scale_first")
+    assert result.binary is not None
     reduces = _ring_reduces(result.binary)
     assert [(r["first"], r["count"], r["stride"], r["root"]) for r in reduces] == [
         (0, 4, 1, 0)] * 4

@@ -80,7 +80,7 @@ def _verdict(model: Block, exe: Executable, seed: int = 1) -> Verdict:
 
 
 def old_rule_accepts(exe: Executable, expected: tuple[torch.Tensor, ...],
-                     actual: tuple[torch.Tensor, ...]) -> bool:
+                     actual: torch.Tensor | tuple[torch.Tensor, ...]) -> bool:
     """The rule `check_outputs` replaced: per output, max|error| <= atol + rtol * scale with
     scale = max|expected|, atol = 4u(sqrt(depth) + sqrt(steps)) * scale, rtol =
     4u * sqrt(steps), u of the coarsest host dtype, depth and steps summed over every kernel

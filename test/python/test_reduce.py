@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 import pytest
 import torch
@@ -43,7 +44,7 @@ def test_an_unsupported_op_is_isolated_and_written_as_a_test(tmp_path):
     assert len(result.program.graph_signature.user_inputs) == 1  # y is no longer read
     pt2, test = result.files
     assert pt2.exists() and "aten.cumprod.default" in test.read_text()
-    namespace: dict[str, object] = {"__file__": str(test)}
+    namespace: dict[str, Any] = {"__file__": str(test)}
     exec(compile(test.read_text(), str(test), "exec"), namespace)  # our own file
     with pytest.raises(AssertionError, match="still error:cumprod"):
         namespace["test_program_reduced"]()  # fails while cumprod is not lowered
