@@ -19,7 +19,8 @@ table gives host seconds per stage and per layer, the instructions of all cores,
 kernels and how many distinct schedule templates they needed. `--plain` schedules with the
 per-core interpreter instead of templates (the compiler before design note 26).
 `--warm` compiles into an empty compile cache and then once more from it (warm s: hashing
-the program and reading the `.spyre` back, design note 39). `--emulate` also loads the binary into the emulator in timing-only mode and runs it once
+the program and reading the `.spyre` back, design note 39). `--emulate` also loads the binary
+into the emulator in timing-only mode and runs it once
 (load: decode, validation, hazard check and schedule, each distinct program once and the
 rest relocated, design note 35; `--no-reuse` loads every kernel instruction by instruction,
 the emulator before that note):
@@ -65,7 +66,7 @@ def _instructions(programs: Mapping[int, object]) -> int:
 
 def _count(result: CompileResult) -> tuple[int, int, int]:
     """(instructions, kernels, distinct schedule templates) of a compile."""
-    assert result.binary is not None
+    assert result.binary is not None and result.module is not None
     instructions = sum(_instructions(k.programs) for k in result.binary.kernels)
     programs = [p for p in result.module.body.block.ops if isinstance(p, ProgramOp)]
     templates = {p.attributes["spyre.template"].data for p in programs  # type: ignore[attr-defined]
@@ -83,7 +84,8 @@ def measure(args: argparse.Namespace, layers: int) -> dict[str, float]:
     ep = torch.export.export(model, (x,))
     export_s = time.perf_counter() - start
     del model
-    options = {"spyre-schedule-dataflow": {"templates": False}} if args.plain else None
+    options: dict[str, dict[str, object]] | None = (
+        {"spyre-schedule-dataflow": {"templates": False}} if args.plain else None)
     profiler = cProfile.Profile() if args.profile else None
     if profiler:
         profiler.enable()

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -47,7 +48,7 @@ def spyrec_times(name: str) -> dict[str, float]:
 
     model, inputs = build(name)
     program = torch.export.export(model, inputs)
-    cache = CompileCache(tempfile.mkdtemp(prefix="spyrec-cache-"))
+    cache = CompileCache(Path(tempfile.mkdtemp(prefix="spyrec-cache-")))
     start = time.perf_counter()
     cold = compile_program(program, cache=cache)
     times = {f"spyrec {k}": v for k, v in cold.stage_seconds.items()}
@@ -84,8 +85,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     args = parser.parse_args()
     rows = []
-    header = ("| model (fp32) | frontend s | graph s | ktir s | spyrecode s | emit s | spyrec cold s"
-              " | spyrec warm s | Inductor cold s | Inductor / spyrec cold |")
+    header = ("| model (fp32) | frontend s | graph s | ktir s | spyrecode s | emit s "
+              "| spyrec cold s | spyrec warm s | Inductor cold s | Inductor / spyrec cold |")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for name in args.models:

@@ -81,7 +81,7 @@ def measure(model: Model, repeat: int, dtype: torch.dtype) -> dict[str, float]:
     start = time.perf_counter()
     timing_emulator = Emulator(exe.binary, mode="timing")
     timing_load = time.perf_counter() - start
-    timing = best_seconds(lambda: timing_emulator.run(), repeat)
+    timing = best_seconds(timing_emulator.run, repeat)
     instructions = sum(len(p) for k in exe.binary.kernels for p in k.programs.values())
     return {"kernels": len(exe.binary.kernels), "instructions": instructions, "eager": eager,
             "load": load, "full": full, "timing_load": timing_load, "timing": timing}
@@ -104,7 +104,7 @@ def profile(model: Model, mode: str, dtype: torch.dtype) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
     parser.add_argument("--profile", choices=["full", "timing"])

@@ -183,8 +183,8 @@ def _decisions(module) -> str:  # an xDSL ModuleOp
             continue
         tile = ledger.data["tile"]
         assert isinstance(tile, ArrayAttr)
-        dims = "x".join(str(t.value.data) for t in tile.data)  # type: ignore[attr-defined]
-        cores = "x".join(str(g.value.data) for g in grid.data)  # type: ignore[attr-defined]
+        dims = "x".join(str(t.value.data) for t in tile.data)
+        cores = "x".join(str(g.value.data) for g in grid.data)
         tiling = ledger.data["spyre.tiling"]
         assert isinstance(tiling, DictionaryAttr)
         share = tiling.data.get("share")

@@ -19,32 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, cast
 
-from spyrec.dialects.ktdp_affine import (
-    box_extents,
-    parse_ssa_affine_map,
-    print_ssa_affine_expr,
-    print_symbols_and_attrs,
-    shape_str,
-    verify_tile_extents,
-)
-from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp, RegionTerminatorOp
-from spyrec.dialects.ktdp_intertile import (
-    InterTileConsumeOp,
-    InterTileProduceOp,
-    InterTileReduceOp,
-    YieldPartialOp,
-    YieldReducedOp,
-)
-from spyrec.dialects.ktdp_types import (
-    AccessTileType,
-    LegacyMemorySpaceSpelling,
-    MemorySpaceAttr,
-    MemorySpaceKind,
-    RuntimeArgField,
-    RuntimeArgType,
-    TileFutureType,
-    parse_ktdp_type,
-)
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -81,6 +55,33 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
+
+from spyrec.dialects.ktdp_affine import (
+    box_extents,
+    parse_ssa_affine_map,
+    print_ssa_affine_expr,
+    print_symbols_and_attrs,
+    shape_str,
+    verify_tile_extents,
+)
+from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp, RegionTerminatorOp
+from spyrec.dialects.ktdp_intertile import (
+    InterTileConsumeOp,
+    InterTileProduceOp,
+    InterTileReduceOp,
+    YieldPartialOp,
+    YieldReducedOp,
+)
+from spyrec.dialects.ktdp_types import (
+    AccessTileType,
+    LegacyMemorySpaceSpelling,
+    MemorySpaceAttr,
+    MemorySpaceKind,
+    RuntimeArgField,
+    RuntimeArgType,
+    TileFutureType,
+    parse_ktdp_type,
+)
 
 __all__ = [
     "KTDP",

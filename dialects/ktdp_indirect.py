@@ -11,13 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, cast
 
-from spyrec.dialects.ktdp_affine import (
-    parse_ssa_affine_expr,
-    print_ssa_affine_expr,
-    print_symbols_and_attrs,
-    verify_tile_extents,
-)
-from spyrec.dialects.ktdp_types import AccessTileType, parse_ktdp_type
 from xdsl.builder import ImplicitBuilder
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -49,6 +42,14 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, MemoryReadEffect, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
+
+from spyrec.dialects.ktdp_affine import (
+    parse_ssa_affine_expr,
+    print_ssa_affine_expr,
+    print_symbols_and_attrs,
+    verify_tile_extents,
+)
+from spyrec.dialects.ktdp_types import AccessTileType, parse_ktdp_type
 
 
 @irdl_op_definition

@@ -83,7 +83,7 @@ def _parse_set_keyword(parser: Parser, keyword: str) -> AffineSetAttr:
     return value
 
 
-def _parse_result_types(parser: Parser) -> list[Attribute]:
+def _parse_result_types(parser: Parser) -> Sequence[Attribute]:
     if parser.parse_optional_punctuation("(") is not None:
         types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
         parser.parse_punctuation(")")
@@ -402,7 +402,7 @@ class InterTileReduceOp(_DeliveryOp):
             parser.parse_punctuation(",")
             parser.parse_keyword("identity")
         parser.parse_punctuation("(")
-        identity: list[SSAValue] = []
+        identity: Sequence[SSAValue] = []
         if parser.parse_optional_punctuation(")") is None:
             names = parser.parse_comma_separated_list(
                 Parser.Delimiter.NONE, parser.parse_unresolved_operand

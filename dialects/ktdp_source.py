@@ -19,7 +19,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.lexer import Span
 
 
-def located(span: Span, message: str, severity: str = "error: ") -> str:
+def located(span: Span[str] | Span[bytes], message: str, severity: str = "error: ") -> str:
     """`file:line:col: error: message`, then the source line with a caret under the span.
 
     `severity` may be "" for callers that put their own `error:` in front.

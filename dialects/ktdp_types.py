@@ -167,7 +167,7 @@ class LegacyMemorySpaceSpelling(ParametrizedAttribute):
 
     # Returning another class than `cls` is the point of this alias, hence the ignore.
     @classmethod
-    def new(cls, params: Sequence[Attribute]) -> MemorySpaceAttr:  # type: ignore[override]
+    def new(cls, params: Sequence[Attribute]) -> MemorySpaceAttr:
         return MemorySpaceAttr.new(params)
 
 

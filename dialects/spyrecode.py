@@ -18,10 +18,18 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
-
-from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, StringAttr, i8, i64
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    i8,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
@@ -35,9 +43,20 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from spyrec.target.isa import (HEADER_UNIT_MASK, LOOP_OPS, SPECS_BY_NAME, EncodingError, Instr,
-                                OpSpec, ProgramError, ProgramMemo, check_program,
-                                decode_program, encode_program, loop_spans)
+from spyrec.target.isa import (
+    HEADER_UNIT_MASK,
+    LOOP_OPS,
+    SPECS_BY_NAME,
+    EncodingError,
+    Instr,
+    OpSpec,
+    ProgramError,
+    ProgramMemo,
+    check_program,
+    decode_program,
+    encode_program,
+    loop_spans,
+)
 
 
 @irdl_op_definition
@@ -117,7 +136,8 @@ class CoreOp(IRDLOperation):
         for index, op in enumerate(ops):
             assert isinstance(op, InstrOp)
             # in a loop body, a later instruction of the body is the previous iteration's
-            bad = [d for d in op.deps.get_values()
+            deps = cast("DenseArrayBase[IntegerType]", op.deps).get_values()
+            bad = [d for d in deps
                    if not (0 <= d < index or (spans[index] is not None and d < len(ops)
                                               and spans[d] == spans[index]))]
             if bad:
@@ -260,7 +280,8 @@ def _instr_op(spec: OpSpec) -> type[InstrOp]:
     return irdl_op_definition(cls)
 
 
-INSTR_OPS: dict[str, type[InstrOp]] = {name: _instr_op(spec) for name, spec in SPECS_BY_NAME.items()}
+INSTR_OPS: dict[str, type[InstrOp]] = {name: _instr_op(spec)
+                                       for name, spec in SPECS_BY_NAME.items()}
 SPEC_OF_OP: dict[str, OpSpec] = {cls.name: SPECS_BY_NAME[isa] for isa, cls in INSTR_OPS.items()}
 
 

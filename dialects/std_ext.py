@@ -14,7 +14,7 @@ holds); the ones whose operands or types change are new definitions under the sa
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType
@@ -49,7 +49,7 @@ class ForOp(scf.ForOp):
         start = parser.pos
         carried: list[Parser.UnresolvedArgument] = []
         initial: list[UnresolvedOperand] = []
-        carried_types: list[Attribute] = []
+        carried_types: Sequence[Attribute] = []
         if parser.parse_optional_keyword("iter_args") is not None:
             for argument, value in parser.parse_comma_separated_list(
                 Parser.Delimiter.PAREN, lambda: parse_assignment(parser)
@@ -65,14 +65,15 @@ class ForOp(scf.ForOp):
         induction_type = (
             parser.parse_type() if parser.parse_optional_punctuation(":") else IndexType()
         )
-        bounds = [parser.resolve_operand(value, induction_type) for value in (lower, upper, step)]
+        first, last, stride = (parser.resolve_operand(value, induction_type)
+                               for value in (lower, upper, step))
         arguments = [
             induction.resolve(induction_type),
             *(arg.resolve(t) for arg, t in zip(carried, carried_types, strict=True)),
         ]
         body = parser.parse_region(arguments)
         attributes = parser.parse_optional_attr_dict()
-        op = cls(*bounds, initial_values, body)
+        op = cls(first, last, stride, initial_values, body)
         op.attributes |= attributes
         if not carried:
             for trait in op.get_traits_of_type(SingleBlockImplicitTerminator):

@@ -12,6 +12,7 @@ dialect spyrec registers (see `std_ext.py`); their syntax is upstream MLIR's:
 
 from __future__ import annotations
 
+from types import UnionType
 from typing import ClassVar, cast
 
 from xdsl.dialects.arith import (
@@ -69,7 +70,7 @@ class _CompareOp(IRDLOperation):
     """Shared parts of `cmpi` and `cmpf`: the predicate and a shape-following i1 result."""
 
     PREDICATES: ClassVar[list[str]]
-    OPERAND_KIND: ClassVar[tuple[type[Attribute], ...]]
+    OPERAND_KIND: ClassVar[tuple[type[Attribute] | UnionType, ...]]
 
     predicate = prop_def(IntegerAttr)
     lhs = operand_def()
@@ -123,7 +124,7 @@ class CmpiOp(_CompareOp):
     name = "arith.cmpi"
 
     PREDICATES: ClassVar[list[str]] = CMPI_COMPARISON_OPERATIONS
-    OPERAND_KIND: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
+    OPERAND_KIND: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (IntegerType, IndexType)
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, predicate: int | str):
         if isinstance(predicate, str):
@@ -168,7 +169,7 @@ class CmpfOp(_CompareOp):
     name = "arith.cmpf"
 
     PREDICATES: ClassVar[list[str]] = CMPF_COMPARISON_OPERATIONS
-    OPERAND_KIND: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
+    OPERAND_KIND: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (AnyFloat,)
 
     fastmath = prop_def(FastMathFlagsAttr, default_value=FastMathFlagsAttr("none"))
 
@@ -290,8 +291,8 @@ class SelectOp(IRDLOperation):
 class _CastOp(IRDLOperation):
     """An elementwise conversion between element kinds; shapes must agree."""
 
-    FROM: ClassVar[tuple[type[Attribute], ...]]
-    TO: ClassVar[tuple[type[Attribute], ...]]
+    FROM: ClassVar[tuple[type[Attribute] | UnionType, ...]]
+    TO: ClassVar[tuple[type[Attribute] | UnionType, ...]]
 
     input = operand_def()
     result = result_def()
@@ -321,8 +322,8 @@ class SIToFPOp(_CastOp):
     """Signed integer to float, elementwise: `arith.sitofp %i : tensor<8xi32> to tensor<8xf32>`."""
 
     name = "arith.sitofp"
-    FROM: ClassVar[tuple[type[Attribute], ...]] = (IntegerType,)
-    TO: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
+    FROM: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (IntegerType,)
+    TO: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (AnyFloat,)
 
 
 @irdl_op_definition
@@ -330,8 +331,8 @@ class UIToFPOp(_CastOp):
     """Unsigned integer to float, elementwise."""
 
     name = "arith.uitofp"
-    FROM: ClassVar[tuple[type[Attribute], ...]] = (IntegerType,)
-    TO: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
+    FROM: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (IntegerType,)
+    TO: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (AnyFloat,)
 
 
 @irdl_op_definition
@@ -339,8 +340,8 @@ class FPToSIOp(_CastOp):
     """Float to signed integer (rounding toward zero), elementwise."""
 
     name = "arith.fptosi"
-    FROM: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
-    TO: ClassVar[tuple[type[Attribute], ...]] = (IntegerType,)
+    FROM: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (AnyFloat,)
+    TO: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (IntegerType,)
 
 
 @irdl_op_definition
@@ -348,8 +349,8 @@ class FPToUIOp(_CastOp):
     """Float to unsigned integer (rounding toward zero), elementwise."""
 
     name = "arith.fptoui"
-    FROM: ClassVar[tuple[type[Attribute], ...]] = (AnyFloat,)
-    TO: ClassVar[tuple[type[Attribute], ...]] = (IntegerType,)
+    FROM: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (AnyFloat,)
+    TO: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (IntegerType,)
 
 
 @irdl_op_definition
@@ -357,8 +358,8 @@ class IndexCastOp(_CastOp):
     """Integer <-> index with sign extension, elementwise."""
 
     name = "arith.index_cast"
-    FROM: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
-    TO: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
+    FROM: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (IntegerType, IndexType)
+    TO: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (IntegerType, IndexType)
 
 
 @irdl_op_definition
@@ -366,8 +367,8 @@ class IndexCastUIOp(_CastOp):
     """Integer <-> index with zero extension, elementwise."""
 
     name = "arith.index_castui"
-    FROM: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
-    TO: ClassVar[tuple[type[Attribute], ...]] = (IntegerType, IndexType)
+    FROM: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (IntegerType, IndexType)
+    TO: ClassVar[tuple[type[Attribute] | UnionType, ...]] = (IntegerType, IndexType)
 
 
 ARITH_REPLACEMENTS: tuple[type[IRDLOperation], ...] = (

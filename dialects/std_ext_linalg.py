@@ -58,7 +58,7 @@ def _element(value_type: Attribute) -> Attribute:
     return value_type
 
 
-def _parse_operand_group(parser: Parser, keyword: str) -> list[SSAValue]:
+def _parse_operand_group(parser: Parser, keyword: str) -> Sequence[SSAValue]:
     """`keyword(%a, %b : T1, T2)`, or nothing if the keyword is absent."""
     start = parser.pos
     if parser.parse_optional_characters(keyword) is None:
@@ -84,7 +84,7 @@ def _print_operand_group(printer: Printer, keyword: str, values: Sequence[SSAVal
     printer.print_string(")")
 
 
-def _parse_arrow_types(parser: Parser) -> list[Attribute]:
+def _parse_arrow_types(parser: Parser) -> Sequence[Attribute]:
     """`-> T`, `-> (T1, T2)`, or nothing."""
     if parser.parse_optional_punctuation("->") is None:
         return []
@@ -148,9 +148,9 @@ class GenericOp(XdslGenericOp):
                 parser.raise_error(f"linalg.generic needs {required}", start, parser.pos)
         indexing_maps = cast(ArrayAttr[AffineMapAttr], attributes.pop("indexing_maps"))
         iterator_types: list[IteratorTypeAttr] = []
-        for entry in cast(ArrayAttr[Attribute], attributes.pop("iterator_types")):
-            if isinstance(entry, StringAttr):
-                entry = IteratorTypeAttr(IteratorType(entry.data))
+        for written in cast(ArrayAttr[Attribute], attributes.pop("iterator_types")):
+            entry = (IteratorTypeAttr(IteratorType(written.data))
+                     if isinstance(written, StringAttr) else written)
             if not isinstance(entry, IteratorTypeAttr):
                 parser.raise_error(f"unknown iterator type {entry}", start, parser.pos)
             iterator_types.append(entry)

@@ -23,6 +23,7 @@ within BATCH_BYTES, so large tiles run in several calls whose temporaries stay i
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,8 +32,8 @@ import numpy as np
 from spyrec.runtime import ops
 from spyrec.runtime.constant_tiles import Site
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.target.isa import INDIRECT_DMA_OPS, Engine, Instr, Region, ddr_region, lx_access
 from spyrec.runtime.memory import CoreStack, DeviceFault, DeviceMemory, LocalMemory
+from spyrec.target.isa import INDIRECT_DMA_OPS, Engine, Instr, Region, ddr_region, lx_access
 
 Action = Callable[[], None]
 MemosOf = Callable[[list[Site]], ops.Memos]  # an action's memos, by the (core, pc) it runs
@@ -48,7 +49,7 @@ BATCH_BYTES = 64 * 1024
 def _stack_of(cores: list[int]) -> tuple[int, int] | None:
     """(first, step) when the cores step evenly (a single core has step 1)."""
     step = cores[1] - cores[0] if len(cores) > 1 else 1
-    if step <= 0 or any(b - a != step for a, b in zip(cores, cores[1:], strict=False)):
+    if step <= 0 or any(b - a != step for a, b in itertools.pairwise(cores)):
         return None
     return cores[0], step
 

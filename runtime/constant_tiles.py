@@ -130,7 +130,7 @@ class ConstantWalk:
         if any(f is None for f in found):
             return None
         out: list[Memo | None] = []
-        for operand in zip(*found, strict=True):  # type: ignore[misc]
+        for operand in zip(*found, strict=True):
             if any(deps is None for deps in operand):
                 out.append(None)
             else:

@@ -78,7 +78,7 @@ _ENCODE_TABLE = _encode_arithmetic(
     ((np.arange(1 << 19, dtype=np.uint32) << _TOP_SHIFT) | np.uint32(1)).view(np.float32))
 
 
-def encode(x: np.ndarray) -> np.ndarray:
+def encode(x: np.ndarray | np.generic) -> np.ndarray:
     """Round float32 values to DL16 and return the bit patterns (uint16, same shape)."""
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
     code = _ENCODE_TABLE.take(bits >> _TOP_SHIFT)

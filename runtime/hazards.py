@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from spyrec.target.isa import Expanded, Instr, Region, plain
 from spyrec.runtime.timing import Cost, num_tracks
 from spyrec.target import SpyreTarget
+from spyrec.target.isa import Expanded, Instr, Region, plain
 
 MAX_REPORTED = 20  # per kernel; the rest are counted
 

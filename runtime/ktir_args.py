@@ -45,7 +45,7 @@ class ViewUse:
 
     @property
     def type(self) -> MemRefType:
-        return self.op.result.type  # type: ignore[return-value]
+        return self.op.result.type
 
     def static(self) -> tuple[list[int], list[int]] | None:
         """(sizes, strides) when both are static."""

@@ -27,7 +27,7 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 
-from spyrec.dialects.ktdp_values import KtirError, numpy_dtype
+from spyrec.dialects.ktdp_values import KtirError, eval_exprs, numpy_dtype
 
 if TYPE_CHECKING:
     from spyrec.runtime.ktir_ops import KtirFunctions
@@ -119,7 +119,7 @@ def to_space(value: Any, amap: AffineMap, ranges: Sequence[int]) -> Any:
             shape[d] = ranges[d]
         return arranged.reshape(shape)
     grid = np.ogrid[tuple(slice(0, r) for r in ranges)] if ranges else []
-    index = tuple(np.asarray(r.eval(list(grid), [])) for r in amap.results)
+    index = tuple(np.asarray(v) for v in eval_exprs(amap.results, list(grid)))
     return value[index]
 
 
@@ -135,7 +135,7 @@ def from_space(result: Any, amap: AffineMap, ranges: Sequence[int], init: np.nda
         return np.array(placed, dtype=init.dtype)
     out = np.array(init, copy=True)
     grid = np.ogrid[tuple(slice(0, r) for r in ranges)] if ranges else []
-    index = tuple(np.asarray(r.eval(list(grid), [])) for r in amap.results)
+    index = tuple(np.asarray(v) for v in eval_exprs(amap.results, list(grid)))
     target = np.broadcast_arrays(*index, np.asarray(result))
     out[tuple(target[:-1])] = target[-1]
     return out
@@ -303,7 +303,7 @@ class StructuredEngine:
                 partial = REDUCERS[combiner.name].reduce(spread, axis=tuple(reduced), keepdims=True)
                 self.functions.charge_vector(combiner, int(spread.size))
             acc = to_space(init, amap, ranges)
-            operands = [acc, partial] if acc_first else [partial, acc]
+            operands = (acc, partial) if acc_first else (partial, acc)
             (combined,) = self.interpreter.run_op(combiner, operands)
             outputs.append(from_space(combined, amap, ranges, init))
         return outputs
@@ -335,7 +335,7 @@ class StructuredEngine:
                 return None
             value = spec.inputs[position]
             for conversion in conversions:
-                (value,) = self.interpreter.run_op(conversion, [value])
+                (value,) = self.interpreter.run_op(conversion, (value,))
             operands.append(np.asarray(value))
             dims = [cast(AffineDimExpr, r).position for r in amap.results]
             used.update(dims)
@@ -381,11 +381,11 @@ def contract(sub_a: str, sub_b: str, sub_out: str, a: np.ndarray, b: np.ndarray)
         if lonely:
             array = a if name == "a" else b
             array = array.sum(axis=tuple(sub.index(c) for c in lonely))
-            sub = "".join(c for c in sub if c not in lonely)
+            kept = "".join(c for c in sub if c not in lonely)
             if name == "a":
-                a, sub_a = array, sub
+                a, sub_a = array, kept
             else:
-                b, sub_b = array, sub
+                b, sub_b = array, kept
     batch = [c for c in sub_out if c in sub_a and c in sub_b]
     rows = [c for c in sub_out if c in sub_a and c not in sub_b]
     cols = [c for c in sub_out if c in sub_b and c not in sub_a]

@@ -8,8 +8,9 @@ import numpy as np
 
 from spyrec.runtime.dl16 import half_codec
 from spyrec.target.isa import DType
-from spyrec.target.layout import (  # noqa: F401 (the runtime's users read them here too)
-    DEVICE_DTYPE, HOST_DTYPE, STICK_BYTES, DeviceLayout)
+
+# re-exported: the runtime's users read DEVICE_DTYPE, HOST_DTYPE and STICK_BYTES here too
+from spyrec.target.layout import DEVICE_DTYPE, HOST_DTYPE, STICK_BYTES, DeviceLayout  # noqa: F401
 
 
 def _host_matrix(layout: DeviceLayout, host: np.ndarray) -> np.ndarray:

@@ -42,14 +42,29 @@ from collections.abc import Callable
 import numpy as np
 
 from spyrec.runtime import ring, sfu
-from spyrec.runtime.dl16 import HalfCodec
-from spyrec.target.isa import (MATMUL_OPS, STICK_BYTES, BinaryFn, DType, Engine, Instr,
-                                GATHER_INDEX_BYTES, INDIRECT_DMA_OPS, ReduceFn, Region, UnaryFn, bits_f32,
-                                ddr_region, gather_index_region, lx_access, lx_reads,
-                                lx_writes)
 from spyrec.runtime.constant_tiles import Memo
+from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory, TileSource
 from spyrec.target import SpyreTarget
+from spyrec.target.isa import (
+    GATHER_INDEX_BYTES,
+    INDIRECT_DMA_OPS,
+    MATMUL_OPS,
+    STICK_BYTES,
+    BinaryFn,
+    DType,
+    Engine,
+    Instr,
+    ReduceFn,
+    Region,
+    UnaryFn,
+    bits_f32,
+    ddr_region,
+    gather_index_region,
+    lx_access,
+    lx_reads,
+    lx_writes,
+)
 
 Memos = tuple[Memo | None, ...] | None  # per read operand, in lx_reads order
 

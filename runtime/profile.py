@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from spyrec.target.isa import Instr
 from spyrec.runtime.occupancy import lx_live_bytes
 from spyrec.runtime.ring import RENDEZVOUS_OPS, ring_hops
 from spyrec.runtime.timing import Schedule, track_names
 from spyrec.target import SpyreTarget
+from spyrec.target.isa import Instr
 
 ENGINE_KINDS = ("dma", "pt", "sfu", "ring")
 
@@ -154,7 +154,7 @@ def _utilisation(
     busy: dict[str, float], lpddr_bytes: int, cycles: float, cores: int, target: SpyreTarget
 ) -> dict[str, float]:
     if cycles <= 0:
-        return {kind: 0.0 for kind in (*ENGINE_KINDS, "lpddr")}
+        return dict.fromkeys((*ENGINE_KINDS, "lpddr"), 0.0)
     instances = {"dma": cores, "pt": cores * target.corelets_per_core,
                  "sfu": cores * target.corelets_per_core, "ring": 3 * cores}
     result = {kind: busy.get(kind, 0.0) / (instances[kind] * cycles) for kind in ENGINE_KINDS}

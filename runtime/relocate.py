@@ -115,6 +115,6 @@ def relocated(instrs: list[Instr], dmas: FlatDmas, bases: np.ndarray) -> list[In
         instr = out[i]
         field = instr.spec.fields.index("ddr")
         if instr.args[field] != base:
-            args = instr.args[:field] + (base,) + instr.args[field + 1:]
+            args = (*instr.args[:field], base, *instr.args[field + 1:])
             out[i] = Instr(instr.op, args, instr.unit, instr.deps)
     return out

@@ -25,7 +25,7 @@ from spyrec.target.isa import BinaryFn, ReduceFn, UnaryFn
 
 
 def _torch_float64(fn_name: str, x: np.ndarray) -> np.ndarray:
-    import torch  # noqa: PLC0415 - deferred: importing torch takes seconds (see docstring)
+    import torch  # deferred: importing torch takes seconds (see docstring)
 
     values = np.asarray(x, dtype=np.float64)
     if not (values.flags.c_contiguous and values.flags.writeable):  # what torch can share
@@ -94,7 +94,10 @@ UNARY: dict[UnaryFn, Callable[[np.ndarray], np.ndarray]] = {
     UnaryFn.COS: _in_double(np.cos),
 }
 
-BINARY: dict[BinaryFn, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+# An SFU operand: a tile, or the instruction's immediate as a NumPy scalar.
+Operand = np.ndarray | np.generic
+
+BINARY: dict[BinaryFn, Callable[[Operand, Operand], np.ndarray]] = {
     BinaryFn.ADD: np.add,
     BinaryFn.SUB: np.subtract,
     BinaryFn.MUL: np.multiply,
@@ -106,8 +109,10 @@ BINARY: dict[BinaryFn, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 
 # Row reductions of a (rows, cols) float32 array to (rows, 1): the sum accumulates in float32
 # (NumPy's pairwise order); max and min return one of the inputs, NaN if a row has one.
+# (NumPy's stubs type the float32 sum as scalar-or-array; with keepdims=True it is an array.)
 REDUCE: dict[ReduceFn, Callable[[np.ndarray], np.ndarray]] = {
-    ReduceFn.SUM: lambda x: np.sum(x, axis=-1, dtype=np.float32, keepdims=True),
+    ReduceFn.SUM: lambda x: np.sum(  # pyright: ignore[reportAssignmentType]
+        x, axis=-1, dtype=np.float32, keepdims=True),
     ReduceFn.MAX: lambda x: np.max(x, axis=-1, keepdims=True),
     ReduceFn.MIN: lambda x: np.min(x, axis=-1, keepdims=True),
 }
@@ -120,7 +125,7 @@ INT_UNARY: dict[UnaryFn, Callable[[np.ndarray], np.ndarray]] = {
     UnaryFn.ABS: np.abs,
 }
 
-INT_BINARY: dict[BinaryFn, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+INT_BINARY: dict[BinaryFn, Callable[[Operand, Operand], np.ndarray]] = {
     BinaryFn.ADD: np.add,
     BinaryFn.SUB: np.subtract,
     BinaryFn.MUL: np.multiply,

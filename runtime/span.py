@@ -19,9 +19,9 @@ import bisect
 
 import numpy as np
 
-from spyrec.target.isa import Region
 from spyrec.runtime.memory import DeviceFault, DeviceMemory
 from spyrec.target import MIB
+from spyrec.target.isa import Region
 
 
 class TensorTable:

@@ -29,11 +29,12 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from spyrec.target.isa import Expanded, Instr, plain
 from spyrec.runtime.ring import Rendezvous, match
 from spyrec.target import SpyreTarget
-from spyrec.target.timing import (  # noqa: F401 (the clock's users read them here too)
-    PE_BLOCK, Cost, instr_cost, num_tracks, track_kind, track_names)
+from spyrec.target.isa import Expanded, Instr, plain
+
+# re-exported: the clock's users read them here too
+from spyrec.target.timing import PE_BLOCK, Cost, instr_cost, num_tracks, track_kind, track_names  # noqa: F401
 
 _FINISH, _JOIN = 0, 1
 
@@ -114,7 +115,7 @@ def schedule(
         rendezvous = match(programs)
     tracks = num_tracks(target)
     queues: dict[int, list[list[int]]] = {}
-    for core, program in programs.items():
+    for core in programs:
         per_track: list[list[int]] = [[] for _ in range(tracks)]
         for pc, cost in enumerate(costs[core]):
             per_track[cost.track].append(pc)

@@ -7,10 +7,13 @@ reference interpreter's API) is imported on first use, for the same reason.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for static tools; at run time __getattr__ imports them on first use
+    from spyrec.api import Executable, compile, load
 
 __version__ = "0.1.0"
-__all__ = ["compile", "load", "Executable"]
+__all__ = ["Executable", "compile", "load"]
 
 
 def __getattr__(name: str) -> Any:

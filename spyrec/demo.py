@@ -133,6 +133,7 @@ class DemoDecoder(torch.nn.Module):
 def _conv_bn(cin: int, cout: int, kernel: int, stride: int) -> torch.nn.Sequential:
     """Conv2d without bias and an eval-mode BatchNorm2d with non-trivial statistics."""
     bn = torch.nn.BatchNorm2d(cout)
+    assert bn.running_mean is not None and bn.running_var is not None  # tracked by default
     with torch.no_grad():
         bn.weight.uniform_(0.5, 1.5)
         bn.bias.normal_(0, 0.1)

@@ -275,6 +275,7 @@ def check_program(spec: ProgramSpec, counts: Counts | None = None) -> str:
     except SpyrecError as exc:
         raise AssertionError(f"{spec}: error: {exc}") from exc
     actual = exe(*inputs)
+    assert isinstance(actual, torch.Tensor), f"{spec}: {len(actual)} outputs"
     assert actual.shape == expected.shape, f"{spec}: shape {list(actual.shape)}"
     verdict = check_outputs(expected, actual, exe)
     assert verdict.ok, f"{spec}:\n{verdict}"

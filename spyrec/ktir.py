@@ -18,7 +18,7 @@ import numpy as np
 
 from spyrec.runtime.ktir_interpreter import KtirError, run_kernel
 
-__all__ = ["execute", "run_kernel", "KtirError", "parse_arg"]
+__all__ = ["KtirError", "execute", "parse_arg", "run_kernel"]
 
 
 def execute(source: str | Path, function: str, **args: Any) -> dict[str, np.ndarray]:

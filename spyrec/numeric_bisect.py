@@ -31,7 +31,6 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from spyrec.api import Executable
-
 from spyrec.diagnostics import SpyrecError
 from spyrec.driver import _run_pass, make_context, module_text
 from spyrec.frontend.importer import import_program, load_program

@@ -132,7 +132,7 @@ UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 UNARY.update({
     "cumsum": lambda x: torch.cumsum(x, -1),
     "tril": lambda x: torch.tril(x, 1),
-    "triu": lambda x: torch.triu(x),
+    "triu": torch.triu,
     "argmax": lambda x: x.argmax(-1, keepdim=True),
     "argmin": lambda x: x.argmin(-1, keepdim=True),
     "max_dim": lambda x: x.max(-1, keepdim=True)[1],
@@ -177,8 +177,8 @@ LEADING_REDUCTIONS: dict[str, Callable[[torch.Tensor, int], torch.Tensor]] = {
     "var": lambda x, d: x.var(d, keepdim=True),
     "std_nokeep": lambda x, d: x.std(d),
     "norm": lambda x, d: torch.linalg.vector_norm(x, dim=d, keepdim=True),
-    "logsumexp": lambda x, d: torch.logsumexp(x, d),
-    "cumsum": lambda x, d: torch.cumsum(x, d),
+    "logsumexp": torch.logsumexp,
+    "cumsum": torch.cumsum,
 }
 for _name, _fn in LEADING_REDUCTIONS.items():
     UNARY[f"{_name}_dim0"] = lambda x, fn=_fn: fn(x, 0)
@@ -235,11 +235,13 @@ def _mixed_inputs(shape: tuple[int, ...], dtype: torch.dtype,
     return make
 
 
-def _randn(shape: tuple[int, ...], dtype: torch.dtype) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+def _randn(shape: tuple[int, ...], dtype: torch.dtype
+           ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
     return lambda g: (torch.randn(*shape, generator=g).to(dtype),)
 
 
-def _coarse(shape: tuple[int, ...], dtype: torch.dtype) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+def _coarse(shape: tuple[int, ...], dtype: torch.dtype
+            ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
     return lambda g: ((torch.randn(*shape, generator=g) * 64).round().div(64).to(dtype),)
 
 
@@ -248,7 +250,7 @@ def cases() -> list[OpCase]:
     for dtype in DTYPES:
         for shape_name, shape in SHAPES.items():
             for name, fn in UNARY.items():
-                if len(shape) == 1 and name in ROW_OPS or len(shape) < 3 and name in RANK3_OPS:
+                if (len(shape) == 1 and name in ROW_OPS) or (len(shape) < 3 and name in RANK3_OPS):
                     continue
                 inputs = (_coarse(shape, dtype) if name in COARSE_INPUTS
                           else _randn(shape, dtype))
@@ -309,6 +311,7 @@ IMAGE = (2, 8, 16, 16)  # N, C, H, W: the "image" shape family
 
 def _batch_norm(channels: int) -> torch.nn.Module:
     bn = torch.nn.BatchNorm2d(channels)
+    assert bn.running_mean is not None and bn.running_var is not None  # tracked by default
     with torch.no_grad():
         bn.weight.uniform_(0.5, 1.5)
         bn.bias.normal_(0, 0.2)

@@ -55,6 +55,8 @@ class Rotary(nn.Module):
     """Rotary tables cos/sin [positions, head_dim] in the activations' dtype, as HF's
     `GraniteRotaryEmbedding` computes them (fp32 angles, rounded to the dtype at the end)."""
 
+    inv_freq: torch.Tensor  # a buffer
+
     def __init__(self, shape: GraniteShape):
         super().__init__()
         exponents = torch.arange(0, shape.head_dim, 2, dtype=torch.float32) / shape.head_dim
@@ -167,6 +169,9 @@ class GraniteDecode(nn.Module):
     at position `pos` (int64 [1]); its rotated key and its value are written into the static
     K and V caches [1, kv_heads, cache, head_dim] (buffers, updated in place with
     `index_copy_`), and it attends to the cache positions 0..pos."""
+
+    k_cache: torch.Tensor  # buffers
+    v_cache: torch.Tensor
 
     def __init__(self, layer: GraniteLayer, cache: int, shape: GraniteShape = GRANITE_8B):
         super().__init__()

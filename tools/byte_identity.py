@@ -16,7 +16,7 @@ generated code updates the golden file in the same commit and says why. The fixe
 Each program is built with `torch.manual_seed(0)`, exported with `torch.export.export` and
 compiled with the default options (no cache, nothing emulated); only the `.spyre` is hashed.
 
-    python -m spyrec.tools.byte_identity            # compare with the golden file; exit 1 on a change
+    python -m spyrec.tools.byte_identity            # compare with the golden file; 1 on a change
     python -m spyrec.tools.byte_identity --update   # rewrite the golden file (with --only:
                                                     # those programs' entries only)
     python -m spyrec.tools.byte_identity --only gemm --only mlp   # a subset (by name part)
@@ -36,6 +36,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "test" / "golden" / "spyre_sha256.json"
@@ -99,14 +100,11 @@ def _demo_programs() -> list[Program]:
 
     from spyrec.zoo import ZOO
 
-    out = []
-    for name in ("mlp", "decoder-ffn", "decoder", "convnet"):
-        for dtype in ("float32", "bfloat16"):
-            out.append(Program(f"demo/{name} {dtype}", "demo",
-                               lambda m=ZOO[name], d=dtype: m.build(getattr(torch, d),
-                                                                    FEATURES, BATCH),
-                               {"dtype": dtype, "features": FEATURES, "rows": BATCH}))
-    return out
+    return [Program(f"demo/{name} {dtype}", "demo",
+                    lambda m=ZOO[name], d=dtype: m.build(getattr(torch, d), FEATURES, BATCH),
+                    {"dtype": dtype, "features": FEATURES, "rows": BATCH})
+            for name in ("mlp", "decoder-ffn", "decoder", "convnet")
+            for dtype in ("float32", "bfloat16")]
 
 
 def _symbolic_programs() -> list[Program]:
@@ -171,11 +169,11 @@ def header() -> dict[str, object]:
                     "file in the same commit and says why (docs/architecture.md, Tests)"}
 
 
-def load_golden(path: Path = GOLDEN) -> dict[str, object]:
+def load_golden(path: Path = GOLDEN) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def differences(golden: dict[str, object], found: dict[str, dict[str, object]]) -> list[str]:
+def differences(golden: dict[str, Any], found: dict[str, dict[str, Any]]) -> list[str]:
     """One line per program whose hash differs from the golden file's (or that it lacks)."""
     recorded = golden["programs"]
     assert isinstance(recorded, dict)
@@ -189,8 +187,9 @@ def differences(golden: dict[str, object], found: dict[str, dict[str, object]]) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--update", action="store_true", help="rewrite the golden file (with --only: those entries)")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
+    parser.add_argument("--update", action="store_true",
+                        help="rewrite the golden file (with --only: those entries)")
     parser.add_argument("--only", action="append", help="programs whose name contains this")
     parser.add_argument("--skip-granite", action="store_true",
                         help="leave out the two Granite layers (400 MB of weights each)")
@@ -204,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update:
         kept: dict[str, object] = {}
         if (args.only or args.skip_granite) and args.golden.exists():
-            kept = load_golden(args.golden)["programs"]  # type: ignore[assignment]
+            kept = load_golden(args.golden)["programs"]
         merged = {**kept, **found}  # a subset updates its own entries only
         order = [p.name for p in programs()]
         merged = {name: merged[name] for name in sorted(merged, key=lambda n: (

@@ -1,8 +1,12 @@
-"""Run spyrec's test suite (lit + pytest) and print one `N passed, N failed` line.
+"""Run spyrec's checkers and test suite (lit + pytest) and print one `N passed, N failed` line.
 
-    python -m spyrec.tools.check          # the fast tier: lit and the core pytest suite
+    python -m spyrec.tools.check          # the fast tier: ruff, pyright, lit, the core pytest suite
     python -m spyrec.tools.check --all    # the fast tier, then the slow tier (what CI runs)
     python -m spyrec.tools.check --slow   # the slow tier only
+    python -m spyrec.tools.check --lint   # ruff and pyright only
+
+The checkers run with the configuration in pyproject.toml (docs/design.md, note 67); each
+finding is printed and counts as one failure.
 
 The slow tier holds the models, the fuzzing and the long runs: tests marked `heavy`, and
 every test of the files test/python/conftest.py lists in HEAVY_FILES. Tests marked `slow`
@@ -16,6 +20,7 @@ suite cannot run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +30,20 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# TEMPORARY (issue 19, item 6, phase 1): files other branches were rewriting when the checkers
+# came in, and test_mutations.py, which patches spyre_legalize's internals that one of them
+# splits. The checkers skip them until those branches merge; phase 2 fixes their findings and
+# deletes this tuple. Nothing else excludes files from the checkers.
+PHASE2 = (
+    "passes/", "dialects/spyre.py", "dialects/spyre_plan.py", "dialects/ktdp_values.py",
+    "runtime/container.py", "runtime/guards.py", "runtime/ktir_interpreter.py",
+    "runtime/ktir_ops.py", "spyrec/driver.py", "spyrec/pipelines.py", "spyrec/registry.py",
+    "spyrec/api.py", "spyrec/cli.py", "spyrec/cache.py", "spyrec/costmodel.py",
+    "spyrec/graph_interpreter.py", "spyrec/frontend/symbolic.py", "spyrec/frontend/importer.py",
+    "spyrec/frontend/ktir_input.py", "tools/spyre_opt.py", "test/python/test_layers.py",
+    "test/python/test_mutations.py",
+)
 
 
 def _junit_counts(xml_path: Path) -> tuple[int, int]:
@@ -53,11 +72,58 @@ def _run(command: list[str], xml_path: Path, env: dict[str, str]) -> tuple[int, 
     return passed, failed, seconds
 
 
+def _findings(checker: str, command: list[str], env: dict[str, str]) -> tuple[list[str], float]:
+    """Run ruff or pyright with JSON output; its findings as `path:line:column: rule message`
+    lines (outside PHASE2) and the seconds it took. A checker that cannot run (not installed,
+    unreadable output) is one finding saying so."""
+    start = time.perf_counter()
+    result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
+                            check=False)
+    seconds = time.perf_counter() - start
+    try:
+        report = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        output = (result.stderr or result.stdout).strip()[-2000:]
+        return [f"{checker} did not run (exit status {result.returncode}): {output}"], seconds
+    if checker == "ruff":
+        found = [(item["filename"], item["location"]["row"], item["location"]["column"],
+                  f"{item['code']} {item['message']}") for item in report]
+    else:
+        found = [(item["file"], item["range"]["start"]["line"] + 1,
+                  item["range"]["start"]["character"] + 1,
+                  f"{item['severity']} {item.get('rule', '')}: {item['message'].splitlines()[0]}")
+                 for item in report["generalDiagnostics"]]
+    lines = []
+    for path, line, column, message in found:
+        relative = Path(path).resolve().relative_to(ROOT).as_posix()
+        if not relative.startswith(PHASE2):
+            lines.append(f"{relative}:{line}:{column}: {message}")
+    return lines, seconds
+
+
+def _lint(env: dict[str, str]) -> tuple[list[str], int, int]:
+    """Run ruff and pyright over the tree: (report lines, passed, failed), one pass per clean
+    checker and one failure per finding."""
+    ruff = [sys.executable, "-m", "ruff", "check", "--output-format", "json", "--no-cache",
+            "--extend-exclude", ",".join(PHASE2), "."]
+    pyright = [sys.executable, "-m", "pyright", "--outputjson", "--pythonpath", sys.executable]
+    lines: list[str] = []
+    passed = failed = 0
+    for checker, command in (("ruff", ruff), ("pyright", pyright)):
+        found, seconds = _findings(checker, command, env)
+        if found:
+            print("\n".join(found))
+        lines.append(f"{checker}: {len(found)} findings in {seconds:.0f} s")
+        passed, failed = passed + (not found), failed + len(found)
+    return lines, passed, failed
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     tier = parser.add_mutually_exclusive_group()
     tier.add_argument("--all", action="store_true", help="the fast and the slow tier (CI)")
     tier.add_argument("--slow", action="store_true", help="the slow tier only")
+    tier.add_argument("--lint", action="store_true", help="ruff and pyright only")
     args = parser.parse_args(argv)
     bindir = os.path.dirname(sys.executable)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
@@ -80,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
 
         start = time.perf_counter()
         if not args.slow:
+            checked, passed, failed = _lint(env)
+            lines += checked
+        if not (args.slow or args.lint):
             xml = Path(tmp, "lit.xml")
             p, f, s = _run([sys.executable, "-c", "from lit.main import main; main()", "-q",
                             "-j", str(jobs), f"--xunit-xml-output={xml}",
@@ -88,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             passed, failed = passed + p, failed + f
             pytest("fast", "not heavy")
             if args.all:
-                lines.append(f"fast tier (lit + pytest): {time.perf_counter() - start:.0f} s")
+                lines.append(f"fast tier (checkers, lit, pytest): "
+                             f"{time.perf_counter() - start:.0f} s")
         if args.slow or args.all:
             pytest("slow", "heavy")
     print("\n".join(lines))

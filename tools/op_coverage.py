@@ -30,12 +30,12 @@ def special_values_section() -> list[str]:
     groups = special_groups()
     members = [c for g in groups for c in g.cases]
     lines = ["", "## Special values", "",
-             "`test/python/test_special_values.py` runs the op cases of the `aligned`, "
-             "`broadcast`, `image`",
-             "and `heads16` families on inputs with NaN, +-inf (fp32), +-0, a row of -inf and "
-             "values that",
-             f"overflow: {len(members)} cases of {len({c.op for c in members})} ops in "
-             f"{len(groups)} programs, judged by",
+             ("`test/python/test_special_values.py` runs the op cases of the `aligned`, "
+             "`broadcast`, `image`"),
+             ("and `heads16` families on inputs with NaN, +-inf (fp32), +-0, a row of -inf and "
+             "values that"),
+             (f"overflow: {len(members)} cases of {len({c.op for c in members})} ops in "
+             f"{len(groups)} programs, judged by"),
              "`check_outputs` (docs/numerics.md, \"Special values on the device\").", "",
              "| dtype | match eager | known deviations |", "|---|---|---|"]
     for dtype in sorted({c.dtype for c in members}, key=str):
@@ -99,7 +99,8 @@ def main() -> None:
     lines += [f"- `{op}`: {reason}." for op, reason in NOT_ON_DEVICE.items()] or ["None."]
     lines += ["", *FOLDING_NOTE.splitlines()]
     lines += special_values_section()
-    lines += ["", f"({len(cases())} cases, {time.perf_counter() - start:.0f} s on the build machine.)", ""]
+    seconds = time.perf_counter() - start
+    lines += ["", f"({len(cases())} cases, {seconds:.0f} s on the build machine.)", ""]
     args.output.write_text("\n".join(lines))
     print(f"wrote {args.output}: {len(notes)} failing of {len(cases())}")
 

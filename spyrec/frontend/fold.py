@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.fx.node import map_arg
 
 # ops that never copy data: a chain of them over a parameter is the parameter itself
 _VIEW_TARGETS = {
@@ -110,7 +111,7 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
     for node in graph.nodes:
         if node.op != "call_function" or not _foldable(node, values, param_nodes):
             continue
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs),
+        args, kwargs = map_arg((node.args, node.kwargs),
                                              lambda n: values[n] if n in values else _stand_in(n))
         with torch.no_grad():
             values[node] = node.target(*args, **kwargs)

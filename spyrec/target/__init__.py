@@ -25,7 +25,8 @@ class SpyreTarget:
     num_cores: int = 32  # official
     corelets_per_core: int = 2  # official
     clock_hz: float = 1.5e9  # est: consistent with 32 cores x 2 corelets x 64 PE x 8-wide FMA
-    # PT systolic array: 8x8 PEs, 8-wide FMA -> 1024 FLOP/cycle per corelet (code: 98.304 TFLOPS/card)
+    # PT systolic array: 8x8 PEs, 8-wide FMA -> 1024 FLOP/cycle per corelet
+    # (code: 98.304 TFLOPS/card)
     pt_flops_per_cycle_per_corelet: int = 1024
     # SFU: one 128-byte stick per cycle per corelet (est; 64 DL16 or 32 fp32 lanes)
     sfu_bytes_per_cycle_per_corelet: int = 128
@@ -73,7 +74,7 @@ class SpyreTarget:
         return cycles / self.clock_hz * 1e6
 
     def replace(self, **changes: object) -> SpyreTarget:
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(self, **changes)
 
 
 DEFAULT_TARGET = SpyreTarget()

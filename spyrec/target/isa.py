@@ -648,7 +648,7 @@ def lx_access(
         b_rows, b_cols = (a["k"], a["n"]) if op == "pt.matmul" else (a["n"], a["k"])
         reads = (Region(a["a"], a["m"], a["k"] * size, a["a_pitch"]),
                  Region(a["b"], b_rows, b_cols * size, a["b_pitch"]))
-        return (reads + (c,) if a["accumulate"] else reads), (c,)
+        return ((*reads, c) if a["accumulate"] else reads), (c,)
     if op == "sfu.reduce":
         # One result per row, then zeros to the end of that row's first stick.
         dst = Region(a["dst"], a["rows"], STICK_BYTES, a["dst_pitch"])

@@ -19,6 +19,7 @@ these costs over engines and the shared LPDDR channel) both stand on this module
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -107,7 +108,7 @@ def ring_hops(a: int, b: int, num_cores: int) -> int:
 
 
 def _chain_hops(members: list[int], num_cores: int) -> int:
-    return sum(ring_hops(x, y, num_cores) for x, y in zip(members, members[1:], strict=False))
+    return sum(ring_hops(x, y, num_cores) for x, y in itertools.pairwise(members))
 
 
 def _tile_bytes(rows: int, row_bytes: int, target: SpyreTarget) -> int:

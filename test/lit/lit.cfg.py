@@ -1,16 +1,18 @@
 """lit configuration for spyrec: `spyre-opt` and `filecheck` come from the running venv."""
-# ruff: noqa: F821  (lit injects `config`)
 
 import os
 import sys
 
 import lit.formats
 import lit.util
+from lit.TestingConfig import TestingConfig
+
+config: TestingConfig = globals()["config"]  # lit runs this file with `config` defined
 
 config.name = "spyrec"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir", ".py"]
-config.excludes = ["lit.cfg.py", "Inputs"]
+config.suffixes = {".mlir", ".py"}
+config.excludes = {"lit.cfg.py", "Inputs"}
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = config.test_source_root
 

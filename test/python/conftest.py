@@ -6,11 +6,15 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
 
 from spyrec.demo import DemoMLP
+
+if TYPE_CHECKING:
+    from xdist.remote import Producer
 
 BIN = Path(sys.executable).parent
 
@@ -24,6 +28,12 @@ def export_mlp(features: int, dtype: torch.dtype, batch: int = 64, seed: int = 0
     model = DemoMLP(features).to(dtype).eval()
     x = torch.randn(batch, features).to(dtype)
     return model, x, torch.export.export(model, (x,))
+
+
+def one(outputs: torch.Tensor | tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """The output of a one-output program: an `Executable` call returns a tensor or a tuple."""
+    assert isinstance(outputs, torch.Tensor), "the program has several outputs"
+    return outputs
 
 
 def assert_matches_eager(exe, model: torch.nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
@@ -106,7 +116,7 @@ HEAVY_FILES = frozenset({
 ORDERED_FILES = ("test_readme.py",)
 
 if importlib.util.find_spec("xdist") is not None:  # an unknown hook would be an error
-    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer | None) -> object:
         """xdist's load scheduling, with each file of ORDERED_FILES as one unit of work."""
         from xdist.scheduler import LoadScopeScheduling
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import export_mlp
 from xdsl.dialects import arith
-from xdsl.dialects.linalg.ops import FillOp
 from xdsl.dialects.builtin import FloatAttr, ModuleOp
+from xdsl.dialects.linalg.ops import FillOp
 from xdsl.rewriter import Rewriter
 
 from spyrec.demo import DemoDecoder, DemoDecoderFFN
@@ -20,16 +21,14 @@ from spyrec.graph_interpreter import GraphInterpreter
 from spyrec.numeric_bisect import bisect
 from spyrec.registry import PASSES
 
-from conftest import export_mlp
-
 
 def _with_bug(monkeypatch, name: str, bug: Callable[[ModuleOp], None]) -> None:
     """Replace pass `name` by itself followed by `bug` on the module."""
     original = PASSES[name]()
 
-    class Buggy(original):  # type: ignore[misc, valid-type]
+    class Buggy(original):
         def apply(self, ctx, op):
-            super().apply(ctx, op)
+            super().apply(ctx, op)  # pyright: ignore[reportAbstractUsage] - a concrete pass
             bug(op)
 
     monkeypatch.setitem(PASSES, name, lambda: Buggy)
@@ -47,7 +46,9 @@ def _accumulator_starts_at_one(module: ModuleOp) -> None:
         owner = fill.inputs[0].owner
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
             one = arith.ConstantOp(FloatAttr(1.0, owner.value.type))
-            owner.parent_block().insert_op_before(one, owner)
+            block = owner.parent_block()
+            assert block is not None
+            block.insert_op_before(one, owner)
             fill.operands[0] = one.result
 
 
@@ -107,6 +108,7 @@ def test_interpreter_matches_eager_per_op():
     from spyrec.driver import compile_program
 
     result = compile_program(torch.export.export(model, (x,)), stop_after="graph")
+    assert result.module is not None and result.program is not None
     assert any(isinstance(op, MatmulOp) for op in result.module.walk())
     (out,) = GraphInterpreter(result.module, result.program.weights).run([x])
     torch.testing.assert_close(out, model(x).detach(), rtol=1e-5, atol=1e-5)

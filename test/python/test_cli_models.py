@@ -12,11 +12,10 @@ from collections.abc import Callable
 import pytest
 import torch
 from click.testing import CliRunner
+from test_gpt import GPT
 
 from spyrec.cli import main
 from spyrec.zoo import ZOO
-
-from test_gpt import GPT
 
 
 def _zoo(name: str) -> Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]:

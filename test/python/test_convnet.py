@@ -8,13 +8,12 @@ import subprocess
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_close
 
 import spyrec
 from spyrec.demo import DemoConvNet
 from spyrec.diagnostics import SpyrecError
 from spyrec.runtime.layout import DeviceLayout, from_device, to_device
-
-from conftest import assert_close
 
 
 def _check(model: torch.nn.Module, *inputs: torch.Tensor) -> spyrec.Executable:
@@ -91,6 +90,7 @@ class _Stages(torch.nn.Module):
         self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
         self.bn = torch.nn.BatchNorm2d(8)
         self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        assert self.bn.running_mean is not None and self.bn.running_var is not None
         with torch.no_grad():
             self.bn.running_mean.normal_()
             self.bn.running_var.uniform_(0.5, 2)
@@ -110,6 +110,7 @@ def test_channels_last_outputs_and_input_normalisation():
 def test_unfolded_batch_norm_is_a_channel_scale_and_shift():
     torch.manual_seed(0)
     bn = torch.nn.BatchNorm2d(16)
+    assert bn.running_mean is not None and bn.running_var is not None
     with torch.no_grad():
         bn.running_mean.normal_()
         bn.running_var.uniform_(0.5, 2)

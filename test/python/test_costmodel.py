@@ -8,12 +8,21 @@ and on the roofline suite's kernels (benchmarks/roofline.py) at its quick sizes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
 from spyrec.api import Executable
-from spyrec.costmodel import (KernelShape, Split, Tiling, best_tiling, predict, tail_pieces,
-                              tail_rows)
+from spyrec.costmodel import (
+    KernelShape,
+    Split,
+    Tiling,
+    best_tiling,
+    predict,
+    tail_pieces,
+    tail_rows,
+)
 from spyrec.demo import DemoMLP
 from spyrec.driver import compile_program
 from spyrec.pipelines import compile_options
@@ -45,6 +54,7 @@ def test_predicted_cycles_within_15_percent(rows, features, dtype):
     x = torch.randn(rows, features).to(dtype)
     result = compile_program(torch.export.export(model, (x,)),
                              pass_options=compile_options(keep_in_lx=False))
+    assert result.binary is not None
     predicted = predicted_cycles(result.module)
     exe = Executable(result.binary)
     exe(x)
@@ -117,7 +127,7 @@ VARIANTS = [
 ]
 
 
-def _check_suite_case(case: str, options: dict[str, object]) -> None:
+def _check_suite_case(case: str, options: dict[str, Any]) -> None:  # compile_options' keywords
     torch.manual_seed(0)
     module, inputs = SUITE[case]()
     module = module.to(torch.float16).eval()
@@ -138,7 +148,8 @@ def test_roofline_suite_kernels_within_15_percent(case):
     _check_suite_case(case, {})
 
 
-@pytest.mark.parametrize("case,options", VARIANTS, ids=[f"{c}-{next(iter(o))}" for c, o in VARIANTS])
+@pytest.mark.parametrize("case,options", VARIANTS,
+                         ids=[f"{c}-{next(iter(o))}" for c, o in VARIANTS])
 def test_switched_off_variants_within_15_percent(case, options):
     _check_suite_case(case, options)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from conftest import assert_close
 
 import spyrec
 from spyrec.dialects.spyre import ParamOp
@@ -18,11 +19,11 @@ from spyrec.driver import compile_program
 from spyrec.frontend.fold import MASKED, fold_constants
 from spyrec.frontend.importer import decompose
 
-from conftest import assert_close
-
 
 class Rotary(nn.Module):
     """x * cos(table) + linear(x), where the table comes from a buffer and arange."""
+
+    inv_freq: torch.Tensor  # a buffer
 
     def __init__(self, d: int = 64, rows: int = 16):
         super().__init__()
@@ -60,6 +61,7 @@ def _compile_and_compare(model, *inputs):
 def test_rotary_table_is_folded_and_matches_eager():
     torch.manual_seed(0)
     result = _compile_and_compare(Rotary().eval(), torch.randn(2, 16, 64))
+    assert result.binary is not None and result.program is not None
     names = [b.name for b, _ in result.binary.weights]
     # the cos table is one constant named after its node; the linear weight is stored once
     # (its transpose is folded into the layout, not copied by the folder)
@@ -77,7 +79,8 @@ def test_boolean_mask_becomes_an_additive_constant():
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 2, 32, 64) for _ in range(3))
     result = _compile_and_compare(MaskedAttention(), q, k, v)
-    [(binding, data)] = result.binary.weights
+    assert result.binary is not None
+    [(_binding, data)] = result.binary.weights
     # one [32, 32] mask shared by batch and heads: 0 on and below the diagonal, MASKED above
     expected = torch.where(torch.ones(32, 32, dtype=torch.bool).tril(), 0.0, MASKED)
     assert torch.equal(torch.from_numpy(data).reshape(32, 32), expected)

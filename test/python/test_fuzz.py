@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import export_mlp
 from hypothesis import HealthCheck, Phase, given, settings
 
 import spyrec
@@ -23,9 +24,6 @@ from spyrec.fuzz import (
     damaged_texts,
     programs,
 )
-
-from conftest import export_mlp
-
 
 
 def ci(examples: int) -> settings:
@@ -54,8 +52,8 @@ def test_random_programs_match_eager(spec):
     # size-1 dims, a leading-dim sum and a row softmax in bf16
     ProgramSpec("bfloat16", (1, 17, 64), (Step("sum_lead", (0,)), Step("softmax"))),
     # found by the fuzzer and fixed: a row reduction over one column broke spyre-place-memory
-    ProgramSpec("float16", (3,), (Step("unsqueeze"), Step("sum_last"), Step("slice_lead", (0, 0, 2)),
-                                  Step("rms_norm"))),
+    ProgramSpec("float16", (3,), (Step("unsqueeze"), Step("sum_last"),
+                                  Step("slice_lead", (0, 0, 2)), Step("rms_norm"))),
     # found by the fuzzer and fixed: rms_norm's default eps is fp32's for fp16 inputs too
     ProgramSpec("float16", (6, 64), (Step("binary_scalar", (2, 4)), Step("rms_norm"))),
     # found by the fuzzer and fixed: a matmul whose only result is its rows' maximum (every

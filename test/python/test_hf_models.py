@@ -21,22 +21,25 @@ softmax, `bmm`), which spyre-legalize recognises as the same `spyre.attention`.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
+from conftest import assert_close
 
 import spyrec
 from spyrec.runtime.emulator import InputError
 from spyrec.runtime.memory import DeviceFault
 
-from conftest import assert_close
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 
-TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, head_dim=64,
-            max_position_embeddings=64, use_cache=False)
+TINY = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+        "max_position_embeddings": 64, "use_cache": False}
 
 MODELS = {
     "llama": lambda: transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)),
@@ -92,7 +95,7 @@ class TokenLogits(torch.nn.Module):
         return self.model(input_ids=input_ids).logits
 
 
-def _build(name: str, dtype: torch.dtype, attention: str = "sdpa") -> torch.nn.Module:
+def _build(name: str, dtype: torch.dtype, attention: str = "sdpa") -> PreTrainedModel:
     torch.manual_seed(0)
     model = {**MODELS, **OTHER}[name]()
     model.config._attn_implementation = attention
@@ -132,7 +135,7 @@ def test_eager_attention_matches_eager(name, wrapper):
     assert [m.size for m in masks] == [16 * 16] and masks[0].min() >= -30000
 
 
-def _compile_and_compare(model: torch.nn.Module, wrapper: type[torch.nn.Module]):
+def _compile_and_compare(model: PreTrainedModel, wrapper: type[torch.nn.Module]):
     ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         embeds = model.get_input_embeddings()(ids)

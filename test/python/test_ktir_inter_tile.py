@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the MLIR snippets keep one op per line)
 """Hand-written inter-tile sums through the compiler (design note 59).
 
 A `ktdp.inter_tile_produce` of one f32 or f16 partial and a `ktdp.inter_tile_reduce` whose
@@ -15,13 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import assert_close
 
 import spyrec
 from spyrec.diagnostics import CompileError
 from spyrec.driver import compile_program
 from spyrec.ktir import execute
-
-from conftest import assert_close
 
 TESTS = Path(__file__).parent
 CONFORMANCE = TESTS.parent / "ktir" / "conformance"
@@ -98,7 +98,7 @@ def _refusal(tmp_path: Path, text: str) -> str:
     return str(info.value)
 
 
-def _compile_and_compare(tmp_path: Path, source: Path, function: str | None,
+def _compile_and_compare(tmp_path: Path, source: Path, function: str,
                          numerics: str = "dl16"):
     """Compile, run on the emulator and on the interpreter with the same random inputs;
     returns the compile result and the emulator's profile warnings."""
@@ -147,6 +147,7 @@ def test_reduce_to_one_uses_the_sum_on_the_root_only(tmp_path):
     source = tmp_path / "reduce_to_one.mlir"
     source.write_text(REDUCE_TO_ONE)
     result, warnings = _compile_and_compare(tmp_path, source, "rms_scale_first")
+    assert result.binary is not None
     reduces = _ring_reduces(result.binary)
     assert [(r["first"], r["count"], r["stride"], r["root"]) for r in reduces] == [
         (0, 4, 1, 0)] * 4
@@ -166,14 +167,14 @@ TWO_PARTIALS = (
     ("^bb0(%lhs: tensor<8xf32>, %rhs: tensor<8xf32>):",
      "^bb0(%lhs: tensor<8xf32>, %l2: tensor<8xf32>, %rhs: tensor<8xf32>, %r2: tensor<8xf32>):"),
     ("ktdp.yield_reduced %s : tensor<8xf32>",
-     "%s2 = arith.addf %l2, %r2 : tensor<8xf32>\n"
-     "    ktdp.yield_reduced %s, %s2 : tensor<8xf32>, tensor<8xf32>"),
+     ("%s2 = arith.addf %l2, %r2 : tensor<8xf32>\n"
+     "    ktdp.yield_reduced %s, %s2 : tensor<8xf32>, tensor<8xf32>")),
 )
 
 BF16_PARTIAL = (  # the partial rounded to bf16, which ring.reduce does not add
-    ("  %f = ktdp", "  %pb = arith.truncf %partial : tensor<8xf32> to tensor<8xbf16>\n"
+    ("  %f = ktdp", ("  %pb = arith.truncf %partial : tensor<8xf32> to tensor<8xbf16>\n"
      "  %zbf = arith.constant 0.0 : bf16\n  %zb = tensor.splat %zbf : tensor<8xbf16>\n"
-     "  %f = ktdp"),
+     "  %f = ktdp")),
     ("ktdp.yield_partial %partial : tensor<8xf32>", "ktdp.yield_partial %pb : tensor<8xbf16>"),
     ("tile_future<(tensor<8xf32>)", "tile_future<(tensor<8xbf16>)"),
     ("identity(%z8 : tensor<8xf32>)", "identity(%zb : tensor<8xbf16>)"),
@@ -181,24 +182,24 @@ BF16_PARTIAL = (  # the partial rounded to bf16, which ring.reduce does not add
     ("%lhs: tensor<8xf32>, %rhs: tensor<8xf32>", "%lhs: tensor<8xbf16>, %rhs: tensor<8xbf16>"),
     ("%s = arith.addf %lhs, %rhs : tensor<8xf32>", "%s = arith.addf %lhs, %rhs : tensor<8xbf16>"),
     ("ktdp.yield_reduced %s : tensor<8xf32>", "ktdp.yield_reduced %s : tensor<8xbf16>"),
-    ("%ms = arith.mulf %ssq,", "%sf = arith.extf %ssq : tensor<8xbf16> to tensor<8xf32>\n"
-     "    %ms = arith.mulf %sf,"),
+    ("%ms = arith.mulf %ssq,", ("%sf = arith.extf %ssq : tensor<8xbf16> to tensor<8xf32>\n"
+     "    %ms = arith.mulf %sf,")),
 )
 
 
 @pytest.mark.parametrize(("edits", "message"), [
     ((("arith.addf %lhs, %rhs", "arith.maximumf %lhs, %rhs"),),
-     "ktdp.inter_tile_reduce (%ssq): its combiner is (arith.maximumf, ktdp.yield_reduced); "
-     "ring.reduce only adds"),
-    ((("consumer_tiles_per_group = #tile0,", "consumer_tiles_per_group = #tile0, "
-       "producer_dependency_per_consumer = affine_set<(p)[c] : (p >= 0, -p + 3 >= 0)>,"),),
+     ("ktdp.inter_tile_reduce (%ssq): its combiner is (arith.maximumf, ktdp.yield_reduced); "
+     "ring.reduce only adds")),
+    ((("consumer_tiles_per_group = #tile0,", ("consumer_tiles_per_group = #tile0, "
+       "producer_dependency_per_consumer = affine_set<(p)[c] : (p >= 0, -p + 3 >= 0)>,")),),
      "a partial reduction (producer_dependency_per_consumer) has no ring.reduce form"),
     (TWO_PARTIALS, "it folds 2 partials; ring.reduce sums one"),
     (BF16_PARTIAL, "its partial %pb is a tensor<8xbf16>; ring.reduce sums f32 or f16 tiles"),
-    ((("ktdp.yield_partial %partial", "%p2 = arith.addf %partial, %partial : tensor<8xf32>\n"
-       "    ktdp.yield_partial %p2"),),
-     "ktdp.inter_tile_produce (%f): its region computes (arith.addf); compute the partial "
-     "before the ktdp.inter_tile_produce"),
+    ((("ktdp.yield_partial %partial", ("%p2 = arith.addf %partial, %partial : tensor<8xf32>\n"
+       "    ktdp.yield_partial %p2")),),
+     ("ktdp.inter_tile_produce (%f): its region computes (arith.addf); compute the partial "
+     "before the ktdp.inter_tile_produce")),
 ])
 def test_what_ring_reduce_cannot_do_is_refused(tmp_path, edits, message):
     text = REDUCE_TO_ONE

@@ -8,12 +8,16 @@ sticks are padding, and small enough to emulate in full numerics quickly.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import pytest
 import torch
+from conftest import assert_close, assert_matches_eager
 
 import spyrec
 
-from conftest import assert_close, assert_matches_eager
+if TYPE_CHECKING:
+    from spyrec.driver import CompileResult
 
 
 class _Linear(torch.nn.Module):
@@ -23,6 +27,14 @@ class _Linear(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(self.fc(x))
+
+
+def _decisions(result: CompileResult) -> Any:
+    """The spyrecode program's decision ledger (`spyre.decisions`), read untyped."""
+    assert result.module is not None
+    (program,) = [op for op in result.module.walk() if op.name == "spyrecode.program"]
+    ledger: Any = program.attributes["spyre.decisions"]
+    return ledger.data
 
 
 @pytest.mark.parametrize("resident", ["a", "b", "acc", ""])
@@ -64,10 +76,10 @@ def test_predicted_bytes_are_the_moved_bytes(resident):
     x = torch.randn(72, 1000).to(torch.float16)
     result = compile_program(torch.export.export(model, (x,)),
                              pass_options=compile_options(resident=resident))
-    (program,) = [op for op in result.module.walk() if op.name == "spyrecode.program"]
-    ledger = program.attributes["spyre.decisions"].data
+    ledger = _decisions(result)
     assert ledger["resident"].data == resident
     predicted = ledger["spyre.tiling"].data["offchip_bytes"].value.data
+    assert result.binary is not None
     exe = Executable(result.binary)
     exe(x)
     assert exe.last_profile.to_dict()["offchip_bytes"] == predicted
@@ -90,8 +102,7 @@ def test_tail_pieces_match_eager(m, k, n, tail):
     x = torch.randn(m, k).to(torch.float16)
     result = compile_program(torch.export.export(model, (x,)),
                              pass_options=compile_options(resident="a", tail=tail))
-    (program,) = [op for op in result.module.walk() if op.name == "spyrecode.program"]
-    assert program.attributes["spyre.decisions"].data["tail"].value.data == tail
+    assert _decisions(result)["tail"].value.data == tail and result.binary is not None
     exe = Executable(result.binary)
     with torch.no_grad():
         expected = model(x).float()
@@ -121,12 +132,13 @@ def test_tail_matmuls_depend_on_the_loads_of_what_they_read():
     x = torch.randn(96, 1000).to(torch.float16)
     result = compile_program(torch.export.export(model, (x,)),
                              pass_options=compile_options(resident="a", tail=2))
+    assert result.binary is not None
     _, profile = Emulator(result.binary, mode="timing").run()
     timeline = profile.kernels[0].timeline
     assert timeline is not None
     program = timeline.programs[0]
     ancestors: list[set[int]] = []
-    for index, instr in enumerate(program):
+    for instr in program:
         ancestors.append(set(instr.deps).union(*(ancestors[d] for d in instr.deps)))
     writes = [lx_access(instr, 0)[1] for instr in program]
     checked = 0

@@ -12,10 +12,9 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from conftest import assert_close
 
 import spyrec
-
-from conftest import assert_close
 
 
 class LlamaRMSNorm(nn.Module):

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 import pytest
 import torch
+from test_bisect import _add_becomes_sub, _with_bug
 
 from spyrec.diagnostics import CompileError
 from spyrec.reduce import reduce
-
-from test_bisect import _add_becomes_sub, _with_bug
 
 
 class _Model(torch.nn.Module):
@@ -44,8 +44,8 @@ def test_an_unsupported_op_is_isolated_and_written_as_a_test(tmp_path):
     assert len(result.program.graph_signature.user_inputs) == 1  # y is no longer read
     pt2, test = result.files
     assert pt2.exists() and "aten.cumprod.default" in test.read_text()
-    namespace: dict[str, object] = {"__file__": str(test)}
-    exec(compile(test.read_text(), str(test), "exec"), namespace)  # noqa: S102 - our own file
+    namespace: dict[str, Any] = {"__file__": str(test)}
+    exec(compile(test.read_text(), str(test), "exec"), namespace)  # our own file
     with pytest.raises(AssertionError, match="still error:cumprod"):
         namespace["test_program_reduced"]()  # fails while cumprod is not lowered
 

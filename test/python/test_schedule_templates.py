@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import assert_matches_eager
 from xdsl.dialects.builtin import ModuleOp
 
 from spyrec.demo import DemoDecoder, DemoDecoderFFN, DemoMLP
@@ -20,8 +21,6 @@ from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.driver import compile_program, make_context
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, kernel_key
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import SpyreScheduleDataflow
-
-from conftest import assert_matches_eager
 
 
 class CausalAttention(torch.nn.Module):
@@ -48,7 +47,7 @@ MODELS = {
     "mlp": (lambda: DemoMLP(256), (64, 256)),
     "decoder_ffn": (lambda: DemoDecoderFFN(256, 3), (2, 32, 256)),
     "decoder": (lambda: DemoDecoder(256, 2), (2, 32, 256)),
-    "attention": (lambda: CausalAttention(), (2, 48, 256)),
+    "attention": (CausalAttention, (2, 48, 256)),
 }
 
 
@@ -57,7 +56,9 @@ def _placed(name: str) -> ModuleOp:
     make, shape = MODELS[name]
     model = make().half().eval()
     ep = torch.export.export(model, (torch.randn(*shape).half(),))
-    return compile_program(ep, stop_after="ktir").module
+    module = compile_program(ep, stop_after="ktir").module
+    assert module is not None
+    return module
 
 
 def _programs(module: ModuleOp, templates: bool, packed: bool = False) -> dict[str, ProgramOp]:
@@ -131,8 +132,8 @@ def test_affine_arithmetic_is_exact_or_refused() -> None:
     form = (a + 3 * x) * 2 + 128
     assert (form.const, form.terms) == (128, {0: 2, 1: 6})  # type: ignore[union-attr]
     assert (form - 2 * a) - 6 * x == 128  # back to a plain int when no symbol is left
-    for refused in (lambda: a * x, lambda: int(a), lambda: a // 2, lambda: a % 128,
-                    lambda: a < 3, lambda: bool(a), lambda: range(a)):  # type: ignore[call-overload]
+    for refused in (lambda: a * x, lambda: a // 2, lambda: a % 128, lambda: a < 3,
+                    lambda: bool(a), lambda: int(a), lambda: range(a)):  # type: ignore[arg-type]
         with pytest.raises(Symbolic):
             refused()
 
@@ -252,11 +253,14 @@ def test_load_partition_sees_aliased_addresses() -> None:
     from spyrec.passes.spyrecode.schedule_templates import Template
     from spyrec.target.isa import Instr
 
-    def load(ddr: Affine) -> Instr:
+    def load(ddr: Affine | int) -> Instr:
         return Instr("dma.load", (ddr, 0, 1, 128, 128, 128), 0, ())  # type: ignore[arg-type]
 
     template = Template.build([load(Affine.symbol(0)), load(Affine.symbol(1) + 0)], 4)
-    symbols = lambda a, b: np.array([[a, a], [b, b], [0, 1], [0, 0]])  # two cores
-    apart = template.load_partition(template._relocated(symbols(0, 1024)))
-    assert apart == template.load_partition(template._relocated(symbols(4096, 8192)))
-    assert apart != template.load_partition(template._relocated(symbols(4096, 4096)))
+    def relocated(a: int, b: int) -> np.ndarray:
+        fields = template._relocated(np.array([[a, a], [b, b], [0, 1], [0, 0]]))  # two cores
+        assert fields is not None
+        return fields
+    apart = template.load_partition(relocated(0, 1024))
+    assert apart == template.load_partition(relocated(4096, 8192))
+    assert apart != template.load_partition(relocated(4096, 4096))

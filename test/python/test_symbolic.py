@@ -9,12 +9,11 @@ import subprocess
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_close, export_symbolic_decoder, one
 
 import spyrec
 from spyrec.diagnostics import CompileError, SpyrecError
 from spyrec.target.container import ContainerError, read_spyre, write_spyre
-
-from conftest import assert_close, export_symbolic_decoder
 
 SEQ = torch.export.Dim("seq", min=2, max=48)
 
@@ -41,7 +40,7 @@ def test_decoder_with_a_symbolic_sequence_runs_every_size(decoder, tmp_path):
     assert exe.binary.inputs[0].layout.shape == (2, 48, 128)
     for size in (2, 19, 48):
         x = torch.randn(2, size, 128).half()
-        out = exe(x)
+        out = one(exe(x))
         assert out.shape == (2, size, 128)
         with torch.no_grad():
             _close(exe, out, model(x))
@@ -65,7 +64,7 @@ def test_sizes_out_of_range_or_inconsistent_are_refused(decoder):
                                dynamic_shapes=({0: batch}, {0: batch}))
     exe = spyrec.compile(pair)
     a, b = torch.randn(3, 64), torch.randn(3, 64)
-    assert torch.allclose(exe(a, b), a * b)
+    assert torch.allclose(one(exe(a, b)), a * b)
     with pytest.raises(SpyrecError, match=r"input 'b' dim 0: size 5, but symbolic size "
                                           r"'a.dim0' is 3 in an earlier input"):
         exe(a, torch.randn(5, 64))

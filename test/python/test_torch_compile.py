@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import assert_close
 
 from spyrec.demo import DemoDecoderFFN, DemoMLP
 from spyrec.verdict import STORAGE_UNIT, ModelInfo, OutputModel
-
-from conftest import assert_close
 
 
 @pytest.fixture(autouse=True)

@@ -2,8 +2,8 @@
 # spyre-opt must start without importing torch (3.8 s); it reads only the registry.
 import sys
 
-from spyrec.tools import spyre_opt  # noqa: F401
 from spyrec.registry import DIALECTS, PASSES
+from spyrec.tools import spyre_opt  # noqa: F401
 
 for load in DIALECTS.values():
     load()

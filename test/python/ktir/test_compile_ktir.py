@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the MLIR snippets keep one op per line)
 """Hand-written KTIR through the compiler: `spyrec compile kernel.mlir` + the emulator give
 what the KTIR reference interpreter gives on the same inputs; what the compiler does not
 take yet is refused with an error naming the kernel and the op."""
@@ -209,6 +210,7 @@ def test_pytorch_path_kernels_are_in_bounds(model):
 
     module, inputs = ZOO[model].build(torch.float16, 64, 64)
     result = compile_program(torch.export.export(module, inputs), stop_after="ktir")
+    assert result.module is not None
     kernels = [op for op in result.module.walk()
                if isinstance(op, FuncOp) and "grid" in op.attributes]
     assert kernels and any(isinstance(op, LoadOp) for k in kernels for op in k.walk())
@@ -266,6 +268,7 @@ def test_view_of_part_of_a_tensor_is_refused(tmp_path):
     compile_program(source, tmp_path / "k.spyre")
     x = np.random.default_rng(3).standard_normal((96, 64)).astype(np.float16)
     y = spyrec.load(tmp_path / "k.spyre", numerics="ieee")(torch.from_numpy(x))  # no DL16
+    assert isinstance(y, torch.Tensor)
     np.testing.assert_array_equal(y.numpy(), execute(source, "guarded", x=x,
                                                      y=np.zeros_like(x))["y"])
     np.testing.assert_array_equal(y.numpy(), x)

@@ -38,6 +38,7 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
+from spyrec.dialects.ktdp_values import KtirAccessError
 from spyrec.runtime.ktir_interpreter import (
     Device,
     KernelRun,
@@ -45,7 +46,6 @@ from spyrec.runtime.ktir_interpreter import (
     parse_ktir,
     run_kernel,
 )
-from spyrec.dialects.ktdp_values import KtirAccessError
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "ktir" / "conformance"
 UNIT_ROUNDOFF = {np.dtype(np.float16): 2.0**-11, np.dtype(np.float32): 2.0**-24}

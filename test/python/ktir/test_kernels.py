@@ -8,6 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from spyrec.dialects.ktdp_values import KtirAccessError
 from spyrec.runtime.ktir_interpreter import (
     Device,
     KtirDeadlock,
@@ -18,7 +19,6 @@ from spyrec.runtime.ktir_interpreter import (
     parse_ktir,
     run_kernel,
 )
-from spyrec.dialects.ktdp_values import KtirAccessError
 
 KERNELS = Path(__file__).parent / "kernels"
 RNG = np.random.default_rng(2026)

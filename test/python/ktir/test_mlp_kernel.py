@@ -21,6 +21,7 @@ from spyrec.runtime.ktir_interpreter import parse_ktir, run_kernel
 def mlp_ktir():
     model, x, program = export_mlp(100, torch.float16)
     result = compile_program(program, stop_after="ktir")
+    assert result.module is not None
     return model, x, module_text(result.module)
 
 

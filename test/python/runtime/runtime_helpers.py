@@ -7,9 +7,9 @@ import numpy as np
 
 from spyrec.target.container import KernelImage, SpyreBinary, TensorBinding
 from spyrec.runtime.dl16 import round_dl16
-from spyrec.target.isa import BinaryFn, DType, Instr, UnaryFn
 from spyrec.runtime.layout import DeviceLayout
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.isa import BinaryFn, DType, Instr, UnaryFn
 
 SEGMENT = DEFAULT_TARGET.segment_bytes
 F32, DL16, I32 = int(DType.F32), int(DType.DL16), int(DType.I32)
@@ -150,12 +150,13 @@ def pipelined_binary(cores: int = 32, tiles: int = 16, fn: int = UnaryFn.GELU) -
         where: dict[tuple[str, int], int] = {}
 
         def emit(instr: Instr, key: tuple[str, int]) -> None:
-            where[key] = len(program)
-            program.append(instr)
+            where[key] = len(program)  # noqa: B023 - called within this iteration only
+            program.append(instr)  # noqa: B023
 
         def tile_load(i: int) -> None:
-            deps = (where[("mm", i - 2)],) if i >= 2 else ()
-            emit(load(x.addr + (first_row + i * rows) * xp, lx_x[i % 2], rows, xp, deps), ("ld", i))
+            deps = (where[("mm", i - 2)],) if i >= 2 else ()  # noqa: B023 - as emit
+            row = first_row + i * rows  # noqa: B023
+            emit(load(x.addr + row * xp, lx_x[i % 2], rows, xp, deps), ("ld", i))
 
         tile_load(0)
         for i in range(tiles):

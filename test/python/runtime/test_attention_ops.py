@@ -15,11 +15,20 @@ from spyrec.runtime import dl16
 from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.dl16 import round_dl16
 from spyrec.runtime.emulator import Emulator
-from spyrec.target.isa import (BinaryFn, Instr, ReduceFn, UnaryFn, decode_program,
-                                encode_program, f32_bits, lx_access, matmul_flops)
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import instr_cost
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.isa import (
+    BinaryFn,
+    Instr,
+    ReduceFn,
+    UnaryFn,
+    decode_program,
+    encode_program,
+    f32_bits,
+    lx_access,
+    matmul_flops,
+)
 
 T = DEFAULT_TARGET
 MASKED = -30000.0  # what the compiler writes: finite, and exp(-30000 - max) is exactly 0

@@ -18,7 +18,7 @@ def both_ways(binary: SpyreBinary, inputs: list[np.ndarray]) -> tuple[list, list
 
 
 def actions_and_instructions(emulator: Emulator) -> tuple[int, int]:
-    kernels = emulator._kernels.values()  # noqa: SLF001 - how many calls the batching saved
+    kernels = emulator._kernels.values()  # how many calls the batching saved
     return (sum(len(k.ordered_actions) for k in kernels),
             sum(len(p) for k in kernels for p in k.programs.values()))
 
@@ -80,7 +80,7 @@ def test_ring_shared_kernels_batch_their_compute(dtype: torch.dtype) -> None:
     assert result.binary is not None
     batched, single, emulator = both_ways(result.binary, [to_numpy(x)])
     assert batched[0].tobytes() == single[0].tobytes()
-    kernels = list(emulator._kernels.values())  # noqa: SLF001
+    kernels = list(emulator._kernels.values())
     assert any(k.rendezvous.members for k in kernels)  # ring-shared: not the pc-order path
     actions, instructions = actions_and_instructions(emulator)
     assert actions < 0.6 * instructions

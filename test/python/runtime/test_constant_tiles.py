@@ -8,8 +8,7 @@ import torch
 from spyrec.api import to_numpy
 from spyrec.demo import DemoMLP
 from spyrec.driver import compile_program
-from spyrec.runtime.constant_tiles import (DEFAULT_BUDGET_BYTES, ConstantTiles, ConstantWalk,
-                                           _sticks)
+from spyrec.runtime.constant_tiles import DEFAULT_BUDGET_BYTES, ConstantTiles, ConstantWalk, _sticks
 from spyrec.runtime.emulator import Emulator
 from spyrec.target.isa import STICK_BYTES, DType, Instr, Region
 
@@ -96,20 +95,20 @@ def test_kept_operands_give_the_same_bytes_on_every_call(dtype: torch.dtype) -> 
         (a,), _ = kept.run([x])
         (b,), _ = fresh.run([x])
         assert a.tobytes() == b.tobytes()
-    table = kept._constants  # noqa: SLF001 - the memos were used
+    table = kept._constants  # the memos were used
     assert table is not None and table.budget < DEFAULT_BUDGET_BYTES
 
 
 def test_past_the_budget_operands_decode_every_call() -> None:
     binary, shape = _mlp(torch.float16)
     emulator = Emulator(binary)
-    assert emulator._constants is not None  # noqa: SLF001
-    emulator._constants.budget = 0  # noqa: SLF001
+    assert emulator._constants is not None
+    emulator._constants.budget = 0
     x = to_numpy(torch.randn(shape).to(torch.float16))
     (a,), _ = emulator.run([x])
     (b,), _ = Emulator(binary, keep_constants=False).run([x])
     assert a.tobytes() == b.tobytes()
-    assert emulator._constants.budget == 0  # noqa: SLF001
+    assert emulator._constants.budget == 0
 
 
 @pytest.mark.parametrize("region", [

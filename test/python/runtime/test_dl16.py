@@ -1,12 +1,14 @@
 """DL16 encoding: known values, rounding, range limits, every code, fp16 data loss."""
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
 from spyrec.runtime import dl16
 
 
-def bits(values: list[float]) -> list[int]:
+def bits(values: Sequence[float | np.floating]) -> list[int]:
     return dl16.encode(np.array(values, dtype=np.float32)).tolist()
 
 

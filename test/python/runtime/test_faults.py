@@ -7,10 +7,9 @@ from runtime_helpers import DL16, F32, bind, linear_relu_binary, load, store
 
 from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
-from spyrec.target.isa import Instr, UnaryFn
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
-from spyrec.target.isa import Region
 from spyrec.target import DEFAULT_TARGET, GIB, MIB
+from spyrec.target.isa import Instr, Region, UnaryFn
 
 LX = DEFAULT_TARGET.lx_bytes
 
@@ -106,7 +105,7 @@ def test_memory_level_faults_have_no_context() -> None:
         memory.allocate(128, 256, "b")
     with pytest.raises(DeviceFault, match="outside the 0x2000000000-byte device address space"):
         memory.allocate(128 * GIB, 128, "c")
-    with pytest.raises(DeviceFault, match="^LX tile at 0x0 with pitch -128 reaches below"):
+    with pytest.raises(DeviceFault, match=r"^LX tile at 0x0 with pitch -128 reaches below"):
         LocalMemory(1024, backed=False).check(Region(0, 2, 128, -128))
 
 

@@ -6,8 +6,8 @@ from runtime_helpers import DL16, F32, bind, linear_relu_binary, linear_relu_ref
 
 from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator, HazardError
-from spyrec.target.isa import Instr, UnaryFn
 from spyrec.target import DEFAULT_TARGET
+from spyrec.target.isa import Instr, UnaryFn
 
 
 def copy(src: int, dst: int, deps: tuple[int, ...] = (), unit: int = 0) -> Instr:

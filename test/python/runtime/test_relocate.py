@@ -14,10 +14,10 @@ from runtime_helpers import bind, linear_relu_binary, load, store
 
 from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
-from spyrec.target.isa import Instr
 from spyrec.runtime.memory import DeviceFault, DeviceMemory
 from spyrec.runtime.span import TensorTable
 from spyrec.target import DEFAULT_TARGET, GIB, MIB
+from spyrec.target.isa import Instr
 
 
 def templates(emulator: Emulator) -> tuple[int, int]:
@@ -114,7 +114,7 @@ def test_a_relocated_kernel_with_a_bad_address_fails_as_the_full_load_does(bad, 
 def test_a_relocated_core_with_a_bad_address_fails_as_the_full_load_does() -> None:
     binary = linear_relu_binary(cores=4)
     program = binary.kernels[0].programs[2]
-    program[0] = dataclasses.replace(program[0], args=(64 * GIB,) + program[0].args[1:])
+    program[0] = dataclasses.replace(program[0], args=(64 * GIB, *program[0].args[1:]))
     expected = fault(binary, reuse=False)
     assert expected.startswith("core 2, pc 0 ")
     assert fault(binary, reuse=True) == expected

@@ -6,12 +6,18 @@ from runtime_helpers import F32, barrier, load, recv, send, store, two_tensor_bi
 
 from spyrec.target.container import build_init_bin
 from spyrec.runtime.emulator import Emulator
-from spyrec.target.isa import (DType, Instr, ProgramError, decode_program, encode_program,
-                                expand_loops)
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.ring import ring_hops
 from spyrec.runtime.timing import DeadlockError
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.isa import (
+    DType,
+    Instr,
+    ProgramError,
+    decode_program,
+    encode_program,
+    expand_loops,
+)
 
 T = DEFAULT_TARGET
 ROW = 128  # one fp32 stick per row: a (64, 32) fp32 tensor has 128-byte rows
@@ -211,16 +217,16 @@ def test_cores_waiting_for_each_other_deadlock_with_a_report() -> None:
 
 def test_a_send_without_a_recv_is_a_deadlock() -> None:
     programs = {0: [send(0, 1, ROW, 1, tag=3)], 1: [recv(0, 1, ROW, 0, tag=4)]}
-    with pytest.raises(DeadlockError, match="core 0: pc 0 .* waits for a ring.recv on core 1 "
-                                            "from core 0 with tag 3, which core 1's program "
+    with pytest.raises(DeadlockError, match=r"core 0: pc 0 .* waits for a ring.recv on core 1 "
+                                            r"from core 0 with tag 3, which core 1's program "
                                             "does not have"):
         Emulator(two_tensor_binary(programs), mode="timing").run()
 
 
 def test_a_barrier_one_member_skips_is_a_deadlock() -> None:
     programs = {0: [barrier(0, 3)], 1: [barrier(0, 3)], 2: [load(0, 0, 1, ROW)]}
-    with pytest.raises(DeadlockError, match="core 0: pc 0 .* waits for core 2's matching "
-                                            "sync.barrier, which its program does not have"):
+    with pytest.raises(DeadlockError, match=r"core 0: pc 0 .* waits for core 2's matching "
+                                            r"sync.barrier, which its program does not have"):
         Emulator(two_tensor_binary(programs), mode="timing").run()
 
 
@@ -255,8 +261,8 @@ def test_matching_transfers_must_agree_on_their_size() -> None:
 
 def test_a_negative_trip_count_cannot_be_encoded() -> None:
     program = [Instr.make("loop.begin", trips=-1), load(0, 0, 1, ROW), Instr.make("loop.end")]
-    with pytest.raises(ProgramError, match="instruction 0: loop.begin trips=-1 must not be "
-                                           "negative"):
+    with pytest.raises(ProgramError, match=r"instruction 0: loop.begin trips=-1 must not be "
+                                           r"negative"):
         encode_program(program)
 
 

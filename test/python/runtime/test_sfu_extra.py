@@ -13,11 +13,21 @@ from spyrec.runtime import dl16
 from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.dl16 import half_codec, round_dl16
 from spyrec.runtime.emulator import Emulator
-from spyrec.target.isa import (STICK_BYTES, BinaryFn, Instr, ReduceFn, UnaryFn, bits_f32,
-                                decode_program, encode_program, f32_bits, lx_access)
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import instr_cost
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.isa import (
+    STICK_BYTES,
+    BinaryFn,
+    Instr,
+    ReduceFn,
+    UnaryFn,
+    bits_f32,
+    decode_program,
+    encode_program,
+    f32_bits,
+    lx_access,
+)
 
 T = DEFAULT_TARGET
 SRC, SRC1, DST = 0x0, 0x4000, 0x8000
@@ -90,7 +100,7 @@ def test_new_opcodes_round_trip_and_report_their_regions() -> None:
                colwise(BinaryFn.DIV, reverse=1)]
     assert decode_program(encode_program(program)) == program
     assert bits_f32(program[0].arg("imm")) == 0.5
-    assert STICK_BYTES == T.stick_bytes
+    assert T.stick_bytes == STICK_BYTES
     # sfu.reduce writes a whole stick per destination row, whatever cols and dst_dtype are.
     (src,), (dst,) = lx_access(reduce(ReduceFn.SUM, cols=10, dst_pitch=256, dst_dtype=F32))
     assert (src.rows, src.row_bytes, src.pitch) == (4, 20, 128)
@@ -313,7 +323,7 @@ def test_costs_are_sfu_passes_on_their_unit() -> None:
         # No operand streams faster than the SFU's peak (operands stream side by side, as in
         # sfu.binary; the reduce's one-stick-per-row result is not counted).
         reads, (write,) = lx_access(unit1)
-        streams = reads if instr.op == "sfu.reduce" else reads + (write,)
+        streams = reads if instr.op == "sfu.reduce" else (*reads, write)
         for region in streams:
             assert region.rows * region.row_bytes <= cost.cycles * T.sfu_bytes_per_cycle_per_corelet
 

@@ -1,18 +1,18 @@
 """The cycle model: costs from the target, the shared LPDDR channel, engines, deadlock, profile."""
 
+import itertools
 import json
 import math
 
 import numpy as np
 import pytest
-from runtime_helpers import (DL16, bind, dma_only_binary, linear_relu_binary, load,
-                             pipelined_binary)
+from runtime_helpers import DL16, bind, dma_only_binary, linear_relu_binary, load, pipelined_binary
 
 from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
-from spyrec.target.isa import Instr, UnaryFn
 from spyrec.runtime.timing import DeadlockError, instr_cost, schedule
 from spyrec.target import DEFAULT_TARGET
+from spyrec.target.isa import Instr, UnaryFn
 
 T = DEFAULT_TARGET
 BW = T.lpddr_bytes_per_cycle  # 204.8e9 B/s at 1.5 GHz = 136.53 bytes per cycle
@@ -171,7 +171,7 @@ def test_trace_events() -> None:
     for core in (0, 1):
         for track in ("dma", "pt0", "sfu0", "sfu1"):
             spans = sorted((e.start, e.end) for e in events if (e.core, e.track) == (core, track))
-            assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+            assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     trace = profile.trace_events()
     slices = [e for e in trace if e["ph"] == "X"]
     assert len(slices) == 17  # 16 instructions and the kernel
