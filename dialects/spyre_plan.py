@@ -21,7 +21,7 @@ planning attribute of a module (the driver and spyre-opt run it after each pass)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Generic, TypeVar
 
 from xdsl.dialects import func
@@ -91,7 +91,7 @@ class PlanConstraint(AttrConstraint):
 class PlanAttr(Generic[T]):
     """One declared planning attribute: its `constraint` (with the key), whether it is a
     DECISION or a LEDGER, the ops it lives `on` ("kernel": a `spyre.kernel`; "kernel
-    func": a KTIR `func.func`; "launch": a `spyre.launch`), the pass that writes it (`by`),
+    func": a KTIR `func.func`; "launch": a `spyre.launch`; "module": the module), the pass that writes it (`by`),
     and its Python value's `decode` / `encode`."""
 
     constraint: PlanConstraint
@@ -135,6 +135,8 @@ def where(op: Operation) -> str:
     """How an error names `op`: the kernel (or launch) and the function it is in."""
     if isinstance(op, func.FuncOp):
         return f"func @{op.sym_name.data}"
+    if isinstance(op, ModuleOp):
+        return "the module"
     name = op.properties.get("sym_name")
     callee = op.properties.get("callee")
     label = (f"kernel @{name.data}" if isinstance(name, StringAttr) else
@@ -219,7 +221,7 @@ def _layout_attr(layouts: tuple[DictionaryAttr, ...]) -> Attribute:
 
 # ---- the vocabulary --------------------------------------------------------------------
 
-KERNEL, FUNC, LAUNCH = "kernel", "kernel func", "launch"
+KERNEL, FUNC, LAUNCH, MODULE = "kernel", "kernel func", "launch", "module"
 
 
 def _plan(key: str, kind: str, on: tuple[str, ...], by: str, test: Callable[[Attribute], bool],
@@ -324,6 +326,94 @@ FUNC_ATTRS = tuple(a for a in PLAN_ATTRS if FUNC in a.on)
 LAUNCH_ATTRS = tuple(a for a in PLAN_ATTRS if LAUNCH in a.on)
 
 
+# ---- the user's options ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanningOptions:
+    """The compile switches (`spyrec.compile(fuse=..., double_buffer=..., ...)`, the flags of
+    `spyrec compile`), one record every planning pass reads (`OPTIONS`, `spyre.options` on
+    the module, written by spyre-set-options), so spyre-fuse prices the kernels it weighs as
+    spyre-partition-cores and spyre-tile will plan them, and spyre-place-memory allocates
+    what they planned. A pass's own option of the same name, when given (spyre-opt), wins
+    for that pass alone. `spyrec.pipelines.compile_options` documents each switch."""
+
+    fuse: bool = True
+    double_buffer: bool = True
+    resident: str = ""  # "" (cheapest), or every matmul's loop order: one of RESIDENCIES
+    share: str = ""  # "" (cheapest), or every split matmul's: one of SHARINGS
+    tail: int = 0  # 0 (cheapest); 1: no tails; N >= 2: N-piece tails where legal
+    ring_reduce: bool = True
+    keep_in_lx: bool = True
+
+    @property
+    def buffers(self) -> int:
+        """LX slots per streamed tile buffer: two (ping-pong) or one."""
+        return 2 if self.double_buffer else 1
+
+    def override(self, **given: object) -> PlanningOptions:
+        """These options with a pass's own options that were given (not None)."""
+        return replace(self, **{k: v for k, v in given.items() if v is not None})
+
+
+OPTION_FIELDS = {f.name: type(f.default) for f in fields(PlanningOptions)}
+OPTION_RULES = {"resident": frozenset({"", *RESIDENCIES}), "share": frozenset({"", *SHARINGS})}
+
+
+def _options_test(attr: Attribute) -> bool:
+    if not isinstance(attr, DictionaryAttr):
+        return False
+    for key, value in attr.data.items():
+        kind = OPTION_FIELDS.get(key)
+        if kind is bool:
+            ok = isinstance(value, IntegerAttr) and value.type == IntegerType(1)
+        elif kind is int:
+            ok = isinstance(value, IntegerAttr) and value.value.data >= 0
+        else:
+            ok = isinstance(value, StringAttr) and value.data in OPTION_RULES.get(key, ())
+        if not ok:
+            return False
+    return True
+
+
+def _options_of(attr: Attribute) -> PlanningOptions:
+    assert isinstance(attr, DictionaryAttr)
+    values: dict[str, object] = {}
+    for key, value in attr.data.items():
+        if isinstance(value, StringAttr):
+            values[key] = value.data
+        elif isinstance(value, IntegerAttr):
+            values[key] = bool(value.value.data) if OPTION_FIELDS[key] is bool \
+                else value.value.data
+    return PlanningOptions(**values)  # type: ignore[arg-type]
+
+
+def _options_attr(options: PlanningOptions) -> DictionaryAttr:
+    """The options that differ from the defaults (an empty record: every default)."""
+    default = PlanningOptions()
+    entries: dict[str, Attribute] = {}
+    for key in OPTION_FIELDS:
+        value = getattr(options, key)
+        if value == getattr(default, key):
+            continue
+        entries[key] = (IntegerAttr(int(value), IntegerType(1)) if isinstance(value, bool) else
+                        IntegerAttr(value, i64) if isinstance(value, int) else StringAttr(value))
+    return DictionaryAttr(entries)
+
+
+OPTIONS: PlanAttr[PlanningOptions] = _plan(
+    "spyre.options", DECISION, (MODULE,), "spyre-set-options", _options_test,
+    "a dictionary of compile switches: fuse, double_buffer, ring_reduce, keep_in_lx "
+    '(true / false), resident ("", "a", "b", "acc"), share ("", "ring", "none"), tail (an '
+    "integer >= 0); a switch left out has its default", _options_of, _options_attr)
+"""The user's options for every planning pass; absent: every default."""
+
+
+def options_of(module: ModuleOp) -> PlanningOptions:
+    """The module's `PlanningOptions` (the defaults when it records none)."""
+    return OPTIONS.get(module) or PlanningOptions()
+
+
 # ---- kernels and the graph -------------------------------------------------------------
 
 
@@ -389,6 +479,7 @@ def verify_plan(module: ModuleOp) -> None:
     func, and on each `spyre.kernel` and `spyre.launch` of the graph (the ops' bodies are
     not walked: planning attributes live on these). Raises `PlanError` for the first bad
     one, naming the op, the key and the values allowed."""
+    OPTIONS.check(module)
     for fn in module.body.block.ops:
         if not isinstance(fn, func.FuncOp):
             continue

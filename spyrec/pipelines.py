@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spyrec.dialects.spyre_plan import PlanningOptions
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -31,7 +33,7 @@ def pass_spec(name: str, options: dict[str, object]) -> str:
 
 
 DEFAULT_PIPELINE: tuple[Stage, ...] = (
-    Stage("graph", ("spyre-legalize", "spyre-stickify", "spyre-fuse",
+    Stage("graph", ("spyre-set-options", "spyre-legalize", "spyre-stickify", "spyre-fuse",
                     "spyre-partition-cores", "spyre-tile"),
           "spyre graph dialect: ops selected, layouts, kernels, core splits and tiles"),
     Stage("ktir", ("convert-spyre-to-ktir", "spyre-place-memory"),
@@ -46,7 +48,7 @@ DEFAULT_PIPELINE: tuple[Stage, ...] = (
 
 # Hand-written KTIR enters at the KTIR stage: engine selection, then the back end.
 KTIR_PIPELINE: tuple[Stage, ...] = (
-    Stage("ktir", ("spyre-legalize-ktir", "spyre-place-memory"),
+    Stage("ktir", ("spyre-set-options", "spyre-legalize-ktir", "spyre-place-memory"),
           "the KTIR kernel with its ops mapped to Spyre engines, LPDDR and LX placement"),
     DEFAULT_PIPELINE[-1],
 )
@@ -55,7 +57,9 @@ def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str
                     share: str = "", tail: int = 0, ring_reduce: bool = True,
                     keep_in_lx: bool = True) -> dict[str, dict[str, object]]:
     """Pass options for the user-facing compile switches (keyword arguments of
-    `spyrec.compile`, flags of `spyrec compile`), so each pass's gain can be measured:
+    `spyrec.compile`, flags of `spyrec compile`): the options of spyre-set-options, which
+    records them on the module (`spyre.options`) for every planning pass, so each pass's
+    gain can be measured:
 
     - fuse=False: spyre-fuse puts every op in a kernel of its own;
     - double_buffer=False: one LX slot per tile buffer (spyre-partition-cores and spyre-tile
@@ -71,27 +75,12 @@ def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str
     - keep_in_lx=False: spyre-partition-cores keeps no kernel's result in LX for the next
       kernel; every tensor between kernels goes through LPDDR (note 61).
     """
-    options: dict[str, dict[str, object]] = {}
-    if not fuse:
-        options["spyre-fuse"] = {"enabled": False}
-    planning: dict[str, object] = {}
-    if not double_buffer:
-        planning["double_buffer"] = False
-        options["spyre-place-memory"] = {"double_buffer": False}
-    if resident:
-        planning["resident"] = resident
-    if share:
-        planning["share"] = share
-    if tail:
-        planning["tail"] = tail
-    if planning:
-        options["spyre-partition-cores"] = dict(planning)
-        options["spyre-tile"] = dict(planning)
-    if not ring_reduce:
-        options.setdefault("spyre-partition-cores", {})["ring_reduce"] = False
-    if not keep_in_lx:
-        options.setdefault("spyre-partition-cores", {})["keep_in_lx"] = False
-    return options
+    given = {"fuse": fuse, "double_buffer": double_buffer, "resident": resident,
+             "share": share, "tail": tail, "ring_reduce": ring_reduce, "keep_in_lx": keep_in_lx}
+    default = PlanningOptions()
+    changed = {k: v for k, v in given.items() if v != getattr(default, k)}
+    # one record in the IR that every planning pass reads (spyre-set-options, note 68)
+    return {"spyre-set-options": changed} if changed else {}
 
 
 STAGE_NAMES = tuple(s.name for s in DEFAULT_PIPELINE) + ("binary",)

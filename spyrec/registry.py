@@ -38,6 +38,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 STD_OVERRIDES = frozenset({"arith", "linalg", "scf"})
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "spyre-set-options": _pass("spyrec.passes.planning.spyre_set_options", "SpyreSetOptions"),
     "spyre-legalize": _pass("spyrec.passes.graph.spyre_legalize", "SpyreLegalize"),
     "spyre-stickify": _pass("spyrec.passes.graph.spyre_stickify", "SpyreStickify"),
     "spyre-fuse": _pass("spyrec.passes.planning.spyre_fuse", "SpyreFuse"),

@@ -120,14 +120,17 @@ class SpyrePlaceMemory(ModulePass):
 
     name = "spyre-place-memory"
 
-    double_buffer: bool = True
-    """Two LX slots per streamed tile buffer (ping-pong); false: one, nothing overlaps."""
+    double_buffer: bool | None = None
+    """Two LX slots per streamed tile buffer (ping-pong); false: one, nothing overlaps.
+    Unset: the module's `double_buffer` option (`spyre.options`), as the kernels were
+    planned."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
+        buffers = plan.options_of(op).override(double_buffer=self.double_buffer).buffers
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
             if plan.is_kernel(fn):
-                _place_lx(fn, target, 2 if self.double_buffer else 1)
+                _place_lx(fn, target, buffers)
             elif fn.body.blocks.first is not None:
                 _place_lpddr(fn, target)
 

@@ -53,6 +53,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
 from spyrec.target import DEFAULT_TARGET
+from spyrec.passes.planning.scoring import scored_splits
 
 from spyrec.dialects.spyre import (
     DATA_MOVES,
@@ -124,17 +125,19 @@ class SpyreFuse(ModulePass):
 
     name = "spyre-fuse"
 
-    enabled: bool = True
+    enabled: bool | None = None
     """false: every compute op becomes a kernel of its own (attention keeps its folded row
-    moves), so every intermediate goes through LPDDR; to measure what fusion gains."""
+    moves), so every intermediate goes through LPDDR; to measure what fusion gains. Unset:
+    the module's `fuse` option (`spyre.options`, spyre-set-options)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        options = plan.options_of(op).override(fuse=self.enabled)
         counter = 0
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if fn.body.blocks.first is None or plan.is_kernel(fn):
                 continue
             position = {o: i for i, o in enumerate(fn.body.block.ops)}
-            for group in self._groups(fn.body.block, self.enabled):
+            for group in self._groups(fn.body.block, options):
                 # program order (absorbed groups and row views join out of order), the
                 # matmul first
                 ordered = sorted(group.ops, key=lambda o: (not isinstance(o, MatmulOp),
@@ -145,13 +148,13 @@ class SpyreFuse(ModulePass):
                 counter += 1
 
     @staticmethod
-    def _groups(block: Block, enabled: bool = True) -> list[_Group]:
+    def _groups(block: Block, options: plan.PlanningOptions) -> list[_Group]:
         groups: list[_Group] = []
         group_of: dict[Operation, _Group] = {}
         position = {op: index for index, op in enumerate(block.ops)}
         plans: dict[Operation, list[Operation]] = {}
         claimed: set[Operation] = set()
-        costs = _Costs()
+        costs = _Costs(options)
         for a in block.ops:
             if isinstance(a, (AttentionOp, BatchMatmulOp)):
                 plans[a] = attention_group(a, claimed)
@@ -176,7 +179,7 @@ class SpyreFuse(ModulePass):
                         group_of[owner].read = True  # type: ignore[index]
                 continue
             target = None
-            if enabled and not isinstance(op, MatmulOp):
+            if options.fuse and not isinstance(op, MatmulOp):
                 target = _join(op, groups, group_of, position, costs)
             if target is None:
                 # a matmul's tile is its result; a tile op's is its largest value
@@ -195,15 +198,15 @@ class SpyreFuse(ModulePass):
 
 
 class _Costs:
-    """Predicted cycles of candidate kernels (the cost model's best split and tiling), by
-    the kernel's shape; a probe kernel is built from clones of the ops and dropped."""
+    """Predicted cycles of candidate kernels (the cost model's best split and tiling under
+    the user's options, as spyre-partition-cores and spyre-tile will plan them), by the
+    kernel's shape; a probe kernel is built from clones of the ops and dropped."""
 
-    def __init__(self) -> None:
+    def __init__(self, options: plan.PlanningOptions) -> None:
+        self.options = options
         self.by_shape: dict[object, float] = {}
 
     def cycles(self, ops: list[Operation]) -> float:
-        from spyrec.passes.planning.spyre_partition_cores import scored_splits  # noqa: PLC0415 - cycle
-
         members = set(ops)
         inputs = _external_inputs(ops)
         outputs = [r for op in ops for r in op.results
@@ -223,7 +226,7 @@ class _Costs:
         finally:
             probe.erase(safe_erase=False)
         if shape not in self.by_shape:
-            ranked = scored_splits(shape, DEFAULT_TARGET)
+            ranked = scored_splits(shape, DEFAULT_TARGET, self.options)
             self.by_shape[shape] = ranked[0][0] if ranked else math.inf
         return self.by_shape[shape]
 

@@ -34,7 +34,6 @@ kernels whose choice changed say what was kept and what the chain saved.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -51,17 +50,17 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import SSAValue, Use
 from xdsl.passes import ModulePass
 
-from spyrec.costmodel import (KernelShape, Prediction, Shape, Split, Tiling, best_tiling,
-                              candidate_splits, padded_cols, ranking_cycles)
+from spyrec.costmodel import (KernelShape, Prediction, Shape, Split, Tiling, candidate_splits,
+                              padded_cols, ranking_cycles)
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import KernelOp
 from spyrec.dialects import spyre_plan as plan
 from spyrec.passes.planning.kernel_analysis import (Kind, KernelInfo, analyze, is_row_view,
                                                     read_split)
+from spyrec.passes.planning.scoring import Scored, scored_splits, splits_rows
 from spyrec.dialects.spyre_symbolic import symbolic_signature
 from spyrec.passes.ktir.ktir_builder import padded_rows_cols
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
-from spyrec.progress import report as report_progress
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 LEDGER_ALTERNATIVES = 4
@@ -78,87 +77,47 @@ def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None
                                 "reason": StringAttr("set by the user")})
 
 
-Scored = tuple[float, Split, Prediction, Tiling]
-
-
-def splits_rows(shape: Shape, split: Split) -> bool:
-    """Whether `split` divides the reduced rows of `shape` over a grid row (note 59)."""
-    return isinstance(shape, KernelShape) and shape.reduce and split.gn > 1
-
-
-@functools.lru_cache(maxsize=1024)
-def scored_splits(shape: Shape, target: SpyreTarget, buffers: int = 2,
-                  resident: str = "", share: str = "", tail: int = 0,
-                  ring_reduce: bool = True,
-                  only: frozenset[Split] | None = None) -> tuple[Scored, ...]:
-    """`_scored`, remembered: a pure function of the shape and the options, asked by
-    spyre-fuse for the kernels it weighs and again here for the kernels it formed (`only`:
-    those splits alone)."""
-    return tuple(_scored(shape, target, buffers, resident, share, tail, ring_reduce, only))
-
-
-def _scored(shape: Shape, target: SpyreTarget, buffers: int = 2,
-            resident: str = "", share: str = "", tail: int = 0,
-            ring_reduce: bool = True, only: frozenset[Split] | None = None) -> list[Scored]:
-    """Every legal split of `shape` with its best tiling (and matmul loop order): cycles,
-    split, prediction, tiling; fewest cycles first (`costmodel.ranking_cycles`), then fewest
-    off-chip bytes, then cores. `ring_reduce` False: no split of a reduced row."""
-    scored: list[Scored] = []
-    splits = candidate_splits(shape, target)
-    for done, split in enumerate(splits):
-        report_progress("core splits weighed", done, len(splits))
-        if not ring_reduce and splits_rows(shape, split) or only is not None \
-                and split not in only:
-            continue
-        best = best_tiling(shape, split, target, buffers, resident, share, tail)
-        if best is not None:
-            scored.append((best[1].cycles, split, best[1], best[0]))
-    if tail > 1 and any(s[3].tail == tail for s in scored):  # forced: a split that has it
-        scored = [s for s in scored if s[3].tail == tail]
-    scored.sort(key=lambda s: (ranking_cycles(shape, s[3], s[2], target), s[2].offchip_bytes,
-                               s[1].cores))
-    return scored
-
-
 @dataclass(frozen=True)
 class SpyrePartitionCores(ModulePass):
     """Choose the core split of every kernel by predicted cycles."""
 
     name = "spyre-partition-cores"
 
-    double_buffer: bool = True
+    double_buffer: bool | None = None
     """Score splits with ping-pong buffers (as spyre-tile will tile them); false: one slot."""
 
-    resident: str = ""
+    resident: str | None = None
     """Score matmul splits with this loop order only ("a", "b" or "acc"), as spyre-tile
     will be told to use it; "": the cheapest."""
 
-    share: str = ""
+    share: str | None = None
     """Score matmul splits with ring sharing of their operand tiles ("ring") or without
     ("none"), as spyre-tile will be told; "": whichever is faster (note 38)."""
 
-    tail: int = 0
+    tail: int | None = None
     """Score matmul splits as spyre-tile will be told to tile them: 1 without tails, N >= 2
     with N-piece tails where legal (note 57); 0: whichever is faster."""
 
-    ring_reduce: bool = True
+    ring_reduce: bool | None = None
     """Offer splits of a reduced row, its cores' partial sums combined by ring.reduce (note
     59); false: every reduced row stays whole on one core."""
 
-    keep_in_lx: bool = True
+    keep_in_lx: bool | None = None
     """Score chains of kernels, each reading the previous one's result (elementwise or as
     its matmul's A) and nothing else reading it, on common splits with those results kept
     in the cores' LX, and keep them there when that is predicted faster than every kernel's
     own best split with the tensors through LPDDR (note 61); false: every kernel's result
     goes to LPDDR."""
 
-    def scores(self, shape: Shape, target: SpyreTarget,
-               only: frozenset[Split] | None = None) -> tuple[Scored, ...]:
-        return scored_splits(shape, target, 2 if self.double_buffer else 1, self.resident,
-                             self.share, self.tail, self.ring_reduce, only)
+    def options(self, module: ModuleOp) -> plan.PlanningOptions:
+        """The module's options (`spyre.options`), with this pass's own where given."""
+        return plan.options_of(module).override(
+            double_buffer=self.double_buffer, resident=self.resident, share=self.share,
+            tail=self.tail, ring_reduce=self.ring_reduce, keep_in_lx=self.keep_in_lx)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
+        options = self.options(op)
         kernels = [o for o in op.walk() if isinstance(o, KernelOp)]
         chosen: dict[KernelOp, Scored] = {}
         for kernel in kernels:
@@ -167,7 +126,7 @@ class SpyrePartitionCores(ModulePass):
                 _check_override(kernel, shape, target)
                 continue
             # the scores depend on the kernel's shape alone: the layers of a stack share them
-            scored = self.scores(shape, target)
+            scored = scored_splits(shape, target, options)
             if not scored:
                 raise CompileError(
                     f"kernel @{kernel.sym_name.data}: no split of {shape.work()} "
@@ -204,17 +163,17 @@ class SpyrePartitionCores(ModulePass):
                                f"{' (ring-shared)' if t.share else ''}")
                     for c, s, p, t in scored[1:1 + LEDGER_ALTERNATIVES]]),
             })
-        if self.keep_in_lx and symbolic_signature(op) is not None:
+        if options.keep_in_lx and symbolic_signature(op) is not None:
             op.attributes["spyre.lx_kept"] = StringAttr(
                 "none: the program has symbolic sizes, and their trip-count guards (note 49) "
                 "follow data through LPDDR, not through LX kept between launches (note 61)")
-        elif self.keep_in_lx:
+        elif options.keep_in_lx:
             for chain in lx_chains(lx_pairs(kernels)):
                 if all(k in chosen for k in chain.kernels):  # no grid set by the user
-                    self._keep(chain, chosen, target)
+                    self._keep(chain, chosen, target, options)
 
     def _keep(self, chain: LxChain, chosen: dict[KernelOp, Scored],
-              target: SpyreTarget) -> None:
+              target: SpyreTarget, given: plan.PlanningOptions) -> None:
         """Choose which of a chain's tensors to keep in LX and every kernel's split, for
         the fewest predicted cycles of the whole chain (ranked as splits are,
         `costmodel.ranking_cycles`): a dynamic program over the kernels whose state is a
@@ -232,7 +191,7 @@ class SpyrePartitionCores(ModulePass):
         near = []
         for k, shape in zip(kernels, base):
             ranked = [(ranking_cycles(shape, t, p, target), s)
-                      for _, s, p, t in self.scores(shape, target)]
+                      for _, s, p, t in scored_splits(shape, target, given)]
             near.append(frozenset(s for r, s in ranked if r <= ranked[0][0] + saving))
 
         def variant(i: int, kept_in: bool, kept_out: bool) -> Shape:
@@ -251,7 +210,7 @@ class SpyrePartitionCores(ModulePass):
         def options(i: int, kept_in: bool, kept_out: bool) -> dict[Split, Option]:
             shape = variant(i, kept_in, kept_out)
             found = {s: (ranking_cycles(shape, t, p, target), p, t)
-                     for _, s, p, t in self.scores(shape, target, near[i])}
+                     for _, s, p, t in scored_splits(shape, target, given, near[i])}
             if kept_out and pairs[i].lhs:  # whole rows on each core, for the next matmul's A
                 found = {s: v for s, v in found.items() if s.gn == 1}
             return found

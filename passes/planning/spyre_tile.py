@@ -222,31 +222,37 @@ class SpyreTile(ModulePass):
 
     name = "spyre-tile"
 
-    double_buffer: bool = True
+    # Each option, when given, overrides the module's record (`spyre.options`, written by
+    # spyre-set-options) for this pass alone; unset, the record decides.
+
+    double_buffer: bool | None = None
     """Give every streamed buffer two LX slots (ping-pong); false: one, nothing overlaps."""
 
-    resident: str = ""
+    resident: str | None = None
     """Force every matmul kernel's loop order ("a", "b" or "acc"); "": the cheapest."""
 
-    share: str = ""
+    share: str | None = None
     """Force ring sharing of split matmuls' operand tiles ("ring") or none ("none"); "":
     whichever the cost model predicts faster (note 38)."""
 
-    tail: int = 0
+    tail: int | None = None
     """Force the last column tile of K-sliced A blocks into N row pieces where legal (N >=
     2), or never (1); 0: whichever the cost model predicts faster (note 57)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = DEFAULT_TARGET
-        buffers = 2 if self.double_buffer else 1
+        given = plan.options_of(op).override(double_buffer=self.double_buffer,
+                                             resident=self.resident, share=self.share,
+                                             tail=self.tail)
+        buffers = given.buffers
         for kernel in [o for o in op.walk() if isinstance(o, KernelOp)]:
             shape = analyze(kernel).shape()
             split = read_split(kernel)
             if plan.TILE.get(kernel) is not None:
                 _check_override(kernel, shape, split, target, buffers)
                 continue
-            options = ranked_tilings(shape, split, target, buffers, self.resident, self.share,
-                                     self.tail)
+            options = ranked_tilings(shape, split, target, buffers, given.resident,
+                                     given.share, given.tail)
             placed = next((i for i, (_, t) in enumerate(options)
                            if placed_lx(kernel, t, buffers, target) <= target.lx_usable_bytes),
                           None)

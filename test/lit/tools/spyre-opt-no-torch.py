@@ -11,5 +11,5 @@ for load in PASSES.values():
     load()
 # CHECK: torch imported: False
 print("torch imported:", "torch" in sys.modules)
-# CHECK: passes: 11
+# CHECK: passes: 12
 print("passes:", len(PASSES))
