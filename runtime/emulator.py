@@ -43,18 +43,17 @@ import numpy as np
 
 from spyrec.diagnostics import RunError
 from spyrec.runtime import dl16, ops, ring
-from spyrec.runtime.batched import (
-    START_ORDER_BATCH_LIMIT,
-    instruction_touches,
-    pc_order_actions,
-    start_order_actions,
-)
+from spyrec.runtime.batched import (START_ORDER_BATCH_LIMIT, instruction_touches,
+                                    pc_order_actions, start_order_actions)
 from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.constant_tiles import ConstantTiles, ConstantWalk
 from spyrec.target.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
                                       build_job, decode_job_binary, job_binary_table)
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_core, check_kernel, reported
+from spyrec.target.isa import (DType, EncodingError, Engine, Expanded, Instr, ProgramError,
+                                check_program, ddr_region, decode_program, expand_loops,
+                                matmul_flops)
 from spyrec.runtime.layout import HOST_DTYPE, check_int32, from_device, to_device
 from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.profile import KernelProfile, Profile, Timeline
@@ -62,19 +61,6 @@ from spyrec.runtime.relocate import BytePattern, FlatDmas, ddr_field_offsets, re
 from spyrec.runtime.span import SpanChecker, TensorTable
 from spyrec.runtime.timing import Cost, DeadlockError, Schedule, instr_cost, schedule
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
-from spyrec.target.isa import (
-    DType,
-    EncodingError,
-    Engine,
-    Expanded,
-    Instr,
-    ProgramError,
-    check_program,
-    ddr_region,
-    decode_program,
-    expand_loops,
-    matmul_flops,
-)
 
 MODES = ("full", "timing")
 
@@ -317,8 +303,8 @@ class Emulator:
                 raise _AddressCheckFailed  # the full load names it
             offset, size = table[core]
             raw = job[offset: offset + size]
-            known = self._core_template(core, raw)
-            if known is None:
+            template, fields = self._core_template(core, raw)
+            if template is None:
                 program = decode_program(bytes(raw))
                 flat, accesses, peak = self._validate_core(image, core, program, spans)
                 core_costs = [instr_cost(i, self.target, core) for i in flat.instrs]
@@ -336,7 +322,6 @@ class Emulator:
                     self._core_templates.setdefault(size, []).append(template)
                 instrs = flat.instrs
             else:
-                template, fields = known
                 bases = template.dmas.bases(fields)
                 ends = bases + template.dmas.extent
                 cores = np.full(bases.size, core, dtype=np.int64)
@@ -361,16 +346,15 @@ class Emulator:
 
     def _core_template(
         self, core: int, raw: memoryview
-    ) -> tuple[_CoreTemplate, np.ndarray] | None:
-        """A core template `raw` matches, with the values of its `ddr` fields; None if none
-        does."""
+    ) -> tuple[_CoreTemplate | None, np.ndarray | None]:
+        """A core template `raw` matches, with the values of its `ddr` fields."""
         for template in self._core_templates.get(len(raw), []):
             if template.core not in (None, core):
                 continue
             fields = template.pattern.fields(raw)
             if fields is not None:
                 return template, fields
-        return None
+        return None, None
 
     def _load_exact(self, image: KernelImage, encoded: dict[int, list[Instr]]) -> _Kernel:
         """Load a kernel instruction by instruction, without templates: the reference the
@@ -493,9 +477,8 @@ class Emulator:
         """Which operands of the kernel's actions are the same on every call, from a walk of
         its instructions in the `order` they run (constant_tiles.py)."""
         table = self._constants
-        if table is None or not any(
-                i.op == "dma.load" and (region := ddr_region(i)) is not None
-                and table.weight_of(region) is not None for p in programs.values() for i in p):
+        if table is None or not any(i.op == "dma.load" and table.weight_of(ddr_region(i))
+                                    is not None for p in programs.values() for i in p):
             return lambda sites: None
         walk = ConstantWalk(table)
         for core, pc in order:
@@ -508,8 +491,7 @@ class Emulator:
 
     # ---- execution ---------------------------------------------------------------------------
 
-    def _check_inputs(self, inputs: Sequence[np.ndarray]
-                      ) -> tuple[list[np.ndarray], dict[str, int]]:
+    def _check_inputs(self, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict[str, int]]:
         """The inputs as arrays and the value of each symbolic size, read from their shapes;
         a wrong count, dtype or static size, a symbol out of its bounds or bound to two
         values is an InputError."""

@@ -20,6 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
+from spyrec.target.isa import Instr, Region
 from spyrec.target import SpyreTarget
 from spyrec.target.memory import ALIGNMENT, allocation_fault
 from spyrec.target.memory import address_range as _range
@@ -194,7 +195,7 @@ class DeviceMemory:
         """The bytes from `base` to the end of its allocation, without a copy."""
         allocation = self.locate(base, base + 1)
         assert allocation.buffer is not None, "this allocation has no contents"
-        return allocation.buffer.data[base - allocation.base:]
+        return memoryview(allocation.buffer)[base - allocation.base:]
 
     def read(self, base: int, size: int) -> np.ndarray:
         """A copy of `size` bytes at `base` (a device-to-host DataTransfer)."""

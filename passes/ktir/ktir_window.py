@@ -176,33 +176,33 @@ class WindowBuilder(KtirBuilder):
         pads = {count: self.load(pad_view, self.const(0), self.const(0), (count, block), element)
                 for count in sorted(_pad_widths(plans, ho, wo))}
         d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
-        for plan in plans:
-            col = plan.index * block
-            inside = plan.ho_hi - plan.ho_lo
+        for tap in plans:
+            col = tap.index * block
+            inside = tap.ho_hi - tap.ho_lo
             # rows of the image above and below: whole output rows of padding
-            for lo, hi in ((0, plan.ho_lo), (plan.ho_hi, ho)):
+            for lo, hi in ((0, tap.ho_lo), (tap.ho_hi, ho)):
                 if hi > lo:
                     self._store_rows(out_view, image0, per_core, lo, hi, 0, wo, col, block,
                                      pads, ho, wo)
             if not inside:
                 continue
-            for lo, hi in ((0, plan.wo_lo), (plan.wo_hi, wo)):
+            for lo, hi in ((0, tap.wo_lo), (tap.wo_hi, wo)):
                 if hi > lo:
-                    self._store_rows(out_view, image0, per_core, plan.ho_lo, plan.ho_hi, lo, hi,
+                    self._store_rows(out_view, image0, per_core, tap.ho_lo, tap.ho_hi, lo, hi,
                                      col, block, pads, ho, wo)
-            count = plan.wo_hi - plan.wo_lo
+            count = tap.wo_hi - tap.wo_lo
             if count <= 0:
                 continue
             # flat input row of (image i, output row ho_lo + j, first valid column)
-            start = ((plan.ho_lo * sh + plan.kh * dh - ph) * w
-                     + plan.wo_lo * sw + plan.kw * dw - pw)
+            start = ((tap.ho_lo * sh + tap.kh * dh - ph) * w
+                     + tap.wo_lo * sw + tap.kw * dw - pw)
 
-            def image_body(i: SSAValue, plan: _TapPlan = plan, start: int = start,
+            def image_body(i: SSAValue, tap: _TapPlan = tap, start: int = start,
                            count: int = count, col: int = col, inside: int = inside) -> None:
                 image = self.add(image0, i)
 
                 def row_body(j: SSAValue) -> None:
-                    dst = (d0 * (ho * wo) + (d1 + plan.ho_lo) * wo + plan.wo_lo, _c(col))
+                    dst = (d0 * (ho * wo) + (d1 + tap.ho_lo) * wo + tap.wo_lo, _c(col))
                     if sigma == sw:
                         src = (d0 * (h * w // sigma) + d1 * (sh * w // sigma) + start // sigma,
                                _c((start % sigma) * cp))

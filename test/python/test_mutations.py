@@ -87,7 +87,7 @@ def _verdict(model: Block, exe: Executable, seed: int = 1) -> Verdict:
 
 
 def old_rule_accepts(exe: Executable, expected: tuple[torch.Tensor, ...],
-                     actual: torch.Tensor | tuple[torch.Tensor, ...]) -> bool:
+                     actual: tuple[torch.Tensor, ...]) -> bool:
     """The rule `check_outputs` replaced: per output, max|error| <= atol + rtol * scale with
     scale = max|expected|, atol = 4u(sqrt(depth) + sqrt(steps)) * scale, rtol =
     4u * sqrt(steps), u of the coarsest host dtype, depth and steps summed over every kernel
@@ -98,8 +98,8 @@ def old_rule_accepts(exe: Executable, expected: tuple[torch.Tensor, ...],
     steps = 1 + sum(kernel_steps(p) for p in programs)
     u = max({"float16": 2.0**-10, "bfloat16": 2.0**-8, "float32": 2.0**-24}.get(
         b.layout.host_dtype, 0.0) for b in binary.inputs + binary.outputs)
-    for e_out, a_out in zip(expected, actual):
-        e, a = e_out.double(), a_out.double()
+    for e, a in zip(expected, actual):
+        e, a = e.double(), a.double()
         scale = float(e.abs().max())
         err = float((a - e).abs().max())
         if not bool(torch.isfinite(a).all()) or err > 4 * u * (
@@ -145,7 +145,7 @@ def _drop_bias(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MLP's down projection (K = HIDDEN) loses its bias."""
     original = legalize_matmul.MatmulOp
 
-    def matmul(lhs, rhs, bias, result_type, **kwargs):  # as MatmulOp
+    def matmul(lhs, rhs, bias, result_type, **kwargs):  # noqa: ANN001, ANN003 - as MatmulOp
         if bias is not None and rhs.type.get_shape()[0] == HIDDEN:
             bias = None
         return original(lhs, rhs, bias, result_type, **kwargs)
@@ -158,7 +158,7 @@ def _residual_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     original = legalize.SELECTORS["aten.add.Tensor"]
     done: list[bool] = []
 
-    def add(op, rewriter):  # a selector
+    def add(op, rewriter):  # noqa: ANN001, ANN202 - a selector
         result = original(op, rewriter)
         if done or len(op.operands) != 2:
             return result
@@ -173,7 +173,7 @@ def _mask_shifted(monkeypatch: pytest.MonkeyPatch) -> None:
     """The causal mask's diagonal one key late: each query also sees the next key."""
     original = core_walk._Stream.emit
 
-    def emit(self, op, reads, writes, unit=0, **fields):
+    def emit(self, op, reads, writes, unit=0, **fields):  # noqa: ANN001, ANN003, ANN202
         if op == "sfu.mask":
             fields["diag"] = fields["diag"] + 1
         return original(self, op, reads, writes, unit, **fields)
@@ -199,7 +199,7 @@ def _scale_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The logits' scalar division (by 8) off by 1 %."""
     original = legalize_elementwise._scalar_op
 
-    def scalar(op, rewriter, kind, x, value, reverse=False):
+    def scalar(op, rewriter, kind, x, value, reverse=False):  # noqa: ANN001, ANN202
         if kind == "div" and value == 8.0:
             value *= 1.01
         return original(op, rewriter, kind, x, value, reverse)
@@ -231,7 +231,7 @@ def test_a_mutation_fails_the_check(name: str, dtype: torch.dtype,
     assert caught, f"{name} passed the check"
 
 
-def _skip_one_store(binary, kernel: int) -> None:  # binary: a SpyreBinary
+def _skip_one_store(binary, kernel: int) -> None:  # noqa: ANN001 - a SpyreBinary
     """Replace core 0's first dma.store outside a loop in `kernel` by a barrier of that
     core alone (an instruction that does nothing): one output tile is never written."""
     image = binary.kernels[kernel]
@@ -275,7 +275,7 @@ def test_the_old_rule_accepted_bugs_the_new_one_rejects(monkeypatch: pytest.Monk
 
 
 def test_run_check_exits_1_on_a_mutated_binary(monkeypatch: pytest.MonkeyPatch,
-                                                tmp_path) -> None:
+                                                tmp_path) -> None:  # noqa: ANN001
     """`spyrec run --check` on the 1 % scale mutation (fp16, the hardest to see): a verdict
     per output, the failed criterion, exit status 1; the unmutated binary exits 0."""
     from click.testing import CliRunner

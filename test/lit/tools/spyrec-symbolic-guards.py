@@ -13,8 +13,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "passes", "Inpu
 
 from symbolic_affine import exported  # noqa: E402  (sets SPYREC_CACHE=0 first)
 
-import spyrec
-from spyrec.runtime.emulator import Emulator
+import spyrec  # noqa: E402
+from spyrec.runtime.emulator import Emulator  # noqa: E402
 
 ep = exported()
 binary = spyrec.compile(ep).binary

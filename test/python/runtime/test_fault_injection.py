@@ -15,10 +15,10 @@ from runtime_helpers import bind, load, recv, send, store, two_tensor_binary
 from spyrec.target.container import (ContainerError, EncodedPrograms, KernelImage,
                                       SpyreBinary, read_manifest, read_spyre, write_spyre)
 from spyrec.runtime.emulator import Emulator, HazardError
+from spyrec.target.isa import Instr, encode_program
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import DeadlockError
 from spyrec.target import DEFAULT_TARGET, GIB, MIB
-from spyrec.target.isa import Instr, encode_program
 
 ROW, OUT = 128, 1 * GIB
 LX = DEFAULT_TARGET.lx_bytes
@@ -79,7 +79,7 @@ def test_a_flipped_byte_in_the_manifest_fails_its_checksum(tmp_path: Path) -> No
     data = bytearray(path.read_bytes())
     data[data.index(b'"num_cores":2') + len('"num_cores":')] = ord("3")
     path.write_bytes(bytes(data))
-    with pytest.raises(ContainerError, match=r"ring.spyre: checksum mismatch in the manifest"):
+    with pytest.raises(ContainerError, match="ring.spyre: checksum mismatch in the manifest"):
         read_spyre(path)
 
 
