@@ -18,15 +18,15 @@ from typing import TypeVar
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    i64,
-    IntegerAttr,
     DictionaryAttr,
     FloatAttr,
-    UnitAttr,
-    f64,
+    IntegerAttr,
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    UnitAttr,
+    f64,
+    i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (

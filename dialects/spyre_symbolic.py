@@ -25,8 +25,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import (ArrayAttr, DenseArrayBase, DictionaryAttr, IntegerAttr,
-                                   ModuleOp, StringAttr, i64)
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    i64,
+)
 from xdsl.ir import Operation
 
 SYMBOLS = "spyre.symbols"

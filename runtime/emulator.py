@@ -43,17 +43,16 @@ import numpy as np
 
 from spyrec.diagnostics import RunError
 from spyrec.runtime import dl16, ops, ring
-from spyrec.runtime.batched import (START_ORDER_BATCH_LIMIT, instruction_touches,
-                                    pc_order_actions, start_order_actions)
+from spyrec.runtime.batched import (
+    START_ORDER_BATCH_LIMIT,
+    instruction_touches,
+    pc_order_actions,
+    start_order_actions,
+)
 from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.constant_tiles import ConstantTiles, ConstantWalk
-from spyrec.target.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
-                                      build_job, decode_job_binary, job_binary_table)
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_core, check_kernel, reported
-from spyrec.target.isa import (DType, EncodingError, Engine, Expanded, Instr, ProgramError,
-                                check_program, ddr_region, decode_program, expand_loops,
-                                matmul_flops)
 from spyrec.runtime.layout import HOST_DTYPE, check_int32, from_device, to_device
 from spyrec.runtime.memory import ALIGNMENT, DeviceFault, DeviceMemory, LocalMemory
 from spyrec.runtime.profile import KernelProfile, Profile, Timeline
@@ -61,6 +60,30 @@ from spyrec.runtime.relocate import BytePattern, FlatDmas, ddr_field_offsets, re
 from spyrec.runtime.span import SpanChecker, TensorTable
 from spyrec.runtime.timing import Cost, DeadlockError, Schedule, instr_cost, schedule
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+from spyrec.target.container import (
+    D2H,
+    H2D,
+    INIT_BIN,
+    InitBin,
+    KernelImage,
+    SpyreBinary,
+    build_job,
+    decode_job_binary,
+    job_binary_table,
+)
+from spyrec.target.isa import (
+    DType,
+    EncodingError,
+    Engine,
+    Expanded,
+    Instr,
+    ProgramError,
+    check_program,
+    ddr_region,
+    decode_program,
+    expand_loops,
+    matmul_flops,
+)
 
 MODES = ("full", "timing")
 

@@ -58,11 +58,7 @@ from spyrec.dialects.ktdp import (
     InterTileReduceOp,
     RuntimeArgType,
 )
-from spyrec.runtime.ktir_args import check_array_argument
-from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
-from spyrec.runtime.ktir_races import Race, RaceDetector
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
-from spyrec.dialects.spyre_plan import PlanError, ktir_grid
 from spyrec.dialects.ktdp_values import (
     STICK_BYTES,
     KtirError,
@@ -74,6 +70,10 @@ from spyrec.dialects.ktdp_values import (
     numpy_dtype,
     tile_groups,
 )
+from spyrec.dialects.spyre_plan import PlanError, ktir_grid
+from spyrec.runtime.ktir_args import check_array_argument
+from spyrec.runtime.ktir_ops import CoreEnv, CoreStats, KtirFunctions, RuntimeArg, finish
+from spyrec.runtime.ktir_races import Race, RaceDetector
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 __all__ = [

@@ -46,10 +46,6 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from spyrec.dialects import ktdp, std_ext_arith, std_ext_linalg
 from spyrec.dialects.ktdp_affine import bind_symbols
-from spyrec.runtime.ktir_args import pointer_root
-from spyrec.runtime.ktir_linalg import Structured, StructuredEngine
-from spyrec.runtime.ktir_races import RaceDetector
-from spyrec.runtime.sfu import erf
 from spyrec.dialects.ktdp_values import (
     STICK_BYTES,
     AccessTile,
@@ -70,6 +66,10 @@ from spyrec.dialects.ktdp_values import (
     numpy_dtype,
     view_origin,
 )
+from spyrec.runtime.ktir_args import pointer_root
+from spyrec.runtime.ktir_linalg import Structured, StructuredEngine
+from spyrec.runtime.ktir_races import RaceDetector
+from spyrec.runtime.sfu import erf
 
 # Elementwise ops charged at this many vector passes per element (ktir-cpu's 4x model).
 TRANSCENDENTAL = frozenset(

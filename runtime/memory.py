@@ -20,8 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
-from spyrec.target.isa import Instr, Region
 from spyrec.target import SpyreTarget
+from spyrec.target.isa import Instr, Region
 from spyrec.target.memory import ALIGNMENT, allocation_fault
 from spyrec.target.memory import address_range as _range
 

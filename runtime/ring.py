@@ -26,11 +26,11 @@ from collections.abc import Callable
 import numpy as np
 
 from spyrec.runtime.dl16 import HalfCodec
-from spyrec.target.isa import DType, Instr, group_members, lx_access
 from spyrec.runtime.memory import DeviceFault, LocalMemory
 from spyrec.target import SpyreTarget
+from spyrec.target.isa import DType, Instr, group_members, lx_access
 from spyrec.target.rendezvous import RENDEZVOUS_OPS, Rendezvous, match  # noqa: F401 (the emulator reads them here)
-from spyrec.target.timing import ring_hops, rendezvous_cycles  # noqa: F401 (re-exported)
+from spyrec.target.timing import rendezvous_cycles, ring_hops  # noqa: F401 (re-exported)
 
 
 def validate(instr: Instr, core: int, target: SpyreTarget) -> None:

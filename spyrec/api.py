@@ -92,7 +92,7 @@ class Executable:
 
 
 def compile(program: torch.export.ExportedProgram | str | Path, output: str | Path | None = None,
-            **options: Any) -> Executable:  # noqa: A001 - mirrors torch.compile
+            **options: Any) -> Executable:
     """Compile an ExportedProgram or a .pt2 path for Spyre; optionally write the .spyre.
 
     Options: `numerics` ("dl16" or "ieee"), the switches of `spyrec.pipelines.

@@ -201,7 +201,7 @@ def _pass_options(switches: dict[str, Any]) -> dict[str, dict[str, object]]:
               help="Reuse a binary compiled before from the same model, options and compiler "
                    "(default: on, unless SPYREC_CACHE=0; see `spyrec cache`).")
 @_switches
-def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,  # noqa: A001
+def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,
             function: str | None, cache: bool | None, **switches: Any) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
@@ -261,7 +261,7 @@ def bisect(model: Path, seed: int, keep: Path | None, **switches: Any) -> None:
               show_default=True, help="Folder for the reduced .pt2 and its pytest file.")
 @click.option("--budget", default=300, show_default=True,
               help="The most candidate programs to compile.")
-def reduce(model: Path, condition: str, output: Path, budget: int) -> None:  # noqa: A001
+def reduce(model: Path, condition: str, output: Path, budget: int) -> None:
     """Shrink MODEL (a .pt2) to a minimal program for which the condition still holds, and
     write it as a .pt2 with a ready pytest case."""
     _check_folder(output, "-o")
@@ -761,9 +761,9 @@ def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: in
 
     import numpy as np
 
-    from spyrec.target.container import read_spyre
     from spyrec.runtime.emulator import Emulator, InputError
     from spyrec.runtime.layout import HOST_DTYPE
+    from spyrec.target.container import read_spyre
 
     b = read_spyre(binary)
     values = _symbol_values(sizes, b.symbols)

@@ -958,7 +958,7 @@ def _size_key(tiling: Tiling) -> int:
 
 def _shareable(shape: Shape) -> bool:
     """Kernels whose cores can share operand tiles over the ring: matmuls and attention."""
-    return isinstance(shape, AttentionShape) or isinstance(shape, KernelShape) and bool(shape.k)
+    return isinstance(shape, AttentionShape) or (isinstance(shape, KernelShape) and bool(shape.k))
 
 
 def ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: int = 2,
@@ -984,7 +984,7 @@ def _ranked_tilings(shape: Shape, split: Split, target: SpyreTarget, buffers: in
     options = [(predict(shape, split, t, target, buffers), t) for t in candidates
                if (not (resident and t.resident) or t.resident == resident)
                and (not share or t.share == (share == "ring") or not _shareable(shape))]
-    if tail == 1 or tail > 1 and any(t.tail == tail for _, t in options):
+    if tail == 1 or (tail > 1 and any(t.tail == tail for _, t in options)):
         options = [o for o in options if o[1].tail == tail]
     options.sort(key=lambda o: (ranking_cycles(shape, o[1], o[0], target), o[0].offchip_bytes,
                                 _size_key(o[1]), o[1].resident, o[1].share))

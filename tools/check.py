@@ -31,20 +31,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# TEMPORARY (issue 19, item 6, phase 1): files other branches were rewriting when the checkers
-# came in, and test_mutations.py, which patches spyre_legalize's internals that one of them
-# splits. The checkers skip them until those branches merge; phase 2 fixes their findings and
-# deletes this tuple. Nothing else excludes files from the checkers.
-PHASE2 = (
-    "passes/", "dialects/spyre.py", "dialects/spyre_plan.py", "dialects/ktdp_values.py",
-    "runtime/container.py", "runtime/guards.py", "runtime/ktir_interpreter.py",
-    "runtime/ktir_ops.py", "spyrec/driver.py", "spyrec/pipelines.py", "spyrec/registry.py",
-    "spyrec/api.py", "spyrec/cli.py", "spyrec/cache.py", "spyrec/costmodel.py",
-    "spyrec/graph_interpreter.py", "spyrec/frontend/symbolic.py", "spyrec/frontend/importer.py",
-    "spyrec/frontend/ktir_input.py", "tools/spyre_opt.py", "test/python/test_layers.py",
-    "test/python/test_mutations.py",
-)
-
 
 def _junit_counts(xml_path: Path) -> tuple[int, int]:
     """(passed, failed) from a JUnit XML report; skipped and expected failures are neither."""
@@ -74,7 +60,7 @@ def _run(command: list[str], xml_path: Path, env: dict[str, str]) -> tuple[int, 
 
 def _findings(checker: str, command: list[str], env: dict[str, str]) -> tuple[list[str], float]:
     """Run ruff or pyright with JSON output; its findings as `path:line:column: rule message`
-    lines (outside PHASE2) and the seconds it took. A checker that cannot run (not installed,
+    lines and the seconds it took. A checker that cannot run (not installed,
     unreadable output) is one finding saying so."""
     start = time.perf_counter()
     result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
@@ -93,19 +79,15 @@ def _findings(checker: str, command: list[str], env: dict[str, str]) -> tuple[li
                   item["range"]["start"]["character"] + 1,
                   f"{item['severity']} {item.get('rule', '')}: {item['message'].splitlines()[0]}")
                  for item in report["generalDiagnostics"]]
-    lines = []
-    for path, line, column, message in found:
-        relative = Path(path).resolve().relative_to(ROOT).as_posix()
-        if not relative.startswith(PHASE2):
-            lines.append(f"{relative}:{line}:{column}: {message}")
+    lines = [f"{Path(path).resolve().relative_to(ROOT).as_posix()}:{line}:{column}: {message}"
+             for path, line, column, message in found]
     return lines, seconds
 
 
 def _lint(env: dict[str, str]) -> tuple[list[str], int, int]:
     """Run ruff and pyright over the tree: (report lines, passed, failed), one pass per clean
     checker and one failure per finding."""
-    ruff = [sys.executable, "-m", "ruff", "check", "--output-format", "json", "--no-cache",
-            "--extend-exclude", ",".join(PHASE2), "."]
+    ruff = [sys.executable, "-m", "ruff", "check", "--output-format", "json", "--no-cache", "."]
     pyright = [sys.executable, "-m", "pyright", "--outputjson", "--pythonpath", sys.executable]
     lines: list[str] = []
     passed = failed = 0

@@ -27,9 +27,9 @@ from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from spyrec.diagnostics import SpyrecError
+from spyrec.dialects.ktdp_source import LocatingParser, locate_failure, located
 from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.registry import DIALECTS, PASSES
-from spyrec.dialects.ktdp_source import LocatingParser, locate_failure, located
 
 
 class UsageError(Exception):
@@ -120,7 +120,7 @@ class SpyreOptMain(xDSLOptMain):
         if self.args.output_file is None:
             return sys.stdout
         target = Path(self.args.output_file)
-        if target.is_symlink() and not target.exists() or target.exists() and not target.is_file():
+        if (target.is_symlink() and not target.exists()) or (target.exists() and not target.is_file()):
             raise UsageError(f"-o {target}: not a regular file (a directory, device or "
                              "dangling link); name a new or regular file to write")
         self.pending_output = _PendingOutput()

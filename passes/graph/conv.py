@@ -50,15 +50,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from spyrec.passes.graph.graph_build import constant, emit, exact_move
-from spyrec.passes.graph.graph_build import element as _element
-from spyrec.passes.graph.graph_build import fx_name as _fx_name
-from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.dialects.spyre import (
     BINARY_OPS,
     ELEMENT_BYTES,
-    STICK_BYTES,
     SCALAR_OPS,
+    STICK_BYTES,
     UNARY_OPS,
     AtenOp,
     MatmulOp,
@@ -68,6 +64,10 @@ from spyrec.dialects.spyre import (
     window_block_cols,
     window_out_size,
 )
+from spyrec.passes.graph.graph_build import constant, emit, exact_move
+from spyrec.passes.graph.graph_build import element as _element
+from spyrec.passes.graph.graph_build import fx_name as _fx_name
+from spyrec.passes.graph.graph_build import shape as _shape
 
 NHWC = (0, 2, 3, 1)  # device dim i is host dim NHWC[i]
 
@@ -410,7 +410,7 @@ def _select_mean(op: AtenOp, sel: _Selection) -> SSAValue:
 SELECTORS = {
     CONV: _select_conv,
     BATCH_NORM: _select_batch_norm,
-    **{name: _select_max_pool for name in MAX_POOL},
+    **dict.fromkeys(MAX_POOL, _select_max_pool),
     AVG_POOL: _select_avg_pool,
     ADAPTIVE_AVG_POOL: _select_adaptive_avg_pool,
     MEAN: _select_mean,

@@ -15,8 +15,17 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorTy
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from spyrec.dialects.spyre import (BINARY_OPS, SCALAR_OPS, BatchMatmulOp, CastOp, ExpandRowsOp,
-                                  MatmulOp, ParamOp, PermuteRowsOp, ReshapeOp)
+from spyrec.dialects.spyre import (
+    BINARY_OPS,
+    SCALAR_OPS,
+    BatchMatmulOp,
+    CastOp,
+    ExpandRowsOp,
+    MatmulOp,
+    ParamOp,
+    PermuteRowsOp,
+    ReshapeOp,
+)
 
 
 def shape(value: SSAValue) -> list[int]:

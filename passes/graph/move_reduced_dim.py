@@ -21,7 +21,15 @@ design note 34), are left to their selectors.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
 from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 

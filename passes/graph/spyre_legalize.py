@@ -43,7 +43,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    ArrayAttr, Float32Type, FunctionType, ModuleOp, StringAttr, TensorType,
+    ArrayAttr,
+    Float32Type,
+    FunctionType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
 )
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
@@ -51,14 +56,21 @@ from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import UnsupportedOpsError
 from spyrec.dialects import spyre_plan as plan
-from spyrec.dialects.spyre import AtenOp, CastOp, describe, ParamOp
+from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp, describe
 from spyrec.passes.graph.conv import select_channels_last
 from spyrec.passes.graph.eager_attention import match_eager_attention
 from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize import (
-    attention, columns, elementwise, gather, matmul, movement, normalization, predicates,
+    attention,
+    columns,
+    elementwise,
+    gather,
+    matmul,
+    movement,
+    normalization,
+    predicates,
     reductions,
 )
 from spyrec.passes.graph.legalize.attention import select_eager_attention
@@ -67,7 +79,6 @@ from spyrec.passes.graph.legalize.elementwise import ATEN_BINARY, ATEN_UNARY
 from spyrec.passes.graph.legalize.movement import erase_dead_moves
 from spyrec.passes.graph.legalize.predicates import is_predicate
 from spyrec.passes.graph.move_reduced_dim import move_reduced_dims_last
-
 
 # every ATen overload with a lowering, by family
 SELECTORS: dict[str, Selector] = {

@@ -23,7 +23,6 @@ the valid head dim only, so q and k need none).
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -46,21 +45,21 @@ from xdsl.rewriter import Rewriter
 from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import (
+    BINARY_OPS,
     DATA_MOVES,
     ELEMENT_BYTES,
-    STICK_BYTES,
-    BINARY_OPS,
     SCALAR_OPS,
+    STICK_BYTES,
     UNARY_OPS,
     AttentionOp,
     BatchMatmulOp,
     CastOp,
     GatherOp,
     MatmulOp,
-    ScatterOp,
     ParamOp,
-    WindowRowsOp,
     ReshapeOp,
+    ScatterOp,
+    WindowRowsOp,
     describe,
 )
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up

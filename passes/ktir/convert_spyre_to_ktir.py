@@ -62,25 +62,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.costmodel import tail_rows
-from spyrec.dialects.ktdp import ConstructDistributedMemoryViewOp, GetComputeTileIdOp, StoreOp
 from spyrec.dialects import spyre_plan as plan
+from spyrec.dialects.ktdp import ConstructDistributedMemoryViewOp, GetComputeTileIdOp, StoreOp
 from spyrec.dialects.spyre import KernelOp, LaunchOp
-from spyrec.passes.planning.kernel_analysis import (
-    AttentionInfo,
-    GatherInfo,
-    Kind,
-    ScatterInfo,
-    KernelInfo,
-    MoveInfo,
-    analyze,
-    kept_in_lx,
-    op_kind,
-    read_split,
-    read_tiling,
-)
+from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
 from spyrec.passes.ktir.ktir_attention import AttentionBuilder, MoveBuilder
-from spyrec.passes.ktir.ktir_window import WindowBuilder, WindowInfo
-from spyrec.passes.ktir.ktir_gather import GatherBuilder, ScatterBuilder
 from spyrec.passes.ktir.ktir_builder import (
     BINARY_BODIES,
     IDX,
@@ -91,7 +77,21 @@ from spyrec.passes.ktir.ktir_builder import (
     fconst,
     padded_rows_cols,
 )
-from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
+from spyrec.passes.ktir.ktir_gather import GatherBuilder, ScatterBuilder
+from spyrec.passes.ktir.ktir_window import WindowBuilder, WindowInfo
+from spyrec.passes.planning.kernel_analysis import (
+    AttentionInfo,
+    GatherInfo,
+    KernelInfo,
+    Kind,
+    MoveInfo,
+    ScatterInfo,
+    analyze,
+    kept_in_lx,
+    op_kind,
+    read_split,
+    read_tiling,
+)
 from spyrec.target import DEFAULT_TARGET
 
 

@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
-from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
@@ -38,13 +37,24 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     f32,
 )
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint
 
-from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
 from spyrec.dialects import spyre_plan as plan
+from spyrec.dialects.ktdp import GetComputeTileIdOp, StoreOp
 from spyrec.dialects.spyre import BatchMatmulOp, KernelOp
+from spyrec.passes.graph.row_maps import const, head_indices, lead_shape, mul
+from spyrec.passes.graph.spyre_stickify import layout_of
+from spyrec.passes.ktir.ktir_builder import (
+    BINARY_BODIES,
+    IDX,
+    UNARY_BODIES,
+    KtirBuilder,
+    convert,
+    fconst,
+)
 from spyrec.passes.planning.kernel_analysis import (
     AttentionInfo,
     MoveInfo,
@@ -52,9 +62,6 @@ from spyrec.passes.planning.kernel_analysis import (
     read_split,
     read_tiling,
 )
-from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, IDX, UNARY_BODIES, KtirBuilder, convert, fconst
-from spyrec.passes.graph.row_maps import const, head_indices, lead_shape, mul
-from spyrec.passes.graph.spyre_stickify import layout_of
 
 MASK_VALUE = -30000.0  # what masked scores become: finite on every device type
 

@@ -35,7 +35,6 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap, AffineSet
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.spyre_plan import ktir_grid
 from spyrec.dialects.ktdp import (
     ConstructAccessTileOp,
     ConstructMemoryViewOp,
@@ -45,6 +44,7 @@ from spyrec.dialects.ktdp import (
 )
 from spyrec.dialects.ktdp_affine import bind_symbols, is_box
 from spyrec.dialects.ktdp_values import core_coords, set_bounds
+from spyrec.dialects.spyre_plan import ktir_grid
 
 BUDGET = 1 << 18  # loop iterations and tile checks per kernel; past it, left to the emulator
 

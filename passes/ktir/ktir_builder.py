@@ -30,7 +30,13 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
-from xdsl.ir.affine import AffineConstraintExpr, AffineConstraintKind, AffineExpr, AffineMap, AffineSet
+from xdsl.ir.affine import (
+    AffineConstraintExpr,
+    AffineConstraintKind,
+    AffineExpr,
+    AffineMap,
+    AffineSet,
+)
 from xdsl.rewriter import InsertPoint
 
 from spyrec.dialects.ktdp import (

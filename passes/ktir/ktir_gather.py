@@ -46,10 +46,10 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
-from spyrec.passes.planning.kernel_analysis import GatherInfo, ScatterInfo
+from spyrec.passes.graph.row_maps import const, mul
 from spyrec.passes.ktir.ktir_attention import _StoredBuilder
 from spyrec.passes.ktir.ktir_builder import box_set
-from spyrec.passes.graph.row_maps import const, mul
+from spyrec.passes.planning.kernel_analysis import GatherInfo, ScatterInfo
 
 INDEX_ELEMENT = IntegerType(32)  # indices live on the device as int32
 

@@ -21,7 +21,6 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from spyrec.dialects.ktdp import ConstructAccessTileOp, LoadOp
 
-
 # the access_tile_order (d0, d1) -> (d1, d0): a 2-D block read transposed
 TRANSPOSE = AffineMap(2, 0, (AffineExpr.dimension(1), AffineExpr.dimension(0)))
 

@@ -33,17 +33,17 @@ from xdsl.ir.affine import AffineExpr
 from xdsl.rewriter import InsertPoint
 
 from spyrec.costmodel import MoveShape
+from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.ktdp import (
     ConstructMemoryViewOp,
     GetComputeTileIdOp,
     MemorySpaceAttr,
     StoreOp,
 )
-from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp, WindowRowsOp
+from spyrec.passes.graph.spyre_stickify import layout_of
 from spyrec.passes.ktir.ktir_builder import IDX, KtirBuilder, box_set
 from spyrec.passes.planning.kernel_analysis import read_split
-from spyrec.passes.graph.spyre_stickify import layout_of
 
 
 @dataclass

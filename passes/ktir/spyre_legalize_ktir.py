@@ -46,11 +46,10 @@ is refused with an error that names the op.
 from __future__ import annotations
 
 import math as pymath
-
-import numpy as np
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, scf, tensor
@@ -80,14 +79,14 @@ from xdsl.rewriter import InsertPoint
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp
 from spyrec.dialects.ktdp_affine import is_box
-from spyrec.dialects.spyre_plan import is_kernel, ktir_grid
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.ktdp_values import set_bounds
+from spyrec.dialects.spyre_plan import is_kernel, ktir_grid
+from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
 from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims
 from spyrec.passes.ktir.ktir_tiles import tensor_shape as _shape
-from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 
 BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.divf": "div",
           "arith.maximumf": "maximum", "arith.minimumf": "minimum",

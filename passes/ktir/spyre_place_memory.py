@@ -35,7 +35,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -46,20 +45,25 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
-from xdsl.traits import SymbolTable
 from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.ktdp import (ConstructAccessTileOp, ConstructDistributedMemoryViewOp,
-                                  LoadOp, StoreOp)
+from spyrec.dialects import spyre_plan as plan
+from spyrec.dialects.ktdp import (
+    ConstructAccessTileOp,
+    ConstructDistributedMemoryViewOp,
+    LoadOp,
+    StoreOp,
+)
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp, YieldPartialOp
-from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
-from spyrec.passes.planning.kernel_analysis import kept_in_lx
+from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, layout_of
 from spyrec.passes.ktir.ktir_tiles import tile_dims
-from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
+from spyrec.passes.planning.kernel_analysis import kept_in_lx
 from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 
 ACTIVATION_SEGMENT = 0

@@ -31,23 +31,23 @@ from spyrec.costmodel import AttentionShape, KernelShape, MoveShape, Split, Tili
 from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import (
-    DATA_MOVES,
-    ExpandRowsOp,
-    SliceRowsOp,
     BINARY_OPS,
+    DATA_MOVES,
     REDUCE_OPS,
     SCALAR_OPS,
     UNARY_OPS,
     AttentionOp,
     BatchMatmulOp,
     CastOp,
+    ExpandRowsOp,
     GatherOp,
-    ScatterOp,
     KernelOp,
     MatmulOp,
     PermuteRowsOp,
-    WindowRowsOp,
     ReshapeOp,
+    ScatterOp,
+    SliceRowsOp,
+    WindowRowsOp,
     YieldOp,
     describe,
 )

@@ -12,8 +12,16 @@ from __future__ import annotations
 
 import functools
 
-from spyrec.costmodel import (KernelShape, Prediction, Shape, Split, Tiling, best_tiling,
-                              candidate_splits, ranking_cycles)
+from spyrec.costmodel import (
+    KernelShape,
+    Prediction,
+    Shape,
+    Split,
+    Tiling,
+    best_tiling,
+    candidate_splits,
+    ranking_cycles,
+)
 from spyrec.dialects.spyre_plan import PlanningOptions
 from spyrec.progress import report as report_progress
 from spyrec.target import SpyreTarget
@@ -39,8 +47,8 @@ def scored_splits(shape: Shape, target: SpyreTarget, options: PlanningOptions,
     splits = candidate_splits(shape, target)
     for done, split in enumerate(splits):
         report_progress("core splits weighed", done, len(splits))
-        if not options.ring_reduce and splits_rows(shape, split) or only is not None \
-                and split not in only:
+        if (not options.ring_reduce and splits_rows(shape, split)) or (only is not None \
+                and split not in only):
             continue
         best = best_tiling(shape, split, target, options.buffers, options.resident,
                            options.share, options.tail)

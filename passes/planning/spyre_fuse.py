@@ -52,33 +52,32 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
-from spyrec.target import DEFAULT_TARGET
-from spyrec.passes.planning.scoring import scored_splits
-
 from spyrec.dialects.spyre import (
     DATA_MOVES,
     AttentionOp,
     BatchMatmulOp,
     GatherOp,
     KernelOp,
-    ScatterOp,
     MatmulOp,
-    WindowRowsOp,
     ReshapeOp,
+    ScatterOp,
+    WindowRowsOp,
     YieldOp,
 )
 from spyrec.passes.planning.kernel_analysis import (
     Kind,
     analyze,
     classify,
-    is_row_view,
     foldable_reads,
     foldable_writes,
+    is_row_view,
     reshape_root,
     rows_cols,
     stored_operands,
     tile_op_kind,
 )
+from spyrec.passes.planning.scoring import scored_splits
+from spyrec.target import DEFAULT_TARGET
 
 
 def is_compute(op: Operation) -> bool:
@@ -360,7 +359,7 @@ def _prefix(op: Operation, target: _Group, group_of: dict[Operation, _Group]) ->
         kind = tile_op_kind(producer)
         distinct = {v for v in producer.operands}
         if kind is None or not (kind[0] in ("cast", "view", "unary", "scalar")
-                                or kind[0] == "binary" and len(distinct) == 1):
+                                or (kind[0] == "binary" and len(distinct) == 1)):
             break
         if any(u.operation not in chain and u.operation is not op
                and u.operation in group_of for r in producer.results for u in r.uses):

@@ -50,17 +50,30 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import SSAValue, Use
 from xdsl.passes import ModulePass
 
-from spyrec.costmodel import (KernelShape, Prediction, Shape, Split, Tiling, candidate_splits,
-                              padded_cols, ranking_cycles)
+from spyrec.costmodel import (
+    KernelShape,
+    Prediction,
+    Shape,
+    Split,
+    Tiling,
+    candidate_splits,
+    padded_cols,
+    ranking_cycles,
+)
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.spyre import KernelOp
 from spyrec.dialects import spyre_plan as plan
-from spyrec.passes.planning.kernel_analysis import (Kind, KernelInfo, analyze, is_row_view,
-                                                    read_split)
-from spyrec.passes.planning.scoring import Scored, scored_splits, splits_rows
+from spyrec.dialects.spyre import KernelOp
 from spyrec.dialects.spyre_symbolic import symbolic_signature
-from spyrec.passes.ktir.ktir_builder import padded_rows_cols
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
+from spyrec.passes.ktir.ktir_builder import padded_rows_cols
+from spyrec.passes.planning.kernel_analysis import (
+    KernelInfo,
+    Kind,
+    analyze,
+    is_row_view,
+    read_split,
+)
+from spyrec.passes.planning.scoring import Scored, scored_splits, splits_rows
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 LEDGER_ALTERNATIVES = 4
@@ -266,7 +279,7 @@ class SpyrePartitionCores(ModulePass):
         for i, (kernel, (split, kept_out, pred)) in enumerate(zip(kernels, path)):
             # what spyre-tile will see, from the attributes, is what was scored
             assert analyze(kernel).shape() == variant(i, i > 0 and path[i - 1][1], kept_out)
-            if not (kept_out or i > 0 and path[i - 1][1]) and split == chosen[kernel][1]:
+            if not (kept_out or (i > 0 and path[i - 1][1])) and split == chosen[kernel][1]:
                 continue  # neither keeps nor reads a kept tensor, and its own split stands
             plan.GRID.set(kernel, (split.gm, split.gn))
             ledger = dict(plan.PARTITION.get(kernel) or {})  # amended: it explains the new split

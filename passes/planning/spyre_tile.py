@@ -48,9 +48,9 @@ from xdsl.dialects.builtin import (
 from xdsl.passes import ModulePass
 
 from spyrec.costmodel import (
+    MIN_TAIL_K_STEPS,
     RESIDENCY_NAMES,
     AttentionShape,
-    MIN_TAIL_K_STEPS,
     KernelShape,
     Prediction,
     Shape,

@@ -661,7 +661,7 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
     reverse = 0
     # the ISA broadcasts its second operand: a column goes second (sfu.colwise, whose first
     # operand may itself be a broadcast row: an outer product), else a row (sfu.binary)
-    if one_column(a) and not one_column(b) or not one_column(b) and one_row(a) and not one_row(b):
+    if (one_column(a) and not one_column(b)) or (not one_column(b) and one_row(a) and not one_row(b)):
         a, b, reverse = b, a, 1
     fields = dict(fn=BINARY_FN[fn], src0=at(a), src1=at(b), dst=dst["dst"], rows=count,
                   cols=cols, src0_pitch=0 if one_row(a) else a.pitch, dst_pitch=out.pitch,

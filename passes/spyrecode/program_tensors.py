@@ -18,8 +18,8 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, TensorTyp
 from xdsl.ir import Attribute, SSAValue
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.spyre_plan import graph_func
 from spyrec.dialects.spyre import LaunchOp, ParamOp
+from spyrec.dialects.spyre_plan import graph_func
 from spyrec.dialects.spyre_symbolic import symbolic_signature
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.passes.graph.spyre_stickify import layout_of

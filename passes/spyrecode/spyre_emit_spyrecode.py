@@ -31,9 +31,14 @@ from spyrec.dialects.spyre import LaunchOp, ParamOp
 from spyrec.dialects.spyre_plan import FUSED, recorded
 from spyrec.dialects.spyre_symbolic import guards_of
 from spyrec.dialects.spyrecode import ProgramOp
-from spyrec.passes.spyrecode.program_tensors import (HOST_DTYPE, host_dtype, program_tensors,
-                                                     weight_layout)
+from spyrec.passes.spyrecode.program_tensors import (
+    HOST_DTYPE,
+    host_dtype,
+    program_tensors,
+    weight_layout,
+)
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
+from spyrec.target import DEFAULT_TARGET
 from spyrec.target.container import (
     EncodedPrograms,
     KernelImage,
@@ -44,7 +49,6 @@ from spyrec.target.container import (
 )
 from spyrec.target.isa import Instr
 from spyrec.target.layout import DeviceLayout
-from spyrec.target import DEFAULT_TARGET
 
 NUMPY_DTYPE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
                "int32": np.int32, "int64": np.int64}

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Region as IRRegion
+from xdsl.ir import Block
+from xdsl.ir import Region as IRRegion
 from xdsl.passes import ModulePass
 
 from spyrec.dialects.spyre_symbolic import Guard, record_guards, symbolic_signature
@@ -55,8 +56,16 @@ from spyrec.dialects.spyrecode import CoreOp, InstrOp
 from spyrec.passes.spyrecode.program_tensors import program_tensors, weight_layout
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
 from spyrec.target.container import EncodedPrograms, TensorBinding
-from spyrec.target.isa import (LOOP_OPS, Engine, Expanded, Instr, Region, ddr_region,
-                                encode_program, expand_loops)
+from spyrec.target.isa import (
+    LOOP_OPS,
+    Engine,
+    Expanded,
+    Instr,
+    Region,
+    ddr_region,
+    encode_program,
+    expand_loops,
+)
 from spyrec.target.layout import STICK_BYTES, DeviceLayout
 from spyrec.target.rendezvous import match
 
@@ -171,7 +180,7 @@ def instruction_needs(program: GuardInput, lx_bytes: int = 2 << 20
 _G = 16  # LX granule in bytes
 
 
-def _granules(region, inner: bool = False) -> np.ndarray:  # noqa: ANN001 - isa.Region
+def _granules(region, inner: bool = False) -> np.ndarray:
     """The LX granules a region touches, row by row (rows x granules per row); `inner`:
     only those it covers whole (what a write overwrites for sure). The cores of a kernel
     use the same LX regions, so the arrays are shared (never written)."""
@@ -240,7 +249,7 @@ def _accesses(sticks: _Sticks, core: int, program: list[Instr]) -> list[_Access]
     return out
 
 
-def _kernel_needs(sticks: _Sticks, expanded: dict[int, Expanded], rendezvous,  # noqa: ANN001
+def _kernel_needs(sticks: _Sticks, expanded: dict[int, Expanded], rendezvous,
                   lower: int, upper: int, lx_bytes: int) -> dict[int, np.ndarray]:
     """The size from which each pc of one kernel's programs must run, then the kernel's
     effect on the pending reads (its whole stores kill, its loads add, row by row).
@@ -375,7 +384,7 @@ def _loop_prefixes(loops: list[list[np.ndarray]], run: np.ndarray) -> bool:
     return changed
 
 
-def _settle(edges: dict[int, list[tuple[int, ...]]], rendezvous,  # noqa: ANN001
+def _settle(edges: dict[int, list[tuple[int, ...]]], rendezvous,
             need: dict[int, np.ndarray]) -> bool:
     """Lower each instruction's need to the needs of those that cannot run without it, and
     each ring or sync group's to its least member's; whether anything changed."""

@@ -58,15 +58,15 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
-from spyrec.target import DEFAULT_TARGET
 from spyrec.dialects import spyre_plan as plan
-from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.ktdp_values import core_coords
+from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyrecode import program_from_encoded, program_from_instrs
 from spyrec.passes.spyrecode.core_walk import CoreWalk
 from spyrec.passes.spyrecode.ring_sharing import share_loads
-from spyrec.progress import report as report_progress
 from spyrec.passes.spyrecode.schedule_templates import TemplateCache, default_jobs, prebuild
+from spyrec.progress import report as report_progress
+from spyrec.target import DEFAULT_TARGET
 from spyrec.target.isa import Instr, encode_program
 from spyrec.target.timing import instr_cost
 

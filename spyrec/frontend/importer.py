@@ -26,10 +26,10 @@ import ml_dtypes
 import numpy as np
 import torch
 from xdsl.builder import Builder
-from xdsl.rewriter import InsertPoint
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     BoolAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -37,7 +37,6 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     FloatAttr,
-    BFloat16Type,
     IntegerAttr,
     IntegerType,
     ModuleOp,
@@ -48,6 +47,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp

@@ -49,12 +49,12 @@ from spyrec.dialects.ktdp import (
     LoadOp,
     StoreOp,
 )
+from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
+from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
-from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
-from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.target import DEFAULT_TARGET
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,

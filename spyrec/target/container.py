@@ -47,6 +47,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 from spyrec.target.isa import (
     SPECS_BY_CODE,
     EncodingError,
@@ -55,7 +56,6 @@ from spyrec.target.isa import (
     decode_program,
     encode_program,
 )
-from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
 from spyrec.target.layout import DEVICE_DTYPE, HOST_DTYPE, DeviceLayout
 from spyrec.target.memory import ALIGNMENT, allocation_fault
 

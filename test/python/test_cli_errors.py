@@ -84,8 +84,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
 
 def _with_manifest(src: Path, dst: Path, change) -> Path:
     """A copy of the .spyre `src` whose manifest `change` edits, checksums made valid."""
-    from spyrec.target.container import _HEADER, ALIGNMENT
     from spyrec.target import round_up
+    from spyrec.target.container import _HEADER, ALIGNMENT
 
     data = src.read_bytes()
     magic, version, flags, size, _ = _HEADER.unpack(data[:_HEADER.size])

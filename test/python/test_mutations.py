@@ -145,7 +145,7 @@ def _drop_bias(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MLP's down projection (K = HIDDEN) loses its bias."""
     original = legalize_matmul.MatmulOp
 
-    def matmul(lhs, rhs, bias, result_type, **kwargs):  # noqa: ANN001, ANN003 - as MatmulOp
+    def matmul(lhs, rhs, bias, result_type, **kwargs):
         if bias is not None and rhs.type.get_shape()[0] == HIDDEN:
             bias = None
         return original(lhs, rhs, bias, result_type, **kwargs)
@@ -158,7 +158,7 @@ def _residual_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     original = legalize.SELECTORS["aten.add.Tensor"]
     done: list[bool] = []
 
-    def add(op, rewriter):  # noqa: ANN001, ANN202 - a selector
+    def add(op, rewriter):
         result = original(op, rewriter)
         if done or len(op.operands) != 2:
             return result
@@ -173,7 +173,7 @@ def _mask_shifted(monkeypatch: pytest.MonkeyPatch) -> None:
     """The causal mask's diagonal one key late: each query also sees the next key."""
     original = core_walk._Stream.emit
 
-    def emit(self, op, reads, writes, unit=0, **fields):  # noqa: ANN001, ANN003, ANN202
+    def emit(self, op, reads, writes, unit=0, **fields):
         if op == "sfu.mask":
             fields["diag"] = fields["diag"] + 1
         return original(self, op, reads, writes, unit, **fields)
@@ -183,7 +183,7 @@ def _mask_shifted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _softmax_wrong_axis(monkeypatch: pytest.MonkeyPatch) -> None:
     """The head's softmax normalises columns instead of rows (a square [64, 64] input)."""
-    def softmax(op, rewriter):  # noqa: ANN001, ANN202 - a selector
+    def softmax(op, rewriter):
         x = cast_to(op, rewriter, op.operands[0], op.results[0])
         xt = device_transpose(op, rewriter, x)
         shifted = binary_op(op, rewriter, "sub", xt, reduce_last(op, rewriter, "max", xt))
@@ -199,7 +199,7 @@ def _scale_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The logits' scalar division (by 8) off by 1 %."""
     original = legalize_elementwise._scalar_op
 
-    def scalar(op, rewriter, kind, x, value, reverse=False):  # noqa: ANN001, ANN202
+    def scalar(op, rewriter, kind, x, value, reverse=False):
         if kind == "div" and value == 8.0:
             value *= 1.01
         return original(op, rewriter, kind, x, value, reverse)
@@ -231,7 +231,7 @@ def test_a_mutation_fails_the_check(name: str, dtype: torch.dtype,
     assert caught, f"{name} passed the check"
 
 
-def _skip_one_store(binary, kernel: int) -> None:  # noqa: ANN001 - a SpyreBinary
+def _skip_one_store(binary, kernel: int) -> None:
     """Replace core 0's first dma.store outside a loop in `kernel` by a barrier of that
     core alone (an instruction that does nothing): one output tile is never written."""
     image = binary.kernels[kernel]
@@ -275,7 +275,7 @@ def test_the_old_rule_accepted_bugs_the_new_one_rejects(monkeypatch: pytest.Monk
 
 
 def test_run_check_exits_1_on_a_mutated_binary(monkeypatch: pytest.MonkeyPatch,
-                                                tmp_path) -> None:  # noqa: ANN001
+                                                tmp_path) -> None:
     """`spyrec run --check` on the 1 % scale mutation (fp16, the hardest to see): a verdict
     per output, the failed criterion, exit status 1; the unmutated binary exits 0."""
     from click.testing import CliRunner

@@ -14,15 +14,12 @@ import subprocess
 import numpy as np
 import pytest
 import torch
+from conftest import assert_close, export_symbolic_decoder
 
 import spyrec
-from spyrec.target.container import (FORMAT_VERSION, ContainerError, read_spyre,
-                                      write_spyre)
 from spyrec.runtime.emulator import Emulator
-from spyrec.target.container import Patch
 from spyrec.target import round_up
-
-from conftest import assert_close, export_symbolic_decoder
+from spyrec.target.container import FORMAT_VERSION, ContainerError, Patch, read_spyre, write_spyre
 
 MAX = 128
 SEQ = torch.export.Dim("seq", min=1, max=MAX)

@@ -20,7 +20,13 @@ from spyrec.passes.graph.graph_build import scalar_op as _scalar_op
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.graph_build import through
 from spyrec.passes.graph.legalize.base import (
-    arg, broadcast_rows, FLOAT_ELEMENTS, LegalizeRewriter, operand, Selector, Unsupported,
+    FLOAT_ELEMENTS,
+    LegalizeRewriter,
+    Selector,
+    Unsupported,
+    arg,
+    broadcast_rows,
+    operand,
     with_shape,
 )
 from spyrec.passes.graph.legalize.predicates import is_predicate

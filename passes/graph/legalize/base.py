@@ -19,11 +19,10 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, StringAtt
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from spyrec.dialects.spyre import AtenOp, CastOp, ExpandRowsOp, ParamOp, ReshapeOp, UNARY_OPS
+from spyrec.dialects.spyre import UNARY_OPS, AtenOp, CastOp, ExpandRowsOp, ParamOp, ReshapeOp
 from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import shape as _shape
-
 
 FLOAT_ELEMENTS = ("f16", "bf16", "f32")
 INT_ELEMENTS = ("i32", "i64")
@@ -135,7 +134,7 @@ def broadcast_rows(op: AtenOp, rewriter: LegalizeRewriter, value: SSAValue,
     shape = _shape(value)
     padded = [1] * (len(out) - len(shape)) + shape
     rows = math.prod(padded[:-1])
-    if rows == math.prod(out[:-1]) or rows == 1 and not column:
+    if rows == math.prod(out[:-1]) or (rows == 1 and not column):
         return value
     if padded != shape:
         value = _emit(rewriter, op, ReshapeOp(value, with_shape(value, padded)))

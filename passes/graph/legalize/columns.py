@@ -17,8 +17,15 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from spyrec.dialects.spyre import (
-    AtenOp, BINARY_OPS, ELEMENT_BYTES, ExpandRowsOp, is_free_reshape, MatmulOp, ReshapeOp,
-    SliceRowsOp, STICK_BYTES,
+    BINARY_OPS,
+    ELEMENT_BYTES,
+    STICK_BYTES,
+    AtenOp,
+    ExpandRowsOp,
+    MatmulOp,
+    ReshapeOp,
+    SliceRowsOp,
+    is_free_reshape,
 )
 from spyrec.passes.graph.graph_build import binary_op as _binary_op
 from spyrec.passes.graph.graph_build import constant as _constant
@@ -28,11 +35,19 @@ from spyrec.passes.graph.graph_build import exact_move
 from spyrec.passes.graph.graph_build import fx_name as _fx_name
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize.base import (
-    arg, FLOAT_ELEMENTS, int_constant, LegalizeRewriter, MAX_ROW_MATRIX, numel, operand,
-    require_float, Selector, Unsupported, with_shape,
+    FLOAT_ELEMENTS,
+    MAX_ROW_MATRIX,
+    LegalizeRewriter,
+    Selector,
+    Unsupported,
+    arg,
+    int_constant,
+    numel,
+    operand,
+    require_float,
+    with_shape,
 )
 from spyrec.passes.graph.legalize.movement import device_transpose, permute_rows, restickify_reshape
-
 
 INT64_MAX = 2**63 - 1
 

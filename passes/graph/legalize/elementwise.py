@@ -10,18 +10,28 @@ import math
 
 from xdsl.ir import Operation, SSAValue
 
-from spyrec.dialects.spyre import AtenOp, BINARY_OPS, CastOp, UNARY_OPS
+from spyrec.dialects.spyre import BINARY_OPS, UNARY_OPS, AtenOp, CastOp
 from spyrec.passes.graph.graph_build import binary_op as _binary_op
 from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import scalar_op as _scalar_op
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize.base import (
-    arg, broadcast_rows, cast_to, FLOAT_ELEMENTS, INT_ELEMENTS, LegalizeRewriter, number_arg,
-    operand, require_float, Selector, unary_op, Unsupported, with_shape,
+    FLOAT_ELEMENTS,
+    INT_ELEMENTS,
+    LegalizeRewriter,
+    Selector,
+    Unsupported,
+    arg,
+    broadcast_rows,
+    cast_to,
+    number_arg,
+    operand,
+    require_float,
+    unary_op,
+    with_shape,
 )
 from spyrec.passes.graph.legalize.predicates import is_predicate
-
 
 # ATen overload -> spyre unary op name
 ATEN_UNARY = {
@@ -292,8 +302,8 @@ def _select_hard_sigmoid(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
 
 SELECTORS: dict[str, Selector] = {
     "aten.gelu.default": _select_gelu,
-    **{k: _select_unary for k in ATEN_UNARY},
-    **{k: _select_binary for k in ATEN_BINARY},
+    **dict.fromkeys(ATEN_UNARY, _select_unary),
+    **dict.fromkeys(ATEN_BINARY, _select_binary),
     "aten.clone.default": _select_identity,
     "aten.contiguous.default": _select_identity,
     "aten.dropout.default": _select_identity,

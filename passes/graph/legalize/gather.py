@@ -13,9 +13,14 @@ from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize.base import (
-    arg, FLOAT_ELEMENTS, LegalizeRewriter, operand, Selector, Unsupported, with_shape,
+    FLOAT_ELEMENTS,
+    LegalizeRewriter,
+    Selector,
+    Unsupported,
+    arg,
+    operand,
+    with_shape,
 )
-
 
 INDEX_ELEMENTS = ("i32", "i64")
 

@@ -13,10 +13,19 @@ from spyrec.dialects.spyre import AtenOp, BatchMatmulOp, MatmulOp, ReshapeOp
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize.base import (
-    arg, LegalizeRewriter, numel, operand, require_float, Selector, Unsupported, with_shape,
+    LegalizeRewriter,
+    Selector,
+    Unsupported,
+    arg,
+    numel,
+    operand,
+    require_float,
+    with_shape,
 )
 from spyrec.passes.graph.legalize.movement import (
-    check_resident_rhs, transpose_source, transposed_weight,
+    check_resident_rhs,
+    transpose_source,
+    transposed_weight,
 )
 
 

@@ -20,8 +20,18 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from spyrec.dialects.spyre import (
-    AtenOp, BatchMatmulOp, BINARY_OPS, CastOp, ELEMENT_BYTES, ExpandRowsOp, is_free_reshape,
-    ParamOp, PermuteRowsOp, ReshapeOp, SCALAR_OPS, STICK_BYTES,
+    BINARY_OPS,
+    ELEMENT_BYTES,
+    SCALAR_OPS,
+    STICK_BYTES,
+    AtenOp,
+    BatchMatmulOp,
+    CastOp,
+    ExpandRowsOp,
+    ParamOp,
+    PermuteRowsOp,
+    ReshapeOp,
+    is_free_reshape,
 )
 from spyrec.passes.graph.graph_build import constant as _constant
 from spyrec.passes.graph.graph_build import element as _element_name
@@ -30,7 +40,13 @@ from spyrec.passes.graph.graph_build import exact_move
 from spyrec.passes.graph.graph_build import fx_name as _fx_name
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize.base import (
-    arg, FLOAT_ELEMENTS, INT_ELEMENTS, LegalizeRewriter, Selector, Unsupported, with_shape,
+    FLOAT_ELEMENTS,
+    INT_ELEMENTS,
+    LegalizeRewriter,
+    Selector,
+    Unsupported,
+    arg,
+    with_shape,
 )
 from spyrec.target import DEFAULT_TARGET
 

@@ -8,17 +8,27 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ArrayAttr
 from xdsl.ir import SSAValue
 
-from spyrec.dialects.spyre import AtenOp, UNARY_OPS
+from spyrec.dialects.spyre import UNARY_OPS, AtenOp
 from spyrec.passes.graph.graph_build import binary_op as _binary_op
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import nonfinite
 from spyrec.passes.graph.graph_build import scalar_op as _scalar_op
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize.base import (
-    arg, cast_to, LegalizeRewriter, operand, require_float, Selector, unary_op, Unsupported,
+    LegalizeRewriter,
+    Selector,
+    Unsupported,
+    arg,
+    cast_to,
+    operand,
+    require_float,
+    unary_op,
 )
 from spyrec.passes.graph.legalize.reductions import (
-    keepdim_last, kept_dim, last_dim_only, reduce_last,
+    keepdim_last,
+    kept_dim,
+    last_dim_only,
+    reduce_last,
 )
 
 

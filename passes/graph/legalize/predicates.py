@@ -14,7 +14,14 @@ from xdsl.dialects.builtin import Float32Type, TensorType, UnitAttr
 from xdsl.ir import Operation, SSAValue
 
 from spyrec.dialects.spyre import (
-    AtenOp, BINARY_OPS, CastOp, ExpandRowsOp, ParamOp, PermuteRowsOp, ReshapeOp, UNARY_OPS,
+    BINARY_OPS,
+    UNARY_OPS,
+    AtenOp,
+    CastOp,
+    ExpandRowsOp,
+    ParamOp,
+    PermuteRowsOp,
+    ReshapeOp,
 )
 from spyrec.passes.graph.graph_build import binary_op as _binary_op
 from spyrec.passes.graph.graph_build import element as _element_name
@@ -23,10 +30,17 @@ from spyrec.passes.graph.graph_build import scalar_op as _scalar_op
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.graph_build import through
 from spyrec.passes.graph.legalize.base import (
-    arg, broadcast_rows, cast_to, FLOAT_ELEMENTS, int_constant, INT_ELEMENTS, LegalizeRewriter,
-    numel, Selector, Unsupported,
+    FLOAT_ELEMENTS,
+    INT_ELEMENTS,
+    LegalizeRewriter,
+    Selector,
+    Unsupported,
+    arg,
+    broadcast_rows,
+    cast_to,
+    int_constant,
+    numel,
 )
-
 
 _COMPARE = {"le": (True, 1.0), "lt": (True, 0.0), "ge": (False, 1.0), "gt": (False, 0.0)}
 

@@ -16,19 +16,27 @@ import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, Float32Type, TensorType
 from xdsl.ir import SSAValue
 
-from spyrec.dialects.spyre import AtenOp, CastOp, MatmulOp, REDUCE_OPS, ReshapeOp, UNARY_OPS
+from spyrec.dialects.spyre import REDUCE_OPS, UNARY_OPS, AtenOp, CastOp, MatmulOp, ReshapeOp
 from spyrec.passes.graph.graph_build import binary_op as _binary_op
 from spyrec.passes.graph.graph_build import constant as _constant
 from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
-from spyrec.passes.graph.graph_build import exact_move
+from spyrec.passes.graph.graph_build import exact_move, nonfinite
 from spyrec.passes.graph.graph_build import fx_name as _fx_name
-from spyrec.passes.graph.graph_build import nonfinite
 from spyrec.passes.graph.graph_build import scalar_op as _scalar_op
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize.base import (
-    arg, cast_to, FLOAT_ELEMENTS, LegalizeRewriter, MAX_ROW_MATRIX, number_arg, require_float,
-    Selector, unary_op, Unsupported, with_shape,
+    FLOAT_ELEMENTS,
+    MAX_ROW_MATRIX,
+    LegalizeRewriter,
+    Selector,
+    Unsupported,
+    arg,
+    cast_to,
+    number_arg,
+    require_float,
+    unary_op,
+    with_shape,
 )
 from spyrec.passes.graph.legalize.columns import column_matmul
 from spyrec.passes.graph.legalize.movement import column_to_row

@@ -11,10 +11,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "passes", "Inputs"))
 
-from symbolic_affine import exported  # noqa: E402  (sets SPYREC_CACHE=0 first)
+from symbolic_affine import exported
 
-import spyrec  # noqa: E402
-from spyrec.runtime.emulator import Emulator  # noqa: E402
+import spyrec
+from spyrec.runtime.emulator import Emulator
 
 ep = exported()
 binary = spyrec.compile(ep).binary

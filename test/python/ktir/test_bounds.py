@@ -3,7 +3,6 @@ what it leaves to the emulator, and that it stays cheap."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from spyrec.diagnostics import CompileError

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from spyrec.target.container import KernelImage, SpyreBinary, TensorBinding
 from spyrec.runtime.dl16 import round_dl16
 from spyrec.runtime.layout import DeviceLayout
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.container import KernelImage, SpyreBinary, TensorBinding
 from spyrec.target.isa import BinaryFn, DType, Instr, UnaryFn
 
 SEGMENT = DEFAULT_TARGET.segment_bytes

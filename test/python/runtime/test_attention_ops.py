@@ -12,12 +12,12 @@ from runtime_helpers import DL16, F32, I32, bind, load, store
 from test_sfu_extra import DST, GARBAGE, SRC, SRC1, dl16_data, one_core, run_on_lx, tile
 
 from spyrec.runtime import dl16
-from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.dl16 import round_dl16
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import instr_cost
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.target.isa import (
     BinaryFn,
     Instr,

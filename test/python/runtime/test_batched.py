@@ -5,8 +5,8 @@ import pytest
 import torch
 from runtime_helpers import HOST, linear_relu_binary, pipelined_binary
 
-from spyrec.target.container import SpyreBinary
 from spyrec.runtime.emulator import Emulator
+from spyrec.target.container import SpyreBinary
 
 
 def both_ways(binary: SpyreBinary, inputs: list[np.ndarray]) -> tuple[list, list, Emulator]:

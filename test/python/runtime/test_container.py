@@ -9,11 +9,18 @@ import numpy as np
 import pytest
 from runtime_helpers import bind, linear_relu_binary, load, pipelined_binary
 
-from spyrec.target import container
-from spyrec.target.container import (ContainerError, KernelImage, SpyreBinary, build_init_bin,
-                                      build_plans, decode_job_binary, read_manifest, read_spyre,
-                                      write_spyre)
-from spyrec.target import GIB
+from spyrec.target import GIB, container
+from spyrec.target.container import (
+    ContainerError,
+    KernelImage,
+    SpyreBinary,
+    build_init_bin,
+    build_plans,
+    decode_job_binary,
+    read_manifest,
+    read_spyre,
+    write_spyre,
+)
 
 PROGRAM_AREA = 7 * 16 * GIB  # segment 7, offset 0 = 0x1C_0000_0000
 

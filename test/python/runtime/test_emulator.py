@@ -5,16 +5,26 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from runtime_helpers import (DL16, F32, HOST, I32, bind, linear_relu_binary,
-                             linear_relu_reference, load, pipelined_binary, store)
+from runtime_helpers import (
+    DL16,
+    F32,
+    HOST,
+    I32,
+    bind,
+    linear_relu_binary,
+    linear_relu_reference,
+    load,
+    pipelined_binary,
+    store,
+)
 
 from spyrec.runtime import sfu
-from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.dl16 import half_codec, round_dl16
 from spyrec.runtime.emulator import Emulator, InputError
-from spyrec.target.isa import BinaryFn, Instr, UnaryFn
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.container import KernelImage, SpyreBinary
+from spyrec.target.isa import BinaryFn, Instr, UnaryFn
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:

@@ -12,13 +12,20 @@ import numpy as np
 import pytest
 from runtime_helpers import bind, load, recv, send, store, two_tensor_binary
 
-from spyrec.target.container import (ContainerError, EncodedPrograms, KernelImage,
-                                      SpyreBinary, read_manifest, read_spyre, write_spyre)
 from spyrec.runtime.emulator import Emulator, HazardError
-from spyrec.target.isa import Instr, encode_program
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import DeadlockError
 from spyrec.target import DEFAULT_TARGET, GIB, MIB
+from spyrec.target.container import (
+    ContainerError,
+    EncodedPrograms,
+    KernelImage,
+    SpyreBinary,
+    read_manifest,
+    read_spyre,
+    write_spyre,
+)
+from spyrec.target.isa import Instr, encode_program
 
 ROW, OUT = 128, 1 * GIB
 LX = DEFAULT_TARGET.lx_bytes

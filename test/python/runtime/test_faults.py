@@ -5,10 +5,10 @@ import re
 import pytest
 from runtime_helpers import DL16, F32, bind, linear_relu_binary, load, store
 
-from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory
 from spyrec.target import DEFAULT_TARGET, GIB, MIB
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.target.isa import Instr, Region, UnaryFn
 
 LX = DEFAULT_TARGET.lx_bytes

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from runtime_helpers import bind, load, store
 
-from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator, InputError
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import instr_cost
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.target.isa import Instr, decode_program, encode_program, lx_access
 
 VOCAB, DIM, TOKENS = 100, 64, 16

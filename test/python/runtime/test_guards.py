@@ -5,13 +5,13 @@ that the actual size needs."""
 from __future__ import annotations
 
 import numpy as np
-
 from runtime_helpers import DL16, bind, load, store
+
 from spyrec.passes.spyrecode.spyre_place_guards import GuardInput, place_guards
 from spyrec.runtime.emulator import Emulator
+from spyrec.target import DEFAULT_TARGET, GIB
 from spyrec.target.container import KernelImage, Patch, SpyreBinary
 from spyrec.target.isa import Instr, UnaryFn
-from spyrec.target import DEFAULT_TARGET, GIB
 
 ROWS, TILE, PITCH = 64, 16, 256  # a 128-element fp16 row is two sticks
 

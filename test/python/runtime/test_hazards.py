@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from runtime_helpers import DL16, F32, bind, linear_relu_binary, linear_relu_reference, load
 
-from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator, HazardError
 from spyrec.target import DEFAULT_TARGET
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.target.isa import Instr, UnaryFn
 
 

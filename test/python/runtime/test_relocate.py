@@ -12,11 +12,11 @@ import pytest
 import torch
 from runtime_helpers import bind, linear_relu_binary, load, store
 
-from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.memory import DeviceFault, DeviceMemory
 from spyrec.runtime.span import TensorTable
 from spyrec.target import DEFAULT_TARGET, GIB, MIB
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.target.isa import Instr
 
 

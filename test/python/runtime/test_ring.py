@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from runtime_helpers import F32, barrier, load, recv, send, store, two_tensor_binary
 
-from spyrec.target.container import build_init_bin
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.ring import ring_hops
 from spyrec.runtime.timing import DeadlockError
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.container import build_init_bin
 from spyrec.target.isa import (
     DType,
     Instr,

@@ -10,12 +10,12 @@ import pytest
 from runtime_helpers import DL16, F32, I32, bind, load, store
 
 from spyrec.runtime import dl16
-from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.dl16 import half_codec, round_dl16
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.memory import DeviceFault
 from spyrec.runtime.timing import instr_cost
 from spyrec.target import DEFAULT_TARGET, GIB
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.target.isa import (
     STICK_BYTES,
     BinaryFn,

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from runtime_helpers import DL16, bind, dma_only_binary, linear_relu_binary, load, pipelined_binary
 
-from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.timing import DeadlockError, instr_cost, schedule
 from spyrec.target import DEFAULT_TARGET
+from spyrec.target.container import KernelImage, SpyreBinary
 from spyrec.target.isa import Instr, UnaryFn
 
 T = DEFAULT_TARGET

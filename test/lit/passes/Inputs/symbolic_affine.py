@@ -6,7 +6,7 @@ import os
 
 os.environ["SPYREC_CACHE"] = "0"
 
-import torch  # noqa: E402
+import torch
 
 
 class Affine(torch.nn.Module):
