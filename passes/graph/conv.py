@@ -26,9 +26,9 @@ Program inputs read only by such ops become channels-last inputs and 4-D outputs
 channels-last outputs: the host permutes them when it copies them in and out (the graph's
 `spyre.host_perms`), as it pads sticks and rounds to DL16. A flatten after a 1x1 pooling is
 free ([N, 1, 1, C] and [N, C] are the same rows), and so are a vision transformer's patch
-tokens, `conv(x).flatten(2).transpose(1, 2)` ([N, H*W, C] are the image's rows). Any other use of a channels-last value in
-NCHW order would be a restickify on the device, which is not lowered: it is reported with
-the node that needs it.
+tokens, `conv(x).flatten(2).transpose(1, 2)` ([N, H*W, C] are the image's rows). Any other use of a
+channels-last value in NCHW order would be a restickify on the device, which is not lowered: it is
+reported with the node that needs it.
 """
 
 from __future__ import annotations

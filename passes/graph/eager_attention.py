@@ -200,6 +200,6 @@ def _key_of(transposed: SSAValue) -> SSAValue | None:
             return None
         i, j = int(d0) % rank, int(d1) % rank
         perm[i], perm[j] = perm[j], perm[i]
-    if perm != list(range(rank - 2)) + [rank - 1, rank - 2]:
+    if perm != [*range(rank - 2), rank - 1, rank - 2]:
         return None
     return op.operands[0]

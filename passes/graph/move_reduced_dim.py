@@ -75,7 +75,8 @@ def _permute(at: AtenOp, value: SSAValue, perm: list[int], suffix: str) -> SSAVa
         operands=[value],
         result_types=[TensorType(value.type.element_type, [shape[p] for p in perm])],
         properties={"target": StringAttr("aten.permute.default"),
-                    "args": DictionaryAttr({"dims": ArrayAttr([IntegerAttr(p, i64) for p in perm])}),
+                    "args": DictionaryAttr(
+                        {"dims": ArrayAttr([IntegerAttr(p, i64) for p in perm])}),
                     "operand_names": ArrayAttr([StringAttr("self")])},
         attributes=dict(at.attributes))
     node = at.attributes.get("fx_node")

@@ -1,10 +1,10 @@
 """Row maps: which stored row a kernel reads or writes for each logical row.
 
 In the row-sticked layout a tensor is rows x sticks, so `spyre.reshape`, `spyre.permute_rows`,
-`spyre.expand_rows` and `spyre.slice_rows` only change which stored row a logical leading index names. A chain
-of them between a stored tensor and the op that reads it (or between an op and the tensor it
-writes) is a map from the op's leading index (i_0, ..., i_{n-1}) to a stored row. When that map
-has the form
+`spyre.expand_rows` and `spyre.slice_rows` only change which stored row a logical leading index
+names. A chain of them between a stored tensor and the op that reads it (or between an op and the
+tensor it writes) is a map from the op's leading index (i_0, ..., i_{n-1}) to a stored row. When
+that map has the form
 
     f(i) = base + sum_j coef_j * (i_j floordiv div_j)        (div_{n-1} = 1)
 
@@ -184,7 +184,7 @@ def fit(shape: Sequence[int], rows_of: Callable[[Index], np.ndarray], stored_row
     base = int(rows.flat[0]) if rows.size else 0
     rows = rows - base
     coefs, divs = [], []
-    for j, extent in enumerate(shape):
+    for j in range(len(shape)):
         axis = rows[tuple(slice(None) if k == j else 0 for k in range(len(shape)))]
         moved = np.nonzero(axis)[0]
         div = int(moved[0]) if moved.size else 1

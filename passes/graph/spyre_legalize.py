@@ -16,11 +16,11 @@ of slices and negations that feeds a concatenation folds into one constant 0/+-1
 source, so a concatenation is one matmul per distinct source. Gathers of table rows by
 index (`embedding`, `index_select` along rows) become `spyre.gather`, and row writes into a
 buffer at run-time positions (`index_put` with `[None, .., pos]`, `index_copy` along dim
--2: a KV-cache append) `spyre.scatter`, done in place. Comparisons of integers become f32 0/1 predicates (`spyre.predicate`), which `where`,
-`and`/`or`/`not` and boolean SDPA masks consume; cumsum over the last dim is a matmul by a
-constant triangle; argmax / argmin a row reduction (design note 28). If any op has no
-lowering, the pass fails once, listing every such op with its FX node, source line and the
-reason (never just the first).
+-2: a KV-cache append) `spyre.scatter`, done in place. Comparisons of integers become f32 0/1
+predicates (`spyre.predicate`), which `where`, `and`/`or`/`not` and boolean SDPA masks consume;
+cumsum over the last dim is a matmul by a constant triangle; argmax / argmin a row reduction (design
+note 28). If any op has no lowering, the pass fails once, listing every such op with its FX node,
+source line and the reason (never just the first).
 
     %y = spyre.aten "aten.linear.default"(%x, %w, %b) ...        // before
     %wt = spyre.param {param_name = "fc.weight", permutation = array<i64: 1, 0>} ...
@@ -116,7 +116,8 @@ def _select_via_f32(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str
     `aten.index` stay: they are read as constants), its integer results cast back."""
     names = [n.data for n in aten.operand_names.data]  # type: ignore[attr-defined]
     operands = []
-    for name, v in zip(names, aten.operands):
+    for name, operand in zip(names, aten.operands):
+        v = operand
         if _element_name(v) in INT_ELEMENTS and not (
                 aten.target.data == "aten.index.Tensor" and name != "self"):
             v = _emit(rewriter, aten, CastOp(v, TensorType(Float32Type(), _shape(v))))

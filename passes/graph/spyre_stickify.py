@@ -12,12 +12,13 @@ K; ops with f(0) = 0 (relu, gelu, add of zero-padded tensors, matmul) keep it, o
 sigmoid, division) lose it, and a matmul that would read such padding is rejected with a
 message naming the op. A product keeps a zero only against a finite value (0 * inf is NaN),
 so the analysis also tracks whether padding may hold an infinity or NaN (a reciprocal or
-rsqrt of zero padding, a product by the immediate inf). Row moves (reshape, permute_rows, expand_rows) keep their operand's
-padding; attention's output padding is P @ V's, zero when V's is (its Q K^T contracts over
-the valid head dim only, so q and k need none).
+rsqrt of zero padding, a product by the immediate inf). Row moves (reshape, permute_rows,
+expand_rows) keep their operand's padding; attention's output padding is P @ V's, zero when V's is
+(its Q K^T contracts over the valid head dim only, so q and k need none).
 
     %y = spyre.relu %x : tensor<64x100xf16> -> tensor<64x100xf16>
-    // after: {spyre.layout = {device_dtype = "dl16", pad = "zero", padded_shape = array<i64: 64, 128>, stick_dim = 1 : i64}}
+    // after: {spyre.layout = {device_dtype = "dl16", pad = "zero",
+    //                        padded_shape = array<i64: 64, 128>, stick_dim = 1 : i64}}
 """
 
 from __future__ import annotations
@@ -180,7 +181,8 @@ class SpyreStickify(ModulePass):
                 arg_layouts.append(DictionaryAttr(
                     {plan.LAYOUT.key: row_sticked(arg.type, True, target).to_attr()}))
             fn.arg_attrs = ArrayAttr(arg_layouts)
-            for inner in list(fn.walk()):
+            for walked in list(fn.walk()):
+                inner = walked
                 if not inner.results or not isinstance(inner.results[0].type, TensorType):
                     continue
                 if isinstance(inner, MatmulOp) and pads.get(inner.lhs, ANY) != ZERO \

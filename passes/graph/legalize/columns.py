@@ -123,9 +123,9 @@ def _stick_move(op: AtenOp, rewriter: LegalizeRewriter, source: SSAValue,
     shape = _shape(source)
     k, n = matrix.shape
     sticks = _emit(rewriter, op, ReshapeOp(source, with_shape(
-        source, shape[:-1] + [k // per_stick, per_stick])))
+        source, [*shape[:-1], k // per_stick, per_stick])))
     moved = _slice_rows(op, rewriter, sticks, len(shape) - 1, start, step, n // per_stick)
-    moved = _emit(rewriter, op, ReshapeOp(moved, with_shape(source, shape[:-1] + [n])))
+    moved = _emit(rewriter, op, ReshapeOp(moved, with_shape(source, [*shape[:-1], n])))
     if (signs < 0).any():
         row = _constant(op, rewriter, f"{_fx_name(op)}.signs", signs,
                         source.type.element_type)  # type: ignore[attr-defined]
@@ -154,7 +154,7 @@ def column_matmul(op: AtenOp, rewriter: LegalizeRewriter, source: SSAValue, matr
     y = exact_move(op, rewriter, flat, move, matrix)
     if len(shape) == 2:
         return y
-    return _emit(rewriter, op, ReshapeOp(y, with_shape(source, shape[:-1] + [n])))
+    return _emit(rewriter, op, ReshapeOp(y, with_shape(source, [*shape[:-1], n])))
 
 
 def _leading_dim(op: AtenOp, x: SSAValue) -> int | None:
@@ -171,7 +171,7 @@ def _slice_rows(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, dim: int, s
     if (start, step, size) == (0, 1, shape[dim]):
         return x
     return _emit(rewriter, op, SliceRowsOp(x, dim, start, step,
-                                           with_shape(x, shape[:dim] + [size] + shape[dim + 1:])))
+                                           with_shape(x, [*shape[:dim], size, *shape[dim + 1:]])))
 
 
 def _select_slice(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:

@@ -99,12 +99,12 @@ def device_transpose(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSA
         # so the work splits over cores by blocks rather than every core reading all of x;
         # the blocks' rows interleave back for free ([.., N, M/c, c] is [.., N, M])
         lead = shape[:-2]
-        blocks = _emit(rewriter, op, ReshapeOp(x, with_shape(x, lead + [m // chunk, chunk, n])))
+        blocks = _emit(rewriter, op, ReshapeOp(x, with_shape(x, [*lead, m // chunk, chunk, n])))
         t = device_transpose(op, rewriter, blocks)  # [.., M/c, N, c]
         rank = len(lead) + 3
-        swap = list(range(rank - 3)) + [rank - 2, rank - 3, rank - 1]
+        swap = [*range(rank - 3), rank - 2, rank - 3, rank - 1]
         t = permute_rows(op, rewriter, t, swap)
-        y = _emit(rewriter, op, ReshapeOp(t, with_shape(t, lead + [n, m])))
+        y = _emit(rewriter, op, ReshapeOp(t, with_shape(t, [*lead, n, m])))
         rewriter.device_transposes[y.owner] = x  # type: ignore[index]
         return y
     lead = shape[:-2]
@@ -113,8 +113,8 @@ def device_transpose(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSA
     if lead:
         eye = _emit(rewriter, op, ReshapeOp(eye, with_shape(eye, [1] * len(lead) + [n, n])))
     if math.prod(lead) > 1:
-        eye = _emit(rewriter, op, ExpandRowsOp(eye, with_shape(eye, lead + [n, n])))
-    out = with_shape(x, lead + [n, shape[-2]])
+        eye = _emit(rewriter, op, ExpandRowsOp(eye, with_shape(eye, [*lead, n, n])))
+    out = with_shape(x, [*lead, n, shape[-2]])
     y = exact_move(op, rewriter, x,
                    lambda value: _emit(rewriter, op, BatchMatmulOp(eye, value, True, out)),
                    np.eye(min(n, 2)))  # zeros off the diagonal when n > 1
@@ -219,7 +219,7 @@ def _select_transpose(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     x = permute_rows(op, rewriter, src, first)
     if _shape(x)[-2:] != [1, 1]:  # two size-1 dims swap without moving a byte
         x = device_transpose(op, rewriter, x)
-    order = first[:-2] + [last, inner]  # source dims in the order they now stand
+    order = [*first[:-2], last, inner]  # source dims in the order they now stand
     return permute_rows(op, rewriter, x, [order.index(p) for p in perm])
 
 

@@ -44,10 +44,8 @@ from spyrec.passes.graph.legalize.movement import column_to_row
 
 def last_dim_only(op: AtenOp, dims: object, rank: int) -> None:
     """Reductions and softmax are lowered over the innermost (stick) dimension only."""
-    if isinstance(dims, ArrayAttr):
-        values = [d.value.data for d in dims.data]  # type: ignore[attr-defined]
-    else:
-        values = [dims]
+    values = ([d.value.data for d in dims.data]  # type: ignore[attr-defined]
+              if isinstance(dims, ArrayAttr) else [dims])
     if [v % rank for v in values if isinstance(v, int)] != [rank - 1]:
         raise Unsupported(f"over dims {values} (only the last dimension is lowered so far)")
 
@@ -56,7 +54,7 @@ def reduce_last(op: AtenOp, rewriter: LegalizeRewriter, kind: str, x: SSAValue) 
     shape = _shape(x)
     if shape[-1] == 1:  # the sum, max or min of one column is that column
         return x
-    return _emit(rewriter, op, REDUCE_OPS[kind](x, with_shape(x, shape[:-1] + [1])))
+    return _emit(rewriter, op, REDUCE_OPS[kind](x, with_shape(x, [*shape[:-1], 1])))
 
 
 _RESHAPE_TARGETS = ("aten.unsqueeze.default", "aten.view.default", "aten.reshape.default",
@@ -66,7 +64,7 @@ _RESHAPE_TARGETS = ("aten.unsqueeze.default", "aten.view.default", "aten.reshape
 def _dim_restorers(op: AtenOp) -> list[AtenOp] | None:
     """For a last-dim reduction with keepdim=False: its users, if every one of them puts the
     reduced dim back as size 1 (`x - x.mean(-1)[..., None]`); None otherwise."""
-    kept = _shape(op.operands[0])[:-1] + [1]
+    kept = [*_shape(op.operands[0])[:-1], 1]
     users = [use.operation for use in op.results[0].uses]
     if all(isinstance(u, AtenOp) and u.target.data in _RESHAPE_TARGETS
            and _shape(u.results[0]) == kept for u in users):
