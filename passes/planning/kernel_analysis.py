@@ -452,7 +452,7 @@ def operand_map(op: AttentionOp | BatchMatmulOp, which: int, chain: list[Operati
 def foldable_reads(op: AttentionOp | BatchMatmulOp, which: int,
                    stop: Callable[[SSAValue], bool]) -> tuple[list[Operation], SSAValue, RowMap]:
     """The longest foldable chain of row moves in front of an attention operand."""
-    chain, base = chain_back(op.operands[which], stop)
+    chain, _base = chain_back(op.operands[which], stop)
     for start in range(len(chain) + 1):
         tail = chain[start:]
         origin = tail[0].operands[0] if tail else op.operands[which]

@@ -83,8 +83,9 @@ from spyrec.target import DEFAULT_TARGET
 def is_compute(op: Operation) -> bool:
     """Ops that belong to a kernel (a reshape is a view: it joins a kernel only as the row
     view of a value inside it)."""
-    return isinstance(op, (MatmulOp, AttentionOp, BatchMatmulOp, *DATA_MOVES, WindowRowsOp, GatherOp,
-                           ScatterOp)) or (tile_op_kind(op) is not None and not isinstance(op, ReshapeOp))
+    return isinstance(op, (MatmulOp, AttentionOp, BatchMatmulOp, *DATA_MOVES, WindowRowsOp,
+                           GatherOp, ScatterOp)) \
+        or (tile_op_kind(op) is not None and not isinstance(op, ReshapeOp))
 
 
 
@@ -281,7 +282,8 @@ def _join(op: Operation, groups: list[_Group], group_of: dict[Operation, _Group]
     reduction after a matmul, the cost model decides: the fused kernel's predicted cycles
     against the kernels it replaces (recorded in the kernel's `spyre.fusion`)."""
     owners = {group_of[reshape_root(v).owner] for v in op.operands  # type: ignore[index]
-              if reshape_root(v).owner in group_of and group_of[reshape_root(v).owner].kind == "tile"}  # type: ignore[index]
+              if reshape_root(v).owner in group_of
+              and group_of[reshape_root(v).owner].kind == "tile"}  # type: ignore[index]
     if not owners:
         return None
     target = max(owners, key=lambda g: g.end)
@@ -308,7 +310,9 @@ def _join(op: Operation, groups: list[_Group], group_of: dict[Operation, _Group]
                     and _depends(other, target, position):
                 return None  # that group reads this one: joining would make a cycle
     has_matmul = isinstance(target.ops[0], MatmulOp)
-    reads_other = any(reshape_root(v).owner in group_of and group_of[reshape_root(v).owner] not in (target, *absorbed)  # type: ignore[index]
+    reads_other = any(reshape_root(v).owner in group_of
+                      and group_of[reshape_root(v).owner]  # type: ignore[index]
+                      not in (target, *absorbed)
                       and classify(v, target.full) is Kind.FULL for v in op.operands)
     reduce = tile_op_kind(op) is not None and tile_op_kind(op)[0] == "reduce"  # type: ignore[index]
     if absorbed or (has_matmul and (reads_other or reduce)):
@@ -357,7 +361,7 @@ def _prefix(op: Operation, target: _Group, group_of: dict[Operation, _Group]) ->
                 producer is target.ops[0]:
             break
         kind = tile_op_kind(producer)
-        distinct = {v for v in producer.operands}
+        distinct = set(producer.operands)
         if kind is None or not (kind[0] in ("cast", "view", "unary", "scalar")
                                 or (kind[0] == "binary" and len(distinct) == 1)):
             break

@@ -202,7 +202,7 @@ class SpyrePartitionCores(ModulePass):
         saving = 2 * sum(2 * math.prod(p.geometry) for p in pairs) \
             / target.lpddr_bytes_per_cycle
         near = []
-        for k, shape in zip(kernels, base):
+        for shape in base:
             ranked = [(ranking_cycles(shape, t, p, target), s)
                       for _, s, p, t in scored_splits(shape, target, given)]
             near.append(frozenset(s for r, s in ranked if r <= ranked[0][0] + saving))
@@ -255,7 +255,7 @@ class SpyrePartitionCores(ModulePass):
                     if k and s in here:
                         total = r0 + here[s][0]
                         if (s, kept_out) not in nxt or total < nxt[(s, kept_out)][0]:
-                            nxt[(s, kept_out)] = (total, path + [(s, kept_out, here[s][1])])
+                            nxt[(s, kept_out)] = (total, [*path, (s, kept_out, here[s][1])])
             best = nxt
         rank, path = min(best.values(), key=lambda e: e[0])
         apart = sum(ranking_cycles(shape, chosen[k][3], chosen[k][2], target)
