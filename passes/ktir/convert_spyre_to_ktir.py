@@ -134,7 +134,7 @@ class _KernelBuilder(KtirBuilder):
                 self.views[value] = (self.lx_view(slices, element), shape)
                 continue
             self.views[value] = (self.view(ptr, shape, element), shape)
-        m, n = info.full
+        m, _n = info.full
         widths = [cols for value, (_, (_, cols)) in self.views.items()
                   if info.kinds.get(value) is not Kind.COL and not self._matmul_only(value)]
         if info.matmul is not None:  # the product's width (all a row reduction may keep of it)
@@ -295,7 +295,8 @@ class _KernelBuilder(KtirBuilder):
         prod = self.matmul_generic(a, b, acc)
         self.b.insert(scf.YieldOp(prod))
         self.b, self.consts = outer, saved
-        loop = self.b.insert(scf.ForOp(self.const(0), self.const(kp), self.const(t.tk), [acc0], block))
+        loop = self.b.insert(
+            scf.ForOp(self.const(0), self.const(kp), self.const(t.tk), [acc0], block))
         return loop.results[0]
 
     def _matmul_only(self, value: SSAValue) -> bool:

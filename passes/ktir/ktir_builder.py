@@ -352,14 +352,16 @@ def _gelu_tanh(b: Builder, x: SSAValue) -> SSAValue:
     # 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
     x3 = b.insert(arith.MulfOp(b.insert(arith.MulfOp(x, x)).result, x)).result
     inner = b.insert(arith.AddfOp(x, b.insert(arith.MulfOp(x3, fconst(b, 0.044715))).result)).result
-    th = b.insert(math.TanhOp(b.insert(arith.MulfOp(inner, fconst(b, 0.7978845608028654))).result)).result
+    scaled = b.insert(arith.MulfOp(inner, fconst(b, 0.7978845608028654))).result
+    th = b.insert(math.TanhOp(scaled)).result
     one_plus = b.insert(arith.AddfOp(th, fconst(b, 1.0))).result
     return b.insert(arith.MulfOp(b.insert(arith.MulfOp(x, fconst(b, 0.5))).result, one_plus)).result
 
 
 def _sigmoid(b: Builder, x: SSAValue) -> SSAValue:
     e = b.insert(math.ExpOp(b.insert(arith.NegfOp(x)).result)).result
-    return b.insert(arith.DivfOp(fconst(b, 1.0), b.insert(arith.AddfOp(e, fconst(b, 1.0))).result)).result
+    one_plus = b.insert(arith.AddfOp(e, fconst(b, 1.0))).result
+    return b.insert(arith.DivfOp(fconst(b, 1.0), one_plus)).result
 
 
 UNARY_BODIES: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
@@ -381,6 +383,13 @@ UNARY_BODIES: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
     "cos": lambda b, x: b.insert(math.CosOp(x)).result,
 }
 
+
+def _keep(b: Builder, x: SSAValue, p: SSAValue) -> SSAValue:
+    """x where p is nonzero, else -0.0 (sfu KEEP: the exact half of a select)."""
+    nonzero = b.insert(arith.CmpfOp(p, fconst(b, 0.0), "une")).result
+    return b.insert(arith.SelectOp(nonzero, x, fconst(b, -0.0))).result
+
+
 BINARY_BODIES: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
     "add": lambda b, x, y: b.insert(arith.AddfOp(x, y)).result,
     "sub": lambda b, x, y: b.insert(arith.SubfOp(x, y)).result,
@@ -388,11 +397,5 @@ BINARY_BODIES: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {
     "div": lambda b, x, y: b.insert(arith.DivfOp(x, y)).result,
     "maximum": lambda b, x, y: b.insert(arith.MaximumfOp(x, y)).result,
     "minimum": lambda b, x, y: b.insert(arith.MinimumfOp(x, y)).result,
-    "keep": lambda b, x, p: _keep(b, x, p),
+    "keep": _keep,
 }
-
-
-def _keep(b: Builder, x: SSAValue, p: SSAValue) -> SSAValue:
-    """x where p is nonzero, else -0.0 (sfu KEEP: the exact half of a select)."""
-    nonzero = b.insert(arith.CmpfOp(p, fconst(b, 0.0), "une")).result
-    return b.insert(arith.SelectOp(nonzero, x, fconst(b, -0.0))).result

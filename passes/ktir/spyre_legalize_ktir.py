@@ -299,7 +299,7 @@ class _Kernel:
             fn, build = "copy", _cast(element)
         elif name in UNARY:
             fn = UNARY[name]
-            build = lambda b, x, f=_UNARY_OPS[fn]: b.insert(f(x)).results[0]
+            build = _unary(_UNARY_OPS[fn])
         else:
             fn = BINARY[name]
             build = BINARY_BODIES[fn]
@@ -342,7 +342,7 @@ class _Kernel:
     def check_broadcast(self, op: Operation, arg: Arg, out: tuple[int, int], rank: int) -> None:
         """The SFU broadcasts one row over all rows or one value per row along its row."""
         rows, cols = out
-        dims = [e for e in arg.map.results]
+        dims = list(arg.map.results)
         identity = list(AffineMap.identity(rank).results)
         if dims == identity:
             expected = out
@@ -612,6 +612,13 @@ class _Kernel:
 
 
 _COMBINE = {"add": "addf", "maximum": "maximumf", "minimum": "minimumf"}
+
+
+def _unary(make: Callable[[SSAValue], Operation]) -> Callable[[Builder, SSAValue], SSAValue]:
+    """The body applying one elementwise op to its one input."""
+    def build(b: Builder, value: SSAValue) -> SSAValue:
+        return b.insert(make(value)).results[0]
+    return build
 
 
 def _cast(element: Attribute) -> Callable[[Builder, SSAValue], SSAValue]:

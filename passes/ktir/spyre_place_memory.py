@@ -15,8 +15,8 @@ convert-spyre-to-ktir). Guarantees:
   the matmul and the row reductions accumulate in place in their `linalg.fill` buffer, and
   a `ktdp.inter_tile_reduce` sums its partial in place (ring.reduce, note 59); any
   other computed tile takes the slots of a dead computed tile of the same loop body and
-  geometry (liveness reuse; loads always get their own, so prefetches never wait). The kernel's LX total is
-  recorded as `spyre.lx_bytes` and checked against the target's usable LX.
+  geometry (liveness reuse; loads always get their own, so prefetches never wait). The kernel's LX
+  total is recorded as `spyre.lx_bytes` and checked against the target's usable LX.
 - a load or store through an indirect access tile also has `lx_index_slots`: two slots for
   the sticks holding its int32 indices (dma.gather / dma.scatter read them from LX).
 - a launch with `spyre.inplace` (an in-place scatter into a buffer) gets its operand's
@@ -256,9 +256,9 @@ def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> i
     result) takes the slots of a computed tile of the same loop body and the same geometry
     (rows and LX row pitch) whose last reader has run, if it is not carried to the next
     iteration. The same geometry keeps the corelets' row halves where they were, so
-    spyre-schedule-dataflow's dependences, kept per slot and half, still see every reuse. Loads neither take nor give slots, so
-    the DMA of the next tile never waits for this one's temporaries. Sets `lx_slots` and returns the LX
-    bytes used."""
+    spyre-schedule-dataflow's dependences, kept per slot and half, still see every reuse. Loads
+    neither take nor give slots, so the DMA of the next tile never waits for this one's temporaries.
+    Sets `lx_slots` and returns the LX bytes used."""
     slots: dict[SSAValue, tuple[int, int]] = {}
     next_free = 0
     live = _LiveRanges(fn)
