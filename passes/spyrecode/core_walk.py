@@ -602,7 +602,7 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
     """One corelet's SFU instruction for a tile-graph generic, on rows [row, row + count)."""
     srcs = [v for v in ins if isinstance(v, LxTensor)]
     assert len(srcs) == len(ins) or fn == "causal_mask"  # its second input is the first row
-    dst = dict(dst=out.addr + row * out.pitch, dst_pitch=out.pitch, dst_dtype=out.dtype)
+    dst = {"dst": out.addr + row * out.pitch, "dst_pitch": out.pitch, "dst_dtype": out.dtype}
     dst_keys = part(out, half, halves)
 
     def at(t: LxTensor) -> int:
@@ -661,11 +661,13 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
     reverse = 0
     # the ISA broadcasts its second operand: a column goes second (sfu.colwise, whose first
     # operand may itself be a broadcast row: an outer product), else a row (sfu.binary)
-    if (one_column(a) and not one_column(b)) or (not one_column(b) and one_row(a) and not one_row(b)):
+    if (one_column(a) and not one_column(b)) \
+            or (not one_column(b) and one_row(a) and not one_row(b)):
         a, b, reverse = b, a, 1
-    fields = dict(fn=BINARY_FN[fn], src0=at(a), src1=at(b), dst=dst["dst"], rows=count,
-                  cols=cols, src0_pitch=0 if one_row(a) else a.pitch, dst_pitch=out.pitch,
-                  src0_dtype=a.dtype, src1_dtype=b.dtype, dst_dtype=out.dtype)
+    fields = {"fn": BINARY_FN[fn], "src0": at(a), "src1": at(b), "dst": dst["dst"],
+              "rows": count, "cols": cols, "src0_pitch": 0 if one_row(a) else a.pitch,
+              "dst_pitch": out.pitch, "src0_dtype": a.dtype, "src1_dtype": b.dtype,
+              "dst_dtype": out.dtype}
     reads = keys(a) + keys(b)
     if one_column(b):
         it.stream.emit("sfu.colwise", reads, dst_keys, unit=half, src1_pitch=b.pitch,

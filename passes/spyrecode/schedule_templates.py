@@ -542,7 +542,7 @@ def prebuild(cache: TemplateCache,
     (tested). A worker that fails leaves its structures to the pass, which reports the
     error with its own message. Skipped where `fork` is not available, for one job, or for
     fewer than two structures."""
-    global _PREBUILD
+    global _PREBUILD  # noqa: PLW0603 - forked workers inherit it: how they get their inputs
     jobs = min(jobs, len(firsts))
     if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return 1

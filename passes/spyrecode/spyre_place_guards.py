@@ -323,7 +323,7 @@ def _kernel_needs(sticks: _Sticks, expanded: dict[int, Expanded], rendezvous,
             changed = True
         if not changed:
             break
-    for core, accs in access.items():
+    for accs in access.values():
         for acc in accs:
             if acc.whole and acc.flat is not None:
                 sticks.need[acc.flat] = _NEVER
@@ -448,7 +448,8 @@ def guard(expanded: Expanded, run: np.ndarray, lower: int
     if open_need is not None:
         out.append(Instr("loop.end", ()))
     remapped = []
-    for instr in out:
+    for old in out:
+        instr = old
         if instr.op == "loop.incr":
             args = list(instr.args)
             field = instr.spec.fields.index("pc")
