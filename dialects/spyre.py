@@ -243,7 +243,7 @@ class _ReduceOp(_OneInputOp):
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
         out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
-        if not src or out != src[:-1] + [1]:
+        if not src or out != [*src[:-1], 1]:
             raise VerifyException(
                 f"{self.name}: result shape {out} must be the operand shape {src} with the "
                 "last dimension reduced to 1")
@@ -348,7 +348,8 @@ class PermuteRowsOp(IRDLOperation):
     def __init__(self, input: SSAValue, permutation: Sequence[int], result_type: Attribute,
                  source_op: Operation | None = None):
         super().__init__(operands=[input], result_types=[result_type],
-                         properties={"permutation": DenseArrayBase.from_list(i64, list(permutation))})
+                         properties={"permutation":
+                                     DenseArrayBase.from_list(i64, list(permutation))})
         _provenance(self, source_op)
 
     @property
@@ -429,7 +430,8 @@ class SliceRowsOp(IRDLOperation):
                 f"spyre.slice_rows: dim {dim} must be a leading dim of the {len(src)}-D operand "
                 "and the rank must be kept")
         if any(s != o for i, (s, o) in enumerate(zip(src, out)) if i != dim):
-            raise VerifyException(f"spyre.slice_rows: {src} -> {out} changes a dim other than {dim}")
+            raise VerifyException(
+                f"spyre.slice_rows: {src} -> {out} changes a dim other than {dim}")
         if step < 1 or start < 0 or out[dim] < 1 or start + (out[dim] - 1) * step >= src[dim]:
             raise VerifyException(
                 f"spyre.slice_rows: {out[dim]} rows from {start} by {step} leave dim {dim} of "
@@ -570,9 +572,9 @@ class BatchMatmulOp(IRDLOperation):
         if a[-1] != k:
             raise VerifyException(
                 f"spyre.batch_matmul: lhs has K = {a[-1]} columns but rhs {b} has K = {k}")
-        if out != a[:-1] + [n]:
+        if out != [*a[:-1], n]:
             raise VerifyException(
-                f"spyre.batch_matmul: result shape {out} is not {a[:-1] + [n]}")
+                f"spyre.batch_matmul: result shape {out} is not {[*a[:-1], n]}")
 
 
 @irdl_op_definition
@@ -696,7 +698,8 @@ class MatmulOp(IRDLOperation):
         b = self.rhs.type.get_shape()  # type: ignore[attr-defined]
         c = self.result.type.get_shape()  # type: ignore[attr-defined]
         if len(a) != 2 or len(b) != 2:
-            raise VerifyException(f"spyre.matmul: operands must be 2-D, got {list(a)} and {list(b)}")
+            raise VerifyException(
+                f"spyre.matmul: operands must be 2-D, got {list(a)} and {list(b)}")
         if a[1] != b[0]:
             raise VerifyException(
                 f"spyre.matmul: lhs has K = {a[1]} columns but rhs has {b[0]} rows"

@@ -9,9 +9,9 @@ and the words an error gives for a bad value. The printed IR is the builtin form
 (`grid = [2 : i64, 4 : i64]`, `resident = "b"`); no new syntax.
 
 Guarantees: `PlanAttr.get` returns a Python value (`tuple[int, ...]` for a grid, `str`
-for `resident`) or None when the key is absent, and raises `PlanError`, naming the op, the key and the values
-allowed, when the attribute breaks its constraint; `PlanAttr.set` writes the encoding every
-pass wrote before this module (so binaries stay byte-identical). `verify_plan` checks every
+for `resident`) or None when the key is absent, and raises `PlanError`, naming the op, the key and
+the values allowed, when the attribute breaks its constraint; `PlanAttr.set` writes the encoding
+every pass wrote before this module (so binaries stay byte-identical). `verify_plan` checks every
 planning attribute of a module (the driver and spyre-opt run it after each pass), and the
 `spyre.kernel` op declares the kernel's keys with the same constraints (`KERNEL_ATTRS`).
 `is_kernel` is the one test of whether a function is a kernel (it has a `grid`) and
@@ -91,8 +91,8 @@ class PlanConstraint(AttrConstraint):
 class PlanAttr(Generic[T]):
     """One declared planning attribute: its `constraint` (with the key), whether it is a
     DECISION or a LEDGER, the ops it lives `on` ("kernel": a `spyre.kernel`; "kernel
-    func": a KTIR `func.func`; "launch": a `spyre.launch`; "module": the module), the pass that writes it (`by`),
-    and its Python value's `decode` / `encode`."""
+    func": a KTIR `func.func`; "launch": a `spyre.launch`; "module": the module), the pass that
+    writes it (`by`), and its Python value's `decode` / `encode`."""
 
     constraint: PlanConstraint
     kind: str
