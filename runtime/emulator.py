@@ -514,7 +514,8 @@ class Emulator:
 
     # ---- execution ---------------------------------------------------------------------------
 
-    def _check_inputs(self, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict[str, int]]:
+    def _check_inputs(self, inputs: Sequence[np.ndarray]
+                      ) -> tuple[list[np.ndarray], dict[str, int]]:
         """The inputs as arrays and the value of each symbolic size, read from their shapes;
         a wrong count, dtype or static size, a symbol out of its bounds or bound to two
         values is an InputError."""

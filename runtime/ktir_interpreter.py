@@ -158,16 +158,15 @@ def estimate_latency(stats: Sequence[CoreStats], target: SpyreTarget) -> Latency
     """Serial sum of DMA, ring, PT and SFU time per core; the kernel waits for the slowest."""
     active = max(1, sum(1 for s in stats if s.lpddr_bytes))
     corelets = target.corelets_per_core
-    per_core = []
-    for s in stats:
-        per_core.append(
-            {
-                "lpddr": s.lpddr_bytes / (target.lpddr_bytes_per_cycle / active),
-                "ring": s.ring_bytes / target.ring_bytes_per_cycle,
-                "pt": s.matmul_flops / (target.pt_flops_per_cycle_per_corelet * corelets),
-                "sfu": s.vector_bytes / (target.sfu_bytes_per_cycle_per_corelet * corelets),
-            }
-        )
+    per_core = [
+        {
+            "lpddr": s.lpddr_bytes / (target.lpddr_bytes_per_cycle / active),
+            "ring": s.ring_bytes / target.ring_bytes_per_cycle,
+            "pt": s.matmul_flops / (target.pt_flops_per_cycle_per_corelet * corelets),
+            "sfu": s.vector_bytes / (target.sfu_bytes_per_cycle_per_corelet * corelets),
+        }
+        for s in stats
+    ]
     totals = [sum(parts.values()) for parts in per_core]
     slowest = int(np.argmax(totals)) if totals else 0
     cycles = totals[slowest] if totals else 0.0

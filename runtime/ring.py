@@ -14,8 +14,8 @@ together. The groups are fixed by the programs alone, independent of timing:
 the groups when a kernel is loaded, so the emulator can check that the
 members agree (sizes, types) and bind their numerics before anything runs; a member whose
 partner is missing is left in an incomplete group, and the schedule reports the deadlock.
-Costs (`spyrec.target.timing.rendezvous_cycles`) come from the target's ring figures: a transfer of B bytes over
-h hops takes h * ring_hop_cycles + B / ring_bytes_per_cycle (cut-through, the full
+Costs (`spyrec.target.timing.rendezvous_cycles`) come from the target's ring figures: a transfer of
+B bytes over h hops takes h * ring_hop_cycles + B / ring_bytes_per_cycle (cut-through, the full
 per-direction bandwidth; link contention between concurrent transfers is not modelled).
 """
 
