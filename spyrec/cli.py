@@ -463,7 +463,8 @@ def _save_arrays(folder: Path, arrays: dict[str, Any]) -> None:
     for name, array in arrays.items():
         buffer = io.BytesIO()
         np.save(buffer, array)
-        write_atomically(folder / f"{name}.npy", lambda stream: stream.write(buffer.getvalue()))
+        data = buffer.getvalue()
+        write_atomically(folder / f"{name}.npy", lambda stream, data=data: stream.write(data))
     click.echo(f"wrote {len(arrays)} arrays to {folder}")
 
 
@@ -531,7 +532,7 @@ def _load_tensor(path: Path, what: str) -> Any:
     if path.suffix == ".pt":
         try:
             value = torch.load(path, weights_only=True)
-        except Exception as exc:  # torch raises many kinds for a file that is not its own
+        except Exception as exc:  # noqa: BLE001 - torch raises many kinds for a file not its own
             raise RunError(f"{what}: {path} is not a torch.save file ({exc})") from None
         if not isinstance(value, torch.Tensor):
             raise RunError(f"{what}: {path} holds a {type(value).__name__}, not a tensor; "
@@ -830,9 +831,10 @@ def inspect(binary: Path, programs: bool) -> None:
         click.echo(f"  {step}")
     click.echo("job execution plan:")
     for step in exe:
+        shown = step
         if step.get("fn") == "patch_trips":  # listed below, one line per entry
-            step = {**step, "patches": f"<{len(step['patches'])} entries>"}
-        click.echo(f"  {step}")
+            shown = {**step, "patches": f"<{len(step['patches'])} entries>"}
+        click.echo(f"  {shown}")
     if b.patches:
         click.echo(f"patch table ({len(b.patches)} loops; trips = how many thresholds the "
                    "size reaches):")

@@ -393,7 +393,8 @@ def matmul_loads(shape: KernelShape, split: Split, tiling: Tiling,
 
 
 RING_CHUNK_LIMIT = 64 * 1024  # a shared tile up to this size moves in one transfer
-RING_CHUNK = 32 * 1024  # a larger one in pieces of about this size (passes/spyrecode/ring_sharing.py)
+# a larger one in pieces of about this size (passes/spyrecode/ring_sharing.py)
+RING_CHUNK = 32 * 1024
 
 
 def ring_pieces(nbytes: int) -> int:

@@ -83,7 +83,7 @@ def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str
     return {"spyre-set-options": changed} if changed else {}
 
 
-STAGE_NAMES = tuple(s.name for s in DEFAULT_PIPELINE) + ("binary",)
+STAGE_NAMES = (*(s.name for s in DEFAULT_PIPELINE), "binary")
 
 
 def passes_until(stage: str) -> list[str]:

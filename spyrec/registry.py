@@ -42,16 +42,19 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "spyre-legalize": _pass("spyrec.passes.graph.spyre_legalize", "SpyreLegalize"),
     "spyre-stickify": _pass("spyrec.passes.graph.spyre_stickify", "SpyreStickify"),
     "spyre-fuse": _pass("spyrec.passes.planning.spyre_fuse", "SpyreFuse"),
-    "spyre-partition-cores": _pass("spyrec.passes.planning.spyre_partition_cores", "SpyrePartitionCores"),
+    "spyre-partition-cores": _pass("spyrec.passes.planning.spyre_partition_cores",
+                                   "SpyrePartitionCores"),
     "spyre-tile": _pass("spyrec.passes.planning.spyre_tile", "SpyreTile"),
-    "convert-spyre-to-ktir": _pass("spyrec.passes.ktir.convert_spyre_to_ktir", "ConvertSpyreToKtir"),
+    "convert-spyre-to-ktir": _pass("spyrec.passes.ktir.convert_spyre_to_ktir",
+                                   "ConvertSpyreToKtir"),
     "spyre-legalize-ktir": _pass("spyrec.passes.ktir.spyre_legalize_ktir", "SpyreLegalizeKtir"),
     "spyre-place-memory": _pass("spyrec.passes.ktir.spyre_place_memory", "SpyrePlaceMemory"),
     "spyre-schedule-dataflow": _pass(
         "spyrec.passes.spyrecode.spyre_schedule_dataflow", "SpyreScheduleDataflow"
     ),
     "spyre-place-guards": _pass("spyrec.passes.spyrecode.spyre_place_guards", "SpyrePlaceGuards"),
-    "spyre-emit-spyrecode": _pass("spyrec.passes.spyrecode.spyre_emit_spyrecode", "SpyreEmitSpyreCode"),
+    "spyre-emit-spyrecode": _pass("spyrec.passes.spyrecode.spyre_emit_spyrecode",
+                                  "SpyreEmitSpyreCode"),
 }
 
 UNIVERSE = Universe(

@@ -268,7 +268,7 @@ class _Importer:
                         outputs.append(TensorSpec(a.name, tuple(val.shape), val.dtype))
                 builder.insert(func.ReturnOp(*results))
         fn = func.FuncOp("forward", ([a.type for a in block.args],
-                                     [t for t in _return_types(block)]), Region(block))
+                                     list(_return_types(block))), Region(block))
         fn.attributes["spyre.output_names"] = ArrayAttr([StringAttr(o.name) for o in outputs])
         if mutated:  # the leading results are new values of buffers, not outputs
             fn.attributes["spyre.mutated_buffers"] = ArrayAttr(
@@ -410,7 +410,8 @@ class _Importer:
             if isinstance(value, torch.fx.Node):
                 operands.append(self._value(value, node))
                 operand_names.append(StringAttr(arg_name))
-            elif isinstance(value, (list, tuple)) and any(isinstance(v, torch.fx.Node) for v in value):
+            elif isinstance(value, (list, tuple)) \
+                    and any(isinstance(v, torch.fx.Node) for v in value):
                 for i, v in enumerate(value):
                     if v is None:  # index_put's [None, None, pos]: the name keeps i
                         continue
@@ -518,7 +519,8 @@ def _check_archive(path: Path) -> None:
             f"Re-export the model with torch {torch.__version__.split('+')[0]}.")
 
 
-def import_program(ep: torch.export.ExportedProgram, source_name: str = "<memory>") -> ImportedProgram:
+def import_program(ep: torch.export.ExportedProgram,
+                   source_name: str = "<memory>") -> ImportedProgram:
     """Decompose `ep` and build its `spyre` graph-dialect module."""
     try:
         decomposed = decompose(ep)

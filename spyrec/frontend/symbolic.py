@@ -131,7 +131,8 @@ class _Checker:
     def refuse(self, node: torch.fx.Node, why: str) -> CompileError:
         line = self.locate(node)
         return CompileError(
-            f"{self.source}: {line + ': ' if line else ''}node {node.name} ({_name(node.target)}): {why}. A symbolic size "
+            f"{self.source}: {line + ': ' if line else ''}node {node.name} "
+            f"({_name(node.target)}): {why}. A symbolic size "
             "runs as one program compiled at its upper bound with the padding cropped off, "
             "which this op would read; export this dim with a static size (or keep the op "
             "off the symbolic dim)")
@@ -184,7 +185,7 @@ class _Checker:
             return
         if name in _VIEWS:
             self.structure[node] = self.view(node, self.of(node.args[0]), val)  # type: ignore[arg-type]
-        elif name in {"aten.permute.default"}:
+        elif name == "aten.permute.default":
             src = self.of(node.args[0])  # type: ignore[arg-type]
             self.structure[node] = tuple(src[p] for p in node.args[1])  # type: ignore[union-attr]
         elif name in {"aten.transpose.int", "aten.t.default"}:
@@ -225,7 +226,8 @@ class _Checker:
             found: tuple[Factor, ...] | None = (int(e),) if e.is_Integer else None
             for src in sources:
                 s_val = src.meta.get("val") if isinstance(src, torch.fx.Node) else None
-                if found is not None or not isinstance(s_val, torch.Tensor) or src not in self.structure:
+                if found is not None or not isinstance(s_val, torch.Tensor) \
+                        or src not in self.structure:
                     continue
                 j = s_val.dim() - rank + i
                 structure = self.structure[src]

@@ -194,6 +194,8 @@ class SpyreBinary:
     # the trip-count guards the host's program correction sets per call (design note 49)
     patches: list[Patch] = field(default_factory=list)
 
+    __hash__ = None  # type: ignore[assignment]  # compared by value and mutable: unhashable
+
     def __eq__(self, other: object) -> bool:
         # Weights compare by bytes, dtype and shape: bit-exact, and NaN equals itself.
         if not isinstance(other, SpyreBinary):
@@ -228,7 +230,8 @@ def _pad(buffer: bytearray) -> None:
     buffer += bytes(round_up(len(buffer), ALIGNMENT) - len(buffer))
 
 
-def encode_job_binary(programs: Mapping[int, list[Instr]]) -> tuple[bytes, dict[int, tuple[int, int]]]:
+def encode_job_binary(programs: Mapping[int, list[Instr]]
+                      ) -> tuple[bytes, dict[int, tuple[int, int]]]:
     """Encode one kernel's programs as a job binary; returns it and its core -> (offset, size)."""
     cores = sorted(programs)
     if isinstance(programs, EncodedPrograms):
@@ -743,7 +746,7 @@ def _read_blobs(
     file_size = os.fstat(stream.fileno()).st_size
     table: dict[str, dict[str, Any]] = manifest["blobs"]
     expected_end = start
-    for name, entry in table.items():
+    for entry in table.values():
         expected_end = max(expected_end, start + entry["offset"] + entry["size"])
     if file_size < expected_end:
         raise ContainerError(f"{path}: truncated: the blobs end at byte {expected_end}, "

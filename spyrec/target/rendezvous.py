@@ -41,10 +41,10 @@ class Rendezvous:
         if op in ("ring.send", "ring.recv"):
             sender, receiver, tag = key
             if sender not in present:
-                return [f"a ring.send from core {sender} to core {receiver} with tag {tag}, "
-                        f"which core {sender}'s program does not have"]
-            return [f"a ring.recv on core {receiver} from core {sender} with tag {tag}, which "
-                    f"core {receiver}'s program does not have"]
+                return [(f"a ring.send from core {sender} to core {receiver} with tag {tag}, "
+                         f"which core {sender}'s program does not have")]
+            return [(f"a ring.recv on core {receiver} from core {sender} with tag {tag}, which "
+                     f"core {receiver}'s program does not have")]
         return [f"core {c}'s matching {op}, which its program does not have"
                 for c in group_members(*key[:3]) if c not in present]
 
