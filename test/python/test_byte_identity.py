@@ -1,5 +1,6 @@
 """The fixed set of `spyrec.tools.byte_identity` (the benchmark kernels, the model zoo, the
-demo models, a decoder with a symbolic size) compiles to the `.spyre` bytes recorded in test/golden/spyre_sha256.json.
+demo models, a decoder with a symbolic size) compiles to the `.spyre` bytes recorded in
+test/golden/spyre_sha256.json.
 
 A refactor keeps every hash; a change of generated code updates the golden file in the same
 commit (`python -m spyrec.tools.byte_identity --update`) and says why. One test per group,

@@ -98,8 +98,8 @@ def old_rule_accepts(exe: Executable, expected: tuple[torch.Tensor, ...],
     steps = 1 + sum(kernel_steps(p) for p in programs)
     u = max({"float16": 2.0**-10, "bfloat16": 2.0**-8, "float32": 2.0**-24}.get(
         b.layout.host_dtype, 0.0) for b in binary.inputs + binary.outputs)
-    for e, a in zip(expected, actual):
-        e, a = e.double(), a.double()
+    for want, got in zip(expected, actual):
+        e, a = want.double(), got.double()
         scale = float(e.abs().max())
         err = float((a - e).abs().max())
         if not bool(torch.isfinite(a).all()) or err > 4 * u * (

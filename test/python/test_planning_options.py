@@ -143,5 +143,5 @@ def test_a_bad_record_is_named_with_the_values_allowed(record, words):
 
 
 def test_spyre_set_options_refuses_a_bad_value():
-    with pytest.raises(plan.PlanError, match='share .*"ring", "none"'):
+    with pytest.raises(plan.PlanError, match=r'share .*"ring", "none"'):
         _run(_module(), [("spyre-set-options", {"share": "sometimes"})])

@@ -126,10 +126,10 @@ def _rewrite_manifest(path, edit):
 
 
 @pytest.mark.parametrize("edit,message", [
-    (lambda p: p.__setitem__(2, p[2] + 1), r"the instruction there is \S+, not a loop.begin "
-                                           r"of 1 trips"),
-    (lambda p: p.__setitem__(4, [MAX + 1]), r"thresholds \[129\] are not non-decreasing "
-                                            r"sizes in \[1, 128\]"),
+    (lambda p: p.__setitem__(2, p[2] + 1), (r"the instruction there is \S+, not a loop.begin "
+                                            r"of 1 trips")),
+    (lambda p: p.__setitem__(4, [MAX + 1]), (r"thresholds \[129\] are not non-decreasing "
+                                             r"sizes in \[1, 128\]")),
     (lambda p: p.__setitem__(3, "seq"), r"symbol 'seq' is not declared"),
     (lambda p: p.__setitem__(1, 99), r"the binary has no such program"),
 ], ids=["not-a-loop", "threshold-out-of-range", "unknown-symbol", "no-such-core"])
@@ -145,7 +145,7 @@ def test_a_corrupt_patch_table_is_refused(decoder, tmp_path, edit, message):
     first = exe.binary.patches[0]
     bad.patches = [Patch(first.kernel, first.core, first.pc + 1, first.symbol,
                          first.thresholds)]
-    with pytest.raises(ContainerError, match="not a loop.begin"):
+    with pytest.raises(ContainerError, match=r"not a loop.begin"):
         write_spyre(bad, tmp_path / "bad.spyre")
 
 

@@ -153,8 +153,8 @@ def test_a_tile_set_other_than_its_whole_block_is_refused(tmp_path):
     # a set smaller than its block is refused by the op's own verifier, before the back end
     tail = text.replace("-d0 + 7 >= 0, d1 >= 0, -d1 + 255", "-d0 + 5 >= 0, d1 >= 0, -d1 + 255")
     for name, source, message in (
-            ("shifted", shifted, r"ktdp.construct_access_tile %tx: its access_tile_set .* is "
-                                 r"not the whole \[8, 256\] block"),
+            ("shifted", shifted, (r"ktdp.construct_access_tile %tx: its access_tile_set .* is "
+                                  r"not the whole \[8, 256\] block")),
             ("tail", tail, "access tile dim 0 is 8 but access_tile_set spans 6")):
         assert source != text
         path = tmp_path / f"{name}.mlir"

@@ -145,7 +145,7 @@ def test_activations_may_share_bytes() -> None:
 def test_program_with_forward_dependency_cannot_be_written(tmp_path: Path) -> None:
     binary = linear_relu_binary()
     binary.kernels[0].programs[0][0] = load(0, 0, 1, 128, deps=(3,))
-    with pytest.raises(ContainerError, match="linear_relu.*later instruction"):
+    with pytest.raises(ContainerError, match=r"linear_relu.*later instruction"):
         write_spyre(binary, tmp_path / "bad.spyre")
 
 
@@ -198,13 +198,13 @@ def test_bad_magic(good_file: Path) -> None:
 
 def test_empty_file(tmp_path: Path) -> None:
     (tmp_path / "empty.spyre").write_bytes(b"")
-    with pytest.raises(ContainerError, match="not a .spyre file"):
+    with pytest.raises(ContainerError, match=r"not a .spyre file"):
         read_spyre(tmp_path / "empty.spyre")
 
 
 def test_unsupported_version(good_file: Path) -> None:
     rewrite(good_file, lambda d: d.__setitem__(slice(8, 12), struct.pack("<I", 99)))
-    with pytest.raises(ContainerError, match="unsupported format version 99 .*versions 1, 2"):
+    with pytest.raises(ContainerError, match=r"unsupported format version 99 .*versions 1, 2"):
         read_spyre(good_file)
 
 
@@ -228,7 +228,7 @@ def test_blob_checksum(good_file: Path) -> None:
 def test_truncated(good_file: Path, keep: int) -> None:
     data = good_file.read_bytes()
     good_file.write_bytes(data[:keep])
-    with pytest.raises(ContainerError, match="good.spyre: (truncated|not a .spyre)"):
+    with pytest.raises(ContainerError, match=r"good.spyre: (truncated|not a .spyre)"):
         read_spyre(good_file)
 
 

@@ -86,7 +86,7 @@ def test_a_flipped_byte_in_the_manifest_fails_its_checksum(tmp_path: Path) -> No
     data = bytearray(path.read_bytes())
     data[data.index(b'"num_cores":2') + len('"num_cores":')] = ord("3")
     path.write_bytes(bytes(data))
-    with pytest.raises(ContainerError, match="ring.spyre: checksum mismatch in the manifest"):
+    with pytest.raises(ContainerError, match=r"ring.spyre: checksum mismatch in the manifest"):
         read_spyre(path)
 
 
