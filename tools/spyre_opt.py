@@ -120,7 +120,8 @@ class SpyreOptMain(xDSLOptMain):
         if self.args.output_file is None:
             return sys.stdout
         target = Path(self.args.output_file)
-        if (target.is_symlink() and not target.exists()) or (target.exists() and not target.is_file()):
+        if (target.is_symlink() and not target.exists()) \
+                or (target.exists() and not target.is_file()):
             raise UsageError(f"-o {target}: not a regular file (a directory, device or "
                              "dangling link); name a new or regular file to write")
         self.pending_output = _PendingOutput()
