@@ -108,7 +108,7 @@ def _ints(op: AtenOp, name: str, default: list[int] | None = None) -> list[int]:
     if isinstance(attr, IntegerAttr):
         return [attr.value.data]
     assert isinstance(attr, ArrayAttr)
-    return [a.value.data for a in attr.data]  # type: ignore[attr-defined]
+    return [a.value.data for a in attr.data]
 
 
 def _pair(values: list[int], default: int) -> tuple[int, int]:
@@ -513,7 +513,7 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
     names_attr = fn.attributes.get("spyre.output_names")
-    names = [n.data for n in names_attr.data] if isinstance(names_attr, ArrayAttr) else []  # type: ignore[attr-defined]
+    names = [n.data for n in names_attr.data] if isinstance(names_attr, ArrayAttr) else []
     perms: dict[str, Attribute] = {}
     old_perms = fn.attributes.get("spyre.host_perms")
     if isinstance(old_perms, DictionaryAttr):
@@ -522,10 +522,11 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
     for old, new in list(sel.nhwc.items()):
         if old.owner is None or isinstance(old, BlockArgument):
             continue
-        if _is_anchor(old.owner) and old.owner.target.data == MEAN \
+        if isinstance(old.owner, AtenOp) and _is_anchor(old.owner) \
+                and old.owner.target.data == MEAN \
                 and len(_shape(old)) == 2:
             # mean over H and W without keepdim: [N, 1, 1, C] is [N, C]
-            flat = sel.emit(old.owner, ReshapeOp(new, old.type))  # type: ignore[arg-type]
+            flat = sel.emit(old.owner, ReshapeOp(new, old.type))
             old.replace_all_uses_with(flat)
             continue
         for use in list(old.uses):
@@ -545,6 +546,7 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
                 continue
             tokens = _patch_tokens(user, new) if isinstance(user, AtenOp) else None
             if tokens is not None:  # flatten(2).transpose(1, 2): the pixels as tokens
+                assert isinstance(user, AtenOp)
                 rows = sel.emit(tokens, ReshapeOp(new, tokens.results[0].type))
                 tokens.results[0].replace_all_uses_with(rows)
                 replaced.update((user, tokens))

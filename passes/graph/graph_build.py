@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import AnyFloat, DenseIntOrFPElementsAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -56,7 +56,9 @@ def emit(rewriter: Rewriter, at: Operation, new: Operation) -> SSAValue:
 
 def constant(at: Operation, rewriter: Rewriter, name: str, values: np.ndarray,
              element_type: Attribute) -> SSAValue:
-    """`values` as a constant tensor (a `spyre.param` named `name`) inserted before `at`."""
+    """`values` as a constant tensor (a `spyre.param` named `name`) inserted before `at`;
+    `element_type` is a float type (legalization computes integers in f32)."""
+    assert isinstance(element_type, AnyFloat)
     ttype = TensorType(element_type, list(values.shape))
     param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
         ttype, [float(v) for v in values.reshape(-1)]))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineExpr
+from xdsl.ir.affine import AffineConstantExpr, AffineExpr
 
 from spyrec.dialects.spyre import (
     ELEMENT_BYTES,
@@ -105,6 +105,7 @@ def index_back(op: Operation, index: Index, unit: int) -> Index:
     """The operand index of each result index of a move op, in rows of `unit` elements."""
     if isinstance(op, ReshapeOp):
         return unravel(ravel(index, _units(op.result, unit)), _units(op.input, unit))
+    assert isinstance(op, PermuteRowsOp | SliceRowsOp | ExpandRowsOp)
     extra = len(_units(op.input, unit)) - len(lead_shape(op.input))  # the unit's place in a row
     if isinstance(op, PermuteRowsOp):
         out: Index = list(index)
@@ -264,7 +265,7 @@ def fdiv(e: AffineExpr, c: int) -> AffineExpr:
 
 
 def add(*terms: AffineExpr) -> AffineExpr:
-    nonzero = [t for t in terms if not (isinstance(t, type(const(0))) and t.value == 0)]
+    nonzero = [t for t in terms if not (isinstance(t, AffineConstantExpr) and t.value == 0)]
     if not nonzero:
         return const(0)
     out = nonzero[0]

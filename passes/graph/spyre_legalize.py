@@ -201,7 +201,7 @@ def _bool_outputs(module: ModuleOp, failures: list[str]) -> None:
         names_attr = fn.attributes.get("spyre.output_names")
         if not isinstance(ret, func.ReturnOp) or not isinstance(names_attr, ArrayAttr):
             continue
-        names = [n.data for n in names_attr.data]  # type: ignore[attr-defined]
+        names = [n.data for n in names_attr.data]
         # the leading results update mutated buffers; the named outputs come last
         first = len(ret.arguments) - len(names)
         outputs = list(fn.function_type.outputs.data)

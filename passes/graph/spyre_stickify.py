@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -120,12 +120,12 @@ def row_sticked(ttype: TensorType, zero_padded: bool, target: SpyreTarget) -> La
 
 def layout_of(value: SSAValue) -> Layout:
     """The layout stickify chose for `value`."""
-    owner = value.owner
-    if isinstance(owner, Operation):
-        layouts = plan.LAYOUT.get(owner)  # one per result of a multi-result op
+    if isinstance(value, OpResult):
+        layouts = plan.LAYOUT.get(value.owner)  # one per result of a multi-result op
         attr = None if layouts is None else layouts[value.index if len(layouts) > 1 else 0]
     else:
-        fn = owner.parent_op()
+        assert isinstance(value, BlockArgument)
+        fn = value.owner.parent_op()
         assert isinstance(fn, func.FuncOp) and fn.arg_attrs is not None
         attr = fn.arg_attrs.data[value.index].data.get(plan.LAYOUT.key)
     if not isinstance(attr, DictionaryAttr):
@@ -234,8 +234,8 @@ def _pad_after(op: Operation, pads: dict[SSAValue, int]) -> int:
         if op.transpose_rhs is None:  # lhs @ rhs over rhs's whole padded width
             return ZERO if of(op.rhs) == ZERO else max(FINITE, worst(op.operands))
         # the product has rhs-rows columns; past them the LX tile is not written
-        cols = op.result.type.get_shape()[-1]  # type: ignore[attr-defined]
-        size = ELEMENT_BYTES[str(op.result.type.element_type)]  # type: ignore[attr-defined]
+        cols = op.result.type.get_shape()[-1]
+        size = ELEMENT_BYTES[str(op.result.type.element_type)]
         return ZERO if cols * size % STICK_BYTES == 0 else ANY
     if isinstance(op, AttentionOp):
         # the output is P @ V over V's whole padded width: zero where V's padding is

@@ -63,7 +63,7 @@ def _last_dim_slice(op: Operation) -> tuple[int, int] | None:
     end = arg(op, "end", INT64_MAX)
     start = 0 if start is None else start
     end = INT64_MAX if end is None else end
-    start, end, _ = slice(start, end).indices(shape[-1])  # type: ignore[arg-type]
+    start, end, _ = slice(start, end).indices(shape[-1])
     return start, end
 
 
@@ -183,7 +183,7 @@ def _select_slice(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     if dim is not None:
         start, end = arg(op, "start", 0), arg(op, "end", INT64_MAX)
         start, end, step = slice(0 if start is None else start, INT64_MAX if end is None else end,
-                                 arg(op, "step", 1)).indices(_shape(x)[dim])  # type: ignore[arg-type]
+                                 arg(op, "step", 1)).indices(_shape(x)[dim])
         return _slice_rows(op, rewriter, x, dim, start, step, _shape(op.results[0])[dim])
     require_float(op)
     if _last_dim_slice(op) is None:
@@ -368,7 +368,7 @@ def _select_index(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
         if _element_name(v) not in FLOAT_ELEMENTS:
             raise Unsupported(f"element type {_element_name(v)} (only f16, bf16, f32 so far)")
     shape = _shape(x)
-    key: list[object] = [slice(None)] * len(shape)
+    key: list[slice | np.ndarray] = [slice(None)] * len(shape)
     names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
     for name, value in zip(names, op.operands):
         if not name.startswith("indices."):

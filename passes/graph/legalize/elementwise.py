@@ -154,7 +154,7 @@ def _select_pow(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
         return _binary_op(op, rewriter, "mul", x, x)
     if exponent == 3:  # the tanh GELU of GPT-2 (`gelu_new`) cubes its input
         return _binary_op(op, rewriter, "mul", _binary_op(op, rewriter, "mul", x, x), x)
-    unary = {0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal"}.get(exponent)  # type: ignore[arg-type]
+    unary = {0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal"}.get(exponent)
     if unary is None:
         return _select_pow_general(op, rewriter)
     return _emit(rewriter, op, UNARY_OPS[unary](x, x.type))

@@ -140,7 +140,7 @@ def transpose_source(rewriter: LegalizeRewriter, value: SSAValue) -> SSAValue | 
     """x when `value` is the device transpose of x, used only here, possibly regrouped in
     its leading dims by reshapes (`q @ k.transpose(-1, -2)` reaches bmm as a view of the
     transpose); the transpose and reshapes are erased and x is regrouped the same way."""
-    chain: list[Operation] = []
+    chain: list[ReshapeOp] = []
     while isinstance(value.owner, ReshapeOp) and value.has_one_use() \
             and _shape(value)[-2:] == _shape(value.owner.input)[-2:]:
         chain.append(value.owner)
@@ -155,7 +155,7 @@ def transpose_source(rewriter: LegalizeRewriter, value: SSAValue) -> SSAValue | 
     if _shape(source) != shape:
         regroup = ReshapeOp(source, with_shape(source, shape))
         rewriter.insert_op(regroup, InsertPoint.after(source.owner) if isinstance(
-            source.owner, Operation) else InsertPoint.at_start(source.owner))  # type: ignore[arg-type]
+            source.owner, Operation) else InsertPoint.at_start(source.owner))
         source = regroup.result
     return source  # the transpose and its reshapes are erased once unused
 

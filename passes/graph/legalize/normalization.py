@@ -48,7 +48,7 @@ def _normalize(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, centered: bo
 
 def _check_normalized_shape(op: AtenOp, x: SSAValue) -> None:
     shape = arg(op, "normalized_shape")
-    dims = [d.value.data for d in shape.data] if isinstance(shape, ArrayAttr) else []  # type: ignore[attr-defined]
+    dims = [d.value.data for d in shape.data] if isinstance(shape, ArrayAttr) else []
     if dims != _shape(x)[-1:]:
         raise Unsupported(f"normalized_shape {dims} (only the last dimension is lowered so far)")
 

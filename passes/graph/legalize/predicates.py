@@ -100,7 +100,9 @@ def _scalar_value(value: SSAValue) -> float | None:
     """The value of a one-element constant (a folded `scalar_tensor`), else None."""
     owner = value.owner
     if isinstance(owner, ParamOp) and owner.value is not None and numel(value) == 1:
-        return float(owner.value.get_values()[0])
+        first = owner.value.get_values()[0]
+        assert isinstance(first, int | float)  # not a complex constant
+        return float(first)
     return None
 
 

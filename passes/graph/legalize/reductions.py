@@ -44,7 +44,7 @@ from spyrec.passes.graph.legalize.movement import column_to_row
 
 def last_dim_only(op: AtenOp, dims: object, rank: int) -> None:
     """Reductions and softmax are lowered over the innermost (stick) dimension only."""
-    values = ([d.value.data for d in dims.data]  # type: ignore[attr-defined]
+    values = ([d.value.data for d in dims.data]
               if isinstance(dims, ArrayAttr) else [dims])
     if [v % rank for v in values if isinstance(v, int)] != [rank - 1]:
         raise Unsupported(f"over dims {values} (only the last dimension is lowered so far)")
@@ -101,7 +101,7 @@ def _reduced_dims(op: AtenOp, rank: int) -> list[int]:
     dims = arg(op, "dim")
     if dims is None or (isinstance(dims, ArrayAttr) and not dims.data):
         return list(range(rank))
-    values = ([d.value.data for d in dims.data] if isinstance(dims, ArrayAttr)  # type: ignore[attr-defined]
+    values = ([d.value.data for d in dims.data] if isinstance(dims, ArrayAttr)
               else [dims])
     return sorted({v % max(rank, 1) for v in values})  # type: ignore[operator]
 
