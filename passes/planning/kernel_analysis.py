@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from spyrec.costmodel import AttentionShape, KernelShape, MoveShape, Split, Tiling
 from spyrec.diagnostics import CompileError
@@ -504,7 +504,7 @@ def _analyze_attention(kernel: KernelOp, op: AttentionOp | BatchMatmulOp, body: 
     mask = op.mask if isinstance(op, AttentionOp) else None
     if mask is not None and not isinstance(mask, BlockArgument):
         raise CompileError(f"{describe(op)}: the mask must be a kernel input")
-    return AttentionInfo(kernel, op, *stored, Stored(last, out_map), mask)
+    return AttentionInfo(kernel, op, stored[0], stored[1], stored[2], Stored(last, out_map), mask)
 
 
 def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherInfo | ScatterInfo:
@@ -549,10 +549,10 @@ def _analyze_tile_graph(kernel: KernelOp) -> KernelInfo:
     info = KernelInfo(kernel, matmul, body[1:] if matmul else body, list(term.values), full)
     if not info.outputs:
         raise CompileError(f"kernel @{kernel.sym_name.data} has no result")
-    if matmul is not None and len(matmul.result.type.get_shape()) != 2:  # type: ignore[attr-defined]
+    if matmul is not None and len(matmul.result.type.get_shape()) != 2:
         raise CompileError(f"{describe(matmul)}: only 2-D matmuls are lowered so far")
     for op in body:
-        if op is matmul:
+        if matmul is not None and op is matmul:
             info.kinds[matmul.result] = Kind.FULL
             for v in ([matmul.bias] if matmul.bias is not None else []):
                 info.kinds[v] = Kind.ROW
@@ -583,8 +583,9 @@ def kept_in_lx(value: SSAValue) -> bool:
     runs next on the same split (note 61): its index is in the kernel's (or, once lowered,
     its launch's) `spyre.lx_results`."""
     value = reshape_root(value)
-    owner = value.owner  # a kernel, or its launch once lowered
-    kept = plan.LX_RESULTS.get(owner) if isinstance(owner, Operation) else None
+    if not isinstance(value, OpResult):
+        return False
+    kept = plan.LX_RESULTS.get(value.owner)  # a kernel, or its launch once lowered
     return kept is not None and value.index in kept
 
 

@@ -167,7 +167,7 @@ class SpyreFuse(ModulePass):
                 continue
             if isinstance(op, (AttentionOp, BatchMatmulOp, *DATA_MOVES, WindowRowsOp, GatherOp,
                                ScatterOp)):
-                members = plans.get(op, [op])  # type: ignore[call-overload]
+                members = plans.get(op, [op])
                 group = _Group(members, position[members[0]], position[members[-1]],
                                rows_cols(op.results[0]),
                                "attention" if op in plans else "move")

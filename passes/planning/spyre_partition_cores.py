@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TypeAlias
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -77,6 +78,10 @@ from spyrec.passes.planning.scoring import Scored, scored_splits, splits_rows
 from spyrec.target import DEFAULT_TARGET, SpyreTarget
 
 LEDGER_ALTERNATIVES = 4
+# a chain's options per kernel: (ranking cycles, prediction, tiling) per split; a path:
+# (split, kept_out, prediction) per kernel
+_Option: TypeAlias = tuple[float, Prediction, Tiling]
+_Path: TypeAlias = list[tuple[Split, bool, Prediction]]
 
 
 def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None:
@@ -207,7 +212,7 @@ class SpyrePartitionCores(ModulePass):
                       for _, s, p, t in scored_splits(shape, target, given)]
             near.append(frozenset(s for r, s in ranked if r <= ranked[0][0] + saving))
 
-        def variant(i: int, kept_in: bool, kept_out: bool) -> Shape:
+        def variant(i: int, kept_in: bool, kept_out: bool) -> KernelShape:
             shape = base[i]
             assert isinstance(shape, KernelShape)
             if kept_in and pairs[i - 1].lhs:
@@ -218,9 +223,7 @@ class SpyrePartitionCores(ModulePass):
                 shape = replace(shape, lx_outputs=shape.lx_outputs + 1)
             return shape
 
-        Option = tuple[float, Prediction, Tiling]  # ranking cycles, prediction, tiling
-
-        def options(i: int, kept_in: bool, kept_out: bool) -> dict[Split, Option]:
+        def options(i: int, kept_in: bool, kept_out: bool) -> dict[Split, _Option]:
             shape = variant(i, kept_in, kept_out)
             found = {s: (ranking_cycles(shape, t, p, target), p, t)
                      for _, s, p, t in scored_splits(shape, target, given, near[i])}
@@ -228,13 +231,11 @@ class SpyrePartitionCores(ModulePass):
                 found = {s: v for s, v in found.items() if s.gn == 1}
             return found
 
-        # best[(split, kept_out)] = (chain rank so far, the path: (split, kept_out, prediction)
-        # per kernel so far)
-        Path = list[tuple[Split, bool, Prediction]]
-        best: dict[tuple[Split, bool], tuple[float, Path]] = {}
+        # best[(split, kept_out)] = (chain rank so far, the path so far)
+        best: dict[tuple[Split, bool], tuple[float, _Path]] = {}
         last = len(kernels) - 1
         for i in range(len(kernels)):
-            nxt: dict[tuple[Split, bool], tuple[float, Path]] = {}
+            nxt: dict[tuple[Split, bool], tuple[float, _Path]] = {}
             outs = (False,) if i == last else (False, True)
             for kept_out in outs:
                 if i == 0:
