@@ -124,7 +124,7 @@ class _KernelBuilder(KtirBuilder):
                 continue
             layout = layout_of(outer_value)
             shape = padded_rows_cols(layout.padded_shape)
-            element = value.type.element_type  # type: ignore[attr-defined]
+            element = value.type.element_type
             if kept_in_lx(outer_value):  # its slices in the cores' LX, not in LPDDR (note 61)
                 slices = LxSlices.of(*shape, DEVICE_ITEMSIZE[layout.device_dtype],
                                      self.split.gm, self.split.gn,

@@ -157,7 +157,7 @@ class AttentionBuilder(_StoredBuilder):
                     scores = self._add_mask(scores, mask_view, q0)
                 probs = self._softmax(scores, shape.kv_rows, in_type)
                 out = self.matmul_generic(probs, v, self.fill([tq, value_cols], 0.0))
-                element = op.result.type.element_type  # type: ignore[attr-defined]
+                element = op.result.type.element_type
                 out = self._map(out, "copy", lambda b, a: convert(b, a[0], element), element)
                 self.b.insert(StoreOp(out, self.tile_at(
                     views[id(info.out)], [head, q0], origin(info.out, d1), (tq, value_cols))))
@@ -189,7 +189,7 @@ class AttentionBuilder(_StoredBuilder):
         rhs_cols = shape.head_dim if nt else self.tiling.tn
         out_cols = shape.kv_rows if nt else self.tiling.tn
         in_type = op.lhs.type.element_type  # type: ignore[attr-defined]
-        element = op.result.type.element_type  # type: ignore[attr-defined]
+        element = op.result.type.element_type
 
         def origin(stored: Stored, run: AffineExpr) -> tuple[AffineExpr, AffineExpr]:
             return stored.map.origin([*head_exprs, run])

@@ -164,7 +164,8 @@ class _Core:
 
     def op(self, op: Operation) -> None:
         args = [self.env.get(v) for v in op.operands]
-        known = all(isinstance(a, int) for a in args)
+        ints = [a for a in args if isinstance(a, int)]
+        known = len(ints) == len(args)
         if op.name == "arith.constant":
             attr = op.properties.get("value", op.attributes.get("value"))
             if isinstance(attr, IntegerAttr):
@@ -172,18 +173,18 @@ class _Core:
         elif op.name in _INDEX_OPS and known:
             if op.name in _DIVISIONS and args[1] == 0:
                 return  # a division by zero is the program's own error, not a bound
-            self.env[op.results[0]] = _INDEX_OPS[op.name](*args)
+            self.env[op.results[0]] = _INDEX_OPS[op.name](*ints)
         elif op.name in _CASTS and known:
             self.env[op.results[0]] = args[0]
         elif op.name == "arith.cmpi" and known:
             predicate = op.properties["predicate"]
             assert isinstance(predicate, IntegerAttr)
-            self.env[op.results[0]] = _COMPARE[predicate.value.data](*args)
+            self.env[op.results[0]] = _COMPARE[predicate.value.data](*ints)
         elif op.name == "arith.select" and isinstance(args[0], bool):
             self.env[op.results[0]] = args[1] if args[0] else args[2]
         elif isinstance(op, affine.ApplyOp | affine.MinOp) and known:
             amap = op.map.data
-            results = amap.eval(args[: amap.num_dims], args[amap.num_dims:])
+            results = amap.eval(ints[: amap.num_dims], ints[amap.num_dims:])
             if isinstance(op, affine.ApplyOp):
                 self.env[op.results[0]] = results[0]
             else:

@@ -18,6 +18,7 @@ from xdsl.dialects import arith, math, scf, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AffineSetAttr,
+    AnyFloat,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -290,7 +291,7 @@ class KtirBuilder:
         identity = self.fill(list(ptype.get_shape()), 0.0)  # type: ignore[attr-defined]
         combiner = Block(arg_types=[ptype, ptype])
         inner = Builder(InsertPoint.at_end(combiner))
-        total = inner.insert(arith.AddfOp(*combiner.args)).result
+        total = inner.insert(arith.AddfOp(combiner.args[0], combiner.args[1])).result
         inner.insert(YieldReducedOp([total]))
         op = self.b.insert(InterTileReduceOp(future, [identity], row_of_g, Region(combiner)))
         return op.results[0]
@@ -301,7 +302,7 @@ class KtirBuilder:
         """A 2-D parallel generic producing `result_type`; `maps` index the inputs (a
         broadcast operand's map drops a dim, a scalar operand's map has no results)."""
         empty = self.b.insert(tensor.EmptyOp([], result_type)).tensor
-        arg_types = [v.type.element_type if isinstance(v.type, TensorType) else v.type  # type: ignore[attr-defined]
+        arg_types = [v.type.element_type if isinstance(v.type, TensorType) else v.type
                      for v in inputs] + [result_type.element_type]
         block = Block(arg_types=arg_types)
         inner = Builder(InsertPoint.at_end(block))
@@ -327,6 +328,7 @@ def convert(b: Builder, value: SSAValue, to: Attribute) -> SSAValue:
     if value.type == to:
         return value
     if isinstance(value.type, IntegerType):  # int32 / int64 tiles read as float (exact < 2^24)
+        assert isinstance(to, AnyFloat)
         return b.insert(arith.SIToFPOp(value, to)).result
     if isinstance(to, IntegerType):  # indices computed in f32, stored as integers
         return b.insert(arith.FPToSIOp(value, to)).result

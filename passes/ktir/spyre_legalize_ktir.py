@@ -46,7 +46,7 @@ is refused with an error that names the op.
 from __future__ import annotations
 
 import math as pymath
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -276,10 +276,10 @@ class _Kernel:
         added = set(op.dimensions.get_values())
         kept = tuple(AffineExpr.dimension(i) for i in range(rank) if i not in added)
         source = self.operand(op.operands[0], op, rank, AffineMap(rank, 0, kept))
-        if isinstance(source, float):
-            self.scalars[result] = source
-        else:
+        if isinstance(source, Arg):
             self.broadcasts[result] = source
+        else:
+            self.scalars[result] = source
 
     # -- building ---------------------------------------------------------------------
     def scalar_op(self, op: Operation, name: str, operands: list[Operand],
@@ -362,7 +362,7 @@ class _Kernel:
                    element: Attribute, body: Callable[[Builder, tuple[SSAValue, ...]], SSAValue],
                    attrs: dict[str, Attribute], tile: tuple[int, int],
                    init: SSAValue | None = None,
-                   iterators: list[Attribute] | None = None,
+                   iterators: Sequence[Attribute] | None = None,
                    out_map: AffineMap | None = None) -> SSAValue:
         b = Builder(InsertPoint.before(before))
         rank = len(shape) if out_map is None else out_map.num_dims
@@ -489,7 +489,7 @@ class _Kernel:
         if combiner not in REDUCE:
             raise self.error(op, "its combiner is not one of addf, maximumf/maxnumf, "
                              "minimumf/minnumf")
-        kind, identity = REDUCE[combiner]  # type: ignore[index]
+        kind, identity = REDUCE[combiner]
         rows = pymath.prod(shape[:-1])
         out_shape = shape[:-1]
         acc = self.fill(op, out_shape, identity, (rows, 1))
@@ -504,7 +504,7 @@ class _Kernel:
 
         def body(b: Builder, args: tuple[SSAValue, ...]) -> SSAValue:
             x = convert(b, args[0], f32)
-            return b.insert(_BINARY_OPS[combiner](args[1], x)).results[0]  # type: ignore[index]
+            return b.insert(_BINARY_OPS[combiner](args[1], x)).results[0]
 
         result = self.generic_op(
             op, [arg], out_shape, f32, body,
@@ -518,7 +518,7 @@ class _Kernel:
             raise self.error(op, "the SFU reduces into f32 accumulators")
         start = self.operand(init, op, len(out_shape))
         if start != identity:
-            result = self.scalar_op(op, f"arith.{_COMBINE[combiner]}",  # type: ignore[index]
+            result = self.scalar_op(op, f"arith.{_COMBINE[combiner]}",
                                     [Arg(result, AffineMap.identity(len(out_shape))), start],
                                     init.type, op)
         self.replace(op, [result])
@@ -703,7 +703,7 @@ def _check_whole_tiles(fn: func.FuncOp) -> None:
         if not isinstance(op, ConstructAccessTileOp):
             continue
         tile_set = op.access_tile_set.data
-        shape = list(op.result.type.get_shape())  # type: ignore[attr-defined]
+        shape = list(op.result.type.get_shape())
         order = op.access_tile_order.data  # the type's dim k is the view's dim order[k]
         dims = [e.position for e in order.results if isinstance(e, AffineDimExpr)]
         if sorted(dims) == list(range(len(shape))):

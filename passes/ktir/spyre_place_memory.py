@@ -46,7 +46,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 
@@ -144,12 +144,12 @@ def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
     acts = FirstFit(ACTIVATION_SEGMENT * seg, seg, target.stick_bytes)
     weights = FirstFit(WEIGHT_SEGMENT * seg, seg, target.stick_bytes)
     block = fn.body.block
-    outputs = set(block.last_op.operands) if block.last_op else set()  # type: ignore[union-attr]
+    outputs = set(block.last_op.operands) if block.last_op else set()
     addr: dict[SSAValue, int] = {}
     arg_attrs = []
     for arg in block.args:
         addr[arg] = acts.alloc(device_bytes(arg, target), f"input %{arg.name_hint}")
-        old = fn.arg_attrs.data[arg.index].data if fn.arg_attrs else {}  # type: ignore[attr-defined]
+        old = fn.arg_attrs.data[arg.index].data if fn.arg_attrs else {}
         arg_attrs.append(DictionaryAttr({**old, "spyre.addr": _addr_attr(addr[arg])}))
     fn.arg_attrs = ArrayAttr(arg_attrs)
     # a reshape aliases its operand: uses of it are uses of the buffer it views
@@ -183,6 +183,7 @@ def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
             inner.attributes["spyre.addr"] = ArrayAttr([_addr_attr(addr[r]) for r in inner.results])
             for buffer in {root.get(v, v) for v in inner.operands}:
                 intermediate = (isinstance(buffer.owner, LaunchOp) and buffer not in returned
+                                and isinstance(buffer, OpResult)
                                 and buffer.index not in inplace_results(buffer.owner)
                                 and not kept_in_lx(buffer))
                 if intermediate and last_use[buffer] is inner:
@@ -210,7 +211,9 @@ def lx_reserved(fn: func.FuncOp) -> tuple[int, int] | None:
 
 def lx_offset(launch: LaunchOp) -> int:
     """The LX byte offset of the slices a launch keeps in LX: its kernel's reservation."""
-    kernel = SymbolTable.lookup_symbol(launch.get_toplevel_object(), launch.callee)
+    module = launch.get_toplevel_object()
+    assert isinstance(module, Operation)
+    kernel = SymbolTable.lookup_symbol(module, launch.callee)
     assert isinstance(kernel, func.FuncOp)
     reserved = lx_reserved(kernel)
     assert reserved is not None
