@@ -211,7 +211,8 @@ class CoreWalk:
         self.symbolic = any(isinstance(v, Affine) for v in (*core, *args))
         self.paced: set[int] = set()  # store pieces, spread over the next tile's matmuls
         self.paced_loads: set[int] = set()  # slices of a resident block, spread over loads
-        self.sliced: dict[int, int] = {}  # LX slot of a block loaded in pieces -> piece bytes
+        # LX slot of a block loaded in pieces -> (0 by rows or 1 by columns, the piece size)
+        self.sliced: dict[int, tuple[int, int]] = {}
         # each inter-tile reduce's ring group on this core: (first, count, stride, root)
         self.groups: dict[Operation, tuple[int, int, int, int]] = {}
 
@@ -292,8 +293,9 @@ def _view(it: CoreWalk, op: ConstructMemoryViewOp) -> None:
 
 def _distributed_view(it: CoreWalk, op: ConstructDistributedMemoryViewOp) -> None:
     """A tensor kept in its cores' LX (note 61): each core reads and writes its own part."""
-    parts = [it.env[v] for v in op.parts]
-    if not all(isinstance(p, LxPart) for p in parts):
+    found = [it.env[v] for v in op.parts]
+    parts = [p for p in found if isinstance(p, LxPart)]
+    if len(parts) != len(found):
         raise it.error(op, "only distributed views of ct_local parts (a tensor kept in LX "
                        "between kernels) are scheduled; LPDDR parts are not")
     gm, gn = it.grid
@@ -303,8 +305,8 @@ def _distributed_view(it: CoreWalk, op: ConstructDistributedMemoryViewOp) -> Non
         p.view.base == first.view.base and p.view.strides == first.view.strides
         and p.view.shape == first.view.shape
         and p.view.origin == (p.core % gm * mc, p.core // gm * nc)
-        for p in parts)  # type: ignore[union-attr]
-    it.env[op.result] = LxParts(parts, (mc, nc) if regular else None)  # type: ignore[arg-type]
+        for p in parts)
+    it.env[op.result] = LxParts(parts, (mc, nc) if regular else None)
 
 
 def _own_part(it: CoreWalk, op: Operation, tile: Tile) -> LxTensor:
@@ -338,7 +340,7 @@ def _own_part(it: CoreWalk, op: Operation, tile: Tile) -> LxTensor:
                        "is read or written")
     dtype = DTYPES[str(op.results[0].type.element_type if isinstance(op, LoadOp)  # type: ignore[attr-defined]
                        else op.value.type.element_type)]  # type: ignore[attr-defined]
-    return LxTensor(view.local_address(rel), tuple(tile.shape), dtype,  # type: ignore[arg-type]
+    return LxTensor(view.local_address(rel), tuple(tile.shape), dtype,
                     row_pitch=view.strides[0] * view.itemsize, kept=True)
 
 
@@ -361,6 +363,7 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
     """(rows, row_bytes, ddr_pitch) of the DMA moving `tile`: its leading dims merged into
     rows a constant pitch apart, each row whole sticks; refused when that is not exact."""
     view, shape = tile.view, tile.shape
+    assert isinstance(view, Strided)  # LX parts are never moved by DMA
     strides = view.strides
     if strides[-1] != 1:
         raise it.error(op, "the view's last dim is strided; DMA moves contiguous rows")
@@ -368,8 +371,8 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
         if strides[i] != strides[i + 1] * shape[i + 1]:
             raise it.error(op, f"tile {list(shape)} does not flatten to evenly spaced rows of "
                            f"the view (strides {list(strides)})")
-    rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
-    cols = shape[-1]
+    *lead, cols = shape
+    rows = math.prod(lead)
     start = tile.origin[-1] if tile.origin else 0
     if isinstance(start, Affine) and view.shape[-1] % cols:
         raise Symbolic("a tile that may run past its view's row")  # per core, below
@@ -832,7 +835,7 @@ def _indirect_tile(it: CoreWalk, op: ConstructIndirectAccessTileOp) -> None:
     """The indirect form dma.gather / dma.scatter run: `%t[(a), .., ind(%idx[.., f + %r]),
     (%c)]` over a (rows, cols) box: the leading subscripts fixed for the tile, row r of the
     tile at table row idx[.., f + r] of the second-to-last dim, all its columns."""
-    rows, cols = (int(d) for d in op.result.type.get_shape())  # type: ignore[attr-defined]
+    rows, cols = (int(d) for d in op.result.type.get_shape())
     maps = [m.data for m in op.per_dim_subscript_maps]
     rank = len(maps)
     form = ("an indirect tile %t[(a), ..., ind(%idx[..., f + %r]), (%c)] over a rows x cols "
@@ -939,7 +942,7 @@ HANDLERS: dict[type, Callable] = {
     func.ReturnOp: _noop,
 }
 # by op name: spyrec's extended standard dialects define their own classes for some names
-HANDLERS_BY_NAME: dict[str, Callable] = {cls.name: h for cls, h in HANDLERS.items()}  # type: ignore[attr-defined]
+HANDLERS_BY_NAME: dict[str, Callable] = {cls.name: h for cls, h in HANDLERS.items()}
 
 
 # ops whose handlers compute on symbolic values exactly or raise Symbolic (a handler added

@@ -79,7 +79,7 @@ def program_tensors(module: ModuleOp) -> ProgramTensors:
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
     names_attr = graph.attributes.get("spyre.output_names")
-    out_names = ([n.data for n in names_attr.data] if isinstance(names_attr, ArrayAttr)  # type: ignore[attr-defined]
+    out_names = ([n.data for n in names_attr.data] if isinstance(names_attr, ArrayAttr)
                  else [f"output{i}" for i in range(len(ret.arguments))])
     perms_attr = graph.attributes.get("spyre.host_perms")
     perms = perms_attr.data if isinstance(perms_attr, DictionaryAttr) else {}
@@ -89,7 +89,7 @@ def program_tensors(module: ModuleOp) -> ProgramTensors:
     returned = list(ret.arguments[len(updated):])
     outputs = [_binding(n, v, perms) for n, v in zip(out_names, returned)]
     bools_attr = graph.attributes.get("spyre.bool_outputs")  # f32 0/1 on device, bool on host
-    bools = {b.data for b in bools_attr.data} if isinstance(bools_attr, ArrayAttr) else set()  # type: ignore[attr-defined]
+    bools = {b.data for b in bools_attr.data} if isinstance(bools_attr, ArrayAttr) else set()
     outputs = [replace(b, layout=replace(b.layout, host_dtype="bool")) if b.name in bools else b
                for b in outputs]
     every_result = set(ret.arguments)
@@ -118,7 +118,7 @@ def program_tensors(module: ModuleOp) -> ProgramTensors:
 def weight_layout(param: ParamOp) -> DeviceLayout:
     """The device layout of a param's data: its result's shape (permuted as the param
     says), the rows of a matrix zero-padded to whole sticks of K."""
-    shape = tuple(param.result.type.get_shape())  # type: ignore[attr-defined]
+    shape = tuple(param.result.type.get_shape())
     padded = layout_of(param.result).padded_shape
     if len(shape) >= 2 and padded[0] > shape[0]:
         shape = (padded[0], *shape[1:])
@@ -132,7 +132,7 @@ def _buffer_updates(graph: func.FuncOp, results: list[SSAValue],
     KV-cache scatter): the program keeps the buffer on the device, and later runs see the
     new value, as torch's module state does. Anything else is a compile error."""
     attr = graph.attributes.get("spyre.mutated_buffers")
-    names = [n.data for n in attr.data] if isinstance(attr, ArrayAttr) else []  # type: ignore[attr-defined]
+    names = [n.data for n in attr.data] if isinstance(attr, ArrayAttr) else []
     for name, value in zip(names, results):
         param = next((p for p in params if p.param_name.data == name and p.perm is None), None)
         if param is None or addr_of(value) != addr_of(param.result):

@@ -101,7 +101,7 @@ class Affine:
         raise Symbolic("a symbolic value is used where its value is needed")
 
     __int__ = __index__ = __bool__ = __hash__ = _concrete  # type: ignore[assignment]
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = _concrete  # type: ignore[assignment]
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = _concrete
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _concrete  # type: ignore[assignment]
 
     def __repr__(self) -> str:
@@ -381,7 +381,7 @@ class TemplateCache:
                   nargs: int) -> Template | None:
         if key in self._by_key:
             return self._by_key[key]
-        symbols = [Affine.symbol(i) for i in range(nargs)]
+        symbols: list[object] = [Affine.symbol(i) for i in range(nargs)]
         try:
             template: Template | None = Template.build(self.interpret(fn, core, symbols),
                                                        nargs + 2)
@@ -463,7 +463,7 @@ class TemplateCache:
             relocated = template._relocated(symbols)
         if template is None or relocated is None:
             programs, how = self.programs(fn, grid, args, key)
-            shared, report = share_loads(programs)  # type: ignore[arg-type]
+            shared, report = share_loads(programs)
             return ({c: encode_program(p) for c, p in shared.items()} if packed else shared,
                     how, report)
         self.stats.launches += 1
@@ -473,9 +473,14 @@ class TemplateCache:
         if entry is not None:
             per_core, report = entry
             if per_core is None:
-                made = template.encode(symbols) if packed else template.instantiate(symbols)
-                assert made is not None  # the same relocation passed the alignment check
+                # the same relocation passed the alignment check: neither is None
                 self.stats.shared_relocated += 1
+                if packed:
+                    encoded = template.encode(symbols)
+                    assert encoded is not None
+                    return dict(zip(ids, encoded)), "symbolic", report
+                made = template.instantiate(symbols)
+                assert made is not None
                 return dict(zip(ids, made)), "symbolic", report
             programs: dict = {}
             for i, core_id in enumerate(ids):
@@ -509,7 +514,7 @@ class TemplateCache:
                     encoded.append(per_core[c].encode(symbols[:, i:i + 1]))
                     report_progress("cores' programs encoded", i + 1, len(ids))
                 if all(e is not None for e in encoded):
-                    return {c: e[0] for c, e in zip(ids, encoded)}, "symbolic", report  # type: ignore[index]
+                    return {c: e[0] for c, e in zip(ids, encoded)}, "symbolic", report
         return ({c: encode_program(p) for c, p in shared.items()} if packed else shared,
                 "symbolic", report)
 

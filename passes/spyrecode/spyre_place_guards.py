@@ -316,6 +316,7 @@ def _kernel_needs(sticks: _Sticks, expanded: dict[int, Expanded], rendezvous,
             acc = access[core][pc]
             if acc.sticks is None:
                 continue
+            assert acc.flat is not None  # set with `sticks`
             values = np.broadcast_to(per_row[:, None], acc.sticks.shape)[acc.mask]
             np.minimum.at(fresh, acc.flat, values)
         if not np.array_equal(fresh, local):

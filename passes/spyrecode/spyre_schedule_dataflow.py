@@ -305,7 +305,7 @@ class SpyreScheduleDataflow(ModulePass):
                 if share:
                     programs, report = share_loads(programs)
                 if self.packed:
-                    programs = {c: encode_program(p) for c, p in programs.items()}  # type: ignore[assignment]
+                    programs = {c: encode_program(p) for c, p in programs.items()}
             if self.packed:
                 program = program_from_encoded(name, programs, len(programs))  # type: ignore[arg-type]
             else:
