@@ -589,7 +589,7 @@ class AccessTile:
     coordinates: Callable[[], np.ndarray]  # shape + (rank,), global coordinates
     present: np.ndarray | None
     description: Description
-    index_reads: Callable[[], list[tuple[Memory, np.ndarray]]] = list
+    index_reads: Callable[[], list[tuple[Memory, np.ndarray, int]]] = list
 
     def flat_coordinates(self) -> np.ndarray:
         coords = self.coordinates()

@@ -116,7 +116,7 @@ class ParamOp(IRDLOperation):
 
     @property
     def perm(self) -> tuple[int, ...] | None:
-        return None if self.permutation is None else tuple(self.permutation.get_values())
+        return None if self.permutation is None else tuple(int_values(self.permutation))
 
 
 @irdl_op_definition
@@ -197,7 +197,9 @@ _Base = TypeVar("_Base", bound=IRDLOperation)
 def _op_class(base: type[_Base], op_name: str, doc: str) -> type[_Base]:
     """A concrete op class named `op_name` over a shared base (one per SFU function)."""
     class_name = op_name.split(".")[1].title().replace("_", "") + "Op"
-    return irdl_op_definition(type(class_name, (base,), {"name": op_name, "__doc__": doc}))
+    op = irdl_op_definition(type(class_name, (base,), {"name": op_name, "__doc__": doc}))
+    assert issubclass(op, base)
+    return op
 
 
 def _check_same_shape(op: Operation, a: Attribute, b: Attribute) -> None:
@@ -242,7 +244,7 @@ class _ReduceOp(_OneInputOp):
 
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
-        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())
         if not src or out != [*src[:-1], 1]:
             raise VerifyException(
                 f"{self.name}: result shape {out} must be the operand shape {src} with the "
@@ -287,9 +289,9 @@ class ReshapeOp(_OneInputOp):
 
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
-        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())
         element = self.input.type.element_type  # type: ignore[attr-defined]
-        if element != self.result.type.element_type:  # type: ignore[attr-defined]
+        if element != self.result.type.element_type:
             raise VerifyException("spyre.reshape: element types differ; use spyre.cast")
         if _prod(src) != _prod(out) or not is_free_reshape(src, out, element):
             raise VerifyException(
@@ -322,8 +324,9 @@ def is_free_reshape(src: Sequence[int], out: Sequence[int], element: Attribute) 
         shape and shape[-1] * size % STICK_BYTES == 0 for shape in (src, out))
 
 
-def _permutation(attr: DenseArrayBase) -> list[int]:
-    return [int(v) for v in attr.get_values()]
+def int_values(attr: DenseArrayBase) -> list[int]:
+    """The values of an integer array attribute (`array<i64: ...>`)."""
+    return [int(a.value.data) for a in attr.get_attrs()]
 
 
 @irdl_op_definition
@@ -354,11 +357,11 @@ class PermuteRowsOp(IRDLOperation):
 
     @property
     def perm(self) -> list[int]:
-        return _permutation(self.permutation)
+        return int_values(self.permutation)
 
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
-        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())
         perm = self.perm
         if sorted(perm) != list(range(len(src))) or not perm or perm[-1] != len(src) - 1:
             raise VerifyException(
@@ -381,7 +384,7 @@ class ExpandRowsOp(_OneInputOp):
 
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
-        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())
         if (len(src) != len(out) or src[-1:] != out[-1:]
                 or any(s not in (1, o) for s, o in zip(src, out))):
             raise VerifyException(
@@ -419,11 +422,11 @@ class SliceRowsOp(IRDLOperation):
     @property
     def bounds(self) -> tuple[int, int, int]:
         """(dim, start, step) as Python ints."""
-        return self.dim.value.data, self.start.value.data, self.step.value.data  # type: ignore[attr-defined]
+        return self.dim.value.data, self.start.value.data, self.step.value.data
 
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
-        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())
         dim, start, step = self.bounds
         if len(src) != len(out) or not 0 <= dim < len(src) - 1:
             raise VerifyException(
@@ -603,7 +606,7 @@ class GatherOp(IRDLOperation):
     def verify_(self) -> None:
         table = list(self.table.type.get_shape())  # type: ignore[attr-defined]
         ids = list(self.indices.type.get_shape())  # type: ignore[attr-defined]
-        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())
         if len(table) != 2:
             raise VerifyException(f"spyre.gather: the table must be 2-D, got {table}")
         if str(self.indices.type.element_type) not in ("i32", "i64"):  # type: ignore[attr-defined]
@@ -696,7 +699,7 @@ class MatmulOp(IRDLOperation):
     def verify_(self) -> None:
         a = self.lhs.type.get_shape()  # type: ignore[attr-defined]
         b = self.rhs.type.get_shape()  # type: ignore[attr-defined]
-        c = self.result.type.get_shape()  # type: ignore[attr-defined]
+        c = self.result.type.get_shape()
         if len(a) != 2 or len(b) != 2:
             raise VerifyException(
                 f"spyre.matmul: operands must be 2-D, got {list(a)} and {list(b)}")
@@ -876,7 +879,7 @@ class WindowRowsOp(IRDLOperation):
 
     @property
     def tap_list(self) -> list[tuple[int, int]]:
-        flat = [int(v) for v in self.taps.get_values()]
+        flat = int_values(self.taps)
         return list(zip(flat[::2], flat[1::2]))
 
     def out_hw(self) -> tuple[int, int]:
@@ -894,7 +897,7 @@ class WindowRowsOp(IRDLOperation):
 
     def verify_(self) -> None:
         src = list(self.input.type.get_shape())  # type: ignore[attr-defined]
-        out = list(self.result.type.get_shape())  # type: ignore[attr-defined]
+        out = list(self.result.type.get_shape())
         pad = list(self.pad.type.get_shape())  # type: ignore[attr-defined]
         if len(src) != 4:
             raise VerifyException(f"spyre.window_rows: input of rank {len(src)}, expected "

@@ -62,7 +62,7 @@ class SymbolicSignature:
     @staticmethod
     def from_attr(attr: DictionaryAttr) -> SymbolicSignature:
         def dims(name: str) -> tuple[dict[int, str], ...]:
-            return tuple({int(d): s.data for d, s in v.data.items()}  # type: ignore[attr-defined]
+            return tuple({int(d): s.data for d, s in v.data.items()}
                          for v in attr.data[name].data)  # type: ignore[attr-defined]
 
         symbols = {}
@@ -101,7 +101,7 @@ def guards_of(program: Operation) -> list[Guard]:
         return []
     out = []
     for entry in attr.data:
-        data = entry.data  # type: ignore[attr-defined]
+        data = entry.data
         out.append((data["core"].value.data, data["pc"].value.data, data["symbol"].data,
                     tuple(int(t) for t in data["thresholds"].get_values())))
     return out
