@@ -345,6 +345,7 @@ class Emulator:
                     self._core_templates.setdefault(size, []).append(template)
                 instrs = flat.instrs
             else:
+                assert fields is not None  # a matching template has its fields' values
                 bases = template.dmas.bases(fields)
                 ends = bases + template.dmas.extent
                 cores = np.full(bases.size, core, dtype=np.int64)
@@ -500,8 +501,10 @@ class Emulator:
         """Which operands of the kernel's actions are the same on every call, from a walk of
         its instructions in the `order` they run (constant_tiles.py)."""
         table = self._constants
-        if table is None or not any(i.op == "dma.load" and table.weight_of(ddr_region(i))
-                                    is not None for p in programs.values() for i in p):
+        if table is None or not any(
+                i.op == "dma.load" and (region := ddr_region(i)) is not None
+                and table.weight_of(region) is not None
+                for p in programs.values() for i in p):
             return lambda sites: None
         walk = ConstantWalk(table)
         for core, pc in order:

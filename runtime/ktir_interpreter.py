@@ -64,6 +64,7 @@ from spyrec.dialects.ktdp_values import (
     KtirError,
     Lpddr,
     Lx,
+    PlacedArray,
     Undefined,
     core_coords,
     group_tiles,
@@ -611,7 +612,7 @@ def run_kernel(
     if races not in ("report", "error", "off"):
         raise ValueError(f"races must be 'report', 'error' or 'off', got {races!r}")
     names = _ValueNames(func)
-    homes = {
+    homes: dict[SSAValue, PlacedArray] = {
         param: home
         for param, name in zip(func.body.block.args, _parameter_names(func), strict=True)
         if name in placed and (home := device.lpddr.array_at(placed[name][0])) is not None

@@ -352,14 +352,12 @@ def _elementwise_namespace() -> dict[str, Any]:
     def structured(ft: KtirFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
         return ft.run_structured_op(interpreter, op, args)
 
-    for table, make in (
-        (_FLOAT_BINARY, binary),
-        (_INT_BINARY, binary),
-        (_UNARY, unary),
-        (_CONVERSIONS, conversion),
-    ):
-        for op_class, fn in table.items():
-            namespace[f"run_{op_class.__module__}_{op_class.__name__}"] = impl(op_class)(make(fn))
+    runs = [(op_class, binary(fn)) for table in (_FLOAT_BINARY, _INT_BINARY)
+            for op_class, fn in table.items()]
+    runs += [(op_class, unary(fn)) for op_class, fn in _UNARY.items()]
+    runs += [(op_class, conversion(fn)) for op_class, fn in _CONVERSIONS.items()]
+    for op_class, run in runs:
+        namespace[f"run_{op_class.__module__}_{op_class.__name__}"] = impl(op_class)(run)
     for op_class in _LINALG_STRUCTURED:
         namespace[f"run_{op_class.__module__}_{op_class.__name__}"] = impl(op_class)(structured)
     return namespace
@@ -599,7 +597,10 @@ class KtirFunctions(_Elementwise):
         for init in spec.inits:
             if not isinstance(init, np.ndarray):
                 raise KtirError(f"{spec.op.name} on buffers is not supported; KTIR uses tensors")
-        return tuple(StructuredEngine(self, interpreter).run(spec))
+        # pyright takes this file (runtime/) and the KtirFunctions ktir_linalg names through the
+        # spyrec/runtime link for two modules
+        engine = StructuredEngine(self, interpreter)  # pyright: ignore[reportArgumentType]
+        return tuple(engine.run(spec))
 
     def run_structured_op(
         self, interpreter: Interpreter, op: Operation, args: PythonValues

@@ -195,7 +195,7 @@ class DeviceMemory:
         """The bytes from `base` to the end of its allocation, without a copy."""
         allocation = self.locate(base, base + 1)
         assert allocation.buffer is not None, "this allocation has no contents"
-        return memoryview(allocation.buffer)[base - allocation.base:]
+        return allocation.buffer.data[base - allocation.base:]
 
     def read(self, base: int, size: int) -> np.ndarray:
         """A copy of `size` bytes at `base` (a device-to-host DataTransfer)."""
