@@ -73,7 +73,7 @@ def compiler_fingerprint() -> str:
 def _tensor_bytes(t: torch.Tensor) -> memoryview:
     t = t.detach().cpu().contiguous()
     # flattened first: a 0-dim tensor (a scalar constant) cannot be viewed as bytes
-    return memoryview(t.reshape(-1).view(torch.uint8).numpy()) if t.numel() else memoryview(b"")
+    return t.reshape(-1).view(torch.uint8).numpy().data if t.numel() else memoryview(b"")
 
 
 def _value_signature(value: Any) -> str:
@@ -95,7 +95,7 @@ def program_fingerprint(program: torch.export.ExportedProgram) -> str:
     digest.update(str(program.graph_signature).encode())
     digest.update(repr(sorted((str(k), str(v)) for k, v in
                               program.range_constraints.items())).encode())
-    seen: dict[tuple[int, int, tuple[int, ...], tuple[int, ...]], str] = {}
+    seen: dict[tuple[object, ...], str] = {}  # storage, offset, shape, strides
     tensors = {**program.state_dict, **program.constants}
     for name in sorted(tensors):
         t = tensors[name]

@@ -186,7 +186,8 @@ def _pass_options(switches: dict[str, Any]) -> dict[str, dict[str, object]]:
     """`compile_options` from the flags of `_switches` (an unset choice is "")."""
     from spyrec.pipelines import compile_options
 
-    return compile_options(**{k: "" if v is None else v for k, v in switches.items()})
+    options: dict[str, Any] = {k: "" if v is None else v for k, v in switches.items()}
+    return compile_options(**options)
 
 
 @main.command()
@@ -224,6 +225,7 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
     if emit != "binary":
         if print_ir_after_all:
             return
+        assert result.module is not None  # only a whole binary comes from the cache
         if output is None:
             click.echo(module_text(result.module), nl=False)
         else:
@@ -683,10 +685,11 @@ def explain(model: Path, **switches: Any) -> None:
     from spyrec.driver import compile_program
 
     result = compile_program(model, stop_after="graph", pass_options=_pass_options(switches))
+    assert result.module is not None  # only a whole binary comes from the cache
     for kernel in (op for op in result.module.walk() if isinstance(op, KernelOp)):
         attrs = kernel.attributes
         fused = attrs.get("fused")
-        nodes = [a.data for a in fused.data] if isinstance(fused, ArrayAttr) else []  # type: ignore[attr-defined]
+        nodes = [a.data for a in fused.data] if isinstance(fused, ArrayAttr) else []
         reason = attrs.get("reason")
         click.echo(f"kernel {kernel.sym_name.data}: {len(nodes)} op(s) "
                    f"({', '.join(dict.fromkeys(nodes))}); "
@@ -694,7 +697,7 @@ def explain(model: Path, **switches: Any) -> None:
         fusion = attrs.get("spyre.fusion")  # spyre-fuse's cost-model decisions (note 50)
         if isinstance(fusion, ArrayAttr):
             for decision in fusion.data:
-                click.echo(f"  fusion: {decision.data}")  # type: ignore[attr-defined]
+                click.echo(f"  fusion: {decision.data}")
         for key, title in (("spyre.partition", "cores"), ("spyre.tiling", "tiles")):
             ledger = attrs.get(key)
             if not isinstance(ledger, DictionaryAttr):
@@ -703,7 +706,7 @@ def explain(model: Path, **switches: Any) -> None:
             click.echo(f"  {title}: {d['choice'].data}: {d['reason'].data}")  # type: ignore[attr-defined]
             alternatives = d.get("alternatives")
             if isinstance(alternatives, ArrayAttr) and alternatives.data:
-                click.echo("    alternatives: " + "; ".join(a.data for a in alternatives.data))  # type: ignore[attr-defined]
+                click.echo("    alternatives: " + "; ".join(a.data for a in alternatives.data))
 
 
 @main.command()

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, ModuleOp, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.dialects import spyre
@@ -133,9 +133,10 @@ class GraphInterpreter:
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
         self.module = module
         self.weights = weights
-        self.graph = graph_func(module)
-        if self.graph is None:
+        graph = graph_func(module)
+        if graph is None:
             raise InterpretError("no graph function in the module")
+        self.graph = graph
         self.lx: list | None = None  # the cores' LX, kept across launches as on the card
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -149,7 +150,7 @@ class GraphInterpreter:
         env: dict[SSAValue, torch.Tensor] = {}
         for arg, host in zip(block.args, inputs):
             perm = perms.get(arg.name_hint or "")
-            t = host.permute(*[int(p) for p in perm.get_values()]) if perm is not None else host
+            t = host.permute(*_perm(perm)) if perm is not None else host
             env[arg] = _stored(t.contiguous(), arg)
         results = self._block(block, env)
         outputs = len(self.graph.function_type.outputs.data)
@@ -160,7 +161,7 @@ class GraphInterpreter:
                             results[outputs - user:]):
             perm = perms.get(_output_name(self.graph, value))
             host.append(t.permute(*[int(i) for i in np.argsort(
-                [int(p) for p in perm.get_values()])]) if perm is not None else t)
+                _perm(perm))]) if perm is not None else t)
         return host
 
     def _block(self, block: Block, env: dict[SSAValue, torch.Tensor]) -> list[torch.Tensor]:
@@ -196,7 +197,7 @@ class GraphInterpreter:
             return _f32(args[0]) @ (rhs.transpose(-1, -2) if op.transpose_rhs is not None
                                     else rhs)
         if isinstance(op, spyre.AttentionOp):
-            return _attention(op, *args[:3], args[3] if len(args) == 4 else None)
+            return _attention(op, args[0], args[1], args[2], args[3] if len(args) == 4 else None)
         if isinstance(op, (spyre.ReshapeOp, spyre.CastOp)):
             return args[0].reshape(_shape(op.results[0]))
         if isinstance(op, spyre.PermuteRowsOp):
@@ -266,6 +267,12 @@ class GraphInterpreter:
             crop = tuple(slice(0, n) for n in _shape(value))
             results.append(_as_torch(np.ascontiguousarray(device_value[crop])))
         return results
+
+
+def _perm(attr: Attribute) -> list[int]:
+    """A host permutation recorded in `spyre.host_perms` (an `array<i64: ...>`)."""
+    assert isinstance(attr, DenseArrayBase)
+    return spyre.int_values(attr)
 
 
 def _output_name(graph: func.FuncOp, value: SSAValue) -> str:

@@ -219,7 +219,7 @@ class _Importer:
         self.values: dict[torch.fx.Node, SSAValue | list[SSAValue]] = {}
         self.weights: dict[str, np.ndarray] = {}
         self.weight_dtypes: dict[str, torch.dtype] = {}
-        self._tied: dict[tuple[object, ...], ParamOp] = {}
+        self._tied: dict[tuple[object, ...], ParamOp | CastOp] = {}
 
     def run(self) -> ImportedProgram:
         sig = self.ep.graph_signature
@@ -254,7 +254,9 @@ class _Importer:
             elif node in folding.folded:
                 continue
             elif node in convs.folded_norms:  # folded into its convolution's weights
-                self.values[node] = [self.values[convs.folded_norms[node]]]
+                conv = self.values[convs.folded_norms[node]]
+                assert isinstance(conv, SSAValue)
+                self.values[node] = [conv]
             elif node in convs.convs:
                 self._conv(builder, node, convs.convs[node])
             elif node.op == "call_function":
@@ -447,19 +449,22 @@ def buffer_mutations(ep: torch.export.ExportedProgram, output: torch.fx.Node) ->
     back."""
     mutated: dict[str, str] = {}
     kinds = torch.export.graph_signature.OutputKind
-    names = [a.name for a in output.args[0]]
+    outputs = output.args[0]
+    assert isinstance(outputs, list | tuple)
+    names = {a.name for a in outputs if isinstance(a, torch.fx.Node)}
     for position, spec in enumerate(ep.graph_signature.output_specs):
         name = getattr(spec.arg, "name", None)
         if spec.kind == kinds.BUFFER_MUTATION:
             if position != len(mutated):
                 raise CompileError(f"node {name}: a buffer mutation after a user output")
+            assert name is not None and spec.target is not None
             mutated[name] = spec.target
         elif spec.kind != kinds.USER_OUTPUT:
             raise CompileError(
                 f"node {name}: the program's {spec.kind.name.lower().replace('_', ' ')} of "
                 f"'{spec.target}' is not supported; only buffers may be updated in place "
                 "(copy the input and return the new value instead)")
-    assert set(mutated) <= set(names)
+    assert set(mutated) <= names
     return mutated
 
 

@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Region
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import (
@@ -115,27 +115,26 @@ def _pick(module: ModuleOp, function: str | None, path: Path) -> func.FuncOp:
     return kernels[0]
 
 
-def _classify(kernel: func.FuncOp, arg: SSAValue, where: str) -> _Arg:
+def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
     name = arg.name_hint or f"arg{arg.index}"
     if not isinstance(arg.type, IndexType):
         raise CompileError(f"{where}: argument %{name} is a {arg.type}; the compiler takes "
                            "kernels whose arguments are all tensor addresses (index). Run "
                            "kernels with runtime arguments in the KTIR interpreter (spyrec run "
                            "kernel.mlir --function ...)")
-    views = [u.operation for u in arg.uses]
-    if not views:
+    uses = [u.operation for u in arg.uses]
+    views = [v for v in uses if isinstance(v, ConstructMemoryViewOp)]
+    if not uses:
         raise CompileError(f"{where}: argument %{name} is never used, so it has no view to "
                            "give it a shape; remove it or view it with "
                            "ktdp.construct_memory_view")
-    if any(not isinstance(v, ConstructMemoryViewOp) or v.offset is not arg
-                        for v in views):
+    if len(views) != len(uses) or any(v.offset is not arg for v in views):
         raise CompileError(f"{where}: argument %{name} is used as a scalar (not only as the "
                            "offset of ktdp.construct_memory_view); the compiler does not "
                            "specialise scalar arguments yet: run it in the KTIR interpreter")
     first = views[0].result.type
-    info = _Arg(name, first)  # type: ignore[arg-type]
+    info = _Arg(name, first)
     for view in views:
-        assert isinstance(view, ConstructMemoryViewOp)
         _check_view(view, name, where)
         if view.result.type != first:
             raise CompileError(f"{where}: argument %{name} is viewed as both {first} and "

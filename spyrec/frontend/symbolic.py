@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,8 +114,14 @@ def _symbols_of(value: Any) -> set[sympy.Symbol]:
         return set()
     out: set[sympy.Symbol] = set()
     for dim in value.shape:
-        out |= _expr(dim).free_symbols
+        out |= {s for s in _expr(dim).free_symbols if isinstance(s, sympy.Symbol)}
     return out
+
+
+def _int(arg: object) -> int:
+    """An int argument of an FX node (a dim, a position)."""
+    assert isinstance(arg, int)
+    return arg
 
 
 class _Checker:
@@ -187,11 +193,13 @@ class _Checker:
             self.structure[node] = self.view(node, self.of(node.args[0]), val)  # type: ignore[arg-type]
         elif name == "aten.permute.default":
             src = self.of(node.args[0])  # type: ignore[arg-type]
-            self.structure[node] = tuple(src[p] for p in node.args[1])  # type: ignore[union-attr]
+            perm = node.args[1]
+            assert isinstance(perm, list | tuple)
+            self.structure[node] = tuple(src[_int(p)] for p in perm)
         elif name in {"aten.transpose.int", "aten.t.default"}:
             src = list(self.of(node.args[0]))  # type: ignore[arg-type]
-            a, b = (node.args[1], node.args[2]) if len(node.args) > 2 else (0, 1)
-            a, b = a % len(src), b % len(src)  # type: ignore[operator]
+            a, b = (_int(node.args[1]), _int(node.args[2])) if len(node.args) > 2 else (0, 1)
+            a, b = a % len(src), b % len(src)
             src[a], src[b] = src[b], src[a]
             self.structure[node] = tuple(src)
         elif name in _REDUCTIONS or name in _NORMS:
@@ -233,7 +241,7 @@ class _Checker:
                 structure = self.structure[src]
                 if 0 <= j < len(structure) and _expr(s_val.shape[j]) == e:
                     found = structure[j]
-            if found is None and e.is_Symbol:
+            if found is None and isinstance(e, sympy.Symbol):
                 found = (e,)
             if found is None:
                 raise self.refuse(node, f"its dim {i} ({e}) merges a symbolic size in an order "
@@ -291,7 +299,8 @@ class _Checker:
             if arg is None:
                 dims = list(range(rank))
             else:
-                dims = [d % rank for d in (arg if isinstance(arg, (list, tuple)) else [arg])]
+                dims = [_int(d) % rank
+                        for d in (arg if isinstance(arg, (list, tuple)) else [arg])]
         for d in dims:
             if self._symbolic(src[d]):
                 raise self.refuse(node, f"it reduces over dim {d}, which holds a symbolic size")
@@ -305,7 +314,7 @@ class _Checker:
         k = self.of(a)[-1]  # type: ignore[arg-type]
         if self._symbolic(k):
             raise self.refuse(node, "its contraction (K) dim holds a symbolic size")
-        b_struct = self.of(b) if b in self.structure else ()  # type: ignore[operator]
+        b_struct = self.of(b) if b in self.structure else ()
         if name in {"aten.bmm.default", "aten.matmul.default"} and len(b_struct) >= 2 and \
                 self._symbolic(b_struct[-2]):
             raise self.refuse(node, "its contraction (K) dim holds a symbolic size")
@@ -327,7 +336,7 @@ class _Checker:
     def slice(self, node: torch.fx.Node) -> None:
         x = node.args[0]
         src = self.of(x)  # type: ignore[arg-type]
-        dim = (node.args[1] if len(node.args) > 1 else 0) % len(src)  # type: ignore[operator]
+        dim = _int(node.args[1] if len(node.args) > 1 else 0) % len(src)
         start = node.args[2] if len(node.args) > 2 else 0
         step = node.args[4] if len(node.args) > 4 else 1
         out_dim = _expr(node.meta["val"].shape[dim])
@@ -342,7 +351,7 @@ class _Checker:
                 raise self.refuse(node, f"it keeps {out_dim} rows of symbolic dim {dim}, more "
                                         f"than its lower bound {lower}")
         structure = list(src)
-        structure[dim] = (out_dim,) if out_dim.is_Symbol else (
+        structure[dim] = (out_dim,) if isinstance(out_dim, sympy.Symbol) else (
             (int(out_dim),) if out_dim.is_Integer else src[dim])
         self.structure[node] = tuple(structure)
 
@@ -355,6 +364,7 @@ class _Checker:
         if name in {"aten.flip.default", "aten.roll.default"}:
             raise self.refuse(node, "it reorders positions")
         for s in sources:
+            assert isinstance(s, torch.fx.Node)
             structure = self.of(s)
             if self._symbolic(structure[dim % len(structure)]):  # type: ignore[operator]
                 raise self.refuse(node, f"it indexes symbolic dim {dim}")
@@ -407,7 +417,7 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
             if e.is_Integer:
                 continue
             where = f"input '{node.name}' dim {d}"
-            if not e.is_Symbol:
+            if not isinstance(e, sympy.Symbol):
                 raise CompileError(f"{source}: {where} has the derived size {e}; give each "
                                    "symbolic input dim its own torch.export.Dim")
             if e not in symbols:
@@ -426,17 +436,17 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
             e = _expr(size)
             if e.is_Integer:
                 continue
-            if not e.is_Symbol or e not in symbols:
+            if not isinstance(e, sympy.Symbol) or e not in symbols:
                 raise CompileError(
                     f"{source}: output '{value.name}' dim {d} has the size {e}; an output's "
                     "symbolic dims must each be one input dim's size (reshape it back)")
             dims[d] = symbols[e].name
         outputs.append(dims)
-    upper = {s: b.upper for s, b in symbols.items()}
+    at_upper: Mapping[sympy.Basic | complex, int] = {s: b.upper for s, b in symbols.items()}
     examples = []
     for node in user_inputs:
         val = node.meta["val"]
-        shape = [int(_expr(d).subs(upper)) for d in val.shape]
+        shape = [int(_expr(d).subs(at_upper)) for d in val.shape]
         examples.append(torch.zeros(shape, dtype=val.dtype))
     try:
         program = torch.export.export(ep.module(), tuple(examples))

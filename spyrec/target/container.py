@@ -585,7 +585,7 @@ def _replay_allocations(prep: list[dict[str, Any]], target: SpyreTarget) -> None
 def _blobs(binary: SpyreBinary, init: InitBin) -> Iterator[tuple[str, memoryview]]:
     yield INIT_BIN, memoryview(init.data)
     for index, (_, array) in enumerate(binary.weights):
-        yield f"weights/{index}", memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+        yield f"weights/{index}", np.ascontiguousarray(array).reshape(-1).view(np.uint8).data
 
 
 def _manifest(binary: SpyreBinary, target: SpyreTarget) -> tuple[dict[str, Any], list[memoryview]]:
@@ -656,7 +656,7 @@ def write_spyre(
     write_atomically(path, lambda stream: _write_body(stream, manifest_bytes, blobs))
 
 
-def write_atomically(path: str | Path, write: Callable[[BinaryIO], None]) -> None:
+def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
     """Call `write` on a temporary file in the directory of `path`, flush it to disk and
     rename it over `path`: `path` is either complete or untouched, whatever interrupts the
     write (an error, Ctrl-C, a crash); any failure removes the temporary file."""
