@@ -26,6 +26,7 @@ from dataclasses import replace
 import pytest
 import torch
 from torch import nn
+from xdsl.ir import Operation, SSAValue
 
 import spyrec
 from spyrec.api import Executable
@@ -87,7 +88,7 @@ def _verdict(model: Block, exe: Executable, seed: int = 1) -> Verdict:
 
 
 def old_rule_accepts(exe: Executable, expected: tuple[torch.Tensor, ...],
-                     actual: tuple[torch.Tensor, ...]) -> bool:
+                     actual: torch.Tensor | tuple[torch.Tensor, ...]) -> bool:
     """The rule `check_outputs` replaced: per output, max|error| <= atol + rtol * scale with
     scale = max|expected|, atol = 4u(sqrt(depth) + sqrt(steps)) * scale, rtol =
     4u * sqrt(steps), u of the coarsest host dtype, depth and steps summed over every kernel
@@ -163,7 +164,8 @@ def _residual_twice(monkeypatch: pytest.MonkeyPatch) -> None:
         if done or len(op.operands) != 2:
             return result
         done.append(True)
-        value = emit(rewriter, op, result) if not hasattr(result, "type") else result
+        value = emit(rewriter, op, result) if isinstance(result, Operation) else result
+        assert isinstance(value, SSAValue)
         return binary_op(op, rewriter, "add", value, op.operands[0])
 
     monkeypatch.setitem(legalize.SELECTORS, "aten.add.Tensor", add)

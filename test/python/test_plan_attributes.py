@@ -116,7 +116,7 @@ def test_is_kernel_and_graph_func():
     graph = plan.graph_func(module)
     assert graph is not None and graph.sym_name.data == "forward" and not plan.is_kernel(graph)
     kernels = [f for f in module.body.block.ops if f is not graph]
-    assert kernels and all(plan.is_kernel(f) for f in kernels)
+    assert kernels and all(isinstance(f, func.FuncOp) and plan.is_kernel(f) for f in kernels)
     assert plan.grid(kernels[1]) == (2, 1)
 
 

@@ -92,7 +92,7 @@ def test_a_write_to_a_buffer_runs_at_every_size():
     binary = _relu_loop()
     state = bind("state", (TILE, 128), "float16", GIB // 2)
     binary.weights.append((state, np.zeros((TILE, 128), dtype=np.float16)))
-    binary.kernels[0].programs[0] += [load(3 * TILE * PITCH, 0x20000, TILE, PITCH),
-                                      store(0x20000, state.addr, TILE, PITCH, deps=(7,))]
+    binary.kernels[0].programs[0].extend([load(3 * TILE * PITCH, 0x20000, TILE, PITCH),
+                                          store(0x20000, state.addr, TILE, PITCH, deps=(7,))])
     _place_guards(binary)
     assert [(p.pc, p.thresholds) for p in binary.patches] == [(0, (1, 17, 33, 49))]
