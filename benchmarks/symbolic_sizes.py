@@ -79,12 +79,14 @@ def measure(name: str) -> None:
         shape_now[dim] = size
         x = torch.randn(*shape_now).half()
         with torch.no_grad():
-            err = (exe(x).float() - model(x).float()).abs().max().item()
+            out = exe(x)
+            assert isinstance(out, torch.Tensor)  # one output
+            err = (out.float() - model(x).float()).abs().max().item()
         print(f"| {size} | {us:.1f} | {whole:.1f} | {us / whole:.2f} | {err:.4f} |")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--only", choices=sorted(MODELS), action="append")
     args = parser.parse_args()
     os.environ.setdefault("SPYREC_CACHE", "0")
