@@ -194,7 +194,8 @@ class SpyreBinary:
     # the trip-count guards the host's program correction sets per call (design note 49)
     patches: list[Patch] = field(default_factory=list)
 
-    __hash__ = None  # type: ignore[assignment]  # compared by value and mutable: unhashable
+    # compared by value and mutable: unhashable, as defining __eq__ alone makes it
+    __hash__ = None  # pyright: ignore[reportAssignmentType] - object types __hash__ a method
 
     def __eq__(self, other: object) -> bool:
         # Weights compare by bytes, dtype and shape: bit-exact, and NaN equals itself.
