@@ -47,8 +47,8 @@ from spyrec.runtime.batched import (START_ORDER_BATCH_LIMIT, instruction_touches
                                     pc_order_actions, start_order_actions)
 from spyrec.runtime.blas import single_threaded_blas
 from spyrec.runtime.constant_tiles import ConstantTiles, ConstantWalk
-from spyrec.target.container import (D2H, H2D, INIT_BIN, InitBin, KernelImage, SpyreBinary,
-                                      build_job, decode_job_binary, job_binary_table)
+from spyrec.target.container import (D2H, H2D, INIT_BIN, ContainerError, InitBin, KernelImage,
+                                      SpyreBinary, build_job, decode_job_binary, job_binary_table)
 from spyrec.runtime.dl16 import half_codec
 from spyrec.runtime.hazards import Access, check_core, check_kernel, reported
 from spyrec.target.isa import (DType, EncodingError, Engine, Expanded, Instr, ProgramError,
@@ -60,7 +60,7 @@ from spyrec.runtime.profile import KernelProfile, Profile, Timeline
 from spyrec.runtime.relocate import BytePattern, FlatDmas, ddr_field_offsets, relocated
 from spyrec.runtime.span import SpanChecker, TensorTable
 from spyrec.runtime.timing import Cost, DeadlockError, Schedule, instr_cost, schedule
-from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+from spyrec.target import SpyreTarget, round_up, target_named
 
 MODES = ("full", "timing")
 
@@ -171,7 +171,7 @@ class Emulator:
     def __init__(
         self,
         binary: SpyreBinary,
-        target: SpyreTarget = DEFAULT_TARGET,
+        target: SpyreTarget | None = None,
         numerics: str = "dl16",
         mode: str = "full",
         *,
@@ -183,6 +183,12 @@ class Emulator:
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown emulator mode '{mode}' (expected one of {MODES})")
+        if target is None:  # the description the binary was compiled for
+            try:
+                target = target_named(binary.target)
+            except ValueError as error:
+                raise ContainerError(f"the binary was compiled for an unknown target: {error}; "
+                                     "register it, or pass the Emulator a target") from None
         self.binary = binary
         self.target = target
         self.numerics = numerics

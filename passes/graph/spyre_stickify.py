@@ -63,7 +63,7 @@ from spyrec.dialects.spyre import (
     ReshapeOp,
     describe,
 )
-from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+from spyrec.target import SpyreTarget, round_up
 
 _SCALAR_CLASSES = tuple(SCALAR_OPS.values())
 
@@ -168,7 +168,7 @@ class SpyreStickify(ModulePass):
     name = "spyre-stickify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = DEFAULT_TARGET
+        target = plan.target_of(op)
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if fn.body.blocks.first is None or plan.is_kernel(fn):
                 continue  # declarations and KTIR kernels have no graph tensors

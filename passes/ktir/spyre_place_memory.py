@@ -60,7 +60,7 @@ from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.planning.kernel_analysis import kept_in_lx
 from spyrec.passes.ktir.ktir_tiles import tile_dims
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, DEVICE_DTYPE, layout_of
-from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+from spyrec.target import SpyreTarget, round_up
 
 ACTIVATION_SEGMENT = 0
 WEIGHT_SEGMENT = 1
@@ -126,7 +126,7 @@ class SpyrePlaceMemory(ModulePass):
     planned."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = DEFAULT_TARGET
+        target = plan.target_of(op)
         buffers = plan.options_of(op).override(double_buffer=self.double_buffer).buffers
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
             if plan.is_kernel(fn):

@@ -52,7 +52,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
-from spyrec.target import DEFAULT_TARGET
+from spyrec.target import target_named
 from spyrec.passes.planning.scoring import scored_splits
 
 from spyrec.dialects.spyre import (
@@ -226,7 +226,7 @@ class _Costs:
         finally:
             probe.erase(safe_erase=False)
         if shape not in self.by_shape:
-            ranked = scored_splits(shape, DEFAULT_TARGET, self.options)
+            ranked = scored_splits(shape, target_named(self.options.target), self.options)
             self.by_shape[shape] = ranked[0][0] if ranked else math.inf
         return self.by_shape[shape]
 

@@ -28,7 +28,7 @@ from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import LaunchOp, ParamOp
-from spyrec.dialects.spyre_plan import FUSED, recorded
+from spyrec.dialects.spyre_plan import FUSED, recorded, target_of
 from spyrec.dialects.spyre_symbolic import guards_of
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.passes.spyrecode.program_tensors import (HOST_DTYPE, host_dtype, program_tensors,
@@ -44,7 +44,6 @@ from spyrec.target.container import (
 )
 from spyrec.target.isa import Instr
 from spyrec.target.layout import DeviceLayout
-from spyrec.target import DEFAULT_TARGET
 
 NUMPY_DTYPE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
                "int32": np.int32, "int64": np.int64}
@@ -105,7 +104,7 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
     _unique_names([*tensors.inputs, *tensors.outputs, *tensors.intermediates,
                    *(b for b, _ in weight_bindings)])
     prov = {**(provenance or {}), DATAFLOW_KEY: _dataflow(tensors.launches, tensors.returned)}
-    return SpyreBinary(DEFAULT_TARGET.name, tensors.inputs, tensors.outputs, weight_bindings,
+    return SpyreBinary(target_of(module).name, tensors.inputs, tensors.outputs, weight_bindings,
                        tensors.intermediates, kernels, prov, tensors.symbols, patches)
 
 
