@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 from spyrec.target import SpyreTarget, round_up
+from spyrec.target.layout import STICK_BYTES, stick_padded
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class KernelShape:
     @property
     def stick_elems(self) -> int:
         """Elements per stick of the narrowest element type: the column granularity."""
-        return 128 // min(self.in_itemsize, self.out_itemsize, self.narrow_itemsize or 8)
+        return STICK_BYTES // min(self.in_itemsize, self.out_itemsize, self.narrow_itemsize or 8)
 
     @property
     def col_sticks(self) -> int:
@@ -97,7 +98,7 @@ class KernelShape:
     def out_tile_bytes(self, tm: int, tn: int) -> int:
         """LX bytes of one tile's results: a full tile per full output, a stick per row per
         one-column output."""
-        return self.full_outputs * tm * tn * self.out_itemsize + self.col_outputs * tm * 128
+        return self.full_outputs * tm * tn * self.out_itemsize + self.col_outputs * tm * STICK_BYTES
 
     def stored_tile_bytes(self, tm: int, tn: int) -> int:
         """Bytes one tile stores to LPDDR: its results but those kept in LX (note 61)."""
@@ -160,7 +161,7 @@ class AttentionShape:
     is [L, S]: value_dim = kv_rows) or "nn" (A V with A as Q: head_dim = kv_rows = K)."""
 
     def row_bytes(self, elems: int, itemsize: int) -> int:
-        return -(-elems * itemsize // 128) * 128
+        return stick_padded(elems * itemsize)
 
     @property
     def value_cols(self) -> int:
@@ -237,7 +238,7 @@ class MoveShape:
 
     @property
     def row_bytes(self) -> int:
-        return -(-self.cols * self.itemsize // 128) * 128
+        return stick_padded(self.cols * self.itemsize)
 
     @property
     def outer(self) -> int:
@@ -493,7 +494,7 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None, buffers: int
             kp = padded_cols(shape.k, shape.in_itemsize, target)
             total += (a_copies if split is not None else buffers) * kp * tn * shape.in_itemsize
     total += buffers * shape.full_temps * tm * tn * 4  # fp32 accumulator, tile-graph values
-    total += buffers * shape.col_temps * tm * 128  # row reductions: one stick per row
+    total += buffers * shape.col_temps * tm * STICK_BYTES  # row reductions: one stick per row
     total += buffers * shape.out_tile_bytes(tm, tn)  # output tiles
     total += buffers * shape.row_operands * max(tn * shape.in_itemsize, 128)
     # an operand read from the core's LX slice takes no slot; the slice is reserved
@@ -526,7 +527,7 @@ def _attention_lx(shape: AttentionShape, tiling: Tiling, split: Split | None = N
     loads_once = [s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)]
     loads_per_tile = [tq * row(shape.head_dim, isz), tq * row(s, isz) if shape.mask else 0]
     buffers_per_tile = [
-        tq * row(s, 4), tq * 128, tq * row(s, 4), tq * 128, tq * row(s, isz),
+        tq * row(s, 4), tq * STICK_BYTES, tq * row(s, 4), tq * STICK_BYTES, tq * row(s, isz),
         tq * row(shape.value_cols, 4),
         tq * row(shape.value_cols, shape.out_itemsize) if shape.out_itemsize != 4 else 0,
     ]

@@ -64,6 +64,8 @@ from spyrec.dialects.spyre import (
     describe,
 )
 from spyrec.target import SpyreTarget, round_up
+from spyrec.target.isa import DType
+from spyrec.target.layout import ELEMENT_DEVICE_DTYPE
 
 _SCALAR_CLASSES = tuple(SCALAR_OPS.values())
 
@@ -73,8 +75,9 @@ ZERO_PRESERVING_UNARY = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "neg", "sq
 # binary functions with f(0, 0) == 0
 ZERO_PRESERVING_BINARY = {"add", "sub", "mul", "maximum", "minimum", "keep"}
 
-DEVICE_DTYPE = {"f16": "dl16", "bf16": "dl16", "f32": "f32", "i32": "i32", "i64": "i32"}
-DEVICE_ITEMSIZE = {"dl16": 2, "f32": 4, "i32": 4}
+# the device storage of each element type, by name as the layout attribute spells it
+DEVICE_DTYPE = {element: d.name.lower() for element, d in ELEMENT_DEVICE_DTYPE.items()}
+DEVICE_ITEMSIZE = {d.name.lower(): d.itemsize for d in DType}
 
 
 @dataclass(frozen=True)

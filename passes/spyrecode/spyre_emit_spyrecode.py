@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
@@ -43,17 +42,16 @@ from spyrec.target.container import (
     write_spyre,
 )
 from spyrec.target.isa import Instr
+from spyrec.target.layout import HOST_DTYPE as LAYOUT_HOST_DTYPE
 from spyrec.target.layout import DeviceLayout
 
-NUMPY_DTYPE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
-               "int32": np.int32, "int64": np.int64}
 
 
 def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBinding, np.ndarray]:
     name = param.param_name.data
     if param.value is not None:
         data = np.asarray(param.value.get_values(), dtype=np.float32).astype(
-            NUMPY_DTYPE[host_dtype(param.result)]).reshape(param.value.type.get_shape())
+            LAYOUT_HOST_DTYPE[host_dtype(param.result)]).reshape(param.value.type.get_shape())
     elif name not in weights:
         raise CompileError(f"weight '{name}' has no data; pass the weights the program was "
                            "imported with")

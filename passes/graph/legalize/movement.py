@@ -33,6 +33,7 @@ from spyrec.passes.graph.legalize.base import (
     arg, FLOAT_ELEMENTS, INT_ELEMENTS, LegalizeRewriter, Selector, Unsupported, with_shape,
 )
 from spyrec.target import SpyreTarget
+from spyrec.target.layout import stick_padded
 
 
 def transposed_weight(op: AtenOp, value: SSAValue, rewriter: LegalizeRewriter) -> SSAValue:
@@ -111,7 +112,7 @@ def check_resident_rhs(rhs: SSAValue, what: str, target: SpyreTarget) -> None:
     one whose block takes more than three quarters of a core's usable LX."""
     shape = _shape(rhs)
     size = ELEMENT_BYTES[_element_name(rhs)]
-    block = shape[-2] * -(-shape[-1] * size // STICK_BYTES) * STICK_BYTES
+    block = shape[-2] * stick_padded(shape[-1] * size)
     budget = target.lx_usable_bytes * 3 // 4
     if block > budget:
         raise Unsupported(
