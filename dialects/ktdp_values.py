@@ -46,8 +46,7 @@ from xdsl.ir import Attribute
 from xdsl.ir.affine import AffineExpr, AffineMap, AffineSet
 
 from spyrec.dialects.ktdp_affine import bind_symbols, box_bounds, is_box, points_1d, set_contains
-
-STICK_BYTES = 128
+from spyrec.target.layout import STICK_BYTES
 
 
 class KtirError(Exception):

@@ -48,6 +48,7 @@ from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from spyrec.dialects import spyre_plan as plan
+from spyrec.target.layout import STICK_BYTES
 
 
 def _provenance(op: Operation, source_op: Operation | None) -> None:
@@ -306,7 +307,6 @@ def _prod(shape: Sequence[int]) -> int:
     return out
 
 
-STICK_BYTES = 128
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i64": 4}  # device bytes: i64 is int32
 
 

@@ -41,6 +41,7 @@ from xdsl.irdl import AttrConstraint
 from xdsl.utils.exceptions import VerifyException
 
 from spyrec.diagnostics import CompileError
+from spyrec.target import DEFAULT_TARGET, TARGETS, SpyreTarget, target_named
 
 T = TypeVar("T")
 
@@ -345,6 +346,7 @@ class PlanningOptions:
     tail: int = 0  # 0 (cheapest); 1: no tails; N >= 2: N-piece tails where legal
     ring_reduce: bool = True
     keep_in_lx: bool = True
+    target: str = DEFAULT_TARGET.name  # the target description's name (spyrec.target.TARGETS)
 
     @property
     def buffers(self) -> int:
@@ -369,6 +371,8 @@ def _options_test(attr: Attribute) -> bool:
             ok = isinstance(value, IntegerAttr) and value.type == IntegerType(1)
         elif kind is int:
             ok = isinstance(value, IntegerAttr) and value.value.data >= 0
+        elif key == "target":
+            ok = isinstance(value, StringAttr) and value.data in TARGETS
         else:
             ok = isinstance(value, StringAttr) and value.data in OPTION_RULES.get(key, ())
         if not ok:
@@ -405,13 +409,20 @@ OPTIONS: PlanAttr[PlanningOptions] = _plan(
     "spyre.options", DECISION, (MODULE,), "spyre-set-options", _options_test,
     "a dictionary of compile switches: fuse, double_buffer, ring_reduce, keep_in_lx "
     '(true / false), resident ("", "a", "b", "acc"), share ("", "ring", "none"), tail (an '
-    "integer >= 0); a switch left out has its default", _options_of, _options_attr)
+    "integer >= 0), target (the name of a known target description: "
+    f"{', '.join(sorted(TARGETS))}); a switch left out has its default", _options_of,
+    _options_attr)
 """The user's options for every planning pass; absent: every default."""
 
 
 def options_of(module: ModuleOp) -> PlanningOptions:
     """The module's `PlanningOptions` (the defaults when it records none)."""
     return OPTIONS.get(module) or PlanningOptions()
+
+
+def target_of(module: ModuleOp) -> SpyreTarget:
+    """The target description the module is compiled for (its `target` option)."""
+    return target_named(options_of(module).target)
 
 
 # ---- kernels and the graph -------------------------------------------------------------

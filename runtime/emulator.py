@@ -59,11 +59,12 @@ from spyrec.runtime.profile import KernelProfile, Profile, Timeline
 from spyrec.runtime.relocate import BytePattern, FlatDmas, ddr_field_offsets, relocated
 from spyrec.runtime.span import SpanChecker, TensorTable
 from spyrec.runtime.timing import Cost, DeadlockError, Schedule, instr_cost, schedule
-from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+from spyrec.target import SpyreTarget, round_up, target_named
 from spyrec.target.container import (
     D2H,
     H2D,
     INIT_BIN,
+    ContainerError,
     InitBin,
     KernelImage,
     SpyreBinary,
@@ -194,7 +195,7 @@ class Emulator:
     def __init__(
         self,
         binary: SpyreBinary,
-        target: SpyreTarget = DEFAULT_TARGET,
+        target: SpyreTarget | None = None,
         numerics: str = "dl16",
         mode: str = "full",
         *,
@@ -206,6 +207,12 @@ class Emulator:
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown emulator mode '{mode}' (expected one of {MODES})")
+        if target is None:  # the description the binary was compiled for
+            try:
+                target = target_named(binary.target)
+            except ValueError as error:
+                raise ContainerError(f"the binary was compiled for an unknown target: {error}; "
+                                     "register it, or pass the Emulator a target") from None
         self.binary = binary
         self.target = target
         self.numerics = numerics

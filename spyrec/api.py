@@ -97,7 +97,7 @@ def compile(program: torch.export.ExportedProgram | str | Path, output: str | Pa
 
     Options: `numerics` ("dl16" or "ieee"), the switches of `spyrec.pipelines.
     compile_options` (`fuse`, `double_buffer`, `resident`, `share`, `tail`, `ring_reduce`,
-    `keep_in_lx`),
+    `keep_in_lx`, `target`),
     `cache` (True: the
     default on-disk compile cache, unless `SPYREC_CACHE=0`; False: none; a directory: a
     cache there), and `compile_program`'s."""
@@ -108,7 +108,7 @@ def compile(program: torch.export.ExportedProgram | str | Path, output: str | Pa
     numerics = options.pop("numerics", "dl16")
     options["cache"] = resolve_cache(options.pop("cache", None))
     switches = {k: options.pop(k) for k in ("fuse", "double_buffer", "resident", "share",
-                                            "tail", "ring_reduce", "keep_in_lx")
+                                            "tail", "ring_reduce", "keep_in_lx", "target")
                 if k in options}
     if switches:
         options["pass_options"] = compile_options(**switches)

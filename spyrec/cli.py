@@ -19,6 +19,7 @@ import click
 
 from spyrec.diagnostics import RunError, SpyrecError
 from spyrec.pipelines import STAGE_NAMES
+from spyrec.target import DEFAULT_TARGET, TARGETS
 
 if TYPE_CHECKING:
     from spyrec.target.isa import Instr
@@ -178,6 +179,9 @@ def _switches(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option("--tail", type=click.IntRange(min=0), default=0,
                            help="Row pieces of a K-sliced matmul's last column tile: 1 never, "
                            "N >= 2 where legal (default 0: by the cost model).")(command)
+    command = click.option("--target", type=click.Choice(sorted(TARGETS)),
+                           help="The target description to plan for (default: "
+                           f"{DEFAULT_TARGET.name}); recorded in the binary.")(command)
     return click.option("--resident", type=click.Choice(["a", "b", "acc"]),
                         help="Force every matmul's loop order (default: the cheapest).")(command)
 

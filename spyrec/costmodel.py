@@ -20,7 +20,8 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+from spyrec.target import SpyreTarget, round_up
+from spyrec.target.layout import STICK_BYTES, stick_padded
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class KernelShape:
     @property
     def stick_elems(self) -> int:
         """Elements per stick of the narrowest element type: the column granularity."""
-        return 128 // min(self.in_itemsize, self.out_itemsize, self.narrow_itemsize or 8)
+        return STICK_BYTES // min(self.in_itemsize, self.out_itemsize, self.narrow_itemsize or 8)
 
     @property
     def col_sticks(self) -> int:
@@ -97,7 +98,7 @@ class KernelShape:
     def out_tile_bytes(self, tm: int, tn: int) -> int:
         """LX bytes of one tile's results: a full tile per full output, a stick per row per
         one-column output."""
-        return self.full_outputs * tm * tn * self.out_itemsize + self.col_outputs * tm * 128
+        return self.full_outputs * tm * tn * self.out_itemsize + self.col_outputs * tm * STICK_BYTES
 
     def stored_tile_bytes(self, tm: int, tn: int) -> int:
         """Bytes one tile stores to LPDDR: its results but those kept in LX (note 61)."""
@@ -160,7 +161,7 @@ class AttentionShape:
     is [L, S]: value_dim = kv_rows) or "nn" (A V with A as Q: head_dim = kv_rows = K)."""
 
     def row_bytes(self, elems: int, itemsize: int) -> int:
-        return -(-elems * itemsize // 128) * 128
+        return stick_padded(elems * itemsize)
 
     @property
     def value_cols(self) -> int:
@@ -237,7 +238,7 @@ class MoveShape:
 
     @property
     def row_bytes(self) -> int:
-        return -(-self.cols * self.itemsize // 128) * 128
+        return stick_padded(self.cols * self.itemsize)
 
     @property
     def outer(self) -> int:
@@ -465,8 +466,8 @@ def ring_sharing(shape: KernelShape, split: Split, tiling: Tiling, loads: Matmul
     return RingSharing(split.gn, split.gm, rx, chain)
 
 
-def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
-                 buffers: int = 2, target: SpyreTarget | None = None) -> int:
+def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None, buffers: int,
+                 target: SpyreTarget) -> int:
     """LX bytes a core needs for `tiling`: every streamed buffer `buffers` times (2 =
     ping-pong); a matmul operand the core loads only once (a resident block whose loop has
     one trip, known when `split` is given) needs one copy, as spyre-place-memory gives it.
@@ -481,9 +482,9 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
         a_copies = b_copies = buffers
         a_cols = tk
         if tiling.resident == "a":  # the whole row block, also when it comes in K slices
-            a_cols = padded_cols(shape.k, shape.in_itemsize, target or DEFAULT_TARGET)
+            a_cols = padded_cols(shape.k, shape.in_itemsize, target)
         if split is not None:
-            loads = matmul_loads(shape, split, tiling, target or DEFAULT_TARGET)
+            loads = matmul_loads(shape, split, tiling, target)
             a_blocks = loads.a // max(1, loads.k_steps) if tiling.resident == "a" else loads.a
             a_copies = 1 if a_blocks == 1 else buffers
             b_copies = 1 if loads.b == 1 else buffers
@@ -491,10 +492,10 @@ def lx_footprint(shape: Shape, tiling: Tiling, split: Split | None = None,
             total += a_copies * tm * a_cols * shape.in_itemsize  # A tiles
         total += b_copies * tk * tn * shape.in_itemsize  # B tiles
         if tiling.tail > 1:  # a tail's K x tn block of B, once per row block
-            kp = padded_cols(shape.k, shape.in_itemsize, target or DEFAULT_TARGET)
+            kp = padded_cols(shape.k, shape.in_itemsize, target)
             total += (a_copies if split is not None else buffers) * kp * tn * shape.in_itemsize
     total += buffers * shape.full_temps * tm * tn * 4  # fp32 accumulator, tile-graph values
-    total += buffers * shape.col_temps * tm * 128  # row reductions: one stick per row
+    total += buffers * shape.col_temps * tm * STICK_BYTES  # row reductions: one stick per row
     total += buffers * shape.out_tile_bytes(tm, tn)  # output tiles
     total += buffers * shape.row_operands * max(tn * shape.in_itemsize, 128)
     # an operand read from the core's LX slice takes no slot; the slice is reserved
@@ -527,7 +528,7 @@ def _attention_lx(shape: AttentionShape, tiling: Tiling, split: Split | None = N
     loads_once = [s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)]
     loads_per_tile = [tq * row(shape.head_dim, isz), tq * row(s, isz) if shape.mask else 0]
     buffers_per_tile = [
-        tq * row(s, 4), tq * 128, tq * row(s, 4), tq * 128, tq * row(s, isz),
+        tq * row(s, 4), tq * STICK_BYTES, tq * row(s, 4), tq * STICK_BYTES, tq * row(s, isz),
         tq * row(shape.value_cols, 4),
         tq * row(shape.value_cols, shape.out_itemsize) if shape.out_itemsize != 4 else 0,
     ]
@@ -638,7 +639,8 @@ def _predict_move(shape: MoveShape, split: Split, tiling: Tiling,
     moved = (loads + tiles) * tile_bytes * cores
     dma = ((loads + tiles) * target.dma_setup_cycles + moved / target.lpddr_bytes_per_cycle)
     edge = dma_cycles_alone(tile_bytes, target, cores)
-    return Prediction(dma + 2 * edge, dma, 0.0, 0.0, moved, lx_footprint(shape, tiling))
+    return Prediction(dma + 2 * edge, dma, 0.0, 0.0, moved,
+                      lx_footprint(shape, tiling, None, 2, target))
 
 
 def predict(shape: Shape, split: Split, tiling: Tiling, target: SpyreTarget,
@@ -894,12 +896,12 @@ def candidate_tilings(shape: Shape, split: Split, target: SpyreTarget,
         shares = (False, True) if split.gn > 1 or group_cores(shape, split) > 1 else (False,)
         tilings = [Tiling(tq, shape.value_cols, shape.kv_rows, "", s)
                    for tq in _divisors(shape.q_rows // split.gn) for s in shares]
-        return [t for t in tilings if lx_footprint(shape, t, split, buffers) <= budget]
+        return [t for t in tilings if lx_footprint(shape, t, split, buffers, target) <= budget]
     if isinstance(shape, MoveShape):
         cols = shape.row_bytes // shape.itemsize
         tms = [1] if shape.broadcast else _divisors(shape.run // split.gn)
         return [Tiling(tm, cols, 0) for tm in tms
-                if lx_footprint(shape, Tiling(tm, cols, 0), buffers=buffers) <= budget]
+                if lx_footprint(shape, Tiling(tm, cols, 0), None, buffers, target) <= budget]
     out_eps = shape.stick_elems
     in_eps = target.elems_per_stick(shape.in_itemsize)
     mc = shape.rows // split.gm

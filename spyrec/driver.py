@@ -26,7 +26,7 @@ from spyrec.cache import CompileCache
 from spyrec.diagnostics import PassFailure, SpyrecError
 from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
-from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, pass_spec
+from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, compile_target, pass_spec
 from spyrec.progress import listening
 from spyrec.registry import DIALECTS, PASSES
 from spyrec.target.container import SpyreBinary, write_spyre
@@ -138,7 +138,7 @@ def compile_program(
         from spyrec.frontend.ktir_input import import_ktir
 
         source = str(program)
-        imported = import_ktir(program, function)
+        imported = import_ktir(program, function, compile_target(pass_options))
         pipeline = KTIR_PIPELINE
     else:
         if not isinstance(program, torch.export.ExportedProgram):

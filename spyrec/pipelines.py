@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spyrec.dialects.spyre_plan import PlanningOptions
+from spyrec.target import DEFAULT_TARGET, SpyreTarget, target_named
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ KTIR_PIPELINE: tuple[Stage, ...] = (
 
 def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str = "",
                     share: str = "", tail: int = 0, ring_reduce: bool = True,
-                    keep_in_lx: bool = True) -> dict[str, dict[str, object]]:
+                    keep_in_lx: bool = True, target: str = "") -> dict[str, dict[str, object]]:
     """Pass options for the user-facing compile switches (keyword arguments of
     `spyrec.compile`, flags of `spyrec compile`): the options of spyre-set-options, which
     records them on the module (`spyre.options`) for every planning pass, so each pass's
@@ -73,14 +74,24 @@ def compile_options(fuse: bool = True, double_buffer: bool = True, resident: str
     - ring_reduce=False: spyre-partition-cores keeps every reduced row whole on one core
       instead of splitting it and summing the cores' partials with ring.reduce (note 59);
     - keep_in_lx=False: spyre-partition-cores keeps no kernel's result in LX for the next
-      kernel; every tensor between kernels goes through LPDDR (note 61).
+      kernel; every tensor between kernels goes through LPDDR (note 61);
+    - target=NAME: plan for that target description (`spyrec.target.TARGETS`; "": the
+      default), recorded in the IR and in the binary, which the emulator then runs as.
     """
     given = {"fuse": fuse, "double_buffer": double_buffer, "resident": resident,
-             "share": share, "tail": tail, "ring_reduce": ring_reduce, "keep_in_lx": keep_in_lx}
+             "share": share, "tail": tail, "ring_reduce": ring_reduce, "keep_in_lx": keep_in_lx,
+             "target": target or PlanningOptions().target}
     default = PlanningOptions()
     changed = {k: v for k, v in given.items() if v != getattr(default, k)}
     # one record in the IR that every planning pass reads (spyre-set-options, note 68)
     return {"spyre-set-options": changed} if changed else {}
+
+
+def compile_target(pass_options: dict[str, dict[str, object]] | None) -> SpyreTarget:
+    """The target description a compile with these pass options plans for (the `target`
+    option of spyre-set-options; the frontend lays tensors out for it before that pass)."""
+    given = (pass_options or {}).get("spyre-set-options", {}).get("target")
+    return target_named(str(given)) if given else DEFAULT_TARGET
 
 
 STAGE_NAMES = (*(s.name for s in DEFAULT_PIPELINE), "binary")

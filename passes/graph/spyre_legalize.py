@@ -157,7 +157,7 @@ class SpyreLegalize(ModulePass):
     name = "spyre-legalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        rewriter = LegalizeRewriter()
+        rewriter = LegalizeRewriter(plan.target_of(op))
         failures: list[str] = []
         # a reduction or softmax over a dim other than the last reduces the last dim of a
         # device transpose (see `move_reduced_dim`)

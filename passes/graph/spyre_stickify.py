@@ -63,7 +63,9 @@ from spyrec.dialects.spyre import (
     WindowRowsOp,
     describe,
 )
-from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+from spyrec.target import SpyreTarget, round_up
+from spyrec.target.isa import DType
+from spyrec.target.layout import ELEMENT_DEVICE_DTYPE
 
 _SCALAR_CLASSES = tuple(SCALAR_OPS.values())
 
@@ -73,8 +75,9 @@ ZERO_PRESERVING_UNARY = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "neg", "sq
 # binary functions with f(0, 0) == 0
 ZERO_PRESERVING_BINARY = {"add", "sub", "mul", "maximum", "minimum", "keep"}
 
-DEVICE_DTYPE = {"f16": "dl16", "bf16": "dl16", "f32": "f32", "i32": "i32", "i64": "i32"}
-DEVICE_ITEMSIZE = {"dl16": 2, "f32": 4, "i32": 4}
+# the device storage of each element type, by name as the layout attribute spells it
+DEVICE_DTYPE = {element: d.name.lower() for element, d in ELEMENT_DEVICE_DTYPE.items()}
+DEVICE_ITEMSIZE = {d.name.lower(): d.itemsize for d in DType}
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,7 @@ class SpyreStickify(ModulePass):
     name = "spyre-stickify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = DEFAULT_TARGET
+        target = plan.target_of(op)
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if fn.body.blocks.first is None or plan.is_kernel(fn):
                 continue  # declarations and KTIR kernels have no graph tensors

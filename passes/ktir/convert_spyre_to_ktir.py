@@ -92,16 +92,17 @@ from spyrec.passes.planning.kernel_analysis import (
     read_split,
     read_tiling,
 )
-from spyrec.target import DEFAULT_TARGET
+from spyrec.target import SpyreTarget
 
 
 class _KernelBuilder(KtirBuilder):
     """Builds the KTIR function of one analysed tile-graph kernel."""
 
-    def __init__(self, info: KernelInfo, name: str):
+    def __init__(self, info: KernelInfo, name: str, target: SpyreTarget):
         super().__init__()
         self.info = info
         self.name = name
+        self.target = target
         self.kernel = info.kernel
         self.split = read_split(info.kernel)
         self.tiling = read_tiling(info.kernel)
@@ -128,7 +129,7 @@ class _KernelBuilder(KtirBuilder):
             if kept_in_lx(outer_value):  # its slices in the cores' LX, not in LPDDR (note 61)
                 slices = LxSlices.of(*shape, DEVICE_ITEMSIZE[layout.device_dtype],
                                      self.split.gm, self.split.gn,
-                                     DEFAULT_TARGET.lx_usable_bytes)
+                                     self.target.lx_usable_bytes)
                 if reserved is None or slices.byte_offset < reserved.byte_offset:
                     reserved = slices  # one read and one written share it (note 61)
                 self.views[value] = (self.lx_view(slices, element), shape)
@@ -415,12 +416,12 @@ class _KernelBuilder(KtirBuilder):
         return self.elementwise(fn, inputs, maps, result_type, body)
 
 
-def build_kernel_func(kernel: KernelOp) -> func.FuncOp:
+def build_kernel_func(kernel: KernelOp, target: SpyreTarget) -> func.FuncOp:
     """The KTIR function of a tile-graph kernel with `grid` and `tile` (spyre-tile lowers
     candidate tilings with it to count the LX spyre-place-memory will allocate)."""
     info = analyze(kernel)
     assert isinstance(info, KernelInfo)
-    return _KernelBuilder(info, kernel.sym_name.data).build()
+    return _KernelBuilder(info, kernel.sym_name.data, target).build()
 
 
 @dataclass(frozen=True)
@@ -431,6 +432,7 @@ class ConvertSpyreToKtir(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         rewriter = Rewriter()
+        target = plan.target_of(op)
         for kernel in [o for o in op.walk() if isinstance(o, KernelOp)]:
             name = kernel.sym_name.data
             info = analyze(kernel)
@@ -445,7 +447,7 @@ class ConvertSpyreToKtir(ModulePass):
             elif isinstance(info, ScatterInfo):
                 fn = ScatterBuilder(info, name).build()
             else:
-                fn = _KernelBuilder(info, name).build()
+                fn = _KernelBuilder(info, name, target).build()
             op.body.block.add_op(fn)
             launch = LaunchOp(name, list(kernel.inputs), [r.type for r in kernel.results])
             for spec in (plan.LAYOUT, plan.INPLACE, plan.LX_RESULTS):  # an in-place scatter

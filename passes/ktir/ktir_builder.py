@@ -56,6 +56,7 @@ from spyrec.dialects.ktdp_intertile import (
 )
 from spyrec.dialects.ktdp_types import TileFutureType
 from spyrec.target import round_up
+from spyrec.target.layout import STICK_BYTES
 
 IDX = IndexType()
 
@@ -88,7 +89,7 @@ class LxSlices:
 
     @staticmethod
     def of(rows: int, cols: int, itemsize: int, gm: int, gn: int,
-           lx_top: int, stick: int = 128) -> LxSlices:
+           lx_top: int, stick: int = STICK_BYTES) -> LxSlices:
         """The slices of a rows x cols tensor (stick-padded columns) split gm x gn, placed
         at the top of the usable LX (`lx_top` bytes), below which the kernels' tiles go."""
         mc, nc = rows // gm, cols // gn

@@ -44,6 +44,7 @@ from spyrec.dialects.spyre import KernelOp, WindowRowsOp
 from spyrec.passes.graph.spyre_stickify import layout_of
 from spyrec.passes.ktir.ktir_builder import IDX, KtirBuilder, box_set
 from spyrec.passes.planning.kernel_analysis import read_split
+from spyrec.target.layout import stick_padded
 
 
 @dataclass
@@ -170,7 +171,7 @@ class WindowBuilder(KtirBuilder):
                              element)
         pad_view = self.view(self._pointer(op.pad), (max(wo, 1), self._cols(op.pad)), element)
         itemsize = _itemsize(op.input)
-        stick_bytes = -(-block * itemsize // 128) * 128
+        stick_bytes = stick_padded(block * itemsize)
         plans = tap_plans(op)
         # the pad rows never change: each width of padding is loaded once, before the loops
         pads = {count: self.load(pad_view, self.const(0), self.const(0), (count, block), element)
@@ -307,8 +308,8 @@ class WindowBuilder(KtirBuilder):
 
             self.loop(per_core, 1, row_body)
         # the least input a gather reads: every input row once, or fewer if it skips some
-        return min(rows_in, n * ho * wo * len(op.tap_list)) * -(-block * _itemsize(op.input)
-                                                                 // 128) * 128
+        return min(rows_in, n * ho * wo * len(op.tap_list)) \
+            * stick_padded(block * _itemsize(op.input))
 
     def _overlap_view(self, value: SSAValue, rows: int, cols: int, pitch: int,
                       element: Attribute) -> SSAValue:
@@ -323,7 +324,7 @@ class WindowBuilder(KtirBuilder):
         op = self.info.op
         n = op.input.type.get_shape()[0]  # type: ignore[attr-defined]
         ho, wo = op.out_hw()
-        stick_bytes = -(-op.block_cols() * _itemsize(op.input) // 128) * 128
+        stick_bytes = stick_padded(op.block_cols() * _itemsize(op.input))
         self.b.insert(func.ReturnOp())
         fn = func.FuncOp(self.name, ([IDX] * len(self.inner), []), Region(self.block))
         plan.GRID.set(fn, (gm, 1))

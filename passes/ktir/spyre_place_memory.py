@@ -64,7 +64,7 @@ from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, layout_of
 from spyrec.passes.ktir.ktir_tiles import tile_dims
 from spyrec.passes.planning.kernel_analysis import kept_in_lx
-from spyrec.target import DEFAULT_TARGET, SpyreTarget, round_up
+from spyrec.target import SpyreTarget, round_up
 
 ACTIVATION_SEGMENT = 0
 WEIGHT_SEGMENT = 1
@@ -130,7 +130,7 @@ class SpyrePlaceMemory(ModulePass):
     planned."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = DEFAULT_TARGET
+        target = plan.target_of(op)
         buffers = plan.options_of(op).override(double_buffer=self.double_buffer).buffers
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
             if plan.is_kernel(fn):

@@ -77,7 +77,7 @@ from spyrec.passes.planning.kernel_analysis import (
     tile_op_kind,
 )
 from spyrec.passes.planning.scoring import scored_splits
-from spyrec.target import DEFAULT_TARGET
+from spyrec.target import target_named
 
 
 def is_compute(op: Operation) -> bool:
@@ -226,7 +226,7 @@ class _Costs:
         finally:
             probe.erase(safe_erase=False)
         if shape not in self.by_shape:
-            ranked = scored_splits(shape, DEFAULT_TARGET, self.options)
+            ranked = scored_splits(shape, target_named(self.options.target), self.options)
             self.by_shape[shape] = ranked[0][0] if ranked else math.inf
         return self.by_shape[shape]
 

@@ -75,7 +75,7 @@ from spyrec.passes.planning.kernel_analysis import (
     read_split,
 )
 from spyrec.passes.planning.scoring import Scored, scored_splits, splits_rows
-from spyrec.target import DEFAULT_TARGET, SpyreTarget
+from spyrec.target import SpyreTarget
 
 LEDGER_ALTERNATIVES = 4
 # a chain's options per kernel: (ranking cycles, prediction, tiling) per split; a path:
@@ -134,7 +134,7 @@ class SpyrePartitionCores(ModulePass):
             tail=self.tail, ring_reduce=self.ring_reduce, keep_in_lx=self.keep_in_lx)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = DEFAULT_TARGET
+        target = plan.target_of(op)
         options = self.options(op)
         kernels = [o for o in op.walk() if isinstance(o, KernelOp)]
         chosen: dict[KernelOp, Scored] = {}
@@ -186,7 +186,7 @@ class SpyrePartitionCores(ModulePass):
                 "none: the program has symbolic sizes, and their trip-count guards (note 49) "
                 "follow data through LPDDR, not through LX kept between launches (note 61)")
         elif options.keep_in_lx:
-            for chain in lx_chains(lx_pairs(kernels)):
+            for chain in lx_chains(lx_pairs(kernels, target)):
                 if all(k in chosen for k in chain.kernels):  # no grid set by the user
                     self._keep(chain, chosen, target, options)
 
@@ -356,7 +356,7 @@ def _uses_through_row_views(value: SSAValue) -> list[Use]:
     return uses
 
 
-def lx_pairs(kernels: list[KernelOp]) -> list[LxPair]:
+def lx_pairs(kernels: list[KernelOp], target: SpyreTarget) -> list[LxPair]:
     """Every kernel and the next one that could keep a tensor in LX between them: a full
     result of a tile-graph kernel whose one reader is the next kernel, a tile-graph kernel
     that reads it elementwise (a full operand of the same output shape) or as its matmul's
@@ -384,7 +384,7 @@ def lx_pairs(kernels: list[KernelOp]) -> list[LxPair]:
                 and all(u.operation is used.matmul for u in arg.uses)
             if lhs:
                 fits = (rows == shapes[1].rows and cols == padded_cols(
-                    shapes[1].k, shapes[1].in_itemsize, DEFAULT_TARGET)
+                    shapes[1].k, shapes[1].in_itemsize, target)
                     and size == shapes[1].in_itemsize)
             else:
                 fits = (used.kinds.get(arg) is Kind.FULL

@@ -47,11 +47,14 @@ class SpyreSetOptions(ModulePass):
     keep_in_lx: bool | None = None
     """false: no kernel's result is kept in LX for the next kernel."""
 
+    target: str | None = None
+    """The name of the target description every pass plans for (`spyrec.target.TARGETS`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         options = plan.options_of(op).override(
             fuse=self.fuse, double_buffer=self.double_buffer, resident=self.resident,
             share=self.share, tail=self.tail, ring_reduce=self.ring_reduce,
-            keep_in_lx=self.keep_in_lx)
+            keep_in_lx=self.keep_in_lx, target=self.target)
         if options == plan.PlanningOptions():
             op.attributes.pop(plan.OPTIONS.key, None)
         else:

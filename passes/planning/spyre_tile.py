@@ -71,7 +71,7 @@ from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.planning.kernel_analysis import KernelInfo, analyze, read_split, read_tiling
-from spyrec.target import DEFAULT_TARGET, SpyreTarget
+from spyrec.target import SpyreTarget
 
 LEDGER_ALTERNATIVES = 3
 
@@ -137,7 +137,7 @@ def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarge
 
     probe = kernel.clone()
     _write_tiling(probe, tiling)
-    fn = build_kernel_func(probe)
+    fn = build_kernel_func(probe, target)
     reserved = lx_reserved(fn)  # a tensor kept in LX, above the tiles
     return assign_lx_slots(fn, target, buffers) + (reserved[1] if reserved else 0)
 
@@ -240,7 +240,7 @@ class SpyreTile(ModulePass):
     2), or never (1); 0: whichever the cost model predicts faster (note 57)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = DEFAULT_TARGET
+        target = plan.target_of(op)
         given = plan.options_of(op).override(double_buffer=self.double_buffer,
                                              resident=self.resident, share=self.share,
                                              tail=self.tail)

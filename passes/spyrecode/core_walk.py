@@ -66,10 +66,10 @@ from spyrec.target.isa import (
     UnaryFn,
     f32_bits,
 )
+from spyrec.target.layout import ELEMENT_DEVICE_DTYPE, STICK_BYTES, stick_padded
 
-DTYPES = {"f16": DType.DL16, "bf16": DType.DL16, "f32": DType.F32, "i32": DType.I32,
-          "i64": DType.I32}  # int64 tensors are int32 on the device
-STICK = 128
+DTYPES = ELEMENT_DEVICE_DTYPE
+STICK = STICK_BYTES
 REDUCE_FN = {"reduce_sum": ReduceFn.SUM, "reduce_max": ReduceFn.MAX, "reduce_min": ReduceFn.MIN}
 COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
 BINARY_FN = {"add": BinaryFn.ADD, "sub": BinaryFn.SUB, "mul": BinaryFn.MUL,
@@ -134,7 +134,7 @@ class LxTensor:
         """Rows of an LX tile start on stick boundaries (a one-column tile: a stick a row)."""
         if self.row_pitch:
             return self.row_pitch
-        return -(-self.shape[-1] * self.dtype.itemsize // STICK) * STICK
+        return stick_padded(self.shape[-1] * self.dtype.itemsize)
 
 
 Key = tuple[int, int]  # (LX slot address, row half)
@@ -511,7 +511,7 @@ def _store(it: CoreWalk, op: StoreOp) -> None:
 
 def _stick_bytes(nbytes: int) -> int:
     """DMA moves whole sticks: a one-column tile moves the stick that holds it."""
-    return -(-nbytes // STICK) * STICK
+    return stick_padded(nbytes)
 
 
 def _fill(it: CoreWalk, op: linalg.FillOp) -> None:

@@ -25,10 +25,9 @@ from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.passes.graph.spyre_stickify import layout_of
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
 from spyrec.target.container import TensorBinding
-from spyrec.target.layout import DeviceLayout
+from spyrec.target.layout import ELEMENT_HOST_DTYPE, DeviceLayout
 
-HOST_DTYPE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32",
-              "i64": "int64"}
+HOST_DTYPE = ELEMENT_HOST_DTYPE  # the element types a binding can hold, by host name
 
 
 def host_dtype(value: SSAValue) -> str:

@@ -34,6 +34,7 @@ from spyrec.diagnostics import CompileError
 from spyrec.passes.spyrecode.ring_sharing import SharingReport, share_loads
 from spyrec.progress import report as report_progress
 from spyrec.target.isa import SPECS_BY_NAME, Instr, encode_program
+from spyrec.target.layout import STICK_BYTES
 
 # the fields of a dma.load that decide which loads of a launch are the same LPDDR tile
 _LOAD_KEY = ("ddr", "rows", "row_bytes", "ddr_pitch")
@@ -228,7 +229,7 @@ class Template:
         None when a DMA's LPDDR address is not 128-byte aligned (the caller reruns the
         plain interpreter, whose error names the op)."""
         relocated = self.consts[self.positions][:, None] + self.coeffs @ symbols
-        if len(self.aligned) and (relocated[self.aligned] % 128).any():
+        if len(self.aligned) and (relocated[self.aligned] % STICK_BYTES).any():
             return None
         return relocated
 

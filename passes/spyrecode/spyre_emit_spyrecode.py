@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, TensorType
@@ -28,7 +27,7 @@ from xdsl.passes import ModulePass
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import LaunchOp, ParamOp
-from spyrec.dialects.spyre_plan import FUSED, recorded
+from spyrec.dialects.spyre_plan import FUSED, recorded, target_of
 from spyrec.dialects.spyre_symbolic import guards_of
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.passes.spyrecode.program_tensors import (
@@ -38,7 +37,6 @@ from spyrec.passes.spyrecode.program_tensors import (
     weight_layout,
 )
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of
-from spyrec.target import DEFAULT_TARGET
 from spyrec.target.container import (
     EncodedPrograms,
     KernelImage,
@@ -48,17 +46,15 @@ from spyrec.target.container import (
     write_spyre,
 )
 from spyrec.target.isa import Instr
+from spyrec.target.layout import HOST_DTYPE as LAYOUT_HOST_DTYPE
 from spyrec.target.layout import DeviceLayout
-
-NUMPY_DTYPE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32,
-               "int32": np.int32, "int64": np.int64}
 
 
 def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBinding, np.ndarray]:
     name = param.param_name.data
     if param.value is not None:
         data = np.asarray(param.value.get_values(), dtype=np.float32).astype(
-            NUMPY_DTYPE[host_dtype(param.result)]).reshape(param.value.type.get_shape())
+            LAYOUT_HOST_DTYPE[host_dtype(param.result)]).reshape(param.value.type.get_shape())
     elif name not in weights:
         raise CompileError(f"weight '{name}' has no data; pass the weights the program was "
                            "imported with")
@@ -109,7 +105,7 @@ def build_binary(module: ModuleOp, weights: Mapping[str, np.ndarray],
     _unique_names([*tensors.inputs, *tensors.outputs, *tensors.intermediates,
                    *(b for b, _ in weight_bindings)])
     prov = {**(provenance or {}), DATAFLOW_KEY: _dataflow(tensors.launches, tensors.returned)}
-    return SpyreBinary(DEFAULT_TARGET.name, tensors.inputs, tensors.outputs, weight_bindings,
+    return SpyreBinary(target_of(module).name, tensors.inputs, tensors.outputs, weight_bindings,
                        tensors.intermediates, kernels, prov, tensors.symbols, patches)
 
 

@@ -40,6 +40,7 @@ module orders each core's program (`prefetch_order`) and builds the programs of 
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections import deque
@@ -66,7 +67,7 @@ from spyrec.passes.spyrecode.core_walk import CoreWalk
 from spyrec.passes.spyrecode.ring_sharing import share_loads
 from spyrec.passes.spyrecode.schedule_templates import TemplateCache, default_jobs, prebuild
 from spyrec.progress import report as report_progress
-from spyrec.target import DEFAULT_TARGET
+from spyrec.target import SpyreTarget
 from spyrec.target.isa import Instr, encode_program
 from spyrec.target.timing import instr_cost
 
@@ -79,23 +80,26 @@ def kernel_grid(fn: func.FuncOp) -> tuple[int, int]:
     return grid
 
 
-def interpret_core(fn: func.FuncOp, core: tuple[object, object], args: list[object]) -> list[Instr]:
+def interpret_core(fn: func.FuncOp, core: tuple[object, object], args: list[object],
+                   target: SpyreTarget) -> list[Instr]:
     """One core's program in issue order; core and arguments may be ints or `Affine`."""
     interpreter = CoreWalk(fn, core, args, kernel_grid(fn))
     program = interpreter.run()
-    return prefetch_order(program, interpreter.paced, interpreter.paced_loads,
+    return prefetch_order(program, target, interpreter.paced, interpreter.paced_loads,
                           "spyre.pt_lookahead" in fn.attributes)
 
 
-def schedule_kernel(fn: func.FuncOp, args: list[int]) -> dict[int, list[Instr]]:
+def schedule_kernel(fn: func.FuncOp, args: list[int],
+                    target: SpyreTarget) -> dict[int, list[Instr]]:
     """Per-core instruction lists of kernel `fn` launched on tensors at byte addresses `args`,
     by the plain interpreter: once per core, no templates."""
     grid = kernel_grid(fn)
-    return {core: interpret_core(fn, core_coords(core, grid), list(args))  # type: ignore[arg-type]
+    return {core: interpret_core(fn, core_coords(core, grid), list(args), target)  # type: ignore[arg-type]
             for core in range(math.prod(grid))}
 
 
-def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = frozenset(),
+def prefetch_order(program: list[Instr], target: SpyreTarget,
+                   paced: frozenset[int] | set[int] = frozenset(),
                    paced_loads: frozenset[int] | set[int] = frozenset(),
                    lookahead: bool = False) -> list[Instr]:
     """Reorder a core's program so each load is issued as soon as its dependences allow.
@@ -133,7 +137,7 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
     for index, instr in enumerate(program):
         for dep in instr.deps:
             users[dep].append(index)
-    rank = _earliest_starts(program) if lookahead else list(range(len(program)))
+    rank = _earliest_starts(program, target) if lookahead else list(range(len(program)))
 
     def key(index: int) -> tuple[int, float, int]:
         if lookahead:  # a store as soon as it is ready (it frees a slot), then every
@@ -198,11 +202,10 @@ def prefetch_order(program: list[Instr], paced: frozenset[int] | set[int] = froz
     return order
 
 
-def _earliest_starts(program: list[Instr]) -> list[float]:
+def _earliest_starts(program: list[Instr], target: SpyreTarget) -> list[float]:
     """Each instruction's earliest start along its dependences, every instruction taking
     its engine's cycles (a DMA its setup and its bytes over the whole channel; a ring
     instruction none: its time depends on the other cores)."""
-    target = DEFAULT_TARGET
     start: list[float] = []
     end: list[float] = []
     loads_free = 0.0  # the one DMA engine takes the loads in program order (ahead of the
@@ -268,7 +271,8 @@ class SpyreScheduleDataflow(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = {f.sym_name.data: f for f in op.body.block.ops
                    if isinstance(f, func.FuncOp) and plan.is_kernel(f)}
-        cache = TemplateCache(interpret_core)
+        target = plan.target_of(op)
+        cache = TemplateCache(functools.partial(interpret_core, target=target))
         first_of: dict[object, str] = {}
         launches = []
         for launch in [o for o in op.walk() if isinstance(o, LaunchOp)]:
@@ -301,7 +305,7 @@ class SpyreScheduleDataflow(ModulePass):
                     programs, how = cache.programs(fn, kernel_grid(fn), args, key, self.packed)
                 template = first_of.setdefault(key, name)
             else:
-                programs, how, template = schedule_kernel(fn, args), "plain", name
+                programs, how, template = schedule_kernel(fn, args, target), "plain", name
                 if share:
                     programs, report = share_loads(programs)
                 if self.packed:

@@ -1,6 +1,6 @@
 """Hand-written KTIR as compiler input: a kernel becomes a one-launch program.
 
-`import_ktir(path, function)` parses a KTIR module (located parse and verify errors), picks
+`import_ktir(path, function, target)` parses a KTIR module (located parse and verify errors), picks
 the kernel to compile and wraps it in a graph function the back end knows: each pointer
 argument of the kernel becomes a graph tensor whose shape and element type are those of
 the memory view built on it; arguments the kernel only reads are the program's inputs,
@@ -55,7 +55,7 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
-from spyrec.target import DEFAULT_TARGET
+from spyrec.target import SpyreTarget
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
                 "i32": torch.int32}
@@ -71,8 +71,9 @@ class _Arg:
     written: bool = False
 
 
-def import_ktir(path: str | Path, function: str | None = None) -> ImportedProgram:
-    """The program that launches kernel `function` (the only kernel if None) of `path`."""
+def import_ktir(path: str | Path, function: str | None, target: SpyreTarget) -> ImportedProgram:
+    """The program that launches kernel `function` (the only kernel if None) of `path`, its
+    tensors laid out for `target`."""
     path = Path(path)
     if not path.exists():
         raise CompileError(f"{path}: no such file")
@@ -89,12 +90,12 @@ def import_ktir(path: str | Path, function: str | None = None) -> ImportedProgra
     for other in [f for f in module.body.block.ops if f is not kernel]:
         other.detach()
     where = f"{path}: @{kernel.sym_name.data}"
-    args = [_classify(kernel, arg, where) for arg in kernel.body.block.args]
+    args = [_classify(kernel, arg, where, target) for arg in kernel.body.block.args]
     inputs = [a for a in args if not a.written]
     outputs = [a for a in args if a.written]
     if not outputs:
         raise CompileError(f"{where} stores to none of its arguments; it has no outputs")
-    graph, specs = _graph(kernel.sym_name.data, args, inputs, outputs)
+    graph, specs = _graph(kernel.sym_name.data, args, inputs, outputs, target)
     module.body.block.add_op(graph)
     module.attributes["spyre.source"] = StringAttr(str(path))
     return ImportedProgram(module, {}, *specs, source_name=str(path))
@@ -115,7 +116,8 @@ def _pick(module: ModuleOp, function: str | None, path: Path) -> func.FuncOp:
     return kernels[0]
 
 
-def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
+def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str,
+              target: SpyreTarget) -> _Arg:
     name = arg.name_hint or f"arg{arg.index}"
     if not isinstance(arg.type, IndexType):
         raise CompileError(f"{where}: argument %{name} is a {arg.type}; the compiler takes "
@@ -135,7 +137,7 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
     first = views[0].result.type
     info = _Arg(name, first)
     for view in views:
-        _check_view(view, name, where)
+        _check_view(view, name, where, target)
         if view.result.type != first:
             raise CompileError(f"{where}: argument %{name} is viewed as both {first} and "
                                f"{view.result.type}; give it one view")
@@ -155,7 +157,8 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
     return info
 
 
-def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
+def _check_view(view: ConstructMemoryViewOp, name: str, where: str,
+                target: SpyreTarget) -> None:
     mtype = view.result.type
     assert isinstance(mtype, MemRefType)
     space = view.memory_space
@@ -186,14 +189,14 @@ def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
                            "f32 and i32")
     itemsize = DEVICE_ITEMSIZE[DEVICE_DTYPE[element]]
     row_bytes = sizes[-1] * itemsize
-    if len(sizes) > 1 and row_bytes % DEFAULT_TARGET.stick_bytes:
+    if len(sizes) > 1 and row_bytes % target.stick_bytes:
         raise CompileError(f"{where}: rows of %{name} are {row_bytes} B; the device stores "
-                           f"tensors in whole {DEFAULT_TARGET.stick_bytes}-byte sticks per "
+                           f"tensors in whole {target.stick_bytes}-byte sticks per "
                            "row, so the last dimension must fill whole sticks")
 
 
-def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg],
-           outputs: list[_Arg]) -> tuple[func.FuncOp, tuple[list[TensorSpec], list[TensorSpec]]]:
+def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg], outputs: list[_Arg],
+           target: SpyreTarget) -> tuple[func.FuncOp, tuple[list[TensorSpec], list[TensorSpec]]]:
     def tensor(a: _Arg) -> TensorType:
         return TensorType(a.view.element_type, a.view.get_shape())
 
@@ -203,7 +206,7 @@ def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg],
     launch = LaunchOp(kernel, list(block.args), [tensor(a) for a in outputs])
     order = [inputs.index(a) if not a.written else len(inputs) + outputs.index(a) for a in args]
     launch.attributes["spyre.kernel_args"] = DenseArrayBase.from_list(i64, order)
-    layouts = [row_sticked(tensor(a), True, DEFAULT_TARGET).to_attr() for a in outputs]
+    layouts = [row_sticked(tensor(a), True, target).to_attr() for a in outputs]
     LAYOUT.set(launch, tuple(layouts))
     for value, a in zip(launch.results, outputs):
         value.name_hint = a.name
@@ -211,7 +214,7 @@ def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg],
     graph = func.FuncOp("main", ([tensor(a) for a in inputs], [tensor(a) for a in outputs]),
                         Region(block))
     graph.arg_attrs = ArrayAttr([
-        DictionaryAttr({LAYOUT.key: row_sticked(tensor(a), True, DEFAULT_TARGET).to_attr()})
+        DictionaryAttr({LAYOUT.key: row_sticked(tensor(a), True, target).to_attr()})
         for a in inputs])
     graph.attributes["spyre.output_names"] = ArrayAttr([StringAttr(a.name) for a in outputs])
 

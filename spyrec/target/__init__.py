@@ -79,6 +79,28 @@ class SpyreTarget:
 
 DEFAULT_TARGET = SpyreTarget()
 
+TARGETS: dict[str, SpyreTarget] = {DEFAULT_TARGET.name: DEFAULT_TARGET}
+"""The target descriptions by name. A compile records the name of its target in the IR (the
+`target` compile option, `spyre.options`) and in the binary; the compiler's passes and the
+emulator both look the description up here, so another description (a calibrated one) is
+one `register_target` away."""
+
+
+def register_target(target: SpyreTarget) -> SpyreTarget:
+    """Make `target` known by its name to the compiler and the emulator."""
+    TARGETS[target.name] = target
+    return target
+
+
+def target_named(name: str) -> SpyreTarget:
+    """The description registered as `name`; a ValueError naming the known ones if none."""
+    found = TARGETS.get(name)
+    if found is None:
+        known = ", ".join(sorted(TARGETS))
+        raise ValueError(f"unknown Spyre target '{name}': the known targets are {known} "
+                         "(spyrec.target.register_target adds one)")
+    return found
+
 
 def round_up(value: int, multiple: int) -> int:
     """Smallest multiple of `multiple` that is >= `value`."""

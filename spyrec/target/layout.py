@@ -20,9 +20,27 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from spyrec.target.isa import DType
+from spyrec.target.isa import STICK_BYTES, DType
 
-STICK_BYTES = 128
+
+def stick_padded(nbytes: int) -> int:
+    """The bytes of whole sticks that hold `nbytes`: a row's width on the device (rows are
+    padded to sticks), and what a DMA moves for a part of a stick."""
+    return -(-nbytes // STICK_BYTES) * STICK_BYTES
+
+
+# MLIR element type name (what the IR says) -> device storage dtype
+ELEMENT_DEVICE_DTYPE: dict[str, DType] = {
+    "f16": DType.DL16,
+    "bf16": DType.DL16,
+    "f32": DType.F32,
+    "i32": DType.I32,
+    "i64": DType.I32,  # int64 tensors are int32 on the device
+}
+
+# MLIR element type name -> host dtype name (the keys of DEVICE_DTYPE and HOST_DTYPE)
+ELEMENT_HOST_DTYPE: dict[str, str] = {
+    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32", "i64": "int64"}
 
 # host dtype name -> device storage dtype
 DEVICE_DTYPE: dict[str, DType] = {

@@ -81,3 +81,15 @@ def test_one_address_rule_for_ktir_views():
                                     and isinstance(stmt.target, ast.Name)})
     assert not own, f"passes define their own view address rule; use ktdp_values.Strided: {own}"
     assert issubclass(MemView, Strided)
+
+
+def test_passes_plan_for_the_target_the_ir_names():
+    """No pass or dialect reads the default target: they plan for `spyre_plan.target_of`
+    (the `target` option recorded in the IR), whose default is the one place left."""
+    allowed = {ROOT / "dialects" / "spyre_plan.py"}
+    found = sorted(_rel(p) for p in [*(ROOT / "passes").rglob("*.py"),
+                                     *(ROOT / "dialects").glob("*.py")]
+                   if p not in allowed and any(
+                       isinstance(n, ast.Name) and n.id == "DEFAULT_TARGET"
+                       for n in ast.walk(ast.parse(p.read_text()))))
+    assert not found, f"these read DEFAULT_TARGET instead of the module's target: {found}"

@@ -8,13 +8,17 @@ can no longer disagree about `double_buffer`.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
+import torch
+from conftest import assert_matches_eager, export_mlp
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, IntegerType, StringAttr
 from xdsl.parser import Parser
 
+import spyrec
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp
 from spyrec.driver import make_context, module_text
@@ -22,6 +26,9 @@ from spyrec.passes.planning import spyre_fuse
 from spyrec.passes.planning.spyre_partition_cores import SpyrePartitionCores
 from spyrec.pipelines import compile_options
 from spyrec.registry import PASSES
+from spyrec.runtime.emulator import Emulator
+from spyrec.target import DEFAULT_TARGET, register_target
+from spyrec.target.container import ContainerError
 
 SWIGLU = Path(__file__).parents[1] / "lit" / "passes" / "Inputs" / "swiglu-mlp.mlir"
 PLANNING = ("spyre-legalize", "spyre-stickify", "spyre-fuse", "spyre-partition-cores",
@@ -145,3 +152,37 @@ def test_a_bad_record_is_named_with_the_values_allowed(record, words):
 def test_spyre_set_options_refuses_a_bad_value():
     with pytest.raises(plan.PlanError, match=r'share .*"ring", "none"'):
         _run(_module(), [("spyre-set-options", {"share": "sometimes"})])
+
+
+# ---- the target is a compile option recorded in the IR and the binary ---------------------
+
+SMALL = register_target(DEFAULT_TARGET.replace(name="spyre-test-8-cores", num_cores=8))
+
+
+def test_a_compile_for_another_target_plans_for_it_and_runs_as_it():
+    model, x, program = export_mlp(256, torch.float16)
+    exe = spyrec.compile(program, target=SMALL.name, cache=False)
+    assert exe.binary.target == SMALL.name
+    assert all(k.num_cores <= SMALL.num_cores for k in exe.binary.kernels)
+    default = spyrec.compile(program, cache=False)
+    assert default.binary.target == DEFAULT_TARGET.name
+    assert max(k.num_cores for k in default.binary.kernels) > SMALL.num_cores
+    assert_matches_eager(exe, model, x)  # the emulator runs it as the binary's target
+
+
+def test_the_record_names_the_target():
+    module = _module()
+    _run(module, [("spyre-set-options", {"target": SMALL.name})])
+    assert plan.target_of(module) is SMALL
+    assert str(module.attributes[plan.OPTIONS.key]) == '{target = "spyre-test-8-cores"}'
+
+
+def test_an_unknown_target_is_named_with_the_known_ones(tmp_path):
+    with pytest.raises(plan.PlanError, match=r"target .*spyre-aiu"):
+        _run(_module(), [("spyre-set-options", {"target": "spyre-x"})])
+    _, _, program = export_mlp(128, torch.float16)
+    binary = spyrec.compile(program, target=SMALL.name, cache=False).binary
+    stranger = dataclasses.replace(binary, target="spyre-x")
+    with pytest.raises(ContainerError, match="unknown target: unknown Spyre target 'spyre-x': "
+                       "the known targets are spyre-aiu, spyre-test-8-cores"):
+        Emulator(stranger)

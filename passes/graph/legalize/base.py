@@ -23,6 +23,7 @@ from spyrec.dialects.spyre import UNARY_OPS, AtenOp, CastOp, ExpandRowsOp, Param
 from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import shape as _shape
+from spyrec.target import SpyreTarget
 
 FLOAT_ELEMENTS = ("f16", "bf16", "f32")
 INT_ELEMENTS = ("i32", "i64")
@@ -37,7 +38,8 @@ class LegalizeRewriter(Rewriter):
     ops it selects; made afresh by each `SpyreLegalize.apply`, so two runs (or two modules)
     never share it."""
 
-    def __init__(self) -> None:
+    def __init__(self, target: SpyreTarget) -> None:
+        self.target = target  # the description the module is compiled for
         # the transposed copies made of each weight op, for reuse by its other readers
         self.transposed: dict[ParamOp, list[ParamOp]] = {}
         # device transposes (`movement.device_transpose`) by their result op: the value

@@ -61,7 +61,7 @@ def _select_mm(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     assert a is not None and b is not None
     source = transpose_source(rewriter, b)
     if source is not None:  # a @ x^T of an activation x: the PT reads x as stored
-        check_resident_rhs(source, "a matmul by a transposed activation")
+        check_resident_rhs(source, "a matmul by a transposed activation", rewriter.target)
         return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
     return MatmulOp(a, b, None, op.results[0].type, source_op=op)
 
@@ -74,9 +74,9 @@ def _select_bmm(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     assert a is not None and b is not None
     source = transpose_source(rewriter, b)
     if source is not None:
-        check_resident_rhs(source, "a bmm by a transposed activation")
+        check_resident_rhs(source, "a bmm by a transposed activation", rewriter.target)
         return BatchMatmulOp(a, source, True, op.results[0].type, source_op=op)
-    check_resident_rhs(b, "a bmm")
+    check_resident_rhs(b, "a bmm", rewriter.target)
     return BatchMatmulOp(a, b, False, op.results[0].type, source_op=op)
 
 

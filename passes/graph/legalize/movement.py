@@ -48,7 +48,8 @@ from spyrec.passes.graph.legalize.base import (
     arg,
     with_shape,
 )
-from spyrec.target import DEFAULT_TARGET
+from spyrec.target import SpyreTarget
+from spyrec.target.layout import stick_padded
 
 
 def transposed_weight(op: AtenOp, value: SSAValue, rewriter: LegalizeRewriter) -> SSAValue:
@@ -108,7 +109,7 @@ def device_transpose(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSA
         rewriter.device_transposes[y.owner] = x  # type: ignore[index]
         return y
     lead = shape[:-2]
-    check_resident_rhs(x, "a transpose of the innermost dim")
+    check_resident_rhs(x, "a transpose of the innermost dim", rewriter.target)
     eye = _constant(op, rewriter, f"{_fx_name(op)}.identity", np.eye(n), x.type.element_type)  # type: ignore[attr-defined]
     if lead:
         eye = _emit(rewriter, op, ReshapeOp(eye, with_shape(eye, [1] * len(lead) + [n, n])))
@@ -122,13 +123,13 @@ def device_transpose(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSA
     return y
 
 
-def check_resident_rhs(rhs: SSAValue, what: str) -> None:
+def check_resident_rhs(rhs: SSAValue, what: str, target: SpyreTarget) -> None:
     """A batch matmul keeps one batch of its rhs in LX while it walks the lhs rows; refuse
     one whose block takes more than three quarters of a core's usable LX."""
     shape = _shape(rhs)
     size = ELEMENT_BYTES[_element_name(rhs)]
-    block = shape[-2] * -(-shape[-1] * size // STICK_BYTES) * STICK_BYTES
-    budget = DEFAULT_TARGET.lx_usable_bytes * 3 // 4
+    block = shape[-2] * stick_padded(shape[-1] * size)
+    budget = target.lx_usable_bytes * 3 // 4
     if block > budget:
         raise Unsupported(
             f"{what} of a {shape} tensor: its [{shape[-2]}, {shape[-1]}] block ({block} B with "

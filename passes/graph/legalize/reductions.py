@@ -40,6 +40,7 @@ from spyrec.passes.graph.legalize.base import (
 )
 from spyrec.passes.graph.legalize.columns import column_matmul
 from spyrec.passes.graph.legalize.movement import column_to_row
+from spyrec.target.layout import STICK_BYTES
 
 
 def last_dim_only(op: AtenOp, dims: object, rank: int) -> None:
@@ -123,7 +124,7 @@ def _reduce_rows(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, dims: list
     if r_in == r_out:  # every summed dim has size 1: the rows stay, a free reshape
         result = _shape(op.results[0])
         return x if shape == result else _emit(rewriter, op, ReshapeOp(x, with_shape(x, result)))
-    per_stick = 128 // {"f32": 4}.get(_element_name(x), 2)
+    per_stick = STICK_BYTES // {"f32": 4}.get(_element_name(x), 2)
     if r_in % per_stick:
         raise Unsupported(f"over leading dims {dims}: the {r_in} rows summed are not a "
                           f"multiple of {per_stick} (a whole stick), as a matmul by a "
