@@ -42,6 +42,7 @@ from collections.abc import Callable
 import numpy as np
 
 from spyrec.runtime import ring, sfu
+from spyrec.target.rendezvous import RENDEZVOUS_OPS
 from spyrec.runtime.constant_tiles import Memo
 from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.memory import DeviceFault, DeviceMemory, LocalMemory, TileSource
@@ -169,7 +170,7 @@ def validate(
     """Check an instruction of `core`; returns the LX regions it reads and writes, and the
     highest LX byte it touches plus one (0 if none)."""
     _check_codes(instr, target)
-    if instr.op in ring.RENDEZVOUS_OPS:
+    if instr.op in RENDEZVOUS_OPS:
         ring.validate(instr, core, target)
     reads, writes = lx_access(instr, core)
     for region in reads + writes:

@@ -17,7 +17,7 @@ completions come off a heap in O(log n).
 
 Ring and sync instructions (ring.py) are rendezvous: each waits, holding its engine, until
 every member of its group has been issued, then all start together and finish after
-`ring.rendezvous_cycles`. A core has four engines for them besides DMA, PT and SFU: ring
+`spyrec.target.timing.rendezvous_cycles`. A core has four engines for them besides DMA, PT and SFU: ring
 send, ring receive, the reduce ring, and sync. Cores that wait for each other forever (a
 ring.recv whose ring.send sits behind it, a barrier one member never reaches) end the
 schedule with a DeadlockError naming every blocked core, its pc and what it waits for.
@@ -29,7 +29,7 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from spyrec.runtime.ring import Rendezvous, match
+from spyrec.target.rendezvous import Rendezvous, match
 from spyrec.target import SpyreTarget
 from spyrec.target.isa import Expanded, Instr, plain
 
@@ -105,7 +105,7 @@ def schedule(
 ) -> Schedule:
     """Run the discrete-event model of one kernel; raises DeadlockError if it cannot finish.
 
-    `rendezvous` groups the ring and sync instructions (`ring.match`); `origins` map unrolled
+    `rendezvous` groups the ring and sync instructions (`spyrec.target.rendezvous.match`); `origins` map unrolled
     programs back to their pcs and loop iterations for a deadlock report.
     """
     if costs is None:

@@ -7,7 +7,7 @@ from runtime_helpers import F32, barrier, load, recv, send, store, two_tensor_bi
 from spyrec.target.container import build_init_bin
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.memory import DeviceFault
-from spyrec.runtime.ring import ring_hops
+from spyrec.target.timing import ring_hops
 from spyrec.runtime.timing import DeadlockError
 from spyrec.target import DEFAULT_TARGET, GIB
 from spyrec.target.isa import (
