@@ -85,6 +85,8 @@ from spyrec.target.isa import (
     expand_loops,
     matmul_flops,
 )
+from spyrec.target.rendezvous import RENDEZVOUS_OPS, Rendezvous
+from spyrec.target.rendezvous import match as match_rendezvous
 
 MODES = ("full", "timing")
 
@@ -137,7 +139,7 @@ class _Kernel:
     lx_peak_bytes: int
     pt_flops: int
     timed: Schedule  # from cycle 0
-    rendezvous: ring.Rendezvous
+    rendezvous: Rendezvous
     ordered_actions: list[Callable[[], None]]  # full mode: what to run, in order
 
     def __post_init__(self) -> None:
@@ -344,7 +346,7 @@ class Emulator:
                 offsets = ddr_field_offsets(program)
                 fields = np.asarray([i.arg("ddr") for i in program
                                      if i.spec.engine is Engine.DMA], dtype=np.int64)
-                rendezvous = any(i.op in ring.RENDEZVOUS_OPS for i in program)
+                rendezvous = any(i.op in RENDEZVOUS_OPS for i in program)
                 template = _CoreTemplate(BytePattern.of(raw, offsets),
                                          core if rendezvous else None, flat, accesses, peak,
                                          core_costs, FlatDmas.of(flat, fields))
@@ -365,7 +367,7 @@ class Emulator:
             expanded[core] = Expanded(instrs, template.expanded.origin, template.expanded.program)
             costs[core] = template.costs
             pieces.append((core, fields, offset))
-        rendezvous = ring.match(programs)
+        rendezvous = match_rendezvous(programs)
         ring.check_agreement(rendezvous, programs)
         hazards = reported(found, image.name)
         kernel = self._finish(image, programs, expanded, costs, rendezvous, hazards,
@@ -394,7 +396,7 @@ class Emulator:
         programs = {core: flat.instrs for core, flat in expanded.items()}
         costs = {core: [instr_cost(instr, self.target, core) for instr in program]
                  for core, program in programs.items()}
-        rendezvous = ring.match(programs)
+        rendezvous = match_rendezvous(programs)
         ring.check_agreement(rendezvous, programs)
         hazards = (check_kernel(programs, costs, accesses, self.target, image.name, expanded)
                    if self.check_hazards else [])
@@ -403,7 +405,7 @@ class Emulator:
     def _finish(
         self, image: KernelImage, programs: dict[int, list[Instr]],
         expanded: dict[int, Expanded], costs: dict[int, list[Cost]],
-        rendezvous: ring.Rendezvous, hazards: list[str], lx_peak: int,
+        rendezvous: Rendezvous, hazards: list[str], lx_peak: int,
     ) -> _Kernel:
         """A validated kernel's hazard verdict, schedule and (full mode) actions."""
         if hazards and self.strict:
@@ -460,7 +462,7 @@ class Emulator:
         return flat, accesses, lx_peak
 
     def _actions(
-        self, programs: dict[int, list[Instr]], rendezvous: ring.Rendezvous, hazards: bool,
+        self, programs: dict[int, list[Instr]], rendezvous: Rendezvous, hazards: bool,
         timed: Schedule,
     ) -> list[Callable[[], None]]:
         """What a full-mode run executes for a kernel, in order: batched over cores where
@@ -503,7 +505,7 @@ class Emulator:
 
     def _memos_of(
         self, programs: dict[int, list[Instr]], order: list[tuple[int, int]],
-        rendezvous: ring.Rendezvous,
+        rendezvous: Rendezvous,
     ) -> Callable[[list[tuple[int, int]]], ops.Memos]:
         """Which operands of the kernel's actions are the same on every call, from a walk of
         its instructions in the `order` they run (constant_tiles.py)."""
@@ -736,7 +738,7 @@ def _located(fault: DeviceFault, core: int, flat: Expanded, index: int) -> Devic
     return DeviceFault(reason, fault.address, core, pc, flat.shown(index))
 
 
-def _sender(programs: dict[int, list[Instr]], rendezvous: ring.Rendezvous, core: int,
+def _sender(programs: dict[int, list[Instr]], rendezvous: Rendezvous, core: int,
             pc: int) -> tuple[int, int] | None:
     """The (core, pc) of the ring.send matched to the ring.recv at (core, pc), if any."""
     gid = rendezvous.group.get(core, {}).get(pc)

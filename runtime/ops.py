@@ -65,6 +65,7 @@ from spyrec.target.isa import (
     lx_reads,
     lx_writes,
 )
+from spyrec.target.rendezvous import RENDEZVOUS_OPS
 
 Memos = tuple[Memo | None, ...] | None  # per read operand, in lx_reads order
 
@@ -169,7 +170,7 @@ def validate(
     """Check an instruction of `core`; returns the LX regions it reads and writes, and the
     highest LX byte it touches plus one (0 if none)."""
     _check_codes(instr, target)
-    if instr.op in ring.RENDEZVOUS_OPS:
+    if instr.op in RENDEZVOUS_OPS:
         ring.validate(instr, core, target)
     reads, writes = lx_access(instr, core)
     for region in reads + writes:

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from spyrec.runtime.occupancy import lx_live_bytes
-from spyrec.runtime.ring import RENDEZVOUS_OPS, ring_hops
 from spyrec.runtime.timing import Schedule, track_names
 from spyrec.target import SpyreTarget
 from spyrec.target.isa import Instr
+from spyrec.target.rendezvous import RENDEZVOUS_OPS
+from spyrec.target.timing import ring_hops
 
 ENGINE_KINDS = ("dma", "pt", "sfu", "ring")
 

@@ -29,8 +29,7 @@ from spyrec.runtime.dl16 import HalfCodec
 from spyrec.runtime.memory import DeviceFault, LocalMemory
 from spyrec.target import SpyreTarget
 from spyrec.target.isa import DType, Instr, group_members, lx_access
-from spyrec.target.rendezvous import RENDEZVOUS_OPS, Rendezvous, match  # noqa: F401 (the emulator reads them here)
-from spyrec.target.timing import rendezvous_cycles, ring_hops  # noqa: F401 (re-exported)
+from spyrec.target.rendezvous import Rendezvous
 
 
 def validate(instr: Instr, core: int, target: SpyreTarget) -> None:

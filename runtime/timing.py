@@ -17,8 +17,8 @@ completions come off a heap in O(log n).
 
 Ring and sync instructions (ring.py) are rendezvous: each waits, holding its engine, until
 every member of its group has been issued, then all start together and finish after
-`ring.rendezvous_cycles`. A core has four engines for them besides DMA, PT and SFU: ring
-send, ring receive, the reduce ring, and sync. Cores that wait for each other forever (a
+`spyrec.target.timing.rendezvous_cycles`. A core has four engines for them besides DMA, PT and SFU:
+ring send, ring receive, the reduce ring, and sync. Cores that wait for each other forever (a
 ring.recv whose ring.send sits behind it, a barrier one member never reaches) end the
 schedule with a DeadlockError naming every blocked core, its pc and what it waits for.
 """
@@ -29,9 +29,9 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from spyrec.runtime.ring import Rendezvous, match
 from spyrec.target import SpyreTarget
 from spyrec.target.isa import Expanded, Instr, plain
+from spyrec.target.rendezvous import Rendezvous, match
 
 # re-exported: the clock's users read them here too
 from spyrec.target.timing import PE_BLOCK, Cost, instr_cost, num_tracks, track_kind, track_names  # noqa: F401
@@ -105,8 +105,8 @@ def schedule(
 ) -> Schedule:
     """Run the discrete-event model of one kernel; raises DeadlockError if it cannot finish.
 
-    `rendezvous` groups the ring and sync instructions (`ring.match`); `origins` map unrolled
-    programs back to their pcs and loop iterations for a deadlock report.
+    `rendezvous` groups the ring and sync instructions (`spyrec.target.rendezvous.match`); `origins`
+    map unrolled programs back to their pcs and loop iterations for a deadlock report.
     """
     if costs is None:
         costs = {core: [instr_cost(i, target, core) for i in prog]

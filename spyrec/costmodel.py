@@ -406,7 +406,7 @@ def ring_pieces(nbytes: int) -> int:
 def ring_transfer_cycles(nbytes: int, hops: int, target: SpyreTarget) -> float:
     """A shared tile over one link of its chain: per ring.send / ring.recv pair hops *
     ring_hop_cycles + bytes / ring_bytes_per_cycle (the emulator's
-    `ring.rendezvous_cycles`), in `ring_pieces` pairs."""
+    `spyrec.target.timing.rendezvous_cycles`), in `ring_pieces` pairs."""
     return (ring_pieces(nbytes) * hops * target.ring_hop_cycles
             + math.ceil(nbytes / target.ring_bytes_per_cycle))
 
@@ -423,7 +423,7 @@ def ring_chain_cycles(nbytes: int, hops: int, sharers: int, target: SpyreTarget)
 
 def grid_row_hop(split: Split, target: SpyreTarget) -> int:
     """Ring hops between neighbours of a grid row: core y * gm + x to (y + 1) * gm + x, gm
-    core numbers apart, the shorter way round (the emulator's `ring.ring_hops`)."""
+    core numbers apart, the shorter way round (`spyrec.target.timing.ring_hops`)."""
     n = target.num_cores
     return min(split.gm % n, n - split.gm % n)
 
@@ -431,8 +431,8 @@ def grid_row_hop(split: Split, target: SpyreTarget) -> int:
 def ring_reduce_cycles(rows: int, split: Split, target: SpyreTarget) -> float:
     """One all-reduce of a tile's row partials (rows x one f32 column, a stick a row) over a
     grid row's gn cores, gm core numbers apart (note 59): the emulator's
-    `ring.rendezvous_cycles` for a ring.reduce with root -1, the sums flowing down the
-    group and back: 2 x (bytes / ring_bytes_per_cycle + chain hops x ring_hop_cycles)."""
+    `spyrec.target.timing.rendezvous_cycles` for a ring.reduce with root -1, the sums flowing down
+    the group and back: 2 x (bytes / ring_bytes_per_cycle + chain hops x ring_hop_cycles)."""
     if split.gn <= 1:
         return 0.0
     hops = (split.gn - 1) * grid_row_hop(split, target)

@@ -15,8 +15,8 @@ given LPDDR block on a core is matched with the k-th load of the same block on t
 and a group is shared only when its loads sit at the same program position on every member
 (the programs of a kernel are instances of one schedule, so they normally do); otherwise the
 launch is left as it was. With the same position everywhere, the sends and receives of every
-pair of cores come in the same order on both sides (`ring.match` pairs them by program
-order), and every rendezvous waits only on instructions at earlier positions or on the
+pair of cores come in the same order on both sides (`spyrec.target.rendezvous.match` pairs them by
+program order), and every rendezvous waits only on instructions at earlier positions or on the
 same tile's earlier chain members, so the chain cannot deadlock. Dependences: a receive
 keeps the load's (its slot's previous readers and writer), a send depends on the instruction
 that filled its slot, and every later instruction writing over that slot depends on the

@@ -31,6 +31,7 @@ from xdsl.dialects import func
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from spyrec.diagnostics import CompileError
+from spyrec.dialects.ktdp_values import core_coords
 from spyrec.passes.spyrecode.ring_sharing import SharingReport, share_loads
 from spyrec.progress import report as report_progress
 from spyrec.target.isa import SPECS_BY_NAME, Instr, encode_program
@@ -402,10 +403,10 @@ class TemplateCache:
         key = self.structure(fn) if key is None else key
         gm, gn = grid
         nargs = len(args)
-        cores = [(x, y) for y in range(gn) for x in range(gm)]
-        ids = [y * gm + x for x, y in cores]
+        ids = list(range(gm * gn))
+        cores = [core_coords(core, grid) for core in ids]  # (x, y): core = y * gm + x
 
-        def make(template: Template, columns: list[tuple[int, int]]) -> list | None:
+        def make(template: Template, columns: list[tuple[int, ...]]) -> list | None:
             symbols = np.array([[*args, x, y] for x, y in columns], dtype=np.int64).T
             return template.encode(symbols) if packed else template.instantiate(symbols)
 
@@ -453,8 +454,8 @@ class TemplateCache:
         key = self.structure(fn) if key is None else key
         gm, gn = grid
         nargs = len(args)
-        cores = [(x, y) for y in range(gn) for x in range(gm)]
-        ids = [y * gm + x for x, y in cores]
+        ids = list(range(gm * gn))
+        cores = [core_coords(core, grid) for core in ids]  # (x, y): core = y * gm + x
         built = key not in self._by_key
         template = self._template(key, fn, (Affine.symbol(nargs), Affine.symbol(nargs + 1)),
                                   nargs)

@@ -6,7 +6,6 @@ from runtime_helpers import F32, barrier, load, recv, send, store, two_tensor_bi
 
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.memory import DeviceFault
-from spyrec.runtime.ring import ring_hops
 from spyrec.runtime.timing import DeadlockError
 from spyrec.target import DEFAULT_TARGET, GIB
 from spyrec.target.container import build_init_bin
@@ -18,6 +17,7 @@ from spyrec.target.isa import (
     encode_program,
     expand_loops,
 )
+from spyrec.target.timing import ring_hops
 
 T = DEFAULT_TARGET
 ROW = 128  # one fp32 stick per row: a (64, 32) fp32 tensor has 128-byte rows
