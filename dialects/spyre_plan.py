@@ -41,6 +41,7 @@ from xdsl.irdl import AttrConstraint
 from xdsl.utils.exceptions import VerifyException
 
 from spyrec.diagnostics import CompileError
+from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.target import DEFAULT_TARGET, TARGETS, SpyreTarget, target_named
 
 T = TypeVar("T")
@@ -415,6 +416,62 @@ OPTIONS: PlanAttr[PlanningOptions] = _plan(
 """The user's options for every planning pass; absent: every default."""
 
 
+def _symbols_test(attr: Attribute) -> bool:
+    """A `SymbolicSignature` record: symbols with 0 <= lower <= upper, and per input and
+    output a dictionary of dim -> one of those symbols."""
+    if not isinstance(attr, DictionaryAttr) or set(attr.data) != {"symbols", "inputs", "outputs"}:
+        return False
+    names = set()
+    entries = attr.data["symbols"]
+    if not isinstance(entries, ArrayAttr):
+        return False
+    for entry in entries.data:
+        if not isinstance(entry, ArrayAttr) or len(entry.data) != 3:
+            return False
+        name, lower, upper = entry.data
+        if not (isinstance(name, StringAttr) and isinstance(lower, IntegerAttr)
+                and isinstance(upper, IntegerAttr) and 0 <= lower.value.data <= upper.value.data):
+            return False
+        names.add(name.data)
+    for key in ("inputs", "outputs"):
+        per_value = attr.data[key]
+        if not isinstance(per_value, ArrayAttr) or not all(
+                isinstance(dims, DictionaryAttr) and all(
+                    dim.isdigit() and isinstance(symbol, StringAttr) and symbol.data in names
+                    for dim, symbol in dims.data.items())
+                for dims in per_value.data):
+            return False
+    return True
+
+
+def _symbols_of(attr: Attribute) -> SymbolicSignature:
+    assert isinstance(attr, DictionaryAttr)
+    return SymbolicSignature.from_attr(attr)
+
+
+SYMBOLS: PlanAttr[SymbolicSignature] = _plan(
+    "spyre.symbols", DECISION, (MODULE,), "the frontend (a torch.export Dim)", _symbols_test,
+    "{symbols = [[name, lower, upper], ...], inputs = [{dim = symbol}, ...], outputs = "
+    "[...]} with 0 <= lower <= upper and every dim's symbol among the symbols",
+    _symbols_of, SymbolicSignature.to_attr)
+"""The program's symbolic sizes (dialects/spyre_symbolic.py, notes 32 and 49): the program
+is compiled at their upper bounds; spyre-partition-cores keeps nothing in LX for it,
+spyre-place-guards guards its loops, the emitter writes the symbols into the binary."""
+
+
+MODULE_ATTRS: tuple[PlanAttr, ...] = (OPTIONS, SYMBOLS)  # the module's records
+
+
+def record_symbols(module: ModuleOp, signature: SymbolicSignature) -> None:
+    """Mark `module` as a program with symbolic sizes (the frontend's record)."""
+    SYMBOLS.set(module, signature)
+
+
+def symbolic_signature(module: ModuleOp) -> SymbolicSignature | None:
+    """The symbols `module` was compiled for, or None for a program of static sizes."""
+    return SYMBOLS.get(module)
+
+
 def options_of(module: ModuleOp) -> PlanningOptions:
     """The module's `PlanningOptions` (the defaults when it records none)."""
     return OPTIONS.get(module) or PlanningOptions()
@@ -490,7 +547,8 @@ def verify_plan(module: ModuleOp) -> None:
     func, and on each `spyre.kernel` and `spyre.launch` of the graph (the ops' bodies are
     not walked: planning attributes live on these). Raises `PlanError` for the first bad
     one, naming the op, the key and the values allowed."""
-    OPTIONS.check(module)
+    for spec in MODULE_ATTRS:
+        spec.check(module)
     for fn in module.body.block.ops:
         if not isinstance(fn, func.FuncOp):
             continue

@@ -1,5 +1,6 @@
 """Symbolic sizes in the IR: the program's symbols and where they are, and the trip-count
-guards placed for them (design notes 32 and 49).
+guards placed for them (design notes 32 and 49). The module's record is the declared
+planning attribute `spyre_plan.SYMBOLS` (`record_symbols`, `symbolic_signature`).
 
 A program exported with `torch.export.Dim` is compiled once at its symbols' upper bounds.
 The frontend records that on the module, and every pass that depends on it reads it there:
@@ -17,8 +18,8 @@ the guards it placed, one entry per `loop.begin` whose trips the host sets per c
                                        symbol = "x.dim1", thresholds = array<i64: 17>}]} ...
 
 The loop at `pc` of `core`'s program runs as many trips as `thresholds` has entries at most
-the symbol's value (`spyrec.target.container.Patch`). These functions are the only readers
-and writers of the two attributes.
+the symbol's value (`spyrec.target.container.Patch`). `SymbolicSignature` encodes the first,
+`record_guards` / `guards_of` read and write the second.
 """
 
 from __future__ import annotations
@@ -30,13 +31,11 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DictionaryAttr,
     IntegerAttr,
-    ModuleOp,
     StringAttr,
     i64,
 )
 from xdsl.ir import Operation
 
-SYMBOLS = "spyre.symbols"
 GUARDS = "spyre.guards"
 
 
@@ -70,17 +69,6 @@ class SymbolicSignature:
             name, lower, upper = entry.data
             symbols[name.data] = (lower.value.data, upper.value.data)
         return SymbolicSignature(symbols, dims("inputs"), dims("outputs"))
-
-
-def record_symbols(module: ModuleOp, signature: SymbolicSignature) -> None:
-    """Mark `module` as a program with symbolic sizes (the frontend's record)."""
-    module.attributes[SYMBOLS] = signature.to_attr()
-
-
-def symbolic_signature(module: ModuleOp) -> SymbolicSignature | None:
-    """The symbols `module` was compiled for, or None for a program of static sizes."""
-    attr = module.attributes.get(SYMBOLS)
-    return SymbolicSignature.from_attr(attr) if isinstance(attr, DictionaryAttr) else None
 
 
 Guard = tuple[int, int, str, tuple[int, ...]]  # core, pc of the loop.begin, symbol, thresholds

@@ -64,7 +64,6 @@ from spyrec.costmodel import (
 from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp
-from spyrec.dialects.spyre_symbolic import symbolic_signature
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
 from spyrec.passes.ktir.ktir_builder import padded_rows_cols
 from spyrec.passes.planning.kernel_analysis import (
@@ -181,7 +180,7 @@ class SpyrePartitionCores(ModulePass):
                                f"{' (ring-shared)' if t.share else ''}")
                     for c, s, p, t in scored[1:1 + LEDGER_ALTERNATIVES]]),
             })
-        if options.keep_in_lx and symbolic_signature(op) is not None:
+        if options.keep_in_lx and plan.symbolic_signature(op) is not None:
             op.attributes["spyre.lx_kept"] = StringAttr(
                 "none: the program has symbolic sizes, and their trip-count guards (note 49) "
                 "follow data through LPDDR, not through LX kept between launches (note 61)")

@@ -19,8 +19,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import LaunchOp, ParamOp
-from spyrec.dialects.spyre_plan import graph_func
-from spyrec.dialects.spyre_symbolic import symbolic_signature
+from spyrec.dialects.spyre_plan import graph_func, symbolic_signature
 from spyrec.dialects.spyrecode import ProgramOp
 from spyrec.passes.graph.spyre_stickify import layout_of
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of

@@ -51,7 +51,8 @@ from xdsl.ir import Block
 from xdsl.ir import Region as IRRegion
 from xdsl.passes import ModulePass
 
-from spyrec.dialects.spyre_symbolic import Guard, record_guards, symbolic_signature
+from spyrec.dialects.spyre_plan import symbolic_signature
+from spyrec.dialects.spyre_symbolic import Guard, record_guards
 from spyrec.dialects.spyrecode import CoreOp, InstrOp
 from spyrec.passes.spyrecode.program_tensors import program_tensors, weight_layout
 from spyrec.passes.spyrecode.spyre_schedule_dataflow import addr_of

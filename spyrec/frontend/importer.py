@@ -51,7 +51,7 @@ from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp
-from spyrec.dialects.spyre_symbolic import record_symbols
+from spyrec.dialects.spyre_plan import record_symbols
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.fold import fold_constants, is_where_condition
 from spyrec.frontend.symbolic import Specialization, specialize

@@ -186,3 +186,25 @@ def test_an_unknown_target_is_named_with_the_known_ones(tmp_path):
     with pytest.raises(ContainerError, match="unknown target: unknown Spyre target 'spyre-x': "
                        "the known targets are spyre-aiu, spyre-test-8-cores"):
         Emulator(stranger)
+
+
+# ---- symbolic sizes: a declared record of the module --------------------------------------
+
+
+def test_the_symbols_record_is_declared_and_checked():
+    from spyrec.dialects.spyre_symbolic import SymbolicSignature
+
+    module = _module()
+    signature = SymbolicSignature({"x.dim1": (2, 64)}, ({1: "x.dim1"},), ({1: "x.dim1"},))
+    plan.record_symbols(module, signature)
+    assert plan.symbolic_signature(module) == signature
+    plan.verify_plan(module)
+    bad = signature.to_attr()
+    module.attributes[plan.SYMBOLS.key] = DictionaryAttr(
+        {**bad.data, "outputs": DictionaryAttr({})})  # not a list of per-output dims
+    with pytest.raises(plan.PlanError, match=r"the module: `spyre.symbols = .* with 0 <= lower "
+                       r"<= upper"):
+        plan.verify_plan(module)
+    plan.record_symbols(module, SymbolicSignature({"x.dim1": (9, 4)}, ({1: "x.dim1"},), ()))
+    with pytest.raises(plan.PlanError):
+        plan.symbolic_signature(module)
