@@ -561,8 +561,13 @@ def _bind_arguments(
             address = device.place(value, name=f"argument %{name}")
             placed[name] = (address, value)
             values.append(address // value.dtype.itemsize)
-        else:
+        elif isinstance(value, bool | int | float | np.integer | np.floating):
             values.append(finish(value, arg.type))
+        else:
+            raise KtirError(
+                f"@{func.sym_name.data}: argument %{name} is a {type(value).__name__}; pass a "
+                "NumPy array for a pointer parameter (a torch tensor's `.numpy()`) or a Python "
+                "number for a scalar one")
     return values, placed
 
 

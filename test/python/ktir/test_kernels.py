@@ -256,6 +256,16 @@ def test_unknown_parameter():
         run_kernel(kernel("vector_add.mlir"), "add", {"a": 0, "b": 0, "c": 0, "d": 0})
 
 
+def test_an_argument_of_another_kind_is_named():
+    # a torch tensor (or a list) fell through to the scalar conversion before, whose
+    # ValueError ("only one element tensors can be converted") named nothing
+    torch = pytest.importorskip("torch")
+    with pytest.raises(KtirError, match=r"@add: argument %a is a Tensor; pass a NumPy array"):
+        run_kernel(kernel("vector_add.mlir"), "add",
+                   {"a": torch.zeros(8192), "b": np.zeros(8192, np.float32),
+                    "c": np.zeros(8192, np.float32)})
+
+
 def test_tile_order_transposes():
     # Order (d1, d0) over a 16x32 set: tile index = (d1, d0), shape 32x16.
     x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
