@@ -370,8 +370,9 @@ def _options_test(attr: Attribute) -> bool:
         kind = OPTION_FIELDS.get(key)
         if kind is bool:
             ok = isinstance(value, IntegerAttr) and value.type == IntegerType(1)
-        elif kind is int:
-            ok = isinstance(value, IntegerAttr) and value.value.data >= 0
+        elif kind is int:  # an integer, not a boolean (`tail = true` is refused)
+            ok = isinstance(value, IntegerAttr) and value.type != IntegerType(1) \
+                and value.value.data >= 0
         elif key == "target":
             ok = isinstance(value, StringAttr) and value.data in TARGETS
         else:

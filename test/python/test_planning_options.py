@@ -136,6 +136,7 @@ def test_fuse_false_in_the_record_outlines_every_op():
 @pytest.mark.parametrize(("record", "words"), [
     ({"resident": StringAttr("x")}, 'resident ("", "a", "b", "acc")'),
     ({"tail": IntegerAttr(-1, 64)}, "tail (an integer >= 0)"),
+    ({"tail": IntegerAttr(1, IntegerType(1))}, "tail (an integer >= 0)"),
     ({"double_buffer": StringAttr("no")}, "double_buffer"),
     ({"unroll": IntegerAttr(1, IntegerType(1))}, "a dictionary of compile switches"),
 ])
