@@ -75,10 +75,9 @@ from spyrec.passes.ktir.ktir_builder import (
     LxSlices,
     convert,
     fconst,
-    padded_rows_cols,
 )
 from spyrec.passes.ktir.ktir_gather import GatherBuilder, ScatterBuilder
-from spyrec.passes.ktir.ktir_window import WindowBuilder, WindowInfo
+from spyrec.passes.ktir.ktir_window import WindowBuilder
 from spyrec.passes.planning.kernel_analysis import (
     AttentionInfo,
     GatherInfo,
@@ -86,9 +85,11 @@ from spyrec.passes.planning.kernel_analysis import (
     Kind,
     MoveInfo,
     ScatterInfo,
+    WindowInfo,
     analyze,
     kept_in_lx,
     op_kind,
+    padded_rows_cols,
     read_split,
     read_tiling,
 )

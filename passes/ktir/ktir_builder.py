@@ -318,13 +318,6 @@ class KtirBuilder:
     # -- the kernel -------------------------------------------------------------------
 
 
-def padded_rows_cols(padded: Sequence[int]) -> tuple[int, int]:
-    rows = 1
-    for d in padded[:-1]:
-        rows *= d
-    return rows, padded[-1]
-
-
 def convert(b: Builder, value: SSAValue, to: Attribute) -> SSAValue:
     if value.type == to:
         return value

@@ -32,7 +32,6 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.rewriter import InsertPoint
 
-from spyrec.costmodel import MoveShape
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.ktdp import (
     ConstructMemoryViewOp,
@@ -40,51 +39,11 @@ from spyrec.dialects.ktdp import (
     MemorySpaceAttr,
     StoreOp,
 )
-from spyrec.dialects.spyre import KernelOp, WindowRowsOp
+from spyrec.dialects.spyre import WindowRowsOp
 from spyrec.passes.graph.spyre_stickify import layout_of
 from spyrec.passes.ktir.ktir_builder import IDX, KtirBuilder, box_set
-from spyrec.passes.planning.kernel_analysis import read_split
+from spyrec.passes.planning.kernel_analysis import WindowInfo, itemsize, read_split
 from spyrec.target.layout import stick_padded
-
-
-@dataclass
-class WindowInfo:
-    """A window kernel: one `spyre.window_rows`."""
-
-    kernel: KernelOp
-    op: WindowRowsOp
-
-    @property
-    def outputs(self) -> list[SSAValue]:
-        return [self.op.result]
-
-    def shape(self) -> MoveShape:
-        """The split is over images only (runs of one image each); a "row" of the move is
-        the LX a core holds: the pad rows and two run buffers of Wo rows per tap block."""
-        n, h, w, _ = self.op.input.type.get_shape()  # type: ignore[attr-defined]
-        ho, wo = self.op.out_hw()
-        block = self.op.block_cols()
-        taps = len(self.op.tap_list)
-        if self.by_rows:
-            # a unit is one output row: per tap one load and one store of Wo rows (the
-            # model counts one pair, so it under-predicts by the taps; only the split
-            # depends on it, and that prefers the most cores either way)
-            return MoveShape(rows=n * ho, run=1, in_rows=n * h * w, cols=max(wo, 1) * block,
-                             itemsize=_itemsize(self.op.input))
-        # a unit is one image; the LX a core holds is the pad rows and the run buffers
-        return MoveShape(rows=n, run=1, in_rows=n * h * w,
-                         cols=max(taps, 3) * max(wo, 1) * block, itemsize=_itemsize(self.op.input))
-
-    @property
-    def by_rows(self) -> bool:
-        """Windows that never leave the image are the same DMAs for every output row, so
-        the cores split output rows; with padding they split images (the border rows
-        differ from the others, and every core runs the same program)."""
-        return self.op.pair("padding") == (0, 0)
-
-
-def _itemsize(value: SSAValue) -> int:
-    return {"f16": 2, "bf16": 2, "f32": 4}[str(value.type.element_type)]  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -170,8 +129,8 @@ class WindowBuilder(KtirBuilder):
         out_view = self.view(self._pointer(op.result), (n * ho * wo, self._cols(op.result)),
                              element)
         pad_view = self.view(self._pointer(op.pad), (max(wo, 1), self._cols(op.pad)), element)
-        itemsize = _itemsize(op.input)
-        stick_bytes = stick_padded(block * itemsize)
+        size = itemsize(op.input)
+        stick_bytes = stick_padded(block * size)
         plans = tap_plans(op)
         # the pad rows never change: each width of padding is loaded once, before the loops
         pads = {count: self.load(pad_view, self.const(0), self.const(0), (count, block), element)
@@ -309,7 +268,7 @@ class WindowBuilder(KtirBuilder):
             self.loop(per_core, 1, row_body)
         # the least input a gather reads: every input row once, or fewer if it skips some
         return min(rows_in, n * ho * wo * len(op.tap_list)) \
-            * stick_padded(block * _itemsize(op.input))
+            * stick_padded(block * itemsize(op.input))
 
     def _overlap_view(self, value: SSAValue, rows: int, cols: int, pitch: int,
                       element: Attribute) -> SSAValue:
@@ -324,7 +283,7 @@ class WindowBuilder(KtirBuilder):
         op = self.info.op
         n = op.input.type.get_shape()[0]  # type: ignore[attr-defined]
         ho, wo = op.out_hw()
-        stick_bytes = stick_padded(op.block_cols() * _itemsize(op.input))
+        stick_bytes = stick_padded(op.block_cols() * itemsize(op.input))
         self.b.insert(func.ReturnOp())
         fn = func.FuncOp(self.name, ([IDX] * len(self.inner), []), Region(self.block))
         plan.GRID.set(fn, (gm, 1))

@@ -11,7 +11,8 @@ convert-spyre-to-ktir). Guarantees:
   the next tile's DMA can fill one while compute reads the other); a load that runs once
   per core (a resident matmul block whose loops have one trip) gets one slot (a = b), and
   so does every buffer with `double_buffer=false`. Elementwise steps that
-  keep the element type reuse their input's slots in place when the input has no other use;
+  keep the element type reuse their input's slots in place when the input has no other use
+  and is defined in the same loop body;
   the matmul and the row reductions accumulate in place in their `linalg.fill` buffer, and
   a `ktdp.inter_tile_reduce` sums its partial in place (ring.reduce, note 59); any
   other computed tile takes the slots of a dead computed tile of the same loop body and
@@ -300,8 +301,12 @@ def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> i
             init, src = inner.outputs[0], inner.inputs[0]
             if init in slots:  # matmul and reductions accumulate into their init
                 pair = slots[init]
-            elif src.type == inner.results[0].type and src.has_one_use() and src in slots:
-                pair = slots[src]  # elementwise, same shape and type: in place
+            elif src.type == inner.results[0].type and src.has_one_use() and src in slots \
+                    and src.owner.parent_block() is inner.parent_block():
+                # elementwise, same shape and type: in place; not over a tile of an outer
+                # body (a row operand loaded once before the loops), which the next
+                # iteration reads again
+                pair = slots[src]
             else:
                 pair = reuse(inner.results[0], inner)
         elif isinstance(inner, InterTileReduceOp):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import TensorType
@@ -394,6 +394,50 @@ class ScatterInfo:
                          itemsize=itemsize(self.values))
 
 
+@dataclass
+class WindowInfo:
+    """A window kernel: one `spyre.window_rows`."""
+
+    kernel: KernelOp
+    op: WindowRowsOp
+
+    @property
+    def outputs(self) -> list[SSAValue]:
+        return [self.op.result]
+
+    def shape(self) -> MoveShape:
+        """The split is over images only (runs of one image each); a "row" of the move is
+        the LX a core holds: the pad rows and two run buffers of Wo rows per tap block."""
+        n, h, w, _ = self.op.input.type.get_shape()  # type: ignore[attr-defined]
+        ho, wo = self.op.out_hw()
+        block = self.op.block_cols()
+        taps = len(self.op.tap_list)
+        if self.by_rows:
+            # a unit is one output row: per tap one load and one store of Wo rows (the
+            # model counts one pair, so it under-predicts by the taps; only the split
+            # depends on it, and that prefers the most cores either way)
+            return MoveShape(rows=n * ho, run=1, in_rows=n * h * w, cols=max(wo, 1) * block,
+                             itemsize=itemsize(self.op.input))
+        # a unit is one image; the LX a core holds is the pad rows and the run buffers
+        return MoveShape(rows=n, run=1, in_rows=n * h * w,
+                         cols=max(taps, 3) * max(wo, 1) * block, itemsize=itemsize(self.op.input))
+
+    @property
+    def by_rows(self) -> bool:
+        """Windows that never leave the image are the same DMAs for every output row, so
+        the cores split output rows; with padding they split images (the border rows
+        differ from the others, and every core runs the same program)."""
+        return self.op.pair("padding") == (0, 0)
+
+
+def padded_rows_cols(padded: Sequence[int]) -> tuple[int, int]:
+    """A stick-padded shape as rows x its innermost (padded) columns."""
+    rows = 1
+    for d in padded[:-1]:
+        rows *= d
+    return rows, padded[-1]
+
+
 def kv_index(group: int) -> Callable[[Index], Index]:
     """Key/value index of a query index: head h reads key/value head h / group."""
 
@@ -507,7 +551,8 @@ def _analyze_attention(kernel: KernelOp, op: AttentionOp | BatchMatmulOp, body: 
     return AttentionInfo(kernel, op, stored[0], stored[1], stored[2], Stored(last, out_map), mask)
 
 
-def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherInfo | ScatterInfo:
+def analyze(kernel: KernelOp) -> (KernelInfo | AttentionInfo | MoveInfo | GatherInfo | ScatterInfo
+                                  | WindowInfo):
     """Classify a kernel and its values; reject shapes the kernels cannot express."""
     ops = list(kernel.body.block.ops)
     term = ops[-1]
@@ -516,9 +561,7 @@ def analyze(kernel: KernelOp) -> KernelInfo | AttentionInfo | MoveInfo | GatherI
     if attention:
         return _analyze_attention(kernel, attention[0], ops[:-1], list(term.values))
     if len(ops) == 2 and isinstance(ops[0], WindowRowsOp):
-        from spyrec.passes.ktir.ktir_window import WindowInfo  # a window kernel (conv, pooling)
-
-        return WindowInfo(kernel, ops[0])  # type: ignore[return-value]
+        return WindowInfo(kernel, ops[0])  # a window kernel (conv, pooling)
     if len(ops) == 2 and isinstance(ops[0], ScatterOp):
         s = ops[0]
         return ScatterInfo(kernel, s, s.table, s.indices, s.values, s.result)

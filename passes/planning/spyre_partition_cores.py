@@ -65,12 +65,12 @@ from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
-from spyrec.passes.ktir.ktir_builder import padded_rows_cols
 from spyrec.passes.planning.kernel_analysis import (
     KernelInfo,
     Kind,
     analyze,
     is_row_view,
+    padded_rows_cols,
     read_split,
 )
 from spyrec.passes.planning.scoring import Scored, scored_splits, splits_rows

@@ -71,6 +71,7 @@ from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp
 from spyrec.passes.planning.kernel_analysis import KernelInfo, analyze, read_split, read_tiling
+from spyrec.passes.planning.lx_need import tile_graph_lx
 from spyrec.target import SpyreTarget
 
 LEDGER_ALTERNATIVES = 3
@@ -120,26 +121,15 @@ def _check_override(kernel: KernelOp, shape: Shape, split: Split,
 
 
 def placed_lx(kernel: KernelOp, tiling: Tiling, buffers: int, target: SpyreTarget) -> int:
-    """The LX bytes spyre-place-memory will give a tile-graph kernel with `tiling`: the
-    cost model's footprint bounds the live tile-graph values, while the allocator reuses a
-    dead value's slots only for a value of the same geometry (rows and row pitch), so a
-    wide tile graph (a layer norm over 4096 columns) can need more. Lowered and placed on a
-    copy, and checked only when the model's figure leaves less than half the budget free.
-    It includes the core's slice of a tensor kept in LX (note 61)."""
+    """The LX bytes spyre-place-memory will give a tile-graph kernel with `tiling`
+    (`lx_need.tile_graph_lx`, note 69): the cost model's footprint bounds the live
+    tile-graph values by count, while the allocator reuses a dead value's slots only for a
+    value of the same geometry, so a wide tile graph (a layer norm over 4096 columns) can
+    need more. 0 for other kernels, whose footprint is the allocator's."""
     info = analyze(kernel)
     if not isinstance(info, KernelInfo):
         return 0
-    if lx_footprint(info.shape(), tiling, read_split(kernel), buffers, target) \
-            < target.lx_usable_bytes // 2:
-        return 0
-    from spyrec.passes.ktir.convert_spyre_to_ktir import build_kernel_func
-    from spyrec.passes.ktir.spyre_place_memory import assign_lx_slots, lx_reserved
-
-    probe = kernel.clone()
-    _write_tiling(probe, tiling)
-    fn = build_kernel_func(probe, target)
-    reserved = lx_reserved(fn)  # a tensor kept in LX, above the tiles
-    return assign_lx_slots(fn, target, buffers) + (reserved[1] if reserved else 0)
+    return tile_graph_lx(info, tiling, buffers, target, read_split(kernel))
 
 
 def _alternatives(options: list[tuple[Prediction, Tiling]]) -> list[tuple[Prediction, Tiling]]:

@@ -54,6 +54,17 @@ def test_the_target_layer_stands_alone():
     assert not bad, f"spyrec.target may import only itself: {bad}"
 
 
+def test_planning_does_not_lower():
+    """The graph and planning stages decide on the spyre dialect alone: no module of
+    passes/graph or passes/planning imports the KTIR or spyrecode stages (spyre-tile prices
+    LX with `lx_need`, not by lowering a kernel, note 69)."""
+    stages = [p for p in COMPILER if p.parent.name in ("graph", "planning", "legalize")]
+    bad = sorted((_rel(p), m) for p in stages for m in imports(p)
+                 if m.startswith(("spyrec.passes.ktir", "spyrec.passes.spyrecode")))
+    assert len(stages) > 10
+    assert not bad, f"the planning stage imports a later stage: {bad}"
+
+
 def test_the_scheduler_and_the_emulator_cost_instructions_alike():
     """One cost function: the emulator's clock schedules `spyrec.target.timing.instr_cost`,
     the one the scheduler imports (no second copy of the numbers)."""

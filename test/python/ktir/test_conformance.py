@@ -117,6 +117,16 @@ def test_row_softmax():
     assert_close(result.outputs["y"], reference, dtype=np.float16, depth=256)
 
 
+def test_row_operand_loaded_before_the_loop():
+    g = rng(21)
+    x, w = normal(g, (64, 256), np.float32), normal(g, (256,), np.float32, scale=0.5)
+    result = run("row_operand_outside_loop.mlir", "scale_by_exp",
+                 {"x": x, "w": w, "y": np.zeros_like(x)})
+    # exp in f32 (within one ulp of the exact value: up to 2u relative), then one f32
+    # product (u): 3u in all
+    assert_close(result.outputs["y"], f64(x) * np.exp(f64(w)), dtype=np.float32, final=3)
+
+
 def test_layernorm_with_mean_and_rstd():
     g = rng(3)
     x = normal(g, (32, 256), np.float16, scale=2.0) + np.float16(0.5)

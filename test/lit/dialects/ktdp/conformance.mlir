@@ -16,6 +16,7 @@
 // CHECK-NEXT: matmul.mlir: @matmul
 // CHECK-NEXT: rmsnorm.mlir: @rmsnorm_rows, @rmsnorm_hidden_sharded
 // CHECK-NEXT: rope.mlir: @rope
+// CHECK-NEXT: row_operand_outside_loop.mlir: @scale_by_exp
 // CHECK-NEXT: sdpa.mlir: @sdpa
 // CHECK-NEXT: softmax.mlir: @softmax
 // CHECK-NEXT: symbolic_sizes.mlir: @scale_rows
