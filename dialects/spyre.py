@@ -452,7 +452,8 @@ class AttentionOp(IRDLOperation):
     q is [..., H, L, E], k [..., Hkv, S, E], v [..., Hkv, S, Ev] and the result
     [..., H, L, Ev]; query head h reads key/value head h / (H / Hkv) (grouped-query attention
     when Hkv < H). `causal` masks key s > query l (top-left aligned, as torch's is_causal);
-    the optional `mask` is an additive [L, S] tensor shared by every batch and head.
+    the optional `mask` is an additive tensor broadcast to the scores [..., H, L, S] (an
+    [L, S] one is shared by every batch and head; a [B, 1, 1, S] one is a padding mask).
 
         %o = spyre.attention %q, %k, %v {scale = 0.125 : f64, causal}
                : tensor<2x4x16x64xf16>, tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>
@@ -516,9 +517,19 @@ class AttentionOp(IRDLOperation):
                 f"spyre.attention: result shape {out} is not {q[:-1] + v[-1:]}")
         if self.mask is not None:
             m = list(self.mask.type.get_shape())  # type: ignore[attr-defined]
-            if m != [q[-2], k[-2]]:
+            if not self.mask_broadcasts(m, q, k[-2]):
                 raise VerifyException(
-                    f"spyre.attention: mask shape {m} is not [{q[-2]}, {k[-2]}]")
+                    f"spyre.attention: mask shape {m} does not broadcast to "
+                    f"{q[:-1] + k[-2:-1]}")
+
+    @staticmethod
+    def mask_broadcasts(mask: Sequence[int], q: Sequence[int], keys: int) -> bool:
+        """Does a mask of shape `mask` broadcast to the scores [..., H, L, S] of queries `q`
+        and `keys` keys: S columns, and each other dim (aligned from the right, no more
+        than the scores have) 1 or the scores' own?"""
+        scores = [*q[:-1], keys]
+        return len(mask) <= len(scores) and mask[-1:] == [keys] and all(
+            m in (1, s) for m, s in zip(mask[::-1], scores[::-1]))
 
 
 @irdl_op_definition

@@ -156,12 +156,24 @@ class AttentionShape:
     group: int = 1  # query heads per key/value head
     causal: bool = False
     mask: bool = False
+    mask_rows: int = 0
+    """Stored rows of an additive mask broadcast to the scores (all dims but the last: L
+    for an [L, S] mask, B * H * L for a [B, H, L, S] one); 0 means L."""
+    mask_row_broadcast: bool = False
+    """The mask has one row per (batch, head), broadcast over the query rows ([B, 1, 1, S],
+    a padding mask): a tile reads one mask row."""
     form: str = "attention"
     """"attention", or one matmul per head of a `spyre.batch_matmul`: "nt" (Q K^T, the output
     is [L, S]: value_dim = kv_rows) or "nn" (A V with A as Q: head_dim = kv_rows = K)."""
 
     def row_bytes(self, elems: int, itemsize: int) -> int:
         return stick_padded(elems * itemsize)
+
+    def mask_tile_rows(self, tq: int) -> int:
+        """Mask rows a query tile of `tq` rows loads (0 without a mask)."""
+        if not self.mask:
+            return 0
+        return 1 if self.mask_row_broadcast else tq
 
     @property
     def value_cols(self) -> int:
@@ -200,7 +212,7 @@ class AttentionShape:
             rhs = self.heads * self.kv_rows * self.rhs_dim * self.in_itemsize
             return q + rhs + self.heads * self.q_rows * self.value_dim * self.out_itemsize
         kv = (self.heads // self.group) * self.kv_rows * (self.head_dim + self.value_dim)
-        mask = self.q_rows * self.kv_rows if self.mask else 0
+        mask = (self.mask_rows or self.q_rows) * self.kv_rows if self.mask else 0
         out = self.heads * self.q_rows * self.value_dim * self.out_itemsize
         return q + (kv + mask) * self.in_itemsize + out
 
@@ -526,7 +538,7 @@ def _attention_lx(shape: AttentionShape, tiling: Tiling, split: Split | None = N
                 + buffers * tq * (row(shape.value_cols, 4)
                                   + row(shape.value_cols, shape.out_itemsize)))
     loads_once = [s * row(shape.head_dim, isz), s * row(shape.value_dim, isz)]
-    loads_per_tile = [tq * row(shape.head_dim, isz), tq * row(s, isz) if shape.mask else 0]
+    loads_per_tile = [tq * row(shape.head_dim, isz), shape.mask_tile_rows(tq) * row(s, isz)]
     buffers_per_tile = [
         tq * row(s, 4), tq * STICK_BYTES, tq * row(s, 4), tq * STICK_BYTES, tq * row(s, isz),
         tq * row(shape.value_cols, 4),
@@ -560,7 +572,7 @@ def _predict_attention(shape: AttentionShape, split: Split, tiling: Tiling,
     heads = shape.heads // split.gm
     tiles = heads * (shape.q_rows // split.gn // tq)
     kv_bytes = s * (row(shape.head_dim, isz) + row(shape.value_dim, isz))
-    tile_in = tq * (row(shape.head_dim, isz) + (row(s, isz) if shape.mask else 0))
+    tile_in = tq * row(shape.head_dim, isz) + shape.mask_tile_rows(tq) * row(s, isz)
     tile_out = tq * row(shape.value_dim, shape.out_itemsize)
     if shape.single:
         kv_bytes = s * row(shape.rhs_dim, isz)

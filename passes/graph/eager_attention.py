@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import SSAValue
 
-from spyrec.dialects.spyre import AtenOp
+from spyrec.dialects.spyre import AtenOp, AttentionOp
 from spyrec.passes.graph.graph_build import element as _element
 from spyrec.passes.graph.graph_build import shape as _shape
 
@@ -119,12 +119,16 @@ def _scale(op: AtenOp) -> float | None:
     return 1.0 / number if _SCALES[op.target.data] else number
 
 
-def _mask(mask: SSAValue, scores: list[int], like: SSAValue) -> bool:
-    """Is `mask` an additive mask attention takes: float of the query's type, [L, S] after
-    leading dims of 1 (SDPA broadcasts the same way)?"""
-    shape = _shape(mask)
-    return (_element(mask) == _element(like) and len(shape) >= 2
-            and shape[-2:] == scores[-2:] and all(d == 1 for d in shape[:-2]))
+def _mask(mask: SSAValue, scores: list[int], query: SSAValue) -> bool:
+    """Is `mask` an additive mask attention takes: float of the query's type, broadcast to
+    the scores as added (`scores`) and, read against the query's own leading dims, to the
+    same scores ([L, S] after leading dims of 1 always is)?"""
+    shape, q = _shape(mask), _shape(query)
+    if _element(mask) != _element(query) or len(shape) < 2:
+        return False
+    if all(d == 1 for d in shape[:-2]):
+        return shape[-2:] == scores[-2:]
+    return scores == q[:-1] + scores[-1:] and AttentionOp.mask_broadcasts(shape, q, scores[-1])
 
 
 def match_eager_attention(pv: AtenOp) -> EagerAttention | None:
@@ -174,7 +178,7 @@ def match_eager_attention(pv: AtenOp) -> EagerAttention | None:
     elements = {_element(x) for x in (query, key, value, pv.results[0])}
     if elements != {_element(query)} or _element(query) not in FLOAT_ELEMENTS:
         return None
-    if mask is not None and not _mask(mask, [q[-2], k[-2]], query):
+    if mask is not None and not _mask(mask, _shape(scores), query):
         return None
     output = pv.results[0]
     users = [use.operation for use in output.uses]

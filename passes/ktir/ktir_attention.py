@@ -25,6 +25,7 @@ the contiguous output.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder
@@ -59,6 +60,8 @@ from spyrec.passes.planning.kernel_analysis import (
     AttentionInfo,
     MoveInfo,
     Stored,
+    mask_origin,
+    mask_rows,
     read_split,
     read_tiling,
 )
@@ -119,8 +122,9 @@ class AttentionBuilder(_StoredBuilder):
         views = {id(s): self.stored_view(s) for s in (info.query, info.key, info.value, info.out)}
         mask_view = None
         if info.mask is not None:
+            stored_rows = math.prod(info.mask.type.get_shape()[:-1])  # type: ignore[attr-defined]
             mask_view = self.view(self.block.args[self.inner.index(info.mask)],
-                                  (op.query.type.get_shape()[-2], self.cols(info.mask)),  # type: ignore[attr-defined]
+                                  (stored_rows, self.cols(info.mask)),
                                   info.mask.type.element_type)  # type: ignore[attr-defined]
         shape = info.shape()
         heads_core = shape.heads // self.split.gm
@@ -154,7 +158,7 @@ class AttentionBuilder(_StoredBuilder):
                 if shape.causal:
                     scores = self._causal_mask(scores, q0)
                 if mask_view is not None:
-                    scores = self._add_mask(scores, mask_view, q0)
+                    scores = self._add_mask(scores, mask_view, head, q0)
                 probs = self._softmax(scores, shape.kv_rows, in_type)
                 out = self.matmul_generic(probs, v, self.fill([tq, value_cols], 0.0))
                 element = op.result.type.element_type
@@ -243,13 +247,22 @@ class AttentionBuilder(_StoredBuilder):
         out.owner.attributes["spyre.scalar"] = FloatAttr(MASK_VALUE, f32)  # type: ignore[union-attr]
         return out
 
-    def _add_mask(self, scores: SSAValue, view: SSAValue, q0: SSAValue) -> SSAValue:
+    def _add_mask(self, scores: SSAValue, view: SSAValue, head: SSAValue,
+                  q0: SSAValue) -> SSAValue:
+        """scores += the mask's block of this head and query tile: the stored row of (head,
+        query row) is affine in both (`mask_origin`); a mask broadcast over the query rows
+        gives one row, added to every row of the tile (sfu.binary with a zero pitch)."""
         rows, cols = scores.type.get_shape()  # type: ignore[attr-defined]
-        d0 = AffineExpr.dimension(0)
+        assert self.info.mask is not None
+        shape = list(self.info.mask.type.get_shape())  # type: ignore[attr-defined]
+        one_row = mask_rows(shape) == 1
         element = view.type.element_type  # type: ignore[attr-defined]
-        mask = self.load_at(view, [q0], (d0, const(0)), (rows, cols), element)
+        origin = (mask_origin(shape, self.info.q_lead), const(0))
+        mask = self.load_at(view, [head, q0], origin, (1 if one_row else rows, cols), element)
+        d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        read = AffineMap(2, 0, (const(0), d1)) if one_row else AffineMap.identity(2)
         return self.elementwise(
-            "add", [scores, mask], [AffineMap.identity(2)] * 2, scores.type,  # type: ignore[arg-type]
+            "add", [scores, mask], [AffineMap.identity(2), read], scores.type,  # type: ignore[arg-type]
             lambda b, a: BINARY_BODIES["add"](b, a[0], convert(b, a[1], f32)))
 
     def _softmax(self, scores: SSAValue, valid: int, element: Attribute) -> SSAValue:

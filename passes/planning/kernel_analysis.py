@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir.affine import AffineExpr
 
 from spyrec.costmodel import AttentionShape, KernelShape, MoveShape, Split, Tiling
 from spyrec.diagnostics import CompileError
@@ -51,7 +52,17 @@ from spyrec.dialects.spyre import (
     YieldOp,
     describe,
 )
-from spyrec.passes.graph.row_maps import MOVE_OPS, Index, RowMap, lead_shape, read_map, write_map
+from spyrec.passes.graph.row_maps import (
+    MOVE_OPS,
+    Index,
+    RowMap,
+    add,
+    head_indices,
+    lead_shape,
+    mul,
+    read_map,
+    write_map,
+)
 from spyrec.target.isa import TRANSCENDENTAL, UnaryFn
 
 DEVICE_ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i64": 4}  # i64 is int32 on device
@@ -265,6 +276,25 @@ class Stored:
     map: RowMap
 
 
+def mask_rows(shape: Sequence[int]) -> int:
+    """Rows of an attention mask of `shape` along the query rows (1: broadcast over them)."""
+    return shape[-2] if len(shape) >= 2 else 1
+
+
+def mask_origin(shape: Sequence[int], q_lead: Sequence[int]) -> AffineExpr:
+    """The stored row of an attention mask of `shape` (broadcast to the scores, dims
+    aligned from the right) that query row d1 of flat head d0 (over `q_lead`, the query's
+    leading dims: batch dims, heads, rows) reads: a dim of size 1 contributes nothing, so
+    a broadcast over batches, heads or rows costs no copy."""
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    scores = [*head_indices(q_lead, d0), d1]  # the index of each leading dim of the scores
+    dims = shape[:-1]
+    skip = len(scores) - len(dims)
+    terms = [mul(scores[skip + j], math.prod(dims[j + 1:]))
+             for j, extent in enumerate(dims) if extent != 1]
+    return add(*terms)
+
+
 @dataclass
 class AttentionInfo:
     """An attention kernel: the op, where its operands and result are stored, and how."""
@@ -275,7 +305,7 @@ class AttentionInfo:
     key: Stored
     value: Stored
     out: Stored
-    mask: SSAValue | None  # a block argument holding the [L, S] mask
+    mask: SSAValue | None  # a block argument holding the mask (broadcast to the scores)
 
     @property
     def q_lead(self) -> tuple[int, ...]:
@@ -299,7 +329,18 @@ class AttentionInfo:
         return AttentionShape(
             heads=math.prod(q[:-2]), q_rows=q[-2], kv_rows=k[-2], head_dim=q[-1],
             value_dim=v[-1], in_itemsize=itemsize(op.query), out_itemsize=itemsize(op.result),
-            group=op.group, causal=op.causal is not None, mask=op.mask is not None)
+            group=op.group, causal=op.causal is not None, mask=op.mask is not None,
+            **self.mask_shape())
+
+    def mask_shape(self) -> dict[str, int | bool]:
+        """The mask fields of `shape`: its stored rows and whether it is broadcast over the
+        query rows (none for an [L, S] mask, so its shape is what it always was)."""
+        if self.mask is None:
+            return {}
+        m = list(self.mask.type.get_shape())  # type: ignore[attr-defined]
+        if len(m) == 2 and m[0] == lead_shape(self.op.query)[-1]:
+            return {}
+        return {"mask_rows": math.prod(m[:-1]), "mask_row_broadcast": mask_rows(m) == 1}
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """spyre-legalize patterns for attention: scaled dot-product attention becomes
-`spyre.attention` (scale, causal, an additive [L, S] mask; grouped-query attention by the
-operand shapes), and so does eager attention written out as bmm, scale, mask add, softmax
+`spyre.attention` (scale, causal, an additive mask of any shape that broadcasts to the
+scores; grouped-query attention by the operand shapes), and so does eager attention written out as bmm, scale, mask add, softmax
 and bmm (matched by `eager_attention`). A boolean mask that is a predicate becomes an
 additive one, made once per predicate and query type in a run and shared by the layers.
 """
@@ -58,7 +58,7 @@ def _select_attention(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     causal = bool(arg(op, "is_causal", False))
     mask = operand(op, "attn_mask")
     if mask is not None:
-        mask = _attention_mask(op, rewriter, mask, qs[-2], ks[-2], q)
+        mask = _attention_mask(op, rewriter, mask, q, ks[-2])
     scale = arg(op, "scale")
     if scale is None:
         scale = 1.0 / math.sqrt(qs[-1])
@@ -82,22 +82,26 @@ def _has_empty_rows(mask: SSAValue) -> bool:
     return isinstance(owner, ParamOp) and "spyre.empty_rows" in owner.attributes
 
 
-def _attention_mask(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue, rows: int, cols: int,
-                    q: SSAValue, sdpa: bool = True) -> SSAValue:
-    """An additive [L, S] mask (leading dims of 1 dropped by a free reshape). A 16-bit mask
-    with -inf entries is read in f32, where -inf is exact (the scores are f32 in the
-    kernel). `sdpa`: the mask of F.scaled_dot_product_attention, which returns zeros for a
-    query whose keys are all masked, where softmax (the eager chain) returns NaN."""
-    shape = _shape(mask)
+def _attention_mask(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue, q: SSAValue,
+                    keys: int, sdpa: bool = True) -> SSAValue:
+    """An additive mask broadcast to the scores [..., H, L, S]: one whose leading dims are
+    all 1 becomes [L, S] by a free reshape; any other broadcastable shape ([B, H, L, S],
+    [1, H, L, S], [B, 1, L, S], [B, 1, 1, S], ...) is kept, and the attention kernel reads
+    the block of each (batch, head) through its row map, never materializing the broadcast.
+    A 16-bit mask with -inf entries is read in f32, where -inf is exact (the scores are f32
+    in the kernel). `sdpa`: the mask of F.scaled_dot_product_attention, which returns zeros
+    for a query whose keys are all masked, where softmax (the eager chain) returns NaN."""
+    shape, qs = _shape(mask), _shape(q)
+    scores = qs[:-1] + [keys]
     if _element_name(mask) not in FLOAT_ELEMENTS:
         raise Unsupported(
-            f"a {_element_name(mask)} attn_mask (boolean masks are not lowered; pass an "
-            "additive float mask: 0 where allowed, a large finite negative value such as "
-            "-30000 where not, never -inf, which DL16 cannot hold)")
-    if shape[-2:] != [rows, cols] or any(d != 1 for d in shape[:-2]):
+            f"a {_element_name(mask)} attn_mask (a boolean mask is lowered when it is a "
+            "comparison computed in the program; pass an additive float mask instead: 0 "
+            "where allowed, a large finite negative value such as -30000 where not)")
+    if not AttentionOp.mask_broadcasts(shape, qs, keys):
         raise Unsupported(
-            f"attn_mask of shape {shape} (only an [L, S] = [{rows}, {cols}] mask shared by "
-            "every batch and head is lowered, possibly with leading dims of size 1)")
+            f"attn_mask of shape {shape} (it must broadcast to the scores {scores}: S "
+            "columns, every other dim 1 or the scores' own)")
     if _element_name(mask) != _element_name(q):
         raise Unsupported(f"a {_element_name(mask)} attn_mask for {_element_name(q)} "
                           "queries (the mask must have the query element type)")
@@ -108,9 +112,11 @@ def _attention_mask(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue, rows
             "returns zeros for those queries; the Spyre attention kernel would return NaN): "
             "leave at least one key unmasked in every row, or mask with a large finite "
             "negative value")
-    if _shape(mask) == [rows, cols]:
+    if any(d != 1 for d in shape[:-2]) or len(shape) < 2 or shape[-2] != scores[-2]:
         return mask
-    return _emit(rewriter, op, ReshapeOp(mask, with_shape(mask, [rows, cols])))
+    if shape == scores[-2:]:
+        return mask
+    return _emit(rewriter, op, ReshapeOp(mask, with_shape(mask, scores[-2:])))
 
 
 def select_eager_attention(match: EagerAttention, rewriter: LegalizeRewriter) -> None:
@@ -118,8 +124,7 @@ def select_eager_attention(match: EagerAttention, rewriter: LegalizeRewriter) ->
     q, k = match.query, match.key
     mask = match.mask
     if mask is not None:
-        mask = _attention_mask(match.anchor, rewriter, mask, _shape(q)[-2], _shape(k)[-2], q,
-                               sdpa=False)
+        mask = _attention_mask(match.anchor, rewriter, mask, q, _shape(k)[-2], sdpa=False)
     out = _shape(q)[:-1] + _shape(match.value)[-1:]
     y = _emit(rewriter, match.anchor, AttentionOp(q, k, match.value, mask, match.scale, False,
                                                   with_shape(q, out)))

@@ -1,0 +1,121 @@
+"""Attention masks as users pass them, against PyTorch eager.
+
+`F.scaled_dot_product_attention(q, k, v, attn_mask=bias)` and eager attention (`q @ k^T *
+scale + bias`, softmax, `@ v`) with an additive float bias of every shape that broadcasts to
+the scores [B, H, L, S]: a per-(batch, head) bias [B, H, L, S] (T5 relative bias, Swin
+window bias), one shared by the batch [1, H, L, S] (ALiBi), one shared by the heads
+[B, 1, L, S], a padding mask [B, 1, 1, S] and an [L, S] one; fp32 and fp16, at unaligned
+lengths (L = 37 queries, S = 45 keys). Each runs as one attention kernel that reads the
+bias block of each (batch, head) through its row map (a dim of size 1 is never copied).
+Compared by `spyrec.verdict.check_outputs` (via `assert_close`); a bias read for the wrong
+head is caught (`test_a_bias_read_for_the_wrong_head_is_caught`).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from conftest import assert_close, one
+
+import spyrec
+from spyrec.diagnostics import UnsupportedOpsError
+
+B, H, L, S, E = 2, 2, 37, 45, 64
+
+SHAPES = {"BHLS": [B, H, L, S], "1HLS": [1, H, L, S], "B1LS": [B, 1, L, S],
+          "B11S": [B, 1, 1, S], "LS": [L, S], "HLS": [H, L, S]}
+
+
+class Sdpa(nn.Module):
+    def forward(self, q, k, v, bias):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+
+
+class Eager(nn.Module):
+    def forward(self, q, k, v, bias):
+        scores = q @ k.transpose(-2, -1) * E ** -0.5 + bias
+        return torch.softmax(scores, dim=-1) @ v
+
+
+def _inputs(shape: list[int], dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    torch.manual_seed(seed)
+    q, k, v = (torch.randn(B, H, n, E).to(dtype) for n in (L, S, S))
+    # a bias of the size T5 / ALiBi biases reach, with some keys masked outright
+    bias = torch.randn(shape) * 4 + torch.where(torch.rand(shape) < 0.2, -30000.0, 0.0)
+    bias[..., 0] = 0.0  # every query sees a key
+    return q, k, v, bias.to(dtype)
+
+
+def _check(model: nn.Module, *inputs: torch.Tensor) -> spyrec.api.Executable:
+    exe = spyrec.compile(torch.export.export(model, inputs))
+    with torch.no_grad():
+        expected = model(*inputs)
+    assert_close(exe, expected, one(exe(*inputs)))
+    return exe
+
+
+@pytest.mark.parametrize("shape", list(SHAPES), ids=list(SHAPES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_sdpa_bias_of_any_broadcast_shape(shape: str, dtype: torch.dtype) -> None:
+    exe = _check(Sdpa(), *_inputs(SHAPES[shape], dtype))
+    assert len(exe.binary.kernels) == 1  # the bias is read as stored, never broadcast
+
+
+@pytest.mark.parametrize("shape", ["BHLS", "B11S", "1HLS"])
+def test_eager_attention_bias_is_one_attention_kernel(shape: str) -> None:
+    exe = _check(Eager(), *_inputs(SHAPES[shape], torch.float32, seed=1))
+    assert len(exe.binary.kernels) == 1
+
+
+def test_bf16_padding_mask() -> None:
+    _check(Sdpa(), *_inputs(SHAPES["B11S"], torch.bfloat16, seed=2))
+
+
+class Alibi(nn.Module):
+    """Causal attention with ALiBi: head h adds slope_h * (j - i) to the score of query i
+    and key j (the bias and the causal mask folded into one [1, H, L, L] constant)."""
+
+    def __init__(self, heads: int, length: int):
+        super().__init__()
+        self.register_buffer("slopes", 2.0 ** (-8.0 * torch.arange(1, heads + 1) / heads))
+        self.length = length
+
+    def forward(self, q, k, v):
+        pos = torch.arange(self.length)
+        distance = (pos[None, :] - pos[:, None]).float()
+        causal = torch.where(distance > 0, -30000.0, 0.0)
+        bias = (self.slopes[:, None, None] * distance + causal)[None].to(q.dtype)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_alibi(dtype: torch.dtype) -> None:
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(B, H, L, E).to(dtype) for _ in range(3))
+    _check(Alibi(H, L).to(dtype), q, k, v)
+
+
+def test_a_bias_read_for_the_wrong_head_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check is not blind to the row map: with the mask origin of every head shifted
+    to its neighbour's block, the comparison with eager fails."""
+    from spyrec.passes.ktir import ktir_attention
+
+    real = ktir_attention.mask_origin
+    monkeypatch.setattr(ktir_attention, "mask_origin",
+                        lambda shape, q_lead: (real(shape, q_lead) + L) % (B * H * L))
+    q, k, v, bias = _inputs(SHAPES["BHLS"], torch.float32, seed=4)
+    exe = spyrec.compile(torch.export.export(Sdpa(), (q, k, v, bias)))
+    with torch.no_grad():
+        expected = Sdpa()(q, k, v, bias)
+    with pytest.raises(AssertionError):
+        assert_close(exe, expected, one(exe(q, k, v, bias)))
+
+
+def test_boolean_input_mask_is_refused_clearly() -> None:
+    q, k, v, _ = _inputs(SHAPES["LS"], torch.float32)
+    mask = torch.rand(B, 1, L, S) < 0.5
+    with pytest.raises(UnsupportedOpsError, match=r"a i1 attn_mask \(a boolean mask is "
+                       r"lowered when it is a comparison computed in the program"):
+        spyrec.compile(torch.export.export(Sdpa(), (q, k, v, mask)))
