@@ -33,6 +33,7 @@ Two kinds of input-independent nodes are not materialized:
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
         with torch.no_grad():
             values[node] = node.target(*args, **kwargs)
         folded.add(node)
+    runtime_masks(graph, values)
     _keep_param_views_on_device(graph, folded, param_nodes)
     _keep_reshapes_on_device(graph, folded, values)
     constants = {
@@ -124,6 +126,96 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
         and any(user not in folded for user in node.users)
     }
     return Folding(folded, constants)
+
+
+_BOOL_CASTS = {"aten.to.device", "aten.to.dtype", "aten.to.dtype_layout",
+               "aten._to_copy.default"}
+_ANDS = {"aten.__and__.Tensor", "aten.bitwise_and.Tensor", "aten.logical_and.default"}
+_LOGICAL = _ANDS | {"aten.__or__.Tensor", "aten.bitwise_or.Tensor", "aten.logical_or.default",
+                    "aten.bitwise_not.default", "aten.logical_not.default"}
+FLOAT_TYPES = {torch.float32, torch.float16, torch.bfloat16}
+
+
+def runtime_masks(graph: torch.fx.Graph, values: dict[torch.fx.Node, Any]) -> None:
+    """Rewrite, in place and exactly, the ops transformers uses to build a boolean attention
+    mask from a run-time `attention_mask` ([B, S] integers) into ops the device has:
+    - a cast of an integer tensor to bool becomes `ne(x, 0)` (a predicate, 0.0 / 1.0);
+    - a cast of a boolean to bool is its operand;
+    - `a & b` with a folded all-True operand is the other broadcast to the result's shape
+      (`new_ones(...) & mask`, how transformers starts a mask); any other `a & b` of a
+      run-time mask reads both operands broadcast to its shape;
+    - `index(x, [i0, i1, ...])` whose indices are folded tensors (`values`) that only place
+      x's dims in a larger rank (`arange(B)[:, None, None, None]`, `arange(S)[None, None,
+      None, :]`) becomes a view of x: checked by indexing x's own element numbers.
+    Each keeps every value (dtype, shape, data) as it was; what it cannot prove it leaves
+    alone for op selection to refuse."""
+    for node in list(graph.nodes):
+        meta = node.meta.get("val")
+        if node.op != "call_function" or node in values or not isinstance(meta, torch.Tensor) \
+                or meta.dtype != torch.bool:
+            continue
+        name, args = _target_name(node.target), node.args
+        if name in _ANDS and len(args) == 2 and any(_all_true(a, values) for a in args):
+            other = args[1] if _all_true(args[0], values) else args[0]
+            _replace(graph, node, torch.ops.aten.expand.default, (other, list(meta.shape)))
+            continue
+        if name in _ANDS and len(args) == 2:
+            _expand_operands(graph, node)
+            continue
+        source = args[0] if args else None
+        if not isinstance(source, torch.fx.Node) or source in values:
+            continue
+        before = source.meta["val"].dtype
+        if name in _BOOL_CASTS and before == torch.bool:
+            node.replace_all_uses_with(source)
+            graph.erase_node(node)
+        elif name in _BOOL_CASTS and not before.is_floating_point and not before.is_complex:
+            _replace(graph, node, torch.ops.aten.ne.Scalar, (source, 0))
+        elif name == "aten.index.Tensor" and _placement(source, args[1], values):
+            _replace(graph, node, torch.ops.aten.view.default, (source, list(meta.shape)))
+
+
+def _expand_operands(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
+    """`const & mask` where both broadcast ([1, 1, L, S] causal, [B, 1, 1, S] padding):
+    each operand expanded to the result's shape first (a device broadcast), so the product
+    reads two full tensors (the kernels broadcast one operand at most)."""
+    shape = list(node.meta["val"].shape)
+    for operand in node.args:
+        if isinstance(operand, torch.fx.Node) and list(operand.meta["val"].shape) != shape:
+            with graph.inserting_before(node):
+                expanded = graph.call_function(torch.ops.aten.expand.default, (operand, shape))
+            expanded.meta = {**operand.meta, "val": operand.meta["val"].expand(shape)}
+            node.replace_input_with(operand, expanded)
+
+
+def _all_true(arg: Any, values: dict[torch.fx.Node, Any]) -> bool:
+    """Is `arg` a folded boolean tensor that is True throughout?"""
+    value = values.get(arg) if isinstance(arg, torch.fx.Node) else None
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bool and bool(value.all())
+
+
+def _replace(graph: torch.fx.Graph, node: torch.fx.Node, target: Any, args: tuple) -> None:
+    """`node` replaced by `target(*args)`, which computes the same value (meta kept)."""
+    with graph.inserting_before(node):
+        new = graph.call_function(target, args)
+    new.meta = dict(node.meta)
+    node.replace_all_uses_with(new)
+    graph.erase_node(node)
+
+
+def _placement(source: torch.fx.Node, indices: Any, values: dict[torch.fx.Node, Any]) -> bool:
+    """Does `index(source, indices)` only reshape `source` (indices folded, one per dim)?"""
+    shape = tuple(source.meta["val"].shape)
+    if not isinstance(indices, (list, tuple)) or len(indices) != len(shape) or not all(
+            isinstance(i, torch.fx.Node) and isinstance(values.get(i), torch.Tensor)
+            for i in indices):
+        return False
+    numbers = torch.arange(math.prod(shape)).reshape(shape)
+    try:
+        picked = numbers[tuple(values[i].long() for i in indices)]
+    except (IndexError, RuntimeError):
+        return False
+    return torch.equal(picked.reshape(-1), torch.arange(math.prod(shape)))
 
 
 def _keep_param_views_on_device(graph: torch.fx.Graph, folded: set[torch.fx.Node],
@@ -181,11 +273,13 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
         return _reduce_repeats(value).clamp(min=MASKED)
     if value.dtype != torch.bool or not node.users:
         return value
-    if is_where_condition(node):
+    if is_predicate_constant(node):
         # a constant condition (tril, triu): a 0/1 predicate in the type of the values it
-        # selects (exact in every float type), so the select needs no cast
+        # selects (exact in every float type), so the select needs no cast; f32 when a
+        # logical op reads it (a causal mask and-ed with a run-time padding mask)
         types = {u.meta["val"].dtype for u in node.users}
-        return value.to(types.pop() if len(types) == 1 else torch.float32)
+        return value.to(types.pop() if types <= FLOAT_TYPES and len(types) == 1
+                        else torch.float32)
     queries = []
     for user in node.users:
         mask = user.kwargs.get("attn_mask", user.args[3] if len(user.args) > 3 else None)
@@ -198,12 +292,15 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
     return torch.where(_reduce_repeats(value), zero, torch.tensor(MASKED, dtype=queries[0]))
 
 
-def is_where_condition(node: torch.fx.Node) -> bool:
-    """Is every user of `node` a `where` taking it as its condition (and only so)? A folded
-    boolean such node is stored as 0.0 / 1.0, a predicate (tril, triu)."""
+def is_predicate_constant(node: torch.fx.Node) -> bool:
+    """Is every user of `node` a `where` taking it as its condition (and only so) or a
+    logical and / or / not (possibly through an expand)? A folded boolean such node is stored as 0.0 / 1.0, a predicate
+    (tril, triu, a causal mask)."""
     return bool(node.users) and all(
-        _target_name(u.target) == "aten.where.self" and u.args[0] is node
-        and node not in u.args[1:] for u in node.users)
+        (_target_name(u.target) == "aten.where.self" and u.args[0] is node
+         and node not in u.args[1:]) or _target_name(u.target) in _LOGICAL
+        or (_target_name(u.target) == "aten.expand.default" and is_predicate_constant(u))
+        for u in node.users)
 
 
 def _reduce_repeats(value: torch.Tensor) -> torch.Tensor:

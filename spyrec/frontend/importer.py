@@ -53,7 +53,7 @@ from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp
 from spyrec.dialects.spyre_plan import record_symbols
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
-from spyrec.frontend.fold import fold_constants, is_where_condition
+from spyrec.frontend.fold import fold_constants, is_predicate_constant
 from spyrec.frontend.symbolic import Specialization, specialize
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -290,7 +290,7 @@ class _Importer:
                 op.result.type, [float(value.reshape(-1)[0])])  # type: ignore[arg-type]
         original = node.meta.get("val")
         if isinstance(original, torch.Tensor) and original.dtype == torch.bool \
-                and value.dtype.is_floating_point and is_where_condition(node):
+                and value.dtype.is_floating_point and is_predicate_constant(node):
             op.attributes["spyre.predicate"] = UnitAttr()  # a condition stored as 0.0 / 1.0
         op.attributes["fx_node"] = StringAttr(node.name)
         op.attributes["source"] = StringAttr(source_line(node))

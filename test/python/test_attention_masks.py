@@ -119,3 +119,86 @@ def test_boolean_input_mask_is_refused_clearly() -> None:
     with pytest.raises(UnsupportedOpsError, match=r"a i1 attn_mask \(a boolean mask is "
                        r"lowered when it is a comparison computed in the program"):
         spyrec.compile(torch.export.export(Sdpa(), (q, k, v, mask)))
+
+
+# ---- Hugging Face models with a padded batch --------------------------------------------
+
+TINY_DECODER = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128,
+                "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+                "head_dim": 64, "max_position_embeddings": 64, "use_cache": False}
+TINY_ENCODER = {"vocab_size": 256, "hidden_size": 128, "num_hidden_layers": 1,
+                "num_attention_heads": 2, "intermediate_size": 256,
+                "max_position_embeddings": 64}
+
+
+def _hf(name: str) -> nn.Module:
+    transformers = pytest.importorskip("transformers")
+    builders = {
+        "llama": lambda: transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY_DECODER)),
+        "qwen3": lambda: transformers.Qwen3ForCausalLM(transformers.Qwen3Config(**TINY_DECODER)),
+        "mistral": lambda: transformers.MistralForCausalLM(
+            transformers.MistralConfig(**TINY_DECODER)),
+        "bert": lambda: transformers.BertModel(transformers.BertConfig(**TINY_ENCODER)),
+        "electra": lambda: transformers.ElectraModel(transformers.ElectraConfig(
+            embedding_size=128, **TINY_ENCODER)),
+        "distilbert": lambda: transformers.DistilBertModel(transformers.DistilBertConfig(
+            vocab_size=256, dim=128, n_layers=1, n_heads=2, hidden_dim=256,
+            max_position_embeddings=64)),
+    }
+    return builders[name]()
+
+
+class Padded(nn.Module):
+    """The model on token ids with a run-time `attention_mask` ([B, S], 1 = a token)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+        return out.logits if hasattr(out, "logits") else out.last_hidden_state
+
+
+def _padding(side: str) -> torch.Tensor:
+    """Two sequences of 16 tokens, the second with 5 of padding on `side`."""
+    mask = torch.ones(2, 16, dtype=torch.long)
+    mask[1, 11:] = 0 if side == "right" else 1
+    mask[1, :5] = 0 if side == "left" else 1
+    return mask
+
+
+HEAVY = pytest.mark.heavy  # ~10-20 s each: the slow tier
+
+
+@pytest.mark.parametrize("name,dtype,attention,side", [
+    pytest.param("qwen3", torch.float32, "sdpa", "right", marks=HEAVY, id="qwen3"),
+    pytest.param("mistral", torch.float16, "sdpa", "right", marks=HEAVY, id="mistral-fp16"),
+    pytest.param("llama", torch.float32, "sdpa", "left", marks=HEAVY, id="llama-left"),
+    pytest.param("llama", torch.float32, "eager", "right", marks=HEAVY, id="llama-eager"),
+    pytest.param("distilbert", torch.float32, "sdpa", "right", marks=HEAVY, id="distilbert"),
+    pytest.param("electra", torch.float32, "sdpa", "right", marks=HEAVY, id="electra"),
+    pytest.param("bert", torch.float32, "eager", "left", id="bert-eager-left"),
+])
+def test_padded_batch_with_a_run_time_attention_mask(name: str, dtype: torch.dtype,
+                                                     attention: str, side: str) -> None:
+    """One program, two masks: a padded batch and the same tokens unpadded, each against
+    eager (every row, padded queries included: SDPA gives a query that sees no key zeros,
+    and the kernel does too). The padded result fails the check against the unpadded
+    eager one, so a program that ignored the run-time mask could not pass."""
+    torch.manual_seed(5)
+    model = _hf(name)
+    model.config._attn_implementation = attention
+    wrapped = Padded(model.to(dtype).eval())
+    ids = torch.randint(0, 256, (2, 16))
+    padded, full = _padding(side), torch.ones(2, 16, dtype=torch.long)
+    exe = spyrec.compile(torch.export.export(wrapped, (ids, padded)))
+    expected, actual = [], []
+    for mask in (padded, full):
+        with torch.no_grad():
+            expected.append(wrapped(ids, mask))
+        actual.append(one(exe(ids, mask)))
+        assert not expected[-1].isnan().any()
+        assert_close(exe, expected[-1], actual[-1])
+    with pytest.raises(AssertionError):  # the padded result is not the unpadded one
+        assert_close(exe, expected[1], actual[0])
