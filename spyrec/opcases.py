@@ -11,7 +11,9 @@ measures. A case is an op, a dtype and a shape family:
 - `broadcast` (binary ops): a 64 x 128 tensor with a row vector of 128;
 - `outer` (binary ops): a 67 x 1 column with a row vector of 255 (both broadcast);
 - `image` (convolution, batch norm, pooling): a 2 x 8 x 16 x 16 NCHW image;
-- `heads16` (attention): q, k, v of [1, 2, 16, 16], or [1, 16, 64] tokens split into 4 heads.
+- `heads16` (attention): q, k, v of [1, 2, 16, 16], or [1, 16, 64] tokens split into 4 heads;
+- `mask_aligned` / `mask_unaligned` (attention masks): q [2, 2, L, 64], k and v [2, 2, S, 64]
+  with L = S = 32, or L = 37 and S = 45, and a bias or mask broadcast to [2, 2, L, S].
 """
 
 from __future__ import annotations
@@ -516,4 +518,67 @@ def attention_cases() -> list[OpCase]:
                                                        for _ in range(3))))
         out.append(OpCase("split_heads_attention", dtype, "heads16",
                           lambda d=dtype: _SplitHeads().to(d), _randn((1, 16, 64), dtype)))
+    out += attention_mask_cases()
+    return out
+
+
+# ---- attention masks and biases of broadcast shapes --------------------------------------------
+
+# the "mask_aligned" / "mask_unaligned" shape families: batch, heads, queries, keys, head dim
+MASK_SHAPES = {"mask_aligned": (2, 2, 32, 32, 64), "mask_unaligned": (2, 2, 37, 45, 64)}
+
+
+def _sdpa_bool_lengths(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                       lengths: torch.Tensor) -> torch.Tensor:
+    """SDPA with a [B, 1, 1, S] boolean padding mask built from run-time lengths."""
+    keys = torch.arange(k.shape[-2])
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=(keys[None, :] < lengths[:, None])[:, None, None, :])
+
+
+def _eager_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                bias: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5 + bias, -1) @ v
+
+
+def _mask_inputs(dims: tuple[int, ...], dtype: torch.dtype, bias: tuple[int, ...] | None,
+                 neginf: bool = False) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    """q, k, v and a float bias of shape `bias` (some keys masked by -30000, or -inf when
+    `neginf`; key 0 never), or run-time lengths when `bias` is None."""
+    b, h, length, keys, e = dims
+
+    def make(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        q, k, v = (torch.randn(b, h, n, e, generator=g).to(dtype) for n in (length, keys, keys))
+        if bias is None:
+            return q, k, v, torch.tensor([keys, keys // 3])
+        values = torch.randn(*bias, generator=g) * 4
+        values[torch.rand(*bias, generator=g) < 0.2] = float("-inf") if neginf else -30000.0
+        values[..., 0] = 0.0
+        return q, k, v, values.to(dtype)
+
+    return make
+
+
+def attention_mask_cases() -> list[OpCase]:
+    """SDPA with a float bias per (batch, head), per head (ALiBi-like), per batch row (a
+    padding mask), eager attention with a per-(batch, head) bias, SDPA with a boolean
+    padding mask from run-time lengths; an fp32 bias holding -inf (exact in f32)."""
+    out: list[OpCase] = []
+    sdpa = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)  # noqa: E731
+    for dtype in DTYPES:
+        for shape_name, (b, h, length, keys, e) in MASK_SHAPES.items():
+            dims = (b, h, length, keys, e)
+            biases = {"sdpa_bias_bhls": (sdpa, (b, h, length, keys)),
+                      "sdpa_bias_1hls": (sdpa, (1, h, length, keys)),
+                      "sdpa_bias_b11s": (sdpa, (b, 1, 1, keys)),
+                      "eager_bias_bhls": (_eager_bias, (b, h, length, keys))}
+            for name, (fn, bias) in biases.items():
+                out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                                  _mask_inputs(dims, dtype, bias)))
+            out.append(OpCase("sdpa_bool_lengths", dtype, shape_name,
+                              lambda: _Fn(_sdpa_bool_lengths), _mask_inputs(dims, dtype, None)))
+    b, h, length, keys, e = MASK_SHAPES["mask_unaligned"]
+    out.append(OpCase("sdpa_bias_neginf", torch.float32, "mask_unaligned", lambda: _Fn(sdpa),
+                      _mask_inputs(MASK_SHAPES["mask_unaligned"], torch.float32,
+                                   (b, h, length, keys), neginf=True)))
     return out

@@ -113,6 +113,38 @@ def test_a_bias_read_for_the_wrong_head_is_caught(monkeypatch: pytest.MonkeyPatc
         assert_close(exe, expected, one(exe(q, k, v, bias)))
 
 
+class Lengths(nn.Module):
+    """SDPA with a boolean mask computed in the program (True = attend) from run-time
+    sequence lengths: a padding mask [B, 1, 1, S], or one and-ed with a banded [L, S]
+    causal pattern into [B, 1, L, S]."""
+
+    def __init__(self, form: str):
+        super().__init__()
+        self.form = form
+
+    def forward(self, q, k, v, lengths):
+        keep = (torch.arange(S)[None, :] < lengths[:, None])[:, None, None, :]
+        if self.form == "B1LS":
+            keep = keep & (torch.arange(S)[None, :] <= torch.arange(L)[:, None] + 8)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+
+@pytest.mark.parametrize("form", ["B11S", "B1LS"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_boolean_mask_computed_at_run_time(form: str, dtype: torch.dtype) -> None:
+    """One program, several lengths, a sequence of no keys at all among them (SDPA gives
+    its queries zeros; so does the kernel)."""
+    torch.manual_seed(6)
+    q, k, v = (torch.randn(B, H, n, E).to(dtype) for n in (L, S, S))
+    model = Lengths(form)
+    exe = spyrec.compile(torch.export.export(model, (q, k, v, torch.tensor([S, 20]))))
+    for lengths in ([S, 20], [3, S], [S, 0]):
+        inputs = (q, k, v, torch.tensor(lengths))
+        with torch.no_grad():
+            expected = model(*inputs)
+        assert_close(exe, expected, one(exe(*inputs)))
+
+
 def test_boolean_input_mask_is_refused_clearly() -> None:
     q, k, v, _ = _inputs(SHAPES["LS"], torch.float32)
     mask = torch.rand(B, 1, L, S) < 0.5
