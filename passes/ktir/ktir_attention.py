@@ -259,7 +259,7 @@ class AttentionBuilder(_StoredBuilder):
         element = view.type.element_type  # type: ignore[attr-defined]
         origin = (mask_origin(shape, self.info.q_lead), const(0))
         mask = self.load_at(view, [head, q0], origin, (1 if one_row else rows, cols), element)
-        d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        d1 = AffineExpr.dimension(1)
         read = AffineMap(2, 0, (const(0), d1)) if one_row else AffineMap.identity(2)
         return self.elementwise(
             "add", [scores, mask], [AffineMap.identity(2), read], scores.type,  # type: ignore[arg-type]

@@ -330,17 +330,25 @@ class AttentionInfo:
             heads=math.prod(q[:-2]), q_rows=q[-2], kv_rows=k[-2], head_dim=q[-1],
             value_dim=v[-1], in_itemsize=itemsize(op.query), out_itemsize=itemsize(op.result),
             group=op.group, causal=op.causal is not None, mask=op.mask is not None,
-            **self.mask_shape())
+            mask_rows=self.mask_stored_rows(), mask_row_broadcast=self.mask_row_broadcast())
 
-    def mask_shape(self) -> dict[str, int | bool]:
-        """The mask fields of `shape`: its stored rows and whether it is broadcast over the
-        query rows (none for an [L, S] mask, so its shape is what it always was)."""
+    def _mask_dims(self) -> list[int] | None:
+        """The mask's shape, or None without a mask or for an [L, S] one (whose fields in
+        `shape` keep their defaults, as they always were)."""
         if self.mask is None:
-            return {}
+            return None
         m = list(self.mask.type.get_shape())  # type: ignore[attr-defined]
-        if len(m) == 2 and m[0] == lead_shape(self.op.query)[-1]:
-            return {}
-        return {"mask_rows": math.prod(m[:-1]), "mask_row_broadcast": mask_rows(m) == 1}
+        return None if len(m) == 2 and m[0] == lead_shape(self.op.query)[-1] else m
+
+    def mask_stored_rows(self) -> int:
+        """Stored rows of a broadcast mask (all dims but the last); 0 for none or [L, S]."""
+        m = self._mask_dims()
+        return 0 if m is None else math.prod(m[:-1])
+
+    def mask_row_broadcast(self) -> bool:
+        """Is the mask one row per (batch, head), broadcast over the query rows?"""
+        m = self._mask_dims()
+        return m is not None and mask_rows(m) == 1
 
 
 @dataclass

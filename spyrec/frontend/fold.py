@@ -294,8 +294,8 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
 
 def is_predicate_constant(node: torch.fx.Node) -> bool:
     """Is every user of `node` a `where` taking it as its condition (and only so) or a
-    logical and / or / not (possibly through an expand)? A folded boolean such node is stored as 0.0 / 1.0, a predicate
-    (tril, triu, a causal mask)."""
+    logical and / or / not (possibly through an expand)? A folded boolean such node is
+    stored as 0.0 / 1.0, a predicate (tril, triu, a causal mask)."""
     return bool(node.users) and all(
         (_target_name(u.target) == "aten.where.self" and u.args[0] is node
          and node not in u.args[1:]) or _target_name(u.target) in _LOGICAL

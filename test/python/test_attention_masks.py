@@ -13,6 +13,8 @@ head is caught (`test_a_bias_read_for_the_wrong_head_is_caught`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 import torch.nn as nn
@@ -76,6 +78,8 @@ def test_bf16_padding_mask() -> None:
 class Alibi(nn.Module):
     """Causal attention with ALiBi: head h adds slope_h * (j - i) to the score of query i
     and key j (the bias and the causal mask folded into one [1, H, L, L] constant)."""
+
+    slopes: torch.Tensor
 
     def __init__(self, heads: int, length: int):
         super().__init__()
@@ -163,7 +167,7 @@ TINY_ENCODER = {"vocab_size": 256, "hidden_size": 128, "num_hidden_layers": 1,
                 "max_position_embeddings": 64}
 
 
-def _hf(name: str) -> nn.Module:
+def _hf(name: str) -> Any:
     transformers = pytest.importorskip("transformers")
     builders = {
         "llama": lambda: transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY_DECODER)),

@@ -1,8 +1,9 @@
 """spyre-legalize patterns for attention: scaled dot-product attention becomes
 `spyre.attention` (scale, causal, an additive mask of any shape that broadcasts to the
-scores; grouped-query attention by the operand shapes), and so does eager attention written out as bmm, scale, mask add, softmax
-and bmm (matched by `eager_attention`). A boolean mask that is a predicate becomes an
-additive one, made once per predicate and query type in a run and shared by the layers.
+scores; grouped-query attention by the operand shapes), and so does eager attention
+written out as bmm, scale, mask add, softmax and bmm (matched by `eager_attention`). A
+boolean mask that is a predicate becomes an additive one, made once per predicate and
+query type in a run and shared by the layers.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def _attention_mask(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue, q: S
     in the kernel). `sdpa`: the mask of F.scaled_dot_product_attention, which returns zeros
     for a query whose keys are all masked, where softmax (the eager chain) returns NaN."""
     shape, qs = _shape(mask), _shape(q)
-    scores = qs[:-1] + [keys]
+    scores = [*qs[:-1], keys]
     if _element_name(mask) not in FLOAT_ELEMENTS:
         raise Unsupported(
             f"a {_element_name(mask)} attn_mask (a boolean mask is lowered when it is a "
@@ -112,10 +113,9 @@ def _attention_mask(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue, q: S
             "returns zeros for those queries; the Spyre attention kernel would return NaN): "
             "leave at least one key unmasked in every row, or mask with a large finite "
             "negative value")
-    if any(d != 1 for d in shape[:-2]) or len(shape) < 2 or shape[-2] != scores[-2]:
-        return mask
-    if shape == scores[-2:]:
-        return mask
+    if shape == scores[-2:] or len(shape) < 2 or shape[-2] != scores[-2] \
+            or any(d != 1 for d in shape[:-2]):
+        return mask  # [L, S] already, or read through the kernel's mask origin
     return _emit(rewriter, op, ReshapeOp(mask, with_shape(mask, scores[-2:])))
 
 
