@@ -95,7 +95,7 @@ func.func @gqa_heads(%q: tensor<1x4x16x64xf16>, %k: tensor<1x3x16x64xf16>) {
 // -----
 
 func.func @attention_mask(%q: tensor<1x4x16x64xf16>, %m: tensor<16x8xf16>) {
-  // CHECK: spyre.attention: mask shape [16, 8] is not [16, 16]
+  // CHECK: spyre.attention: mask shape [16, 8] does not broadcast to [1, 4, 16, 16]
   %a = spyre.attention %q, %q, %q mask %m {scale = 0.125 : f64} : tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16>, tensor<16x8xf16> -> tensor<1x4x16x64xf16>
   func.return
 }
