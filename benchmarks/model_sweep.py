@@ -65,6 +65,14 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
 
 
+def _where(exc: BaseException) -> str:
+    """The innermost frame of spyrec's own code a crash passed through: `path:line`."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename.startswith(str(ROOT)) and "/.venv/" not in f.filename]
+    return (f"{Path(frames[-1].filename).relative_to(ROOT)}:{frames[-1].lineno}" if frames
+            else "")
+
+
 def refused_ops(exc: BaseException) -> list[str]:
     """The ops a CompileError refuses: each `aten.*` name its entries give (once per entry),
     else the first line of the message (a refusal that names no op)."""
@@ -110,8 +118,7 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
                 "entries": [e[:300] for e in getattr(exc, "entries", [])],
                 "compile_s": round(time.perf_counter() - start, 2)}
     except Exception as exc:  # noqa: BLE001 - a compiler crash: recorded with its traceback
-        return {**record, "status": "crash", "error": _one_line(exc),
-                "where": traceback.format_exc().splitlines()[-3:-1]}
+        return {**record, "status": "crash", "error": _one_line(exc), "where": _where(exc)}
     record["compile_s"] = round(time.perf_counter() - start, 2)
     try:
         outputs = exe(*built.run)

@@ -123,6 +123,7 @@ SIZES: dict[str, int] = {
     "num_experts_per_tok": 2,
     "vocab_size": 320,
     "image_size": IMAGE,
+    "window_size": 4,  # Swin-style windows within a 64x64 image's stages
     "max_source_positions": 32,
     "num_mel_bins": 32,
 }
@@ -133,14 +134,18 @@ LAYERS = 2
 
 def shrink_config(config: dict[str, Any]) -> dict[str, Any]:
     """A default config's dict made tiny (module docstring); sub-configs (`*_config` dicts)
-    likewise. Per-layer lists follow the new layer count; token ids stay in the vocabulary."""
+    likewise. Per-layer lists follow the new layer count, per-stage head counts keep a head
+    dim of 64 (hidden 128 doubling per stage), a backbone returns its last stage, and token
+    ids stay in the vocabulary."""
     out = dict(config)
-    old_layers = max((v for k, v in config.items() if k in LAYER_KEYS and isinstance(v, int)),
-                     default=0)
+    # a staged net (`depths`) counts its stages in `num_layers`: kept, with per-stage lists
+    staged = isinstance(config.get("depths"), list)
+    old_layers = 0 if staged else max(
+        (v for k, v in config.items() if k in LAYER_KEYS and isinstance(v, int)), default=0)
     for key, value in config.items():
         if isinstance(value, dict) and key.endswith("_config"):
             out[key] = shrink_config(value)
-        elif key in LAYER_KEYS and isinstance(value, int):
+        elif key in LAYER_KEYS and isinstance(value, int) and not staged:
             out[key] = min(value, LAYERS)
         elif key in SIZES and isinstance(value, int) and not isinstance(value, bool):
             out[key] = SIZES[key] if key != "num_key_value_heads" else min(value, 1)
@@ -148,6 +153,10 @@ def shrink_config(config: dict[str, Any]) -> dict[str, Any]:
             out[key] = 16
         elif key == "depths" and isinstance(value, list):
             out[key] = [1] * len(value)
+        elif key == "num_heads" and isinstance(value, list):  # per stage, width doubling
+            out[key] = [2 * 2 ** i for i in range(len(value))]
+        elif key in ("out_features", "out_indices"):  # stages of the full depth: the last
+            out[key] = None
         elif key in ("hidden_sizes", "embed_dims", "conv_dim") and isinstance(value, list):
             out[key] = [min(int(v), 32 * 2 ** i if key != "conv_dim" else 64)
                         for i, v in enumerate(value)]
