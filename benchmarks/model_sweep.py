@@ -303,18 +303,45 @@ def summary(cases: list[sweep_models.Case], records: list[dict[str, Any]]) -> li
     return lines
 
 
-def missing_ops(records: list[dict[str, Any]], variants: tuple[str, ...]) -> list[str]:
-    """The ops the compile refusals of `variants` name, ranked by the number of models
-    refused for each."""
-    records = [r for r in records if r["variant"] in variants]
-    models: dict[str, set[str]] = {}
+NAMED = (re.compile(r"([\w.]+) \(node [^)]*\): (.*)"), re.compile(r"node \S+ \(([\w.]+)\): (.*)"))
+
+
+def refusal(text: str) -> tuple[str, str]:
+    """(op, reason) of one refusal entry or message, the reason made comparable across
+    models: its first clause, without source lines, node names, shapes or numbers."""
+    op, reason = "", re.sub(r"^\w*Error: ", "", text)
+    for pattern in NAMED:
+        if (found := pattern.search(text)) is not None:
+            op, reason = found.group(1), found.group(2)
+            break
+    reason = re.sub(r"(<memory>|<eval_with_key>[.\d]*|\S+\.py):\d+: ", "", reason)
+    reason = re.sub(r" \(node [^)]*\)", "", reason)
+    reason = re.split(r"\. | \(|; ", reason, maxsplit=1)[0]
+    reason = re.sub(r"\[[^\]]*\]", "[..]", reason)
+    return op, re.sub(r"\b\d+(?![-\d]*-D)\b", "N", reason)[:90]
+
+
+def refusals(record: dict[str, Any]) -> set[tuple[str, str]]:
+    """The distinct (op, reason) pairs a refused record lists."""
+    if record["status"] != "refused":
+        return set()
+    return {refusal(e) for e in record.get("entries") or [record.get("error", "")]}
+
+
+def missing_ops(records: list[dict[str, Any]], variants: tuple[str, ...],
+                besides: tuple[str, ...] = ()) -> list[str]:
+    """The (op, reason) pairs the compile refusals of `variants` give (and the same model's
+    `besides` variants do not), ranked by the number of models refused for each."""
+    models: dict[tuple[str, str], set[str]] = {}
+    known = {(r["model"], key) for r in records if r["variant"] in besides
+             for key in refusals(r)}
     for r in records:
-        for op in set(r.get("ops", ())):
-            models.setdefault(op, set()).add(r["model"])
-    lines = ["| op / reason | models | variants refused | e.g. |", "|---|---|---|---|"]
-    for op, names in sorted(models.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        refusals = sum(op in r.get("ops", ()) for r in records)
-        lines.append(f"| {op.replace('|', '/')} | {len(names)} | {refusals} | "
+        if r["variant"] in variants:
+            for key in refusals(r) - {k for m, k in known if m == r["model"]}:
+                models.setdefault(key, set()).add(r["model"])
+    lines = ["| op | reason | models | e.g. |", "|---|---|---|---|"]
+    for (op, reason), names in sorted(models.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"| {op} | {reason.replace('|', '/')} | {len(names)} | "
                      f"{', '.join(sorted(names)[:4])} |")
     return lines
 
@@ -344,12 +371,13 @@ def report(cases: list[sweep_models.Case], records: list[dict[str, Any]], comman
              ("Each op a compile refusal of the fp32 or fp16 variant lists (an op with no "
              "lowering, or one whose operands the lowering refuses), by the number of models "
              "it stops:"), "", *missing_ops(records, ("fp32", "fp16")), "",
-             ("Run as users run them: the ops refused with a run-time `attention_mask` (`mask`) "
-             "or a symbolic sequence length (`dynamic`: mostly ops that would read the "
-             "padding of a symbolic dim; the `ops refused / error` column below gives the "
-             "first reason):"), "", *missing_ops(records, ("mask", "dynamic")), "",
+             ("Run as users run them: what refuses a model only with a run-time "
+             "`attention_mask` (`mask`) or a symbolic sequence length (`dynamic`), beyond "
+             "what its fp32 and fp16 variants are refused for:"), "",
+             *missing_ops(records, ("mask", "dynamic"), ("fp32", "fp16")), "",
              "## Compiler crashes", ""]
-    lines += ([f"- {r['model']} {r['variant']}: {r.get('error', '')} {r.get('where', '')}"
+    lines += ([f"- {r['model']} {r['variant']}: {r.get('error', '')} (at {r.get('where') or '?'}"
+               f"; reproduce: `.venv/bin/python benchmarks/model_sweep.py --only {r['model']}`)"
                for r in crashes] or ["None in this sweep."])
     lines += ["", "## Every measured variant", "",
               ("`error/tol`: the verdict's worst ratio of error to bound (element or aggregate, "

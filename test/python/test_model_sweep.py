@@ -116,6 +116,13 @@ def test_refused_ops_are_named_per_entry() -> None:
                                         "a boolean tensor that is not a predicate"]
     assert sweep.refused_ops(CompileError("node x: aten.cat.default reads padding")) == [
         "aten.cat.default"]
+    # a reason is compared across models without its source line, node, shapes and numbers
+    assert sweep.refusal("CompileError: <memory>: m.py:7: node cat (aten.cat.default): it "
+                         "indexes symbolic dim -1. A symbolic size runs ...") == (
+        "aten.cat.default", "it indexes symbolic dim -N")
+    assert sweep.refusal("a.py:2: aten.view.default (node view_3): [1, 24, 1, 1] -> [1, 24] "
+                         "changes the innermost dim; see") == (
+        "aten.view.default", "[..] -> [..] changes the innermost dim")
 
 
 def test_timeout_resume_and_report(tmp_path: Path) -> None:
@@ -134,12 +141,14 @@ def test_timeout_resume_and_report(tmp_path: Path) -> None:
     sweep.sweep([case], results, timeout=0.5, jobs=1, resume=True)  # done: nothing runs
     assert sweep.read_results(results) == lines
     refused = {"model": "nn:lstm", "family": "nn-seq", "variant": "fp32", "status": "refused",
-               "ops": ["aten.lstm.input", "aten.lstm.input"], "compile_s": 1.0}
+               "ops": ["aten.lstm.input", "aten.lstm.input"], "compile_s": 1.0,
+               "entries": ["m.py:3: aten.lstm.input (node lstm): no Spyre lowering",
+                           "m.py:9: aten.lstm.input (node lstm_1): no Spyre lowering"]}
     text = sweep.report([case, CASES["nn:lstm"], CASES["nn:gru"]], [*lines, refused],
                         "model_sweep.py --test", 60)
     assert "**3 architectures enumerated**" in text and "**2 measured**" in text
     assert "1 compile refusals" in text and "**1 compiled**, **1 match eager**" in text
-    assert "| aten.lstm.input | 1 | 1 | nn:lstm |" in text
+    assert "| aten.lstm.input | no Spyre lowering | 1 | nn:lstm |" in text
     assert "| nn:multihead-attention | fp32 | ok | 0.20 | 5.0 | 0.50 | 2.00 | 1.0 |" in text
     assert text.rstrip().endswith("nn:gru")  # not run, listed
 
