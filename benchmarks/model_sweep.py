@@ -179,8 +179,11 @@ def run_case(case: sweep_models.Case, timeout: float) -> list[dict[str, Any]]:
                             "error": f"the model's process passed {timeout:.0f} s"})
         else:
             tail = err.strip().splitlines()[-1:] if err.strip() else []
+            how = (f"was killed by signal {-proc.returncode} (9: the kernel's out-of-memory "
+                   "killer, or another process)" if proc.returncode < 0
+                   else f"exited {proc.returncode}")
             records.append({**base, "status": "crash",
-                            "error": f"the process exited {proc.returncode}: "
+                            "error": f"the process {how}: "
                                      f"{tail[0][:300] if tail else 'no message'}"})
     for r in records:
         r["process_s"] = seconds
@@ -248,8 +251,8 @@ def _ratio(r: dict[str, Any]) -> str:
 
 def _detail(r: dict[str, Any]) -> str:
     if r["status"] == "refused":
-        return ", ".join(f"{op} x{n}" if n > 1 else op
-                         for op, n in Counter(r["ops"]).most_common()).replace("|", "/")
+        return "; ".join(f"{op}: {reason}" if op else reason
+                         for op, reason in sorted(refusals(r)))[:400].replace("|", "/")
     return r.get("error", "").replace("|", "/")[:160]
 
 
@@ -346,9 +349,16 @@ def missing_ops(records: list[dict[str, Any]], variants: tuple[str, ...],
     return lines
 
 
+def _besides(records: list[dict[str, Any]], sampled: set[str] | None) -> list[str]:
+    extra = sorted({r["model"] for r in records} - sampled) if sampled is not None else []
+    return [(f"Measured besides that command's selection (runs of `--only NAME --resume` "
+             f"into the same results file): {', '.join(extra)}."), ""] if extra else []
+
+
 def report(cases: list[sweep_models.Case], records: list[dict[str, Any]], command: str,
-           timeout: float) -> str:
-    """docs/models.md: header, counts, missing ops, crashes, every measured row, the rest."""
+           timeout: float, sampled: set[str] | None = None) -> str:
+    """docs/models.md: header, counts, missing ops, crashes, every measured row, the rest.
+    Models measured outside `sampled` (the command's selection) are named in the header."""
     import torch
     import transformers
 
@@ -366,7 +376,7 @@ def report(cases: list[sweep_models.Case], records: list[dict[str, Any]], comman
              f"{torch.__version__}, a time limit of {timeout:.0f} s per model (all its variants) "
              "on a 2-core machine shared with other jobs. What each status means and how the "
              "models are built: benchmarks/README.md and the script's docstring."), "",
-             *summary(cases, records), "",
+             *_besides(records, sampled), *summary(cases, records), "",
              "## Missing ops, ranked (the gap list)", "",
              ("Each op a compile refusal of the fp32 or fp16 variant lists (an op with no "
              "lowering, or one whose operands the lowering refuses), by the number of models "
@@ -449,7 +459,8 @@ def main(argv: list[str] | None = None) -> None:
     everything = sweep_models.all_cases() if not (args.only or args.family) else selected
     command = "python benchmarks/model_sweep.py " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only")
-    args.report.write_text(report(everything, records, command.strip(), args.timeout))
+    args.report.write_text(report(everything, records, command.strip(), args.timeout,
+                                  {c.name for c in selected}))
     print(f"wrote {args.report}")
 
 
