@@ -18,10 +18,11 @@ Statuses of a variant, in the order a model can fail:
 `build` (the sweep could not make a tiny instance: a config needing files or an optional
 package, a shrink the architecture rejects, inputs eager refuses: the harness's gap, not
 spyrec's), `export` (torch.export failed: the model's), `refused` (a `CompileError`: the
-unsupported ops it lists, `ops`), `crash` (any other exception from `spyrec.compile`: a
-compiler bug), `run-refused` (the emulator or the host refused to run it: a `SpyrecError`),
-`run-crash` (any other exception while running), `mismatch` (`spyrec.verdict.check_outputs`
-failed against eager), `ok` (matched), `timeout`.
+unsupported ops it lists, `ops`), `crash` (any other exception from `spyrec.compile`,
+or a `PassFailure`, which wraps one a pass raised: a compiler bug), `run-refused` (the
+emulator or the host refused to run it: a `SpyrecError`), `run-crash` (any other exception
+while running), `mismatch` (`spyrec.verdict.check_outputs` failed against eager), `ok`
+(matched), `timeout`.
 
 Measured per variant, as `spyrec run` reports them (`Executable.last_profile.to_dict()`):
 emulated µs, roofline ratio, off-chip bytes and the minimum; the verdict's worst element and
@@ -93,7 +94,7 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
     import torch
 
     import spyrec
-    from spyrec.diagnostics import CompileError, SpyrecError
+    from spyrec.diagnostics import CompileError, PassFailure, SpyrecError
     from spyrec.verdict import check_outputs
 
     record: dict[str, Any] = {"model": case.name, "family": case.family, "variant": variant}
@@ -113,6 +114,9 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
     start = time.perf_counter()
     try:
         exe = spyrec.compile(program, cache=False)
+    except PassFailure as exc:  # a pass raised something other than a SpyrecError: a bug
+        cause = exc.__cause__ or exc
+        return {**record, "status": "crash", "error": _one_line(exc), "where": _where(cause)}
     except CompileError as exc:
         return {**record, "status": "refused", "ops": refused_ops(exc), "error": _one_line(exc),
                 "entries": [e[:300] for e in getattr(exc, "entries", [])],
