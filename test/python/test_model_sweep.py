@@ -105,6 +105,23 @@ def test_export_failure_and_refusal_are_recorded(extra_idioms: dict[str, Any]) -
     assert "float64" in refused["error"] and refused["ops"] and refused["compile_s"] >= 0
 
 
+def test_a_pass_failure_is_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PassFailure wraps an exception a pass raised: a compiler bug, not a refusal."""
+    from spyrec import api
+    from spyrec.diagnostics import PassFailure
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return 1 // 0
+        except ZeroDivisionError as exc:
+            raise PassFailure("pass spyre-x failed: ZeroDivisionError") from exc
+
+    monkeypatch.setattr(api, "compile", failing)
+    record = sweep.measure(CASES["nn:multihead-attention"], "fp32")
+    assert record["status"] == "crash" and "ZeroDivisionError" in record["error"], record
+    assert record["where"].startswith("test/python/test_model_sweep.py:")
+
+
 def test_refused_ops_are_named_per_entry() -> None:
     from spyrec.diagnostics import CompileError, UnsupportedOpsError
 
