@@ -1,0 +1,536 @@
+"""The models of the model-coverage sweep (`benchmarks/model_sweep.py`): what it enumerates
+and how it builds each one tiny, with random weights and example inputs.
+
+Two sources:
+
+- Hugging Face transformers: every model type of the auto-model mappings (causal LM, masked
+  LM, the encoders of encoder-decoder models, sequence classification, image classification
+  and backbones, audio classification and CTC), each once, in the first family it appears
+  in (that order). Each is built from its default config shrunk by `shrink_config` (2
+  layers, hidden 128, 2 heads of dim 64, 1 key/value head, intermediate 256, vocabulary
+  320, 64x64 images), with `from_config` (random weights, eval mode, nothing downloaded:
+  `HF_HUB_OFFLINE=1`).
+- torch.nn idioms users write by hand (`IDIOMS`): a GPT with a `masked_fill` causal mask,
+  LSTM, GRU, MultiheadAttention, TransformerEncoder, a temporal conv net, an EmbeddingBag
+  recommender, a U-Net, and ResNet / MobileNet / ConvNeXt / EfficientNet-style conv nets.
+
+`build(case, variant)` returns a `Built`: the module (returning one tensor), its example
+inputs, the inputs of the run (another sequence length for the `dynamic` variant) and the
+`dynamic_shapes` to export with. Anything that cannot be built (a config needing files, an
+optional dependency, a shrink the architecture rejects, inputs the model refuses in eager)
+raises; the sweep records that as the `build` status, never as the compiler's failure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+SEQ = 16  # tokens of the example inputs
+DYNAMIC_RUN_SEQ = 11  # the sequence length the `dynamic` variant runs at (exported at SEQ)
+PADDED = 5  # trailing positions of the second row masked out in the `mask` variant
+IMAGE = 64
+AUDIO_SAMPLES = 1600
+
+# family -> the transformers auto-model mapping(s) it enumerates, in the order families claim
+# a model type
+HF_FAMILIES: dict[str, tuple[str, ...]] = {
+    "causal-lm": ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",),
+    "masked-lm": ("MODEL_FOR_MASKED_LM_MAPPING_NAMES",),
+    "encoder": ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",),
+    "seq-cls": ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",),
+    "vision": ("MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", "MODEL_FOR_BACKBONE_MAPPING_NAMES"),
+    "audio": ("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "MODEL_FOR_CTC_MAPPING_NAMES"),
+}
+TEXT_FAMILIES = ("causal-lm", "masked-lm", "encoder", "seq-cls")
+
+# the variants every text model runs (an LLM/encoder as users run it), and the others
+TEXT_VARIANTS = ("fp32", "fp16", "mask", "dynamic")
+PLAIN_VARIANTS = ("fp32", "fp16")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One architecture of the sweep: `name` is `hf:<model_type>` or `nn:<idiom>`."""
+
+    name: str
+    family: str
+    variants: tuple[str, ...]
+    hf_class: str = ""  # the transformers class (HF cases)
+
+
+@dataclass
+class Built:
+    """A model ready to export: `forward(*example)` returns one tensor."""
+
+    module: nn.Module
+    example: tuple[torch.Tensor, ...]
+    run: tuple[torch.Tensor, ...]
+    dynamic_shapes: tuple[Any, ...] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# ---- enumeration ------------------------------------------------------------------------
+
+def hf_cases() -> list[Case]:
+    """Every model type of the families' auto-model mappings, once, sorted per family."""
+    from transformers.models.auto import modeling_auto
+
+    seen: set[str] = set()
+    cases = []
+    for family, mappings in HF_FAMILIES.items():
+        classes: dict[str, str] = {}
+        for mapping in mappings:
+            for model_type, cls in getattr(modeling_auto, mapping).items():
+                if model_type not in seen and isinstance(cls, str):
+                    classes.setdefault(model_type, cls)
+        seen.update(classes)
+        variants = TEXT_VARIANTS if family in TEXT_FAMILIES else PLAIN_VARIANTS
+        cases += [Case(f"hf:{t}", family, variants, c) for t, c in sorted(classes.items())]
+    return cases
+
+
+def all_cases() -> list[Case]:
+    """The torch.nn idioms, then every Hugging Face architecture."""
+    return [*(Case(f"nn:{name}", family, variants) for name, (family, variants, _)
+              in IDIOMS.items()), *hf_cases()]
+
+
+# ---- Hugging Face: shrinking a default config -------------------------------------------
+
+LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
+              "decoder_layers", "num_encoder_layers", "num_decoder_layers")
+SIZES: dict[str, int] = {
+    **dict.fromkeys(("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "embedding_size",
+                     "word_embed_proj_dim"), 128),
+    **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "encoder_attention_heads",
+                     "decoder_attention_heads"), 2),
+    **dict.fromkeys(("num_key_value_heads", "num_kv_heads", "multi_query_group_num"), 1),
+    **dict.fromkeys(("head_dim", "attention_head_size", "kv_channels", "d_kv", "v_head_dim"), 64),
+    **dict.fromkeys(("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff",
+                     "n_inner", "moe_intermediate_size", "shared_expert_intermediate_size",
+                     "intermediate_size_mlp"), 256),
+    **dict.fromkeys(("max_position_embeddings", "n_positions", "max_seq_len",
+                     "max_sequence_length"), 128),
+    **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), 4),
+    "num_experts_per_tok": 2,
+    "vocab_size": 320,
+    "image_size": IMAGE,
+    "window_size": 4,  # Swin-style windows within a 64x64 image's stages
+    "max_source_positions": 32,
+    "num_mel_bins": 32,
+}
+TOKEN_ID_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id",
+                 "cls_token_id", "mask_token_id", "decoder_start_token_id", "unk_token_id")
+LAYERS = 2
+
+
+def shrink_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A default config's dict made tiny (module docstring); sub-configs (`*_config` dicts)
+    likewise. Per-layer lists follow the new layer count, per-stage head counts keep a head
+    dim of 64 (hidden 128 doubling per stage), a backbone returns its last stage, and token
+    ids stay in the vocabulary."""
+    out = dict(config)
+    # a staged net (`depths`) counts its stages in `num_layers`: kept, with per-stage lists
+    staged = isinstance(config.get("depths"), list)
+    old_layers = 0 if staged else max(
+        (v for k, v in config.items() if k in LAYER_KEYS and isinstance(v, int)), default=0)
+    for key, value in config.items():
+        if isinstance(value, dict) and key.endswith("_config"):
+            out[key] = shrink_config(value)
+        elif key in LAYER_KEYS and isinstance(value, int) and not staged:
+            out[key] = min(value, LAYERS)
+        elif key in SIZES and isinstance(value, int) and not isinstance(value, bool):
+            out[key] = SIZES[key] if key != "num_key_value_heads" else min(value, 1)
+        elif key == "patch_size" and isinstance(value, int) and value > 16:
+            out[key] = 16
+        elif key == "depths" and isinstance(value, list):
+            out[key] = [1] * len(value)
+        elif key == "num_heads" and isinstance(value, list):  # per stage, width doubling
+            out[key] = [2 * 2 ** i for i in range(len(value))]
+        elif key in ("out_features", "out_indices"):  # stages of the full depth: the last
+            out[key] = None
+        elif key in ("hidden_sizes", "embed_dims", "conv_dim") and isinstance(value, list):
+            out[key] = [min(int(v), 32 * 2 ** i if key != "conv_dim" else 64)
+                        for i, v in enumerate(value)]
+        elif isinstance(value, list) and old_layers > LAYERS and len(value) == old_layers:
+            out[key] = value[:LAYERS]
+    vocab = out.get("vocab_size")
+    if isinstance(vocab, int):
+        for key in TOKEN_ID_KEYS:
+            if isinstance(out.get(key), int) and out[key] >= vocab:
+                out[key] = vocab - 1
+    if "use_cache" in out:
+        out["use_cache"] = False
+    return out
+
+
+def hf_model(case: Case) -> tuple[nn.Module, Any]:
+    """The case's transformers model (random weights, eval mode, fp32) and its config."""
+    import transformers
+    from transformers import CONFIG_MAPPING
+
+    model_type = case.name.removeprefix("hf:")
+    default = CONFIG_MAPPING[model_type]()
+    config = type(default).from_dict(shrink_config(default.to_dict()))
+    cls = getattr(transformers, case.hf_class)
+    torch.manual_seed(0)
+    if case.family == "encoder":
+        base = getattr(transformers, transformers.models.auto.modeling_auto.MODEL_MAPPING_NAMES[
+            model_type])
+        model = base._from_config(config).get_encoder()
+    else:
+        model = cls._from_config(config)
+    return model.eval(), config
+
+
+class FirstOutput(nn.Module):
+    """A transformers model as a function of tensors returning one tensor: the logits if it
+    has them, else the last hidden state (an encoder), else its last feature map."""
+
+    def __init__(self, model: nn.Module, names: tuple[str, ...]):
+        super().__init__()
+        self.model = model
+        self.names = names
+
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        out = self.model(**dict(zip(self.names, tensors)))
+        for key in ("logits", "last_hidden_state", "feature_maps"):
+            value = getattr(out, key, None)
+            if value is not None:
+                return value[-1] if key == "feature_maps" else value
+        return out[0]
+
+
+def _text_inputs(config: Any, variant: str) -> tuple[list[str], tuple[torch.Tensor, ...],
+                                                       tuple[torch.Tensor, ...]]:
+    vocab = int(getattr(config, "vocab_size", 256) or 256)
+    gen = torch.Generator().manual_seed(0)
+    batch = 2 if variant == "mask" else 1
+    ids = torch.randint(3, max(vocab, 4), (batch, SEQ), generator=gen)
+    if variant == "mask":
+        mask = torch.ones(batch, SEQ, dtype=torch.long)
+        mask[1, SEQ - PADDED:] = 0
+        return ["input_ids", "attention_mask"], (ids, mask), (ids, mask)
+    if variant == "dynamic":
+        return ["input_ids"], (ids,), (ids[:, :DYNAMIC_RUN_SEQ],)
+    return ["input_ids"], (ids,), (ids,)
+
+
+def _signal_inputs(model: nn.Module, config: Any) -> tuple[list[str], tuple[torch.Tensor, ...]]:
+    """Pixel values, raw audio or audio features, as the model's main input names them."""
+    gen = torch.Generator().manual_seed(0)
+    name = getattr(model, "main_input_name", "pixel_values")
+    if name == "pixel_values":
+        channels = int(getattr(config, "num_channels", 3) or 3)
+        size = getattr(config, "image_size", IMAGE)
+        size = size if isinstance(size, int) else IMAGE
+        return [name], (torch.randn(1, channels, size, size, generator=gen),)
+    if name == "input_values":
+        return [name], (torch.randn(1, AUDIO_SAMPLES, generator=gen),)
+    bins = int(getattr(config, "num_mel_bins", 32) or 32)
+    if hasattr(config, "max_source_positions"):  # Whisper-style: [B, mel, 2 x positions]
+        frames = 2 * int(config.max_source_positions)
+        return [name], (torch.randn(1, bins, frames, generator=gen),)
+    frames = int(getattr(config, "max_length", 64) or 64)
+    return [name], (torch.randn(1, frames, bins, generator=gen),)
+
+
+def _dtype_of(variant: str) -> torch.dtype:
+    return torch.float16 if variant == "fp16" else torch.float32
+
+
+def _to(tensors: tuple[torch.Tensor, ...], dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    return tuple(t.to(dtype) if t.is_floating_point() else t for t in tensors)
+
+
+def build_hf(case: Case, variant: str) -> Built:
+    """A transformers case in a variant: fp32/fp16 on one example; `mask` a padded batch of
+    two with a run-time attention_mask; `dynamic` the sequence length a `torch.export.Dim`."""
+    model, config = hf_model(case)
+    dtype = _dtype_of(variant)
+    if case.family in TEXT_FAMILIES:
+        names, example, run = _text_inputs(config, variant)
+    else:
+        names, example = _signal_inputs(model, config)
+        run = example
+    module = FirstOutput(model, tuple(names)).to(dtype).eval()
+    dynamic = None
+    if variant == "dynamic":  # one spec per input, inside the spec of `*tensors`
+        dynamic = (({1: torch.export.Dim("seq", min=2, max=SEQ)},),)
+    return Built(module, _to(example, dtype), _to(run, dtype), dynamic)
+
+
+# ---- torch.nn idioms --------------------------------------------------------------------
+
+class GPTBlock(nn.Module):
+    """A pre-norm GPT block whose attention applies a `tril` buffer by `masked_fill`."""
+
+    tril: torch.Tensor
+
+    def __init__(self, dim: int, heads: int, block: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.qkv, self.proj = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(
+            dim, dim)
+        self.ln2, self.fc, self.out = nn.LayerNorm(dim), nn.Linear(dim, 4 * dim), nn.Linear(
+            4 * dim, dim)
+        self.register_buffer("tril", torch.tril(torch.ones(block, block)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, dim = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(dim, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+        att = att.masked_fill(self.tril[:t, :t] == 0, float("-inf")).softmax(-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, dim))
+        return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x))))
+
+
+class MaskedFillGPT(nn.Module):
+    """A nanoGPT-style decoder: token + position embeddings, `GPTBlock`s, tied LM head."""
+
+    def __init__(self, vocab: int = 256, dim: int = 128, heads: int = 2, layers: int = 2,
+                 block: int = 64):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(block, dim)
+        self.blocks = nn.Sequential(*(GPTBlock(dim, heads, block) for _ in range(layers)))
+        self.ln = nn.LayerNorm(dim)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        return self.ln(self.blocks(x)) @ self.tok.weight.T
+
+
+class Recurrent(nn.Module):
+    """An LSTM or GRU sequence model with a linear head on every step."""
+
+    def __init__(self, cell: type[nn.LSTM] | type[nn.GRU], dim: int = 64, hidden: int = 128):
+        super().__init__()
+        self.rnn = cell(dim, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.rnn(x)[0])
+
+
+class SelfAttention(nn.Module):
+    """nn.MultiheadAttention as self-attention with an out-of-place residual."""
+
+    def __init__(self, dim: int = 128, heads: int = 2):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.attn(x, x, x, need_weights=False)[0]
+
+
+class TemporalConvNet(nn.Module):
+    """Causal dilated Conv1d blocks (left padding, ReLU, residual 1x1), then a linear head."""
+
+    def __init__(self, channels: int = 32, hidden: int = 64, levels: int = 3):
+        super().__init__()
+        self.convs = nn.ModuleList()
+        self.skips = nn.ModuleList()
+        for i in range(levels):
+            c_in = channels if i == 0 else hidden
+            self.convs.append(nn.Conv1d(c_in, hidden, 3, dilation=2 ** i))
+            self.skips.append(nn.Conv1d(c_in, hidden, 1))
+        self.head = nn.Linear(hidden, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, (conv, skip) in enumerate(zip(self.convs, self.skips)):
+            pad = 2 * 2 ** i
+            x = torch.relu(conv(nn.functional.pad(x, (pad, 0)))) + skip(x)
+        return self.head(x.transpose(1, 2))
+
+
+class Recommender(nn.Module):
+    """Two EmbeddingBag (mean) towers over id bags plus dense features, then an MLP score."""
+
+    def __init__(self, users: int = 500, items: int = 1000, dim: int = 64):
+        super().__init__()
+        self.users = nn.EmbeddingBag(users, dim, mode="mean")
+        self.items = nn.EmbeddingBag(items, dim, mode="mean")
+        self.mlp = nn.Sequential(nn.Linear(2 * dim + 16, 128), nn.ReLU(), nn.Linear(128, 1))
+
+    def forward(self, user_ids: torch.Tensor, item_ids: torch.Tensor,
+                dense: torch.Tensor) -> torch.Tensor:
+        users, items = self.users(user_ids), self.items(item_ids)
+        return self.mlp(torch.cat([users, items, dense.to(users.dtype)], dim=-1))
+
+
+def _conv_bn(c_in: int, c_out: int, k: int = 3, stride: int = 1, groups: int = 1,
+             act: Callable[[], nn.Module] = nn.ReLU) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(c_in, c_out, k, stride, k // 2, groups=groups, bias=False),
+                         nn.BatchNorm2d(c_out), act())
+
+
+class UNet(nn.Module):
+    """A two-level U-Net: conv blocks, max pooling, a transposed-conv upsample, a skip concat."""
+
+    def __init__(self, c: int = 16):
+        super().__init__()
+        self.down1 = nn.Sequential(_conv_bn(3, c), _conv_bn(c, c))
+        self.down2 = nn.Sequential(_conv_bn(c, 2 * c), _conv_bn(2 * c, 2 * c))
+        self.up = nn.ConvTranspose2d(2 * c, c, 2, stride=2)
+        self.fuse = nn.Sequential(_conv_bn(2 * c, c), nn.Conv2d(c, 2, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        skip = self.down1(x)
+        deep = self.down2(nn.functional.max_pool2d(skip, 2))
+        return self.fuse(torch.cat([self.up(deep), skip], dim=1))
+
+
+class BasicBlock(nn.Module):
+    """ResNet's basic block: two 3x3 conv-BN, a strided 1x1 projection when the shape changes."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int):
+        super().__init__()
+        self.body = nn.Sequential(_conv_bn(c_in, c_out, stride=stride),
+                                  nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False),
+                                  nn.BatchNorm2d(c_out))
+        self.proj = (nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False),
+                                   nn.BatchNorm2d(c_out))
+                     if stride != 1 or c_in != c_out else nn.Identity())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.body(x) + self.proj(x))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2/V3 and EfficientNet's block: 1x1 expand, depthwise kxk, optional
+    squeeze-excite, 1x1 project, residual when the shape is kept."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int, k: int,
+                 act: Callable[[], nn.Module], se: bool):
+        super().__init__()
+        mid = 4 * c_in
+        self.expand = _conv_bn(c_in, mid, 1, act=act)
+        self.dw = _conv_bn(mid, mid, k, stride, groups=mid, act=act)
+        self.se = (nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(mid, mid // 4, 1), nn.SiLU(),
+                                 nn.Conv2d(mid // 4, mid, 1), nn.Sigmoid()) if se else None)
+        self.project = nn.Sequential(nn.Conv2d(mid, c_out, 1, bias=False), nn.BatchNorm2d(c_out))
+        self.residual = stride == 1 and c_in == c_out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.dw(self.expand(x))
+        if self.se is not None:
+            y = y * self.se(y)
+        y = self.project(y)
+        return x + y if self.residual else y
+
+
+class ConvNeXtBlock(nn.Module):
+    """ConvNeXt: depthwise 7x7, permute to NHWC, LayerNorm, 4x MLP with GELU, layer scale,
+    permute back, residual."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.dw = nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.norm = nn.LayerNorm(c)
+        self.fc1, self.fc2 = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+        self.gamma = nn.Parameter(torch.full((c,), 0.5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.dw(x).permute(0, 2, 3, 1)
+        y = self.gamma * self.fc2(nn.functional.gelu(self.fc1(self.norm(y))))
+        return x + y.permute(0, 3, 1, 2)
+
+
+def _classifier(stem: nn.Module, body: list[nn.Module], channels: int) -> nn.Module:
+    return nn.Sequential(stem, *body, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(channels, 10))
+
+
+def _resnet() -> nn.Module:
+    return _classifier(_conv_bn(3, 32, stride=2),
+                       [BasicBlock(32, 32, 1), BasicBlock(32, 64, 2)], 64)
+
+
+def _mobilenet() -> nn.Module:
+    return _classifier(_conv_bn(3, 16, stride=2, act=nn.Hardswish),
+                       [InvertedResidual(16, 16, 1, 3, nn.ReLU6, False),
+                        InvertedResidual(16, 24, 2, 3, nn.Hardswish, False)], 24)
+
+
+def _efficientnet() -> nn.Module:
+    return _classifier(_conv_bn(3, 16, stride=2, act=nn.SiLU),
+                       [InvertedResidual(16, 16, 1, 3, nn.SiLU, True),
+                        InvertedResidual(16, 24, 2, 5, nn.SiLU, True)], 24)
+
+
+def _convnext() -> nn.Module:
+    return _classifier(nn.Conv2d(3, 64, 4, stride=4), [ConvNeXtBlock(64), ConvNeXtBlock(64)], 64)
+
+
+def _gen() -> torch.Generator:
+    return torch.Generator().manual_seed(0)
+
+
+def _tokens() -> tuple[torch.Tensor, ...]:
+    return (torch.randint(0, 256, (1, SEQ), generator=_gen()),)
+
+
+def _sequence(dim: int) -> Callable[[], tuple[torch.Tensor, ...]]:
+    return lambda: (torch.randn(1, SEQ, dim, generator=_gen()),)
+
+
+def _image() -> tuple[torch.Tensor, ...]:
+    return (torch.randn(1, 3, 32, 32, generator=_gen()),)
+
+
+def _bags() -> tuple[torch.Tensor, ...]:
+    gen = _gen()
+    return (torch.randint(0, 500, (4, 3), generator=gen),
+            torch.randint(0, 1000, (4, 5), generator=gen), torch.randn(4, 16, generator=gen))
+
+
+SEQ_VARIANTS = ("fp32", "fp16", "dynamic")
+# name -> (family, variants, (module factory, example inputs factory))
+IDIOMS: dict[str, tuple[str, tuple[str, ...],
+                        tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor, ...]]]]] = {
+    "gpt-masked-fill": ("nn-seq", SEQ_VARIANTS, (MaskedFillGPT, _tokens)),
+    "lstm": ("nn-seq", SEQ_VARIANTS, (lambda: Recurrent(nn.LSTM), _sequence(64))),
+    "gru": ("nn-seq", SEQ_VARIANTS, (lambda: Recurrent(nn.GRU), _sequence(64))),
+    "multihead-attention": ("nn-seq", SEQ_VARIANTS, (SelfAttention, _sequence(128))),
+    "transformer-encoder": ("nn-seq", SEQ_VARIANTS, (
+        lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(
+            128, 2, 256, dropout=0.0, batch_first=True), 2, enable_nested_tensor=False),
+        _sequence(128))),
+    "temporal-conv-net": ("nn-seq", PLAIN_VARIANTS, (
+        TemporalConvNet, lambda: (torch.randn(1, 32, 64, generator=_gen()),))),
+    "embedding-bag-recommender": ("nn-rec", PLAIN_VARIANTS, (Recommender, _bags)),
+    "unet": ("nn-vision", PLAIN_VARIANTS, (UNet, _image)),
+    "resnet": ("nn-vision", PLAIN_VARIANTS, (_resnet, _image)),
+    "mobilenet": ("nn-vision", PLAIN_VARIANTS, (_mobilenet, _image)),
+    "efficientnet": ("nn-vision", PLAIN_VARIANTS, (_efficientnet, _image)),
+    "convnext": ("nn-vision", PLAIN_VARIANTS, (_convnext, _image)),
+}
+
+
+def build_idiom(case: Case, variant: str) -> Built:
+    """A torch.nn idiom in a variant (`dynamic`: the sequence dim, dim 1, symbolic)."""
+    _, _, (factory, inputs) = IDIOMS[case.name.removeprefix("nn:")]
+    torch.manual_seed(0)
+    dtype = _dtype_of(variant)
+    module = factory().to(dtype).eval()
+    example = _to(inputs(), dtype)
+    if variant != "dynamic":
+        return Built(module, example, example)
+    run = tuple(t[:, :DYNAMIC_RUN_SEQ] for t in example)
+    dims = ({1: torch.export.Dim("seq", min=2, max=SEQ)},) + ({},) * (len(example) - 1)
+    return Built(module, example, run, dims)
+
+
+def build(case: Case, variant: str) -> Built:
+    """The case's module and inputs in `variant` (see `Built`)."""
+    return build_hf(case, variant) if case.name.startswith("hf:") else build_idiom(case, variant)

@@ -1,0 +1,180 @@
+"""The model-coverage sweep's machinery (`benchmarks/model_sweep.py`) on a fixed small sample.
+
+Two torch.nn idioms of the catalogue that compile today are measured and must match eager
+with every field recorded; the same models with their outputs corrupted through the
+harness's hook (one element off; a 1 % scale) must be recorded as numerics failures; a model
+torch.export rejects is recorded as `export`, a program spyrec refuses as `refused` with the
+reason; the per-process runner records a timeout for every variant it did not finish, runs a
+model in its own process and parses its records, `--resume` skips what the results file
+holds, and the report counts what the records say.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import torch
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+catalogue = _load("sweep_models")
+sweep = _load("model_sweep")
+CASES = {c.name: c for c in catalogue.all_cases()}
+
+
+class DataDependent(torch.nn.Module):
+    """Python control flow on a tensor's value: torch.export cannot trace it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2 if x.sum() > 0 else x - 1
+
+
+class Float64(torch.nn.Module):
+    """A float64 program: spyrec refuses the dtype (Spyre has no 64-bit floats)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x.double()) + 1
+
+
+@pytest.fixture
+def extra_idioms(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Two test-only idioms in the catalogue, as `nn:data-dependent` and `nn:float64`."""
+    idioms = {**catalogue.IDIOMS,
+              "data-dependent": ("nn-seq", ("fp32",), (DataDependent,
+                                                       lambda: (torch.ones(4, 64),))),
+              "float64": ("nn-seq", ("fp32",), (Float64, lambda: (torch.ones(4, 64),)))}
+    monkeypatch.setattr(catalogue, "IDIOMS", idioms)
+    return idioms
+
+
+def _check_measured(record: dict[str, Any]) -> None:
+    assert record["status"] == "ok", record
+    assert 0 <= record["element_ratio"] <= 1 and 0 <= record["aggregate_ratio"] <= 1
+    assert record["emulated_us"] > 0 and 0 < record["roofline_ratio"] <= 1.05
+    assert record["offchip_bytes"] > 0 and record["min_offchip_bytes"] > 0
+    assert record["kernels"] >= 1 and record["compile_s"] > 0 and record["export_s"] > 0
+
+
+def _scaled(out: torch.Tensor) -> torch.Tensor:
+    """1 % too large everywhere: each element within its loose bound, the aggregate not."""
+    return out * 1.01
+
+
+def _one_off(out: torch.Tensor) -> torch.Tensor:
+    """One element far off, the rest exact."""
+    out = out.clone()
+    out.view(-1)[3] += 10 * out.abs().max() + 1
+    return out
+
+
+# the sample that runs on the emulator (a few seconds each): heavy tier
+@pytest.mark.heavy
+@pytest.mark.parametrize(("name", "variant", "corrupt", "ratio"), [
+    ("nn:multihead-attention", "fp32", _one_off, "element_ratio"),
+    ("nn:resnet", "fp16", _scaled, "aggregate_ratio")])
+def test_sample_matches_eager_and_a_corrupted_output_is_caught(
+        name: str, variant: str, corrupt: Any, ratio: str) -> None:
+    record = sweep.measure(CASES[name], variant)
+    _check_measured(record)
+    assert record["model"] == name and record["variant"] == variant
+    bad = sweep.measure(CASES[name], variant, corrupt=corrupt)  # the harness's hook
+    assert bad["status"] == "mismatch" and bad[ratio] > 1 and "FAILED" in bad["error"], bad
+
+
+def test_export_failure_and_refusal_are_recorded(extra_idioms: dict[str, Any]) -> None:
+    export = sweep.measure(catalogue.Case("nn:data-dependent", "nn-seq", ("fp32",)), "fp32")
+    assert export["status"] == "export" and "error" in export and "compile_s" not in export
+    refused = sweep.measure(catalogue.Case("nn:float64", "nn-seq", ("fp32",)), "fp32")
+    assert refused["status"] == "refused", refused
+    assert "float64" in refused["error"] and refused["ops"] and refused["compile_s"] >= 0
+
+
+def test_a_pass_failure_is_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PassFailure wraps an exception a pass raised: a compiler bug, not a refusal."""
+    from spyrec import api
+    from spyrec.diagnostics import PassFailure
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return 1 // 0
+        except ZeroDivisionError as exc:
+            raise PassFailure("pass spyre-x failed: ZeroDivisionError") from exc
+
+    monkeypatch.setattr(api, "compile", failing)
+    record = sweep.measure(CASES["nn:multihead-attention"], "fp32")
+    assert record["status"] == "crash" and "ZeroDivisionError" in record["error"], record
+    assert record["where"].startswith("test/python/test_model_sweep.py:")
+
+
+def test_refused_ops_are_named_per_entry() -> None:
+    from spyrec.diagnostics import CompileError, UnsupportedOpsError
+
+    error = UnsupportedOpsError("m.pt2", [
+        "m.py:3: aten.gather.default (node gather): no Spyre lowering",
+        "m.py:4: aten.gather.default (node gather_1): no Spyre lowering",
+        "program output y: a boolean tensor that is not a predicate"])
+    assert sweep.refused_ops(error) == ["aten.gather.default", "aten.gather.default",
+                                        "a boolean tensor that is not a predicate"]
+    assert sweep.refused_ops(CompileError("node x: aten.cat.default reads padding")) == [
+        "aten.cat.default"]
+    # a reason is compared across models without its source line, node, shapes and numbers
+    assert sweep.refusal("CompileError: <memory>: m.py:7: node cat (aten.cat.default): it "
+                         "indexes symbolic dim -1. A symbolic size runs ...") == (
+        "aten.cat.default", "it indexes symbolic dim -N")
+    assert sweep.refusal("a.py:2: aten.view.default (node view_3): [1, 24, 1, 1] -> [1, 24] "
+                         "changes the innermost dim; see") == (
+        "aten.view.default", "[..] -> [..] changes the innermost dim")
+
+
+def test_timeout_resume_and_report(tmp_path: Path) -> None:
+    case = CASES["nn:multihead-attention"]
+    records = sweep.run_case(case, timeout=0.5)  # killed while importing torch
+    assert [r["variant"] for r in records] == list(case.variants)
+    assert {r["status"] for r in records} == {"timeout"}
+    results = tmp_path / "results.jsonl"
+    ok = {"status": "ok", "element_ratio": 0.1, "aggregate_ratio": 0.2, "emulated_us": 5.0,
+          "roofline_ratio": 0.5, "offchip_bytes": 200, "min_offchip_bytes": 100, "kernels": 1,
+          "compile_s": 1.0}
+    lines = [{"model": case.name, "family": case.family, "variant": v, **ok}
+             for v in case.variants]
+    results.write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"truncat')
+    assert sweep.read_results(results) == lines
+    sweep.sweep([case], results, timeout=0.5, jobs=1, resume=True)  # done: nothing runs
+    assert sweep.read_results(results) == lines
+    refused = {"model": "nn:lstm", "family": "nn-seq", "variant": "fp32", "status": "refused",
+               "ops": ["aten.lstm.input", "aten.lstm.input"], "compile_s": 1.0,
+               "entries": ["m.py:3: aten.lstm.input (node lstm): no Spyre lowering",
+                           "m.py:9: aten.lstm.input (node lstm_1): no Spyre lowering"]}
+    text = sweep.report([case, CASES["nn:lstm"], CASES["nn:gru"]], [*lines, refused],
+                        "model_sweep.py --test", 60)
+    assert "**3 architectures enumerated**" in text and "**2 measured**" in text
+    assert "1 compile refusals" in text and "**1 compiled**, **1 match eager**" in text
+    assert "| aten.lstm.input | no Spyre lowering | 1 | nn:lstm |" in text
+    assert "| nn:multihead-attention | fp32 | ok | 0.20 | 5.0 | 0.50 | 2.00 | 1.0 |" in text
+    assert text.rstrip().endswith("nn:gru")  # not run, listed
+
+
+@pytest.mark.heavy
+def test_one_model_per_process() -> None:
+    case = CASES["nn:multihead-attention"]
+    records = sweep.run_case(case, timeout=240)
+    assert [r["variant"] for r in records] == list(case.variants)
+    for record in records[:2]:  # fp32, fp16
+        _check_measured(record)
+    assert records[2]["status"] in sweep.STATUSES and records[2]["process_s"] > 0
