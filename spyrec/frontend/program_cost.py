@@ -32,6 +32,8 @@ op as written, never guessed:
                                  masked_fill'ed score matrix, a sliding window) is data: every
                                  pair counts, as the op as written computes it
     softmax, log_softmax         5 per element (max, subtract, exp, sum, divide/log)
+    logsumexp                    4 per input element (max, subtract, exp, sum) + 1 (log)
+                                 per output element
     layer_norm, group_norm       5 per element (mean, centre, square, variance, scale)
                                  + 1 per element each for a weight and a bias
     rms_norm                     3 per element + 1 for a weight
@@ -78,6 +80,7 @@ _CONVOLUTIONS = {_A.convolution.default, _A.conv1d.default, _A.conv2d.default,
                  _A.conv3d.default, _A.conv_transpose1d.default, _A.conv_transpose2d.input,
                  _A.conv_transpose3d.input}
 _SOFTMAX = {_A.softmax.int, _A._softmax.default, _A.log_softmax.int, _A._log_softmax.default}
+_LOGSUMEXP = _A.logsumexp.default
 _LAYER_NORMS = {_A.layer_norm.default, _A.native_layer_norm.default,
                 _A.group_norm.default, _A.native_group_norm.default}
 _BATCH_NORMS = {_A._native_batch_norm_legit_no_training.default,
@@ -85,8 +88,7 @@ _BATCH_NORMS = {_A._native_batch_norm_legit_no_training.default,
 _REDUCTIONS = {_A.sum.default, _A.sum.dim_IntList, _A.amax.default, _A.amin.default,
                _A.max.default, _A.min.default, _A.max.dim, _A.min.dim, _A.argmax.default,
                _A.argmin.default, _A.prod.default, _A.prod.dim_int, _A.any.default,
-               _A.any.dim, _A.any.dims, _A.all.default, _A.all.dim, _A.cumsum.default,
-               _A.logsumexp.default}
+               _A.any.dim, _A.any.dims, _A.all.default, _A.all.dim, _A.cumsum.default}
 _POOLS = {_A.max_pool1d.default, _A.max_pool2d.default, _A.max_pool2d_with_indices.default,
           _A.max_pool3d.default, _A.max_pool3d_with_indices.default, _A.avg_pool1d.default,
           _A.avg_pool2d.default, _A.avg_pool3d.default}
@@ -213,6 +215,8 @@ def node_flops(node: torch.fx.Node) -> Expr | None:
         return _attention(node)
     if target in _SOFTMAX:
         return 5 * _numel(node)
+    if target is _LOGSUMEXP:
+        return 4 * _numel(node.args[0]) + _numel(node)
     if target in _LAYER_NORMS:
         first = 1 if target is _A.native_group_norm.default else 2
         return _norm(node, 5, ((first, "weight"), (first + 1, "bias")))
@@ -240,8 +244,7 @@ def node_flops(node: torch.fx.Node) -> Expr | None:
     return None
 
 
-def _symbol_names(ep: torch.export.ExportedProgram, users: list[torch.fx.Node]
-                  ) -> dict[Expr, str]:
+def _symbol_names(users: list[torch.fx.Node]) -> dict[Expr, str]:
     """Each symbolic size by its name in the `.spyre` (`<input>.dim<k>` of its first use,
     as `frontend.symbolic.specialize` names it)."""
     names: dict[Expr, str] = {}
@@ -302,7 +305,7 @@ def program_cost(ep: torch.export.ExportedProgram) -> ProgramCost:
              **dict.fromkeys(sig.inputs_to_lifted_tensor_constants, "constant")}
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
     user_inputs = [n for n in placeholders if n.name not in kinds]
-    names = _symbol_names(ep, user_inputs)
+    names = _symbol_names(user_inputs)
     tensors = [_tensor(n, kinds.get(n.name, "input"), names)
                for n in placeholders if n.users and _val(n) is not None]
     output = next(n for n in ep.graph.nodes if n.op == "output")

@@ -183,6 +183,8 @@ def test_an_in_place_cache_update_writes_only_its_values():
     """`cache[:, pos] = x` (a KV cache's update) writes the assigned rows, not the cache."""
 
     class _Cache(torch.nn.Module):
+        cache: torch.Tensor
+
         def __init__(self):
             super().__init__()
             self.register_buffer("cache", torch.zeros(4, 256, 64, dtype=F16))
