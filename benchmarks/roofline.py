@@ -20,6 +20,9 @@ Per case and variant it prints emulated µs (the emulator in timing-only mode: t
 and the profile, no data), the roofline bound of the whole program (max(flops / 98.3 TFLOPS,
 minimum bytes / 204.8 GB/s)), their ratio (1.0 = at the hardware's limit), off-chip bytes
 against the minimum (each input and weight read once, each output written once, unpadded),
+both the source program's figures of the profile (`program_flops`,
+`program_min_offchip_bytes`, design note 70: the flops of every op as written, not only the
+matmuls'),
 the LX peak of any core, and for a GEMM the core split, tile and resident operand chosen
 and the best time any blocking could reach without sharing operands between cores over the
 ring (`split_bound_us`), as a ratio to the emulated time.
@@ -68,20 +71,18 @@ class Case:
     group: str
     name: str
     build: Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]
-    flops: int  # the program's useful flops (the matmuls; elementwise work is negligible)
     split_bound_us: float = 0.0  # a GEMM's best time with no operand shared between cores
 
 
 def gemm(m: int, k: int, n: int) -> Case:
     return Case("gemm", f"gemm {m}x{k}x{n}",
-                lambda: (Gemm(k, n), (torch.randn(m, k),)), 2 * m * k * n,
-                split_bound_us(m, k, n))
+                lambda: (Gemm(k, n), (torch.randn(m, k),)), split_bound_us(m, k, n))
 
 
 def rows(name: str, module: Callable[[], torch.nn.Module], m: int, n: int,
          inputs: int = 1, group: str = "norm") -> Case:
     return Case(group, f"{name} {m}x{n}",
-                lambda: (module(), tuple(torch.randn(m, n) for _ in range(inputs))), 0)
+                lambda: (module(), tuple(torch.randn(m, n) for _ in range(inputs))))
 
 
 def sdpa(heads: int, q_len: int, kv_len: int, dim: int = 64) -> Case:
@@ -89,30 +90,22 @@ def sdpa(heads: int, q_len: int, kv_len: int, dim: int = 64) -> Case:
     return Case("sdpa", f"sdpa {kind} h{heads} L{q_len} S{kv_len} d{dim}",
                 lambda: (Sdpa(), (torch.randn(1, heads, q_len, dim),
                                   torch.randn(1, heads, kv_len, dim),
-                                  torch.randn(1, heads, kv_len, dim))),
-                4 * heads * q_len * kv_len * dim)
+                                  torch.randn(1, heads, kv_len, dim))))
 
 
 def granite(kind: str, tokens: int) -> Case:
-    """The zoo's Granite-3.3-8B-shaped layer: a causal prefill of `tokens` (each row attends to
-    (tokens + 1) / 2 keys on average), or one decode step over a cache of `tokens` entries
-    (the masked attention reads all of them). The useful flops are the matmuls'."""
-    from spyrec.zoo import GRANITE_8B as g
+    """The zoo's Granite-3.3-8B-shaped layer: a causal prefill of `tokens` (the program's
+    flops count each row's (tokens + 1) / 2 keys on average), or one decode step over a cache
+    of `tokens` entries (the masked attention reads all of them)."""
     from spyrec.zoo import granite_decode, granite_prefill
 
-    hd = g.head_dim
-    weights = g.hidden_size * (hd * (2 * g.num_attention_heads + 2 * g.num_key_value_heads)
-                               + 3 * g.intermediate_size)
     if kind == "prefill":
-        rows, keys = tokens, (tokens + 1) / 2
         build = partial(granite_prefill, torch.float16, tokens)
     else:
-        rows, keys = 1, tokens
         build = partial(granite_decode, torch.float16, tokens, tokens // 2)
-    flops = 2 * rows * weights + 4 * rows * g.num_attention_heads * hd * keys
     name = f"granite-8b layer prefill S{tokens}" if kind == "prefill" else \
         f"granite-8b layer decode cache {tokens}"
-    return Case("granite", name, build, int(flops))
+    return Case("granite", name, build)
 
 
 QUICK_GEMMS = [(128, 128, 128), (256, 1000, 320), (1000, 1500, 1000), (1024, 1024, 1024)]
@@ -157,17 +150,6 @@ def split_bound_us(m: int, k: int, n: int) -> float:
     return best * 1e6
 
 
-def min_bytes(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...],
-              ep: torch.export.ExportedProgram) -> int:
-    """Each input, weight and buffer (a KV cache) read once, each output written once,
-    unpadded (the outputs' shapes from the export, so no fp16 matmul runs on the host)."""
-    (node,) = [n for n in ep.graph.nodes if n.op == "output"]
-    mutated = len(ep.graph_signature.buffers_to_mutate)  # the leading outputs: buffer updates
-    outputs = [a.meta["val"] for a in node.args[0][mutated:]]
-    tensors = [*inputs, *module.parameters(), *module.buffers(), *outputs]
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-
 def _decisions(module) -> str:  # an xDSL ModuleOp
     """The matmul kernels' split, tile and resident operand, from the decision ledger."""
     found = []
@@ -206,14 +188,10 @@ def measure(case: Case, variant: dict[str, object]) -> dict[str, object]:
     compile_s = time.perf_counter() - start
     assert result.binary is not None
     _, prof = Emulator(result.binary, mode="timing").run()
-    target = DEFAULT_TARGET
     emulated = prof.emulated_us
-    flops = case.flops or prof.to_dict()["flops"]
-    least = min_bytes(module, inputs, ep)
-    roofline = max(flops / target.peak_flops, least / target.lpddr_bytes_per_s) * 1e6
     return {
         "compile_s": compile_s, "kernels": len(result.binary.kernels), "us": emulated,
-        "roofline": roofline, "ratio": roofline / emulated, "bytes": prof.offchip_bytes / least,
+        "roofline": prof.roofline_us, "ratio": prof.roofline_ratio, "bytes": prof.bytes_ratio,
         "lx": prof.lx_peak_bytes, "blocking": _decisions(result.module),
         "split_bound": case.split_bound_us / emulated if case.split_bound_us else None,
     }

@@ -1,10 +1,20 @@
 """What an emulator run measured: times, work, traffic, utilisation, warnings and a timeline.
 
 Times are emulated device cycles converted at the target clock; host transfers (the plans'
-DataTransfer steps) are not timed. The roofline of a kernel is the larger of its FLOPs at the
-card's peak and its minimal off-chip bytes at the LPDDR bandwidth, both as declared by the
-compiler in the KernelImage; roofline_ratio = roofline / emulated is at most 1 unless those
-declarations overstate what the program does (the profile then carries a warning).
+DataTransfer steps) are not timed. Two rooflines, labelled apart (design note 70):
+
+- the program's, the headline (`roofline_us`, `roofline_ratio`, `bytes_ratio`): the larger of
+  the source program's flops at the card's peak and its least off-chip bytes (every input,
+  weight and output moved once, unpadded) at the LPDDR bandwidth, as the frontend computed
+  them from the program as written (`ProgramCost` in the `.spyre`, at the run's symbolic
+  sizes). A compiler that moves a weight twice, or runs a depthwise convolution as a dense
+  one, shows here as a lower ratio. A binary without a program cost (a KTIR input program,
+  or a file written before the field existed) falls back to the kernels' figures, and
+  `roofline_source` says which was used;
+- the compiled kernels' own (`kernel_roofline_us`, `flops`, `min_offchip_bytes`, and each
+  kernel's entry): the sum over kernels of each kernel's roofline from the compiler's figures
+  in the KernelImage (its own operands read once). A kernel's ratio is at most 1 unless those
+  figures overstate what the kernel does (the profile then carries a warning).
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import numpy as np
 from spyrec.runtime.occupancy import lx_live_bytes
 from spyrec.runtime.timing import Schedule, track_names
 from spyrec.target import SpyreTarget
+from spyrec.target.container import ProgramCost
 from spyrec.target.isa import Instr
 from spyrec.target.rendezvous import RENDEZVOUS_OPS
 from spyrec.target.timing import ring_hops
@@ -81,10 +92,10 @@ class KernelProfile:
     cores: int
     start_cycle: float
     end_cycle: float
-    flops: int  # declared by the compiler
+    flops: int  # declared by the compiler for the kernel as compiled
     pt_flops: int  # executed by pt.matmul instructions (2*m*k*n each)
     offchip_bytes: int  # moved by DMA between LPDDR and LX
-    min_offchip_bytes: int  # declared by the compiler
+    min_offchip_bytes: int  # declared by the compiler: the compiled kernel's operands once
     lx_peak_bytes: int  # highest LX byte touched on any core, plus one
     instructions: int  # instructions run (a loop body counts once per iteration)
     busy_cycles: dict[str, float] = field(default_factory=dict)  # engine kind -> summed busy cycles
@@ -129,9 +140,7 @@ class KernelProfile:
         return target.cycles_to_us(self.cycles)
 
     def roofline_us(self, target: SpyreTarget) -> float:
-        compute = self.flops / target.peak_flops
-        memory = self.min_offchip_bytes / target.lpddr_bytes_per_s
-        return max(compute, memory) * 1e6
+        return _roofline_us(self.flops, self.min_offchip_bytes, target)
 
     def utilisation(self, target: SpyreTarget) -> dict[str, float]:
         """Busy fraction of each engine kind over the kernel's cores, and of the LPDDR channel."""
@@ -151,6 +160,11 @@ class KernelProfile:
         }
 
 
+def _roofline_us(flops: int, offchip_bytes: int, target: SpyreTarget) -> float:
+    """The larger of `flops` at the card's peak and `offchip_bytes` at the LPDDR bandwidth."""
+    return max(flops / target.peak_flops, offchip_bytes / target.lpddr_bytes_per_s) * 1e6
+
+
 def _utilisation(
     busy: dict[str, float], lpddr_bytes: int, cycles: float, cores: int, target: SpyreTarget
 ) -> dict[str, float]:
@@ -165,11 +179,14 @@ def _utilisation(
 
 @dataclass
 class Profile:
-    """The profile of one `Emulator.run`."""
+    """The profile of one `Emulator.run`: its kernels, and the source program's cost at the
+    run's symbolic sizes (`sizes`, every symbol) when the binary records one."""
 
     target: SpyreTarget
     kernels: list[KernelProfile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    program: ProgramCost | None = None
+    sizes: dict[str, int] = field(default_factory=dict)
 
     def events(self) -> list[TraceEvent]:
         """Every instruction's run, kernel by kernel, core by core, in program order."""
@@ -184,15 +201,43 @@ class Profile:
         return self.target.cycles_to_us(self.emulated_cycles)
 
     @property
-    def roofline_us(self) -> float:
+    def kernel_roofline_us(self) -> float:
+        """The sum of the kernels' own rooflines (the compiler's per-kernel figures)."""
         return sum(k.roofline_us(self.target) for k in self.kernels)
+
+    @property
+    def roofline_us(self) -> float:
+        """The program's roofline (its source figures); the kernels' without them."""
+        if self.program is None:
+            return self.kernel_roofline_us
+        return _roofline_us(self.program_flops, self.program_min_offchip_bytes, self.target)
 
     @property
     def roofline_ratio(self) -> float:
         return self.roofline_us / self.emulated_us if self.emulated_us else 1.0
 
     @property
+    def program_flops(self) -> int:
+        """The source program's flops as written (the kernels' sum without a program cost)."""
+        return self.flops if self.program is None else self.program.flops(self.sizes)
+
+    @property
+    def program_min_offchip_bytes(self) -> int:
+        """Every input, weight and output of the source program moved once, unpadded (the
+        kernels' sum without a program cost)."""
+        if self.program is None:
+            return self.min_offchip_bytes
+        return self.program.min_offchip_bytes(self.sizes)
+
+    @property
+    def bytes_ratio(self) -> float:
+        """The off-chip bytes moved over the program's least (1.0: each moved once)."""
+        least = self.program_min_offchip_bytes
+        return self.offchip_bytes / least if least else 0.0
+
+    @property
     def flops(self) -> int:
+        """The compiled kernels' flops (the compiler's per-kernel figures, summed)."""
         return sum(k.flops for k in self.kernels)
 
     @property
@@ -201,6 +246,7 @@ class Profile:
 
     @property
     def min_offchip_bytes(self) -> int:
+        """The compiled kernels' least traffic (each kernel's operands once, summed)."""
         return sum(k.min_offchip_bytes for k in self.kernels)
 
     @property
@@ -216,14 +262,28 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as plain data (JSON-ready); the event list is left to `trace_events`."""
+        program = self.program
+        kernel_roofline = self.kernel_roofline_us
         return {
             "target": self.target.name,
             "emulated_cycles": self.emulated_cycles,
             "emulated_us": self.emulated_us,
+            # the headline: the source program's figures (design note 70)
+            "roofline_source": "kernels" if program is None else "program",
             "roofline_us": self.roofline_us,
             "roofline_ratio": self.roofline_ratio,
-            "flops": self.flops,
+            "program_flops": self.program_flops,
+            "program_min_offchip_bytes": self.program_min_offchip_bytes,
+            "program_padded_offchip_bytes": (None if program is None
+                                             else program.padded_offchip_bytes(self.sizes)),
+            "program_uncounted_ops": {} if program is None else dict(program.uncounted),
+            "bytes_ratio": self.bytes_ratio,
             "offchip_bytes": self.offchip_bytes,
+            # the compiled kernels' own figures, summed
+            "kernel_roofline_us": kernel_roofline,
+            "kernel_roofline_ratio": (kernel_roofline / self.emulated_us
+                                      if self.emulated_us else 1.0),
+            "flops": self.flops,
             "min_offchip_bytes": self.min_offchip_bytes,
             "lx_peak_bytes": self.lx_peak_bytes,
             "utilisation": self.utilisation(),

@@ -2,7 +2,7 @@
 
     exe = spyrec.compile(torch.export.export(model, (x,)))
     y = exe(x)                       # runs on the Spyre emulator, returns torch tensors
-    exe.last_profile.to_dict()       # emulated_us, roofline_us, flops, offchip_bytes, ...
+    exe.last_profile.to_dict()       # emulated_us, roofline_ratio, bytes_ratio, program_flops, ...
 """
 
 from __future__ import annotations

@@ -309,11 +309,26 @@ def cache_clear() -> None:
 
 
 def _report_run(profile: Any) -> None:
+    """The run's headline against the source program's roofline, then the compiled kernels'
+    own figures beside it (design note 70)."""
     data = profile.to_dict()
-    ratio = data["roofline_us"] / data["emulated_us"] if data["emulated_us"] else 0.0
+    source = ("the source program's" if data["roofline_source"] == "program"
+              else "the kernels' (no source program)")
+    padded = data["program_padded_offchip_bytes"]
+    shown = "" if padded is None else f", {padded} B stick-padded"
     click.echo(f"emulated time {data['emulated_us']:.2f} us, roofline {data['roofline_us']:.2f} "
-               f"us (ratio {ratio:.2f}), off-chip {data['offchip_bytes']} B "
-               f"(minimum {data['min_offchip_bytes']} B), LX peak {data['lx_peak_bytes']} B")
+               f"us (ratio {data['roofline_ratio']:.2f}, {source}), off-chip "
+               f"{data['offchip_bytes']} B (minimum {data['program_min_offchip_bytes']} B{shown}; "
+               f"ratio {data['bytes_ratio']:.2f}), LX peak {data['lx_peak_bytes']} B")
+    if data["roofline_source"] == "program":
+        click.echo(f"compiled kernels: roofline {data['kernel_roofline_us']:.2f} us (ratio "
+                   f"{data['kernel_roofline_ratio']:.2f}), their own least traffic "
+                   f"{data['min_offchip_bytes']} B, {data['flops']} flop "
+                   f"(the program as written: {data['program_flops']})")
+    uncounted = data["program_uncounted_ops"]
+    if uncounted:
+        click.echo("flops not counted (0 in the program's figure): "
+                   + ", ".join(f"{op} x{n}" for op, n in uncounted.items()))
 
 
 def _check_against(model: Path, exe: Any, inputs: list[Any], outputs: Any,
@@ -799,6 +814,7 @@ def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: in
     _report_run(prof)
     util = ", ".join(f"{k} {v:.0%}" for k, v in data["utilisation"].items())
     click.echo(f"utilisation: {util}")
+    click.echo("per kernel, against the compiled kernel's own figures:")
     click.echo(f"{'kernel':<8} {'cores':>5} {'emulated us':>12} {'roofline us':>12} {'ratio':>6} "
                f"{'bytes/min':>9}")
     for k in data["kernels"]:
@@ -850,6 +866,12 @@ def inspect(binary: Path, programs: bool) -> None:
             shown = (f"runs if {p.symbol} >= {p.thresholds[0]}" if len(p.thresholds) == 1
                      else f"{p.symbol} thresholds {list(p.thresholds)}")
             click.echo(f"  kernel {name} core {p.core} pc {p.pc}: {shown}")
+    if b.program_cost is not None:
+        at = {name: upper for name, (_, upper) in b.symbols.items()}
+        click.echo(f"source program (as written, at the upper bounds): "
+                   f"{b.program_cost.flops(at)} flop, least off-chip traffic "
+                   f"{b.program_cost.min_offchip_bytes(at)} B "
+                   f"({b.program_cost.padded_offchip_bytes(at)} B stick-padded)")
     for k in b.kernels:
         total = sum(len(p) for p in k.programs.values())
         click.echo(f"kernel {k.name}: {k.num_cores} cores, {total} instructions, "

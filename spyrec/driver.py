@@ -181,6 +181,7 @@ def compile_program(
     start = time.perf_counter()
     binary = build_binary(module, imported.weights,
                           {"source": source, "compiler": f"spyrec {VERSION}"})
+    binary.program_cost = imported.cost  # None for a KTIR input: it has no source program
     if key is not None:
         cache.put(key, lambda path: write_spyre(binary, path))  # type: ignore[union-attr]
     if output is not None:

@@ -54,7 +54,9 @@ from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp
 from spyrec.dialects.spyre_plan import record_symbols
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.fold import fold_constants, is_predicate_constant
+from spyrec.frontend.program_cost import program_cost
 from spyrec.frontend.symbolic import Specialization, specialize
+from spyrec.target.container import ProgramCost
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -99,6 +101,7 @@ class ImportedProgram:
     source_name: str = "<memory>"
     weight_dtypes: dict[str, torch.dtype] = field(default_factory=dict)
     symbolic: Specialization | None = None  # symbolic sizes and where they are, if any
+    cost: ProgramCost | None = None  # the source program's own cost (design note 70)
 
 
 def load_program(path: str | Path) -> torch.export.ExportedProgram:
@@ -532,10 +535,12 @@ def import_program(ep: torch.export.ExportedProgram,
     except Exception as exc:
         raise CompileError(f"{source_name}: torch decomposition failed: {exc}") from exc
     symbolic = specialize(decomposed, source_name, source_line)
+    cost = program_cost(decomposed)  # as written: before specialising and any pass
     if symbolic is not None:  # static from here on, at the upper bounds
         decomposed = decompose(symbolic.program)
     program = _Importer(decomposed).run()
     program.symbolic = symbolic
+    program.cost = cost
     if symbolic is not None:
         record_symbols(program.module, symbolic.signature())
     program.source_name = source_name

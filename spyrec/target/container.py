@@ -19,7 +19,10 @@ File layout (integers little endian):
 
 The manifest holds the format version, target name, I/O signature, intermediates, the weights
 directory, the kernels with their per-core program table, the preparation and execution plans,
-the provenance, and for every blob its offset, size and sha256. Blob "init.bin" holds every
+the provenance, for every blob its offset, size and sha256, and (key "program_cost", since
+design note 70; absent in older files and for a KTIR input, and readable without a version
+bump since readers ignore a key they do not know) the source program's own cost, which the
+profile's roofline is measured against. Blob "init.bin" holds every
 kernel's job binary (the image that the preparation plan copies to the program area at the
 start of segment 7); blobs "weights/<i>" hold the weight arrays in host format (C order),
 converted to device format when the plan's InitTransfer runs.
@@ -36,12 +39,14 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import math
 import mmap
 import os
 import struct
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -56,7 +61,7 @@ from spyrec.target.isa import (
     decode_program,
     encode_program,
 )
-from spyrec.target.layout import DEVICE_DTYPE, HOST_DTYPE, DeviceLayout
+from spyrec.target.layout import DEVICE_DTYPE, HOST_DTYPE, DeviceLayout, stick_padded
 from spyrec.target.memory import ALIGNMENT, allocation_fault
 
 MAGIC = b"SPYREC\x00\x01"
@@ -138,7 +143,8 @@ class KernelImage:
     """One kernel: a program per core, run by one ComputeOnDevice.
 
     `flops` and `min_offchip_bytes` are the compiler's figures for the work and the least
-    LPDDR traffic the kernel needs; the profile's roofline is built from them.
+    LPDDR traffic of the kernel as compiled (its own operands read once): the per-kernel
+    roofline; the program's roofline is built from `SpyreBinary.program_cost` instead.
     """
 
     name: str
@@ -147,6 +153,70 @@ class KernelImage:
     flops: int = 0
     min_offchip_bytes: int = 0
     provenance: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ProgramTensor:
+    """A tensor of the source program that crosses the chip boundary: an input, parameter,
+    buffer or constant read once, or an output written once (`kind`). A symbolic dim is
+    its symbol's name; `itemsize` is the device storage bytes per element."""
+
+    name: str
+    kind: str  # "input", "parameter", "buffer", "constant", "output" or "update" (in place)
+    shape: tuple[int | str, ...]
+    dtype: str
+    itemsize: int
+
+    def sizes(self, values: Mapping[str, int]) -> tuple[int, ...]:
+        return tuple(values[d] if isinstance(d, str) else d for d in self.shape)
+
+
+@dataclass(frozen=True)
+class ProgramCost:
+    """The source program's own cost (design note 70), computed by the frontend before any
+    compiler pass (`spyrec.frontend.program_cost`): the tensors it must move at least once
+    and its flops as written, a polynomial in the symbolic sizes (terms of numerator,
+    denominator and symbol -> power). `uncounted` names the ops (with how many nodes) the
+    flops leave out. Every figure is exact at any size in range."""
+
+    tensors: tuple[ProgramTensor, ...]
+    flop_terms: tuple[tuple[int, int, dict[str, int]], ...]
+    uncounted: dict[str, int] = field(default_factory=dict)
+
+    def min_offchip_bytes(self, values: Mapping[str, int]) -> int:
+        """Every tensor moved once, unpadded, at `values` of the symbols."""
+        return sum(math.prod(t.sizes(values)) * t.itemsize for t in self.tensors)
+
+    def padded_offchip_bytes(self, values: Mapping[str, int]) -> int:
+        """Every tensor moved once in the device's row-sticked layout of its source shape
+        (each row of its last dim padded to whole sticks)."""
+        total = 0
+        for tensor in self.tensors:
+            sizes = tensor.sizes(values)
+            cols = sizes[-1] if sizes else 1
+            total += math.prod(sizes[:-1]) * stick_padded(cols * tensor.itemsize)
+        return total
+
+    def flops(self, values: Mapping[str, int]) -> int:
+        total = sum((Fraction(num, den) * math.prod(values[s] ** p for s, p in powers.items())
+                     for num, den, powers in self.flop_terms), Fraction(0))
+        return int(total)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tensors": [[t.name, t.kind, list(t.shape), t.dtype, t.itemsize]
+                            for t in self.tensors],
+                "flops": [[num, den, powers] for num, den, powers in self.flop_terms],
+                "uncounted": self.uncounted}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> ProgramCost:
+        tensors = tuple(ProgramTensor(str(name), str(kind),
+                                      tuple(d if isinstance(d, str) else int(d) for d in shape),
+                                      str(dtype), int(itemsize))
+                        for name, kind, shape, dtype, itemsize in data["tensors"])
+        terms = tuple((int(num), int(den), {str(s): int(p) for s, p in powers.items()})
+                      for num, den, powers in data["flops"])
+        return ProgramCost(tensors, terms, {str(k): int(v) for k, v in data["uncounted"].items()})
 
 
 @dataclass(frozen=True)
@@ -193,6 +263,9 @@ class SpyreBinary:
     symbols: dict[str, tuple[int, int]] = field(default_factory=dict)
     # the trip-count guards the host's program correction sets per call (design note 49)
     patches: list[Patch] = field(default_factory=list)
+    # the source program's own cost (design note 70); None for a KTIR input program, which
+    # has no source program, and in a file written before the field existed
+    program_cost: ProgramCost | None = None
 
     # compared by value and mutable: unhashable, as defining __eq__ alone makes it
     __hash__ = None  # pyright: ignore[reportAssignmentType] - object types __hash__ a method
@@ -203,9 +276,9 @@ class SpyreBinary:
             return NotImplemented
         return (
             (self.target, self.inputs, self.outputs, self.intermediates, self.kernels,
-             self.provenance, self.symbols, self.patches)
+             self.provenance, self.symbols, self.patches, self.program_cost)
             == (other.target, other.inputs, other.outputs, other.intermediates, other.kernels,
-                other.provenance, other.symbols, other.patches)
+                other.provenance, other.symbols, other.patches, other.program_cost)
             and len(self.weights) == len(other.weights)
             and all(
                 b1 == b2 and a1.dtype == a2.dtype and a1.shape == a2.shape
@@ -630,6 +703,8 @@ def _manifest(binary: SpyreBinary, target: SpyreTarget) -> tuple[dict[str, Any],
         "blobs": blob_table,
         "provenance": binary.provenance,
     }
+    if binary.program_cost is not None:  # read back as absent by the version 2 readers before it
+        manifest["program_cost"] = binary.program_cost.to_dict()
     return manifest, blob_data
 
 
@@ -800,6 +875,8 @@ def _binary_from(manifest: dict[str, Any], blobs: dict[str, memoryview]) -> Spyr
         symbols={str(name): (int(lo), int(hi))
                  for name, (lo, hi) in signature.get("symbols", {}).items()},
         patches=[Patch.from_list(p) for p in manifest.get("patches", [])],
+        program_cost=(ProgramCost.from_dict(manifest["program_cost"])
+                      if "program_cost" in manifest else None),
     )
 
 
