@@ -281,10 +281,12 @@ def _binary_pad(op: Operation, kind: str, of: Callable[[SSAValue], int]) -> int:
     """The padding of an elementwise binary op. An operand broadcast along the stick (a
     column) puts its values into the padding; they count as finite (a row whose value is
     an infinity is non-finite in its real columns too)."""
-    out_cols = op.results[0].type.get_shape()[-1]  # type: ignore[attr-defined]
+    def cols(value: SSAValue) -> int:  # a 0-d tensor is one column
+        return (list(value.type.get_shape()) or [1])[-1]  # type: ignore[attr-defined]
+
     states = []
     for v in op.operands:
-        full = tuple(v.type.get_shape())[-1:] == (out_cols,)  # type: ignore[attr-defined]
+        full = cols(v) == cols(op.results[0])
         states.append(of(v) if full else FINITE)  # a column's value, not its padding
     if kind == "keep":  # keep(x, p): x where p is nonzero, else -0.0
         return ZERO if states[1] == ZERO else states[0]

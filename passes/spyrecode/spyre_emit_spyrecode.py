@@ -63,7 +63,7 @@ def _weight(param: ParamOp, weights: Mapping[str, np.ndarray]) -> tuple[TensorBi
     if param.perm is not None:
         data = _permuted(data, param.perm)
     rows = weight_layout(param).shape[0] if data.ndim >= 2 else 0
-    if rows > data.shape[0]:  # K rows zero-padded to whole sticks
+    if rows and rows > data.shape[0]:  # K rows zero-padded to whole sticks
         data = np.pad(data, [(0, rows - data.shape[0])] + [(0, 0)] * (data.ndim - 1))
     layout = DeviceLayout(tuple(int(d) for d in data.shape), host_dtype(param.result))
     label = name + ("^T" if param.perm is not None else "")

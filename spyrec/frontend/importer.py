@@ -287,10 +287,6 @@ class _Importer:
         while name in self.weights:
             name += "_"
         op = self._param(builder, node, name, value)
-        if value.numel() == 1 and value.dtype.is_floating_point:
-            # a scalar (where's 0.0 / -30000): op selection reads it as a constant
-            op.properties["value"] = DenseIntOrFPElementsAttr.from_list(
-                op.result.type, [float(value.reshape(-1)[0])])  # type: ignore[arg-type]
         original = node.meta.get("val")
         if isinstance(original, torch.Tensor) and original.dtype == torch.bool \
                 and value.dtype.is_floating_point and is_predicate_constant(node):
@@ -335,6 +331,11 @@ class _Importer:
             array = data.numpy().copy()
         self.weights[name] = array
         op = builder.insert(ParamOp(name, ttype))
+        if data.numel() == 1 and data.is_floating_point():
+            # a scalar (where's 0.0 / -30000, a 0-d `torch.tensor(c)` or buffer): op
+            # selection reads it as a constant, the SFU's immediate
+            op.properties["value"] = DenseIntOrFPElementsAttr.from_list(
+                ttype, [float(data.reshape(-1)[0])])  # type: ignore[arg-type]
         if special and bool(torch.isneginf(data).all(dim=-1).any()):
             # a row of -inf (a mask row that hides every key): softmax gives NaN there and
             # SDPA zeros, which spyre-legalize must know

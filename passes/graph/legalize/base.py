@@ -19,7 +19,15 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, StringAtt
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from spyrec.dialects.spyre import UNARY_OPS, AtenOp, CastOp, ExpandRowsOp, ParamOp, ReshapeOp
+from spyrec.dialects.spyre import (
+    BINARY_OPS,
+    UNARY_OPS,
+    AtenOp,
+    CastOp,
+    ExpandRowsOp,
+    ParamOp,
+    ReshapeOp,
+)
 from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import shape as _shape
@@ -126,18 +134,72 @@ def int_constant(value: SSAValue) -> np.ndarray | None:
     return None
 
 
+def scalar_constant(value: SSAValue) -> float | None:
+    """The value of a one-element constant (a 0-d or size-1 weight, buffer, constant or
+    folded node: a float one carries its `value`, an integer or boolean one its
+    `spyre.int_values`), else None."""
+    owner = value.owner
+    if not isinstance(owner, ParamOp) or numel(value) != 1:
+        return None
+    if owner.value is not None:
+        first = owner.value.get_values()[0]
+        assert isinstance(first, int | float)  # not a complex constant
+        return float(first)
+    values = int_constant(value)
+    return None if values is None else float(values.reshape(-1)[0])
+
+
 def broadcast_rows(op: AtenOp, rewriter: LegalizeRewriter, value: SSAValue,
                    out: list[int], column: bool = False) -> SSAValue:
-    """An operand the kernels broadcast themselves (the full tensor, one row of it, or one
-    column of it) as is; one repeated along leading dims (a [16, 64] table for [2, 16, 64]
-    rows, as rotary embeddings multiply) expanded to the output's rows by
-    spyre.expand_rows, a DMA-only move. `column`: `value` is one column ([..., L, 1]),
-    which the kernels broadcast along its rows but not over leading dims, even with L = 1."""
+    """`value` broadcast to the shape `out` by NumPy's rules, as the kernels read it: the
+    full tensor, one row of it (broadcast over all rows) or one column of it (one value per
+    row, broadcast along the row) as is; an operand repeated along leading dims (a [16, 64]
+    table for [2, 16, 64] rows, as rotary embeddings multiply; a [B, 1, 1, S] mask for
+    [B, H, L, S] scores) expanded to the output's rows by spyre.expand_rows, a DMA-only
+    move. An operand whose innermost dim is 1 where the output's is not (a [B, 1, 1]
+    scale, a 0-d tensor) is a column: the kernels broadcast it along its rows but not over
+    leading dims, so it is expanded to one value per output row. `column`: treat `value`
+    as a column even when the output's innermost dim is 1 too."""
     shape = _shape(value)
     padded = [1] * (len(out) - len(shape)) + shape
+    column = column or (padded[-1:] == [1] and out[-1:] != [1])
     rows = math.prod(padded[:-1])
     if rows == math.prod(out[:-1]) or (rows == 1 and not column):
         return value
     if padded != shape:
         value = _emit(rewriter, op, ReshapeOp(value, with_shape(value, padded)))
     return _emit(rewriter, op, ExpandRowsOp(value, with_shape(value, out[:-1] + padded[-1:])))
+
+
+# binary SFU ops whose operands may trade places (the ISA broadcasts its second operand)
+COMMUTATIVE = ("add", "mul", "maximum", "minimum")
+
+
+def broadcast_operands(op: AtenOp, rewriter: LegalizeRewriter, kind: str, a: SSAValue,
+                       b: SSAValue, out: list[int]) -> tuple[SSAValue, SSAValue]:
+    """The operands of a `kind` b with the result shape `out`, each as `broadcast_rows`
+    gives it; a one-row first operand of an op that cannot trade places (sub, div, keep)
+    against a full second one (not a column: that is an outer product) is expanded to the
+    output's rows (the SFU broadcasts only its second operand along rows)."""
+    a, b = (broadcast_rows(op, rewriter, v, out) for v in (a, b))
+
+    def rows(v: SSAValue) -> int:  # 0: a column (one value per row)
+        dims = _shape(v) or [1]
+        return math.prod(dims[:-1]) if dims[-1:] == out[-1:] else 0
+
+    if kind not in COMMUTATIVE and rows(a) == 1 < rows(b) == math.prod(out[:-1]):
+        padded = [1] * (len(out) - len(_shape(a))) + _shape(a)
+        if padded != _shape(a):
+            a = _emit(rewriter, op, ReshapeOp(a, with_shape(a, padded)))
+        a = _emit(rewriter, op, ExpandRowsOp(a, with_shape(a, out)))
+    return a, b
+
+
+def broadcast_binary(op: AtenOp, rewriter: LegalizeRewriter, kind: str, a: SSAValue,
+                     b: SSAValue) -> SSAValue:
+    """a `kind` b on the SFU with NumPy's broadcasting: the result has the broadcast shape
+    of a and b and a's element type; the operands are read as `broadcast_operands` gives
+    them."""
+    out = list(np.broadcast_shapes(tuple(_shape(a)), tuple(_shape(b))))
+    a2, b2 = broadcast_operands(op, rewriter, kind, a, b, out)
+    return _emit(rewriter, op, BINARY_OPS[kind](a2, b2, with_shape(a, out)))

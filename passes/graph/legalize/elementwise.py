@@ -17,21 +17,24 @@ from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import scalar_op as _scalar_op
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize.base import (
+    COMMUTATIVE,
     FLOAT_ELEMENTS,
     INT_ELEMENTS,
     LegalizeRewriter,
     Selector,
     Unsupported,
     arg,
+    broadcast_operands,
     broadcast_rows,
     cast_to,
     number_arg,
     operand,
     require_float,
+    scalar_constant,
     unary_op,
     with_shape,
 )
-from spyrec.passes.graph.legalize.predicates import is_predicate
+from spyrec.passes.graph.legalize.predicates import as_predicate, boolean_binary, is_predicate
 
 # ATen overload -> spyre unary op name
 ATEN_UNARY = {
@@ -80,44 +83,61 @@ def _select_unary(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
     return UNARY_OPS[ATEN_UNARY[op.target.data]](op.operands[0], op.results[0].type, source_op=op)
 
 
-def _promoted_operands(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue]:
-    """The tensor operands of an elementwise op in its result's element type. torch.export
-    records PyTorch's type promotion in the result type (f16 + f32 -> f32, bf16 * f16 ->
-    f32, an int64 tensor + an f16 tensor -> f16); an operand of another type is cast on the
-    device first (spyre.cast: a float widening is exact, an integer below 2^11 (f16), 2^8
-    (bf16) or 2^24 (f32) is exact). Integer results are refused."""
+def _promoted(op: AtenOp, rewriter: LegalizeRewriter, v: SSAValue) -> SSAValue:
+    """`v` in the element type of `op`'s result. torch.export records PyTorch's type
+    promotion in the result type (f16 + f32 -> f32, bf16 * f16 -> f32, an int64 tensor + an
+    f16 tensor -> f16, an f16 tensor * a 0-d f32 tensor -> f16: a 0-d operand does not
+    promote a tensor of its category); an operand of another type is cast on the device
+    first (spyre.cast: a float widening is exact, an integer below 2^11 (f16), 2^8 (bf16)
+    or 2^24 (f32) is exact, a boolean is 0 or 1). Integer results are refused."""
     out = _element_name(op.results[0])
     if out not in FLOAT_ELEMENTS:
         raise Unsupported(f"element type {out} (only f16, bf16, f32 so far)")
-    operands = list(op.operands)
-    for i, v in enumerate(operands):
-        if _element_name(v) == out:
-            continue
-        if _element_name(v) not in (*FLOAT_ELEMENTS, *INT_ELEMENTS):
-            raise Unsupported(f"a {_element_name(v)} operand (float and int32 / int64 "
-                              "operands are promoted)")
-        operands[i] = _emit(rewriter, op, CastOp(v, with_shape(op.results[0], _shape(v))))
-    return operands
+    if _element_name(v) == out:
+        return v
+    if _element_name(v) not in (*FLOAT_ELEMENTS, *INT_ELEMENTS) and not is_predicate(v):
+        raise Unsupported(f"a {_element_name(v)} operand (float, int32 / int64 and boolean "
+                          "operands are promoted)")
+    return _emit(rewriter, op, CastOp(v, with_shape(op.results[0], _shape(v))))
+
+
+def _python_scalar(op: AtenOp, name: str) -> float:
+    """A binary op's Python-number operand (`x - 1` keeps it in `other`, `1 - x` in
+    `self`); a boolean is 0 or 1, as PyTorch promotes it."""
+    scalar = arg(op, name)
+    if not isinstance(scalar, (int, float)):
+        raise Unsupported(f"a scalar operand of type {type(scalar).__name__}")
+    return float(scalar)
 
 
 def _select_binary(op: AtenOp, rewriter: LegalizeRewriter) -> Operation | SSAValue:
-    operands = _promoted_operands(op, rewriter)
+    """A binary op under NumPy's broadcasting rules. A Python number, or a one-element
+    constant (a 0-d `torch.tensor(c)`, a 0-d buffer) of the result's shape's other operand,
+    is the SFU's immediate; other operands broadcast through `broadcast_rows` (a 0-d or
+    size-1 run-time tensor as one value per row)."""
     if arg(op, "alpha", 1) != 1:
         raise Unsupported("alpha other than 1")
     kind = ATEN_BINARY[op.target.data]
+    out = _shape(op.results[0])
     if len(op.operands) == 1:
-        # one side is a Python number: `x - 1` keeps it in `other`, `1 - x` in `self`
         tensor_is_self = operand(op, "self") is not None
-        scalar = arg(op, "other" if tensor_is_self else "self")
-        if not isinstance(scalar, (int, float)) or isinstance(scalar, bool):
-            raise Unsupported(f"a scalar operand of type {type(scalar).__name__}")
-        x = operands[0]
+        scalar = _python_scalar(op, "other" if tensor_is_self else "self")
         reverse = (op.target.data == "aten.rsub.Scalar") == tensor_is_self
-        return _scalar_op(op, rewriter, kind, x, float(scalar), reverse=reverse)
+        return _scalar_op(op, rewriter, kind, _promoted(op, rewriter, op.operands[0]),
+                          scalar, reverse=reverse)
     if len(op.operands) != 2:
         raise Unsupported(f"{len(op.operands)} tensor operands")
-    cls = BINARY_OPS[ATEN_BINARY[op.target.data]]
-    a, b = (broadcast_rows(op, rewriter, v, _shape(op.results[0])) for v in operands)
+    if _element_name(op.results[0]) == "i1" and kind in COMMUTATIVE:  # of booleans
+        return boolean_binary(op, rewriter, "and" if kind in ("mul", "minimum") else "or",
+                              *(as_predicate(op, rewriter, v) for v in op.operands))
+    for i, other in ((1, 0), (0, 1)):
+        scalar = scalar_constant(op.operands[i])
+        if scalar is not None and _shape(op.operands[other]) == out:
+            return _scalar_op(op, rewriter, kind, _promoted(op, rewriter, op.operands[other]),
+                              scalar, reverse=i == 0)
+    operands = [_promoted(op, rewriter, v) for v in op.operands]
+    cls = BINARY_OPS[kind]
+    a, b = broadcast_operands(op, rewriter, kind, operands[0], operands[1], out)
     if (a, b) == tuple(op.operands):
         return cls(a, b, op.results[0].type, source_op=op)
     return _emit(rewriter, op, cls(a, b, op.results[0].type))
@@ -136,8 +156,11 @@ def _select_cast(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
 
 
 def _select_cast_int(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
-    """Casts from int32 / int64 (or a predicate) to a float type; float casts as before."""
+    """Casts from int32 / int64 (or a predicate) to a float type, and of any tensor to
+    bool (a predicate); float casts as before."""
     x = op.operands[0]
+    if _element_name(op.results[0]) == "i1":  # to bool: x != 0
+        return as_predicate(op, rewriter, x)
     if _element_name(op.results[0]) in FLOAT_ELEMENTS and (
             _element_name(x) in INT_ELEMENTS or is_predicate(x)):
         return _emit(rewriter, op, CastOp(x, op.results[0].type))
@@ -242,15 +265,41 @@ def _select_elu(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     x = op.operands[0]
     alpha = number_arg(op, "alpha")
     alpha = 1.0 if alpha is None else alpha
-    for name in ("scale", "input_scale"):
-        if number_arg(op, name) not in (None, 1.0):
-            raise Unsupported(f"{name} other than 1 (selu and scaled elu are not lowered)")
-    if alpha < 0:
-        raise Unsupported(f"alpha {alpha} < 0")
-    expm1 = _scalar_op(op, rewriter, "add", unary_op(op, rewriter, "exp", x), -1.0)
+    scale, input_scale = (number_arg(op, name) for name in ("scale", "input_scale"))
+    if alpha < 0 or (scale or 1.0) <= 0 or (input_scale or 1.0) <= 0:
+        raise Unsupported(f"alpha {alpha}, scale {scale}, input_scale {input_scale} (positive "
+                          "values are lowered)")
+    # selu: elu(x) * scale with exp(input_scale * x) in its negative part
+    scaled = x if input_scale in (None, 1.0) else _scalar_op(op, rewriter, "mul", x, input_scale)
+    expm1 = _scalar_op(op, rewriter, "add", unary_op(op, rewriter, "exp", scaled), -1.0)
     negative = _scalar_op(op, rewriter, "minimum", _scalar_op(op, rewriter, "mul", expm1, alpha),
                           0.0)
-    return _binary_op(op, rewriter, "add", unary_op(op, rewriter, "relu", x), negative)
+    y = _binary_op(op, rewriter, "add", unary_op(op, rewriter, "relu", x), negative)
+    return y if scale in (None, 1.0) else _scalar_op(op, rewriter, "mul", y, scale)
+
+
+def _select_shifted(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """expm1(x) = exp(x) - 1 and log1p(x) = log(x + 1), in the kernel's fp32: absolutely
+    accurate to fp32's rounding of 1 (about 6e-8), not relatively so for results far
+    smaller than that."""
+    require_float(op)
+    x = op.operands[0]
+    if op.target.data == "aten.expm1.default":
+        return _scalar_op(op, rewriter, "add", unary_op(op, rewriter, "exp", x), -1.0)
+    return unary_op(op, rewriter, "log", _scalar_op(op, rewriter, "add", x, 1.0))
+
+
+def _select_rrelu(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue | None]:
+    """rrelu in eval mode: leaky_relu with the mean slope (lower + upper) / 2, as torch's
+    inference is; training mode draws random slopes and is refused."""
+    if arg(op, "training", False):
+        raise Unsupported("training mode (random slopes); export the model in eval mode")
+    require_float(op)
+    lower, upper = number_arg(op, "lower"), number_arg(op, "upper")
+    slope = ((1 / 8 if lower is None else lower) + (1 / 3 if upper is None else upper)) / 2
+    x = op.operands[0]
+    return [_binary_op(op, rewriter, "maximum", x, _scalar_op(op, rewriter, "mul", x, slope)),
+            None]
 
 
 def _softplus(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSAValue:
@@ -321,6 +370,9 @@ SELECTORS: dict[str, Selector] = {
     "aten.leaky_relu.default": _select_leaky_relu,
     "aten.elu.default": _select_elu,
     "aten.softplus.default": _select_softplus,
+    "aten.expm1.default": _select_shifted,
+    "aten.log1p.default": _select_shifted,
+    "aten.rrelu_with_noise_functional.default": _select_rrelu,
     "aten.mish.default": _select_mish,
     "aten.hardsigmoid.default": _select_hard_sigmoid,
     "aten.hardswish.default": _select_hard_sigmoid,
