@@ -19,6 +19,7 @@ run-time index, and every data movement whose element map is a compile-time cons
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i64
@@ -171,53 +172,110 @@ def gather_along(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, dim: int,
     return permute(op, rewriter, picked, order)
 
 
+def _one_hot(op: AtenOp, rewriter: LegalizeRewriter, index: SSAValue, n: int,
+             like: SSAValue) -> SSAValue:
+    """[*index.shape, n]: row index[i] of the n x n identity in `like`'s element type, a
+    `spyre.gather`, so every index is checked against [0, n) when it runs."""
+    if _element_name(index) not in INDEX_ELEMENTS:
+        raise Unsupported(f"{_element_name(index)} indices (int32 or int64 indices)")
+    eye = _constant(op, rewriter, f"{_fx_name(op)}.one_hot", np.eye(n),
+                    like.type.element_type)  # type: ignore[attr-defined]
+    return _emit(rewriter, op, GatherOp(eye, index, with_shape(like, [*_shape(index), n]),
+                                        source_op=op))
+
+
+def _rows_of(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, lead: list[int]) -> SSAValue:
+    """x with its leading dims cut to `lead` (torch.gather and scatter_add read only the
+    index's extent of the other dims): slices of rows."""
+    for dim, size in enumerate(lead):
+        if size != _shape(x)[dim]:
+            x = _emit(rewriter, op, SliceRowsOp(x, dim, 0, 1, with_shape(
+                x, [*_shape(x)[:dim], size, *_shape(x)[dim + 1:]])))
+    return x
+
+
 def _gather_elements_last(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
                           index: SSAValue) -> SSAValue:
     """x [*L, N] gathered along its innermost dim: out[..., j] = x[..., index[..., j]] for
-    index [*L', J] (L' <= L; x's rows beyond L' are dropped by slices). Each index picks a
-    row of the N x N identity (`spyre.gather`, so every index is checked against [0, N)),
-    the one-hot rows keep x's element where they hold their 1 (-0.0, the additive identity,
-    elsewhere), and a row sum adds the one element to -0.0s: exact for every value, NaN
-    and infinities included. Returns the [*L', J, 1] column of results."""
-    shape, ids = _shape(x), _shape(index)
-    for dim, size in enumerate(ids[:-1]):
-        if size != shape[dim]:
-            x = _emit(rewriter, op, SliceRowsOp(x, dim, 0, 1, with_shape(
-                x, [*_shape(x)[:dim], size, *_shape(x)[dim + 1:]])))
-    n = shape[-1]
-    eye = _constant(op, rewriter, f"{_fx_name(op)}.one_hot", np.eye(n),
-                    x.type.element_type)  # type: ignore[attr-defined]
-    one_hot = _emit(rewriter, op, GatherOp(eye, index, with_shape(x, [*ids, n]), source_op=op))
-    wide = reshape_to(op, rewriter, x, [*ids[:-1], 1, n])
+    index [*L', J]. The one-hot rows of the indices keep x's element where they hold their
+    1 (-0.0, the additive identity, elsewhere), and a row sum adds the one element to
+    -0.0s: exact for every value, NaN and infinities included. The [*L', J, 1] column of
+    results is transposed into the row [*L', J]."""
+    ids = _shape(index)
+    n = _shape(x)[-1]
+    wide = reshape_to(op, rewriter, _rows_of(op, rewriter, x, ids[:-1]), [*ids[:-1], 1, n])
     if ids[-1] != 1:
         wide = _emit(rewriter, op, ExpandRowsOp(wide, with_shape(x, [*ids, n])))
-    return reduce_last(op, rewriter, "sum", _binary_op(op, rewriter, "keep", wide, one_hot))
+    picked = _binary_op(op, rewriter, "keep", wide, _one_hot(op, rewriter, index, n, x))
+    column = reduce_last(op, rewriter, "sum", picked)
+    return reshape_to(op, rewriter, device_transpose(op, rewriter, column), ids)
+
+
+def _scatter_add_last(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, index: SSAValue,
+                      src: SSAValue) -> SSAValue:
+    """x [*L, N] with src [*L, J] added along its innermost dim at index [*L, J]: each
+    source element repeated along N is kept where its one-hot row holds its 1, the
+    [*L, J, N] contributions are summed over J (a device transpose and a row sum; -0.0
+    elsewhere, so NaN and infinities land only where they are added) and added to x."""
+    ids = _shape(index)
+    n = _shape(x)[-1]
+    if _shape(src) != ids or ids[:-1] != _shape(x)[:-1]:
+        raise Unsupported(f"index {ids} and src {_shape(src)} for a {_shape(x)} tensor (an "
+                          "index of src's shape, covering every leading index of self)")
+    column = reshape_to(op, rewriter, src, [*ids, 1])
+    wide = column_matmul(op, rewriter, column, np.ones((1, n)), f"{_fx_name(op)}.repeat")
+    kept = _binary_op(op, rewriter, "keep", wide, _one_hot(op, rewriter, index, n, x))
+    count = len(ids)
+    by_column = permute(op, rewriter, kept, [*range(count - 1), count, count - 1])
+    summed = reduce_last(op, rewriter, "sum", by_column)  # [*L, N, 1]
+    added = reshape_to(op, rewriter, device_transpose(op, rewriter, summed), _shape(x))
+    return _binary_op(op, rewriter, "add", x, added)
+
+
+def _on_last_dim(op: AtenOp, rewriter: LegalizeRewriter, values: list[SSAValue],
+                 compute: Callable[..., SSAValue]) -> SSAValue:
+    """`compute` along the op's `dim` of same-rank `values` (1-D ones as one row): that dim
+    is swapped with the innermost one first (device transposes) and swapped back after."""
+    rank = len(_shape(values[0]))
+    if rank < 2:
+        values = [reshape_to(op, rewriter, v, [1, *_shape(v)]) for v in values]
+    dim = int(arg(op, "dim", 0)) % max(rank, 1) + (1 if rank < 2 else 0)  # type: ignore[arg-type]
+    swap = list(range(max(rank, 2)))
+    swap[dim], swap[-1] = swap[-1], swap[dim]
+    result = compute(*(permute(op, rewriter, v, swap) for v in values))
+    return reshape_to(op, rewriter, permute(op, rewriter, result, swap), _shape(op.results[0]))
 
 
 def _select_gather(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
-    """torch.gather(x, dim, index) by a run-time index along any dim: along the innermost
-    dim `_gather_elements_last`; along another, x and index have that dim swapped with the
-    innermost first (device transposes) and the result is swapped back."""
+    """torch.gather(x, dim, index) by a run-time index along any dim
+    (`_gather_elements_last` on the dim made innermost)."""
     x, index = operand(op, "self"), operand(op, "index")
     if x is None or index is None:
         raise Unsupported("a source or index that is not a tensor")
     _require_float_data(x)
-    if _element_name(index) not in INDEX_ELEMENTS:
-        raise Unsupported(f"{_element_name(index)} indices (int32 or int64 indices)")
-    shape, ids = _shape(x), _shape(index)
-    if len(shape) < 2:
-        x = reshape_to(op, rewriter, x, [1, *shape])
-        index = reshape_to(op, rewriter, index, [1, *ids])
-    rank = len(_shape(x))
-    dim = int(arg(op, "dim", 0)) % len(shape or [1]) + rank - len(shape or [1])  # type: ignore[arg-type]
-    swap = list(range(rank))
-    swap[dim], swap[-1] = swap[-1], swap[dim]
-    column = _gather_elements_last(op, rewriter, permute(op, rewriter, x, swap),
-                                   permute(op, rewriter, index, swap))
-    flat = [math.prod(_shape(column)[:-1]), 1]
-    row = device_transpose(op, rewriter, reshape_to(op, rewriter, column, flat))
-    picked = reshape_to(op, rewriter, row, [_shape(index)[d] for d in swap])
-    return reshape_to(op, rewriter, permute(op, rewriter, picked, swap), _shape(op.results[0]))
+    return _on_last_dim(op, rewriter, [x, index],
+                        lambda a, i: _gather_elements_last(op, rewriter, a, i))
+
+
+def _select_scatter_add(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """x.scatter_add(dim, index, src) by a run-time index along any dim
+    (`_scatter_add_last` on the dim made innermost)."""
+    x, index, src = (operand(op, n) for n in ("self", "index", "src"))
+    if x is None or index is None or src is None:
+        raise Unsupported("a self, index or src that is not a tensor")
+    _require_float_data(x)
+    if _element_name(src) != _element_name(x):
+        raise Unsupported(f"{_element_name(src)} src into a {_element_name(x)} tensor")
+    return _on_last_dim(op, rewriter, [x, index, src],
+                        lambda a, i, v: _scatter_add_last(op, rewriter, a, i, v))
+
+
+def _refuse_scatter(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """scatter without a reduction: refused with what to write instead."""
+    raise Unsupported("writes of elements at run-time indices: with duplicate indices the "
+                      "result depends on the order of the writes, which the device does not "
+                      "keep; write `x.scatter_add(dim, index, src)` on a tensor zeroed at "
+                      "those places, or `torch.where` with a one-hot mask")
 
 
 def _select_embedding_bag(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue | None]:
@@ -497,6 +555,9 @@ SELECTORS: dict[str, Selector] = {
     "aten.index_copy.default": _select_index_copy,
     "aten.index.Tensor": _select_index,
     "aten.gather.default": _select_gather,
+    "aten.scatter_add.default": _select_scatter_add,
+    "aten.scatter.src": _refuse_scatter,
+    "aten.scatter.value": _refuse_scatter,
     "aten._embedding_bag.default": _select_embedding_bag,
     "aten._embedding_bag_forward_only.default": _select_embedding_bag,
     "aten.flip.default": _select_flip,
