@@ -628,8 +628,8 @@ def movement_cases() -> list[OpCase]:
         out.append(OpCase("bias_table_runtime", dtype, "aligned",
                           lambda d=dtype: _BiasTable().to(d),
                           lambda g: (_ids((16, 16), 32, torch.int64, g),)))
-        for mode in ("sum", "mean"):
-            out.append(OpCase(f"embedding_bag_{mode}", dtype, "aligned",
-                              lambda m=mode, d=dtype: _Bag(m).to(d),
-                              lambda g: (_ids((6, 5), 40, torch.int64, g),)))
+        out.extend(OpCase(f"embedding_bag_{mode}", dtype, "aligned",
+                          lambda m=mode, d=dtype: _Bag(m).to(d),
+                          lambda g: (_ids((6, 5), 40, torch.int64, g),))
+                   for mode in ("sum", "mean"))
     return out

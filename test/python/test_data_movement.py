@@ -23,7 +23,6 @@ from spyrec.opcases import INDEXED, MOVES, _Bag, _Fn, _ids
 from spyrec.special_values import _Outputs, inject
 from spyrec.verdict import check_outputs
 
-
 # moves of whole rows only: these keep the sign of zero as well
 ROW_MOVES = {"slice_step3_dim0", "flip_dim0"}
 
