@@ -158,3 +158,14 @@ def test_unsupported_forms_are_refused_by_node(model, inputs, reason):
         spyrec.compile(torch.export.export(model, inputs))
     message = str(info.value)
     assert reason in message and "(node " in message, message
+
+
+def test_an_index_read_from_a_0d_tensor_is_refused_with_what_to_write():
+    """x[t] with a 0-d t exports as a number read from t (`_local_scalar_dense`); the
+    error names the node and the 1-D form that compiles."""
+    model = _Fn(lambda x, t: x[t])
+    x, t = torch.randn(16, 64), torch.tensor(3)
+    with pytest.raises(SpyrecError, match=r"node select .*index with a 1-D tensor"):
+        spyrec.compile(torch.export.export(model, (x, t)))
+    exe = spyrec.compile(torch.export.export(model, (x, t.view(1))))
+    assert torch.equal(one(exe(x, t.view(1))), x[t.view(1)])
