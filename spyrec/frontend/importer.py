@@ -390,6 +390,14 @@ class _Importer:
 
     def _value(self, arg: Any, user: torch.fx.Node) -> SSAValue:
         value = self.values.get(arg)
+        if not isinstance(value, SSAValue) and isinstance(arg, torch.fx.Node) \
+                and arg.target is torch.ops.aten._local_scalar_dense.default:
+            raise CompileError(
+                f"node {user.name} ({_target_name(user.target)}, {source_line(user)}): its "
+                f"argument {arg.name} is a number read from a tensor when the program runs "
+                "(`.item()`, or indexing by a 0-d tensor), which a compiled program cannot "
+                "use; index with a 1-D tensor instead (`x[t.view(1)]`, "
+                "`torch.index_select(x, dim, t.view(1))`)")
         if not isinstance(value, SSAValue):
             raise CompileError(f"node {user.name}: operand {arg} is not a tensor value")
         return value

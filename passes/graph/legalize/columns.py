@@ -52,19 +52,18 @@ from spyrec.passes.graph.legalize.movement import device_transpose, permute_rows
 INT64_MAX = 2**63 - 1
 
 
-def _last_dim_slice(op: Operation) -> tuple[int, int] | None:
-    """(start, end) of an `aten.slice` of the innermost dim with step 1, else None."""
+def _last_dim_slice(op: Operation) -> slice | None:
+    """The columns an `aten.slice` of the innermost dim keeps (any step), else None."""
     if not isinstance(op, AtenOp) or op.target.data != "aten.slice.Tensor":
         return None
     shape = _shape(op.operands[0])
-    if arg(op, "dim", 0) % len(shape) != len(shape) - 1 or arg(op, "step", 1) != 1:  # type: ignore[operator]
+    if arg(op, "dim", 0) % len(shape) != len(shape) - 1:  # type: ignore[operator]
         return None
     start = arg(op, "start", 0)
     end = arg(op, "end", INT64_MAX)
     start = 0 if start is None else start
     end = INT64_MAX if end is None else end
-    start, end, _ = slice(start, end).indices(shape[-1])
-    return start, end
+    return slice(*slice(start, end, arg(op, "step", 1)).indices(shape[-1]))
 
 
 def _column_map(value: SSAValue) -> tuple[SSAValue, np.ndarray]:
@@ -77,7 +76,7 @@ def _column_map(value: SSAValue) -> tuple[SSAValue, np.ndarray]:
     bounds = _last_dim_slice(owner)  # type: ignore[arg-type]
     if bounds is not None:
         source, matrix = _column_map(owner.operands[0])  # type: ignore[union-attr]
-        return source, matrix[:, bounds[0]:bounds[1]]
+        return source, matrix[:, bounds]
     return value, np.eye(_shape(value)[-1])
 
 
@@ -186,9 +185,6 @@ def _select_slice(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
                                  arg(op, "step", 1)).indices(_shape(x)[dim])
         return _slice_rows(op, rewriter, x, dim, start, step, _shape(op.results[0])[dim])
     require_float(op)
-    if _last_dim_slice(op) is None:
-        raise Unsupported(f"dim {arg(op, 'dim', 0)} step {arg(op, 'step', 1)} (only "
-                          "step-1 slices of the innermost dimension are lowered so far)")
     source, matrix = _column_map(op.results[0])
     if _shape(source) == _shape(op.results[0]):
         return source  # the whole dim

@@ -210,6 +210,13 @@ def _select_transpose(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
             raise Unsupported(f"permute {perm} of a {len(shape)}-D weight (only 2-D weight "
                               "transposes are folded)")
         return transposed_weight(op, src, rewriter)
+    return permute(op, rewriter, src, perm)
+
+
+def permute(op: AtenOp, rewriter: LegalizeRewriter, src: SSAValue, perm: list[int]) -> SSAValue:
+    """Any permutation of an activation's dims (result dim i = operand dim perm[i]): a row
+    permutation when the innermost dim stays last, else one device transpose between two."""
+    shape = _shape(src)
     if perm[-1] == len(shape) - 1:
         return permute_rows(op, rewriter, src, perm)
     # the innermost dim moves: bring the dim that becomes innermost next to it (rows), swap
