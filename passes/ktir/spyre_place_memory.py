@@ -62,9 +62,9 @@ from spyrec.dialects.ktdp import (
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp, YieldPartialOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
-from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, layout_of
+from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
 from spyrec.passes.ktir.ktir_tiles import tile_dims
-from spyrec.passes.planning.kernel_analysis import kept_in_lx
+from spyrec.passes.planning.kernel_analysis import kept_in_lx, lx_tile_bytes
 from spyrec.target import SpyreTarget, round_up
 
 ACTIVATION_SEGMENT = 0
@@ -81,13 +81,10 @@ def device_bytes(value: SSAValue, target: SpyreTarget) -> int:
 
 
 def tile_bytes(value: SSAValue, target: SpyreTarget) -> int:
-    """LX bytes of a tile: each row starts on a stick (a one-column tile takes a stick a row)."""
+    """LX bytes of a tile (`kernel_analysis.lx_tile_bytes`)."""
     ttype = value.type
     assert isinstance(ttype, TensorType)
-    rows, cols = tile_dims(value)
-    row = round_up(cols * DEVICE_ITEMSIZE[DEVICE_DTYPE[str(ttype.element_type)]],
-                   target.stick_bytes)
-    return rows * row
+    return lx_tile_bytes(str(ttype.element_type), *tile_dims(value), target)
 
 
 class FirstFit:

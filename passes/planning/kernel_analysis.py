@@ -52,6 +52,7 @@ from spyrec.dialects.spyre import (
     YieldOp,
     describe,
 )
+from spyrec.passes.graph import spyre_stickify
 from spyrec.passes.graph.row_maps import (
     MOVE_OPS,
     Index,
@@ -63,6 +64,7 @@ from spyrec.passes.graph.row_maps import (
     read_map,
     write_map,
 )
+from spyrec.target import SpyreTarget, round_up
 from spyrec.target.isa import TRANSCENDENTAL, UnaryFn
 
 DEVICE_ITEMSIZE = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i64": 4}  # i64 is int32 on device
@@ -477,6 +479,14 @@ class WindowInfo:
         the cores split output rows; with padding they split images (the border rows
         differ from the others, and every core runs the same program)."""
         return self.op.pair("padding") == (0, 0)
+
+
+def lx_tile_bytes(element: str, rows: int, cols: int, target: SpyreTarget) -> int:
+    """LX bytes of a rows x cols tile of `element`: each row starts on a stick (a one-column
+    tile takes a stick a row). spyre-place-memory allocates by it and spyre-tile's LX model
+    (`lx_need`) prices by it."""
+    size = spyre_stickify.DEVICE_ITEMSIZE[spyre_stickify.DEVICE_DTYPE[element]]
+    return rows * round_up(cols * size, target.stick_bytes)
 
 
 def padded_rows_cols(padded: Sequence[int]) -> tuple[int, int]:

@@ -33,12 +33,13 @@ from xdsl.ir import SSAValue
 
 from spyrec.costmodel import Split, Tiling, tail_rows
 from spyrec.dialects.spyre import MatmulOp
-from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, layout_of
+from spyrec.passes.graph.spyre_stickify import layout_of
 from spyrec.passes.planning.kernel_analysis import (
     KernelInfo,
     Kind,
     itemsize,
     kept_in_lx,
+    lx_tile_bytes,
     op_kind,
     padded_rows_cols,
     read_split,
@@ -113,8 +114,7 @@ class _Allocator:
         self.pairs: list[_Pair] = []
 
     def bytes_of(self, tile: _Tile) -> int:
-        item = DEVICE_ITEMSIZE[DEVICE_DTYPE[tile.element]]
-        return tile.rows * round_up(tile.cols * item, self.target.stick_bytes)
+        return lx_tile_bytes(tile.element, tile.rows, tile.cols, self.target)
 
     def geometry(self, tile: _Tile) -> tuple[int, int]:
         return tile.rows, self.bytes_of(tile) // max(tile.rows, 1)
@@ -318,14 +318,12 @@ class _Lowering:
                            else generic(info.kind(result), ins))
         for v in info.outputs:
             kind, element = info.kind(v), str(v.type.element_type)  # type: ignore[attr-defined]
-            if kind is Kind.COL and self.split.gn > 1:  # stored by the row's first core
-                first = _Body()
-                generic(kind, [env[v]], element, into=first)
-                first.add(_Step("use", operands=[first.steps[-1].result]))  # type: ignore[list-item]
-                body.add(_Step("loop", nested=first))
-            else:
-                copy = generic(kind, [env[v]], element)
-                body.add(_Step("use", operands=[copy]))
+            # a split row's column is stored by the row's first core, in an scf.if body
+            first = kind is Kind.COL and self.split.gn > 1
+            into = _Body() if first else body
+            into.add(_Step("use", operands=[generic(kind, [env[v]], element, into=into)]))
+            if first:
+                body.add(_Step("loop", nested=into))
         return body
 
     def _matmul(self, body: _Body, mm: MatmulOp, tm: int, runs: int, a_tile: _Tile | None,
