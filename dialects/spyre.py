@@ -454,6 +454,8 @@ class AttentionOp(IRDLOperation):
     when Hkv < H). `causal` masks key s > query l (top-left aligned, as torch's is_causal);
     the optional `mask` is an additive tensor broadcast to the scores [..., H, L, S] (an
     [L, S] one is shared by every batch and head; a [B, 1, 1, S] one is a padding mask).
+    `zero_unseen`: a query whose scores are all -inf (its mask row is -inf throughout) gets
+    zeros, as F.scaled_dot_product_attention gives; without it NaN, as softmax gives.
 
         %o = spyre.attention %q, %k, %v {scale = 0.125 : f64, causal}
                : tensor<2x4x16x64xf16>, tensor<2x2x16x64xf16>, tensor<2x2x16x64xf16>
@@ -467,6 +469,7 @@ class AttentionOp(IRDLOperation):
     mask = opt_operand_def(TensorType)
     scale = prop_def(FloatAttr)
     causal = opt_prop_def(UnitAttr)
+    zero_unseen = opt_prop_def(UnitAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
@@ -477,10 +480,12 @@ class AttentionOp(IRDLOperation):
 
     def __init__(self, query: SSAValue, key: SSAValue, value: SSAValue, mask: SSAValue | None,
                  scale: float, causal: bool, result_type: Attribute,
-                 source_op: Operation | None = None):
+                 source_op: Operation | None = None, zero_unseen: bool = False):
         props: dict[str, Attribute] = {"scale": FloatAttr(scale, f64)}
         if causal:
             props["causal"] = UnitAttr()
+        if zero_unseen:
+            props["zero_unseen"] = UnitAttr()
         super().__init__(operands=[query, key, value, [mask] if mask is not None else []],
                          result_types=[result_type], properties=props)
         _provenance(self, source_op)

@@ -162,6 +162,8 @@ class AttentionShape:
     mask_row_broadcast: bool = False
     """The mask has one row per (batch, head), broadcast over the query rows ([B, 1, 1, S],
     a padding mask): a tile reads one mask row."""
+    zero_unseen: bool = False
+    """A query whose scores are all -inf gets zeros (SDPA's rule), not softmax's NaN."""
     form: str = "attention"
     """"attention", or one matmul per head of a `spyre.batch_matmul`: "nt" (Q K^T, the output
     is [L, S]: value_dim = kv_rows) or "nn" (A V with A as Q: head_dim = kv_rows = K)."""

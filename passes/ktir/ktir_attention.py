@@ -16,6 +16,8 @@ LX; per query tile of tq rows:
                                            -inf, and exp(-30000 - max) is exactly 0)
     scores += mask[q0 : q0 + tq]          ("add", an [L, S] additive mask)
     m = max over c < S ; e = exp(scores - m) ; l = sum over c < S ; P = e / l (input type)
+    (zero_unseen: m = max(m, -FLT_MAX) and l += 2^-100, so a row of -inf gets P = 0 / 2^-100
+     = 0 instead of NaN; l >= 1 in every other row, where the add changes nothing)
     O = P V with k = S                    ("matmul": P's padding columns are never read)
     store O rounded to the output type
 
@@ -67,6 +69,7 @@ from spyrec.passes.planning.kernel_analysis import (
 )
 
 MASK_VALUE = -30000.0  # what masked scores become: finite on every device type
+F32_MAX = 3.4028234663852886e38  # the largest finite f32
 
 
 class _StoredBuilder(KtirBuilder):
@@ -159,7 +162,7 @@ class AttentionBuilder(_StoredBuilder):
                     scores = self._causal_mask(scores, q0)
                 if mask_view is not None:
                     scores = self._add_mask(scores, mask_view, head, q0)
-                probs = self._softmax(scores, shape.kv_rows, in_type)
+                probs = self._softmax(scores, shape.kv_rows, in_type, shape.zero_unseen)
                 out = self.matmul_generic(probs, v, self.fill([tq, value_cols], 0.0))
                 element = op.result.type.element_type
                 out = self._map(out, "copy", lambda b, a: convert(b, a[0], element), element)
@@ -227,8 +230,9 @@ class AttentionBuilder(_StoredBuilder):
         return self.elementwise(fn, [value], [AffineMap.identity(2)],
                                 TensorType(element, list(shape)), body)
 
-    def _scale(self, scores: SSAValue, scale: float) -> SSAValue:
-        out = self._map(scores, "mul", lambda b, a: BINARY_BODIES["mul"](b, a[0], fconst(b, scale)))
+    def _scale(self, scores: SSAValue, scale: float, fn: str = "mul") -> SSAValue:
+        """scores `fn` scale, elementwise: an sfu.scalar with `scale` as its immediate."""
+        out = self._map(scores, fn, lambda b, a: BINARY_BODIES[fn](b, a[0], fconst(b, scale)))
         out.owner.attributes["spyre.scalar"] = FloatAttr(scale, f32)  # type: ignore[union-attr]
         return out
 
@@ -265,15 +269,24 @@ class AttentionBuilder(_StoredBuilder):
             "add", [scores, mask], [AffineMap.identity(2), read], scores.type,  # type: ignore[arg-type]
             lambda b, a: BINARY_BODIES["add"](b, a[0], convert(b, a[1], f32)))
 
-    def _softmax(self, scores: SSAValue, valid: int, element: Attribute) -> SSAValue:
-        """P = exp(s - max) / sum, over the first `valid` columns, rounded to `element`."""
+    def _softmax(self, scores: SSAValue, valid: int, element: Attribute,
+                 zero_unseen: bool = False) -> SSAValue:
+        """P = exp(s - max) / sum, over the first `valid` columns, rounded to `element`.
+        `zero_unseen`: a row of -inf gets P = 0 (its max becomes -FLT_MAX, so exp gives 0
+        throughout, and the sum 2^-100 instead of 0); a row holding NaN or +inf stays NaN.
+        Every other row has a finite max, an exp of exactly 1 at it, so a sum >= 1, to which
+        2^-100 (far below half an f32 ulp of 1) adds nothing: those rows are unchanged."""
         d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
         full, col = AffineMap(2, 0, (d0, d1)), AffineMap(2, 0, (d0, const(0)))
         top = self.reduce_generic("max", scores, valid)
+        if zero_unseen:
+            top = self._scale(top, -F32_MAX, "maximum")
         shifted = self.elementwise("sub", [scores, top], [full, col], scores.type,  # type: ignore[arg-type]
                                    lambda b, a: BINARY_BODIES["sub"](b, a[0], a[1]))
         e = self._map(shifted, "exp", lambda b, a: UNARY_BODIES["exp"](b, a[0]))
         total = self.reduce_generic("sum", e, valid)
+        if zero_unseen:
+            total = self._scale(total, 2.0 ** -100, "add")
         shape = scores.type.get_shape()  # type: ignore[attr-defined]
         return self.elementwise(
             "div", [e, total], [full, col], TensorType(element, list(shape)),

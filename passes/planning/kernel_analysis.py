@@ -332,7 +332,8 @@ class AttentionInfo:
             heads=math.prod(q[:-2]), q_rows=q[-2], kv_rows=k[-2], head_dim=q[-1],
             value_dim=v[-1], in_itemsize=itemsize(op.query), out_itemsize=itemsize(op.result),
             group=op.group, causal=op.causal is not None, mask=op.mask is not None,
-            mask_rows=self.mask_stored_rows(), mask_row_broadcast=self.mask_row_broadcast())
+            mask_rows=self.mask_stored_rows(), mask_row_broadcast=self.mask_row_broadcast(),
+            zero_unseen=op.zero_unseen is not None)
 
     def _mask_dims(self) -> list[int] | None:
         """The mask's shape, or None without a mask or for an [L, S] one (whose fields in

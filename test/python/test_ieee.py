@@ -348,3 +348,30 @@ def test_stick_aligned_split_is_a_row_move_and_exact():
         finite = ~torch.isnan(w)
         assert torch.equal(g[finite], w[finite])  # a move: bit for bit
     assert all(k.flops == 0 for k in exe.binary.kernels)  # DMA only: nothing on the PT
+
+
+class SdpaFloatMaskInput(torch.nn.Module):
+    """SDPA with an additive f32 mask passed in at run time."""
+
+    def forward(self, q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("shape", [(16, 16), (1, 1, 16, 16), (1, 2, 16, 16)])
+def test_sdpa_run_time_float_mask_fully_masked_rows_get_zeros(shape):
+    """A run-time f32 mask row of -inf throughout: SDPA gives zeros for that query, the
+    kernel's softmax NaN (-inf - -inf); the output is zeroed there (it was NaN, a wrong
+    answer reported only under --check). A row with NaN or +inf stays NaN, as in eager."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 16, 64) for _ in range(3))
+    mask = torch.randn(shape)
+    model = SdpaFloatMaskInput()
+    exe = spyrec.compile(torch.export.export(model, (q, k, v, mask)))
+    mask[..., 3, :] = float("-inf")  # query 3 sees no key
+    mask[..., 5, :7] = float("-inf")  # query 5 sees some
+    mask[..., 9, 2] = float("nan")  # NaN in eager too
+    mask[..., 11, 4] = float("inf")  # inf - inf: NaN in eager too
+    out = assert_matches_eager(exe, model, q, k, v, mask)
+    assert torch.equal(out[..., 3, :], torch.zeros_like(out[..., 3, :]))
+    assert torch.isnan(out[..., 9, :]).all() and torch.isnan(out[..., 11, :]).all()
+    assert torch.isfinite(out[..., 5, :]).all()

@@ -34,8 +34,13 @@ from spyrec.passes.graph.legalize.predicates import is_predicate
 from spyrec.passes.graph.legalize.reductions import reduce_last
 
 
-def _select_attention(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
-    """aten.scaled_dot_product_attention -> spyre.attention (scale, causal, GQA by shapes)."""
+def _select_attention(op: AtenOp, rewriter: LegalizeRewriter,
+                      finite_mask: bool = False) -> SSAValue:
+    """aten.scaled_dot_product_attention -> spyre.attention (scale, causal, GQA by shapes).
+    A mask computed at run time in f32 can hold a row of -inf: the kernel then gives that
+    query zeros, as SDPA does (`zero_unseen`); a constant one with such a row is refused
+    (`_attention_mask`), and a 16-bit one cannot hold -inf. `finite_mask`: the mask is
+    known finite (made from a predicate), so no row can be -inf."""
     q, k, v = (operand(op, n) for n in ("query", "key", "value"))
     assert q is not None and k is not None and v is not None
     for value in (q, k, v, op.results[0]):
@@ -58,13 +63,16 @@ def _select_attention(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
         raise Unsupported(f"{hq} query heads and {hk} key/value heads without enable_gqa")
     causal = bool(arg(op, "is_causal", False))
     mask = operand(op, "attn_mask")
+    zero_unseen = False
     if mask is not None:
         mask = _attention_mask(op, rewriter, mask, q, ks[-2])
+        zero_unseen = not finite_mask and _element_name(mask) == "f32" and not isinstance(
+            through(mask, (ReshapeOp, CastOp)).owner, ParamOp)
     scale = arg(op, "scale")
     if scale is None:
         scale = 1.0 / math.sqrt(qs[-1])
     return _emit(rewriter, op, AttentionOp(q, k, v, mask, float(scale), causal,  # type: ignore[arg-type]
-                                           op.results[0].type))
+                                           op.results[0].type, zero_unseen=zero_unseen))
 
 
 def _wide_constant(value: SSAValue) -> SSAValue:
@@ -165,7 +173,7 @@ def _select_attention_with_predicate(op: AtenOp, rewriter: LegalizeRewriter, mas
         rewriter.additive_masks[key] = additive
     names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
     op.operands[names.index("attn_mask")] = additive
-    return _select_attention(op, rewriter)
+    return _select_attention(op, rewriter, finite_mask=True)
 
 
 SELECTORS: dict[str, Selector] = {
