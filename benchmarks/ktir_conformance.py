@@ -86,6 +86,9 @@ def _inputs(module: Any, function: str, case: ktir_references.Case | None
     from spyrec.runtime.ktir_interpreter import _find_function, _parameter_names
 
     func = _find_function(module, function)
+    if not func.body.block.args and not (case and case.image):
+        return ("the kernel takes no arguments (its tensors are at fixed addresses) and has "
+                "no memory image in the references")
     rng = np.random.default_rng(SEED)
     given = case.arrays if case else {}
     scalars = case.scalars if case else {}
@@ -139,7 +142,7 @@ def interpret(path: Path, rel: str, function: str, variant: int, checkout: Path
               ) -> dict[str, Any]:
     """Run the kernel in spyrec's interpreter; compare with its reference if it has one."""
     from spyrec.dialects.ktdp_parse import parse_ktir
-    from spyrec.runtime.ktir_interpreter import KtirError, run_kernel
+    from spyrec.runtime.ktir_interpreter import Device, KtirError, run_kernel
 
     case = ktir_references.case_of(rel, function, variant)
     masked = case is not None and case.masked_tails
@@ -149,10 +152,19 @@ def interpret(path: Path, rel: str, function: str, variant: int, checkout: Path
         args = _inputs(module, function, case)
         if isinstance(args, str):
             return {**record, "interpreter": "no inputs", "detail": args}
+        device, image = Device(), dict(case.image) if case else {}
+        if image:
+            placed = _place_image(device, image, args)
+            if placed is not None:
+                return {**record, "interpreter": "no inputs", "detail": placed}
         started = time.perf_counter()
-        run = run_kernel(module, function, {k: _copy(v) for k, v in args.items()},
-                         masked_tails=masked)
+        run = run_kernel(module, function,
+                         {k: _copy(v) for k, v in args.items() if k not in image},
+                         case.grid if case else None, device=device, masked_tails=masked)
         record["interpreter_s"] = round(time.perf_counter() - started, 2)
+        outputs = dict(run.outputs)
+        for name, (address, shape, dtype, _) in image.items():
+            outputs[name] = device.read(address, shape, np.dtype(dtype))
     except KtirError as exc:
         return {**record, "interpreter": "error", "detail": _first_line(str(exc))}
     except Exception as exc:  # noqa: BLE001 - a crash of the interpreter is a finding, reported
@@ -164,13 +176,32 @@ def interpret(path: Path, rel: str, function: str, variant: int, checkout: Path
     else:
         expected = case.reference(args)
         problems = [f"%{name} {why}" for name, want in expected.items()
-                    if (why := compare(run.outputs[name], want, case.ulps)) is not None]
+                    if (why := compare(outputs[name], want, case.ulps)) is not None]
         record["interpreter"] = "mismatch" if problems else "match"
         if problems:
             record["detail"] = problems[0]
     if not masked:  # ktir-cpu has no masks (it reads zeros and drops writes everywhere)
         record["ktir_cpu_us"] = _ktir_cpu_latency(checkout, path, function, args)
     return record
+
+
+def _place_image(device: Any, image: dict[str, tuple[int, tuple[int, ...], str, str]],
+                 args: dict[str, Any]) -> str | None:
+    """Place the arrays of a kernel with hard-coded addresses (drawn into `args`) at their
+    byte addresses, zeros between; None, or why they cannot be placed (overlap)."""
+    end, previous = 0, ""
+    for name, (address, shape, dtype, how) in sorted(image.items(), key=lambda i: i[1][0]):
+        array = args[name] = ktir_references.draw(shape, np.dtype(dtype), how,
+                                                  np.random.default_rng(SEED + address))
+        if address < end:
+            return (f"the kernel's fixed addresses overlap: {name} ({'x'.join(map(str, shape))} "
+                    f"{dtype}) at byte {address} starts inside {previous}, which ends at byte "
+                    f"{end} (KTIR offsets count elements of the view's type)")
+        if address > end:
+            device.place(np.zeros(address - end, dtype=np.uint8), align=1, name="padding")
+        device.place(array, align=1, name=name)
+        end, previous = address + array.nbytes, name
+    return None
 
 
 def _copy(value: Any) -> Any:

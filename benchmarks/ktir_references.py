@@ -37,6 +37,11 @@ class Case:
     # arrays the harness cannot shape from the views: name -> (shape, dtype, "normal" | "zeros"
     # | "index:N" for integers in [0, N))
     arrays: dict[str, tuple[tuple[int, ...], str, str]] = field(default_factory=dict)
+    # for kernels that take no pointers but hard-code their tensors' addresses: name -> (byte
+    # address in LPDDR, shape, dtype, how), placed there before the run and read back after
+    image: dict[str, tuple[int, tuple[int, ...], str, str]] = field(default_factory=dict)
+    # the launch grid, for a kernel without a `grid` attribute whose text says what it needs
+    grid: tuple[int, ...] | None = None
     # error bound, in units of the output type's roundoff, relative to |reference| plus
     # 1/16 of the output's largest magnitude (boundary flips of the f16 roundings the
     # reference mirrors, and f32 summation order)
@@ -58,14 +63,16 @@ def f32(x: Any) -> np.ndarray:
 
 def draw(shape: tuple[int, ...], dtype: np.dtype[Any], how: str,
          rng: np.random.Generator) -> np.ndarray:
-    """An input array: standard normal (floats), zeros, or integers in [0, N) (`index:N`)."""
+    """An input array: standard normal (floats; `normal:S` scaled by S), zeros, or integers
+    in [0, N) (`index:N`)."""
     if how == "zeros":
         return np.zeros(shape, dtype=dtype)
     if how.startswith("index:"):
         return rng.integers(0, int(how.removeprefix("index:")), size=shape).astype(dtype)
     if np.issubdtype(dtype, np.integer):
         return rng.integers(0, 16, size=shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+    scale = float(how.removeprefix("normal:")) if how.startswith("normal:") else 1.0
+    return (scale * rng.standard_normal(shape)).astype(dtype)
 
 
 # ---- the computations --------------------------------------------------------------------
@@ -119,9 +126,23 @@ def _block_sums(x: np.ndarray, block: int, square: bool) -> np.ndarray:
     return h(f32(acc).sum(axis=1))
 
 
-def _rmsnorm(x: Arrays) -> dict[str, np.ndarray]:
+def _fold(parts: list[np.ndarray]) -> np.ndarray:
+    """An f16 inter-tile sum: the zero identity, then each part in tile order, each add
+    rounded (`linalg.add` in the combiner)."""
+    acc = np.zeros_like(parts[0])
+    for part in parts:
+        acc = h(f32(acc) + f32(part))
+    return acc
+
+
+def _rmsnorm(x: Arrays, shards: int = 1) -> dict[str, np.ndarray]:
+    """RMSNorm over rows, the hidden dim in `shards` column shards whose partial sums of
+    squares are all-reduced in f16."""
     n = h(x["N"])
-    total = _block_sums(x["X"], x["BLOCK_SIZE"], square=True)[:, None]
+    width = x["X"].shape[1] // shards
+    partials = [_block_sums(x["X"][:, k * width:(k + 1) * width], x["BLOCK_SIZE"], square=True)
+                for k in range(shards)]
+    total = (_fold(partials) if shards > 1 else partials[0])[:, None]
     mean = h(f32(total) / f32(n))
     rstd = h(1.0 / np.sqrt(f32(h(f32(mean) + f32(x["eps"])))))
     return {"Y": h(f32(h(f32(x["X"]) * f32(rstd))) * f32(x["W"]))}
@@ -150,22 +171,49 @@ def _rope(x: Arrays) -> dict[str, np.ndarray]:
     return {"out_ptr": np.concatenate([y1, y2], axis=-1).reshape(data.shape)}
 
 
-def _ffn_swiglu(x: Arrays) -> dict[str, np.ndarray]:
-    inp = x["x_ptr"]
-    gate = h(f32(inp) @ f32(x["w_gate_ptr"]))
-    up = h(f32(inp) @ f32(x["w_up_ptr"]))
+def _swiglu_part(inp: np.ndarray, w_gate: np.ndarray, w_up: np.ndarray, w_down: np.ndarray
+                 ) -> np.ndarray:
+    """(silu(x @ Wg) * (x @ Wu)) @ Wd with the f16 roundings of the ffn examples."""
+    gate = h(f32(inp) @ f32(w_gate))
+    up = h(f32(inp) @ f32(w_up))
     sigmoid = h(1.0 / f32(h(1.0 + f32(h(np.exp(-f32(gate)))))))
     fused = h(f32(h(f32(gate) * f32(sigmoid))) * f32(up))
-    return {"out_ptr": h(f32(inp) + f32(h(f32(fused) @ f32(x["w_down_ptr"]))))}
+    return h(f32(fused) @ f32(w_down))
+
+
+def _ffn_swiglu(x: Arrays, shards: int = 1) -> dict[str, np.ndarray]:
+    """x + the SwiGLU FFN, its hidden dim in `shards` shards all-reduced in f16."""
+    inp, width = x["x_ptr"], x["w_gate_ptr"].shape[1] // shards
+    parts = [_swiglu_part(inp, x["w_gate_ptr"][:, k * width:(k + 1) * width],
+                          x["w_up_ptr"][:, k * width:(k + 1) * width],
+                          x["w_down_ptr"][k * width:(k + 1) * width])
+             for k in range(shards)]
+    out = _fold(parts) if shards > 1 else parts[0]
+    return {"out_ptr": h(f32(inp) + f32(out))}
 
 
 def _ring_sum(x: Arrays) -> dict[str, np.ndarray]:
-    """The f16 all-reduce: identity 0, then each core's row added in tile order, each add
-    rounded (`linalg.add` in the combiner)."""
-    acc = np.zeros(x["in_ptr"].shape[1:], dtype=np.float16)
-    for row in x["in_ptr"]:
-        acc = h(f32(acc) + f32(row))
-    return {"out_ptr": acc[None, :]}
+    """Each core's row, all-reduced in f16; core 0 stores the sum."""
+    return {"out_ptr": _fold(list(x["in_ptr"]))[None, :]}
+
+
+def _sdpa_2d(x: Arrays) -> dict[str, np.ndarray]:
+    """softmax(Q K^T / 8) V in f16, the row max exact, the row sum and both products in
+    f32 rounded once."""
+    scores = h(f32(h(f32(x["q_ptr"]) @ f32(x["k_ptr"]).T)) * 0.125)
+    p = h(np.exp(f32(h(f32(scores) - f32(scores.max(axis=1, keepdims=True))))))
+    total = h(f32(p).sum(axis=1, keepdims=True))
+    return {"output_ptr": h(f32(h(f32(p) / f32(total))) @ f32(x["v_ptr"]))}
+
+
+def _pv_ksplit(x: Arrays) -> dict[str, np.ndarray]:
+    """C = A B with K in 16 slices of 512, each slice's product rounded to f16 and the
+    slices all-reduced in f16 (ascending core order), per 64-column output block."""
+    a, b = x["a_ptr"], x["b_ptr"]
+    blocks = [_fold([h(f32(a[:, k:k + 512]) @ f32(b[k:k + 512, j:j + 64]))
+                     for k in range(0, a.shape[1], 512)])
+              for j in range(0, b.shape[1], 64)]
+    return {"c_ptr": np.concatenate(blocks, axis=1)}
 
 
 def _row_reduce_splat(combine: Callable[[np.ndarray], Any]) -> Reference:
@@ -173,6 +221,29 @@ def _row_reduce_splat(combine: Callable[[np.ndarray], Any]) -> Reference:
         data = x["arg0"]
         return {"arg0": np.full_like(data, h(combine(f32(data))))}
     return ref
+
+
+def _concat(axis: int) -> Reference:
+    return lambda x: {"b_ptr": np.concatenate([x["a0_ptr"], x["a1_ptr"]], axis=axis)}
+
+
+def _gather(x: Arrays) -> dict[str, np.ndarray]:
+    return {"Y": x["X"][x["IDX1"], x["IDX2"]]}
+
+
+def _scatter(x: Arrays) -> dict[str, np.ndarray]:
+    """Y[IDX1, IDX2] = X, a repeated index keeping the last value in tile order."""
+    y = np.zeros_like(x["X"])
+    y[x["IDX1"].reshape(-1), x["IDX2"].reshape(-1)] = x["X"].reshape(-1)
+    return {"Y": y}
+
+
+# RFC 0682's indirect examples: X, IDX1, IDX2, Y at element offsets 0, 64, 128, 192 of their
+# views' types (64x64 each; the examples' comments count them in 128-byte sticks)
+_INDIRECT_IMAGE = {"X": (0, (64, 64), "float16", "normal"),
+                   "IDX1": (64 * 4, (64, 64), "int32", "index:64"),
+                   "IDX2": (128 * 4, (64, 64), "int32", "index:64"),
+                   "Y": (192 * 2, (64, 64), "float16", "zeros")}
 
 
 def _indexed_add(x: Arrays) -> dict[str, np.ndarray]:
@@ -217,6 +288,22 @@ REFERENCES: dict[tuple[str, str], Case] = {
         Case(_rope),
     ("ktir/ffn_swiglu.mlir", "ffn_swiglu"):
         Case(_ffn_swiglu),
+    ("ktir/ffn_swiglu_4core.mlir", "ffn_swiglu_4core"):
+        # the four partials (up to the output's magnitude) are rounded to f16 before the
+        # fold: one rounding flip there is an ulp at the output's scale, 32 in this bound
+        Case(lambda x: _ffn_swiglu(x, shards=4), ulps=32,
+             arrays={"w_gate_ptr": ((256, 1024), "float16", "normal:0.125"),
+                     "w_up_ptr": ((256, 1024), "float16", "normal:0.125"),
+                     "w_down_ptr": ((1024, 256), "float16", "normal:0.125")}),
+    ("latency/rmsnorm_4core_2x2.mlir", "rmsnorm_2x2"):
+        Case(lambda x: _rmsnorm(x, shards=2),
+             scalars={"N": 4096, "eps": 1e-5, "BLOCK_SIZE": 1024},
+             arrays={name: ((256, 4096), "float16", "zeros" if name == "Y" else "normal")
+                     for name in ("X", "Y", "W")}),
+    ("triton-ktir/sdpa_2d.mlir", "sdpa_kernel_2d"):
+        Case(_sdpa_2d),
+    ("sdsc/sdpa_pv_ksplit.mlir", "sdpa_pv_ksplit"):
+        Case(_pv_ksplit),
     ("ktir/ring_reduce.mlir", "ring_reduce"):
         Case(_ring_sum, arrays={"in_ptr": ((4, 128), "float16", "normal"),
                                 "out_ptr": ((1, 128), "float16", "zeros")}),
@@ -228,6 +315,26 @@ REFERENCES: dict[tuple[str, str], Case] = {
         Case(lambda x: {"out_ptr": np.full((4, 64), x["in_ptr"][0, 0], dtype=np.float16)}),
     ("ktir/nested_yield.ktir", "nested_yield"):
         Case(lambda x: {"out": np.full(4, 2.0, dtype=np.float32)}, ulps=0),
+    ("rfc/add-with-control-flow.mlir", "add"):
+        # no grid attribute; the example's comment: 32 compute tiles of 3 rows
+        Case(_add("A", "B", "C"), grid=(32,),
+             image={"A": (1024 * 2, (96, 64), "float16", "normal"),
+                    "B": (12288 * 2, (96, 64), "float16", "normal"),
+                    "C": (18432 * 2, (96, 64), "float16", "zeros")}),
+    ("rfc/indirect-access-copy.mlir", "indirect_access_copy"):
+        Case(_gather, image=_INDIRECT_IMAGE, ulps=0),
+    ("rfc/indirect-scatter.mlir", "indirect_scatter"):
+        Case(_scatter, image=_INDIRECT_IMAGE, ulps=0),
+    ("rfc/distributed-view-copy-dynamic.mlir", "distributed_view_copy_dynamic"):
+        Case(_concat(axis=1), scalars={"s0_in": 16}, ulps=0,
+             arrays={"a0_ptr": ((64, 16), "float16", "normal"),
+                     "a1_ptr": ((64, 16), "float16", "normal"),
+                     "b_ptr": ((64, 32), "float16", "zeros")}),
+    ("rfc/distributed-view-copy-rowmerge-dynamic.mlir", "distributed_view_copy_rowmerge_dynamic"):
+        Case(_concat(axis=0), scalars={"s0_in": 32}, ulps=0,
+             arrays={"a0_ptr": ((64, 32), "float16", "normal"),
+                     "a1_ptr": ((64, 32), "float16", "normal"),
+                     "b_ptr": ((128, 32), "float16", "zeros")}),
     ("triton-ktir/indexed_add.mlir", "indexed_add_kernel"):
         Case(_indexed_add, scalars={"dim1_start": 0},
              arrays={"index_ptr": ((2,), "int64", "index:128")}),

@@ -266,7 +266,9 @@ _UNARY: dict[type[Operation], Callable[[Any], Any]] = {
     math.Log10Op: np.log10,
     math.Log1pOp: np.log1p,
     math.SqrtOp: np.sqrt,
-    math.RsqrtOp: lambda x: 1 / np.sqrt(x),
+    # in float64, rounded once to the result type by `finish` (1 / np.sqrt(x) of an f16
+    # rounded twice: up to an ulp off, which a whole row's RMSNorm scale inherits)
+    math.RsqrtOp: lambda x: 1 / np.sqrt(np.asarray(x, dtype=np.float64)),
     math.TanhOp: np.tanh,
     math.ErfOp: _erf,
     math.SinOp: np.sin,
