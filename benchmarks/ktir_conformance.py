@@ -377,7 +377,8 @@ def main(argv: list[str] | None = None) -> None:
     if argv[:1] == ["--child"]:
         child(*argv[1:6])
         return
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="KTIR conformance: a ktir-cpu checkout's examples through spyrec")
     parser.add_argument("checkout", type=Path, help="a ktir-cpu checkout (has examples/)")
     parser.add_argument("--report", type=Path, default=ROOT / "docs" / "ktir-conformance.md")
     parser.add_argument("--results", type=Path, help="also write the records as JSON lines")

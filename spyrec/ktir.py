@@ -23,20 +23,19 @@ from spyrec.runtime.ktir_interpreter import KtirError, run_kernel
 __all__ = ["KtirError", "execute", "parse_arg", "run_kernel"]
 
 
-def execute(source: str | Path, function: str, *, masked_tails: bool = False,
-            **args: Any) -> dict[str, Any]:
+def execute(source: str | Path, function: str, **args: Any) -> dict[str, Any]:
     """Run `@function` of `source`; return every array argument after the run.
 
     Arguments may be NumPy arrays or torch tensors (CPU; bfloat16 included); an argument
     passed as a tensor comes back as a tensor of its dtype, an array as an array.
-    `masked_tails` masks every access tile (docs/ktir.md, "Masked tails").
+    (`run_kernel(..., masked_tails=True)` runs it with every access tile masked.)
     """
     tensors = {name for name, value in args.items() if _is_tensor(value)}
     if tensors:
         from spyrec.api import to_numpy
 
         args = {k: to_numpy(v) if k in tensors else v for k, v in args.items()}
-    outputs = run_kernel(source, function, args, masked_tails=masked_tails).outputs
+    outputs = run_kernel(source, function, args).outputs
     if not tensors:
         return dict(outputs)
     from spyrec.api import to_torch

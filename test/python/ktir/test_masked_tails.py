@@ -130,16 +130,18 @@ def test_cli_masked_tails_flag(tmp_path) -> None:
     assert masked.exit_code == 0, masked.output
 
 
-@pytest.mark.parametrize("marks", [{"tile_attr": ", ktdp.masked"},
-                                   {"tile_attr": "", "kernel_attr": ", ktdp.masked_tails"}])
-def test_back_end_refuses_a_masked_tile_that_leaves_its_view(marks: dict[str, str]) -> None:
+@pytest.mark.parametrize(("tile_attr", "kernel_attr"), [(", ktdp.masked", ""),
+                                                       ("", ", ktdp.masked_tails")])
+def test_back_end_refuses_a_masked_tile_that_leaves_its_view(tile_attr: str,
+                                                             kernel_attr: str) -> None:
     """spyre-legalize-ktir's bounds proof (the first thing it does) names the mask."""
     from xdsl.dialects.func import FuncOp
 
     from spyrec.dialects.ktdp_parse import parse_ktir
     from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 
-    (fn,) = [op for op in parse_ktir(vector_add(256, **marks)).walk() if isinstance(op, FuncOp)]
+    module = parse_ktir(vector_add(256, tile_attr=tile_attr, kernel_attr=kernel_attr))
+    (fn,) = [op for op in module.walk() if isinstance(op, FuncOp)]
     with pytest.raises(CompileError, match="the tile is masked, and the back end does not "
                                            "compile masked tails"):
         check_tile_bounds(fn)
