@@ -347,7 +347,8 @@ def report(records: list[dict[str, Any]], command: str) -> str:
          "pass. Off-chip bytes are the emulator's against the program's minimum; ktir-cpu µs "
          "is ktir-cpu's own latency estimate of the same run (blank where it does not run)."),
         "",
-        (f"{len(records)} kernels: interpreter **{interp.count('match')} match**, "
+        (f"{len({(r['file'], r['function']) for r in records})} kernels in {len(records)} "
+         f"runs (a variant is a run): interpreter **{interp.count('match')} match**, "
          f"{interp.count('mismatch')} mismatch, {interp.count('no reference')} no reference, "
          f"{interp.count('error')} refused or faulted, {interp.count('no inputs')} without "
          f"inputs, {interp.count('crash') + interp.count('timeout')} crash or timeout; "

@@ -132,7 +132,8 @@ def test_interpreter_statuses_and_report(tmp_path: Path) -> None:
     assert rows["sdsc/own.mlir: @own"] == "no reference"
     assert rows["rfc/broken.mlir: @broken"].startswith("error: rfc/broken.mlir:1:")
     assert not any("ignored" in k for k in rows)
-    assert "4 kernels: interpreter **1 match**, 1 mismatch, 1 no reference, 1 refused" in text
+    assert ("4 kernels in 4 runs (a variant is a run): interpreter **1 match**, 1 mismatch, "
+            "1 no reference, 1 refused") in text
 
 
 def test_compare_bounds() -> None:
