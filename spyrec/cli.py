@@ -410,8 +410,8 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
         _run_ktir(binary, function, args, save_outputs, seed, masked_tails)
         return
     if args or function is not None or masked_tails:
-        raise click.UsageError(f"--arg, --function and --masked-tails are for a KTIR .mlir "
-                               f"kernel; {binary} "
+        raise click.UsageError(f"--arg and --function are for a KTIR .mlir kernel (so is "
+                               f"--masked-tails); {binary} "
                                "takes its inputs as --input NAME=FILE (.npy or .pt)")
     if given and sizes:
         raise click.UsageError("--size sets the shapes of random inputs; with --input the "
