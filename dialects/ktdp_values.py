@@ -342,6 +342,10 @@ class View:
     def write(self, coords: np.ndarray, values: np.ndarray) -> None:
         raise NotImplementedError
 
+    def contains(self, coords: np.ndarray) -> np.ndarray:
+        """Which rows of `coords` (N x rank) the view has: the lanes a masked tile keeps."""
+        raise NotImplementedError
+
     def traffic(self, coords: np.ndarray) -> list[tuple[Memory, np.ndarray]]:
         """(memory, first-byte addresses of the elements) that accessing `coords` touches."""
         raise NotImplementedError
@@ -525,6 +529,12 @@ class DistributedView(View):
             )
         return owner
 
+    def contains(self, coords: np.ndarray) -> np.ndarray:
+        inside = np.zeros(coords.shape[0], dtype=bool)
+        for part in self.parts:
+            inside |= part.contains(coords)
+        return inside
+
     def read(self, coords: np.ndarray) -> np.ndarray:
         owner = self._owner(coords)
         values = np.zeros(coords.shape[0], dtype=self.dtype)
@@ -561,9 +571,11 @@ class TensorView(View):
         self.dtype = self.array.dtype
         self.rank = self.array.ndim
 
+    def contains(self, coords: np.ndarray) -> np.ndarray:
+        return np.all((coords >= 0) & (coords < np.asarray(self.array.shape)), axis=1)
+
     def read(self, coords: np.ndarray) -> np.ndarray:
-        shape = np.asarray(self.array.shape)
-        within = np.all((coords >= 0) & (coords < shape), axis=1)
+        within = self.contains(coords)
         if not within.all():
             bad = coords[int(np.argmin(within))]
             raise KtirAccessError(
@@ -579,6 +591,14 @@ class TensorView(View):
         return []
 
 
+# The masked-tails extension (docs/ktir.md, "Masked tails"): a unit attribute on
+# `ktdp.construct_access_tile` masks that tile; on a kernel's `func.func`, every direct tile
+# of the kernel. A masked tile's lanes whose coordinate lies outside its view are not read
+# (a load gives 0 there) and not written; an unmasked tile's are an error.
+MASKED_TILE = "ktdp.masked"
+MASKED_KERNEL = "ktdp.masked_tails"
+
+
 @dataclass
 class AccessTile:
     """The value of an access tile: a view and how to get its coordinates in tile order."""
@@ -589,6 +609,7 @@ class AccessTile:
     present: np.ndarray | None
     description: Description
     index_reads: Callable[[], list[tuple[Memory, np.ndarray, int]]] = list
+    masked: bool = False  # lanes outside the view are dropped (MASKED_TILE)
 
     def flat_coordinates(self) -> np.ndarray:
         coords = self.coordinates()
@@ -596,6 +617,20 @@ class AccessTile:
         if self.present is not None:
             flat = flat[self.present.reshape(-1)]
         return flat
+
+    def lanes(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The coordinates an access touches, in tile order, and which tile positions they
+        are (None: every position). Holes of a non-box set are never touched; for a masked
+        tile neither are the lanes whose coordinate the view does not have."""
+        flat = self.flat_coordinates()
+        if not self.masked:
+            return flat, self.present
+        keep = self.view.contains(flat)
+        if keep.all():
+            return flat, self.present
+        lanes = np.ones(self.shape, dtype=bool) if self.present is None else self.present.copy()
+        lanes[lanes] = keep
+        return flat[keep], lanes
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ from spyrec.dialects.ktdp import (
 )
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_values import (
+    MASKED_KERNEL,
     STICK_BYTES,
     KtirError,
     Lpddr,
@@ -589,6 +590,7 @@ def run_kernel(
     device: Device | None = None,
     target: SpyreTarget | None = None,
     races: str = "report",
+    masked_tails: bool = False,
 ) -> KernelRun:
     """Run `@func_name` on every core of its grid; return the arrays read back and stats.
 
@@ -601,7 +603,9 @@ def run_kernel(
     dtype, shape, reach), else `KtirError` before anything runs.
     Tensor parameters take arrays as values (handy for testing compute without memory); what
     each core's function returns is in `KernelRun.returned`. `grid` overrides the function's
-    `grid` attribute.
+    `grid` attribute. `masked_tails` masks every direct access tile, as the kernel attribute
+    `ktdp.masked_tails` does: lanes outside the view are not read (0) and not written
+    (docs/ktir.md, "Masked tails"); otherwise only tiles marked `ktdp.masked` are masked.
     """
     started = time.perf_counter()
     module = parse_ktir(module_or_text)
@@ -636,6 +640,7 @@ def run_kernel(
                 device.target.lx_bytes,
                 detector,
                 homes=homes,
+                masked_tails=masked_tails or MASKED_KERNEL in func.attributes,
             ),
             exchange,
             names,

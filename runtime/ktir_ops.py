@@ -47,6 +47,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from spyrec.dialects import ktdp, std_ext_arith, std_ext_linalg
 from spyrec.dialects.ktdp_affine import bind_symbols
 from spyrec.dialects.ktdp_values import (
+    MASKED_TILE,
     STICK_BYTES,
     AccessTile,
     Description,
@@ -122,6 +123,9 @@ class CoreEnv:
     # the array placed for each pointer parameter: a view built on the parameter (plus an
     # offset) may only touch that array's bytes
     homes: Mapping[SSAValue, PlacedArray] = field(default_factory=dict)
+    # every direct access tile is masked (the kernel's MASKED_KERNEL attribute, or the
+    # caller's masked_tails=True)
+    masked_tails: bool = False
 
 
 @dataclass(frozen=True)
@@ -262,7 +266,9 @@ _UNARY: dict[type[Operation], Callable[[Any], Any]] = {
     math.Log10Op: np.log10,
     math.Log1pOp: np.log1p,
     math.SqrtOp: np.sqrt,
-    math.RsqrtOp: lambda x: 1 / np.sqrt(x),
+    # in float64, rounded once to the result type by `finish` (1 / np.sqrt(x) of an f16
+    # rounded twice: up to an ulp off, which a whole row's RMSNorm scale inherits)
+    math.RsqrtOp: lambda x: 1 / np.sqrt(np.asarray(x, dtype=np.float64)),
     math.TanhOp: np.tanh,
     math.ErfOp: _erf,
     math.SinOp: np.sin,
@@ -797,6 +803,7 @@ class KtirFunctions(_Elementwise):
                 lambda: relative + origin,
                 points.present,
                 LazyText(lambda: f"tile {self.describe(op.result)}"),
+                masked=self.env.masked_tails or MASKED_TILE in op.attributes,
             ),
         )
 
@@ -872,17 +879,18 @@ class KtirFunctions(_Elementwise):
                     races.access(self.env.core, memory, addresses, itemsize, False, where)
 
     def load(self, op: ktdp.LoadOp, tile: AccessTile) -> np.ndarray:
-        """`ktdp.load`: gather the tile's elements in tile order."""
-        flat = tile.flat_coordinates()
+        """`ktdp.load`: gather the tile's elements in tile order (0 at holes and at the
+        masked-off lanes of a masked tile)."""
+        flat, lanes = tile.lanes()
         values = tile.view.read(flat)
         self._tile_traffic(op, tile, flat, write=False)
         self.env.stats.loads += 1
         dtype = numpy_dtype(element_type(op.result.type))
-        if tile.present is None:
+        if lanes is None:
             out = values.astype(dtype, copy=False).reshape(tile.shape)
         else:
             out = np.zeros(tile.shape, dtype=dtype)
-            out[tile.present] = values
+            out[lanes] = values
         if out.nbytes > self.env.lx_capacity:
             raise KtirError(
                 f"LX overflow: the loaded tile {self.describe(op.result)} takes {out.nbytes} "
@@ -891,12 +899,13 @@ class KtirFunctions(_Elementwise):
         return out
 
     def store(self, op: ktdp.StoreOp, value: np.ndarray, tile: AccessTile) -> None:
-        """`ktdp.store`: scatter the tensor to the tile's coordinates, in tile order."""
-        flat = tile.flat_coordinates()
+        """`ktdp.store`: scatter the tensor to the tile's coordinates, in tile order (not to
+        holes, nor to the masked-off lanes of a masked tile)."""
+        flat, lanes = tile.lanes()
         data = np.asarray(value)
         if data.shape != tile.shape:
             raise KtirError(f"storing a {data.shape} tensor through a {tile.shape} tile")
-        data = data[tile.present] if tile.present is not None else data.reshape(-1)
+        data = data[lanes] if lanes is not None else data.reshape(-1)
         tile.view.write(flat, data.astype(tile.view.dtype, copy=False))
         self._tile_traffic(op, tile, flat, write=True)
         self.env.stats.stores += 1

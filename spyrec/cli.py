@@ -394,9 +394,12 @@ def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
 @click.option("--size", "sizes", multiple=True,
               help="SYMBOL=N: the value of a symbolic size for the random inputs (default: "
                    "its upper bound; `spyrec inspect` lists them; repeatable).")
+@click.option("--masked-tails", is_flag=True,
+              help="KTIR input: mask every access tile (lanes outside the view are not read "
+                   "or written), as the kernel attribute ktdp.masked_tails does.")
 def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, numerics: str,
         function: str | None, args: tuple[str, ...], save_outputs: Path | None,
-        sizes: tuple[str, ...]) -> None:
+        sizes: tuple[str, ...], masked_tails: bool) -> None:
     """Run BINARY (a .spyre on the emulator, or a KTIR .mlir in the KTIR interpreter)."""
     if save_outputs is not None:
         _check_folder(save_outputs, "--save-outputs")
@@ -404,10 +407,11 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
         if given:
             raise click.UsageError("a KTIR kernel takes its arguments as --arg NAME=FILE.npy "
                                    "(or rand:SHAPExDTYPE, or a number), not --input")
-        _run_ktir(binary, function, args, save_outputs, seed)
+        _run_ktir(binary, function, args, save_outputs, seed, masked_tails)
         return
-    if args or function is not None:
-        raise click.UsageError(f"--arg and --function are for a KTIR .mlir kernel; {binary} "
+    if args or function is not None or masked_tails:
+        raise click.UsageError(f"--arg and --function are for a KTIR .mlir kernel (so is "
+                               f"--masked-tails); {binary} "
                                "takes its inputs as --input NAME=FILE (.npy or .pt)")
     if given and sizes:
         raise click.UsageError("--size sets the shapes of random inputs; with --input the "
@@ -631,7 +635,7 @@ def _symbol_values(sizes: tuple[str, ...], symbols: dict[str, tuple[int, int]]) 
 
 
 def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
-              save_outputs: Path | None, seed: int) -> None:
+              save_outputs: Path | None, seed: int, masked_tails: bool) -> None:
     import numpy as np
 
     from spyrec.ktir import parse_arg, run_kernel
@@ -643,7 +647,7 @@ def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
     for arg in args:
         _refuse_oversized_random(arg)
     values = dict(parse_arg(a, seed + i) for i, a in enumerate(args))
-    result = run_kernel(source, function, values)
+    result = run_kernel(source, function, values, masked_tails=masked_tails)
     click.echo(f"@{function}: {result.latency}")
     for name, array in result.outputs.items():
         click.echo(f"  {name}: {list(array.shape)} {array.dtype}, "

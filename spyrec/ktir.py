@@ -5,12 +5,14 @@ attribute). Index arguments that receive NumPy arrays are placed in LPDDR at 128
 aligned addresses (the kernel gets their element offsets, as KTIR specifies); scalar
 arguments pass through. The result maps every array argument's name to its contents after
 the run. An array whose dtype or shape does not fit the kernel's views of its parameter is
-refused (`KtirError`) before anything runs. The reference interpreter behind it runs all
+refused (`KtirError`) before anything runs. Torch tensors are accepted for arrays and come
+back as tensors. The reference interpreter behind it runs all
 cores of the grid concurrently and treats out-of-bounds accesses as errors (docs/ktir.md).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,30 @@ from spyrec.runtime.ktir_interpreter import KtirError, run_kernel
 __all__ = ["KtirError", "execute", "parse_arg", "run_kernel"]
 
 
-def execute(source: str | Path, function: str, **args: Any) -> dict[str, np.ndarray]:
-    """Run `@function` of `source`; return every array argument after the run."""
-    return run_kernel(source, function, args).outputs
+def execute(source: str | Path, function: str, **args: Any) -> dict[str, Any]:
+    """Run `@function` of `source`; return every array argument after the run.
+
+    Arguments may be NumPy arrays or torch tensors (CPU; bfloat16 included); an argument
+    passed as a tensor comes back as a tensor of its dtype, an array as an array.
+    (`run_kernel(..., masked_tails=True)` runs it with every access tile masked.)
+    """
+    tensors = {name for name, value in args.items() if _is_tensor(value)}
+    if tensors:
+        from spyrec.api import to_numpy
+
+        args = {k: to_numpy(v) if k in tensors else v for k, v in args.items()}
+    outputs = run_kernel(source, function, args).outputs
+    if not tensors:
+        return dict(outputs)
+    from spyrec.api import to_torch
+
+    return {k: to_torch(v) if k in tensors else v for k, v in outputs.items()}
+
+
+def _is_tensor(value: Any) -> bool:
+    """A torch tensor, without importing torch for callers that pass NumPy only."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def parse_arg(spec: str, seed: int = 0) -> tuple[str, Any]:

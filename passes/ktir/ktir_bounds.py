@@ -43,7 +43,7 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.ktdp_affine import bind_symbols, is_box
-from spyrec.dialects.ktdp_values import core_coords, set_bounds
+from spyrec.dialects.ktdp_values import MASKED_KERNEL, MASKED_TILE, core_coords, set_bounds
 from spyrec.dialects.spyre_plan import ktir_grid
 
 BUDGET = 1 << 18  # loop iterations and tile checks per kernel; past it, left to the emulator
@@ -302,5 +302,14 @@ class _Core:
                 f"{_ranges(tile.box)}, outside view {_name(view)} ({view.type}), whose extent "
                 f"is {_ranges(tile.view.extent)} ({'; '.join(past)}): its DMA would "
                 f"{'read' if isinstance(op, LoadOp) else 'write'} past the tensor, another "
-                "tensor's bytes; keep every core's tiles within their view")
+                "tensor's bytes; keep every core's tiles within their view"
+                + (MASKED_NOTE if MASKED_TILE in tile.op.attributes
+                   or MASKED_KERNEL in self.fn.attributes else ""))
+
+
+# the interpreter drops a masked tile's lanes outside the view (docs/ktir.md §7); the back
+# end moves whole tiles, so it refuses them like any other tile that leaves its view
+MASKED_NOTE = ("; the tile is masked, and the back end does not compile masked tails: split "
+               "the tail into a tile that fits, or run the kernel in the interpreter (`spyrec "
+               "run kernel.mlir`)")
 
