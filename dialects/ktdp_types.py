@@ -332,7 +332,8 @@ class TileFutureType(_BareSyntaxType, ParametrizedAttribute, TypeAttribute):
     Each partial type is one role a producer tile contributes (a ranked tensor); `groups` is
     the 1-D, symbol-free set of group indices. The older spellings without parentheses,
     `<T, groups = #G>` and `<T1, T2, #G>`, parse to the same type; the printer emits the
-    parenthesised form.
+    parenthesised form, with a set that has an inequality as an alias `#groups` when the
+    module is printed by `KtirPrinter` (`needs_alias`).
     """
 
     name = "ktdp.tile_future"

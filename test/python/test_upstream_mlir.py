@@ -18,14 +18,18 @@ fail, so CI cannot lose the check silently.
 
 from __future__ import annotations
 
+import importlib
+import io
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
+from xdsl.printer import Printer
 
 from spyrec.driver import compile_program, kernel_module, make_context, module_text
 
@@ -34,8 +38,8 @@ LIT_DIALECTS = ROOT / "test" / "lit" / "dialects"
 CONFORMANCE = ROOT / "test" / "ktir" / "conformance"
 LIT_INPUTS = ROOT / "test" / "lit" / "passes" / "Inputs"
 
-try:
-    from torch_mlir import ir
+try:  # the bindings are re-exported from a native module: no types for pyright
+    ir: Any = importlib.import_module("torch_mlir.ir")
 except ImportError:  # the optional `mlir` extra
     if os.environ.get("SPYREC_UPSTREAM_MLIR") == "required":
         raise
@@ -72,7 +76,8 @@ def dialect_test_pieces() -> Iterator[tuple[str, str]]:
     conformance kernel that spyrec accepts. Every piece of a positive test must parse; of a
     negative test (`--verify-diagnostics`, `not spyre-opt`) the pieces spyrec rejects are the
     point of the test and are left out."""
-    for path in sorted([*LIT_DIALECTS.rglob("*.mlir"), *CONFORMANCE.glob("*.mlir")]):
+    tests = [p for p in LIT_DIALECTS.rglob("*.mlir") if "Output" not in p.parts]  # lit's
+    for path in sorted([*tests, *CONFORMANCE.glob("*.mlir")]):
         text = path.read_text()
         runs = [m.group(1) for m in re.finditer(r"//\s*RUN:\s*(.*)", text)]
         pieces = text.split("// -----") if any("split-input-file" in r for r in runs) else [text]
@@ -97,10 +102,21 @@ def emitted(module: ModuleOp, name: str) -> dict[str, str]:
             f"{name} program": module_text(module, generic=True)}
 
 
+# Upstream MLIR takes a memref memory space from an unregistered dialect only as a builtin
+# attribute, so a view typed `memref<64xf16, #ktdp.memory_space<global>>` cannot be read
+# there without ktdp (the reference dialect reads it). These two tests use such types on
+# purpose; spyrec's own kernels carry the space as the view op's attribute instead.
+TYPED_MEMORY_SPACE = {"test/lit/dialects/ktdp/ops.mlir#0",
+                      "test/lit/dialects/ktdp/memory-space-spelling.mlir#0"}
+
+
 def test_every_dialect_test_parses_upstream():
     pieces = dict(dialect_test_pieces())
     assert len(pieces) >= 20, sorted(pieces)  # the walk found the tests (23 pieces)
-    assert upstream_errors(pieces) == {}
+    errors = upstream_errors(pieces)
+    assert {name for name, error in errors.items()
+            if "unsupported memory space Attribute" in error} == TYPED_MEMORY_SPACE
+    assert errors.keys() == TYPED_MEMORY_SPACE, errors
 
 
 def test_the_check_catches_a_module_upstream_rejects():
@@ -129,6 +145,10 @@ def test_emitted_ring_reduce_kernels_parse_upstream():
     assert "ktdp.tile_future" in texts["row-reductions kernels"]
     assert "spyre.launch" not in texts["row-reductions kernels"]
     assert upstream_errors(texts) == {}
+    # the spelling before note 78, the group set inline: upstream cannot read it
+    inline = io.StringIO()
+    Printer(stream=inline, print_generic_format=True).print_op(kernel_module(module))
+    assert "unbalanced" in upstream_errors({"inline": inline.getvalue()})["inline"]
 
 
 @pytest.mark.heavy
