@@ -16,20 +16,23 @@ the inter-tile communication ops in `ktdp_intertile.py`; all are re-exported her
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    I32,
     AffineMapAttr,
     AffineSetAttr,
     ContainerType,
     DenseArrayBase,
     IndexType,
+    IntegerAttr,
     MemRefType,
     ShapedType,
     StringAttr,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.dialects.utils import (
@@ -72,6 +75,7 @@ from spyrec.dialects.ktdp_intertile import (
     YieldPartialOp,
     YieldReducedOp,
 )
+from spyrec.dialects.ktdp_spellings import UpgradesProperties
 from spyrec.dialects.ktdp_types import (
     AccessTileType,
     LegacyMemorySpaceSpelling,
@@ -559,7 +563,7 @@ class StoreOp(IRDLOperation):
 
 
 @irdl_op_definition
-class RuntimeArgExtractOp(IRDLOperation):
+class RuntimeArgExtractOp(UpgradesProperties):
     """Read a runtime argument's value, or one of the facts its type states about it.
 
         %m = ktdp.runtime_arg_extract value from %M : !ktdp.runtime_arg<index, granularity = 32>
@@ -567,13 +571,17 @@ class RuntimeArgExtractOp(IRDLOperation):
         %g = ktdp.runtime_arg_extract granularity from %M : <index, granularity = 32> -> index
 
     `value` yields the argument's value type; `granularity` and `upperbound` yield the
-    constant from the type as an index, and the type must state it.
+    constant from the type as an index, and the type must state it. As in the reference
+    dialect, the choice is the property `kind`, an i32 enum (0 value, 1 granularity,
+    2 upperbound: generic form `<{kind = 1 : i32}>`), and an attribute dictionary comes after
+    the argument's type. The older spellings still parse: the dictionary before the `:`, and
+    the generic property `<{field = "granularity"}>`.
     """
 
     name = "ktdp.runtime_arg_extract"
 
     arg = operand_def(RuntimeArgType)
-    field = prop_def(StringAttr)
+    kind = prop_def(IntegerAttr[I32])
     result = result_def()
 
     traits = traits_def(Pure())
@@ -585,8 +593,29 @@ class RuntimeArgExtractOp(IRDLOperation):
             arg_type = cast(RuntimeArgType, arg.type)
             result_type = arg_type.value_type if field == "value" else IndexType()
         super().__init__(
-            operands=[arg], result_types=[result_type], properties={"field": StringAttr(field)}
+            operands=[arg], result_types=[result_type], properties={"kind": self._kind(field)}
         )
+
+    @classmethod
+    def _kind(cls, field: str) -> IntegerAttr:
+        return IntegerAttr(cls.FIELDS.index(field), i32)
+
+    @classmethod
+    def upgrade_properties(
+        cls, properties: Mapping[str, Attribute], operands: Sequence[SSAValue]
+    ) -> Mapping[str, Attribute]:
+        """The older `field = "name"` of a known name becomes `kind` (an unknown name stays,
+        and verification rejects the op for want of a kind)."""
+        old = properties.get("field")
+        if not (isinstance(old, StringAttr) and old.data in cls.FIELDS) or "kind" in properties:
+            return properties
+        return {**{k: v for k, v in properties.items() if k != "field"},
+                "kind": cls._kind(old.data)}
+
+    @property
+    def field(self) -> str:
+        """The name of what is extracted: value, granularity or upperbound."""
+        return self.FIELDS[self.kind.value.data]
 
     @classmethod
     def parse(cls, parser: Parser) -> RuntimeArgExtractOp:
@@ -598,33 +627,36 @@ class RuntimeArgExtractOp(IRDLOperation):
             )
         parser.parse_keyword("from")
         arg = parser.parse_unresolved_operand()
-        attributes = parser.parse_optional_attr_dict()
+        attributes = parser.parse_optional_attr_dict()  # the older position
         parser.parse_punctuation(":")
         arg_type = parse_ktdp_type(parser, RuntimeArgType)
+        attributes |= parser.parse_optional_attr_dict()
         parser.parse_punctuation("->")
         result_type = parser.parse_type()
         return cls.build(
             operands=[parser.resolve_operand(arg, arg_type)],
             result_types=[result_type],
-            properties={"field": StringAttr(field)},
+            properties={"kind": cls._kind(field)},
             attributes=attributes,
         )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.field.data} from ")
+        printer.print_string(f" {self.field} from ")
         printer.print_ssa_value(self.arg)
-        printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.arg.type)
+        printer.print_op_attributes(self.attributes)
         printer.print_string(" -> ")
         printer.print_attribute(self.result.type)
 
     def verify_(self) -> None:
-        field = self.field.data
-        if field not in self.FIELDS:
+        kind = self.kind.value.data
+        if not 0 <= kind < len(self.FIELDS):
             raise VerifyException(
-                f"runtime_arg_extract field must be value, granularity or upperbound, got '{field}'"
+                f"runtime_arg_extract kind must be 0 (value), 1 (granularity) or 2 (upperbound), "
+                f"got {kind}"
             )
+        field = self.field
         arg_type = cast(RuntimeArgType, self.arg.type)
         expected = arg_type.value_type if field == "value" else IndexType()
         if self.result.type != expected:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal, TypeVar, cast
 
 from xdsl.dialects.builtin import (
@@ -30,8 +31,8 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
-from xdsl.ir.affine import AffineSet
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute, TypeAttribute
+from xdsl.ir.affine import AffineConstraintKind, AffineSet
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -331,7 +332,8 @@ class TileFutureType(_BareSyntaxType, ParametrizedAttribute, TypeAttribute):
     Each partial type is one role a producer tile contributes (a ranked tensor); `groups` is
     the 1-D, symbol-free set of group indices. The older spellings without parentheses,
     `<T, groups = #G>` and `<T1, T2, #G>`, parse to the same type; the printer emits the
-    parenthesised form.
+    parenthesised form, with a set that has an inequality as an alias `#groups` when the
+    module is printed by `KtirPrinter` (`needs_alias`).
     """
 
     name = "ktdp.tile_future"
@@ -403,7 +405,51 @@ class TileFutureType(_BareSyntaxType, ParametrizedAttribute, TypeAttribute):
         with printer.in_parens():
             printer.print_list(self.partials, printer.print_attribute)
         printer.print_string(", groups = ")
-        printer.print_attribute(self.groups)
+        alias = getattr(printer, "set_aliases", {}).get(self.groups)
+        if alias is None:
+            printer.print_attribute(self.groups)
+        else:
+            printer.print_string(alias)
+
+
+def needs_alias(groups: AffineSetAttr) -> bool:
+    """Whether a group set prints as an alias (`#groups = affine_set<...>` before the module,
+    `groups = #groups` in the type): it has an inequality. Upstream MLIR without ktdp reads a
+    dialect type's body by matching brackets, so the `>` of an inline `>=` would close
+    `!ktdp.tile_future<` early and the module would not parse there (docs/ktir.md §1)."""
+    return any(c.kind != AffineConstraintKind.eq for c in groups.data.constraints)
+
+
+def group_set_aliases(module: Operation) -> dict[AffineSetAttr, str]:
+    """`#groups`, `#groups1`, ... for each distinct group set of a tile_future in `module`
+    that needs an alias, in order of first appearance."""
+    aliases: dict[AffineSetAttr, str] = {}
+    for op in module.walk():
+        values = [*op.results, *(arg for region in op.regions for block in region.blocks
+                                 for arg in block.args)]
+        for value in values:
+            if isinstance(value.type, TileFutureType) and needs_alias(value.type.groups) \
+                    and value.type.groups not in aliases:
+                aliases[value.type.groups] = f"#groups{len(aliases) or ''}"
+    return aliases
+
+
+@dataclass(eq=False, repr=False)
+class KtirPrinter(Printer):
+    """xDSL's printer, with the attribute aliases KTIR's types need: `print_module` prints
+    an alias definition for each group set `needs_alias` names, then the module, whose
+    tile_future types refer to them. A plain `Printer` prints every set inline, which spyrec
+    and a parser that knows ktdp read as well."""
+
+    set_aliases: dict[AffineSetAttr, str] = field(default_factory=dict[AffineSetAttr, str])
+
+    def print_module(self, module: Operation) -> None:
+        self.set_aliases = group_set_aliases(module)
+        for groups, name in self.set_aliases.items():
+            self.print_string(f"{name} = ")
+            self.print_attribute(groups)
+            self.print_string("\n")
+        self.print_op(module)
 
 
 _BareSyntaxTypeT = TypeVar("_BareSyntaxTypeT", AccessTileType, RuntimeArgType, TileFutureType)

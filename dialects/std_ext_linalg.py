@@ -14,7 +14,7 @@ The `linalg` dialect spyrec registers (`std_ext.py`) holds these in place of xDS
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar, cast
 
 from xdsl.builder import Builder
@@ -39,8 +39,8 @@ from xdsl.dialects.linalg.ops import YieldOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
     IRDLOperation,
+    SameVariadicOperandSize,
     irdl_op_definition,
     prop_def,
     region_def,
@@ -50,6 +50,8 @@ from xdsl.irdl import (
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+
+from spyrec.dialects.ktdp_spellings import UpgradesProperties
 
 
 def _element(value_type: Attribute) -> Attribute:
@@ -282,7 +284,7 @@ class DivOp(ElementwiseOperation):
 
 
 @irdl_op_definition
-class ReduceOp(IRDLOperation):
+class ReduceOp(UpgradesProperties):
     """Reduce `inputs` along `dimensions` into `inits` with a combiner region.
 
         %m = linalg.reduce { arith.maxnumf } ins(%x : tensor<4x64xf32>)
@@ -305,7 +307,20 @@ class ReduceOp(IRDLOperation):
     dimensions = prop_def(DenseArrayBase.constr(i64))
     combiner = region_def("single_block")
 
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    # as upstream defines it: as many inputs as inits, no operandSegmentSizes
+    irdl_options = (SameVariadicOperandSize(),)
+
+    @classmethod
+    def upgrade_properties(
+        cls, properties: Mapping[str, Attribute], operands: Sequence[SSAValue]
+    ) -> Mapping[str, Attribute]:
+        """spyrec's older generic form carried `operandSegmentSizes`; upstream has none (as
+        many inputs as inits), so a split into two equal halves is dropped."""
+        sizes = properties.get("operandSegmentSizes")
+        if not (isinstance(sizes, DenseArrayBase)
+                and list(sizes.get_values()) == [len(operands) // 2] * 2):
+            return properties
+        return {k: v for k, v in properties.items() if k != "operandSegmentSizes"}
 
     def __init__(
         self,

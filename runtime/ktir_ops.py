@@ -926,7 +926,7 @@ class KtirFunctions(_Elementwise):
         arg = args[0]
         if not isinstance(arg, RuntimeArg):
             arg = RuntimeArg(arg, None, None)
-        field_name = op.field.data
+        field_name = op.field
         value = arg.value if field_name == "value" else getattr(arg, field_name)
         return (finish(value, op.result.type),)
 

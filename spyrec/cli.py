@@ -199,7 +199,10 @@ def _pass_options(switches: dict[str, Any]) -> dict[str, dict[str, object]]:
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="The .spyre to write (with --emit: the file for the IR instead of stdout).")
 @click.option("--emit", type=click.Choice(STAGE_NAMES), default="binary",
-              help="Stop after this stage and print its IR (binary: write the .spyre).")
+              help="Stop after this stage and print its IR (binary: write the .spyre). "
+                   "ktir prints the kernels alone (standard dialects and ktdp, for any KTIR "
+                   "tool); with -o FILE the whole program, its host launch graph included, "
+                   "also goes to FILE's .host.mlir in generic form.")
 @click.option("--print-ir-after-all", is_flag=True, help="Print the IR after every pass.")
 @click.option("--function", help="KTIR input (.mlir): the kernel to compile (if several).")
 @click.option("--cache/--no-cache", default=None,
@@ -215,10 +218,12 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
                                  "run`, or compile the .pt2 it came from", param_hint="MODEL")
     if emit == "binary" and output is None:
         output = model.with_suffix(".spyre")
-    if output is not None:
-        _check_output(output, "-o", model)
+    host = output.with_suffix(".host.mlir") if output is not None and emit == "ktir" else None
+    for path in (output, host):
+        if path is not None:
+            _check_output(path, "-o", model)
     from spyrec.cache import resolve_cache
-    from spyrec.driver import compile_program, module_text
+    from spyrec.driver import compile_program, kernel_module, module_text
 
     report = _StageReport()
     result = compile_program(model, output if emit == "binary" else None, stop_after=emit,
@@ -230,11 +235,16 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
         if print_ir_after_all:
             return
         assert result.module is not None  # only a whole binary comes from the cache
+        text = module_text(kernel_module(result.module) if emit == "ktir" else result.module)
         if output is None:
-            click.echo(module_text(result.module), nl=False)
-        else:
-            _write_text(output, module_text(result.module))
-            click.echo(f"wrote {output}", err=True)
+            click.echo(text, nl=False)
+            return
+        _write_text(output, text)
+        click.echo(f"wrote {output}", err=True)
+        if host is not None:
+            _write_text(host, module_text(result.module, generic=True))
+            click.echo(f"wrote {host} (the whole program, host launch graph included, in "
+                       "generic form)", err=True)
         return
     click.echo(f"wrote {output}{' (from the compile cache)' if result.cached else ''}",
                err=True)

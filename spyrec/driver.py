@@ -19,11 +19,11 @@ from typing import TextIO
 import torch
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from spyrec.cache import CompileCache
 from spyrec.diagnostics import PassFailure, SpyrecError
+from spyrec.dialects.ktdp_types import KtirPrinter
 from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, compile_target, pass_spec
@@ -54,10 +54,31 @@ def make_context() -> Context:
     return ctx
 
 
-def module_text(module: ModuleOp) -> str:
+def module_text(module: ModuleOp, generic: bool = False) -> str:
+    """`module` as MLIR text: the custom form, or with `generic` the generic form (every op
+    as `"name"(...)`, which upstream MLIR reads with unregistered dialects allowed); with the
+    alias definitions KTIR types need (`ktdp_types.KtirPrinter`)."""
     out = io.StringIO()
-    Printer(stream=out).print_op(module)
+    KtirPrinter(stream=out, print_generic_format=generic).print_module(module)
     return out.getvalue() + "\n"
+
+
+def kernel_module(module: ModuleOp) -> ModuleOp:
+    """The KTIR kernels of a program: a copy of `module` (its attributes included) holding
+    only the functions a `spyre.launch` calls, so nothing of spyrec's host dialect is left and
+    KTIR tools (the reference dialect's `ktir-opt`) read it as it is."""
+    from xdsl.dialects import func
+
+    from spyrec.dialects.spyre import LaunchOp
+
+    launched = {op.callee.root_reference.data for op in module.walk()
+                if isinstance(op, LaunchOp)}
+    kernels = module.clone()
+    for op in list(kernels.ops):
+        if not (isinstance(op, func.FuncOp) and op.sym_name.data in launched):
+            op.detach()
+            op.erase()
+    return kernels
 
 
 def _run_pass(name: str, module: ModuleOp, ctx: Context,

@@ -13,13 +13,16 @@ import difflib
 import io
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.targets.mlir import MLIRTarget
 from xdsl.transforms import get_all_passes
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
@@ -28,6 +31,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.dialects.ktdp_source import LocatingParser, locate_failure, located
+from spyrec.dialects.ktdp_types import KtirPrinter
 from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.registry import DIALECTS, PASSES
 
@@ -44,6 +48,21 @@ class _PendingOutput(io.StringIO):
     def close(self) -> None:
         self.text = self.getvalue()
         super().close()
+
+
+@dataclass(frozen=True)
+class _KtirTarget(MLIRTarget):
+    """xDSL's MLIR output through `ktdp_types.KtirPrinter` (group-set aliases)."""
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if self.syntax_highlight:
+            return super().emit(ctx, module, output)
+        printer = KtirPrinter(stream=output, print_generic_format=self.print_generic_format,
+                              print_properties_as_attributes=self.print_properties_as_attributes,
+                              print_debuginfo=self.print_debuginfo)
+        printer.print_module(module)
+        printer.print_metadata(ctx.loaded_dialects)
+        print("\n", file=output)
 
 
 class SpyreOptMain(xDSLOptMain):
@@ -63,6 +82,11 @@ class SpyreOptMain(xDSLOptMain):
         loaders.update(DIALECTS)  # spyrec's definitions win over any stock one of the same name
         for name, loader in loaders.items():
             self.ctx.register_dialect(name, loader)
+
+    def register_all_targets(self) -> None:
+        """xDSL's targets, with `mlir` printing the alias definitions KTIR types need."""
+        self.available_targets["mlir"] = lambda: _KtirTarget
+        super().register_all_targets()
 
     def register_all_passes(self) -> None:
         for name, loader in {**get_all_passes(), **PASSES}.items():

@@ -24,6 +24,8 @@ from click.testing import CliRunner, Result
 from conftest import one
 
 from spyrec.cli import main
+from spyrec.dialects.ktdp_parse import parse_ktir
+from spyrec.dialects.spyre import LaunchOp
 
 
 def _invoke(*args: str | Path) -> Result:
@@ -265,6 +267,14 @@ def test_emit_with_output_writes_the_file(files, tmp_path):
     assert res.exit_code == 0, res.output
     assert "ktdp.construct_access_tile" in target.read_text()
     assert "ktdp.construct_access_tile" not in res.output  # in the file, not on stdout
+    # the kernels alone (no host dialect); the whole program beside them, generic, readable
+    assert "spyre.launch" not in target.read_text() and "spyre.param" not in target.read_text()
+    host = tmp_path / "k.host.mlir"
+    assert '"spyre.launch"' in host.read_text() and f"wrote {host}" in res.output
+    program = parse_ktir(host)  # spyrec reads it back (spyre-opt can go on from it)
+    callees = {op.callee.root_reference.data for op in program.walk()
+               if isinstance(op, LaunchOp)}
+    assert callees and target.read_text().count("func.func @") == len(callees)
 
 
 def test_short_help_everywhere():

@@ -10,9 +10,11 @@
 // In KTIR each core's partial sum of a row is produced for its grid row and all-reduced
 // (consumers = producers), the combiner one arith.addf; the one-column result is stored
 // under scf.if by the core with y = 0 alone.
+// A group set with an inequality prints as an alias before the module (docs/ktir.md §1).
+// KTIR: #groups = affine_set<(d0) : (d0 >= 0, (d0 * -1) >= 0)>
 // KTIR: func.func @k0
 // KTIR: %[[PART:[0-9]+]] = linalg.generic {{.*}}spyre.fn = "reduce_sum", spyre.valid_cols = 4096 : index
-// KTIR: %[[F:[0-9]+]] = ktdp.inter_tile_produce producer_tiles_per_group = affine_set<(d0)[s0] : (d0 >= 0, ((d0 * -1) + 15) >= 0, ((d0 mod 1) + (s0 * -1)) == 0)> -> !ktdp.tile_future<(tensor<2x1xf32>), groups = affine_set<(d0) : (d0 >= 0, (d0 * -1) >= 0)>>
+// KTIR: %[[F:[0-9]+]] = ktdp.inter_tile_produce producer_tiles_per_group = affine_set<(d0)[s0] : (d0 >= 0, ((d0 * -1) + 15) >= 0, ((d0 mod 1) + (s0 * -1)) == 0)> -> !ktdp.tile_future<(tensor<2x1xf32>), groups = #groups>
 // KTIR: ktdp.yield_partial %[[PART]] : tensor<2x1xf32>
 // KTIR: %[[SUM:[0-9]+]] = ktdp.inter_tile_reduce(%[[F]]) consumer_tiles_per_group = affine_set<(d0)[s0] : (d0 >= 0, ((d0 * -1) + 15) >= 0, ((d0 mod 1) + (s0 * -1)) == 0)>
 // KTIR: arith.addf

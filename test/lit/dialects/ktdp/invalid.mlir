@@ -417,12 +417,22 @@ func.func @extract_missing_upperbound(%a: !ktdp.runtime_arg<index, granularity =
 
 // -----
 
-// The generic form can name any field; the verifier still rejects unknown ones.
+// The generic form can give any kind; the verifier still rejects unknown ones.
+func.func @extract_unknown_kind_generic(%a: !ktdp.runtime_arg<index>) {
+  %v = "ktdp.runtime_arg_extract"(%a) <{kind = 3 : i32}> : (!ktdp.runtime_arg<index>) -> index
+  func.return
+}
+// CHECK: {{^}}runtime_arg_extract kind must be 0 (value), 1 (granularity) or 2 (upperbound), got 3
+
+// -----
+
+// The older generic spelling `field = "name"` reads only the three names; another leaves the
+// op without its kind.
 func.func @extract_unknown_field_generic(%a: !ktdp.runtime_arg<index>) {
   %v = "ktdp.runtime_arg_extract"(%a) <{field = "size"}> : (!ktdp.runtime_arg<index>) -> index
   func.return
 }
-// CHECK: {{^}}runtime_arg_extract field must be value, granularity or upperbound, got 'size'
+// CHECK: property 'kind' expected in operation 'ktdp.runtime_arg_extract'
 
 // -----
 

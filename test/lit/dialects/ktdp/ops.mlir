@@ -187,8 +187,16 @@ func.func @runtime_rows(%rows: !ktdp.runtime_arg<index, upperbound = 96, granula
   %m = ktdp.runtime_arg_extract value from %rows : !ktdp.runtime_arg<index, granularity = 32, upperbound = 96> -> index
   // CHECK-NEXT: %[[G:.*]] = ktdp.runtime_arg_extract granularity from %[[ROWS]] : !ktdp.runtime_arg<index, granularity = 32, upperbound = 96> -> index
   %g = ktdp.runtime_arg_extract granularity from %rows : <index, granularity = 32, upperbound = 96> -> index
-  // CHECK-NEXT: %[[U:.*]] = ktdp.runtime_arg_extract upperbound from %[[ROWS]] {note} : !ktdp.runtime_arg<index, granularity = 32, upperbound = 96> -> index
+  // An attribute dictionary prints after the type, where the reference dialect has it; the
+  // older position before the `:` still parses.
+  // CHECK-NEXT: %[[U:.*]] = ktdp.runtime_arg_extract upperbound from %[[ROWS]] : !ktdp.runtime_arg<index, granularity = 32, upperbound = 96> {note} -> index
   %u = ktdp.runtime_arg_extract upperbound from %rows {note} : !ktdp.runtime_arg<index, granularity = 32, upperbound = 96> -> index
+  // CHECK-NEXT: ktdp.runtime_arg_extract upperbound from %[[ROWS]] : !ktdp.runtime_arg<index, granularity = 32, upperbound = 96> {note} -> index
+  %u2 = ktdp.runtime_arg_extract upperbound from %rows : !ktdp.runtime_arg<index, granularity = 32, upperbound = 96> {note} -> index
+  // The kind is a property, an i32 enum as the reference dialect defines it (the older
+  // generic spellings: older-generic-spellings.mlir).
+  // CHECK-NEXT: ktdp.runtime_arg_extract granularity from %[[ROWS]] : !ktdp.runtime_arg<index, granularity = 32, upperbound = 96> -> index
+  %g2 = "ktdp.runtime_arg_extract"(%rows) <{kind = 1 : i32}> : (!ktdp.runtime_arg<index, granularity = 32, upperbound = 96>) -> index
   // CHECK-NEXT: %[[S:.*]] = ktdp.runtime_arg_extract value from %[[SCALE]] : !ktdp.runtime_arg<f32> -> f32
   %s = ktdp.runtime_arg_extract value from %scale : <f32> -> f32
   // CHECK-NEXT: ktdp.construct_memory_view %[[OFF]], sizes: [%[[M]], 64], strides: [64, 1] {{.*}} : memref<?x64xf16>
