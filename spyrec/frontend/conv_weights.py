@@ -1,13 +1,14 @@
 """Convolution weights in their device form, with eval-mode batch norm folded in.
 
-On Spyre a 2-D convolution is im2col by DMA (`spyre.window_rows`: one column block per
-tap, each block the input channels padded to whole sticks) followed by one matmul, so its
-weight is needed as the [KH*KW*Cb, Cout] matrix whose row t*Cb + c holds
-weight[:, c, kh, kw] for tap t = kh*KW + kw (zero rows where c is stick padding). That is
-a permutation, a zero padding and a reshape of the parameter: done here, once, with torch,
-because op selection sees no weight data. A grouped convolution (depthwise: groups =
-channels) gets the dense weight with zeros between its groups, so it is an ordinary
-convolution on the device (docs/design.md, note 27, has the trade-off).
+On Spyre a 2-D convolution (and a 1-D one, as a 2-D one with 1 x K windows) is im2col
+by DMA (`spyre.window_rows`: one column block per tap, each block the input channels padded
+to whole sticks) followed by one matmul, so its weight is needed as the [KH*KW*Cb, Cout]
+matrix whose row t*Cb + c holds weight[:, c, kh, kw] for tap t = kh*KW + kw (zero rows
+where c is stick padding). That is a permutation, a zero padding and a reshape of the
+parameter: done here, once, with torch, because op selection sees no weight data. A
+grouped convolution (depthwise: groups = channels) gets the dense weight with zeros
+between its groups, so it is an ordinary convolution on the device (docs/design.md, note
+27, has the trade-off).
 
 A batch norm in eval mode (`_native_batch_norm_legit_no_training`) whose input is a
 convolution's only use folds into it: with s = gamma / sqrt(var + eps),
@@ -61,9 +62,9 @@ def _arg(node: torch.fx.Node, index: int, name: str, default: object) -> object:
 
 def plan_convolutions(graph: torch.fx.Graph,
                       constant: Callable[[torch.fx.Node], torch.Tensor | None]) -> ConvPlan:
-    """Device-form weights of every 2-D forward convolution (any groups) whose weight (and
-    bias) are constants; `constant(node)` is a node's value if it depends on no user
-    input."""
+    """Device-form weights of every 1-D and 2-D forward convolution (any groups) whose
+    weight (and bias) are constants (a 1-D one's [Cout, Cin, K] weight as [Cout, Cin, 1,
+    K]); `constant(node)` is a node's value if it depends on no user input."""
     plan = ConvPlan()
     for node in graph.nodes:
         if node.op != "call_function" or _name(node.target) != CONV:
@@ -71,7 +72,8 @@ def plan_convolutions(graph: torch.fx.Graph,
         weight = constant(node.args[1]) if isinstance(node.args[1], torch.fx.Node) else None
         bias_node = _arg(node, 2, "bias", None)
         bias = constant(bias_node) if isinstance(bias_node, torch.fx.Node) else None
-        if weight is None or weight.dim() != 4 or (bias_node is not None and bias is None):
+        if weight is None or weight.dim() not in (3, 4) or (
+                bias_node is not None and bias is None):
             continue  # op selection reports it
         groups = int(_arg(node, 8, "groups", 1))  # type: ignore[call-overload]
         if _arg(node, 6, "transposed", False):
@@ -80,6 +82,8 @@ def plan_convolutions(graph: torch.fx.Graph,
         if x is None or x.dtype not in _ELEMENT:
             continue
         w = weight.detach().float()
+        if w.dim() == 3:  # a 1-D convolution is the 2-D one with a 1 x K window
+            w = w[:, :, None, :]
         b = bias.detach().float() if bias is not None else None
         norm = _folded_norm(node, constant)
         if norm is not None:

@@ -147,21 +147,6 @@ def test_ceil_mode_and_uneven_adaptive_windows_are_refused():
     assert "_adaptive_avg_pool2d" in message and "3x3 of a 8x8 image" in message
 
 
-class _ReadsNchw(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
-
-    def forward(self, x):
-        return self.conv(x).sum(-1)  # a reduction over W reads the image in NCHW order
-
-
-def test_nchw_use_of_a_channels_last_value_is_refused():
-    message = _refusal(_ReadsNchw(), torch.randn(1, 3, 8, 8))
-    assert "aten.sum.dim_IntList (node sum_1)" in message
-    assert "channels-last output of" in message and "restickify" in message
-
-
 class _WeightInput(torch.nn.Module):
     def forward(self, x, w):
         return F.conv2d(x, w, padding=1)
