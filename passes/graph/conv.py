@@ -189,12 +189,26 @@ class _Selection:
         """`value.permute(dims)` as an `aten.permute` before `at`, which op selection then
         lowers like any other (device transposes: `movement.permute`)."""
         shape = _shape(value)
-        ttype = TensorType(value.type.element_type,  # type: ignore[attr-defined]
-                           [shape[d] for d in dims])
-        args = {"dims": ArrayAttr([IntegerAttr(d, i64) for d in dims])}
+        return self.aten(at, "aten.permute.default", value, "dims", list(dims),
+                         [shape[d] for d in dims])
+
+    def channel_row(self, at: Operation, value: SSAValue) -> SSAValue:
+        """A per-channel operand of an NCHW / NCL elementwise op ([C, 1], [1, C, 1, 1], ...:
+        a convolution's bias added by hand) as the [1, C] row that broadcasts along the
+        stick: a view as the [C, 1] column and its transpose (folded into a weight)."""
+        c = max(_shape(value))
+        column = self.aten(at, "aten.view.default", value, "size", [c, 1], [c, 1])
+        return self.restickify(at, column, (1, 0))
+
+    def aten(self, at: Operation, target: str, value: SSAValue, name: str, ints: list[int],
+             shape: list[int]) -> SSAValue:
+        """`target(value, name=ints)` of result `shape` as a `spyre.aten` before `at`, for
+        op selection to lower like any other."""
+        ttype = TensorType(value.type.element_type, shape)  # type: ignore[attr-defined]
+        args = {name: ArrayAttr([IntegerAttr(d, i64) for d in ints])}
         attributes = {k: at.attributes[k] for k in ("fx_node", "source") if k in at.attributes}
         new = AtenOp.create(operands=[value], result_types=[ttype], attributes=attributes,
-                            properties={"target": StringAttr("aten.permute.default"),
+                            properties={"target": StringAttr(target),
                                         "args": DictionaryAttr(args),
                                         "operand_names": ArrayAttr([StringAttr("self")])})
         self.rewriter.insert_op(new, InsertPoint.before(at))
@@ -568,17 +582,22 @@ def _image_inputs(fn: func.FuncOp, elementwise: set[str]) -> set[SSAValue]:
 def _recreate(op: AtenOp, sel: _Selection) -> SSAValue:
     """The elementwise op on the channels-last forms of its operands."""
     operands = []
+    out = _shape(op.results[0])
     for v in op.operands:
         shape = _shape(v)
-        if len(shape) == len(_shape(op.results[0])):
+        full = [1] * (len(out) - len(shape)) + shape  # numpy broadcasting's leading ones
+        if len(shape) == len(out) and (v in sel.nhwc or isinstance(v, BlockArgument)):
             operands.append(sel.channels_last(v, op))
         elif all(d == 1 for d in shape):
             operands.append(v)  # a one-element tensor broadcasts in any layout
+        elif full[1] == out[1] and all(d == 1 for i, d in enumerate(full) if i != 1):
+            operands.append(sel.channel_row(op, v))
+        elif len(shape) == len(out):
+            operands.append(sel.channels_last(v, op))
         else:
             raise Unsupported(f"an operand of shape {shape} broadcast against an NCHW image or "
-                              "NCL signal (only operands of the same rank and one-element "
-                              "tensors are lowered "
-                              "channels-last)")
+                              "NCL signal (only operands of the same rank, per-channel ones "
+                              "and one-element tensors are lowered channels-last)")
     new = AtenOp.create(operands=operands, result_types=[_nhwc_type(op.results[0])],
                         properties=dict(op.properties), attributes=dict(op.attributes))
     return sel.emit(op, new)
@@ -700,8 +719,12 @@ def _leave_region(sel: _Selection) -> None:
             view.detach()
             view.erase()
     for old, new in sel.inputs.items():
-        if old.uses:
-            continue  # a use outside the region was reported
+        if old.uses:  # read in NCHW order too: the channels-last input, restickified
+            first = block.first_op
+            assert first is not None
+            perm = CHANNELS_LAST[len(_shape(new))]
+            old.replace_all_uses_with(sel.restickify(
+                first, new, tuple(perm.index(d) for d in range(len(perm)))))
         perms[new.name_hint or f"input{new.index}"] = host_perm[len(_shape(new))]
         block.erase_arg(old)
     if perms:

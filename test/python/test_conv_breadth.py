@@ -126,6 +126,44 @@ def test_nchw_uses_of_channels_last_values_are_restickified():
     assert_close(exe, expected, exe(x))
 
 
+class _SeparableConv(torch.nn.Module):
+    """ConvBERT's separable 1-D convolution: depthwise, pointwise, and a [C, 1] bias added
+    by hand (a per-channel row on the device)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dw = torch.nn.Conv1d(16, 16, 5, padding=2, groups=16, bias=False)
+        self.pw = torch.nn.Conv1d(16, 24, 1, bias=False)
+        self.bias = torch.nn.Parameter(torch.randn(24, 1))
+
+    def forward(self, tokens):
+        return (self.pw(self.dw(tokens.transpose(1, 2))) + self.bias).transpose(1, 2)
+
+
+def test_separable_convolution_with_a_column_bias():
+    torch.manual_seed(0)
+    _check(_SeparableConv().half(), torch.randn(2, 10, 16).half())
+
+
+class _InputTwice(torch.nn.Module):
+    """A temporal conv net's block: the signal padded on the left (causal) for a dilated
+    convolution, and read by a 1x1 convolution as is (the residual)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(8, 16, 3, dilation=2)
+        self.skip = torch.nn.Conv1d(8, 16, 1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(torch.nn.functional.pad(x, (4, 0)))) + self.skip(x)
+
+
+def test_an_input_read_channels_last_and_in_ncl_order_is_one_input():
+    torch.manual_seed(0)
+    exe = _check(_InputTwice(), torch.randn(2, 8, 30))
+    assert [b.name for b in exe.binary.inputs] == ["x"]
+
+
 def test_group_norm_statistics_are_fp32():
     """fp16 group norm: every row reduction of its statistics is in fp32 (torch computes
     them in fp32 for 16-bit inputs), and the result matches eager."""
