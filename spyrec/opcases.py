@@ -354,13 +354,21 @@ IMAGE_MODULES: dict[str, Callable[[], torch.nn.Module]] = {
     "group_norm_1_relu": lambda: torch.nn.Sequential(_group_norm(1, 8), torch.nn.ReLU()),
     "conv2d_of_transpose": lambda: torch.nn.Sequential(_Fn(lambda x: x.transpose(2, 3) * 2),
                                                        torch.nn.Conv2d(8, 16, 3, padding=1)),
+    # transposed convolutions: stride = kernel (an upsampling: one matmul, rows moved)
+    "conv_transpose2d_k2_s2": lambda: torch.nn.ConvTranspose2d(8, 16, 2, stride=2),
+    "conv_transpose2d_k3_s2": lambda: torch.nn.ConvTranspose2d(8, 16, 3, stride=2),
+    # PoolFormer's pooling: the divisor counts only the pixels inside the image
+    "avg_pool_3x3_p1_exclude_pad": lambda: torch.nn.AvgPool2d(3, 1, 1,
+                                                              count_include_pad=False),
 }
 
 
 IMAGE_REFUSED = {"max_pool_ceil_mode": "ceil_mode=True (partial windows at the edge are not "
                                        "lowered",
                  "adaptive_avg_pool_3": "output size 3x3 of a 16x16 image (windows of "
-                                        "different sizes are not lowered"}
+                                        "different sizes are not lowered",
+                 "conv_transpose2d_k3_s2": "a transposed convolution other than a 2-D one "
+                                           "whose stride is its kernel"}
 
 
 def image_cases() -> list[OpCase]:

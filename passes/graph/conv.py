@@ -1,9 +1,11 @@
-"""Channels-last op selection for convolution, batch norm and pooling (part of spyre-legalize).
+"""Channels-last op selection for convolution, batch norm, group norm and pooling (part of
+spyre-legalize).
 
 Images enter as NCHW, but on Spyre the channels belong in the stick: a convolution is a
 contraction over channels, and the row-sticked layout contracts over its innermost dim. So
-every 4-D value that a convolution, batch norm or pooling op touches is selected as
-[N, H, W, C] (rows n, h, w; channels along the 128-byte stick):
+every 4-D value that a convolution, batch norm, group norm or pooling op touches is
+selected as [N, H, W, C] (rows n, h, w; channels along the 128-byte stick), and every 3-D
+[N, C, L] signal of a 1-D convolution as [N, L, C]:
 
 - `aten.convolution` (2-D, any kernel, stride, padding, dilation and groups): the frontend
   stores its weight as the [KH*KW*Cb, Cout] matrix of its taps (a batch norm that follows
@@ -11,24 +13,31 @@ every 4-D value that a convolution, batch norm or pooling op touches is selected
   `spyre.window_rows` (the window rows of every tap, one stick-aligned column block each;
   im2col by DMA with zero padding) and one `spyre.matmul` with the bias; a 1x1 stride-1
   convolution is the matmul alone; a grouped or depthwise one has the dense weight with
-  zeros between its groups (the frontend expands it);
+  zeros between its groups (the frontend expands it). A 1-D convolution is the 2-D one on
+  [N, 1, L, C] with a 1 x K window; a transposed one whose stride is its kernel is one
+  matmul and a row permutation (`_upsample`);
 - batch norm in eval mode not folded into a convolution: (x - mean) * rsqrt(var + eps) *
   weight + bias with per-channel rows, which broadcast along the stick;
+- group norm: fp32 statistics over the channels moved back into rows
+  (`_select_group_norm`, `normalization.group_normalize`);
 - `max_pool2d`: the elementwise maximum of one `spyre.window_rows` per tap, padded with the
   lowest finite value (torch pads with -inf; each window holds at least one real pixel);
 - `avg_pool2d`, `_adaptive_avg_pool2d` with uniform windows and the mean over H and W
   (global pooling): `spyre.window_rows` and a matmul by a constant [KH*KW*Cb, C] matrix of
-  1/(KH*KW) blocks;
-- elementwise ops (relu, the residual add, ...) on channels-last values are re-created on
-  the [N, H, W, C] values and selected as usual.
+  1/(KH*KW) blocks (times a constant per-pixel 1 / count with count_include_pad=False);
+- elementwise ops (relu, GELU, the residual add, ...) on channels-last values are
+  re-created on the channels-last values and selected as usual; a per-channel operand
+  ([C, 1]) becomes a row.
 
 Program inputs read only by such ops become channels-last inputs and 4-D outputs
 channels-last outputs: the host permutes them when it copies them in and out (the graph's
-`spyre.host_perms`), as it pads sticks and rounds to DL16. A flatten after a 1x1 pooling is
-free ([N, 1, 1, C] and [N, C] are the same rows), and so are a vision transformer's patch
-tokens, `conv(x).flatten(2).transpose(1, 2)` ([N, H*W, C] are the image's rows). Any other use of a
-channels-last value in NCHW order would be a restickify on the device, which is not lowered: it is
-reported with the node that needs it.
+`spyre.host_perms`), as it pads sticks and rounds to DL16. Views of rows already stored
+channels-last move nothing: a flatten after a 1x1 pooling, a vision transformer's patch
+tokens (`conv(x).flatten(2).transpose(1, 2)`), tokens into an image or a signal and a
+signal's channels as tokens (`_Selection.stored_channels_last`). Any other use of a value
+in the other order is a device restickify (an `aten.permute` for op selection to lower),
+into the stick for a region op's operand, out of it for a reader outside the region
+(docs/design.md, note 75).
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ from spyrec.dialects.spyre import (
     AtenOp,
     CastOp,
     MatmulOp,
+    PermuteRowsOp,
     ReshapeOp,
     WindowRowsOp,
     describe,
@@ -189,7 +199,7 @@ class _Selection:
         """`value.permute(dims)` as an `aten.permute` before `at`, which op selection then
         lowers like any other (device transposes: `movement.permute`)."""
         shape = _shape(value)
-        return self.aten(at, "aten.permute.default", value, "dims", list(dims),
+        return self.aten(at, "aten.permute.default", value, {"dims": list(dims)},
                          [shape[d] for d in dims])
 
     def channel_row(self, at: Operation, value: SSAValue) -> SSAValue:
@@ -197,15 +207,17 @@ class _Selection:
         a convolution's bias added by hand) as the [1, C] row that broadcasts along the
         stick: a view as the [C, 1] column and its transpose (folded into a weight)."""
         c = max(_shape(value))
-        column = self.aten(at, "aten.view.default", value, "size", [c, 1], [c, 1])
+        column = self.aten(at, "aten.view.default", value, {"size": [c, 1]}, [c, 1])
         return self.restickify(at, column, (1, 0))
 
-    def aten(self, at: Operation, target: str, value: SSAValue, name: str, ints: list[int],
-             shape: list[int]) -> SSAValue:
-        """`target(value, name=ints)` of result `shape` as a `spyre.aten` before `at`, for
-        op selection to lower like any other."""
+    def aten(self, at: Operation, target: str, value: SSAValue,
+             ints: dict[str, int | list[int]], shape: list[int]) -> SSAValue:
+        """`target(value, **ints)` of result `shape` as a `spyre.aten` before `at`, for op
+        selection to lower like any other."""
         ttype = TensorType(value.type.element_type, shape)  # type: ignore[attr-defined]
-        args = {name: ArrayAttr([IntegerAttr(d, i64) for d in ints])}
+        args: dict[str, Attribute] = {
+            name: IntegerAttr(v, i64) if isinstance(v, int)
+            else ArrayAttr([IntegerAttr(d, i64) for d in v]) for name, v in ints.items()}
         attributes = {k: at.attributes[k] for k in ("fx_node", "source") if k in at.attributes}
         new = AtenOp.create(operands=[value], result_types=[ttype], attributes=attributes,
                             properties={"target": StringAttr(target),
@@ -336,8 +348,12 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
                           "convolutions, on [N, C, L] signals and [N, C, H, W] images, are "
                           "lowered)")
     if _flag(op, "transposed"):
-        raise Unsupported("a transposed convolution (not lowered; only forward convolutions "
-                          "are)")
+        if "kernel_size" not in op.args.data or weight is None or len(_shape(x)) != 4:
+            raise Unsupported(
+                "a transposed convolution other than a 2-D one whose stride is its kernel "
+                "(with no padding, output padding, dilation or groups, and a constant "
+                "weight) is not lowered")
+        return _upsample(op, sel, sel.zero_padded(op, sel.channels_last(x, op)), weight, bias)
     if "kernel_size" not in op.args.data or weight is None:
         raise Unsupported(
             "its weight is not a constant: the frontend stores a convolution's weight as the "
@@ -369,6 +385,30 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
     if len(_shape(x)) == 3:  # [N, 1, Lo, Cout] is [N, Lo, Cout]
         y = sel.emit(op, ReshapeOp(y, _nhwc_type(op.results[0])))
     return y
+
+
+def _upsample(op: AtenOp, sel: _Selection, xs: SSAValue, weight: SSAValue,
+              bias: SSAValue | None) -> SSAValue:
+    """A transposed convolution with stride = kernel: each pixel's channels times the
+    frontend's [Cin, KH*KW*Cb] matrix give its KH x KW block of output pixels, one
+    stick-aligned block per tap (a free split), rows moved to [N, H, KH, W, KW] (a row
+    permutation) and merged into [N, H*KH, W*KW]; the stick padding blocks dropped by a
+    slice of the innermost dim when Cout is not whole sticks."""
+    n, h, w, _ = _shape(xs)
+    kh, kw = _pair(_ints(op, "kernel_size"), 1)
+    cols = _shape(weight)[1]
+    block = cols // (kh * kw)
+    y = sel.rows_matmul(op, xs, weight, bias, cols)
+    element = xs.type.element_type  # type: ignore[attr-defined]
+    y = sel.emit(op, ReshapeOp(y, TensorType(element, [n, h, w, kh, kw, block])))
+    y = sel.emit(op, PermuteRowsOp(y, [0, 1, 3, 2, 4, 5],
+                                   TensorType(element, [n, h, kh, w, kw, block])))
+    y = sel.emit(op, ReshapeOp(y, TensorType(element, [n, h * kh, w * kw, block])))
+    out = _nhwc_type(op.results[0])
+    if block == out.get_shape()[-1]:
+        return y
+    return sel.aten(op, "aten.slice.Tensor", y, {"dim": 3, "start": 0, "end": out.get_shape()[-1]},
+                    list(out.get_shape()))
 
 
 def _select_batch_norm(op: AtenOp, sel: _Selection) -> SSAValue:
@@ -485,13 +525,21 @@ def _average(op: AtenOp, sel: _Selection, xs: SSAValue, kernel: tuple[int, int],
 def _select_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
     _require_float(op)
     kernel, stride, padding = _pool_args(op)
-    if padding != (0, 0) and not _flag(op, "count_include_pad", True):
-        raise Unsupported("count_include_pad=False with padding (the divisor would vary at "
-                          "the edges; not lowered)")
     divisor = _ints(op, "divisor_override")
     xs = sel.channels_last(op.operands[0], op)
-    return _average(op, sel, xs, kernel, stride, padding,
-                    divisor[0] if divisor else kernel[0] * kernel[1])
+    if divisor or padding == (0, 0) or _flag(op, "count_include_pad", True):
+        return _average(op, sel, xs, kernel, stride, padding,
+                        divisor[0] if divisor else kernel[0] * kernel[1])
+    # count_include_pad=False (PoolFormer): the window sums times 1 / the number of
+    # pixels each window holds inside the image, a constant [N, Ho, Wo, 1] column
+    total = _average(op, sel, xs, kernel, stride, padding, 1)
+    counts = [[(min(o * st - p + k, size) - max(o * st - p, 0))
+               for o in range(out)] for size, k, st, p, out in
+              zip(_shape(xs)[1:3], kernel, stride, padding, _shape(total)[1:3])]
+    scale = np.broadcast_to(1.0 / np.outer(counts[0], counts[1])[None, :, :, None],
+                            [*_shape(total)[:3], 1])
+    factor = sel.constant(op, f"{_fx_name(op)}.divisor", scale, xs)
+    return sel.emit(op, BINARY_OPS["mul"](total, factor, total.type))
 
 
 def _select_adaptive_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:

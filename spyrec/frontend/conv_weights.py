@@ -62,9 +62,10 @@ def _arg(node: torch.fx.Node, index: int, name: str, default: object) -> object:
 
 def plan_convolutions(graph: torch.fx.Graph,
                       constant: Callable[[torch.fx.Node], torch.Tensor | None]) -> ConvPlan:
-    """Device-form weights of every 1-D and 2-D forward convolution (any groups) whose
-    weight (and bias) are constants (a 1-D one's [Cout, Cin, K] weight as [Cout, Cin, 1,
-    K]); `constant(node)` is a node's value if it depends on no user input."""
+    """Device-form weights of every 1-D and 2-D forward convolution (any groups), and of
+    every transposed one whose stride is its kernel, whose weight (and bias) are constants
+    (a 1-D one's [Cout, Cin, K] weight as [Cout, Cin, 1, K]); `constant(node)` is a node's
+    value if it depends on no user input."""
     plan = ConvPlan()
     for node in graph.nodes:
         if node.op != "call_function" or _name(node.target) != CONV:
@@ -76,10 +77,12 @@ def plan_convolutions(graph: torch.fx.Graph,
                 bias_node is not None and bias is None):
             continue  # op selection reports it
         groups = int(_arg(node, 8, "groups", 1))  # type: ignore[call-overload]
-        if _arg(node, 6, "transposed", False):
-            continue
         x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
         if x is None or x.dtype not in _ELEMENT:
+            continue
+        if _arg(node, 6, "transposed", False):
+            if _is_upsampling(node, weight, groups):
+                plan.convs[node] = _upsampling_weights(weight, bias, _ELEMENT[x.dtype])
             continue
         w = weight.detach().float()
         if w.dim() == 3:  # a 1-D convolution is the 2-D one with a 1 x K window
@@ -108,6 +111,37 @@ def plan_convolutions(graph: torch.fx.Graph,
             None if b is None else b.to(weight.dtype),
             (kh, kw), norm[0] if norm is not None else None)
     return plan
+
+
+def _is_upsampling(node: torch.fx.Node, weight: torch.Tensor, groups: int) -> bool:
+    """Is `node` a 2-D transposed convolution whose stride is its kernel (no padding, no
+    output padding, no dilation, one group): every input pixel makes its own KH x KW block
+    of output pixels, nothing overlaps."""
+    kernel = list(weight.shape[2:])
+    return (weight.dim() == 4 and groups == 1
+            and list(_arg(node, 3, "stride", [1, 1])) == kernel  # type: ignore[call-overload]
+            and not any(_arg(node, 4, "padding", [0]))  # type: ignore[call-overload]
+            and all(d == 1 for d in _arg(node, 5, "dilation", [1]))  # type: ignore[attr-defined]
+            and not any(_arg(node, 7, "output_padding", [0])))  # type: ignore[call-overload]
+
+
+def _upsampling_weights(weight: torch.Tensor, bias: torch.Tensor | None,
+                        element: str) -> ConvWeights:
+    """A transposed convolution with stride = kernel (`_is_upsampling`) as one matmul of
+    each pixel's channels by [Cin, KH*KW*Cb]: column t*Cb + o holds weight[:, o, kh, kw]
+    for tap t = kh*KW + kw, Cb the output channels padded to whole sticks (zero columns),
+    so the product splits into its taps for free; the bias repeats per tap."""
+    cin, cout, kh, kw = weight.shape
+    block = window_block_cols(cout, 2, element)  # whole sticks
+    taps = torch.zeros(cin, kh, kw, block)
+    taps[..., :cout] = weight.detach().float().permute(0, 2, 3, 1)
+    tiled = None
+    if bias is not None:
+        tiled = torch.zeros(kh, kw, block)
+        tiled[..., :cout] = bias.detach().float()
+        tiled = tiled.reshape(-1).to(weight.dtype)
+    return ConvWeights(taps.reshape(cin, kh * kw * block).to(weight.dtype).contiguous(), tiled,
+                       (kh, kw))
 
 
 def _folded_norm(conv: torch.fx.Node, constant: Callable[[torch.fx.Node], torch.Tensor | None]

@@ -1,8 +1,8 @@
 """Convolutions and group norm beyond the 2-D image path (issue 20), on the emulator and
 matched with eager by `spyrec.verdict.check_outputs`: 1-D convolutions on [N, C, L]
 signals (channels-last as [N, L, C]), an audio encoder's token transposes that read the
-channels-last rows as stored, device restickifies for images read in NCHW order, and group
-norm with its statistics in fp32 (the op matrix, `spyrec/opcases.py`, has the rest)."""
+channels-last rows as stored, device restickifies for images read in NCHW order, group
+norm with its statistics in fp32, and transposed convolutions that upsample (the op matrix, `spyrec/opcases.py`, has the rest)."""
 
 from __future__ import annotations
 
@@ -143,6 +143,26 @@ class _SeparableConv(torch.nn.Module):
 def test_separable_convolution_with_a_column_bias():
     torch.manual_seed(0)
     _check(_SeparableConv().half(), torch.randn(2, 10, 16).half())
+
+
+class _UpAndSkip(torch.nn.Module):
+    """U-Net's decoder step: a stride-2 2x2 transposed convolution (an upsampling) whose
+    output is concatenated with the skip image along the channels."""
+
+    def __init__(self, out: int):
+        super().__init__()
+        self.down = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.up = torch.nn.ConvTranspose2d(16, out, 2, stride=2)
+        self.fuse = torch.nn.Conv2d(out + 8, 8, 3, padding=1)
+
+    def forward(self, x):
+        return self.fuse(torch.cat([self.up(self.down(x)), x], dim=1))
+
+
+@pytest.mark.parametrize("out", [8, 64], ids=["part_stick", "whole_sticks"])
+def test_upsampling_transposed_convolution(out):
+    torch.manual_seed(0)
+    _check(_UpAndSkip(out).half(), torch.randn(1, 8, 8, 6).half())
 
 
 class _InputTwice(torch.nn.Module):

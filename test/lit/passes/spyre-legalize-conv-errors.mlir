@@ -7,7 +7,7 @@
 // channels go back out of the stick by a device restickify.
 // The ops after a refused one are not reported again.
 // CHECK: error: {{.*}}3 op(s) have no Spyre lowering yet:
-// CHECK-NEXT: m.py:3: aten.convolution.default (node dw): a transposed convolution (not lowered
+// CHECK-NEXT: m.py:3: aten.convolution.default (node dw): a transposed convolution other than a 2-D one whose stride is its kernel
 // CHECK-NEXT: m.py:4: aten.convolution.default (node wx): its weight is not a constant
 // CHECK-NEXT: m.py:5: aten.max_pool2d_with_indices.default (node pool): ceil_mode=True
 // CHECK-NOT: node sum
