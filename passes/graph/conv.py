@@ -70,6 +70,7 @@ from spyrec.dialects.spyre import (
     AtenOp,
     CastOp,
     MatmulOp,
+    ParamOp,
     PermuteRowsOp,
     ReshapeOp,
     WindowRowsOp,
@@ -207,8 +208,15 @@ class _Selection:
         a convolution's bias added by hand) as the [1, C] row that broadcasts along the
         stick: a view as the [C, 1] column and its transpose (folded into a weight)."""
         c = max(_shape(value))
-        column = self.aten(at, "aten.view.default", value, {"size": [c, 1]}, [c, 1])
-        return self.restickify(at, column, (1, 0))
+        if _shape(value) != [c, 1]:
+            value = self.aten(at, "aten.view.default", value, {"size": [c, 1]}, [c, 1])
+        row = self.restickify(at, value, (1, 0))
+        if isinstance(value.owner, ParamOp):
+            return row  # a weight's transpose is folded: its padding is zero
+        # a device transpose leaves the padding undefined: keep(row, ones) zeroes it
+        ones = constant(at, self.rewriter, f"{_fx_name(at)}.ones", np.ones(c),
+                        value.type.element_type)  # type: ignore[attr-defined]
+        return emit(self.rewriter, at, BINARY_OPS["keep"](row, ones, row.type))
 
     def aten(self, at: Operation, target: str, value: SSAValue,
              ints: dict[str, int | list[int]], shape: list[int]) -> SSAValue:

@@ -166,6 +166,26 @@ def test_upsampling_transposed_convolution(out):
     _check(_UpAndSkip(out).half(), torch.randn(1, 8, 8, 6).half())
 
 
+class _PoolFormerBlock(torch.nn.Module):
+    """PoolFormer's token mixer: average pooling that counts only the pixels inside the
+    image, minus its input, times a [C, 1, 1] layer scale (a per-channel row), into a
+    convolution (whose windows need the row's stick padding zero)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = torch.nn.AvgPool2d(3, 1, 1, count_include_pad=False)
+        self.scale = torch.nn.Parameter(torch.rand(8, 1, 1))
+        self.conv = torch.nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x + self.scale * (self.pool(x) - x))
+
+
+def test_poolformer_block():
+    torch.manual_seed(0)
+    _check(_PoolFormerBlock().half(), torch.randn(2, 8, 7, 6).half())
+
+
 class _InputTwice(torch.nn.Module):
     """A temporal conv net's block: the signal padded on the left (causal) for a dilated
     convolution, and read by a 1x1 convolution as is (the residual)."""
