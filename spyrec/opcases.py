@@ -11,6 +11,8 @@ measures. A case is an op, a dtype and a shape family:
 - `broadcast` (binary ops): a 64 x 128 tensor with a row vector of 128;
 - `outer` (binary ops): a 67 x 1 column with a row vector of 255 (both broadcast);
 - `image` (convolution, batch norm, pooling): a 2 x 8 x 16 x 16 NCHW image;
+- `signal` / `signal_aligned` (1-D convolution, group norm): a 2 x 8 x 45 NCL signal, or
+  1 x 64 x 24 (the channels whole fp16 sticks);
 - `heads16` (attention): q, k, v of [1, 2, 16, 16], or [1, 16, 64] tokens split into 4 heads;
 - `mask_aligned` / `mask_unaligned` (attention masks): q [2, 2, L, 64], k and v [2, 2, S, 64]
   with L = S = 32, or L = 37 and S = 45, and a bias or mask broadcast to [2, 2, L, S].
@@ -305,6 +307,7 @@ def cases() -> list[OpCase]:
     out += attention_cases()
     out += broadcasting_cases()
     out += movement_cases()
+    out += signal_cases()
     return out
 
 
@@ -345,13 +348,27 @@ IMAGE_MODULES: dict[str, Callable[[], torch.nn.Module]] = {
     "adaptive_avg_pool_4": lambda: torch.nn.AdaptiveAvgPool2d(4),
     "max_pool_ceil_mode": lambda: torch.nn.MaxPool2d(3, 2, ceil_mode=True),
     "adaptive_avg_pool_3": lambda: torch.nn.AdaptiveAvgPool2d(3),
+    # group norm (fp32 statistics) and a convolution of an image read in another order,
+    # whose channels a device restickify moves into the stick
+    "group_norm_4": lambda: _group_norm(4, 8),
+    "group_norm_1_relu": lambda: torch.nn.Sequential(_group_norm(1, 8), torch.nn.ReLU()),
+    "conv2d_of_transpose": lambda: torch.nn.Sequential(_Fn(lambda x: x.transpose(2, 3) * 2),
+                                                       torch.nn.Conv2d(8, 16, 3, padding=1)),
+    # transposed convolutions: stride = kernel (an upsampling: one matmul, rows moved)
+    "conv_transpose2d_k2_s2": lambda: torch.nn.ConvTranspose2d(8, 16, 2, stride=2),
+    "conv_transpose2d_k3_s2": lambda: torch.nn.ConvTranspose2d(8, 16, 3, stride=2),
+    # PoolFormer's pooling: the divisor counts only the pixels inside the image
+    "avg_pool_3x3_p1_exclude_pad": lambda: torch.nn.AvgPool2d(3, 1, 1,
+                                                              count_include_pad=False),
 }
 
 
 IMAGE_REFUSED = {"max_pool_ceil_mode": "ceil_mode=True (partial windows at the edge are not "
                                        "lowered",
                  "adaptive_avg_pool_3": "output size 3x3 of a 16x16 image (windows of "
-                                        "different sizes are not lowered"}
+                                        "different sizes are not lowered",
+                 "conv_transpose2d_k3_s2": "a transposed convolution other than a 2-D one "
+                                           "whose stride is its kernel"}
 
 
 def image_cases() -> list[OpCase]:
@@ -815,4 +832,58 @@ def movement_cases() -> list[OpCase]:
                           lambda m=mode, d=dtype: _Bag(m).to(d),
                           lambda g: (_ids((6, 5), 40, torch.int64, g),))
                    for mode in ("sum", "mean"))
+    return out
+
+
+# ---- signals: 1-D convolution and group norm (channels-last on the device) -------------------
+
+SIGNALS = {"signal": (2, 8, 45), "signal_aligned": (1, 64, 24)}  # N, C, L
+
+
+def _group_norm(groups: int, channels: int) -> torch.nn.Module:
+    norm = torch.nn.GroupNorm(groups, channels)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+        norm.bias.normal_(0, 0.2)
+    return norm
+
+
+class _Tokens(torch.nn.Module):
+    """An audio encoder's front: a 1-D convolution, its channels as the tokens' features
+    (`conv(x).transpose(1, 2)`), and back through a 1-D convolution (`t.transpose(1, 2)`):
+    both transposes read the channels-last rows as they are stored."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.a = torch.nn.Conv1d(channels, 32, 3, stride=2)
+        self.b = torch.nn.Conv1d(32, 32, 3, padding=1, groups=4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens = self.a(x).transpose(1, 2) * 0.5
+        return self.b(tokens.transpose(1, 2)).transpose(1, 2)
+
+
+SIGNAL_MODULES: dict[str, Callable[[int], torch.nn.Module]] = {
+    "conv1d_k5_s2_p2": lambda c: torch.nn.Conv1d(c, 16, 5, stride=2, padding=2),
+    "conv1d_k3_dilation2_groups4": lambda c: torch.nn.Conv1d(c, 16, 3, padding=2, dilation=2,
+                                                             groups=4),
+    "conv1d_tokens": _Tokens,
+    "group_norm_per_channel": lambda c: _group_norm(c, c),
+    "group_norm_2": lambda c: _group_norm(2, c),
+    # wav2vec2's first feature layer: conv, group norm over each channel, GELU
+    "conv1d_gn_gelu": lambda c: torch.nn.Sequential(torch.nn.Conv1d(c, 32, 5, stride=2),
+                                                    _group_norm(32, 32), torch.nn.GELU()),
+}
+
+
+def signal_cases() -> list[OpCase]:
+    """1-D convolutions and group norm on NCL signals whose channels are a part of a stick
+    (`signal`) or whole fp16 sticks (`signal_aligned`)."""
+    out = []
+    for dtype in DTYPES:
+        for shape_name, shape in SIGNALS.items():
+            for name, make in SIGNAL_MODULES.items():
+                out.append(OpCase(name, dtype, shape_name,
+                                  lambda make=make, c=shape[1], d=dtype: make(c).to(d),
+                                  _randn(shape, dtype)))
     return out

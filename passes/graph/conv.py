@@ -1,9 +1,11 @@
-"""Channels-last op selection for convolution, batch norm and pooling (part of spyre-legalize).
+"""Channels-last op selection for convolution, batch norm, group norm and pooling (part of
+spyre-legalize).
 
 Images enter as NCHW, but on Spyre the channels belong in the stick: a convolution is a
 contraction over channels, and the row-sticked layout contracts over its innermost dim. So
-every 4-D value that a convolution, batch norm or pooling op touches is selected as
-[N, H, W, C] (rows n, h, w; channels along the 128-byte stick):
+every 4-D value that a convolution, batch norm, group norm or pooling op touches is
+selected as [N, H, W, C] (rows n, h, w; channels along the 128-byte stick), and every 3-D
+[N, C, L] signal of a 1-D convolution as [N, L, C]:
 
 - `aten.convolution` (2-D, any kernel, stride, padding, dilation and groups): the frontend
   stores its weight as the [KH*KW*Cb, Cout] matrix of its taps (a batch norm that follows
@@ -11,24 +13,31 @@ every 4-D value that a convolution, batch norm or pooling op touches is selected
   `spyre.window_rows` (the window rows of every tap, one stick-aligned column block each;
   im2col by DMA with zero padding) and one `spyre.matmul` with the bias; a 1x1 stride-1
   convolution is the matmul alone; a grouped or depthwise one has the dense weight with
-  zeros between its groups (the frontend expands it);
+  zeros between its groups (the frontend expands it). A 1-D convolution is the 2-D one on
+  [N, 1, L, C] with a 1 x K window; a transposed one whose stride is its kernel is one
+  matmul and a row permutation (`_upsample`);
 - batch norm in eval mode not folded into a convolution: (x - mean) * rsqrt(var + eps) *
   weight + bias with per-channel rows, which broadcast along the stick;
+- group norm: fp32 statistics over the channels moved back into rows
+  (`_select_group_norm`, `normalization.group_normalize`);
 - `max_pool2d`: the elementwise maximum of one `spyre.window_rows` per tap, padded with the
   lowest finite value (torch pads with -inf; each window holds at least one real pixel);
 - `avg_pool2d`, `_adaptive_avg_pool2d` with uniform windows and the mean over H and W
   (global pooling): `spyre.window_rows` and a matmul by a constant [KH*KW*Cb, C] matrix of
-  1/(KH*KW) blocks;
-- elementwise ops (relu, the residual add, ...) on channels-last values are re-created on
-  the [N, H, W, C] values and selected as usual.
+  1/(KH*KW) blocks (times a constant per-pixel 1 / count with count_include_pad=False);
+- elementwise ops (relu, GELU, the residual add, ...) on channels-last values are
+  re-created on the channels-last values and selected as usual; a per-channel operand
+  ([C, 1]) becomes a row.
 
 Program inputs read only by such ops become channels-last inputs and 4-D outputs
 channels-last outputs: the host permutes them when it copies them in and out (the graph's
-`spyre.host_perms`), as it pads sticks and rounds to DL16. A flatten after a 1x1 pooling is
-free ([N, 1, 1, C] and [N, C] are the same rows), and so are a vision transformer's patch
-tokens, `conv(x).flatten(2).transpose(1, 2)` ([N, H*W, C] are the image's rows). Any other use of a
-channels-last value in NCHW order would be a restickify on the device, which is not lowered: it is
-reported with the node that needs it.
+`spyre.host_perms`), as it pads sticks and rounds to DL16. Views of rows already stored
+channels-last move nothing: a flatten after a 1x1 pooling, a vision transformer's patch
+tokens (`conv(x).flatten(2).transpose(1, 2)`), tokens into an image or a signal and a
+signal's channels as tokens (`_Selection.stored_channels_last`). Any other use of a value
+in the other order is a device restickify (an `aten.permute` for op selection to lower),
+into the stick for a region op's operand, out of it for a reader outside the region
+(docs/design.md, note 75).
 """
 
 from __future__ import annotations
@@ -44,11 +53,13 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IntegerAttr,
     ModuleOp,
+    StringAttr,
     TensorType,
+    f32,
     i64,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint
 
 from spyrec.dialects.spyre import (
     BINARY_OPS,
@@ -57,7 +68,10 @@ from spyrec.dialects.spyre import (
     STICK_BYTES,
     UNARY_OPS,
     AtenOp,
+    CastOp,
     MatmulOp,
+    ParamOp,
+    PermuteRowsOp,
     ReshapeOp,
     WindowRowsOp,
     describe,
@@ -68,11 +82,17 @@ from spyrec.passes.graph.graph_build import constant, emit, exact_move
 from spyrec.passes.graph.graph_build import element as _element
 from spyrec.passes.graph.graph_build import fx_name as _fx_name
 from spyrec.passes.graph.graph_build import shape as _shape
+from spyrec.passes.graph.legalize.base import LegalizeRewriter
+from spyrec.passes.graph.legalize.movement import permute
+from spyrec.passes.graph.legalize.normalization import group_normalize
 
 NHWC = (0, 2, 3, 1)  # device dim i is host dim NHWC[i]
+NLC = (0, 2, 1)  # a 1-D convolution's [N, C, L] signal as [N, L, C]
+CHANNELS_LAST = {4: NHWC, 3: NLC}
 
 CONV = "aten.convolution.default"
 BATCH_NORM = "aten._native_batch_norm_legit_no_training.default"
+GROUP_NORM = "aten.native_group_norm.default"
 MAX_POOL = ("aten.max_pool2d_with_indices.default", "aten.max_pool2d.default")
 AVG_POOL = "aten.avg_pool2d.default"
 ADAPTIVE_AVG_POOL = "aten._adaptive_avg_pool2d.default"
@@ -96,9 +116,10 @@ class Unsupported(Exception):
 
 
 def _nhwc_type(value: SSAValue) -> TensorType:
-    n, c, h, w = _shape(value)
+    """The channels-last type of an [N, C, H, W] image or an [N, C, L] signal."""
+    shape = _shape(value)
     assert isinstance(value.type, TensorType)
-    return TensorType(value.type.element_type, [n, h, w, c])
+    return TensorType(value.type.element_type, [shape[d] for d in CHANNELS_LAST[len(shape)]])
 
 
 def _ints(op: AtenOp, name: str, default: list[int] | None = None) -> list[int]:
@@ -134,7 +155,7 @@ class _Selection:
     """The channels-last values of one function and the ops they replace."""
 
     fn: func.FuncOp
-    rewriter: Rewriter
+    rewriter: LegalizeRewriter
     nhwc: dict[SSAValue, SSAValue] = field(default_factory=dict)
     tainted: set[SSAValue] = field(default_factory=set)  # downstream of a reported failure
     skip: set[AtenOp] = field(default_factory=set)
@@ -143,6 +164,8 @@ class _Selection:
     pads: int = 0
     replaced: list[AtenOp] = field(default_factory=list)
     inputs: dict[BlockArgument, BlockArgument] = field(default_factory=dict)
+    bypassed: list[AtenOp] = field(default_factory=list)  # views read as stored rows
+    restickified: set[SSAValue] = field(default_factory=set)  # channels moved into sticks
 
     def emit(self, at: AtenOp, new: Operation) -> SSAValue:
         return emit(self.rewriter, at, new)
@@ -156,9 +179,9 @@ class _Selection:
         """The [N, H, W, C] form of an NCHW operand of `user`."""
         if value in self.nhwc:
             return self.nhwc[value]
-        if len(_shape(value)) != 4:
-            raise Unsupported(f"an operand of shape {_shape(value)} (an [N, C, H, W] image is "
-                              "expected)")
+        if len(_shape(value)) not in CHANNELS_LAST:
+            raise Unsupported(f"an operand of shape {_shape(value)} (an [N, C, H, W] image or "
+                              "an [N, C, L] signal is expected)")
         if isinstance(value, BlockArgument):
             block = value.block
             new = block.insert_arg(_nhwc_type(value), value.index)
@@ -166,12 +189,80 @@ class _Selection:
             self.inputs[value] = new
             self.nhwc[value] = new
             return new
+        stored = self.stored_channels_last(value)
+        if stored is None:  # moving the channels into the stick: a device restickify
+            stored = self.restickify(user, value, CHANNELS_LAST[len(_shape(value))])
+            self.restickified.add(stored)
+        self.nhwc[value] = stored
+        return stored
+
+    def restickify(self, at: Operation, value: SSAValue, dims: tuple[int, ...]) -> SSAValue:
+        """`value.permute(dims)` as an `aten.permute` before `at`, which op selection then
+        lowers like any other (device transposes: `movement.permute`)."""
+        shape = _shape(value)
+        return self.aten(at, "aten.permute.default", value, {"dims": list(dims)},
+                         [shape[d] for d in dims])
+
+    def channel_row(self, at: Operation, value: SSAValue) -> SSAValue:
+        """A per-channel operand of an NCHW / NCL elementwise op ([C, 1], [1, C, 1, 1], ...:
+        a convolution's bias added by hand) as the [1, C] row that broadcasts along the
+        stick: a view as the [C, 1] column and its transpose (folded into a weight)."""
+        c = max(_shape(value))
+        if _shape(value) != [c, 1]:
+            value = self.aten(at, "aten.view.default", value, {"size": [c, 1]}, [c, 1])
+        row = self.restickify(at, value, (1, 0))
+        if isinstance(value.owner, ParamOp):
+            return row  # a weight's transpose is folded: its padding is zero
+        # a device transpose leaves the padding undefined: keep(row, ones) zeroes it
+        ones = constant(at, self.rewriter, f"{_fx_name(at)}.ones", np.ones(c),
+                        value.type.element_type)  # type: ignore[attr-defined]
+        return emit(self.rewriter, at, BINARY_OPS["keep"](row, ones, row.type))
+
+    def aten(self, at: Operation, target: str, value: SSAValue,
+             ints: dict[str, int | list[int]], shape: list[int]) -> SSAValue:
+        """`target(value, **ints)` of result `shape` as a `spyre.aten` before `at`, for op
+        selection to lower like any other."""
+        ttype = TensorType(value.type.element_type, shape)  # type: ignore[attr-defined]
+        args: dict[str, Attribute] = {
+            name: IntegerAttr(v, i64) if isinstance(v, int)
+            else ArrayAttr([IntegerAttr(d, i64) for d in v]) for name, v in ints.items()}
+        attributes = {k: at.attributes[k] for k in ("fx_node", "source") if k in at.attributes}
+        new = AtenOp.create(operands=[value], result_types=[ttype], attributes=attributes,
+                            properties={"target": StringAttr(target),
+                                        "args": DictionaryAttr(args),
+                                        "operand_names": ArrayAttr([StringAttr("self")])})
+        self.rewriter.insert_op(new, InsertPoint.before(at))
+        return new.results[0]
+
+    def stored_channels_last(self, value: SSAValue) -> SSAValue | None:
+        """The channels-last form of `value` when it is a view of rows already stored
+        channels-last, so no data moves: `t.transpose(1, 2)` of a [N, L, C] `t` (an
+        audio encoder's tokens into a 1-D convolution), `t.permute(0, 3, 1, 2)` of an
+        [N, H, W, C] `t`, and `t.transpose(1, 2).view(N, C, H, W)` of an [N, H*W, C] `t`
+        (a vision transformer's tokens back into an image). The views bypassed are
+        erased when nothing else reads them."""
         producer = value.owner
-        what = describe(producer) if isinstance(producer, Operation) else "its producer"
-        raise Unsupported(
-            f"its input comes from {what} in NCHW order; moving the channels into the stick "
-            "on the device is a restickify, which is not lowered. Feed it a program input, or "
-            "the output of a convolution, pooling, batch norm or elementwise op")
+        if not isinstance(producer, AtenOp) or value in self.nhwc:
+            return None
+        shape = _shape(value)
+        source = producer.operands[0] if producer.operands else None
+        if source is None or source in self.nhwc:
+            return None
+        if _swaps_last_two(producer) and len(shape) == 3:
+            self.bypassed.append(producer)
+            return source
+        if producer.target.data == "aten.permute.default" and len(shape) == 4 \
+                and [d % 4 for d in _ints(producer, "dims")] == [0, 3, 1, 2]:
+            self.bypassed.append(producer)
+            return source
+        if producer.target.data in FREE_USERS and len(shape) == 4 \
+                and isinstance(source.owner, AtenOp) and _swaps_last_two(source.owner):
+            tokens = source.owner.operands[0]
+            n, c, h, w = shape
+            if _shape(tokens) == [n, h * w, c] and tokens not in self.nhwc:
+                self.bypassed.extend((producer, source.owner))
+                return self.emit(producer, ReshapeOp(tokens, _nhwc_type(value)))
+        return None
 
     def pad_rows(self, at: AtenOp, x: SSAValue, wo: int, value: float) -> SSAValue:
         """A constant [Wo, C] of `value`: what window rows outside the image read."""
@@ -218,17 +309,23 @@ class _Selection:
 
     def zero_padded(self, at: AtenOp, xs: SSAValue) -> SSAValue:
         """`xs`, with its stick padding made zero if the elementwise op that produced it
-        may not keep it so (a scalar add, exp, ...): the matmul after the windows contracts
-        over whole sticks, so the padding must be zero (docs/design.md, note 4). A multiply
-        by a zero-padded row of ones does it, fused into the producer's kernel."""
+        may not keep it so (a scalar add, exp, ...; a restickify): the matmul after the
+        windows contracts over whole sticks, so the padding must be zero (docs/design.md,
+        note 4). A multiply by a zero-padded row of ones does it (a `keep` after a
+        restickify, whose padding may hold anything), fused into the producer's kernel."""
         producer = xs.owner
-        if not isinstance(producer, AtenOp) or producer.target.data in ZERO_KEEPING:
-            return xs
-        if len(producer.operands) == 2 and all(len(_shape(v)) == 4 for v in producer.operands) \
-                and producer.target.data in ZERO_KEEPING_TENSOR:
-            return xs
+        while isinstance(producer, AtenOp) and producer.target.data in FREE_USERS:
+            producer = producer.operands[0].owner  # a view keeps its source's padding
+        if xs not in self.restickified:  # a device transpose leaves its padding undefined
+            if not isinstance(producer, AtenOp) or producer.target.data in ZERO_KEEPING:
+                return xs
+            if len(producer.operands) == 2 and producer.target.data in ZERO_KEEPING_TENSOR \
+                    and all(len(_shape(v)) == 4 for v in producer.operands):
+                return xs
         ones = self.constant(at, f"{_fx_name(at)}.ones", np.ones(_shape(xs)[-1]), xs)
-        return self.emit(at, BINARY_OPS["mul"](xs, ones, xs.type))
+        # keep(x, ones) is x with -0.0 in the padding whatever it held (even NaN)
+        kind = "keep" if xs in self.restickified else "mul"
+        return self.emit(at, BINARY_OPS[kind](xs, ones, xs.type))
 
     def rows_matmul(self, at: AtenOp, lhs: SSAValue, rhs: SSAValue, bias: SSAValue | None,
                     out_c: int) -> SSAValue:
@@ -254,29 +351,72 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
     _require_float(op)
     x, weight, bias = (_operand(op, n) for n in ("input", "weight", "bias"))
     assert x is not None
-    if len(_shape(x)) != 4:
-        raise Unsupported(f"a {len(_shape(x)) - 2}-D convolution (only 2-D convolutions, "
-                          "on [N, C, H, W] images, are lowered)")
+    if len(_shape(x)) not in CHANNELS_LAST:
+        raise Unsupported(f"a {len(_shape(x)) - 2}-D convolution (only 1-D and 2-D "
+                          "convolutions, on [N, C, L] signals and [N, C, H, W] images, are "
+                          "lowered)")
     if _flag(op, "transposed"):
-        raise Unsupported("a transposed convolution (not lowered; only forward convolutions "
-                          "are)")
+        if "kernel_size" not in op.args.data or weight is None or len(_shape(x)) != 4:
+            raise Unsupported(
+                "a transposed convolution other than a 2-D one whose stride is its kernel "
+                "(with no padding, output padding, dilation or groups, and a constant "
+                "weight) is not lowered")
+        return _upsample(op, sel, sel.zero_padded(op, sel.channels_last(x, op)), weight, bias)
     if "kernel_size" not in op.args.data or weight is None:
         raise Unsupported(
             "its weight is not a constant: the frontend stores a convolution's weight as the "
             "matrix of its taps, which needs the weight's data; make it a parameter or buffer")
-    kernel = _pair(_ints(op, "kernel_size"), 1)
-    stride = _pair(_ints(op, "stride"), 1)
-    padding = _pair(_ints(op, "padding"), 0)
-    dilation = _pair(_ints(op, "dilation"), 1)
+    kernel = _pair(_ints(op, "kernel_size"), 1)  # the frontend's (1, K) for a 1-D one
     xs = sel.zero_padded(op, sel.channels_last(x, op))
+    if len(_shape(x)) == 3:
+        # [N, L, C] is the image [N, 1, L, C] (the same rows): the 1-D convolution is the
+        # 2-D one with a 1 x K window and unit stride, no padding, along H
+        stride, padding, dilation = ((h, _ints(op, name, [w])[0]) for name, h, w in
+                                     (("stride", 1, 1), ("padding", 0, 0), ("dilation", 1, 1)))
+        n, length, c = _shape(xs)
+        xs = sel.emit(op, ReshapeOp(xs, TensorType(xs.type.element_type,  # type: ignore[attr-defined]
+                                                   [n, 1, length, c])))
+    else:
+        stride = _pair(_ints(op, "stride"), 1)
+        padding = _pair(_ints(op, "padding"), 0)
+        dilation = _pair(_ints(op, "dilation"), 1)
     out_c = _shape(op.results[0])[1]
     if kernel == (1, 1) and stride == (1, 1) and padding == (0, 0):
-        return sel.rows_matmul(op, xs, weight, bias, out_c)  # the pixels are the rows
-    cols = sel.windows(op, xs, kernel, stride, padding, dilation, _all_taps(kernel), 0.0)
-    if _shape(weight)[0] != _shape(cols)[-1]:
-        raise Unsupported(f"a weight of {_shape(weight)[0]} rows for {_shape(cols)[-1]} window "
-                          "columns (the frontend's weight matrix does not match the taps)")
-    return sel.rows_matmul(op, cols, weight, bias, out_c)
+        y = sel.rows_matmul(op, xs, weight, bias, out_c)  # the pixels are the rows
+    else:
+        cols = sel.windows(op, xs, kernel, stride, padding, dilation, _all_taps(kernel), 0.0)
+        if _shape(weight)[0] != _shape(cols)[-1]:
+            raise Unsupported(f"a weight of {_shape(weight)[0]} rows for {_shape(cols)[-1]} "
+                              "window columns (the frontend's weight matrix does not match "
+                              "the taps)")
+        y = sel.rows_matmul(op, cols, weight, bias, out_c)
+    if len(_shape(x)) == 3:  # [N, 1, Lo, Cout] is [N, Lo, Cout]
+        y = sel.emit(op, ReshapeOp(y, _nhwc_type(op.results[0])))
+    return y
+
+
+def _upsample(op: AtenOp, sel: _Selection, xs: SSAValue, weight: SSAValue,
+              bias: SSAValue | None) -> SSAValue:
+    """A transposed convolution with stride = kernel: each pixel's channels times the
+    frontend's [Cin, KH*KW*Cb] matrix give its KH x KW block of output pixels, one
+    stick-aligned block per tap (a free split), rows moved to [N, H, KH, W, KW] (a row
+    permutation) and merged into [N, H*KH, W*KW]; the stick padding blocks dropped by a
+    slice of the innermost dim when Cout is not whole sticks."""
+    n, h, w, _ = _shape(xs)
+    kh, kw = _pair(_ints(op, "kernel_size"), 1)
+    cols = _shape(weight)[1]
+    block = cols // (kh * kw)
+    y = sel.rows_matmul(op, xs, weight, bias, cols)
+    element = xs.type.element_type  # type: ignore[attr-defined]
+    y = sel.emit(op, ReshapeOp(y, TensorType(element, [n, h, w, kh, kw, block])))
+    y = sel.emit(op, PermuteRowsOp(y, [0, 1, 3, 2, 4, 5],
+                                   TensorType(element, [n, h, kh, w, kw, block])))
+    y = sel.emit(op, ReshapeOp(y, TensorType(element, [n, h * kh, w * kw, block])))
+    out = _nhwc_type(op.results[0])
+    if block == out.get_shape()[-1]:
+        return y
+    return sel.aten(op, "aten.slice.Tensor", y, {"dim": 3, "start": 0, "end": out.get_shape()[-1]},
+                    list(out.get_shape()))
 
 
 def _select_batch_norm(op: AtenOp, sel: _Selection) -> SSAValue:
@@ -300,6 +440,46 @@ def _select_batch_norm(op: AtenOp, sel: _Selection) -> SSAValue:
     if bias is not None:
         y = sel.emit(op, BINARY_OPS["add"](y, bias, xs.type))
     return y
+
+
+def _select_group_norm(op: AtenOp, sel: _Selection) -> SSAValue:
+    """Group norm on a channels-last image or signal: its channels move back into rows
+    (one device transpose of [N, S, C], S the pixels), `group_normalize` makes the fp32
+    statistics per row group, the channels return to the stick, and the per-channel
+    weight and bias broadcast along it as batch norm's do; rounded once to the output
+    type, as torch does."""
+    _require_float(op)
+    if any(r.uses for r in op.results[1:]):
+        raise Unsupported("its mean or rstd outputs are used (only the normalized output is "
+                          "lowered)")
+    x = _operand(op, "input")
+    assert x is not None
+    groups = _ints(op, "group")[0]
+    eps = op.args.data.get("eps")
+    eps_value = float(eps.value.data) if eps is not None else 1e-5  # type: ignore[attr-defined]
+    xs = sel.channels_last(x, op)
+    n, c = _shape(x)[:2]
+    size = _shape(xs)[1] * (_shape(xs)[2] if len(_shape(xs)) == 4 else 1)
+    rows = sel.emit(op, ReshapeOp(xs, TensorType(xs.type.element_type,  # type: ignore[attr-defined]
+                                                 [n, size, c])))
+    if _element(rows) != "f32":
+        rows = sel.emit(op, CastOp(rows, TensorType(f32, [n, size, c])))
+    y = group_normalize(op, sel.rewriter, permute(op, sel.rewriter, rows, [0, 2, 1]), groups,
+                        eps_value)
+    y = permute(op, sel.rewriter, y, [0, 2, 1])
+    # the transposes leave the stick padding undefined: keep(y, ones) zeroes it
+    ones = sel.constant(op, f"{_fx_name(op)}.ones", np.ones(c), y)
+    y = sel.emit(op, BINARY_OPS["keep"](y, ones, y.type))
+    for name, kind in (("weight", "mul"), ("bias", "add")):
+        param = _operand(op, name)
+        if param is not None:
+            if _element(param) != "f32":
+                param = sel.emit(op, CastOp(param, TensorType(f32, [c])))
+            y = sel.emit(op, BINARY_OPS[kind](y, param, y.type))
+    out = _nhwc_type(op.results[0])
+    if _element(y) != _element(xs):
+        y = sel.emit(op, CastOp(y, TensorType(out.element_type, [n, size, c])))
+    return sel.emit(op, ReshapeOp(y, out))
 
 
 def _pool_args(op: AtenOp) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
@@ -353,13 +533,21 @@ def _average(op: AtenOp, sel: _Selection, xs: SSAValue, kernel: tuple[int, int],
 def _select_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
     _require_float(op)
     kernel, stride, padding = _pool_args(op)
-    if padding != (0, 0) and not _flag(op, "count_include_pad", True):
-        raise Unsupported("count_include_pad=False with padding (the divisor would vary at "
-                          "the edges; not lowered)")
     divisor = _ints(op, "divisor_override")
     xs = sel.channels_last(op.operands[0], op)
-    return _average(op, sel, xs, kernel, stride, padding,
-                    divisor[0] if divisor else kernel[0] * kernel[1])
+    if divisor or padding == (0, 0) or _flag(op, "count_include_pad", True):
+        return _average(op, sel, xs, kernel, stride, padding,
+                        divisor[0] if divisor else kernel[0] * kernel[1])
+    # count_include_pad=False (PoolFormer): the window sums times 1 / the number of
+    # pixels each window holds inside the image, a constant [N, Ho, Wo, 1] column
+    total = _average(op, sel, xs, kernel, stride, padding, 1)
+    counts = [[(min(o * st - p + k, size) - max(o * st - p, 0))
+               for o in range(out)] for size, k, st, p, out in
+              zip(_shape(xs)[1:3], kernel, stride, padding, _shape(total)[1:3])]
+    scale = np.broadcast_to(1.0 / np.outer(counts[0], counts[1])[None, :, :, None],
+                            [*_shape(total)[:3], 1])
+    factor = sel.constant(op, f"{_fx_name(op)}.divisor", scale, xs)
+    return sel.emit(op, BINARY_OPS["mul"](total, factor, total.type))
 
 
 def _select_adaptive_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
@@ -409,6 +597,7 @@ def _select_mean(op: AtenOp, sel: _Selection) -> SSAValue:
 
 SELECTORS = {
     CONV: _select_conv,
+    GROUP_NORM: _select_group_norm,
     BATCH_NORM: _select_batch_norm,
     **dict.fromkeys(MAX_POOL, _select_max_pool),
     AVG_POOL: _select_avg_pool,
@@ -424,9 +613,11 @@ def _is_anchor(op: AtenOp) -> bool:
 
 def _elementwise_in_region(op: AtenOp, sel: _Selection, elementwise: set[str],
                            images: set[SSAValue]) -> bool:
-    return (op.target.data in elementwise and len(op.results) == 1
-            and len(_shape(op.results[0])) == 4
-            and any(v in sel.nhwc or v in images for v in op.operands))
+    if op.target.data not in elementwise or len(op.results) != 1:
+        return False
+    rank = len(_shape(op.results[0]))
+    return (rank == 4 and any(v in images for v in op.operands)) or (
+        rank in CHANNELS_LAST and any(v in sel.nhwc for v in op.operands))
 
 
 def _image_inputs(fn: func.FuncOp, elementwise: set[str]) -> set[SSAValue]:
@@ -447,22 +638,28 @@ def _image_inputs(fn: func.FuncOp, elementwise: set[str]) -> set[SSAValue]:
 def _recreate(op: AtenOp, sel: _Selection) -> SSAValue:
     """The elementwise op on the channels-last forms of its operands."""
     operands = []
+    out = _shape(op.results[0])
     for v in op.operands:
         shape = _shape(v)
-        if len(shape) == 4:
+        full = [1] * (len(out) - len(shape)) + shape  # numpy broadcasting's leading ones
+        if len(shape) == len(out) and (v in sel.nhwc or isinstance(v, BlockArgument)):
             operands.append(sel.channels_last(v, op))
         elif all(d == 1 for d in shape):
             operands.append(v)  # a one-element tensor broadcasts in any layout
+        elif full[1] == out[1] and all(d == 1 for i, d in enumerate(full) if i != 1):
+            operands.append(sel.channel_row(op, v))
+        elif len(shape) == len(out):
+            operands.append(sel.channels_last(v, op))
         else:
-            raise Unsupported(f"an operand of shape {shape} broadcast against an NCHW image "
-                              "(only full images and one-element tensors are lowered "
-                              "channels-last)")
+            raise Unsupported(f"an operand of shape {shape} broadcast against an NCHW image or "
+                              "NCL signal (only operands of the same rank, per-channel ones "
+                              "and one-element tensors are lowered channels-last)")
     new = AtenOp.create(operands=operands, result_types=[_nhwc_type(op.results[0])],
                         properties=dict(op.properties), attributes=dict(op.attributes))
     return sel.emit(op, new)
 
 
-def select_channels_last(module: ModuleOp, rewriter: Rewriter, elementwise: set[str],
+def select_channels_last(module: ModuleOp, rewriter: LegalizeRewriter, elementwise: set[str],
                          failures: list[str]) -> set[AtenOp]:
     """Select every convolution, batch norm and pooling op channels-last (see the module
     docstring); elementwise ops (`elementwise`: ATen targets) between them follow. Failures
@@ -499,12 +696,12 @@ def select_channels_last(module: ModuleOp, rewriter: Rewriter, elementwise: set[
                 sel.tainted.update(aten.results)
                 continue
             sel.replaced.append(aten)
-        _leave_region(sel, failures)
+        _leave_region(sel)
         skip |= sel.skip
     return skip
 
 
-def _leave_region(sel: _Selection, failures: list[str]) -> None:
+def _leave_region(sel: _Selection) -> None:
     """Give the uses outside the region their values: a free reshape for a flatten after a
     1x1 pooling, a channels-last program output otherwise; erase the replaced ops."""
     replaced = set(sel.replaced)
@@ -518,10 +715,12 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
     old_perms = fn.attributes.get("spyre.host_perms")
     if isinstance(old_perms, DictionaryAttr):
         perms.update(old_perms.data)
-    nhwc_perm = DenseArrayBase.from_list(i64, list(NHWC))
+    nchw: dict[SSAValue, SSAValue] = {}  # values read in NCHW order outside the region
+    host_perm = {rank: DenseArrayBase.from_list(i64, list(perm))
+                 for rank, perm in CHANNELS_LAST.items()}
     for old, new in list(sel.nhwc.items()):
-        if old.owner is None or isinstance(old, BlockArgument):
-            continue
+        if old.owner not in replaced:
+            continue  # an input, a view read as stored or a restickified NCHW value: kept
         if isinstance(old.owner, AtenOp) and _is_anchor(old.owner) \
                 and old.owner.target.data == MEAN \
                 and len(_shape(old)) == 2:
@@ -536,15 +735,22 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
             if isinstance(user, func.ReturnOp):
                 user.operands[use.index] = new
                 if use.index < len(names):
-                    perms[names[use.index]] = nhwc_perm
+                    perms[names[use.index]] = host_perm[len(_shape(new))]
                 continue
-            if isinstance(user, AtenOp) and _free_flatten(user, new):
+            if isinstance(user, AtenOp) and len(_shape(old)) == 3 and _swaps_last_two(user):
+                # [N, C, L] -> [N, L, C]: the channels-last rows as they are stored
+                user.results[0].replace_all_uses_with(new)
+                replaced.add(user)
+                sel.replaced.append(user)
+                continue
+            if isinstance(user, AtenOp) and len(_shape(new)) == 4 and _free_flatten(user, new):
                 flat = sel.emit(user, ReshapeOp(new, user.results[0].type))
                 user.results[0].replace_all_uses_with(flat)
                 replaced.add(user)
                 sel.replaced.append(user)
                 continue
-            tokens = _patch_tokens(user, new) if isinstance(user, AtenOp) else None
+            tokens = _patch_tokens(user, new) if isinstance(user, AtenOp) \
+                and len(_shape(new)) == 4 else None
             if tokens is not None:  # flatten(2).transpose(1, 2): the pixels as tokens
                 assert isinstance(user, AtenOp)
                 rows = sel.emit(tokens, ReshapeOp(new, tokens.results[0].type))
@@ -552,29 +758,45 @@ def _leave_region(sel: _Selection, failures: list[str]) -> None:
                 replaced.update((user, tokens))
                 sel.replaced.extend((user, tokens))
                 continue
-            what = describe(user)
-            if isinstance(user, AtenOp):
-                sel.skip.add(user)  # reported here, not selected again
-            failures.append(
-                f"{what}: reads the channels-last output of {describe(old.owner)} in NCHW "  # type: ignore[arg-type]
-                "order, which would be a restickify on the device (not lowered); only "
-                "convolution, pooling, batch norm and elementwise ops, a flatten of a 1x1 "
-                "image and the program's outputs read channels-last values")
+            # any other reader takes the NCHW order back: a device restickify, made once
+            if old not in nchw:
+                perm = CHANNELS_LAST[len(_shape(new))]
+                nchw[old] = sel.restickify(old.owner, new,  # type: ignore[arg-type]
+                                           tuple(perm.index(d) for d in range(len(perm))))
+            user.operands[use.index] = nchw[old]
     for aten in reversed(sel.replaced):
         if any(r.uses for r in aten.results):
             sel.skip.add(aten)  # a use of it was reported above; it stays for the listing
             continue
         aten.detach()
         aten.erase()
+    for view in reversed(sel.bypassed):
+        if not any(r.uses for r in view.results):
+            view.detach()
+            view.erase()
     for old, new in sel.inputs.items():
-        if old.uses:
-            continue  # a use outside the region was reported
-        perms[new.name_hint or f"input{new.index}"] = nhwc_perm
+        if old.uses:  # read in NCHW order too: the channels-last input, restickified
+            first = block.first_op
+            assert first is not None
+            perm = CHANNELS_LAST[len(_shape(new))]
+            old.replace_all_uses_with(sel.restickify(
+                first, new, tuple(perm.index(d) for d in range(len(perm)))))
+        perms[new.name_hint or f"input{new.index}"] = host_perm[len(_shape(new))]
         block.erase_arg(old)
     if perms:
         fn.attributes["spyre.host_perms"] = DictionaryAttr(perms)
     fn.function_type = FunctionType.from_lists([a.type for a in block.args],
                                                [v.type for v in ret.operands])
+
+
+def _swaps_last_two(op: AtenOp) -> bool:
+    """Is `op` a transpose of the last two dims of a 3-D value?"""
+    if len(_shape(op.results[0])) != 3:
+        return False
+    if op.target.data == "aten.transpose.int":
+        return sorted(d % 3 for d in (*_ints(op, "dim0"), *_ints(op, "dim1"))) == [1, 2]
+    return op.target.data == "aten.permute.default" and \
+        [d % 3 for d in _ints(op, "dims")] == [0, 2, 1]
 
 
 def _patch_tokens(user: AtenOp, value: SSAValue) -> AtenOp | None:
@@ -590,13 +812,7 @@ def _patch_tokens(user: AtenOp, value: SSAValue) -> AtenOp | None:
     swap = next(iter(user.results[0].uses)).operation
     if not isinstance(swap, AtenOp) or _shape(swap.results[0]) != [n, h * w, c]:
         return None
-    target = swap.target.data
-    if target == "aten.transpose.int":
-        dims = sorted(d % 3 for d in (*_ints(swap, "dim0"), *_ints(swap, "dim1")))
-        return swap if dims == [1, 2] else None
-    if target == "aten.permute.default":
-        return swap if [d % 3 for d in _ints(swap, "dims")] == [0, 2, 1] else None
-    return None
+    return swap if _swaps_last_two(swap) else None
 
 
 def _free_flatten(user: AtenOp, value: SSAValue) -> bool:

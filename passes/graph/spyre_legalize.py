@@ -142,7 +142,7 @@ NOT_ON_DEVICE: dict[str, str] = {
 
 
 # the elementwise ops passes/graph/conv.py selects channels-last between its image ops
-CHANNELS_LAST_ELEMENTWISE = {*ATEN_UNARY, *ATEN_BINARY, "aten.clone.default",
+CHANNELS_LAST_ELEMENTWISE = {*ATEN_UNARY, *ATEN_BINARY, "aten.clone.default", "aten.gelu.default",
                              "aten.dropout.default"}
 
 

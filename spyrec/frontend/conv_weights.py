@@ -1,13 +1,14 @@
 """Convolution weights in their device form, with eval-mode batch norm folded in.
 
-On Spyre a 2-D convolution is im2col by DMA (`spyre.window_rows`: one column block per
-tap, each block the input channels padded to whole sticks) followed by one matmul, so its
-weight is needed as the [KH*KW*Cb, Cout] matrix whose row t*Cb + c holds
-weight[:, c, kh, kw] for tap t = kh*KW + kw (zero rows where c is stick padding). That is
-a permutation, a zero padding and a reshape of the parameter: done here, once, with torch,
-because op selection sees no weight data. A grouped convolution (depthwise: groups =
-channels) gets the dense weight with zeros between its groups, so it is an ordinary
-convolution on the device (docs/design.md, note 27, has the trade-off).
+On Spyre a 2-D convolution (and a 1-D one, as a 2-D one with 1 x K windows) is im2col
+by DMA (`spyre.window_rows`: one column block per tap, each block the input channels padded
+to whole sticks) followed by one matmul, so its weight is needed as the [KH*KW*Cb, Cout]
+matrix whose row t*Cb + c holds weight[:, c, kh, kw] for tap t = kh*KW + kw (zero rows
+where c is stick padding). That is a permutation, a zero padding and a reshape of the
+parameter: done here, once, with torch, because op selection sees no weight data. A
+grouped convolution (depthwise: groups = channels) gets the dense weight with zeros
+between its groups, so it is an ordinary convolution on the device (docs/design.md, note
+27, has the trade-off).
 
 A batch norm in eval mode (`_native_batch_norm_legit_no_training`) whose input is a
 convolution's only use folds into it: with s = gamma / sqrt(var + eps),
@@ -61,9 +62,10 @@ def _arg(node: torch.fx.Node, index: int, name: str, default: object) -> object:
 
 def plan_convolutions(graph: torch.fx.Graph,
                       constant: Callable[[torch.fx.Node], torch.Tensor | None]) -> ConvPlan:
-    """Device-form weights of every 2-D forward convolution (any groups) whose weight (and
-    bias) are constants; `constant(node)` is a node's value if it depends on no user
-    input."""
+    """Device-form weights of every 1-D and 2-D forward convolution (any groups), and of
+    every transposed one whose stride is its kernel, whose weight (and bias) are constants
+    (a 1-D one's [Cout, Cin, K] weight as [Cout, Cin, 1, K]); `constant(node)` is a node's
+    value if it depends on no user input."""
     plan = ConvPlan()
     for node in graph.nodes:
         if node.op != "call_function" or _name(node.target) != CONV:
@@ -71,15 +73,20 @@ def plan_convolutions(graph: torch.fx.Graph,
         weight = constant(node.args[1]) if isinstance(node.args[1], torch.fx.Node) else None
         bias_node = _arg(node, 2, "bias", None)
         bias = constant(bias_node) if isinstance(bias_node, torch.fx.Node) else None
-        if weight is None or weight.dim() != 4 or (bias_node is not None and bias is None):
+        if weight is None or weight.dim() not in (3, 4) or (
+                bias_node is not None and bias is None):
             continue  # op selection reports it
         groups = int(_arg(node, 8, "groups", 1))  # type: ignore[call-overload]
-        if _arg(node, 6, "transposed", False):
-            continue
         x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
         if x is None or x.dtype not in _ELEMENT:
             continue
+        if _arg(node, 6, "transposed", False):
+            if _is_upsampling(node, weight, groups):
+                plan.convs[node] = _upsampling_weights(weight, bias, _ELEMENT[x.dtype])
+            continue
         w = weight.detach().float()
+        if w.dim() == 3:  # a 1-D convolution is the 2-D one with a 1 x K window
+            w = w[:, :, None, :]
         b = bias.detach().float() if bias is not None else None
         norm = _folded_norm(node, constant)
         if norm is not None:
@@ -104,6 +111,37 @@ def plan_convolutions(graph: torch.fx.Graph,
             None if b is None else b.to(weight.dtype),
             (kh, kw), norm[0] if norm is not None else None)
     return plan
+
+
+def _is_upsampling(node: torch.fx.Node, weight: torch.Tensor, groups: int) -> bool:
+    """Is `node` a 2-D transposed convolution whose stride is its kernel (no padding, no
+    output padding, no dilation, one group): every input pixel makes its own KH x KW block
+    of output pixels, nothing overlaps."""
+    kernel = list(weight.shape[2:])
+    return (weight.dim() == 4 and groups == 1
+            and list(_arg(node, 3, "stride", [1, 1])) == kernel  # type: ignore[call-overload]
+            and not any(_arg(node, 4, "padding", [0]))  # type: ignore[call-overload]
+            and all(d == 1 for d in _arg(node, 5, "dilation", [1]))  # type: ignore[attr-defined]
+            and not any(_arg(node, 7, "output_padding", [0])))  # type: ignore[call-overload]
+
+
+def _upsampling_weights(weight: torch.Tensor, bias: torch.Tensor | None,
+                        element: str) -> ConvWeights:
+    """A transposed convolution with stride = kernel (`_is_upsampling`) as one matmul of
+    each pixel's channels by [Cin, KH*KW*Cb]: column t*Cb + o holds weight[:, o, kh, kw]
+    for tap t = kh*KW + kw, Cb the output channels padded to whole sticks (zero columns),
+    so the product splits into its taps for free; the bias repeats per tap."""
+    cin, cout, kh, kw = weight.shape
+    block = window_block_cols(cout, 2, element)  # whole sticks
+    taps = torch.zeros(cin, kh, kw, block)
+    taps[..., :cout] = weight.detach().float().permute(0, 2, 3, 1)
+    tiled = None
+    if bias is not None:
+        tiled = torch.zeros(kh, kw, block)
+        tiled[..., :cout] = bias.detach().float()
+        tiled = tiled.reshape(-1).to(weight.dtype)
+    return ConvWeights(taps.reshape(cin, kh * kw * block).to(weight.dtype).contiguous(), tiled,
+                       (kh, kw))
 
 
 def _folded_norm(conv: torch.fx.Node, constant: Callable[[torch.fx.Node], torch.Tensor | None]

@@ -135,9 +135,9 @@ def test_grouped_convolutions_run_as_dense_ones(groups, out):
 
 
 def test_transposed_convolution_is_refused_by_name():
-    message = _refusal(torch.nn.ConvTranspose2d(4, 4, 2, stride=2), torch.randn(1, 4, 8, 8))
+    message = _refusal(torch.nn.ConvTranspose2d(4, 4, 3, stride=2), torch.randn(1, 4, 8, 8))
     assert "aten.convolution.default (node convolution)" in message
-    assert "a transposed convolution" in message
+    assert "a transposed convolution other than" in message
 
 
 def test_ceil_mode_and_uneven_adaptive_windows_are_refused():
@@ -145,21 +145,6 @@ def test_ceil_mode_and_uneven_adaptive_windows_are_refused():
     assert "max_pool2d_with_indices" in message and "ceil_mode=True" in message
     message = _refusal(torch.nn.AdaptiveAvgPool2d(3), torch.randn(1, 4, 8, 8))
     assert "_adaptive_avg_pool2d" in message and "3x3 of a 8x8 image" in message
-
-
-class _ReadsNchw(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
-
-    def forward(self, x):
-        return self.conv(x).sum(-1)  # a reduction over W reads the image in NCHW order
-
-
-def test_nchw_use_of_a_channels_last_value_is_refused():
-    message = _refusal(_ReadsNchw(), torch.randn(1, 3, 8, 8))
-    assert "aten.sum.dim_IntList (node sum_1)" in message
-    assert "channels-last output of" in message and "restickify" in message
 
 
 class _WeightInput(torch.nn.Module):

@@ -1,6 +1,8 @@
 """spyre-legalize patterns for normalizations and the softmax family: layer norm,
 RMS norm, softmax, log_softmax and logsumexp, over the last dim, written out in row
-reductions and SFU ops (the max-shifted, stable forms).
+reductions and SFU ops (the max-shifted, stable forms); and the statistics of group norm
+(`group_normalize`), which channels-last selection (`conv.py`) calls on an image's
+channels moved back into rows.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ArrayAttr
 from xdsl.ir import SSAValue
 
-from spyrec.dialects.spyre import UNARY_OPS, AtenOp
+from spyrec.dialects.spyre import UNARY_OPS, AtenOp, ReshapeOp, is_free_reshape
 from spyrec.passes.graph.graph_build import binary_op as _binary_op
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import nonfinite
@@ -23,7 +25,9 @@ from spyrec.passes.graph.legalize.base import (
     operand,
     require_float,
     unary_op,
+    with_shape,
 )
+from spyrec.passes.graph.legalize.movement import restickify_reshape
 from spyrec.passes.graph.legalize.reductions import (
     keepdim_last,
     kept_dim,
@@ -44,6 +48,31 @@ def _normalize(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, centered: bo
     shifted = _scalar_op(op, rewriter, "add", var, eps)
     scale = _emit(rewriter, op, UNARY_OPS["rsqrt"](shifted, shifted.type))
     return _binary_op(op, rewriter, "mul", x, scale)
+
+
+def _view(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, shape: list[int]) -> SSAValue:
+    """`x` as `shape`: free when the rows regroup, else through device transposes."""
+    if _shape(x) == shape:
+        return x
+    element = x.type.element_type  # type: ignore[attr-defined]
+    if is_free_reshape(_shape(x), shape, element):
+        return _emit(rewriter, op, ReshapeOp(x, with_shape(x, shape)))
+    return restickify_reshape(op, rewriter, x, shape)
+
+
+def group_normalize(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, groups: int,
+                    eps: float) -> SSAValue:
+    """Group norm without its affine part: [N, C, S] `x` (f32: torch computes the group
+    statistics in fp32 for 16-bit inputs too) normalized over each group of C / groups
+    channels and all S positions, as [N, C, S]. A group is one row of [N, groups, C / groups
+    * S] (a free reshape when S is whole sticks or a group is one channel, else a
+    restickify), normalized like a layer norm (two-pass variance)."""
+    n, c, size = _shape(x)
+    rows = _view(op, rewriter, x, [n, groups, c // groups, size])
+    rows = _view(op, rewriter, rows, [n, groups, c // groups * size])
+    y = _normalize(op, rewriter, rows, centered=True, eps=eps)
+    y = _view(op, rewriter, y, [n, groups, c // groups, size])
+    return _view(op, rewriter, y, [n, c, size])
 
 
 def _check_normalized_shape(op: AtenOp, x: SSAValue) -> None:
