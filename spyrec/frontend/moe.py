@@ -26,6 +26,9 @@ spyre-legalize already lowers exactly:
   (note 76 measures it). The ops between the projections (split, activation, gate) act row
   by row and are kept as they are, their values recomputed for the new row count.
 
+A `scatter` of a value at top-k indices along the last dim (DeepSeek-style group-limited
+routing marks the chosen groups so) becomes a `where` of the one-hot rows.
+
 A graph whose routing does not have this form is left alone: spyre-legalize then names the
 ops it cannot lower (`aten.sort`, `aten.histc`, the custom `grouped_mm_fallback`, ...).
 """
@@ -91,8 +94,30 @@ def rewrite_routing(graph: torch.fx.Graph) -> None:
             if picked is not None:
                 onehots[picked[0]] = picked[1]
     for node in list(graph.nodes):
+        if node.op == "call_function" and node.target == aten.scatter.value:
+            _rewrite_scatter(graph, node, onehots)
+    for node in list(graph.nodes):
         if node.op == "call_function" and node.target in _SORTS:
             _rewrite_dispatch(graph, node, onehots)
+
+
+def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
+                     onehots: dict[torch.fx.Node, list[torch.fx.Node]]) -> None:
+    """`scatter(base, -1, topk_indices, value)` (a mask of the chosen groups or experts) as
+    `where(any one-hot row, value, base)`: the same elements, set exactly."""
+    base, dim, index, value = node.args
+    picked = onehots.get(index)  # type: ignore[arg-type]
+    shape = _val(node).shape
+    if picked is None or not isinstance(dim, int) or dim % len(shape) != len(shape) - 1 \
+            or _val(picked[0]).shape != shape:
+        return
+    emit = _Emit(graph, node)
+    chosen = picked[0]
+    for onehot in picked[1:]:
+        chosen = emit(aten.logical_or.default, chosen, onehot)
+    node.replace_all_uses_with(emit(aten.where.self, chosen, emit(
+        aten.scalar_tensor.default, value, dtype=_val(node).dtype), base))
+    graph.erase_node(node)
 
 
 def _rewrite_topk(graph: torch.fx.Graph, node: torch.fx.Node
