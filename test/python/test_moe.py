@@ -118,7 +118,8 @@ def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
         num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=32,
         use_cache=False)
     torch.manual_seed(0)
-    model = GraniteMoeSharedForCausalLM(config).to(dtype).eval()
+    model: torch.nn.Module = GraniteMoeSharedForCausalLM(config)
+    model = model.to(dtype).eval()
 
     class Logits(torch.nn.Module):
         def __init__(self) -> None:
