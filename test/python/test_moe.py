@@ -109,6 +109,17 @@ def test_topk_on_device(dtype: torch.dtype) -> None:
     assert not wrong.ok
 
 
+class Logits(torch.nn.Module):
+    """A causal LM as token ids -> logits."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=ids).logits
+
+
 def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
     from transformers import GraniteMoeSharedConfig, GraniteMoeSharedForCausalLM
 
@@ -118,19 +129,9 @@ def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
         num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=32,
         use_cache=False)
     torch.manual_seed(0)
-    model: torch.nn.Module = GraniteMoeSharedForCausalLM(config)
-    model = model.to(dtype).eval()
-
-    class Logits(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids: torch.Tensor) -> torch.Tensor:
-            return self.model(input_ids=ids).logits
-
+    model = Logits(GraniteMoeSharedForCausalLM(config)).to(dtype).eval()
     ids = torch.randint(0, 64, (1, 8), generator=torch.Generator().manual_seed(0))
-    return Logits().eval(), ids
+    return model, ids
 
 
 @pytest.mark.heavy  # a model compile, twice per dtype (about a minute)
