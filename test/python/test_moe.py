@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import assert_close
+from test_hf_models import TokenLogits
 
 import spyrec
 from spyrec.frontend import moe
@@ -109,17 +110,6 @@ def test_topk_on_device(dtype: torch.dtype) -> None:
     assert not wrong.ok
 
 
-class Logits(torch.nn.Module):
-    """A causal LM as token ids -> logits."""
-
-    def __init__(self, model: torch.nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=ids).logits
-
-
 def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
     from transformers import GraniteMoeSharedConfig, GraniteMoeSharedForCausalLM
 
@@ -129,7 +119,7 @@ def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
         num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=32,
         use_cache=False)
     torch.manual_seed(0)
-    model = Logits(GraniteMoeSharedForCausalLM(config)).to(dtype).eval()
+    model = TokenLogits(GraniteMoeSharedForCausalLM(config)).to(dtype).eval()
     ids = torch.randint(0, 64, (1, 8), generator=torch.Generator().manual_seed(0))
     return model, ids
 
