@@ -1,14 +1,15 @@
 """Top-k routing and mixture-of-experts dispatch, rewritten at import time (design note 76).
 
-Two rewrites of the decomposed FX graph, before constant folding, into ATen ops that
+Rewrites of the decomposed FX graph, before constant folding, into ATen ops that
 spyre-legalize already lowers exactly:
 
 - `aten.topk` along the last dim (largest first) becomes k passes of a row maximum and a
   mask. Pass 1 is `argmax` (the first index of the row's maximum, NaN first, as torch);
   pass i > 1 replaces the positions taken so far by -inf, takes the row maximum m of the
   rest and picks the first position not yet taken whose value equals m (or is NaN when m
-  is): torch's order, value descending and the lowest index first among ties, exact for
-  every value, infinities and NaN included (a taken -inf never shadows an untaken one).
+  is): value descending, NaN largest, the lowest index first among ties (the stable
+  order; CPU eager's among ties is its selection algorithm's, note 76), exact for every
+  value, infinities and NaN included (a taken -inf never shadows an untaken one).
   The value is the chosen element itself (a gather by the index), the index the
   `argmax` column; each pass's one-hot row (`column == index`) is what the
   dispatch below reads. Comparisons run in f32 (a 16-bit tensor holds no -inf on the
@@ -26,8 +27,8 @@ spyre-legalize already lowers exactly:
   (note 76 measures it). The ops between the projections (split, activation, gate) act row
   by row and are kept as they are, their values recomputed for the new row count.
 
-A `scatter` of a value at top-k indices along the last dim (DeepSeek-style group-limited
-routing marks the chosen groups so) becomes a `where` of the one-hot rows.
+- A `scatter` of a value at top-k indices along the last dim (DeepSeek-style group-limited
+  routing marks the chosen groups so) becomes a `where` of the one-hot rows.
 
 A graph whose routing does not have this form is left alone: spyre-legalize then names the
 ops it cannot lower (`aten.sort`, `aten.histc`, the custom `grouped_mm_fallback`, ...).
