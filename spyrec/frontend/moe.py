@@ -26,7 +26,6 @@ spyre-legalize already lowers exactly:
   zeros), so which experts contribute is exact; it costs E / k times the expert flops
   (note 76 measures it). The ops between the projections (split, activation, gate) act row
   by row and are kept as they are, their values recomputed for the new row count.
-
 - A `scatter` of a value at top-k indices along the last dim (DeepSeek-style group-limited
   routing marks the chosen groups so) becomes a `where` of the one-hot rows.
 
