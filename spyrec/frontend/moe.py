@@ -51,9 +51,13 @@ _ASSERT = aten._assert_tensor_metadata.default
 _GROUPED = "transformers.grouped_mm_fallback.default"
 # ops a dense dispatch cannot keep between the projections: they see the row count
 _ROW_SHAPED = {aten.view.default, aten._unsafe_view.default, aten.reshape.default,
-               aten.expand.default, aten.cat.default, aten.slice.Tensor, aten.index.Tensor,
-               aten.sum.dim_IntList, aten.mean.dim, aten.permute.default, aten.t.default,
-               aten.transpose.int, aten.select.int}
+               aten.expand.default, aten.index.Tensor, aten.permute.default, aten.t.default,
+               aten.transpose.int}
+# ops that see the row count unless they act along the last dim (a gate's `x[..., ::2]`):
+# the position of their dim argument and its default
+_ALONG_DIM = {aten.cat.default: (1, 0), aten.slice.Tensor: (1, 0), aten.select.int: (1, 0),
+              aten.sum.dim_IntList: (1, None), aten.mean.dim: (1, None),
+              aten.split_with_sizes.default: (2, 0), aten.split.Tensor: (2, 0)}
 MAX_K = 16  # k passes of a row maximum: routing picks 1 to 8
 
 
@@ -299,7 +303,7 @@ def _rewrite_dispatch(graph: torch.fx.Graph, sort: torch.fx.Node,
     region = d.region()
     starts = {d.row_gather, d.weight_gather, *d.grouped, *d.bias_gathers}
     for node in region:
-        if node not in starts and (node.op != "call_function" or node.target in _ROW_SHAPED):
+        if node not in starts and not _row_wise(node):
             raise CompileError(
                 f"node {node.name} ({node.target}): a mixture-of-experts dispatch whose "
                 "expert computation changes the row layout between its grouped matmuls, or "
@@ -362,6 +366,23 @@ def _refresh(graph: torch.fx.Graph, first: torch.fx.Node, last: torch.fx.Node) -
                     f"(design note 76) gives it operands it cannot take ({exc}).") from exc
         if node is last:
             return
+
+
+def _row_wise(node: torch.fx.Node) -> bool:
+    """Does `node` act on each row alone, whatever the row count (no reshape, no move
+    across rows, a dim argument that is the last)?"""
+    if node.op != "call_function" or node.target in _ROW_SHAPED:
+        return False
+    along = _ALONG_DIM.get(node.target)  # type: ignore[arg-type]
+    if along is None:
+        return True
+    position, default = along
+    first = node.args[0]
+    rank = _val(first[0] if isinstance(first, list | tuple) else first).dim()
+    dims = node.args[position] if len(node.args) > position else node.kwargs.get("dim",
+                                                                                  default)
+    dims = dims if isinstance(dims, list | tuple) else [dims]
+    return all(isinstance(d, int) and d % rank == rank - 1 for d in dims)
 
 
 def _erase_dead(graph: torch.fx.Graph, seeds: list[torch.fx.Node]) -> None:
