@@ -20,6 +20,7 @@ measures. A case is an op, a dtype and a shape family:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -308,6 +309,7 @@ def cases() -> list[OpCase]:
     out += broadcasting_cases()
     out += movement_cases()
     out += signal_cases()
+    out += routing_cases()
     return out
 
 
@@ -887,3 +889,36 @@ def signal_cases() -> list[OpCase]:
                                   lambda make=make, c=shape[1], d=dtype: make(c).to(d),
                                   _randn(shape, dtype)))
     return out
+
+
+# ---- top-k routing (spyrec/frontend/moe.py, design note 76) ----------------------------------
+
+def _distinct_rows(shape: tuple[int, ...], dtype: torch.dtype
+                   ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    """Each row a permutation of distinct multiples of 1/8 (exact in every dtype), so the
+    top-k indices do not depend on a tie order."""
+    def make(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        rows = torch.stack([torch.randperm(shape[-1], generator=g)
+                            for _ in range(max(1, math.prod(shape[:-1])))])
+        return ((rows.reshape(shape).to(torch.float32) - shape[-1] / 2) / 8).to(dtype),
+    return make
+
+
+def routing_cases() -> list[OpCase]:
+    """topk along the last dim: the values of rows with many ties (small integers), the
+    indices of rows of distinct values (eager's tie order on the CPU is its selection
+    algorithm's, not lowest index first: design note 76), k = 1 and 4."""
+    out: list[OpCase] = []
+    for dtype in DTYPES:
+        for shape_name in ("aligned", "unaligned", "3d"):
+            shape = SHAPES[shape_name]
+            for k in (1, 4):
+                out.append(OpCase(f"topk{k}_values_ties", dtype, shape_name,
+                                  lambda k=k: _Fn(lambda x: torch.topk(x, k).values * 2),
+                                  lambda g, s=shape, d=dtype: (
+                                      torch.randint(-2, 3, s, generator=g).to(d),)))
+                out.append(OpCase(f"topk{k}_indices", dtype, shape_name,
+                                  lambda k=k: _Fn(lambda x: torch.topk(x, k).indices),
+                                  _distinct_rows(shape, dtype)))
+    return out
+

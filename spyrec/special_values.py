@@ -48,6 +48,9 @@ KNOWN: dict[str, str] = {
                       "other group's channels too",
     "gelu": "eager's fp32 GELU gives NaN at +-inf (inf * 0 inside); the SFU's GELU gives "
             "the limits +inf and -0",
+    "topk4_indices": "the row of zeros ties: eager's CPU topk orders equal values as its "
+                     "selection algorithm leaves them (std::nth_element), the device lowest "
+                     "index first (design note 76)",
 }
 
 

@@ -54,6 +54,7 @@ from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp
 from spyrec.dialects.spyre_plan import record_symbols
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.fold import fold_constants, is_predicate_constant
+from spyrec.frontend.moe import rewrite_routing
 from spyrec.frontend.program_cost import program_cost
 from spyrec.frontend.symbolic import Specialization, specialize
 from spyrec.target.container import ProgramCost
@@ -232,6 +233,7 @@ class _Importer:
         # a buffer the program updates (a KV cache) is state, not a constant: nothing that
         # reads it may be folded into a snapshot of its first value
         mutable = set(sig.buffers_to_mutate.values())
+        rewrite_routing(self.ep.graph)  # top-k and expert dispatch (design note 76)
         folding = fold_constants(self.ep.graph, {node: state[name]
                                                  for node, name in param_names.items()
                                                  if name not in mutable})

@@ -1,0 +1,146 @@
+"""Top-k routing and mixture-of-experts dispatch (spyrec/frontend/moe.py, design note 76).
+
+`topk` along the last dim becomes k passes of a row maximum and a mask: its result equals
+the order "value descending, NaN largest, lowest index first among ties" exactly, for
+ties, NaN, infinities and signed zeros, in the rewritten graph (run by torch) and on the
+device. A tiny Hugging Face MoE model (transformers' grouped_mm experts) compiles with a
+dense dispatch and matches eager; the checks are shown to catch a wrong tie order and a
+swapped routing weight.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import assert_close
+from test_hf_models import TokenLogits
+
+import spyrec
+from spyrec.frontend import moe
+from spyrec.frontend.importer import decompose
+from spyrec.verdict import check_outputs
+
+
+class TopK(torch.nn.Module):
+    def __init__(self, k: int):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        values, indices = torch.topk(x, self.k)
+        return values, indices
+
+
+def lowest_index_first(x: torch.Tensor, k: int, last: bool = False
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The top k of each row of `x` (2-D) by value, NaN largest, ties by the lowest index
+    (by the highest with `last`: a wrong tie order, for the checks to catch)."""
+    tie = -1 if last else 1
+    rows = []
+    for row in x.tolist():
+        key = [(1 if v != v else 0, v if v == v else 0.0, -tie * j) for j, v in enumerate(row)]
+        rows.append(sorted(range(len(row)), key=lambda j: key[j], reverse=True)[:k])
+    indices = torch.tensor(rows, dtype=torch.int64)
+    return torch.gather(x, -1, indices), indices
+
+
+def special_rows(dtype: torch.dtype) -> torch.Tensor:
+    """Rows of ties (small integers), NaN, +-inf and signed zeros."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(-2, 3, (32, 8), generator=g).to(dtype)
+    x[0, 1] = x[1, 6] = float("nan")
+    x[2] = float("-inf")
+    x[3, :6] = float("-inf")
+    x[4, 3] = float("inf")
+    x[5] = 0.0
+    x[5, ::3] = -0.0
+    x[6, ::2] = float("nan")
+    return x
+
+
+def rewritten(model: torch.nn.Module, *inputs: torch.Tensor) -> torch.export.ExportedProgram:
+    ep = decompose(torch.export.export(model, inputs))
+    moe.rewrite_routing(ep.graph)
+    ep.graph.lint()
+    ep.graph_module.recompile()
+    return ep
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal element for element, NaN matching NaN and the sign of zero compared."""
+    return (a.shape == b.shape and torch.equal(a.isnan(), b.isnan()) and torch.equal(
+        torch.nan_to_num(a), torch.nan_to_num(b)) and torch.equal(a.signbit(), b.signbit()))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("k", [1, 2, 3, 8])
+def test_topk_rewrite_is_exact(dtype: torch.dtype, k: int) -> None:
+    x = special_rows(dtype)
+    ep = rewritten(TopK(k), x)
+    assert not any(n.target == torch.ops.aten.topk.default for n in ep.graph.nodes)
+    values, indices = ep.module()(x)
+    expected_values, expected_indices = lowest_index_first(x, k)
+    assert torch.equal(indices, expected_indices)
+    assert same(values, expected_values)
+    if k > 1:  # ties occur in most rows: the highest-index order differs
+        assert not torch.equal(indices, lowest_index_first(x, k, last=True)[1])
+
+
+def test_topk_not_last_dim_left_alone() -> None:
+    class First(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.topk(x, 2, dim=0).values
+
+    ep = rewritten(First(), torch.randn(8, 8))
+    assert any(n.target == torch.ops.aten.topk.default for n in ep.graph.nodes)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_topk_on_device(dtype: torch.dtype) -> None:
+    """Ties, NaN and infinities (fp32) on the device: the indices equal the lowest-index order,
+    and the check rejects the highest-index order on the same output."""
+    x = special_rows(dtype)[:8]
+    x = torch.cat([x, torch.randn(8, 8, generator=torch.Generator().manual_seed(1)).to(dtype)])
+    if dtype == torch.float16:  # DL16 holds no infinity: large finite values instead
+        x = torch.where(x.isinf(), x.sign() * 30000, x)
+    exe = spyrec.compile(torch.export.export(TopK(2), (x,)))
+    out = exe(x)
+    assert_close(exe, lowest_index_first(x, 2), out)
+    wrong = check_outputs(lowest_index_first(x, 2, last=True), out, exe)
+    assert not wrong.ok
+
+
+def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
+    from transformers import GraniteMoeSharedConfig, GraniteMoeSharedForCausalLM
+
+    config = GraniteMoeSharedConfig(
+        vocab_size=64, hidden_size=64, intermediate_size=64, shared_intermediate_size=64,
+        num_hidden_layers=1, num_attention_heads=1, num_key_value_heads=1,
+        num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=32,
+        use_cache=False)
+    torch.manual_seed(0)
+    model = TokenLogits(GraniteMoeSharedForCausalLM(config)).to(dtype).eval()
+    ids = torch.randint(0, 64, (1, 8), generator=torch.Generator().manual_seed(0))
+    return model, ids
+
+
+@pytest.mark.heavy  # a model compile, twice per dtype (about a minute)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_moe_model_matches_eager(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-layer Granite MoE: routing, dense dispatch and combine as eager. With the
+    routing weights of the two choices swapped (an injected bug) the check fails."""
+    model, ids = _tiny_moe(dtype)
+    ep = torch.export.export(model, (ids,), strict=False)
+    exe = spyrec.compile(ep)
+    with torch.no_grad():
+        expected = model(ids)
+    assert_close(exe, expected, exe(ids))
+    rewrite_topk = moe._rewrite_topk
+
+    def swapped(graph, node):
+        picked = rewrite_topk(graph, node)
+        return None if picked is None else (picked[0], picked[1][::-1])
+
+    monkeypatch.setattr(moe, "_rewrite_topk", swapped)
+    bad = spyrec.compile(torch.export.export(model, (ids,), strict=False))
+    assert not check_outputs(expected, bad(ids), bad).ok
