@@ -17,12 +17,13 @@ each judged by three criteria (docs/numerics.md states the rule and its calibrat
 * **aggregate**: rms(a - e) <= AGGREGATE_FACTOR * unit * rms(e) * sample_tail(n), with
   `unit` the output's unit roundoff (below, without the random walk over rounding points)
   and `sample_tail(n)` the factor by which the rms of n independent errors may exceed its
-  expectation (chi-square's 0.999 quantile: 2.7 for n = 2, 1.02 for n = 8192). Rounding errors are
-  unbiased and independent, so they average out; a systematic error (a scale off by 1 %,
-  a dropped bias, a stale tile) does not, and shows here even when every element is within
-  its own bound. Measured, the rms error of correct programs does not grow with their
-  number of rounding points (normalisations rescale earlier errors, residual adds dilute
-  them): at most 2.6 storage units on 4-5 kernel programs, 2.0 on 37-kernel ones.
+  expectation (chi-square's 0.999 quantile: 2.7 for n = 2, 1.02 for n = 8192). Rounding
+  errors are unbiased and independent, so they average out; a systematic error (a scale
+  off by 1 %, a dropped bias, a stale tile) does not, and shows here even when every
+  element is within its own bound. Measured, the rms error of correct programs does not
+  grow with their number of rounding points (normalisations rescale earlier errors,
+  residual adds dilute them): at most 2.6 storage units on 4-5 kernel programs, 2.0 on
+  37-kernel ones.
 
 An output's error units come from its cone, the kernels that feed it (traced through the
 dataflow the compiler records in the binary, not summed over the whole program):
