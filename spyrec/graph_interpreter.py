@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, ModuleOp, TensorType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 
 from spyrec.diagnostics import SpyrecError
 from spyrec.dialects import spyre
@@ -294,10 +294,9 @@ def _padded_shape(value: SSAValue) -> list[int]:
 
 
 def _layout_attr(value: SSAValue) -> DictionaryAttr | None:
-    owner = value.owner
-    if isinstance(owner, Operation):
-        attr = owner.attributes.get(LAYOUT.key)
-        return attr if isinstance(attr, DictionaryAttr) else None
+    if isinstance(value, OpResult):  # one layout per result (an array of them if several)
+        layouts = LAYOUT.get(value.op) or ()
+        return layouts[value.index] if value.index < len(layouts) else None
     block = value.block  # type: ignore[attr-defined]
     parent = block.parent_op()
     if isinstance(parent, func.FuncOp) and parent.arg_attrs is not None:

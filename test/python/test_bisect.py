@@ -11,13 +11,25 @@ import pytest
 import torch
 from conftest import export_mlp
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, ModuleOp
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f16,
+    i64,
+)
 from xdsl.dialects.linalg.ops import FillOp
+from xdsl.dialects.test import TestOp
 from xdsl.rewriter import Rewriter
 
 from spyrec.demo import DemoDecoder, DemoDecoderFFN
 from spyrec.dialects.spyre import BINARY_OPS, MatmulOp
-from spyrec.graph_interpreter import GraphInterpreter
+from spyrec.graph_interpreter import GraphInterpreter, _padded_shape
 from spyrec.numeric_bisect import bisect
 from spyrec.registry import PASSES
 
@@ -112,6 +124,24 @@ def test_interpreter_matches_eager_per_op():
     assert any(isinstance(op, MatmulOp) for op in result.module.walk())
     (out,) = GraphInterpreter(result.module, result.program.weights).run([x])
     torch.testing.assert_close(out, model(x).detach(), rtol=1e-5, atol=1e-5)
+
+
+def test_each_result_of_a_launch_is_given_its_own_padded_layout():
+    """A launch with several results records one layout per result (an array of them):
+    the KTIR checkpoint must hand each result's kernel its padded device array, not the
+    logical one (hf:vit_msn's fused cat kernel stores tensor<128x1xf16> results through
+    [128, 64] views; given 128x1 arrays the interpreter reported an out-of-bounds store)."""
+    def layout(cols: int) -> DictionaryAttr:
+        return DictionaryAttr({"stick_dim": IntegerAttr(1, i64),
+                               "padded_shape": DenseArrayBase.from_list(i64, [128, cols]),
+                               "device_dtype": StringAttr("dl16"), "pad": StringAttr("undef")})
+
+    op = TestOp.create(result_types=[TensorType(f16, [128, 1])] * 2,
+                       attributes={"spyre.layout": ArrayAttr([layout(64), layout(32)])})
+    assert [_padded_shape(r) for r in op.results] == [[128, 64], [128, 32]]
+    single = TestOp.create(result_types=[TensorType(f16, [128, 1])],
+                           attributes={"spyre.layout": layout(64)})
+    assert _padded_shape(single.results[0]) == [128, 64]
 
 
 @pytest.mark.parametrize("seeded", [False, True])
