@@ -51,7 +51,7 @@ func.func @gqa_repeat(%q: tensor<2x2x16x64xf16>, %k: tensor<2x1x16x64xf16>) -> t
 // mask loses its size-1 dims in a free reshape.
 // CHECK-LABEL: func.func @gqa_flag_with_mask
 // CHECK:      %[[M:.*]] = spyre.reshape %m {{.*}}: tensor<1x1x16x16xf32> -> tensor<16x16xf32>
-// CHECK-NEXT: spyre.attention %q, %k, %k mask %[[M]] {{{.*}}scale = 3.000000e-01 : f64} : tensor<1x4x16x32xf32>, tensor<1x1x16x32xf32>, tensor<1x1x16x32xf32>, tensor<16x16xf32> -> tensor<1x4x16x32xf32>
+// CHECK-NEXT: spyre.attention %q, %k, %k mask %[[M]] {{{.*}}scale = 3.000000e-01 : f64, zero_unseen} : tensor<1x4x16x32xf32>, tensor<1x1x16x32xf32>, tensor<1x1x16x32xf32>, tensor<16x16xf32> -> tensor<1x4x16x32xf32>
 func.func @gqa_flag_with_mask(%q: tensor<1x4x16x32xf32>, %k: tensor<1x1x16x32xf32>, %m: tensor<1x1x16x16xf32>) -> tensor<1x4x16x32xf32> {
   %o = spyre.aten "aten.scaled_dot_product_attention.default"(%q, %k, %k, %m) {args = {dropout_p = 0.000000e+00 : f64, is_causal = false, scale = 3.000000e-01 : f64, enable_gqa = true}, operand_names = ["query", "key", "value", "attn_mask"], fx_node = "sdpa"} : (tensor<1x4x16x32xf32>, tensor<1x1x16x32xf32>, tensor<1x1x16x32xf32>, tensor<1x1x16x16xf32>) -> tensor<1x4x16x32xf32>
   func.return %o : tensor<1x4x16x32xf32>
