@@ -181,6 +181,10 @@ LEADING_REDUCTIONS: dict[str, Callable[[torch.Tensor, int], torch.Tensor]] = {
     "norm": lambda x, d: torch.linalg.vector_norm(x, dim=d, keepdim=True),
     "logsumexp": torch.logsumexp,
     "cumsum": torch.cumsum,
+    # sums and means over a leading dim: a summation matrix when the summed rows are whole
+    # sticks, else the dim moves last like the ops above (design note 74)
+    "sum": lambda x, d: x.sum(d, keepdim=True),
+    "mean_nokeep": lambda x, d: x.mean(d) * 2,
 }
 for _name, _fn in LEADING_REDUCTIONS.items():
     UNARY[f"{_name}_dim0"] = lambda x, fn=_fn: fn(x, 0)
