@@ -739,6 +739,10 @@ MOVES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "pad_crop_leading": lambda x: F.pad(x, (0, 0, -1, 2)),
     "pad_reflect": lambda x: F.pad(x, (2, 3), mode="reflect"),
     "pad_replicate": lambda x: F.pad(x, (2, 3), mode="replicate"),
+    # views that change the innermost dim other than by one split or merge: a merge of the
+    # changed trailing dims, then a split (movement._merge_then_split, design note 74)
+    "view_unit_dims": lambda x: x[..., None, None].reshape(x.shape) * 2,
+    "view_regroup": lambda x: x[..., :2, :].reshape(*x.shape[:-2], x.shape[-1], 2),
 }
 
 

@@ -289,9 +289,39 @@ def restickify_reshape(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
         t = permute_rows(op, rewriter, view(x, [rows, a, b]), [1, 0, 2])  # [A, R, B]
         t = view(device_transpose(op, rewriter, t), [a * b, rows])
         return view(device_transpose(op, rewriter, t), out)
-    raise Unsupported(
-        f"{src} -> {out} changes the innermost dimension other than by splitting it or "
-        "merging it with the dim before (a general restickify, not lowered yet)")
+    return _merge_then_split(op, rewriter, x, out)
+
+
+def _merge_then_split(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
+                      out: list[int]) -> SSAValue:
+    """Any other reshape (`[.., 64, 1, 1] -> [.., 64]`, `[.., 16, 32] -> [.., 32, 16]`):
+    the shortest trailing dims of the operand and of the result with one product P are
+    the only ones that change; the operand's merge into one innermost dim of P (a merge,
+    above) and that splits into the result's (a split, above). Each step that keeps the
+    bytes in place (`is_free_reshape`) is a free view. Exact: only moves."""
+    src = _shape(x)
+    element = x.type.element_type  # type: ignore[attr-defined]
+    i, j = _common_suffix(src, out)
+    rows, size = math.prod(src[:i]), math.prod(src[i:])
+
+    def reshape(value: SSAValue, shape: list[int]) -> SSAValue:
+        if _shape(value) == shape:
+            return value
+        if is_free_reshape(_shape(value), shape, element):
+            return _emit(rewriter, op, ReshapeOp(value, with_shape(value, shape)))
+        return restickify_reshape(op, rewriter, value, shape)
+
+    merged = reshape(reshape(x, [rows, size // src[-1], src[-1]]), [rows, size])
+    return reshape(reshape(merged, [rows, size // out[-1], out[-1]]), out)
+
+
+def _common_suffix(src: list[int], out: list[int]) -> tuple[int, int]:
+    """(i, j), the largest with prod(src[i:]) == prod(out[j:]), each suffix non-empty."""
+    ends = {math.prod(out[j:]): j for j in range(len(out))}  # the largest j per product
+    for i in range(len(src) - 1, -1, -1):
+        if math.prod(src[i:]) in ends:
+            return i, ends[math.prod(src[i:])]
+    raise AssertionError(f"{src} and {out} hold different numbers of elements")
 
 
 SELECTORS: dict[str, Selector] = {
