@@ -194,6 +194,17 @@ ROW_OPS |= {f"{n}_dim0" for n in LEADING_REDUCTIONS}
 # ulp apart, equal once rounded to the device's DL16) are exact ties, first index in both
 COARSE_INPUTS = {f"{n}_{s}" for n in ("max_dim", "argmax", "argmin_nokeep")
                  for s in ("dim0", "rows")}
+# float -> integer casts truncate toward zero; int32 <-> int64 keep the values (design
+# note 74). Coarse inputs (a grid of 1/64, exact in DL16): the device's rounding of an f16
+# input never moves a value across an integer
+INT_CASTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "to_int32": lambda x: (x * 8).to(torch.int32),
+    "to_int64": lambda x: (x * -8).long(),
+    "int32_to_int64": lambda x: (x * 8).to(torch.int32).long() * 2,
+    "int64_to_int32": lambda x: ((x * 8).long() + 3).to(torch.int32),
+}
+UNARY.update(INT_CASTS)
+COARSE_INPUTS |= set(INT_CASTS)
 # a matrix's dim -2 is dim 0, covered by the `_dim0` ops
 RANK3_OPS = {f"{n}_rows" for n in LEADING_REDUCTIONS}
 # known gaps by (op, shape family): the reason the compile error gives

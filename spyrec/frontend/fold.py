@@ -346,9 +346,11 @@ def _evaluate(node: torch.fx.Node, values: dict[torch.fx.Node, Any]) -> Any:
     (`amax` over an empty dim, which eager refuses too)."""
     args, kwargs = map_arg((node.args, node.kwargs),
                            lambda n: values[n] if n in values else _stand_in(n))
+    target = node.target
+    assert callable(target)  # a call_function node
     try:
         with torch.no_grad():
-            return node.target(*args, **kwargs)
+            return target(*args, **kwargs)
     except (RuntimeError, IndexError, ValueError) as exc:
         line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CompileError(

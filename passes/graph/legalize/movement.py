@@ -7,7 +7,7 @@ weight however many ops read it). Permutations of an activation's leading dims a
 dim is a device transpose, identity @ x^T on the PT (`device_transpose`, design note 37),
 which a matmul reading the transpose as stored absorbs (`transpose_source`). Reshapes that
 keep the stick dim are free `spyre.reshape`s; ones that split or merge it restickify
-through device transposes (`restickify_reshape`).
+through device transposes (`restickify_reshape`), and any other one is a merge and a split.
 """
 
 from __future__ import annotations
@@ -267,7 +267,8 @@ def restickify_reshape(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
     """A reshape that splits the innermost dim ([..., A*B] -> [..., A, B]: heads narrower
     than a stick, `position_ids[..., None]`) or merges it with the dim before ([..., A, B]
     -> [..., A*B]), through device transposes: the innermost dim goes to the rows, regroups
-    there for free and comes back (design note 37)."""
+    there for free and comes back (design note 37). Any other reshape that changes the
+    innermost dim is a merge and a split (`_merge_then_split`, design note 74)."""
     src = _shape(x)
 
     def view(value: SSAValue, shape: list[int]) -> SSAValue:
@@ -301,7 +302,7 @@ def _merge_then_split(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
     bytes in place (`is_free_reshape`) is a free view. Exact: only moves."""
     src = _shape(x)
     element = x.type.element_type  # type: ignore[attr-defined]
-    i, j = _common_suffix(src, out)
+    i = _changed_from(src, out)
     rows, size = math.prod(src[:i]), math.prod(src[i:])
 
     def reshape(value: SSAValue, shape: list[int]) -> SSAValue:
@@ -315,13 +316,10 @@ def _merge_then_split(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
     return reshape(reshape(merged, [rows, size // out[-1], out[-1]]), out)
 
 
-def _common_suffix(src: list[int], out: list[int]) -> tuple[int, int]:
-    """(i, j), the largest with prod(src[i:]) == prod(out[j:]), each suffix non-empty."""
-    ends = {math.prod(out[j:]): j for j in range(len(out))}  # the largest j per product
-    for i in range(len(src) - 1, -1, -1):
-        if math.prod(src[i:]) in ends:
-            return i, ends[math.prod(src[i:])]
-    raise AssertionError(f"{src} and {out} hold different numbers of elements")
+def _changed_from(src: list[int], out: list[int]) -> int:
+    """The largest i with prod(src[i:]) also the product of trailing dims of `out`."""
+    trailing = {math.prod(out[j:]) for j in range(len(out))}
+    return next(i for i in range(len(src) - 1, -1, -1) if math.prod(src[i:]) in trailing)
 
 
 SELECTORS: dict[str, Selector] = {
