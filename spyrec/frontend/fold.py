@@ -124,6 +124,7 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
         else:
             continue
         folded.add(node)
+    _refuse_empty_outputs(graph)
     runtime_masks(graph, values)
     _keep_param_views_on_device(graph, folded, param_nodes)
     _keep_reshapes_on_device(graph, folded, values)
@@ -358,6 +359,19 @@ def _evaluate(node: torch.fx.Node, values: dict[torch.fx.Node, Any]) -> Any:
             f"is computed at compile time, and torch refuses it: {line}. Eager PyTorch refuses "
             "it as well on these shapes; change the model so this op gets valid operands."
         ) from exc
+
+
+def _refuse_empty_outputs(graph: torch.fx.Graph) -> None:
+    """A program output with no elements has no device form (every stored tensor holds at
+    least a stick): refused by name."""
+    for node in graph.find_nodes(op="output"):
+        for value in node.all_input_nodes:
+            if _zero_element(value):
+                raise CompileError(
+                    f"{value.name} ({_target_name(value.target)}): a program output with no "
+                    f"elements (shape {list(value.meta['val'].shape)}) cannot be stored on "
+                    "Spyre. Return only non-empty tensors from the model (an empty result "
+                    "is known from the shapes alone).")
 
 
 def _zero_element(node: torch.fx.Node) -> bool:

@@ -67,6 +67,20 @@ def test_zero_register_tokens_match_eager(dtype):
     _compare(model, x)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_zero_element_input_matches_eager(dtype):
+    """A user input with no elements: its shape is all of it, so what reads it folds."""
+    model = _Fn(lambda x, e: x + e.sum(-1, keepdim=True) + e @ e.transpose(0, 1)[:, :1])
+    _compare(model, torch.randn(4, 40).to(dtype), torch.randn(4, 0).to(dtype))
+
+
+def test_an_empty_output_is_refused_by_name():
+    model = _Fn(lambda x: (x[:, :0] * 2, x + 1))
+    with pytest.raises(CompileError, match=r"mul \(aten\.mul\.Tensor\): a program output "
+                                           r"with no elements \(shape \[4, 0\]\)"):
+        spyrec.compile(torch.export.export(model, (torch.randn(4, 40),)), cache=False)
+
+
 def test_a_fold_torch_refuses_is_a_compile_error_naming_the_op():
     """amax over an empty dim of a weight: torch.export refuses it in a model, so the graph
     is built by hand; folding it raises a CompileError naming the node and op."""
