@@ -109,8 +109,8 @@ def _movable(op: AtenOp, rank: int) -> tuple[int, bool] | None:
 
 
 def move_reduced_dims_last(module: ModuleOp) -> int:
-    """Rewrite every op of `MOVABLE` that reduces one non-last dim as above; returns how
-    many were rewritten."""
+    """Rewrite every op that `_movable` moves (one of `MOVABLE`, or of `SUMS` whose matrix
+    is refused, reducing one non-last dim) as above; returns how many were rewritten."""
     count = 0
     for op in [o for o in module.walk() if isinstance(o, AtenOp)]:
         if op.parent is None or not op.operands:
