@@ -184,6 +184,10 @@ LEADING_REDUCTIONS: dict[str, Callable[[torch.Tensor, int], torch.Tensor]] = {
     "norm": lambda x, d: torch.linalg.vector_norm(x, dim=d, keepdim=True),
     "logsumexp": torch.logsumexp,
     "cumsum": torch.cumsum,
+    # sums and means over a leading dim: a summation matrix when the summed rows are whole
+    # sticks, else the dim moves last like the ops above (design note 74)
+    "sum": lambda x, d: x.sum(d, keepdim=True),
+    "mean_nokeep": lambda x, d: x.mean(d) * 2,
 }
 for _name, _fn in LEADING_REDUCTIONS.items():
     UNARY[f"{_name}_dim0"] = lambda x, fn=_fn: fn(x, 0)
@@ -193,6 +197,17 @@ ROW_OPS |= {f"{n}_dim0" for n in LEADING_REDUCTIONS}
 # ulp apart, equal once rounded to the device's DL16) are exact ties, first index in both
 COARSE_INPUTS = {f"{n}_{s}" for n in ("max_dim", "argmax", "argmin_nokeep")
                  for s in ("dim0", "rows")}
+# float -> integer casts truncate toward zero; int32 <-> int64 keep the values (design
+# note 74). Coarse inputs (a grid of 1/64, exact in DL16): the device's rounding of an f16
+# input never moves a value across an integer
+INT_CASTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "to_int32": lambda x: (x * 8).to(torch.int32),
+    "to_int64": lambda x: (x * -8).long(),
+    "int32_to_int64": lambda x: (x * 8).to(torch.int32).long() * 2,
+    "int64_to_int32": lambda x: ((x * 8).long() + 3).to(torch.int32),
+}
+UNARY.update(INT_CASTS)
+COARSE_INPUTS |= set(INT_CASTS)
 # a matrix's dim -2 is dim 0, covered by the `_dim0` ops
 RANK3_OPS = {f"{n}_rows" for n in LEADING_REDUCTIONS}
 # known gaps by (op, shape family): the reason the compile error gives
@@ -754,6 +769,10 @@ MOVES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "pad_crop_leading": lambda x: F.pad(x, (0, 0, -1, 2)),
     "pad_reflect": lambda x: F.pad(x, (2, 3), mode="reflect"),
     "pad_replicate": lambda x: F.pad(x, (2, 3), mode="replicate"),
+    # views that change the innermost dim other than by one split or merge: a merge of the
+    # changed trailing dims, then a split (movement._merge_then_split, design note 74)
+    "view_unit_dims": lambda x: x[..., None, None].reshape(x.shape) * 2,
+    "view_regroup": lambda x: x[..., :2, :].reshape(*x.shape[:-2], x.shape[-1], 2),
 }
 
 

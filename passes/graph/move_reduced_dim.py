@@ -15,8 +15,10 @@ row-permuting reshapes. softmax / log_softmax / cumsum keep their shape and move
 keepdim reductions move their size-1 dim back (a column becomes a row); keepdim=False
 reductions need no move back, since the kept dims of `yt` are in their original order
 (the last-dim lowering turns its column into a row, `_column_to_row`). Reductions over
-several dims, and sums and means (a matmul by a summation matrix over leading dims,
-design note 34), are left to their selectors.
+several dims are left to their selectors, and so are sums and means over leading dims
+(a matmul by a summation matrix, design note 34) except when that matmul is refused
+(`summation_refusal`: the summed rows are not whole sticks, as a class-token-free ViT
+pool `x[:, 1:].mean(1)` over 16 fp32 rows; design note 74): those move the dim last too.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.dialects.spyre import AtenOp
+from spyrec.passes.graph.graph_build import element
 from spyrec.passes.graph.graph_build import shape as _shape
+from spyrec.passes.graph.legalize.reductions import summation_refusal
 
 # target -> True when the result keeps the reduced dim at full size (moved back always)
 MOVABLE: dict[str, bool] = {
@@ -54,6 +58,8 @@ MOVABLE: dict[str, bool] = {
     "aten.linalg_vector_norm.default": False,
     "aten.logsumexp.default": False,
 }
+# moved only when the summation-matrix form over leading dims is refused (`_movable`)
+SUMS = {"aten.sum.dim_IntList", "aten.mean.dim"}
 
 
 def _one_dim(op: AtenOp, rank: int) -> int | None:
@@ -87,19 +93,34 @@ def _permute(at: AtenOp, value: SSAValue, perm: list[int], suffix: str) -> SSAVa
     return new.results[0]
 
 
+def _movable(op: AtenOp, rank: int) -> tuple[int, bool] | None:
+    """(the one non-last dim `op` reduces, whether its result keeps it at full size), or
+    None when `op` is not moved: not a movable op, several dims, the last dim, or a sum
+    whose summation matrix works."""
+    target = op.target.data
+    full = MOVABLE.get(target, False if target in SUMS else None)
+    d = _one_dim(op, rank)
+    if full is None or d is None or d == rank - 1:
+        return None
+    if target in SUMS and not summation_refusal(
+            _shape(op.operands[0])[:-1], [d], element(op.results[0])):
+        return None
+    return d, full
+
+
 def move_reduced_dims_last(module: ModuleOp) -> int:
-    """Rewrite every op of `MOVABLE` that reduces one non-last dim as above; returns how
-    many were rewritten."""
+    """Rewrite every op that `_movable` moves (one of `MOVABLE`, or of `SUMS` whose matrix
+    is refused, reducing one non-last dim) as above; returns how many were rewritten."""
     count = 0
     for op in [o for o in module.walk() if isinstance(o, AtenOp)]:
-        full = MOVABLE.get(op.target.data)
-        if full is None or op.parent is None or not op.operands:
+        if op.parent is None or not op.operands:
             continue
         x = op.operands[0]
         rank = len(_shape(x))
-        d = _one_dim(op, rank)
-        if d is None or d == rank - 1:
+        movable = _movable(op, rank)
+        if movable is None:
             continue
+        d, full = movable
         perm = [i for i in range(rank) if i != d] + [d]
         inverse = [perm.index(i) for i in range(rank)]
         xt = _permute(op, x, perm, "to_last")

@@ -42,6 +42,8 @@ from typing import Any
 import torch
 from torch.fx.node import map_arg
 
+from spyrec.diagnostics import CompileError
+
 # ops that never copy data: a chain of them over a parameter is the parameter itself
 _VIEW_TARGETS = {
     "aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
@@ -102,21 +104,27 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
     `params` maps the placeholder name of each parameter, buffer and lifted constant to its
     tensor; every other placeholder is a user input.
     """
+    _drop_empty_cat_operands(graph)
     values: dict[torch.fx.Node, Any] = {}
     param_nodes: set[torch.fx.Node] = set()
     for node in graph.nodes:
         if node.op == "placeholder" and node.name in params:
             values[node] = params[node.name]
             param_nodes.add(node)
+        elif node.op == "placeholder" and _zero_element(node):
+            values[node] = _stand_in(node)  # a user input with no data: its shape is all of it
     folded: set[torch.fx.Node] = set()
     for node in graph.nodes:
-        if node.op != "call_function" or not _foldable(node, values, param_nodes):
+        if node.op != "call_function":
             continue
-        args, kwargs = map_arg((node.args, node.kwargs),
-                                             lambda n: values[n] if n in values else _stand_in(n))
-        with torch.no_grad():
-            values[node] = node.target(*args, **kwargs)
+        if _zero_element(node):
+            values[node] = _stand_in(node)  # no data: whatever its operands hold
+        elif _foldable(node, values, param_nodes):
+            values[node] = _evaluate(node, values)
+        else:
+            continue
         folded.add(node)
+    _refuse_empty_outputs(graph)
     runtime_masks(graph, values)
     _keep_param_views_on_device(graph, folded, param_nodes)
     _keep_reshapes_on_device(graph, folded, values)
@@ -334,10 +342,72 @@ def _softmax_mask(node: torch.fx.Node) -> bool:
     return True
 
 
+def _evaluate(node: torch.fx.Node, values: dict[torch.fx.Node, Any]) -> Any:
+    """The value of an input-independent node, by torch; a clean error if torch refuses it
+    (`amax` over an empty dim, which eager refuses too)."""
+    args, kwargs = map_arg((node.args, node.kwargs),
+                           lambda n: values[n] if n in values else _stand_in(n))
+    target = node.target
+    assert callable(target)  # a call_function node
+    try:
+        with torch.no_grad():
+            return target(*args, **kwargs)
+    except (RuntimeError, IndexError, ValueError) as exc:
+        line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CompileError(
+            f"{node.name} ({_target_name(node.target)}): its value depends on no input, so it "
+            f"is computed at compile time, and torch refuses it: {line}. Eager PyTorch refuses "
+            "it as well on these shapes; change the model so this op gets valid operands."
+        ) from exc
+
+
+def _refuse_empty_outputs(graph: torch.fx.Graph) -> None:
+    """A program output with no elements has no device form (every stored tensor holds at
+    least a stick): refused by name."""
+    for node in graph.find_nodes(op="output"):
+        for value in node.all_input_nodes:
+            if _zero_element(value):
+                raise CompileError(
+                    f"{value.name} ({_target_name(value.target)}): a program output with no "
+                    f"elements (shape {list(value.meta['val'].shape)}) cannot be stored on "
+                    "Spyre. Return only non-empty tensors from the model (an empty result "
+                    "is known from the shapes alone).")
+
+
+def _zero_element(node: torch.fx.Node) -> bool:
+    """Does `node` produce a tensor with no elements (a dim of size 0)?"""
+    meta = node.meta.get("val")
+    return isinstance(meta, torch.Tensor) and meta.numel() == 0
+
+
+def _drop_empty_cat_operands(graph: torch.fx.Graph) -> None:
+    """`cat` skips its zero-element operands, as PyTorch does (dinov3's zero register
+    tokens): each is removed from the operand list; a cat left with one operand becomes a
+    copy of it. A cat of only empty operands is itself empty, and folded."""
+    for node in list(graph.nodes):
+        if node.op != "call_function" or _target_name(node.target) != "aten.cat.default" \
+                or _zero_element(node):
+            continue
+        operands = node.args[0]
+        if not isinstance(operands, (list, tuple)):
+            continue
+        kept = [t for t in operands if not (isinstance(t, torch.fx.Node) and _zero_element(t))]
+        if len(kept) == len(operands):
+            continue
+        if len(kept) == 1:
+            _replace(graph, node, torch.ops.aten.clone.default, (kept[0],))
+        else:
+            node.args = (kept, *node.args[1:])
+
+
 def _stand_in(node: torch.fx.Node) -> torch.Tensor:
-    """A tensor with the metadata of `node` for an op that reads nothing else of it."""
+    """A tensor with the metadata of `node` (shape, dtype and strides: `full_like` keeps its
+    operand's strides, and a view of its result is valid only with them) for an op that
+    reads nothing else of it."""
     meta = node.meta["val"]
-    return torch.zeros(meta.shape, dtype=meta.dtype)
+    shape, stride = tuple(meta.shape), tuple(meta.stride())
+    span = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True))
+    return torch.zeros(span, dtype=meta.dtype).as_strided(shape, stride)
 
 
 def _foldable(node: torch.fx.Node, values: dict[torch.fx.Node, Any],

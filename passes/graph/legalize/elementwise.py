@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from spyrec.dialects.spyre import BINARY_OPS, UNARY_OPS, AtenOp, CastOp
@@ -157,14 +158,55 @@ def _select_cast(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
 
 def _select_cast_int(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """Casts from int32 / int64 (or a predicate) to a float type, and of any tensor to
-    bool (a predicate); float casts as before."""
+    bool (a predicate); float casts as before. A float to int32 / int64 truncates toward
+    zero (`arith.fptosi`, as PyTorch; NaN, infinities and values out of the integer range
+    are undefined in PyTorch too). int32 <-> int64 keeps the values: both are int32 on the
+    device (`target.layout`) and, like every integer op there, read through f32 (note
+    28c: exact below 2^24)."""
     x = op.operands[0]
-    if _element_name(op.results[0]) == "i1":  # to bool: x != 0
+    source, result = _element_name(x), _element_name(op.results[0])
+    if result == "i1":  # to bool: x != 0
         return as_predicate(op, rewriter, x)
-    if _element_name(op.results[0]) in FLOAT_ELEMENTS and (
-            _element_name(x) in INT_ELEMENTS or is_predicate(x)):
+    if result in FLOAT_ELEMENTS and (source in INT_ELEMENTS or is_predicate(x)):
         return _emit(rewriter, op, CastOp(x, op.results[0].type))
+    if result in INT_ELEMENTS and source in INT_ELEMENTS:
+        if source == result:
+            return x
+        x = _emit(rewriter, op, CastOp(x, TensorType(Float32Type(), _shape(x))))
+        return _emit(rewriter, op, CastOp(x, op.results[0].type))
+    if result in INT_ELEMENTS and source in FLOAT_ELEMENTS:
+        return _emit(rewriter, op, CastOp(_truncate(op, rewriter, x), op.results[0].type))
     return _select_cast(op, rewriter)
+
+
+ROUNDING = 2.0**23  # c + 2^23 - 2^23 is c rounded to an integer for 0 <= c <= 2^23
+
+
+def _truncate(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSAValue:
+    """x rounded toward zero, in f32, exactly (a cast to an integer type rounds only where
+    the value is stored; a fused kernel reading it would see the fraction):
+    with a = |x| and c = min(a, 2^23), r = (c + 2^23) - 2^23 is c rounded to nearest, and
+    d = r - c is positive (at least 2^-24) exactly when it rounded up, so
+    floor(a) = r - clamp(d * 2^24, 0, 1) + (a - c) (every f32 from 2^23 up is an integer);
+    the sign comes back as floor(a) * (1 - 2 * clamp(-x, 0, 1)) (x in (-1, 0) has floor 0).
+    """
+    def scalar(kind: str, value: SSAValue, number: float) -> SSAValue:
+        return _scalar_op(op, rewriter, kind, value, number)
+
+    def clamp01(value: SSAValue) -> SSAValue:
+        return scalar("minimum", scalar("maximum", value, 0.0), 1.0)
+
+    if _element_name(x) != "f32":
+        x = _emit(rewriter, op, CastOp(x, TensorType(Float32Type(), _shape(x))))
+    a = unary_op(op, rewriter, "abs", x)
+    c = scalar("minimum", a, ROUNDING)
+    r = scalar("sub", scalar("add", c, ROUNDING), ROUNDING)
+    up = clamp01(scalar("mul", _binary_op(op, rewriter, "sub", r, c), 2.0**24))
+    floor = _binary_op(op, rewriter, "add", _binary_op(op, rewriter, "sub", r, up),
+                       _binary_op(op, rewriter, "sub", a, c))
+    negative = clamp01(scalar("mul", x, -1.0))
+    sign = _scalar_op(op, rewriter, "sub", scalar("mul", negative, 2.0), 1.0, reverse=True)
+    return _binary_op(op, rewriter, "mul", floor, sign)
 
 
 def _select_pow(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:

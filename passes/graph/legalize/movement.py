@@ -7,7 +7,7 @@ weight however many ops read it). Permutations of an activation's leading dims a
 dim is a device transpose, identity @ x^T on the PT (`device_transpose`, design note 37),
 which a matmul reading the transpose as stored absorbs (`transpose_source`). Reshapes that
 keep the stick dim are free `spyre.reshape`s; ones that split or merge it restickify
-through device transposes (`restickify_reshape`).
+through device transposes (`restickify_reshape`), and any other one is a merge and a split.
 """
 
 from __future__ import annotations
@@ -267,7 +267,8 @@ def restickify_reshape(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
     """A reshape that splits the innermost dim ([..., A*B] -> [..., A, B]: heads narrower
     than a stick, `position_ids[..., None]`) or merges it with the dim before ([..., A, B]
     -> [..., A*B]), through device transposes: the innermost dim goes to the rows, regroups
-    there for free and comes back (design note 37)."""
+    there for free and comes back (design note 37). Any other reshape that changes the
+    innermost dim is a merge and a split (`_merge_then_split`, design note 74)."""
     src = _shape(x)
 
     def view(value: SSAValue, shape: list[int]) -> SSAValue:
@@ -289,9 +290,36 @@ def restickify_reshape(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
         t = permute_rows(op, rewriter, view(x, [rows, a, b]), [1, 0, 2])  # [A, R, B]
         t = view(device_transpose(op, rewriter, t), [a * b, rows])
         return view(device_transpose(op, rewriter, t), out)
-    raise Unsupported(
-        f"{src} -> {out} changes the innermost dimension other than by splitting it or "
-        "merging it with the dim before (a general restickify, not lowered yet)")
+    return _merge_then_split(op, rewriter, x, out)
+
+
+def _merge_then_split(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue,
+                      out: list[int]) -> SSAValue:
+    """Any other reshape (`[.., 64, 1, 1] -> [.., 64]`, `[.., 16, 32] -> [.., 32, 16]`):
+    the shortest trailing dims of the operand and of the result with one product P are
+    the only ones that change; the operand's merge into one innermost dim of P (a merge,
+    above) and that splits into the result's (a split, above). Each step that keeps the
+    bytes in place (`is_free_reshape`) is a free view. Exact: only moves."""
+    src = _shape(x)
+    element = x.type.element_type  # type: ignore[attr-defined]
+    i = _changed_from(src, out)
+    rows, size = math.prod(src[:i]), math.prod(src[i:])
+
+    def reshape(value: SSAValue, shape: list[int]) -> SSAValue:
+        if _shape(value) == shape:
+            return value
+        if is_free_reshape(_shape(value), shape, element):
+            return _emit(rewriter, op, ReshapeOp(value, with_shape(value, shape)))
+        return restickify_reshape(op, rewriter, value, shape)
+
+    merged = reshape(reshape(x, [rows, size // src[-1], src[-1]]), [rows, size])
+    return reshape(reshape(merged, [rows, size // out[-1], out[-1]]), out)
+
+
+def _changed_from(src: list[int], out: list[int]) -> int:
+    """The largest i with prod(src[i:]) also the product of trailing dims of `out`."""
+    trailing = {math.prod(out[j:]) for j in range(len(out))}
+    return next(i for i in range(len(src) - 1, -1, -1) if math.prod(src[i:]) in trailing)
 
 
 SELECTORS: dict[str, Selector] = {

@@ -110,6 +110,23 @@ def _reduced_dims(op: AtenOp, rank: int) -> list[int]:
 MEANS = ("aten.mean.dim", "aten.mean.default")
 
 
+def summation_refusal(lead: list[int], dims: list[int], element: str) -> str:
+    """Why a sum over the leading dims `dims` of rows `lead` (in `element`) cannot be a
+    matmul by a summation matrix (`_reduce_rows`), or "" when it can: the summed rows are
+    the matmul's rhs rows, so they must be whole sticks, and the matrix must fit."""
+    r_in = math.prod(lead)
+    r_out = math.prod(n for d, n in enumerate(lead) if d not in dims)
+    per_stick = STICK_BYTES // {"f32": 4}.get(element, 2)
+    if r_in == r_out:
+        return ""
+    if r_in % per_stick:
+        return (f"over leading dims {dims}: the {r_in} rows summed are not a multiple of "
+                f"{per_stick} (a whole stick), as a matmul by a summation matrix needs")
+    if r_in * r_out > MAX_ROW_MATRIX:
+        return f"over leading dims {dims}: a {r_out} x {r_in} summation matrix is too large"
+    return ""
+
+
 def _reduce_rows(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, dims: list[int],
                  mean: bool) -> SSAValue:
     """sum / mean over leading dims: P @ x with x viewed as [R_in, N] (a free reshape) and P
@@ -124,14 +141,9 @@ def _reduce_rows(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, dims: list
     if r_in == r_out:  # every summed dim has size 1: the rows stay, a free reshape
         result = _shape(op.results[0])
         return x if shape == result else _emit(rewriter, op, ReshapeOp(x, with_shape(x, result)))
-    per_stick = STICK_BYTES // {"f32": 4}.get(_element_name(x), 2)
-    if r_in % per_stick:
-        raise Unsupported(f"over leading dims {dims}: the {r_in} rows summed are not a "
-                          f"multiple of {per_stick} (a whole stick), as a matmul by a "
-                          "summation matrix needs")
-    if r_in * r_out > MAX_ROW_MATRIX:
-        raise Unsupported(f"over leading dims {dims}: a {r_out} x {r_in} summation matrix "
-                          "is too large")
+    refusal = summation_refusal(lead, dims, _element_name(x))
+    if refusal:
+        raise Unsupported(refusal)
     index = np.indices(lead).reshape(len(lead), -1)
     out_row = np.zeros(r_in, dtype=np.int64)
     for d in kept:
