@@ -439,7 +439,9 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
         return
     if args or function is not None:
         raise click.UsageError(f"--arg and --function are for a KTIR .mlir kernel; {binary} "
-                               "takes its inputs as --input NAME=FILE (.npy or .pt)")
+                               "takes its inputs as --input NAME=FILE (.npy or .pt), and a "
+                               "kernel's scalar arguments are bound when it is compiled "
+                               "(spyrec compile k.mlir --arg NAME=VALUE)")
     if given and sizes:
         raise click.UsageError("--size sets the shapes of random inputs; with --input the "
                                "arrays' shapes give the sizes")

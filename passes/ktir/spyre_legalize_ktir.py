@@ -56,8 +56,8 @@ from xdsl.dialects import arith, func, math, scf, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
-    DenseIntOrFPElementsAttr,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
     IndexType,
@@ -291,14 +291,14 @@ class _Kernel:
         value = op.value
         ttype = op.result.type
         assert isinstance(ttype, TensorType)
-        if not isinstance(value, DenseIntOrFPElementsAttr) or not isinstance(
-                ttype.element_type, AnyFloat) or len(set(value.get_values())) != 1:
+        values = set(value.get_values()) if isinstance(value, DenseIntOrFPElementsAttr) else set()
+        one = values.pop() if len(values) == 1 else None
+        if not isinstance(one, float) or not isinstance(ttype.element_type, AnyFloat):
             raise self.error(op, "a dense tensor constant of differing (or integer) elements "
                              "has no SFU immediate; pass it as an argument (load it from "
                              "memory), or use one value (a splat)")
         b = Builder(InsertPoint.before(op))
-        scalar = b.insert(arith.ConstantOp(FloatAttr(float(value.get_values()[0]),
-                                                     ttype.element_type))).result
+        scalar = b.insert(arith.ConstantOp(FloatAttr(one, ttype.element_type))).result
         empty = b.insert(tensor.EmptyOp([], ttype)).tensor
         fill = b.insert(linalg.FillOp([scalar], [empty], [ttype]))
         self.replace(op, list(fill.results))

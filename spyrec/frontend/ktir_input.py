@@ -13,8 +13,11 @@ results, because a kernel may interleave them).
     func.func @main(%a: tensor<8192xf32>, %b: tensor<8192xf32>) -> tensor<8192xf32> {
       %c = spyre.launch @vector_add(%a, %b) {spyre.kernel_args = array<i64: 0, 1, 2>} ...
 
-What the compiler cannot take yet is refused here, naming the argument: scalar arguments
-and runtime_arg records (symbolic sizes: run those in the KTIR interpreter), arguments
+Scalar arguments are bound first to the values the caller gives (`constants`:
+`spyrec.frontend.ktir_specialise`); an unbound one is refused with the `--arg` to add.
+What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
+(symbolic sizes: run those in the KTIR interpreter), pointer arithmetic on an argument,
+arguments
 both read and written, views that are not dense row-major or whose rows are not whole
 128-byte sticks (the device's row-sticked layout), views whose coordinate set does not
 start at 0 (part of a larger tensor), and views outside global memory.
@@ -143,7 +146,7 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str,
         raise CompileError(f"{where}: argument %{name} is a tensor address offset by integer "
                            "arithmetic before it is viewed (pointer arithmetic); the compiler "
                            "takes views built on the argument itself: view the whole tensor "
-                           "at %" f"{name} and move the offset into the access tiles' base "
+                           f"at %{name} and move the offset into the access tiles' base "
                            "subscripts")
     if len(views) != len(uses) or any(v.offset is not arg for v in views):
         raise CompileError(f"{where}: argument %{name} is a scalar (it is not the offset of a "

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 
 import ml_dtypes
 import numpy as np
-
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -114,7 +113,8 @@ def is_pointer(value: SSAValue) -> bool:
     return False
 
 
-def _attribute(type_: Attribute, value: Scalar, name: str, where: str) -> Attribute:
+def _attribute(type_: Attribute, value: Scalar, name: str,
+               where: str) -> IntegerAttr | FloatAttr:
     if isinstance(type_, (IndexType, IntegerType)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise CompileError(f"{where}: --arg {name}={value}: %{name} is {type_}; give an "
@@ -145,15 +145,18 @@ def _fold(kernel: func.FuncOp, where: str) -> None:
         if not op.operands or any(v is None for v in values) or len(op.results) != 1:
             continue
         result = op.results[0]
-        if isinstance(op, (arith.TruncFOp, arith.ExtFOp)) and isinstance(result.type, AnyFloat):
-            attr: Attribute = FloatAttr(float(np.array(values[0], NUMPY[str(result.type)])),
-                                        result.type)
-        else:
+        type_ = result.type
+        attr: IntegerAttr | FloatAttr
+        if isinstance(op, (arith.TruncFOp, arith.ExtFOp)) and isinstance(type_, AnyFloat):
+            attr = FloatAttr(float(np.array(values[0], NUMPY[str(type_)])), type_)
+        elif isinstance(type_, (IndexType, IntegerType)):
             folded = _fold_integer(op, [v for v in values if isinstance(v, int)], where)
             if folded is None:
                 continue
-            attr = IntegerAttr(folded, result.type)
-        const = arith.ConstantOp(attr, result.type)
+            attr = IntegerAttr(folded, type_)
+        else:
+            continue
+        const = arith.ConstantOp(attr, type_)
         const.result.name_hint = result.name_hint
         assert op.parent is not None
         op.parent.insert_op_before(const, op)

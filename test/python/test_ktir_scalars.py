@@ -42,10 +42,11 @@ def test_constants_specialise_the_kernel_and_match_the_interpreter(rows):
     exe = spyrec.compile(KERNEL, constants=constants, cache=False, numerics="ieee")
     assert json.loads(exe.binary.provenance[CONSTANTS_KEY]) == constants
     a, b = _inputs()
-    got = exe(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    got = exe(torch.from_numpy(a), torch.from_numpy(b))
+    assert isinstance(got, torch.Tensor)
     want = spyrec.ktir.execute(KERNEL, "scale_add", a=a, b=b, c=np.zeros_like(a),
                                **constants)["c"]
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got.numpy(), want)
     assert np.any(want[: 4 * rows] != 0) and not np.any(want[4 * rows:])
 
 
@@ -71,14 +72,14 @@ def test_run_check_uses_the_recorded_constants_and_catches_other_values(tmp_path
 
 
 @pytest.mark.parametrize("constants,message", [
-    ({"ROWS": 16}, "argument %alpha is a scalar (f32); give its value at compile time: "
-                   "spyrec compile ... --arg alpha=VALUE"),
-    ({}, "argument %ROWS is a scalar (it is not the offset of a memory view); give its value "
-         "at compile time: spyrec compile ... --arg ROWS=VALUE"),
-    ({"ROWS": 16, "alpha": 0.5, "rows": 4}, "--arg rows: the kernel has no argument %rows; "
-                                            "its arguments are %a, %b, %c, %ROWS, %alpha"),
-    ({"ROWS": 16, "alpha": 0.5, "a": 0}, "--arg a: %a is a tensor address (the offset of a "
-                                         "memory view)"),
+    ({"ROWS": 16}, ("argument %alpha is a scalar (f32); give its value at compile time: "
+                    "spyrec compile ... --arg alpha=VALUE")),
+    ({}, ("argument %ROWS is a scalar (it is not the offset of a memory view); give its value "
+          "at compile time: spyrec compile ... --arg ROWS=VALUE")),
+    ({"ROWS": 16, "alpha": 0.5, "rows": 4}, ("--arg rows: the kernel has no argument %rows; "
+                                             "its arguments are %a, %b, %c, %ROWS, %alpha")),
+    ({"ROWS": 16, "alpha": 0.5, "a": 0}, ("--arg a: %a is a tensor address (the offset of a "
+                                          "memory view)")),
     ({"ROWS": 1.5, "alpha": 0.5}, "--arg ROWS=1.5: %ROWS is index; give an integer"),
     ({"ROWS": 2 ** 64, "alpha": 0.5}, "out of the range of index"),
 ])
@@ -104,10 +105,12 @@ module {
       memory_space = #ktdp.memory_space<global>} : memref<4x64xf16>
     %t = ktdp.construct_access_tile %v[%c0, %c0] {
       access_tile_set = affine_set<(d0, d1) : (d0 == 0, d1 >= 0, -d1 + 63 >= 0)>,
-      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<1x64xf16> -> !ktdp.access_tile<1x64xindex>
+      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>}
+      : memref<1x64xf16> -> !ktdp.access_tile<1x64xindex>
     %u = ktdp.construct_access_tile %o[%pid, %c0] {
       access_tile_set = affine_set<(d0, d1) : (d0 == 0, d1 >= 0, -d1 + 63 >= 0)>,
-      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<4x64xf16> -> !ktdp.access_tile<1x64xindex>
+      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>}
+      : memref<4x64xf16> -> !ktdp.access_tile<1x64xindex>
     %x = ktdp.load %t : !ktdp.access_tile<1x64xindex> -> tensor<1x64xf16>
     ktdp.store %x, %u : tensor<1x64xf16>, !ktdp.access_tile<1x64xindex>
     return
