@@ -314,6 +314,9 @@ class _Kernel:
             return
         source, shape = extract.tensor, _shape(op.result)
         rank = len(shape)
+        if any(_index_constant(i) != 0 for i in extract.indices):
+            raise self.error(extract, f"it reads %{source.name_hint} ({source.type}) at an "
+                             "index that is not the constant 0, its one element")
         if any(n != 1 for n in _shape(source)) or len(_shape(source)) != rank - 1 or any(
                 n != 1 for n in shape[:-1]):
             raise self.error(op, f"it broadcasts an element of %{source.name_hint} "
@@ -711,6 +714,13 @@ def _cast(element: Attribute) -> Callable[[Builder, SSAValue], SSAValue]:
         wide = b.insert(arith.ExtFOp(value, f32)).result  # f16 <-> bf16 through f32
         return b.insert(arith.TruncFOp(wide, element)).result
     return build
+
+
+def _index_constant(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
 
 
 def _unwiden(arg: Arg) -> Arg:

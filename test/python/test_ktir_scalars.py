@@ -178,3 +178,13 @@ def test_the_check_catches_a_wrong_construct(monkeypatch):
         1.0 if isinstance(op, linalg.FillOp) and right(self, value, op) == 2.0 else 0.0))
     exe, got, want = _row_softmax()
     assert not check_outputs([want], got, exe).ok
+
+
+def test_extract_at_another_index_is_refused(tmp_path):
+    """An extract past the one element of a row statistic is not read as element 0."""
+    path = tmp_path / "k.mlir"
+    path.write_text(STYLE.read_text().replace("tensor.extract %m[%c0]", "tensor.extract %m[%c4]"))
+    with pytest.raises(CompileError, match=r"tensor.extract \(%ms\): it reads %m "
+                                           r"\(tensor<1xf16>\) at an index that is not the "
+                                           "constant 0"):
+        spyrec.compile(path, function="row_softmax", constants={"n_rows": 32}, cache=False)
