@@ -68,6 +68,8 @@ FOLDS: dict[type[Operation], Callable[[int, int], int]] = {
     arith.RemSIOp: _truncrem, arith.MinSIOp: min, arith.MaxSIOp: max,
 }
 NUMPY = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}
+# by name: spyrec's arith (`spyrec.dialects.std_ext_arith`) defines its own cast classes
+FLOAT_CASTS = ("arith.truncf", "arith.extf", "arith.sitofp", "arith.uitofp")
 DIVISIONS = (arith.FloorDivSIOp, arith.CeilDivSIOp, arith.DivSIOp, arith.RemSIOp)
 
 
@@ -137,9 +139,10 @@ def _constant(value: SSAValue) -> int | float | None:
 
 
 def _fold(kernel: func.FuncOp, where: str) -> None:
-    """Replace every integer op of FOLDS, `index_cast` and the float casts `truncf`/`extf`
-    whose operands are constants by the constant it computes (a cast rounded as the
-    interpreter rounds it), in program order so chains fold through."""
+    """Replace every integer op of FOLDS, `index_cast` and the FLOAT_CASTS (`truncf`,
+    `extf`, `sitofp`, `uitofp`) whose operands are constants by the constant it computes
+    (a cast rounded as the interpreter rounds it), in program order so chains fold
+    through."""
     for op in list(kernel.walk()):
         values = [_constant(v) for v in op.operands]
         if not op.operands or any(v is None for v in values) or len(op.results) != 1:
@@ -147,8 +150,12 @@ def _fold(kernel: func.FuncOp, where: str) -> None:
         result = op.results[0]
         type_ = result.type
         attr: IntegerAttr | FloatAttr
-        if isinstance(op, (arith.TruncFOp, arith.ExtFOp)) and isinstance(type_, AnyFloat):
-            attr = FloatAttr(float(np.array(values[0], NUMPY[str(type_)])), type_)
+        if op.name in FLOAT_CASTS and isinstance(type_, AnyFloat) and values[0] is not None:
+            value = values[0]
+            source = op.operands[0].type
+            if op.name == "arith.uitofp" and isinstance(source, IntegerType) and value < 0:
+                value += 2 ** source.width.data  # the bits read as unsigned
+            attr = FloatAttr(float(np.array(value, NUMPY[str(type_)])), type_)
         elif isinstance(type_, (IndexType, IntegerType)):
             folded = _fold_integer(op, [v for v in values if isinstance(v, int)], where)
             if folded is None:
@@ -170,7 +177,7 @@ def _fold_integer(op: Operation, values: list[int], where: str) -> int | None:
     fold = next((f for k, f in FOLDS.items() if isinstance(op, k)), None)
     if len(values) != len(op.operands):
         return None
-    if isinstance(op, arith.IndexCastOp):
+    if op.name == "arith.index_cast":
         folded = values[0]
     elif fold is not None:
         if isinstance(op, DIVISIONS) and values[1] == 0:

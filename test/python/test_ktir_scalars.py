@@ -19,7 +19,7 @@ import spyrec.ktir
 from spyrec.cli import main
 from spyrec.diagnostics import CompileError
 from spyrec.frontend.ktir_input import import_ktir
-from spyrec.frontend.ktir_specialise import CONSTANTS_KEY
+from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, specialise
 from spyrec.passes.ktir import spyre_legalize_ktir
 from spyrec.target import SpyreTarget
 from spyrec.target.container import read_spyre, write_spyre
@@ -188,3 +188,36 @@ def test_extract_at_another_index_is_refused(tmp_path):
                                            r"\(tensor<1xf16>\) at an index that is not the "
                                            "constant 0"):
         spyrec.compile(path, function="row_softmax", constants={"n_rows": 32}, cache=False)
+
+
+FOLDS = """
+func.func @k(%n: index) {
+  %c3 = arith.constant 3 : index
+  %q = arith.floordivsi %n, %c3 : index
+  %r = arith.remsi %n, %c3 : index
+  %i = arith.index_cast %q : index to i32
+  %f = arith.sitofp %i : i32 to f16
+  %m = arith.constant -1 : i8
+  %u = arith.uitofp %m : i8 to f32
+  %t = arith.truncf %u : f32 to f16
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("n,expected", [
+    (-7, ["-3 : index", "-1 : index", "-3 : i32", "-3.000000e+00 : f16", "2.550000e+02 : f32",
+          "2.550000e+02 : f16"]),
+    (8193, ["2731 : index", "0 : index", "2731 : i32", "2.732000e+03 : f16"]),
+])
+def test_folds_compute_as_the_interpreter(n, expected):
+    """Signed floor division and remainder of a negative value, an index cast, integer to
+    f16 conversions rounded to f16 (2731 is 2732 in f16), an i8 read as unsigned (255)."""
+    from spyrec.dialects.ktdp_parse import parse_ktir
+
+    kernel = next(iter(parse_ktir(FOLDS).body.block.ops))
+    specialise(kernel, {"n": n}, "k")  # type: ignore[arg-type]
+    text = str(kernel)
+    assert "floordivsi" not in text and "sitofp" not in text and "uitofp" not in text
+    for value in expected:
+        assert f"arith.constant {value}" in text
