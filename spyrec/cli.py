@@ -205,12 +205,16 @@ def _pass_options(switches: dict[str, Any]) -> dict[str, dict[str, object]]:
                    "also goes to FILE's .host.mlir in generic form.")
 @click.option("--print-ir-after-all", is_flag=True, help="Print the IR after every pass.")
 @click.option("--function", help="KTIR input (.mlir): the kernel to compile (if several).")
+@click.option("--arg", "constants", multiple=True, metavar="NAME=VALUE",
+              help="KTIR input: bind the kernel's scalar argument NAME to VALUE at compile "
+                   "time, as a Triton constexpr (repeatable); the binary records the values.")
 @click.option("--cache/--no-cache", default=None,
               help="Reuse a binary compiled before from the same model, options and compiler "
                    "(default: on, unless SPYREC_CACHE=0; see `spyrec cache`).")
 @_switches
 def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,
-            function: str | None, cache: bool | None, **switches: Any) -> None:
+            function: str | None, constants: tuple[str, ...], cache: bool | None,
+            **switches: Any) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
     if model.suffix == ".spyre":
@@ -230,7 +234,8 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
                              print_ir=sys.stdout if print_ir_after_all else None,
                              on_stage=report.stage, function=function,
                              pass_options=_pass_options(switches),
-                             cache=resolve_cache(cache), on_progress=report.progress)
+                             cache=resolve_cache(cache), on_progress=report.progress,
+                             constants=_constants(constants))
     if emit != "binary":
         if print_ir_after_all:
             return
@@ -248,6 +253,24 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
         return
     click.echo(f"wrote {output}{' (from the compile cache)' if result.cached else ''}",
                err=True)
+
+
+def _constants(specs: tuple[str, ...]) -> dict[str, int | float]:
+    """`--arg NAME=VALUE` options of `compile`: each value an integer or a float."""
+    values: dict[str, int | float] = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        if not sep or not name or name in values:
+            raise click.UsageError(f"--arg {spec}: expected NAME=VALUE (a number), each name "
+                                   "once")
+        try:
+            values[name] = int(text)
+        except ValueError:
+            try:
+                values[name] = float(text)
+            except ValueError:
+                raise click.UsageError(f"--arg {spec}: {text!r} is not a number") from None
+    return values
 
 
 @main.command()
@@ -357,13 +380,21 @@ def _check_against(model: Path, exe: Any, inputs: list[Any], outputs: Any,
 
 
 def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any) -> bool:
+    import json
+
     import numpy as np
 
     from spyrec.api import to_numpy, to_torch
+    from spyrec.frontend.ktir_specialise import CONSTANTS_KEY
     from spyrec.ktir import execute
     from spyrec.runtime.layout import HOST_DTYPE
 
-    args = {b.name: to_numpy(x) for b, x in zip(exe.binary.inputs, inputs)}  # bf16 too
+    # the scalar arguments the binary was specialised with, then its tensors
+    args = json.loads(exe.binary.provenance.get(CONSTANTS_KEY, "{}"))
+    if args:
+        click.echo("kernel constants: " + ", ".join(f"{k}={v}" for k, v in args.items()),
+                   err=True)
+    args |= {b.name: to_numpy(x) for b, x in zip(exe.binary.inputs, inputs)}  # bf16 too
     for b in exe.binary.outputs:
         args[b.name] = np.zeros(b.layout.shape, dtype=HOST_DTYPE[b.layout.host_dtype])
     result = execute(source, exe.binary.kernels[0].name, **args)
@@ -421,8 +452,10 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
         return
     if args or function is not None or masked_tails:
         raise click.UsageError(f"--arg and --function are for a KTIR .mlir kernel (so is "
-                               f"--masked-tails); {binary} "
-                               "takes its inputs as --input NAME=FILE (.npy or .pt)")
+                               f"--masked-tails); {binary} takes its inputs as --input "
+                               "NAME=FILE (.npy or .pt), and a kernel's scalar arguments are "
+                               "bound when it is compiled (spyrec compile k.mlir --arg "
+                               "NAME=VALUE)")
     if given and sizes:
         raise click.UsageError("--size sets the shapes of random inputs; with --input the "
                                "arrays' shapes give the sizes")

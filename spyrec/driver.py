@@ -9,9 +9,10 @@ that reproduces the failure.
 from __future__ import annotations
 
 import io
+import json
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -22,10 +23,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
 from spyrec.cache import CompileCache
-from spyrec.diagnostics import PassFailure, SpyrecError
+from spyrec.diagnostics import CompileError, PassFailure, SpyrecError
 from spyrec.dialects.ktdp_types import KtirPrinter
 from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
+from spyrec.frontend.ktir_specialise import CONSTANTS_KEY
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, compile_target, pass_spec
 from spyrec.progress import listening
 from spyrec.registry import DIALECTS, PASSES
@@ -123,6 +125,7 @@ def compile_program(
     verify_each_pass: bool = False,
     cache: CompileCache | None = None,
     on_progress: Callable[[str, str, int, int], None] | None = None,
+    constants: Mapping[str, int | float] | None = None,
 ) -> CompileResult:
     """Compile `program` (an ExportedProgram, a .pt2 path, or a hand-written KTIR .mlir
     whose kernel `function` is compiled); write `output` if given. `pass_options` sets
@@ -133,7 +136,8 @@ def compile_program(
     With a `cache`, a binary compiled before from the same program, options and compiler
     is returned (and copied to `output`) without compiling (design note 39).
     `on_progress(stage, what, done, total)` hears the progress reports passes make inside a
-    long stage (`spyrec.progress`)."""
+    long stage (`spyrec.progress`). `constants` binds a KTIR kernel's scalar arguments at
+    compile time (`spyrec.frontend.ktir_specialise`); the binary's provenance records them."""
     times: dict[str, float] = {}
     start = time.perf_counter()
     key = None
@@ -141,6 +145,7 @@ def compile_program(
         key = cache.key(program if isinstance(program, torch.export.ExportedProgram)
                         else Path(program),
                         {"function": function, "pass_options": pass_options,
+                         "constants": dict(constants or {}),
                          # a file's path is in the binary's provenance: part of the key
                          "source": None if isinstance(program, torch.export.ExportedProgram)
                          else str(program)})
@@ -159,9 +164,12 @@ def compile_program(
         from spyrec.frontend.ktir_input import import_ktir
 
         source = str(program)
-        imported = import_ktir(program, function, compile_target(pass_options))
+        imported = import_ktir(program, function, compile_target(pass_options), constants)
         pipeline = KTIR_PIPELINE
     else:
+        if constants:
+            raise CompileError("constants (--arg NAME=VALUE) bind the scalar arguments of a "
+                               "KTIR kernel (.mlir); an exported program has none")
         if not isinstance(program, torch.export.ExportedProgram):
             source = str(program)
             program = load_program(program)
@@ -200,8 +208,10 @@ def compile_program(
     from spyrec.passes.spyrecode.spyre_emit_spyrecode import build_binary
 
     start = time.perf_counter()
-    binary = build_binary(module, imported.weights,
-                          {"source": source, "compiler": f"spyrec {VERSION}"})
+    provenance = {"source": source, "compiler": f"spyrec {VERSION}"}
+    if constants:  # what `spyrec run --check kernel.mlir` passes the interpreter again
+        provenance[CONSTANTS_KEY] = json.dumps(dict(constants), sort_keys=True)
+    binary = build_binary(module, imported.weights, provenance)
     binary.program_cost = imported.cost  # None for a KTIR input: it has no source program
     if key is not None:
         cache.put(key, lambda path: write_spyre(binary, path))  # type: ignore[union-attr]

@@ -55,7 +55,9 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, math, scf, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    AnyFloat,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
     IndexType,
@@ -65,6 +67,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    bf16,
     f16,
     f32,
     i64,
@@ -139,6 +142,7 @@ class _Kernel:
         self.name = fn.sym_name.data
         self.scalars: dict[SSAValue, float] = {}
         self.broadcasts: dict[SSAValue, Arg] = {}  # result -> source with its map
+        self.extracted: dict[SSAValue, tensor.ExtractOp] = {}  # scalar -> its extract
 
     def error(self, op: Operation, what: str) -> CompileError:
         results = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
@@ -205,10 +209,14 @@ class _Kernel:
                     self.replace(op, [self.scalar_op(op, op.name, [
                         self.operand(v, op, len(_shape(op.results[0])))
                         for v in op.operands], op.results[0].type, op)])
+            elif isinstance(op, tensor.ExtractOp):
+                self.extracted[op.result] = op
             elif isinstance(op, tensor.SplatOp):
-                self.scalars[op.result] = self.constant(op.input, op)
+                self.splat(op)
             elif isinstance(op, linalg.FillOp):
                 self.scalars[op.results[0]] = self.constant(op.inputs[0], op)
+            elif isinstance(op, arith.ConstantOp) and _tensor_type(op.result) is not None:
+                self.dense(op)
             elif isinstance(op, linalg.BroadcastOp):
                 self.broadcast(op)
             elif isinstance(op, linalg.GenericOp):
@@ -248,6 +256,13 @@ class _Kernel:
         for op in reversed(list(self.fn.walk())):
             if isinstance(op, tensor.EmptyOp) and not op.tensor.uses:
                 _erase(op)
+        for scalar, extract in self.extracted.items():
+            if scalar.uses:
+                user = next(iter(scalar.uses)).operation
+                raise self.error(extract, f"its element is used by {user.name}; the compiler "
+                                 "takes an extracted element only as the value of a "
+                                 "tensor.splat")
+            _erase(extract)
 
     # -- operands ---------------------------------------------------------------------
     def constant(self, value: SSAValue, op: Operation) -> float:
@@ -269,6 +284,51 @@ class _Kernel:
         if _tensor_type(value) is None:
             return self.constant(value, op)
         return Arg(value, through)
+
+    def dense(self, op: arith.ConstantOp) -> None:
+        """A dense tensor constant of one value is a `linalg.fill` of it (an immediate, or a
+        zero accumulator a loop carries in LX); other dense tensors are refused."""
+        value = op.value
+        ttype = op.result.type
+        assert isinstance(ttype, TensorType)
+        values = set(value.get_values()) if isinstance(value, DenseIntOrFPElementsAttr) else set()
+        one = values.pop() if len(values) == 1 else None
+        if not isinstance(one, float) or not isinstance(ttype.element_type, AnyFloat):
+            raise self.error(op, "a dense tensor constant of differing (or integer) elements "
+                             "has no SFU immediate; pass it as an argument (load it from "
+                             "memory), or use one value (a splat)")
+        b = Builder(InsertPoint.before(op))
+        scalar = b.insert(arith.ConstantOp(FloatAttr(one, ttype.element_type))).result
+        empty = b.insert(tensor.EmptyOp([], ttype)).tensor
+        fill = b.insert(linalg.FillOp([scalar], [empty], [ttype]))
+        self.replace(op, list(fill.results))
+        self.scalars[fill.results[0]] = self.constant(scalar, fill)
+
+    def splat(self, op: tensor.SplatOp) -> None:
+        """A splat of a constant is an immediate; a splat of the one element of a rank-r
+        tensor extracted (`tensor.extract`, Triton's row statistics) over a rank r + 1
+        tensor of one row per element is that tensor broadcast along the row."""
+        extract = self.extracted.get(op.input)
+        if extract is None:
+            self.scalars[op.result] = self.constant(op.input, op)
+            return
+        source, shape = extract.tensor, _shape(op.result)
+        rank = len(shape)
+        if any(_index_constant(i) != 0 for i in extract.indices):
+            raise self.error(extract, f"it reads %{source.name_hint} ({source.type}) at an "
+                             "index that is not the constant 0, its one element")
+        if any(n != 1 for n in _shape(source)) or len(_shape(source)) != rank - 1 or any(
+                n != 1 for n in shape[:-1]):
+            raise self.error(op, f"it broadcasts an element of %{source.name_hint} "
+                             f"({source.type}) over {op.result.type}; the compiler takes a "
+                             "splat of the one element of a tensor of 1s over one row (a row "
+                             "statistic): broadcast other values with linalg.broadcast")
+        kept = tuple(AffineExpr.dimension(i) for i in range(rank - 1))
+        arg = self.operand(source, op, rank, AffineMap(rank, 0, kept))
+        if isinstance(arg, Arg):
+            self.broadcasts[op.result] = arg
+        else:
+            self.scalars[op.result] = arg
 
     def broadcast(self, op: linalg.BroadcastOp) -> None:
         result = op.results[0]
@@ -514,13 +574,18 @@ class _Kernel:
             iterators=[IteratorTypeAttr.parallel()] * (len(shape) - 1)
             + [IteratorTypeAttr.reduction()],
             out_map=AffineMap(len(shape), 0, tuple(d[:-1])))
-        if _element(init) != f32:
-            raise self.error(op, "the SFU reduces into f32 accumulators")
+        if _element(init) not in (f32, f16, bf16):
+            raise self.error(op, f"its accumulator is {init.type}; the SFU reduces into f32 "
+                             "(rounded once to an f16 or bf16 accumulator)")
         start = self.operand(init, op, len(out_shape))
+        # a 16-bit accumulator gets the f32 reduction rounded once, where it is combined
+        # with the init: the interpreter's semantics of a 16-bit fold
+        column = Arg(result, AffineMap.identity(len(out_shape)))
         if start != identity:
-            result = self.scalar_op(op, f"arith.{_COMBINE[combiner]}",
-                                    [Arg(result, AffineMap.identity(len(out_shape))), start],
+            result = self.scalar_op(op, f"arith.{_COMBINE[combiner]}", [column, start],
                                     init.type, op)
+        elif _element(init) != f32:
+            result = self.scalar_op(op, "arith.truncf", [column], init.type, op)
         self.replace(op, [result])
 
     def produce(self, op: InterTileProduceOp) -> None:
@@ -588,13 +653,22 @@ class _Kernel:
         for v in (a, b):
             if v in self.scalars or v in self.broadcasts or len(_shape(v)) != 2:
                 raise self.error(op, f"operand %{v.name_hint} must be a 2-D tile in LX")
-        if _element(init) != f32:
-            raise self.error(op, "the PT array accumulates in f32; give the matmul an f32 init")
+        result_type = init.type
+        # a 16-bit init: the PT array sums in f32 from zero and the sum is rounded once,
+        # where it is combined with the init (an empty init is zero, as in the interpreter)
+        start: SSAValue | None = None
+        if isinstance(init.owner, tensor.EmptyOp) and _element(init) != f32:
+            init = self.fill(op, _shape(init), 0.0, default_tile_dims(_shape(init)))
+        elif _element(init) in (f16, bf16) and init not in self.scalars:
+            start, init = init, self.fill(op, _shape(init), 0.0, default_tile_dims(_shape(init)))
         if init in self.scalars:
             if self.scalars[init] != 0.0:
                 raise self.error(op, "a matmul init filled with a non-zero value is not "
                                  "supported; add the constant after the matmul")
             init = self.fill(op, _shape(init), 0.0, default_tile_dims(_shape(init)))
+        if _element(init) != f32:
+            raise self.error(op, f"its init is {result_type}; the PT array accumulates in f32 "
+                             "(rounded once to an f16 or bf16 init)")
         d0, d1, d2 = (AffineExpr.dimension(i) for i in range(3))
 
         def body(bb: Builder, args: tuple[SSAValue, ...]) -> SSAValue:
@@ -608,6 +682,13 @@ class _Kernel:
             default_tile_dims(_shape(init)), init=init,
             iterators=[IteratorTypeAttr.parallel()] * 2 + [IteratorTypeAttr.reduction()],
             out_map=AffineMap(3, 0, (d0, d1)))
+        identity = AffineMap.identity(2)
+        if start is not None:
+            result = self.scalar_op(op, "arith.addf", [Arg(result, identity),
+                                                       Arg(start, identity)], result_type, op)
+        elif _element(result) != _element(op.results[0]):
+            result = self.scalar_op(op, "arith.truncf", [Arg(result, identity)], result_type,
+                                    op)
         self.replace(op, [result])
 
 
@@ -633,6 +714,13 @@ def _cast(element: Attribute) -> Callable[[Builder, SSAValue], SSAValue]:
         wide = b.insert(arith.ExtFOp(value, f32)).result  # f16 <-> bf16 through f32
         return b.insert(arith.TruncFOp(wide, element)).result
     return build
+
+
+def _index_constant(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
 
 
 def _unwiden(arg: Arg) -> Arg:

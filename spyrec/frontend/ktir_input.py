@@ -13,8 +13,11 @@ results, because a kernel may interleave them).
     func.func @main(%a: tensor<8192xf32>, %b: tensor<8192xf32>) -> tensor<8192xf32> {
       %c = spyre.launch @vector_add(%a, %b) {spyre.kernel_args = array<i64: 0, 1, 2>} ...
 
-What the compiler cannot take yet is refused here, naming the argument: scalar arguments
-and runtime_arg records (symbolic sizes: run those in the KTIR interpreter), arguments
+Scalar arguments are bound first to the values the caller gives (`constants`:
+`spyrec.frontend.ktir_specialise`); an unbound one is refused with the `--arg` to add.
+What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
+(symbolic sizes: run those in the KTIR interpreter), pointer arithmetic on an argument,
+arguments
 both read and written, views that are not dense row-major or whose rows are not whole
 128-byte sticks (the device's row-sticked layout), views whose coordinate set does not
 start at 0 (part of a larger tensor), and views outside global memory.
@@ -23,6 +26,7 @@ start at 0 (part of a larger tensor), and views outside global memory.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,10 +54,12 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
+from spyrec.dialects.ktdp_types import RuntimeArgType
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.frontend.ktir_specialise import Scalar, is_pointer, specialise
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
 from spyrec.target import SpyreTarget
 
@@ -71,9 +77,11 @@ class _Arg:
     written: bool = False
 
 
-def import_ktir(path: str | Path, function: str | None, target: SpyreTarget) -> ImportedProgram:
+def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
+                constants: Mapping[str, Scalar] | None = None) -> ImportedProgram:
     """The program that launches kernel `function` (the only kernel if None) of `path`, its
-    tensors laid out for `target`."""
+    tensors laid out for `target`, its scalar arguments bound to `constants` (name -> value:
+    `spyrec.frontend.ktir_specialise`)."""
     path = Path(path)
     if not path.exists():
         raise CompileError(f"{path}: no such file")
@@ -82,6 +90,7 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget) -> 
     except KtirSourceError as exc:
         raise CompileError(str(exc)) from None
     kernel = _pick(module, function, path)
+    specialise(kernel, constants or {}, f"{path}: @{kernel.sym_name.data}")
     if not is_kernel(kernel):  # KTIR's default grid is one tile
         GRID.set(kernel, (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
@@ -119,21 +128,31 @@ def _pick(module: ModuleOp, function: str | None, path: Path) -> func.FuncOp:
 def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str,
               target: SpyreTarget) -> _Arg:
     name = arg.name_hint or f"arg{arg.index}"
+    if isinstance(arg.type, RuntimeArgType):
+        raise CompileError(f"{where}: argument %{name} is a {arg.type} (a size known at run "
+                           "time); the compiler needs static sizes: run the kernel in the KTIR "
+                           "interpreter (spyrec run kernel.mlir --function ...)")
     if not isinstance(arg.type, IndexType):
-        raise CompileError(f"{where}: argument %{name} is a {arg.type}; the compiler takes "
-                           "kernels whose arguments are all tensor addresses (index). Run "
-                           "kernels with runtime arguments in the KTIR interpreter (spyrec run "
-                           "kernel.mlir --function ...)")
+        raise CompileError(f"{where}: argument %{name} is a scalar ({arg.type}); give its "
+                           f"value at compile time: spyrec compile ... --arg {name}=VALUE "
+                           f"(spyrec.compile(path, constants={{'{name}': VALUE}}))")
     uses = [u.operation for u in arg.uses]
     views = [v for v in uses if isinstance(v, ConstructMemoryViewOp)]
     if not uses:
         raise CompileError(f"{where}: argument %{name} is never used, so it has no view to "
                            "give it a shape; remove it or view it with "
                            "ktdp.construct_memory_view")
+    if is_pointer(arg) and (len(views) != len(uses) or any(v.offset is not arg for v in views)):
+        raise CompileError(f"{where}: argument %{name} is a tensor address offset by integer "
+                           "arithmetic before it is viewed (pointer arithmetic); the compiler "
+                           "takes views built on the argument itself: view the whole tensor "
+                           f"at %{name} and move the offset into the access tiles' base "
+                           "subscripts")
     if len(views) != len(uses) or any(v.offset is not arg for v in views):
-        raise CompileError(f"{where}: argument %{name} is used as a scalar (not only as the "
-                           "offset of ktdp.construct_memory_view); the compiler does not "
-                           "specialise scalar arguments yet: run it in the KTIR interpreter")
+        raise CompileError(f"{where}: argument %{name} is a scalar (it is not the offset of a "
+                           "memory view); give its value at compile time: spyrec compile ... "
+                           f"--arg {name}=VALUE (spyrec.compile(path, constants={{'{name}': "
+                           "VALUE}))")
     first = views[0].result.type
     info = _Arg(name, first)
     for view in views:
