@@ -116,6 +116,10 @@ _REDUCTIONS = {
     "aten.argmax.default": "dim", "aten.argmin.default": "dim",
     "aten.prod.dim_int": "dim", "aten.sum.default": "dim", "aten.mean.default": "dim",
 }
+# why bidirectional attention over a symbolic key length is refused, and what would serve
+_BIDIRECTIONAL = ("(padded keys would be attended: spyrec has no per-call mask of the padded "
+                  "keys yet; a decoder's causal mask hides them, an encoder needs a static "
+                  "sequence length)")
 _SCANS = {"aten.cumsum.default", "aten.cumprod.default"}  # position p reads positions <= p
 _NORMS = {"aten.layer_norm.default", "aten.native_layer_norm.default", "aten.rms_norm.default"}
 _SKIPPED = {"aten._assert_tensor_metadata.default", "aten.sym_size.int",
@@ -381,8 +385,7 @@ class _Checker:
                 self.key_mask(node, mask, q_rows, k_rows)
             elif not causal or k_rows != q_rows:
                 raise self.refuse(node, "its key length is symbolic and it is not causal "
-                                        "attention over the same length (padded keys would "
-                                        "be attended)")
+                                        f"attention over the same length {_BIDIRECTIONAL}")
         self.structure[node] = self.positional(node, node.meta["val"], [q])
 
     def key_mask(self, node: torch.fx.Node, mask: torch.fx.Node, q_rows: tuple[Factor, ...],
@@ -417,7 +420,7 @@ class _Checker:
             i, j = (int(v) for v in leaks.nonzero()[0][-2:])
             raise self.refuse(node, f"its key length is symbolic and its mask lets query row "
                                     f"{i} see key column {j}, which is padding at some size "
-                                    "(mask padded keys with False or -inf)")
+                                    f"{_BIDIRECTIONAL}")
 
     def slice(self, node: torch.fx.Node) -> None:
         """A slice along a symbolic dim keeps positions [start, end): safe when each position
