@@ -48,6 +48,7 @@ from typing import Any
 
 import sympy
 import torch
+from torch.fx.node import map_arg
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
@@ -154,7 +155,8 @@ class _Checker:
     values are indices below a bound that bound (`bounded`)."""
 
     def __init__(self, ep: torch.export.ExportedProgram, source: str,
-                 locate: Callable[[torch.fx.Node], str], upper: Mapping[sympy.Symbol, int]):
+                 locate: Callable[[torch.fx.Node], str],
+                 upper: Mapping[sympy.Basic | complex, int]):
         self.ep = ep
         self.source = source
         self.locate = locate
@@ -435,9 +437,9 @@ class _Checker:
         if in_sym and len(src[dim]) > 1:
             raise self.refuse(node, f"it slices dim {dim}, which merges a symbolic size")
         if in_sym:  # (a static dim sliced to a symbolic length reads static data only)
-            if step != 1 or not isinstance(start or 0, int):
+            first = start or 0
+            if step != 1 or not isinstance(first, int) or first < 0:
                 raise self.refuse(node, f"it slices symbolic dim {dim} other than as a prefix")
-            first = int(start or 0)  # type: ignore[arg-type]
             extent = src[dim][0]
             assert isinstance(extent, sympy.Expr)
             if out_dim.is_Integer:
@@ -496,7 +498,7 @@ class _Checker:
             if len(last[d]) > 1:
                 raise self.refuse(node, f"it concatenates along dim {d}, which merges a "
                                         "symbolic size")
-            extent = last[d][0] + sum(math.prod(st[d]) for st in front)  # type: ignore[misc]
+            extent = last[d][0] + sum(math.prod(st[d]) for st in front)
             if sympy.expand(extent - _expr(node.meta["val"].shape[d])) != 0:
                 raise self.refuse(node, f"its dim {d} is not the sum of its pieces' sizes")
             out[d] = (extent,)
@@ -586,12 +588,12 @@ class _Checker:
         if node in self.values:
             return self.values[node]
         val = node.meta.get("val")
-        if isinstance(val, torch.SymInt):
+        if isinstance(val, (int, torch.SymInt)):  # a size (sym_size, sums of sizes)
             value: Any = int(_expr(val).subs(self.upper))
         elif node.op == "placeholder":
             value = _constant(self.ep, node.name)
         else:
-            args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), self.evaluate)
+            args, kwargs = map_arg((node.args, node.kwargs), self.evaluate)
             value = node.target(*args, **kwargs)  # type: ignore[operator]
         self.values[node] = value
         return value
@@ -599,7 +601,7 @@ class _Checker:
     def lower(self, extent: sympy.Expr) -> int:
         """The least value of an extent (a symbol, or a symbol plus a constant)."""
         return int(extent.subs({s: max(int(self.ep.range_constraints[s].lower), MIN_SIZE)
-                                for s in extent.free_symbols}))
+                                for s in extent.free_symbols if isinstance(s, sympy.Symbol)}))
 
 
 def _constant(ep: torch.export.ExportedProgram, placeholder: str) -> torch.Tensor:
@@ -607,7 +609,9 @@ def _constant(ep: torch.export.ExportedProgram, placeholder: str) -> torch.Tenso
     sig = ep.graph_signature
     target = {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
               **sig.inputs_to_lifted_tensor_constants}[placeholder]
-    return ep.state_dict[target] if target in ep.state_dict else ep.constants[target]
+    value = ep.state_dict[target] if target in ep.state_dict else ep.constants[target]
+    assert isinstance(value, torch.Tensor)
+    return value
 
 
 # The smallest size a compiled program runs: torch.export.Dim's default min is 0, but an
@@ -662,7 +666,7 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
     if not symbols:
         return None
     at_upper: Mapping[sympy.Basic | complex, int] = {s: b.upper for s, b in symbols.items()}
-    _Checker(ep, source, locate, at_upper).run({n.name for n in user_inputs})  # type: ignore[arg-type]
+    _Checker(ep, source, locate, at_upper).run({n.name for n in user_inputs})
     output_node = next(n for n in ep.graph.nodes if n.op == "output")
     outputs: list[dict[int, str]] = []
     for value in output_node.args[0]:

@@ -169,6 +169,8 @@ class _PackedSequences(torch.nn.Module):
 class _TokenTypes(torch.nn.Module):
     """BERT's token types: a static buffer gathered at the position ids, then embedded."""
 
+    types: torch.Tensor
+
     def __init__(self):
         super().__init__()
         self.register_buffer("types", (torch.arange(64) % 3).unsqueeze(0))
@@ -201,6 +203,11 @@ class _CatAfter(torch.nn.Module):
         return torch.cat([x, x[:, :1]], dim=1)[:, 1:] * 2
 
 
+class _Tail(torch.nn.Module):
+    def forward(self, x):
+        return x[:, -1:] * 2
+
+
 class _ScanMerged(torch.nn.Module):
     def forward(self, x):
         return torch.cumsum(x.reshape(-1, 128), 0).view(2, -1, 128)
@@ -222,14 +229,16 @@ class _SeeAll(torch.nn.Module):
 
 
 @pytest.mark.parametrize("module,message", [
-    (_CatAfter, r"node cat \(aten.cat.default\): it concatenates along symbolic dim 1 with a "
-                r"piece after a symbolic one"),
-    (_ScanMerged, r"node cumsum \(aten.cumsum.default\): it scans dim 0, which merges a "
-                  r"symbolic size"),
-    (_UnprovenIndex, r"node index \(aten.index.Tensor\): it indexes symbolic dim 0 with "
-                     r"indices spyrec cannot prove below its size"),
+    (_CatAfter, (r"node cat \(aten.cat.default\): it concatenates along symbolic dim 1 "
+                 r"with a piece after a symbolic one")),
+    (_Tail, r"node slice_1 \(aten.slice.Tensor\): it slices symbolic dim 1 other than as a prefix"),
+    (_ScanMerged, (r"node cumsum \(aten.cumsum.default\): it scans dim 0, which merges a "
+                   r"symbolic size")),
+    (_UnprovenIndex, (r"node index \(aten.index.Tensor\): it indexes symbolic dim 0 with "
+                      r"indices spyrec cannot prove below its size")),
     (_SeeAll, r"its mask lets query row 0 see key column 2, which is padding at some size"),
-], ids=["cat-after-symbolic", "scan-over-merged", "unproven-index", "mask-sees-padding"])
+], ids=["cat-after-symbolic", "last-positions", "scan-over-merged", "unproven-index",
+        "mask-sees-padding"])
 def test_idioms_that_would_read_the_padding_are_refused(module, message):
     ep = torch.export.export(module(), (torch.randn(2, 16, 128).half(),),
                              dynamic_shapes=({1: RULES_SEQ},))
