@@ -118,9 +118,9 @@ _REDUCTIONS = {
     "aten.prod.dim_int": "dim", "aten.sum.default": "dim", "aten.mean.default": "dim",
 }
 # why bidirectional attention over a symbolic key length is refused, and what would serve
-_BIDIRECTIONAL = ("(padded keys would be attended: spyrec has no per-call mask of the padded "
-                  "keys yet; a decoder's causal mask hides them, an encoder needs a static "
-                  "sequence length)")
+_BIDIRECTIONAL = ("(padded keys would be attended: pass the attention mask as an input sized by "
+                  "the same symbolic dim, e.g. transformers' attention_mask, whose zero "
+                  "padding masks them, or make the attention causal)")
 _SCANS = {"aten.cumsum.default", "aten.cumprod.default"}  # position p reads positions <= p
 _NORMS = {"aten.layer_norm.default", "aten.native_layer_norm.default", "aten.rms_norm.default"}
 _SKIPPED = {"aten._assert_tensor_metadata.default", "aten.sym_size.int",
@@ -167,6 +167,10 @@ class _Checker:
         # nodes computed from the sizes, parameters and constants alone (no input's values)
         self.independent: set[torch.fx.Node] = set()
         self.values: dict[torch.fx.Node, Any] = {}  # independent nodes at the upper bounds
+        # node -> {dim: v}: every element at a padded position of `dim` is v (the host pads
+        # the inputs with zeros), and node -> dim: every element is its position along dim
+        self.pads: dict[torch.fx.Node, dict[int, Any]] = {}
+        self.iota: dict[torch.fx.Node, int] = {}
 
     def refuse(self, node: torch.fx.Node, why: str) -> CompileError:
         line = self.locate(node)
@@ -199,6 +203,9 @@ class _Checker:
             if node.op == "placeholder":
                 if node.name not in user_inputs:
                     self.independent.add(node)
+                elif isinstance(val, torch.Tensor):
+                    self.pads[node] = {d: 0 for d, n in enumerate(val.shape)
+                                       if not _expr(n).is_Integer}
                 if isinstance(val, torch.Tensor):
                     self.structure[node] = self.leaf(val)
                 continue
@@ -219,6 +226,8 @@ class _Checker:
             bound = self.bound_of(node, name)
             if bound is not None:
                 self.bounded[node] = bound
+            if isinstance(val, torch.Tensor):
+                self.padding_facts(node, name, val)
 
     def structure_of(self, node: torch.fx.Node, name: str, touched: bool) -> None:
         val = node.meta["val"]
@@ -396,15 +405,20 @@ class _Checker:
         from the sizes alone (its real block is the one the program at the actual size
         computes, by the structure rules) and, at the upper bound, masks every key column
         a padded position can hold for every query row that is real with it."""
-        if mask not in self.independent:
-            raise self.refuse(node, "its key length is symbolic and its mask depends on the "
-                                    "inputs' values, so spyrec cannot prove it hides the padded "
-                                    "keys")
         m_rows, m_cols = self.of(mask)[-2:] if len(self.of(mask)) >= 2 else ((1,), (1,))
         if len(k_rows) != 1 or not isinstance(k_rows[0], sympy.Symbol) or m_cols != k_rows \
                 or m_rows not in (q_rows, (1,)):
             raise self.refuse(node, "its key length is symbolic and its mask's last two dims "
                                     "are not the queries' and the keys' positions")
+        dtype = mask.meta["val"].dtype
+        at_padding = self.pads.get(mask, {}).get(mask.meta["val"].dim() - 1)
+        if (dtype == torch.bool and at_padding is False) or \
+                (dtype.is_floating_point and at_padding == float("-inf")):
+            return  # every padded key column is masked for every query row
+        if mask not in self.independent:
+            raise self.refuse(node, "its key length is symbolic and its mask depends on the "
+                                    "inputs' values without provably hiding the padded keys "
+                                    f"{_BIDIRECTIONAL}")
         value = self.evaluate(mask)
         allowed = value if value.dtype == torch.bool else value != float("-inf")
         keys = allowed.shape[-1]
@@ -582,6 +596,49 @@ class _Checker:
         if name in _KEEPS_VALUES or adds_zero:
             return self.bounded.get(args[0])  # type: ignore[arg-type]
         return None
+
+    def padding_facts(self, node: torch.fx.Node, name: str, val: torch.Tensor) -> None:
+        """What `node` holds at padded positions (`pads`) and whether it is an arange along a
+        dim (`iota`): an input is 0 there; casts convert that value; unsqueeze, expand and
+        copies move dims; an index at an arange along an input's dim reads that dim's padded
+        positions at its own; `a & b` is False wherever either operand is."""
+        args = node.args
+        x = args[0] if args and isinstance(args[0], torch.fx.Node) else None
+        shift = val.dim() - x.meta["val"].dim() if x is not None else 0
+        if name in _ARANGES and self.bounded.get(node) is not None:
+            self.iota[node] = 0
+        elif x is None:
+            return
+        elif name in {"aten.add.Tensor", "aten.sub.Tensor"} and args[1] == 0 and x in self.iota:
+            self.iota[node] = self.iota[x]
+        elif name in {"aten.unsqueeze.default", "aten.expand.default", "aten.clone.default",
+                      "aten.alias.default", "aten.contiguous.default"}:
+            at = _int(args[1]) % val.dim() if name == "aten.unsqueeze.default" else 0
+            def moved(d: int) -> int:
+                return d + shift if d >= at else d
+            if x in self.iota:
+                self.iota[node] = moved(self.iota[x])
+            if x in self.pads:
+                self.pads[node] = {moved(d): v for d, v in self.pads[x].items()}
+        elif name in {"aten._to_copy.default", "aten.to.dtype"} and x in self.pads:
+            self.pads[node] = {d: torch.tensor(v).to(val.dtype).item()
+                               for d, v in self.pads[x].items()}
+        elif name == "aten.index.Tensor" and x in self.pads:
+            out = {}
+            for k, idx in enumerate(args[1]):  # type: ignore[arg-type]
+                if isinstance(idx, torch.fx.Node) and idx in self.iota and k in self.pads[x]:
+                    out[val.dim() - len(x.meta["val"].shape) + len(args[1])  # type: ignore[arg-type]
+                        - idx.meta["val"].dim() + self.iota[idx]] = self.pads[x][k]
+            self.pads[node] = out
+        elif name in {"aten.bitwise_and.Tensor", "aten.logical_and.default"}:
+            out = {}
+            for operand in args[:2]:
+                if not isinstance(operand, torch.fx.Node):
+                    continue
+                lead = val.dim() - operand.meta["val"].dim()
+                out.update({d + lead: False for d, v in self.pads.get(operand, {}).items()
+                            if v is False and operand.meta["val"].shape[d] != 1})
+            self.pads[node] = out
 
     def evaluate(self, node: torch.fx.Node) -> Any:
         """An independent node's value at the upper bounds, computed with torch."""
