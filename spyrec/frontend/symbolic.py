@@ -21,9 +21,12 @@ module proves it per node before anything is compiled, and names the node when i
   dim are not: the padding would be summed in. A prefix scan (cumsum) along an unmerged
   extent is: position p reads positions <= p, real when p is;
 - attention whose key length is symbolic is safe when a real query never sees a padded key:
-  causal attention over the same length, or a mask computed from the sizes alone (no input
+  causal attention over the same length; a mask computed from the sizes alone (no input
   values; transformers' causal masks) that, evaluated at the upper bound, masks (False or
-  -inf) every key column a padded position can hold for every query row real with it;
+  -inf) every key column a padded position can hold for every query row real with it; or a
+  mask whose padded key columns are known to be False (`pads`: the host pads inputs with
+  zeros, and casts, views, indexing at an arange and `&` carry that, as transformers builds
+  its mask from an attention_mask input sized by the same symbol);
 - slices along a symbolic dim are safe when every position they keep reads a real one at
   every size (a prefix, or `[c:]` of an extent `s + c`); a cat along one is safe when the
   static pieces come first and one symbolic piece last; a select or a split along one is
