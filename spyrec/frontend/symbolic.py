@@ -640,7 +640,7 @@ class _Checker:
                     continue
                 lead = val.dim() - operand.meta["val"].dim()
                 out.update({d + lead: False for d, v in self.pads.get(operand, {}).items()
-                            if v is False and operand.meta["val"].shape[d] != 1})
+                            if v is False and _expr(operand.meta["val"].shape[d]) != 1})
             self.pads[node] = out
 
     def evaluate(self, node: torch.fx.Node) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import test_hf_models
 import torch
 from conftest import assert_close, one
 
@@ -21,9 +22,7 @@ transformers = pytest.importorskip("transformers")
 
 SEQ = torch.export.Dim("seq", min=2, max=16)
 SIZES = (2, 7, 16)  # the lower bound, a size between, the bound
-TINY = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
-        "max_position_embeddings": 64, "use_cache": False}
+TINY = {**test_hf_models.TINY, "num_hidden_layers": 1}  # one layer of test_hf_models' config
 
 MODELS = {
     "llama": lambda: transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)),
