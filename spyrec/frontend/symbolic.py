@@ -606,7 +606,8 @@ class _Checker:
         copies move dims; an index at an arange along an input's dim reads that dim's padded
         positions at its own; `a & b` is False wherever either operand is."""
         args = node.args
-        x = args[0] if args and isinstance(args[0], torch.fx.Node) else None
+        x = args[0] if args and isinstance(args[0], torch.fx.Node) \
+            and isinstance(args[0].meta.get("val"), torch.Tensor) else None
         shift = val.dim() - x.meta["val"].dim() if x is not None else 0
         if name in _ARANGES and self.bounded.get(node) is not None:
             self.iota[node] = 0

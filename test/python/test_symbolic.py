@@ -181,8 +181,16 @@ class _TokenTypes(torch.nn.Module):
         return x + self.embed(torch.gather(self.types, 1, pos)).half()
 
 
-@pytest.mark.parametrize("module", [_PackedSequences, _TokenTypes],
-                         ids=["packed-sequences", "token-types"])
+class _RotateHalf(torch.nn.Module):
+    """The rotary embedding's half rotation: chunks and a cat along the static head dim."""
+
+    def forward(self, x):
+        x1, x2 = x.chunk(2, dim=-1)
+        return x * 0.5 + torch.cat([-x2, x1], dim=-1)
+
+
+@pytest.mark.parametrize("module", [_PackedSequences, _TokenTypes, _RotateHalf],
+                         ids=["packed-sequences", "token-types", "rotate-half"])
 def test_position_idioms_run_every_size(module):
     """Compiled at 16, run at the lower bound, between and at the bound: each matches
     eager (the position tensors are folded at 16 and their real block is the one eager
