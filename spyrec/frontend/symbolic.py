@@ -11,16 +11,30 @@ That is only correct when no real element of an output depends on a padded eleme
 module proves it per node before anything is compiled, and names the node when it cannot:
 
 - every dim of every value has a *factor structure*: the tuple of factors (static sizes or
-  one symbol) it is the row-major merge of. Views regroup factors (`[2, s, 128]` ->
-  `[2*s, 128]` is the dim `(2, s)`), and a view must keep each symbol a whole factor, so the
-  padded positions of a merged dim stay where the padding put them;
+  one symbolic *extent*) it is the row-major merge of. An extent is a symbol or a symbol
+  plus a constant (`s + 1` after a cat puts one static position in front); its real
+  positions are a prefix of that length, the padding after them. Views regroup factors
+  (`[2, s, 128]` -> `[2*s, 128]` is the dim `(2, s)`), and a view must keep each extent a
+  whole factor, so the padded positions of a merged dim stay where the padding put them;
 - ops that only combine elements at the same position (pointwise ops, casts, views) are safe;
 - reductions (sum, softmax, norms, ...) and contractions (the K of a matmul) over a symbolic
-  dim are not: the padding would be summed in;
-- attention whose key length is symbolic is safe when it is causal and its query and key
-  lengths are the same symbol (a real query row never sees a later, padded key);
-- slices along a symbolic dim are safe when they keep a prefix; a select, a cat or a split
-  along one is not (x[:, -1] would read the padding);
+  dim are not: the padding would be summed in. A prefix scan (cumsum) along an unmerged
+  extent is: position p reads positions <= p, real when p is;
+- attention whose key length is symbolic is safe when a real query never sees a padded key:
+  causal attention over the same length; a mask computed from the sizes alone (no input
+  values; transformers' causal masks) that, evaluated at the upper bound, masks (False or
+  -inf) every key column a padded position can hold for every query row real with it; or a
+  mask whose padded key columns are known to be False (`pads`: the host pads inputs with
+  zeros, and casts, views, indexing at an arange and `&` carry that, as transformers builds
+  its mask from an attention_mask input sized by the same symbol);
+- slices along a symbolic dim are safe when every position they keep reads a real one at
+  every size (a prefix, or `[c:]` of an extent `s + c`); a cat along one is safe when the
+  static pieces come first and one symbolic piece last; a select or a split along one is
+  not (x[:, -1] would read the padding);
+- an index (gather, advanced indexing) into a symbolic dim is safe when its indices' values
+  at real positions are provably below the extent: an `arange` of the symbol and its views
+  (`bounded`); indices into a static dim may be anything (the padded ones land in padded
+  results);
 - any other op touching a symbolic dim is refused: it has no padding rule yet.
 
 Alternative that lost: one compiled program per size. A `.spyre` must run every size in range,
@@ -37,11 +51,12 @@ from typing import Any
 
 import sympy
 import torch
+from torch.fx.node import map_arg
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 
-Factor = int | sympy.Symbol
+Factor = int | sympy.Expr  # a static size, or an extent: a symbol, or a symbol plus a constant
 Structure = tuple[tuple[Factor, ...], ...]  # per dim, the factors it merges (outer first)
 
 
@@ -85,7 +100,16 @@ _SAME_POSITION = {
     "aten.hardsigmoid.default", "aten.full.default", "aten.zeros.default", "aten.ones.default",
     "aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default",
     "aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.where.self",
+    "aten.to.dtype_layout", "aten.where.ScalarOther", "aten.where.ScalarSelf",
+    "aten.where.Scalar",
 }
+# ops whose result holds only values of their first operand: indices stay below their bound
+_KEEPS_VALUES = _VIEWS | {
+    "aten.permute.default", "aten.transpose.int", "aten.t.default", "aten.expand.default",
+    "aten.clone.default", "aten.alias.default", "aten._to_copy.default", "aten.to.dtype",
+    "aten.contiguous.default", "aten.slice.Tensor", "aten.select.int",
+    "aten.lift_fresh_copy.default", "aten.detach.default"}
+_ARANGES = {"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}
 # op -> the argument holding its reduced dims (None: every dim but the leading ones given)
 _REDUCTIONS = {
     "aten.sum.dim_IntList": "dim", "aten.mean.dim": "dim", "aten.amax.default": "dim",
@@ -93,9 +117,14 @@ _REDUCTIONS = {
     "aten.logsumexp.default": "dim", "aten.linalg_vector_norm.default": "dim",
     "aten.softmax.int": "dim", "aten._softmax.default": "dim", "aten._log_softmax.default": "dim",
     "aten.log_softmax.int": "dim", "aten.max.dim": "dim", "aten.min.dim": "dim",
-    "aten.argmax.default": "dim", "aten.argmin.default": "dim", "aten.cumsum.default": "dim",
+    "aten.argmax.default": "dim", "aten.argmin.default": "dim",
     "aten.prod.dim_int": "dim", "aten.sum.default": "dim", "aten.mean.default": "dim",
 }
+# why bidirectional attention over a symbolic key length is refused, and what would serve
+_BIDIRECTIONAL = ("(padded keys would be attended: pass the attention mask as an input sized by "
+                  "the same symbolic dim, e.g. transformers' attention_mask, whose zero "
+                  "padding masks them, or make the attention causal)")
+_SCANS = {"aten.cumsum.default", "aten.cumprod.default"}  # position p reads positions <= p
 _NORMS = {"aten.layer_norm.default", "aten.native_layer_norm.default", "aten.rms_norm.default"}
 _SKIPPED = {"aten._assert_tensor_metadata.default", "aten.sym_size.int",
             "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default"}
@@ -125,14 +154,26 @@ def _int(arg: object) -> int:
 
 
 class _Checker:
-    """Walks the graph once, giving each tensor node a factor structure."""
+    """Walks the graph once, giving each tensor node a factor structure, and each node whose
+    values are indices below a bound that bound (`bounded`)."""
 
     def __init__(self, ep: torch.export.ExportedProgram, source: str,
-                 locate: Callable[[torch.fx.Node], str]):
+                 locate: Callable[[torch.fx.Node], str],
+                 upper: Mapping[sympy.Basic | complex, int]):
         self.ep = ep
         self.source = source
         self.locate = locate
+        self.upper = upper
         self.structure: dict[torch.fx.Node, Structure] = {}
+        # node -> B: at every size, its values at real positions lie in [0, B)
+        self.bounded: dict[torch.fx.Node, sympy.Expr] = {}
+        # nodes computed from the sizes, parameters and constants alone (no input's values)
+        self.independent: set[torch.fx.Node] = set()
+        self.values: dict[torch.fx.Node, Any] = {}  # independent nodes at the upper bounds
+        # node -> {dim: v}: every element at a padded position of `dim` is v (the host pads
+        # the inputs with zeros), and node -> dim: every element is its position along dim
+        self.pads: dict[torch.fx.Node, dict[int, Any]] = {}
+        self.iota: dict[torch.fx.Node, int] = {}
 
     def refuse(self, node: torch.fx.Node, why: str) -> CompileError:
         line = self.locate(node)
@@ -159,22 +200,37 @@ class _Checker:
                 return ()  # a merged dim of unknown order: resolved by the caller
         return tuple(out)
 
-    def run(self) -> None:
+    def run(self, user_inputs: set[str]) -> None:
         for node in self.ep.graph.nodes:
             val = node.meta.get("val")
             if node.op == "placeholder":
+                if node.name not in user_inputs:
+                    self.independent.add(node)
+                elif isinstance(val, torch.Tensor):
+                    self.pads[node] = {d: 0 for d, n in enumerate(val.shape)
+                                       if not _expr(n).is_Integer}
                 if isinstance(val, torch.Tensor):
                     self.structure[node] = self.leaf(val)
                 continue
-            if node.op != "call_function" or not isinstance(val, (torch.Tensor, tuple, list)):
+            if node.op != "call_function":
                 continue
             name = _name(node.target)
+            if name == "aten.sym_size.int" or all(n in self.independent
+                                                  for n in node.all_input_nodes):
+                self.independent.add(node)
+            if not isinstance(val, (torch.Tensor, tuple, list)):
+                continue
             if name in _SKIPPED:
                 continue
             inputs = [n for n in node.all_input_nodes if n in self.structure]
             touched = any(_symbols_of(n.meta.get("val")) for n in inputs) or any(
                 _symbols_of(v) for v in (val if isinstance(val, (tuple, list)) else [val]))
             self.structure_of(node, name, touched)
+            bound = self.bound_of(node, name)
+            if bound is not None:
+                self.bounded[node] = bound
+            if isinstance(val, torch.Tensor):
+                self.padding_facts(node, name, val)
 
     def structure_of(self, node: torch.fx.Node, name: str, touched: bool) -> None:
         val = node.meta["val"]
@@ -204,6 +260,12 @@ class _Checker:
             self.structure[node] = tuple(src)
         elif name in _REDUCTIONS or name in _NORMS:
             self.reduction(node, name)
+        elif name in _SCANS:
+            self.scan(node)
+        elif name == "aten.gather.default":
+            self.gather(node)
+        elif name == "aten.index.Tensor":
+            self.index(node)
         elif name in {"aten.mm.default", "aten.bmm.default", "aten.addmm.default",
                       "aten.linear.default", "aten.matmul.default"}:
             self.contraction(node, name)
@@ -227,9 +289,14 @@ class _Checker:
         from the right (broadcasting)."""
         if not isinstance(val, torch.Tensor):
             return ()
+        return self.align(node, list(val.shape), sources)
+
+    def align(self, node: torch.fx.Node, shape: list[Any], sources: list[Any]) -> Structure:
+        """The structure of dims `shape`, each an operand dim of the same size aligned from
+        the right (see `positional`)."""
         out = []
-        rank = val.dim()
-        for i, dim in enumerate(val.shape):
+        rank = len(shape)
+        for i, dim in enumerate(shape):
             e = _expr(dim)
             found: tuple[Factor, ...] | None = (int(e),) if e.is_Integer else None
             for src in sources:
@@ -327,13 +394,56 @@ class _Checker:
             causal = bool(node.kwargs.get("is_causal", node.args[5] if len(node.args) > 5
                                           else False))
             mask = node.kwargs.get("attn_mask", node.args[3] if len(node.args) > 3 else None)
-            if not causal or mask is not None or k_rows != q_rows:
+            if mask is not None:
+                assert isinstance(mask, torch.fx.Node)
+                self.key_mask(node, mask, q_rows, k_rows)
+            elif not causal or k_rows != q_rows:
                 raise self.refuse(node, "its key length is symbolic and it is not causal "
-                                        "attention over the same length (padded keys would "
-                                        "be attended)")
+                                        f"attention over the same length {_BIDIRECTIONAL}")
         self.structure[node] = self.positional(node, node.meta["val"], [q])
 
+    def key_mask(self, node: torch.fx.Node, mask: torch.fx.Node, q_rows: tuple[Factor, ...],
+                 k_rows: tuple[Factor, ...]) -> None:
+        """Attention over a symbolic key length with a mask: safe when the mask is computed
+        from the sizes alone (its real block is the one the program at the actual size
+        computes, by the structure rules) and, at the upper bound, masks every key column
+        a padded position can hold for every query row that is real with it."""
+        m_rows, m_cols = self.of(mask)[-2:] if len(self.of(mask)) >= 2 else ((1,), (1,))
+        if len(k_rows) != 1 or not isinstance(k_rows[0], sympy.Symbol) or m_cols != k_rows \
+                or m_rows not in (q_rows, (1,)):
+            raise self.refuse(node, "its key length is symbolic and its mask's last two dims "
+                                    "are not the queries' and the keys' positions")
+        dtype = mask.meta["val"].dtype
+        at_padding = self.pads.get(mask, {}).get(mask.meta["val"].dim() - 1)
+        if (dtype == torch.bool and at_padding is False) or \
+                (dtype.is_floating_point and at_padding == float("-inf")):
+            return  # every padded key column is masked for every query row
+        if mask not in self.independent:
+            raise self.refuse(node, "its key length is symbolic and its mask depends on the "
+                                    "inputs' values without provably hiding the padded keys "
+                                    f"{_BIDIRECTIONAL}")
+        value = self.evaluate(mask)
+        allowed = value if value.dtype == torch.bool else value != float("-inf")
+        keys = allowed.shape[-1]
+        rows = keys if q_rows == k_rows else allowed.shape[-2]
+        allowed = allowed.expand(*allowed.shape[:-2], rows, keys)
+        padded = torch.arange(keys) >= self.lower(k_rows[0])  # a column padded at some size
+        if q_rows == k_rows:  # row i is real with column j padded when i < j
+            seen = torch.arange(rows)[:, None] < torch.arange(keys)[None, :]
+        elif not self._symbolic(q_rows):
+            seen = torch.ones(rows, keys, dtype=torch.bool)
+        else:
+            raise self.refuse(node, "its query and key lengths are different symbolic sizes")
+        leaks = allowed & seen & padded
+        if bool(leaks.any()):
+            i, j = (int(v) for v in leaks.nonzero()[0][-2:])
+            raise self.refuse(node, f"its key length is symbolic and its mask lets query row "
+                                    f"{i} see key column {j}, which is padding at some size "
+                                    f"{_BIDIRECTIONAL}")
+
     def slice(self, node: torch.fx.Node) -> None:
+        """A slice along a symbolic dim keeps positions [start, end): safe when each position
+        it keeps is real at every size (the real positions of an extent are a prefix)."""
         x = node.args[0]
         src = self.of(x)  # type: ignore[arg-type]
         dim = _int(node.args[1] if len(node.args) > 1 else 0) % len(src)
@@ -343,16 +453,26 @@ class _Checker:
         in_sym = self._symbolic(src[dim])
         if in_sym and len(src[dim]) > 1:
             raise self.refuse(node, f"it slices dim {dim}, which merges a symbolic size")
-        if (in_sym or out_dim.free_symbols) and (start not in (0, None) or step != 1):
-            raise self.refuse(node, f"it slices symbolic dim {dim} other than as a prefix")
-        if in_sym and out_dim.is_Integer:
-            lower = self.lower(src[dim][0])  # type: ignore[arg-type]
-            if int(out_dim) > lower:
-                raise self.refuse(node, f"it keeps {out_dim} rows of symbolic dim {dim}, more "
-                                        f"than its lower bound {lower}")
+        if in_sym:  # (a static dim sliced to a symbolic length reads static data only)
+            first = start or 0
+            if step != 1 or not isinstance(first, int) or first < 0:
+                raise self.refuse(node, f"it slices symbolic dim {dim} other than as a prefix")
+            extent = src[dim][0]
+            assert isinstance(extent, sympy.Expr)
+            if out_dim.is_Integer:
+                if first + int(out_dim) > self.lower(extent):
+                    raise self.refuse(node, f"it keeps rows up to {first + int(out_dim)} of "
+                                            f"symbolic dim {dim}, more than its lower bound "
+                                            f"{self.lower(extent)}")
+            else:
+                spare = sympy.expand(extent - first - out_dim)
+                if not spare.is_Integer or int(spare) < 0:
+                    raise self.refuse(node, f"it keeps positions [{first}, {first + out_dim}) of "
+                                            f"symbolic dim {dim}, whose real positions are "
+                                            f"[0, {extent})")
         structure = list(src)
-        structure[dim] = (out_dim,) if isinstance(out_dim, sympy.Symbol) else (
-            (int(out_dim),) if out_dim.is_Integer else src[dim])
+        structure[dim] = (int(out_dim),) if out_dim.is_Integer else (
+            (out_dim,) if out_dim.free_symbols else src[dim])
         self.structure[node] = tuple(structure)
 
     def along(self, node: torch.fx.Node, name: str) -> None:
@@ -363,17 +483,196 @@ class _Checker:
             dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
         if name in {"aten.flip.default", "aten.roll.default"}:
             raise self.refuse(node, "it reorders positions")
+        structures = []
         for s in sources:
             assert isinstance(s, torch.fx.Node)
-            structure = self.of(s)
-            if self._symbolic(structure[dim % len(structure)]):  # type: ignore[operator]
-                raise self.refuse(node, f"it indexes symbolic dim {dim}")
+            structures.append(self.of(s))
+        rank = len(structures[0])
+        d = _int(dim) % rank
         val = node.meta["val"]
+        if name == "aten.cat.default":
+            self.cat(node, structures, d)
+            return
+        if any(self._symbolic(structure[d]) for structure in structures):
+            raise self.refuse(node, f"it indexes symbolic dim {dim}")
         if not isinstance(val, (list, tuple)):
             self.structure[node] = self.positional(node, val, sources)
 
-    def lower(self, symbol: sympy.Symbol) -> int:
-        return max(int(self.ep.range_constraints[symbol].lower), MIN_SIZE)
+    def cat(self, node: torch.fx.Node, structures: list[Structure], d: int) -> None:
+        """A cat keeps each piece's positions when its pieces agree on every other dim; along
+        a symbolic dim, static pieces and then one piece of an extent `s + c` make the
+        extent `s + c` plus the static sizes (the padding stays at the end)."""
+        others = {tuple(f for i, f in enumerate(st) if i != d) for st in structures}
+        if len(others) > 1 and any(self._symbolic(f) for o in others for f in o):
+            raise self.refuse(node, "its pieces merge a symbolic size differently")
+        *front, last = structures
+        if any(self._symbolic(st[d]) for st in front):
+            raise self.refuse(node, f"it concatenates along symbolic dim {d} with a piece "
+                                    "after a symbolic one (that piece would sit after the "
+                                    "padding)")
+        out = list(last)
+        if self._symbolic(last[d]):
+            if len(last[d]) > 1:
+                raise self.refuse(node, f"it concatenates along dim {d}, which merges a "
+                                        "symbolic size")
+            extent = last[d][0] + sum(math.prod(st[d]) for st in front)
+            if sympy.expand(extent - _expr(node.meta["val"].shape[d])) != 0:
+                raise self.refuse(node, f"its dim {d} is not the sum of its pieces' sizes")
+            out[d] = (extent,)
+        else:
+            out[d] = (_int(node.meta["val"].shape[d]),)
+        self.structure[node] = tuple(out)
+
+    def scan(self, node: torch.fx.Node) -> None:
+        """cumsum / cumprod: position p reads positions <= p, real when p is, unless the dim
+        merges a symbolic size (its padding then sits between real positions)."""
+        x = node.args[0]
+        src = self.of(x)  # type: ignore[arg-type]
+        d = _int(node.args[1]) % len(src)
+        if self._symbolic(src[d]) and len(src[d]) > 1:
+            raise self.refuse(node, f"it scans dim {d}, which merges a symbolic size")
+        self.structure[node] = self.positional(node, node.meta["val"], [x])
+
+    def gather(self, node: torch.fx.Node) -> None:
+        """gather(x, dim, index): the result has the index's positions; it reads x along
+        `dim` at the index's values (checked by `check_index` when that dim is symbolic)
+        and along every other dim at the index's own position."""
+        x, dim, index = node.args[0], node.args[1], node.args[2]
+        assert isinstance(x, torch.fx.Node) and isinstance(index, torch.fx.Node)
+        xs, ids = self.of(x), self.of(index)
+        d = _int(dim) % len(xs)
+        for i, f in enumerate(xs):
+            if i == d and self._symbolic(f):
+                self.check_index(node, f, index, d)
+            elif i != d and self._symbolic(f) and (i >= len(ids) or ids[i] != f):
+                raise self.refuse(node, f"it reads symbolic dim {i} at positions its index "
+                                        "does not share")
+        self.structure[node] = self.positional(node, node.meta["val"], [index])
+
+    def index(self, node: torch.fx.Node) -> None:
+        """x[i0, i1, ...] (aten.index.Tensor with an integer index for each leading dim):
+        the leading result dims are the indices' broadcast positions, the rest x's own."""
+        x, indices = node.args[0], node.args[1]
+        assert isinstance(x, torch.fx.Node) and isinstance(indices, (list, tuple))
+        xs = self.of(x)
+        if any(not isinstance(i, torch.fx.Node) or i.meta["val"].dtype == torch.bool
+               for i in indices):
+            raise self.refuse(node, "it indexes with a boolean mask or a slice among its "
+                                    "indices")
+        for d, idx in enumerate(indices):
+            if self._symbolic(xs[d]):
+                self.check_index(node, xs[d], idx, d)  # type: ignore[arg-type]
+        val = node.meta["val"]
+        lead = val.dim() - (len(xs) - len(indices))
+        self.structure[node] = (*self.align(node, list(val.shape[:lead]), list(indices)),
+                                *xs[len(indices):])
+
+    def check_index(self, node: torch.fx.Node, dim: tuple[Factor, ...], index: torch.fx.Node,
+                    d: int) -> None:
+        """Reading symbolic dim `d` (factors `dim`) at `index`'s values is safe when those
+        values, at every real position, are below the dim's real extent at every size."""
+        bound = self.bounded.get(index)
+        if len(dim) == 1 and bound is not None:
+            extent = dim[0]
+            assert isinstance(extent, sympy.Expr)
+            spare = sympy.expand(extent - bound)
+            if (spare.is_Integer and int(spare) >= 0) or \
+                    (bound.is_Integer and int(bound) <= self.lower(extent)):
+                return
+        raise self.refuse(node, f"it indexes symbolic dim {d} with indices spyrec cannot prove "
+                                "below its size (an arange of the size, or a view of one, is)")
+
+    def bound_of(self, node: torch.fx.Node, name: str) -> sympy.Expr | None:
+        """B when the values of `node` at real positions lie in [0, B) at every size: an
+        arange(0, B) and what keeps only its values."""
+        args = node.args
+        if name in _ARANGES:
+            start, end, step = ((0, args[0], 1) if name == "aten.arange.default" else
+                                (args[0], args[1], args[2] if len(args) > 2 else 1))
+            if start == 0 and step == 1:
+                val = end.meta.get("val") if isinstance(end, torch.fx.Node) else end
+                if isinstance(val, (int, torch.SymInt)):
+                    return _expr(val)
+            return None
+        adds_zero = name in {"aten.add.Tensor", "aten.sub.Tensor"} and len(args) > 1 \
+            and args[1] == 0
+        if name in _KEEPS_VALUES or adds_zero:
+            return self.bounded.get(args[0])  # type: ignore[arg-type]
+        return None
+
+    def padding_facts(self, node: torch.fx.Node, name: str, val: torch.Tensor) -> None:
+        """What `node` holds at padded positions (`pads`) and whether it is an arange along a
+        dim (`iota`): an input is 0 there; casts convert that value; unsqueeze, expand and
+        copies move dims; an index at an arange along an input's dim reads that dim's padded
+        positions at its own; `a & b` is False wherever either operand is."""
+        args = node.args
+        x = args[0] if args and isinstance(args[0], torch.fx.Node) \
+            and isinstance(args[0].meta.get("val"), torch.Tensor) else None
+        shift = val.dim() - x.meta["val"].dim() if x is not None else 0
+        if name in _ARANGES and self.bounded.get(node) is not None:
+            self.iota[node] = 0
+        elif x is None:
+            return
+        elif name in {"aten.add.Tensor", "aten.sub.Tensor"} and args[1] == 0 and x in self.iota:
+            self.iota[node] = self.iota[x]
+        elif name in {"aten.unsqueeze.default", "aten.expand.default", "aten.clone.default",
+                      "aten.alias.default", "aten.contiguous.default"}:
+            at = _int(args[1]) % val.dim() if name == "aten.unsqueeze.default" else 0
+            def moved(d: int) -> int:
+                return d + shift if d >= at else d
+            if x in self.iota:
+                self.iota[node] = moved(self.iota[x])
+            if x in self.pads:
+                self.pads[node] = {moved(d): v for d, v in self.pads[x].items()}
+        elif name in {"aten._to_copy.default", "aten.to.dtype"} and x in self.pads:
+            self.pads[node] = {d: torch.tensor(v).to(val.dtype).item()
+                               for d, v in self.pads[x].items()}
+        elif name == "aten.index.Tensor" and x in self.pads:
+            out = {}
+            for k, idx in enumerate(args[1]):  # type: ignore[arg-type]
+                if isinstance(idx, torch.fx.Node) and idx in self.iota and k in self.pads[x]:
+                    out[val.dim() - len(x.meta["val"].shape) + len(args[1])  # type: ignore[arg-type]
+                        - idx.meta["val"].dim() + self.iota[idx]] = self.pads[x][k]
+            self.pads[node] = out
+        elif name in {"aten.bitwise_and.Tensor", "aten.logical_and.default"}:
+            out = {}
+            for operand in args[:2]:
+                if not isinstance(operand, torch.fx.Node):
+                    continue
+                lead = val.dim() - operand.meta["val"].dim()
+                out.update({d + lead: False for d, v in self.pads.get(operand, {}).items()
+                            if v is False and _expr(operand.meta["val"].shape[d]) != 1})
+            self.pads[node] = out
+
+    def evaluate(self, node: torch.fx.Node) -> Any:
+        """An independent node's value at the upper bounds, computed with torch."""
+        if node in self.values:
+            return self.values[node]
+        val = node.meta.get("val")
+        if isinstance(val, (int, torch.SymInt)):  # a size (sym_size, sums of sizes)
+            value: Any = int(_expr(val).subs(self.upper))
+        elif node.op == "placeholder":
+            value = _constant(self.ep, node.name)
+        else:
+            args, kwargs = map_arg((node.args, node.kwargs), self.evaluate)
+            value = node.target(*args, **kwargs)  # type: ignore[operator]
+        self.values[node] = value
+        return value
+
+    def lower(self, extent: sympy.Expr) -> int:
+        """The least value of an extent (a symbol, or a symbol plus a constant)."""
+        return int(extent.subs({s: max(int(self.ep.range_constraints[s].lower), MIN_SIZE)
+                                for s in extent.free_symbols if isinstance(s, sympy.Symbol)}))
+
+
+def _constant(ep: torch.export.ExportedProgram, placeholder: str) -> torch.Tensor:
+    """The parameter, buffer or lifted constant behind a placeholder of `ep`."""
+    sig = ep.graph_signature
+    target = {**sig.inputs_to_parameters, **sig.inputs_to_buffers,
+              **sig.inputs_to_lifted_tensor_constants}[placeholder]
+    value = ep.state_dict[target] if target in ep.state_dict else ep.constants[target]
+    assert isinstance(value, torch.Tensor)
+    return value
 
 
 # The smallest size a compiled program runs: torch.export.Dim's default min is 0, but an
@@ -427,7 +726,8 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
         inputs.append(dims)
     if not symbols:
         return None
-    _Checker(ep, source, locate).run()
+    at_upper: Mapping[sympy.Basic | complex, int] = {s: b.upper for s, b in symbols.items()}
+    _Checker(ep, source, locate, at_upper).run({n.name for n in user_inputs})
     output_node = next(n for n in ep.graph.nodes if n.op == "output")
     outputs: list[dict[int, str]] = []
     for value in output_node.args[0]:
@@ -442,7 +742,6 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
                     "symbolic dims must each be one input dim's size (reshape it back)")
             dims[d] = symbols[e].name
         outputs.append(dims)
-    at_upper: Mapping[sympy.Basic | complex, int] = {s: b.upper for s, b in symbols.items()}
     examples = []
     for node in user_inputs:
         val = node.meta["val"]

@@ -138,3 +138,163 @@ def test_cli_inspect_and_run_at_a_size(decoder, spyrec_cli, cli_env, tmp_path):
     assert "ok" in res.stdout
     res = run("run", str(out), "--size", "seq=7")
     assert res.returncode != 0 and "no symbolic size 'seq' (the binary has: x.dim1)" in res.stderr
+
+
+# ---- padding rules of transformers' idioms (design note 73) ------------------------------
+
+RULES_SEQ = torch.export.Dim("seq", min=2, max=16)
+
+
+def _positions(x):
+    return torch.arange(x.shape[1]).unsqueeze(0)  # [1, s]
+
+
+class _PackedSequences(torch.nn.Module):
+    """transformers' packed-sequence detection: a static -1 in front of the position ids
+    (an extent s + 1), the neighbours' difference (slices [:-1] and [1:]), a cumsum along
+    the sequence, and a causal mask from the positions by advanced indexing."""
+
+    def forward(self, x):
+        pos = _positions(x)
+        ids = torch.cat([pos[:, :1] - 1, pos], dim=-1)
+        seq_id = torch.cumsum((ids[:, 1:] - ids[:, :-1] != 1).int(), -1)  # [1, s]
+        rows = torch.arange(x.shape[1])
+        causal = pos[0][rows[None, :]] <= pos[0][rows[:, None]]  # [s, s]
+        mask = causal & (seq_id[0][rows[:, None]] == seq_id[0][rows[None, :]])
+        q = x.view(1, -1, 2, 64).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        return y.transpose(1, 2).reshape(1, -1, 128) * seq_id.unsqueeze(-1).half()
+
+
+class _TokenTypes(torch.nn.Module):
+    """BERT's token types: a static buffer gathered at the position ids, then embedded."""
+
+    types: torch.Tensor
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("types", (torch.arange(64) % 3).unsqueeze(0))
+        self.embed = torch.nn.Embedding(3, 128)
+
+    def forward(self, x):
+        pos = _positions(x)
+        return x + self.embed(torch.gather(self.types, 1, pos)).half()
+
+
+class _RotateHalf(torch.nn.Module):
+    """The rotary embedding's half rotation: chunks and a cat along the static head dim."""
+
+    def forward(self, x):
+        x1, x2 = x.chunk(2, dim=-1)
+        return x * 0.5 + torch.cat([-x2, x1], dim=-1)
+
+
+@pytest.mark.parametrize("module", [_PackedSequences, _TokenTypes, _RotateHalf],
+                         ids=["packed-sequences", "token-types", "rotate-half"])
+def test_position_idioms_run_every_size(module):
+    """Compiled at 16, run at the lower bound, between and at the bound: each matches
+    eager (the position tensors are folded at 16 and their real block is the one eager
+    computes at each size)."""
+    torch.manual_seed(0)
+    model = module().half().eval()
+    ep = torch.export.export(model, (torch.randn(1, 16, 128).half(),),
+                             dynamic_shapes=({1: RULES_SEQ},))
+    exe = spyrec.compile(ep)
+    for size in (2, 7, 16):
+        x = torch.randn(1, size, 128).half()
+        with torch.no_grad():
+            _close(exe, one(exe(x)), model(x))
+
+
+class _CatAfter(torch.nn.Module):
+    def forward(self, x):
+        return torch.cat([x, x[:, :1]], dim=1)[:, 1:] * 2
+
+
+class _Tail(torch.nn.Module):
+    def forward(self, x):
+        return x[:, -1:] * 2
+
+
+class _ScanMerged(torch.nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x.reshape(-1, 128), 0).view(2, -1, 128)
+
+
+class _UnprovenIndex(torch.nn.Module):
+    def forward(self, x):
+        return x[0][_positions(x)[0] + 1] * 2
+
+
+class _SeeAll(torch.nn.Module):
+    """Bidirectional attention through a mask of the sizes alone: every key visible."""
+
+    def forward(self, x):
+        q = x.view(2, -1, 2, 64).transpose(1, 2)
+        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool)
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=mask).transpose(1, 2) \
+            .reshape(2, -1, 128)
+
+
+@pytest.mark.parametrize("module,message", [
+    (_CatAfter, (r"node cat \(aten.cat.default\): it concatenates along symbolic dim 1 "
+                 r"with a piece after a symbolic one")),
+    (_Tail, r"node slice_1 \(aten.slice.Tensor\): it slices symbolic dim 1 other than as a prefix"),
+    (_ScanMerged, (r"node cumsum \(aten.cumsum.default\): it scans dim 0, which merges a "
+                   r"symbolic size")),
+    (_UnprovenIndex, (r"node index \(aten.index.Tensor\): it indexes symbolic dim 0 with "
+                      r"indices spyrec cannot prove below its size")),
+    (_SeeAll, r"its mask lets query row 0 see key column 2, which is padding at some size"),
+], ids=["cat-after-symbolic", "last-positions", "scan-over-merged", "unproven-index",
+        "mask-sees-padding"])
+def test_idioms_that_would_read_the_padding_are_refused(module, message):
+    ep = torch.export.export(module(), (torch.randn(2, 16, 128).half(),),
+                             dynamic_shapes=({1: RULES_SEQ},))
+    with pytest.raises(CompileError, match=message):
+        spyrec.compile(ep)
+
+
+def test_an_unchecked_mask_gives_a_wrong_answer_the_verdict_catches(monkeypatch):
+    """The key-mask rule is what keeps `_SeeAll` off the device: accepted without it, the
+    program matches eager at the bound (no padding) and fails the check below it (real
+    queries attend the padded keys)."""
+    from spyrec.frontend import symbolic
+    from spyrec.verdict import check_outputs
+
+    monkeypatch.setattr(symbolic._Checker, "key_mask", lambda *args: None)
+    torch.manual_seed(0)
+    model = _SeeAll()
+    ep = torch.export.export(model, (torch.randn(2, 16, 128).half(),),
+                             dynamic_shapes=({1: RULES_SEQ},))
+    exe = spyrec.compile(ep, cache=False)
+    full, short = torch.randn(2, 16, 128).half(), torch.randn(2, 7, 128).half()
+    _close(exe, one(exe(full)), model(full))
+    assert not check_outputs(model(short), one(exe(short)), exe).ok
+
+
+class _PaddingMask(torch.nn.Module):
+    """Bidirectional attention under a run-time padding mask sized by the same symbol, as
+    transformers builds it from attention_mask: the host pads the mask with zeros, so every
+    padded key is masked for every query."""
+
+    def forward(self, x, m):
+        q = x.view(2, -1, 2, 64).transpose(1, 2)
+        rows = torch.arange(x.shape[1])
+        keys = m.bool()[torch.arange(2)[:, None, None, None], rows[None, None, None, :]]
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=keys).transpose(1, 2) \
+            .reshape(2, -1, 128)
+
+
+def test_a_padding_mask_input_hides_the_padded_keys():
+    """Run at the lower bound, between and at the bound, the second row's last keys masked
+    too: each matches eager."""
+    torch.manual_seed(0)
+    model = _PaddingMask()
+    ep = torch.export.export(model, (torch.randn(2, 16, 128).half(),
+                                     torch.ones(2, 16, dtype=torch.long)),
+                             dynamic_shapes=({1: RULES_SEQ}, {1: RULES_SEQ}))
+    exe = spyrec.compile(ep)
+    for size in (2, 7, 16):
+        x, m = torch.randn(2, size, 128).half(), torch.ones(2, size, dtype=torch.long)
+        m[1, size - 1:] = 0
+        _close(exe, one(exe(x, m)), model(x, m))
