@@ -93,15 +93,21 @@ def test_the_readme_has_its_commands() -> None:
 
 
 def test_setup_commands_are_what_ci_runs() -> None:
-    """The test-suite command is `.ci/run`'s (which only adds -q); the demo command
-    installs the same way with fewer extras, and its `spyrec demo` is run by
-    test_cli.py::test_demo."""
+    """The test-suite command is `.ci/run`'s (which only adds -q); it installs upstream MLIR
+    at the pin of pyproject's `mlir` extra; the demo command installs the same way with
+    fewer extras and no MLIR, and its `spyrec demo` is run by test_cli.py::test_demo."""
+    import tomllib
+
     ci = next(line for line in (ROOT / ".ci" / "run").read_text().splitlines()
               if "python3 -m venv" in line).replace(" -q", "")
     demo, suite = SETUP
     assert suite == ci
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["mlir"]
+    installs = ci.split(" && ")[:-1]
+    assert installs[-1] == ".venv/bin/pip install --no-deps " + " ".join(pins)
     steps = demo.split(" && ")
-    assert steps[:-1] == [s.replace("'.[dev,hf]'", "'.[dev]'") for s in ci.split(" && ")[:-1]]
+    assert steps[:-1] == [s.replace("'.[dev,hf]'", "'.[dev]'") for s in installs[:-1]]
     assert steps[-1] == ".venv/bin/spyrec demo"
 
 
