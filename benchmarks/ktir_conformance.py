@@ -261,13 +261,24 @@ def _compile_takes_args() -> bool:
     return "--arg" in text
 
 
+def _parameters(source: Path, function: str) -> set[str]:
+    """The names of `function`'s parameters, read off its signature in `source`."""
+    found = re.search(rf"func\.func\s+@{re.escape(function)}\s*\((.*?)\)\s*(->|attributes|\{{)",
+                      source.read_text(), re.DOTALL)
+    return set(re.findall(r"%([\w$.-]+)\s*:", found.group(1))) if found else set()
+
+
 def backend(source: Path, function: str, scalars: dict[str, Any], work: Path,
             timeout: float, with_args: bool) -> dict[str, Any]:
-    """Compile, run --check and profile one kernel; a dict of the statuses and numbers."""
+    """Compile, run --check and profile one kernel; a dict of the statuses and numbers.
+    Scalar values go to `--arg` for the kernel's own parameters only (a case's value of a
+    name the kernel computes itself is the interpreter's business, not the compiler's)."""
     binary = work / f"{source.stem}.{function}.spyre"
     command = ["compile", str(source), "--function", function, "-o", str(binary)]
     if with_args:
-        command += [a for name, v in scalars.items() for a in ("--arg", f"{name}={v}")]
+        params = _parameters(source, function)
+        command += [a for name, v in scalars.items() if name in params
+                    for a in ("--arg", f"{name}={v}")]
     status, text = _spyrec(command, timeout)
     if status != 0:
         return {"compile": _error_line(text) or f"exit {status}"}
