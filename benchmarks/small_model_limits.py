@@ -99,7 +99,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="Where small models' emulated time goes against the program roofline.")
     parser.add_argument("--only", action="append", default=[], metavar="NAME")
     parser.add_argument("--dtype", choices=("fp16", "fp32"), default="fp16")
     parser.add_argument("--scale", type=int, default=1)
