@@ -6,15 +6,16 @@ the stick dimension, the shape padded to whole 128-byte sticks, the device eleme
 whether the padding is known to hold zeros.
 
 The row-sticked layout puts the innermost dimension in the stick; a (64, 100) f16 tensor is
-stored as 64 rows of 128 elements (two sticks, the last holding 36 zeros). Zero padding is
-a dataflow fact: a matmul contracts over whole sticks, so its lhs must have zero padding in
-K; ops with f(0) = 0 (relu, gelu, add of zero-padded tensors, matmul) keep it, others (exp,
-sigmoid, division) lose it, and a matmul that would read such padding is rejected with a
-message naming the op. A product keeps a zero only against a finite value (0 * inf is NaN),
-so the analysis also tracks whether padding may hold an infinity or NaN (a reciprocal or
-rsqrt of zero padding, a product by the immediate inf). Row moves (reshape, permute_rows,
-expand_rows) keep their operand's padding; attention's output padding is P @ V's, zero when V's is
-(its Q K^T contracts over the valid head dim only, so q and k need none).
+stored as 64 rows of 128 elements (two sticks, the last holding 36 zeros). Zero padding is a
+dataflow fact: a matmul contracts over whole sticks, so its lhs must have zero padding in K;
+ops with f(0) = 0 (relu, gelu, add of zero-padded tensors, matmul) keep it, others (exp,
+sigmoid, division) lose it, and a matmul that would read such padding becomes an exact
+contraction (a `spyre.batch_matmul` over the K columns alone, its bias added after it). A
+product keeps a zero only against a finite value (0 * inf is NaN), so the analysis tracks
+whether padding may hold an infinity or NaN (a reciprocal or rsqrt of zero padding, a
+product by the immediate inf). Row moves (reshape, permute_rows, expand_rows) keep their
+operand's padding; attention's output padding is P @ V's, zero when V's is (its Q K^T
+contracts over the valid head dim only, so q and k need none).
 
     %y = spyre.relu %x : tensor<64x100xf16> -> tensor<64x100xf16>
     // after: {spyre.layout = {device_dtype = "dl16", pad = "zero",
@@ -155,11 +156,17 @@ def _pad_contraction(matmul: MatmulOp, target: SpyreTarget) -> None:
     plan.LAYOUT.set(rhs, (Layout(rl.stick_dim, padded, rl.device_dtype, True).to_attr(),))
 
 
-def _exact_contraction(matmul: MatmulOp) -> BatchMatmulOp:
+def _exact_contraction(matmul: MatmulOp) -> list[Operation]:
     """A matmul whose lhs padding is not zero (a device transpose to a width that is not
-    whole sticks) as a one-batch `spyre.batch_matmul`: its kernel loads the lhs K columns
-    exactly and the PT contracts over those alone, so the padding is never read."""
-    new = BatchMatmulOp(matmul.lhs, matmul.rhs, False, matmul.result.type, source_op=matmul)
+    whole sticks, an activation such as a sigmoid gate before a 1x1 convolution) as a
+    one-batch `spyre.batch_matmul`: its kernel loads the lhs K columns exactly and the PT
+    contracts over those alone, so the padding is never read. A bias becomes a `spyre.add`
+    of the bias row after it (the batch matmul has none). Returns the new ops in order."""
+    new: list[Operation] = [BatchMatmulOp(matmul.lhs, matmul.rhs, False, matmul.result.type,
+                                          source_op=matmul)]
+    if matmul.bias is not None:
+        new.append(BINARY_OPS["add"](new[0].results[0], matmul.bias, matmul.result.type,
+                                     source_op=matmul))
     Rewriter().replace_op(matmul, new)
     return new
 
@@ -185,18 +192,17 @@ class SpyreStickify(ModulePass):
                     {plan.LAYOUT.key: row_sticked(arg.type, True, target).to_attr()}))
             fn.arg_attrs = ArrayAttr(arg_layouts)
             for walked in list(fn.walk()):
-                inner = walked
-                if not inner.results or not isinstance(inner.results[0].type, TensorType):
+                if not walked.results or not isinstance(walked.results[0].type, TensorType):
                     continue
-                if isinstance(inner, MatmulOp) and pads.get(inner.lhs, ANY) != ZERO \
-                        and inner.bias is None:
-                    inner = _exact_contraction(inner)
-                pad = _pad_after(inner, pads)
-                padded_zero = pad == ZERO
-                for r in inner.results:
-                    pads[r] = pad
-                layout = row_sticked(inner.results[0].type, padded_zero, target)  # type: ignore[arg-type]
-                plan.LAYOUT.set(inner, (layout.to_attr(),))
+                placed = [walked]
+                if isinstance(walked, MatmulOp) and pads.get(walked.lhs, ANY) != ZERO:
+                    placed = _exact_contraction(walked)
+                for inner in placed:
+                    pad = _pad_after(inner, pads)
+                    for r in inner.results:
+                        pads[r] = pad
+                    layout = row_sticked(inner.results[0].type, pad == ZERO, target)  # type: ignore[arg-type]
+                    plan.LAYOUT.set(inner, (layout.to_attr(),))
             for matmul in [o for o in fn.walk() if isinstance(o, MatmulOp)]:
                 _pad_contraction(matmul, target)
 
@@ -220,13 +226,8 @@ def _pad_after(op: Operation, pads: dict[SSAValue, int]) -> int:
     if isinstance(op, ParamOp):
         return ZERO  # weights are padded with zeros when written into the binary
     if isinstance(op, MatmulOp):
-        if of(op.lhs) != ZERO:
-            raise CompileError(
-                f"{describe(op)}: the matmul reads K = {op.lhs.type.get_shape()[-1]} "  # type: ignore[attr-defined]
-                "columns padded to whole sticks, but its lhs is produced by an op that "
-                "does not keep the padding zero; pad K to a multiple of the stick "
-                "(64 fp16 / 32 fp32 elements) in the model"
-            )
+        # SpyreStickify makes a matmul over non-zero padding an exact contraction first
+        assert of(op.lhs) == ZERO, describe(op)
         bias = ZERO if op.bias is None else of(op.bias)
         return ZERO if of(op.rhs) == ZERO and bias == ZERO else max(FINITE, of(op.rhs), bias)
     if isinstance(op, (ReshapeOp, CastOp, *DATA_MOVES, WindowRowsOp, GatherOp)):

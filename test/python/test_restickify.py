@@ -158,3 +158,16 @@ def test_a_boolean_output_reaches_the_host_as_bool():
     limit = torch.randint(-4, 5, (3, 40), generator=g)
     mask, _ = _check(Compare(), positions, limit)(positions, limit)
     assert mask.dtype == torch.bool and torch.equal(mask, positions <= limit)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_biased_matmul_over_a_gate_whose_padding_is_not_zero(dtype):
+    """A squeeze-excite style gate (sigmoid(0) = 0.5 fills the padding of its 100 columns)
+    before a linear layer with a bias: the matmul contracts exactly over the 100 columns as a
+    batch matmul and adds the bias after it. Reading the gate's padding would add 0.5 times
+    the weight's padding rows, which are zero; so the bug the test guards against is the
+    refusal and a bias lost on the way, both caught by comparing with eager."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Sigmoid(), torch.nn.Linear(100, 48)).to(dtype)
+    x = torch.randn(64, 100).to(dtype)
+    _check(model, x)
