@@ -11,7 +11,13 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat, DenseIntOrFPElementsAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    StringAttr,
+    TensorType,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -54,14 +60,33 @@ def emit(rewriter: Rewriter, at: Operation, new: Operation) -> SSAValue:
     return new.results[0]
 
 
+# little-endian NumPy types of the float element types xDSL packs (`struct` formats e, f, d)
+_PACKED = {"f16": "<f2", "f32": "<f4", "f64": "<f8"}
+
+
+def dense_floats(ttype: TensorType, values: np.ndarray) -> DenseIntOrFPElementsAttr:
+    """`values` as the dense attribute of float tensor type `ttype`, packed by NumPy in the
+    bytes `DenseIntOrFPElementsAttr.from_list` writes (one `struct.pack` per element is
+    quadratic-size work for the selection matrices column moves build). Values a cast would
+    overflow, and element types without a NumPy layout, take `from_list`, which refuses or
+    packs them as before."""
+    packed = _PACKED.get(str(ttype.element_type))
+    if packed is not None:
+        with np.errstate(over="ignore"):
+            cast = values.reshape(-1).astype(packed)
+        cast_inf = np.isinf(cast)
+        if not cast_inf.any() or np.array_equal(cast_inf, np.isinf(values.reshape(-1))):
+            return DenseIntOrFPElementsAttr(ttype, BytesAttr(cast.tobytes()))
+    return DenseIntOrFPElementsAttr.from_list(ttype, [float(v) for v in values.reshape(-1)])
+
+
 def constant(at: Operation, rewriter: Rewriter, name: str, values: np.ndarray,
              element_type: Attribute) -> SSAValue:
     """`values` as a constant tensor (a `spyre.param` named `name`) inserted before `at`;
     `element_type` is a float type (legalization computes integers in f32)."""
     assert isinstance(element_type, AnyFloat)
     ttype = TensorType(element_type, list(values.shape))
-    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
-        ttype, [float(v) for v in values.reshape(-1)]))
+    param = ParamOp(name, ttype, value=dense_floats(ttype, values))
     param.result.name_hint = name.replace(".", "_")
     return emit(rewriter, at, param)
 

@@ -69,15 +69,25 @@ def _last_dim_slice(op: Operation) -> slice | None:
 def _column_map(value: SSAValue) -> tuple[SSAValue, np.ndarray]:
     """`value` as `source @ matrix`: a chain of innermost-dim slices and negations of
     `source` (ATen ops not yet selected) is a [K, N] matrix of 0, 1 and -1."""
+    source, columns, signs = _column_indices(value)
+    matrix = np.zeros((_shape(source)[-1], columns.size))
+    matrix[columns, np.arange(columns.size)] = signs
+    return source, matrix
+
+
+def _column_indices(value: SSAValue) -> tuple[SSAValue, np.ndarray, np.ndarray]:
+    """`_column_map` as the source column and the sign of each of `value`'s columns (the
+    matrix is built once at the end: a [K, K] identity per step would be quadratic work)."""
     owner = value.owner
     if isinstance(owner, AtenOp) and owner.target.data == "aten.neg.default":
-        source, matrix = _column_map(owner.operands[0])
-        return source, 0.0 - matrix  # +0.0 where the entry is 0, not -0.0
+        source, columns, signs = _column_indices(owner.operands[0])
+        return source, columns, -signs
     bounds = _last_dim_slice(owner)  # type: ignore[arg-type]
     if bounds is not None:
-        source, matrix = _column_map(owner.operands[0])  # type: ignore[union-attr]
-        return source, matrix[:, bounds]
-    return value, np.eye(_shape(value)[-1])
+        source, columns, signs = _column_indices(owner.operands[0])  # type: ignore[union-attr]
+        return source, columns[bounds], signs[bounds]
+    width = _shape(value)[-1]
+    return value, np.arange(width), np.ones(width)
 
 
 def _stick_pieces(matrix: np.ndarray, per_stick: int) -> tuple[int, int, np.ndarray] | None:
@@ -210,7 +220,8 @@ def _select_split(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue | Non
     column = 0
     for index, result in enumerate(op.results):
         width = _shape(result)[-1]
-        matrix = np.eye(shape[-1])[:, column:column + width]
+        matrix = np.zeros((shape[-1], width))
+        matrix[column + np.arange(width), np.arange(width)] = 1.0
         column += width
         pieces.append(column_matmul(op, rewriter, x, matrix, f"{_fx_name(op)}.columns{index}")
                       if result.uses else None)
