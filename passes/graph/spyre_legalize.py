@@ -100,6 +100,7 @@ SELECTORS: dict[str, Selector] = {
 # counts are far below) by the float lowering, and the result is cast back (`_select_via_f32`).
 INT_VIA_F32 = {
     "aten.slice.Tensor", "aten.cat.default", "aten.cumsum.default", "aten.index.Tensor",
+    "aten.gather.default",
     *(f"aten.{k}.{form}" for k in ("add", "sub", "mul") for form in ("Tensor", "Scalar")),
     "aten.rsub.Scalar",
 }
@@ -113,13 +114,15 @@ def _needs_f32(aten: AtenOp) -> bool:
 
 def _select_via_f32(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> None:
     """`aten` on integer operands as the same op on their f32 casts (the index operands of
-    `aten.index` stay: they are read as constants), its integer results cast back."""
+    `aten.index` and `aten.gather` stay: they are read as constants or as row numbers), its
+    integer results cast back."""
     names = [n.data for n in aten.operand_names.data]  # type: ignore[attr-defined]
     operands = []
     for name, operand in zip(names, aten.operands):
         v = operand
         if _element_name(v) in INT_ELEMENTS and not (
-                aten.target.data == "aten.index.Tensor" and name != "self"):
+                aten.target.data in ("aten.index.Tensor", "aten.gather.default")
+                and name != "self"):
             v = _emit(rewriter, aten, CastOp(v, TensorType(Float32Type(), _shape(v))))
         operands.append(v)
     result_types = [TensorType(Float32Type(), _shape(r)) if _element_name(r) in INT_ELEMENTS

@@ -169,3 +169,20 @@ def test_an_index_read_from_a_0d_tensor_is_refused_with_what_to_write():
         spyrec.compile(torch.export.export(model, (x, t)))
     exe = spyrec.compile(torch.export.export(model, (x, t.view(1))))
     assert torch.equal(one(exe(x, t.view(1))), x[t.view(1)])
+
+
+def test_a_gather_of_integer_data_is_exact():
+    """torch.gather of an int64 tensor by run-time positions (RoBERTa-family token type ids:
+    a buffer gathered at the position ids): the data moves as its f32 cast, exact below
+    2^24, and comes back as int64; a value that moved to the wrong row is caught exactly."""
+
+    class TypeIds(torch.nn.Module):
+        def forward(self, table: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+            return torch.gather(table, 1, positions) * 3 + 1
+
+    g = torch.Generator().manual_seed(2)
+    table = torch.randint(-(2 ** 22), 2 ** 22, (2, 40), generator=g)  # x * 3 + 1 < 2^24
+    positions = torch.randint(0, 40, (2, 33), generator=g)
+    exe = spyrec.compile(torch.export.export(TypeIds(), (table, positions)))
+    out = one(exe(table, positions))
+    assert out.dtype == torch.int64 and torch.equal(out, TypeIds()(table, positions))
