@@ -118,6 +118,22 @@ def _check_no_infinity(name: str, array: np.ndarray) -> None:
         "torch.finfo(torch.float16).min, not -inf), or pass the input as float32")
 
 
+def _check_int_limit(name: str, array: np.ndarray, limit: int) -> None:
+    """The program computes with this integer input in f32 (design note 28c), exactly only
+    while every integer it computes stays within 2^24; spyre-legalize derived the largest
+    input magnitude that guarantees it. Refused beyond it, naming the first such value."""
+    over = np.abs(array.astype(np.int64)) > limit
+    if not over.any():
+        return
+    first = tuple(int(i) for i in np.argwhere(over)[0])
+    raise InputError(
+        f"input '{name}' holds {int(array[first])} at {list(first)} ({int(over.sum())} such "
+        f"values): the program computes with this integer input as f32, exact only while "
+        f"|value| <= {limit} here (the integers it computes from it must stay within 2^24 = "
+        "16777216), so the result would not be eager's. Pass smaller values, or compute "
+        "with them in float in the model (`.float()` before the arithmetic)")
+
+
 class HazardError(RuntimeError):
     """An LX hazard found in strict mode."""
 
@@ -563,6 +579,8 @@ class Emulator:
                     check_int32(array)
                 except ValueError as error:
                     raise InputError(f"input '{binding.name}': {error}") from None
+            if binding.int_limit is not None:
+                _check_int_limit(binding.name, array, binding.int_limit)
             if self.numerics == "dl16" and layout.device_dtype is DType.DL16:
                 _check_no_infinity(binding.name, array)
             arrays.append(array)

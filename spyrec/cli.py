@@ -485,9 +485,12 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
             shape = [values.get(b.symbolic.get(d, ""), n) for d, n in enumerate(b.layout.shape)]
             dtype = TORCH_DTYPES[b.layout.host_dtype]
             # integers are ids and positions: small and non-negative, as `--arg rand:` draws
+            # (below the limit the program keeps integers exact under, `int_limit`)
+            high = RANDOM_INT_BOUND if b.int_limit is None else min(RANDOM_INT_BOUND,
+                                                                    b.int_limit + 1)
             inputs.append(torch.randn(*shape, generator=gen).to(dtype)
                           if dtype.is_floating_point else
-                          torch.randint(0, RANDOM_INT_BOUND, shape, generator=gen, dtype=dtype))
+                          torch.randint(0, high, shape, generator=gen, dtype=dtype))
     outputs = exe(*inputs)
     _report_run(exe.last_profile)
     if save_outputs is not None:
@@ -893,8 +896,9 @@ def inspect(binary: Path, programs: bool) -> None:
             shape = [t.symbolic.get(d, n) for d, n in enumerate(t.layout.shape)]
             stored = ("" if t.layout.perm is None else
                       f", stored as {list(t.layout.device_shape)} (dims {list(t.layout.perm)})")
+            limit = "" if t.int_limit is None else f", |values| <= {t.int_limit}"
             click.echo(f"{kind} {t.name}: [{', '.join(map(str, shape))}] {t.layout.host_dtype} "
-                       f"@ {t.addr:#x}{stored}")
+                       f"@ {t.addr:#x}{stored}{limit}")
     prep, exe = build_plans(b)
     click.echo("job preparation plan:")
     for step in prep:

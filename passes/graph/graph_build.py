@@ -64,7 +64,7 @@ def emit(rewriter: Rewriter, at: Operation, new: Operation) -> SSAValue:
 _PACKED = {"f16": "<f2", "f32": "<f4", "f64": "<f8"}
 
 
-def dense_floats(ttype: TensorType, values: np.ndarray) -> DenseIntOrFPElementsAttr:
+def dense_floats(ttype: TensorType[AnyFloat], values: np.ndarray) -> DenseIntOrFPElementsAttr:
     """`values` as the dense attribute of float tensor type `ttype`, packed by NumPy in the
     bytes `DenseIntOrFPElementsAttr.from_list` writes (one `struct.pack` per element is
     quadratic-size work for the selection matrices column moves build). Values a cast would

@@ -62,6 +62,7 @@ from spyrec.passes.graph.eager_attention import match_eager_attention
 from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import shape as _shape
+from spyrec.passes.graph.int_range import int_input_limit
 from spyrec.passes.graph.legalize import (
     attention,
     columns,
@@ -162,6 +163,7 @@ class SpyreLegalize(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         rewriter = LegalizeRewriter(plan.target_of(op))
         failures: list[str] = []
+        int_input_limit(op)  # before selection rewrites the integer ops into f32 ones
         # a reduction or softmax over a dim other than the last reduces the last dim of a
         # device transpose (see `move_reduced_dim`)
         move_reduced_dims_last(op)

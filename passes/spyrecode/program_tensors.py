@@ -82,6 +82,10 @@ def program_tensors(module: ModuleOp) -> ProgramTensors:
     perms_attr = graph.attributes.get("spyre.host_perms")
     perms = perms_attr.data if isinstance(perms_attr, DictionaryAttr) else {}
     inputs = [_binding(a.name_hint or f"input{a.index}", a, perms) for a in block.args]
+    limits_attr = graph.attributes.get("spyre.int_limits")  # spyre-legalize's int_range
+    if isinstance(limits_attr, DictionaryAttr):
+        for index, limit in limits_attr.data.items():
+            inputs[int(index)].int_limit = limit.value.data  # type: ignore[attr-defined]
     params = [o for o in block.ops if isinstance(o, ParamOp)]
     updated = _buffer_updates(graph, list(ret.arguments), params)
     returned = list(ret.arguments[len(updated):])

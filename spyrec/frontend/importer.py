@@ -342,6 +342,11 @@ class _Importer:
             # a row of -inf (a mask row that hides every key): softmax gives NaN there and
             # SDPA zeros, which spyre-legalize must know
             op.attributes["spyre.empty_rows"] = UnitAttr()
+        if not data.is_floating_point() and data.dtype != torch.bool:
+            # the largest magnitude, for the range of the integers computed from it
+            # (`passes/graph/int_range.py`)
+            op.attributes["spyre.int_bound"] = IntegerAttr(
+                int(data.abs().max()) if data.numel() else 0, i64)
         if not data.is_floating_point() and data.numel() <= SMALL_INT_CONSTANT:
             # small integer / boolean constants (folded index grids, a folded `True`) carry
             # their values, for op selection to read (`aten.index` by constant indices)

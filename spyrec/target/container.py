@@ -91,18 +91,24 @@ class TensorBinding:
     # dim -> symbol for an input or output whose size varies per call; `layout` is then the
     # layout at the symbols' upper bounds (what the device program was compiled for)
     symbolic: dict[int, str] = field(default_factory=dict)
+    # an integer input the program computes with in f32: the largest |value| that keeps
+    # every integer it computes exact (`passes/graph/int_range.py`); None: no limit
+    int_limit: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {"name": self.name, **self.layout.to_dict(), "addr": self.addr}
         if self.symbolic:
             out["symbolic"] = {str(d): name for d, name in sorted(self.symbolic.items())}
+        if self.int_limit is not None:
+            out["int_limit"] = self.int_limit
         return out
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> TensorBinding:
         symbolic = {int(d): str(n) for d, n in data.get("symbolic", {}).items()}
+        limit = data.get("int_limit")
         return TensorBinding(str(data["name"]), DeviceLayout.from_dict(data), int(data["addr"]),
-                             symbolic)
+                             symbolic, None if limit is None else int(limit))
 
 
 class EncodedPrograms(Mapping[int, list[Instr]]):
