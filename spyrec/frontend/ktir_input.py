@@ -14,7 +14,10 @@ results, because a kernel may interleave them).
       %c = spyre.launch @vector_add(%a, %b) {spyre.kernel_args = array<i64: 0, 1, 2>} ...
 
 Scalar arguments are bound first to the values the caller gives (`constants`:
-`spyrec.frontend.ktir_specialise`); an unbound one is refused with the `--arg` to add.
+`spyrec.frontend.ktir_specialise`); an unbound one is refused with the `--arg` to add. One
+given as a `RuntimeArg` (`--arg n_rows=?`) stays a run-time argument of the binary: a
+symbolic size of the tensors whose rows it bounds (`spyrec.frontend.ktir_runtime_args`),
+recorded on the module as the symbolic sizes of an exported program are.
 What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
 (symbolic sizes: run those in the KTIR interpreter), pointer arithmetic on an argument,
 arguments
@@ -57,8 +60,10 @@ from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_types import RuntimeArgType
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre import LaunchOp
-from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel
+from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel, record_symbols
+from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.frontend.ktir_runtime_args import RowSymbol, RuntimeArg, runtime_rows
 from spyrec.frontend.ktir_specialise import Scalar, is_pointer, specialise
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
 from spyrec.target import SpyreTarget
@@ -78,10 +83,11 @@ class _Arg:
 
 
 def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
-                constants: Mapping[str, Scalar] | None = None) -> ImportedProgram:
+                constants: Mapping[str, Scalar | RuntimeArg] | None = None) -> ImportedProgram:
     """The program that launches kernel `function` (the only kernel if None) of `path`, its
     tensors laid out for `target`, its scalar arguments bound to `constants` (name -> value:
-    `spyrec.frontend.ktir_specialise`)."""
+    `spyrec.frontend.ktir_specialise`; a `RuntimeArg` leaves one to run time, a symbolic
+    size compiled at its upper bound: `spyrec.frontend.ktir_runtime_args`)."""
     path = Path(path)
     if not path.exists():
         raise CompileError(f"{path}: no such file")
@@ -90,7 +96,13 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     except KtirSourceError as exc:
         raise CompileError(str(exc)) from None
     kernel = _pick(module, function, path)
-    specialise(kernel, constants or {}, f"{path}: @{kernel.sym_name.data}")
+    where = f"{path}: @{kernel.sym_name.data}"
+    constants = constants or {}
+    specialise(kernel, {k: v for k, v in constants.items() if not isinstance(v, RuntimeArg)},
+               where)
+    symbols = {k: runtime_rows(kernel, k, v, where) for k, v in constants.items()
+               if isinstance(v, RuntimeArg)}
+    specialise(kernel, {k: s.upper for k, s in symbols.items()}, where)
     if not is_kernel(kernel):  # KTIR's default grid is one tile
         GRID.set(kernel, (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
@@ -98,7 +110,6 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     # drop the other functions: the program is this kernel
     for other in [f for f in module.body.block.ops if f is not kernel]:
         other.detach()
-    where = f"{path}: @{kernel.sym_name.data}"
     args = [_classify(kernel, arg, where, target) for arg in kernel.body.block.args]
     inputs = [a for a in args if not a.written]
     outputs = [a for a in args if a.written]
@@ -107,7 +118,23 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     graph, specs = _graph(kernel.sym_name.data, args, inputs, outputs, target)
     module.body.block.add_op(graph)
     module.attributes["spyre.source"] = StringAttr(str(path))
+    if symbols:
+        record_symbols(module, _signature(symbols, inputs, outputs))
     return ImportedProgram(module, {}, *specs, source_name=str(path))
+
+
+def _signature(symbols: dict[str, RowSymbol], inputs: list[_Arg],
+               outputs: list[_Arg]) -> SymbolicSignature:
+    """The run-time arguments as the module's symbolic sizes: each sizes dim 0 of the
+    tensors whose rows it bounds (named as `_classify` names them)."""
+    sized = {(a.name_hint or f"arg{a.index}"): name
+             for name, s in symbols.items() for a in s.pointers}
+
+    def dims(args: list[_Arg]) -> tuple[dict[int, str], ...]:
+        return tuple({0: sized[a.name]} if a.name in sized else {} for a in args)
+
+    return SymbolicSignature({n: (s.lower, s.upper) for n, s in symbols.items()},
+                             dims(inputs), dims(outputs))
 
 
 def _pick(module: ModuleOp, function: str | None, path: Path) -> func.FuncOp:
