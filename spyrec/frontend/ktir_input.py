@@ -56,6 +56,7 @@ from spyrec.dialects.ktdp import (
     LoadOp,
     StoreOp,
 )
+from spyrec.dialects.ktdp_intertile import InterTileReduceOp
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_types import RuntimeArgType
 from spyrec.dialects.ktdp_values import set_bounds
@@ -103,6 +104,7 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     symbols = {k: runtime_rows(kernel, k, v, where) for k, v in constants.items()
                if isinstance(v, RuntimeArg)}
     specialise(kernel, {k: s.upper for k, s in symbols.items()}, where)
+    _full_rank_reduces(kernel, where)
     if not is_kernel(kernel):  # KTIR's default grid is one tile
         GRID.set(kernel, (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
@@ -135,6 +137,43 @@ def _signature(symbols: dict[str, RowSymbol], inputs: list[_Arg],
 
     return SymbolicSignature({n: (s.lower, s.upper) for n, s in symbols.items()},
                              dims(inputs), dims(outputs))
+
+
+def _full_rank_reduces(kernel: func.FuncOp, where: str) -> None:
+    """Give each `ktdp.inter_tile_reduce` whose result drops unit dims of its partial (the
+    public ring-reduce examples' `tensor<128xf16>` from `tensor<1x128xf16>` partials:
+    `ktdp_intertile.rank_reduced`) the partial's type, when every use of that result is a
+    `tensor.expand_shape` back to it (which then goes); any other use is refused with the
+    rewrite that makes the kernel compile."""
+    for op in [o for o in kernel.walk() if isinstance(o, InterTileReduceOp)]:
+        partials = list(op.future_type.partials)
+        if [r.type for r in op.results] == partials:
+            continue
+        for result, partial in zip(op.results, partials):
+            for use in result.uses:
+                if use.operation.name != "tensor.expand_shape" or \
+                        use.operation.results[0].type != partial:
+                    raise CompileError(
+                        f"{where}: ktdp.inter_tile_reduce (%{result.name_hint}) delivers "
+                        f"{result.type} from partials {partial} and {use.operation.name} "
+                        f"reads it; the compiler takes the partial's type: write `-> "
+                        f"{partial}` and use the result as the partial's shape (drop the "
+                        "reshape)")
+        full = InterTileReduceOp.create(
+            operands=list(op.operands), result_types=partials,
+            properties=dict(op.properties), attributes=dict(op.attributes),
+            regions=[op.detach_region(op.regions[0])])
+        assert op.parent is not None
+        op.parent.insert_op_before(full, op)
+        for result, new in zip(op.results, full.results):
+            new.name_hint = result.name_hint
+            for use in list(result.uses):
+                expand = use.operation
+                expand.results[0].replace_all_uses_with(new)
+                expand.detach()
+                expand.erase()
+        op.detach()
+        op.erase()
 
 
 def _pick(module: ModuleOp, function: str | None, path: Path) -> func.FuncOp:

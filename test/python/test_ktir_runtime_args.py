@@ -151,3 +151,29 @@ def test_a_range_past_the_rows_and_a_float_argument_are_refused(tmp_path):
     with pytest.raises(CompileError, match=r"%eps is f32; only an integer argument can be "
                                            r"a run-time size"):
         import_ktir(path, None, SpyreTarget(), {"n_rows": RuntimeArg(), "eps": RuntimeArg()})
+
+
+RING = Path(__file__).parent / "ktir" / "kernels" / "ring_rank_reduced.mlir"
+
+
+def test_a_rank_reduced_inter_tile_reduce_runs_and_compiles_to_the_partials_type():
+    """The interpreter delivers the 64-element sum of the four rows; the compiler's import
+    gives the reduce the partial's type and drops the expand_shape back to it."""
+    x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
+    out = spyrec.ktir.execute(RING, "ring_sum", in_ptr=x,
+                              out_ptr=np.zeros((1, 64), np.float32))["out_ptr"]
+    np.testing.assert_allclose(out[0], x.sum(axis=0), rtol=1e-6)
+    program = import_ktir(RING, None, SpyreTarget())
+    ops = [op.name for op in program.module.walk()]
+    assert "tensor.expand_shape" not in ops
+    (reduce,) = [op for op in program.module.walk() if op.name == "ktdp.inter_tile_reduce"]
+    assert str(reduce.results[0].type) == "tensor<1x64xf32>"
+
+
+def test_another_use_of_a_rank_reduced_result_is_refused_with_the_rewrite(tmp_path):
+    path = tmp_path / "k.mlir"
+    path.write_text(RING.read_text().replace(
+        "    %first = ", "    %bad = arith.addf %sum, %sum : tensor<64xf32>\n    %first = "))
+    with pytest.raises(CompileError, match=r"write `-> tensor<1x64xf32>` and use the result "
+                                           r"as the partial's shape"):
+        import_ktir(path, None, SpyreTarget())
