@@ -64,6 +64,7 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel, record_symbols
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.frontend.ktir_pointers import rebase_pointer_views
 from spyrec.frontend.ktir_runtime_args import RowSymbol, RuntimeArg, runtime_rows
 from spyrec.frontend.ktir_specialise import Scalar, is_pointer, specialise
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
@@ -107,6 +108,7 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     _full_rank_reduces(kernel, where)
     if not is_kernel(kernel):  # KTIR's default grid is one tile
         GRID.set(kernel, (1, 1))
+    rebase_pointer_views(kernel, GRID.get(kernel) or (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
     kernel.attributes["spyre.dense_views"] = UnitAttr()
     # drop the other functions: the program is this kernel

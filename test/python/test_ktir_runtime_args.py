@@ -177,3 +177,34 @@ def test_another_use_of_a_rank_reduced_result_is_refused_with_the_rewrite(tmp_pa
     with pytest.raises(CompileError, match=r"write `-> tensor<1x64xf32>` and use the result "
                                            r"as the partial's shape"):
         import_ktir(path, None, SpyreTarget())
+
+
+POINTER = Path(__file__).parent / "ktir" / "kernels" / "ring_pointer.mlir"
+
+
+def test_pointer_arithmetic_becomes_a_view_of_the_whole_tensor():
+    """The row views at %in_ptr + %pid * 64 become one 4x64 view at %in_ptr (the input's
+    shape), each tile shifted by %pid rows; the interpreter agrees with the sum."""
+    program = import_ktir(POINTER, None, SpyreTarget())
+    assert [(s.name, s.shape) for s in program.inputs] == [("in_ptr", (4, 64))]
+    assert not [op for op in program.module.walk() if op.name == "arith.addi"
+                and any(getattr(v, "name_hint", None) == "in_ptr" for v in op.operands)]
+    x = np.random.default_rng(1).standard_normal((4, 64)).astype(np.float32)
+    out = spyrec.ktir.execute(POINTER, "ring_sum", in_ptr=x,
+                              out_ptr=np.zeros((1, 64), np.float32))["out_ptr"]
+    np.testing.assert_allclose(out[0], x.sum(axis=0), rtol=1e-6)
+
+
+def test_a_constant_row_offset_is_a_row_shift_and_half_a_row_is_refused(tmp_path):
+    """An offset of 128 elements on every core is 2 rows: the whole tensor has 3. Half a row
+    (32 elements) cannot be a row shift: refused by name as pointer arithmetic."""
+    path = tmp_path / "k.mlir"
+    path.write_text(POINTER.read_text().replace("%offs = arith.muli %pid, %c64",
+                                                "%offs = arith.addi %c64, %c64"))
+    program = import_ktir(path, None, SpyreTarget())
+    assert [(s.name, s.shape) for s in program.inputs] == [("in_ptr", (3, 64))]
+    path.write_text(POINTER.read_text().replace("arith.constant 64 : index",
+                                                "arith.constant 32 : index"))
+    with pytest.raises(CompileError, match="argument %in_ptr is a tensor address offset by "
+                                           "integer arithmetic"):
+        import_ktir(path, None, SpyreTarget())
