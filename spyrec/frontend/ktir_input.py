@@ -17,11 +17,13 @@ Scalar arguments are bound first to the values the caller gives (`constants`:
 `spyrec.frontend.ktir_specialise`); an unbound one is refused with the `--arg` to add. One
 given as a `RuntimeArg` (`--arg n_rows=?`) stays a run-time argument of the binary: a
 symbolic size of the tensors whose rows it bounds (`spyrec.frontend.ktir_runtime_args`),
-recorded on the module as the symbolic sizes of an exported program are.
+recorded on the module as the symbolic sizes of an exported program are. Views at a
+pointer plus whole rows become views of the whole tensor (`spyrec.frontend.ktir_pointers`),
+and an `inter_tile_reduce` delivering its partial with unit dims dropped takes the partial's
+type (`_full_rank_reduces`).
 What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
-(symbolic sizes: run those in the KTIR interpreter), pointer arithmetic on an argument,
-arguments
-both read and written, views that are not dense row-major or whose rows are not whole
+(symbolic sizes: run those in the KTIR interpreter), pointer arithmetic `ktir_pointers`
+cannot rewrite, arguments both read and written, views that are not dense row-major or whose rows are not whole
 128-byte sticks (the device's row-sticked layout), views whose coordinate set does not
 start at 0 (part of a larger tensor), and views outside global memory.
 """
