@@ -21,11 +21,13 @@ recorded on the module as the symbolic sizes of an exported program are. Views a
 pointer plus whole rows become views of the whole tensor (`spyrec.frontend.ktir_pointers`),
 and an `inter_tile_reduce` delivering its partial with unit dims dropped takes the partial's
 type (`_full_rank_reduces`).
+Views whose dynamic sizes are constants once the scalars are bound become static.
 What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
 (symbolic sizes: run those in the KTIR interpreter), pointer arithmetic `ktir_pointers`
-cannot rewrite, arguments both read and written, views that are not dense row-major or whose rows are not whole
-128-byte sticks (the device's row-sticked layout), views whose coordinate set does not
-start at 0 (part of a larger tensor), and views outside global memory.
+cannot rewrite, arguments both read and written, views that are not dense row-major or
+whose rows are not whole 128-byte sticks (the device's row-sticked layout), views whose
+coordinate set does not start at 0 (part of a larger tensor), and views outside global
+memory.
 """
 
 from __future__ import annotations
@@ -36,12 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
     IndexType,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -49,7 +52,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, BlockArgument, Region
+from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import (
@@ -58,6 +61,7 @@ from spyrec.dialects.ktdp import (
     LoadOp,
     StoreOp,
 )
+from spyrec.dialects.ktdp_affine import bind_symbols
 from spyrec.dialects.ktdp_intertile import InterTileReduceOp
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_types import RuntimeArgType
@@ -108,6 +112,7 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
                if isinstance(v, RuntimeArg)}
     specialise(kernel, {k: s.upper for k, s in symbols.items()}, where)
     _full_rank_reduces(kernel, where)
+    _static_views(kernel)
     if not is_kernel(kernel):  # KTIR's default grid is one tile
         GRID.set(kernel, (1, 1))
     rebase_pointer_views(kernel, GRID.get(kernel) or (1, 1))
@@ -141,6 +146,43 @@ def _signature(symbols: dict[str, RowSymbol], inputs: list[_Arg],
 
     return SymbolicSignature({n: (s.lower, s.upper) for n, s in symbols.items()},
                              dims(inputs), dims(outputs))
+
+
+def _static_views(kernel: func.FuncOp) -> None:
+    """Give every memory view whose dynamic sizes and strides are all constants once the
+    scalar arguments are bound (`sizes: [%n]` with `--arg n_elements=1024`) those sizes
+    statically, its coordinate set's symbols bound to the sizes as the interpreter binds
+    them; a view with a size known only at run time is left for `_check_view` to refuse."""
+    for view in [o for o in kernel.walk() if isinstance(o, ConstructMemoryViewOp)]:
+        sizes = [_known(v) for v in view.mixed_sizes()]
+        strides = [_known(v) for v in view.mixed_strides()]
+        if not (view.sizes or view.strides) or None in sizes + strides:
+            continue
+        mtype = view.result.type
+        assert isinstance(mtype, MemRefType)
+        shape = [n for n in sizes if n is not None]
+        coordinates = view.coordinate_set.data
+        symbols = [_known(v) for v in view.sizes][:coordinates.num_symbols]
+        static = ConstructMemoryViewOp(
+            view.offset, shape, [n for n in strides if n is not None],
+            MemRefType(mtype.element_type, shape),
+            bind_symbols(coordinates, [n for n in symbols if n is not None]),
+            view.memory_space)
+        assert view.parent is not None
+        view.parent.insert_op_before(static, view)
+        view.result.replace_all_uses_with(static.result)
+        view.detach()
+        view.erase()
+
+
+def _known(value: SSAValue | int) -> int | None:
+    """An integer, or the value of an integer `arith.constant`; None otherwise."""
+    if isinstance(value, int):
+        return value
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
 
 
 def _full_rank_reduces(kernel: func.FuncOp, where: str) -> None:
@@ -255,8 +297,9 @@ def _check_view(view: ConstructMemoryViewOp, name: str, where: str,
         raise CompileError(f"{where}: the view of %{name} is in {space}; the compiler places "
                            "tensors itself and takes views of global memory only")
     if view.sizes or view.strides:
-        raise CompileError(f"{where}: the view of %{name} has dynamic sizes or strides; the "
-                           "compiler needs static shapes")
+        raise CompileError(f"{where}: the view of %{name} has sizes or strides known only at "
+                           "run time; the compiler needs static shapes: bind the scalar "
+                           "arguments they come from (spyrec compile ... --arg NAME=VALUE)")
     sizes = [int(s) for s in view.static_sizes.get_values()]
     strides = [int(s) for s in view.static_strides.get_values()]
     # KTIR addresses element c of a view at c - (the set's lowest point); the back end

@@ -208,3 +208,17 @@ def test_a_constant_row_offset_is_a_row_shift_and_half_a_row_is_refused(tmp_path
     with pytest.raises(CompileError, match="argument %in_ptr is a tensor address offset by "
                                            "integer arithmetic"):
         import_ktir(path, None, SpyreTarget())
+
+
+ADD_N = Path(__file__).parent / "ktir" / "kernels" / "add_n.mlir"
+
+
+def test_view_sizes_bound_at_compile_time_are_static_and_unbound_ones_refused():
+    """`sizes: [%rows]` with n bound to 1024: the tensors are 1024 elements (the views'
+    coordinate sets bound as the interpreter binds them); with n a run-time argument it
+    sizes views, not loops: refused, saying to bind it."""
+    program = import_ktir(ADD_N, None, SpyreTarget(), {"n": 1024})
+    assert [(s.name, s.shape) for s in program.inputs] == [("a", (1024,)), ("b", (1024,))]
+    with pytest.raises(CompileError, match=r"--arg n: %n is used by "
+                                           r"ktdp.construct_memory_view .* bind it"):
+        import_ktir(ADD_N, None, SpyreTarget(), {"n": RuntimeArg()})
