@@ -47,6 +47,29 @@ from spyrec.dialects.ktdp_types import TileFutureType, parse_ktdp_type
 _MAX_GROUPS = 4096
 
 
+def rank_reduced(result: Attribute, partial: Attribute) -> bool:
+    """Whether `result` is `partial` with some of its unit dims dropped (`tensor<128xf16>`
+    delivered from partials `tensor<1x128xf16>`, as the public ring-reduce examples write
+    it; RFC 0682 is silent): the same elements in the same order, so delivering it is a
+    reshape."""
+    if not isinstance(result, TensorType) or not isinstance(partial, TensorType) \
+            or result.element_type != partial.element_type or result == partial:
+        return False
+    return _drops_unit_dims(list(result.get_shape()), list(partial.get_shape()))
+
+
+def _drops_unit_dims(kept: list[int], full: list[int]) -> bool:
+    """Whether `kept` is `full` with some size-1 entries removed (a subsequence that skips
+    only 1s)."""
+    at = 0
+    for n in full:
+        if at < len(kept) and kept[at] == n:
+            at += 1
+        elif n != 1:
+            return False
+    return at == len(kept)
+
+
 def _types_str(types: Sequence[Attribute]) -> str:
     return ", ".join(str(t) for t in types)
 
@@ -261,10 +284,11 @@ class _DeliveryOp(IRDLOperation):
             _verify_tile_set("producer_dependency_per_consumer", dependency.data, (1, 2))
         partials = list(self.future_type.partials)
         result_types = [result.type for result in self.delivered]
-        if result_types != partials:
+        if len(result_types) != len(partials) or not all(
+                r == p or rank_reduced(r, p) for r, p in zip(result_types, partials)):
             raise VerifyException(
                 f"result types ({_types_str(result_types)}) must equal the future's partial "
-                f"types ({_types_str(partials)})"
+                f"types ({_types_str(partials)}), or drop only their unit dims"
             )
 
     def enumerate_groups(

@@ -422,13 +422,16 @@ class Core:
             if source != self.env.core:
                 self.env.stats.ring_bytes += sum(int(np.asarray(p).nbytes) for p in arrived[source])
         if isinstance(delivery, InterTileConsumeOp):
-            return tuple(np.array(p, copy=True) for p in arrived[sources[0]])
-        accumulated = tuple(inputs[1:])
-        for source in sources:
-            accumulated = yield from self._block(
-                delivery.combiner.block, [*accumulated, *arrived[source]]
-            )
-        return accumulated
+            delivered = tuple(np.array(p, copy=True) for p in arrived[sources[0]])
+        else:
+            delivered = tuple(inputs[1:])
+            for source in sources:
+                delivered = yield from self._block(
+                    delivery.combiner.block, [*delivered, *arrived[source]]
+                )
+        # a result may drop unit dims of its partial (`ktdp_intertile.rank_reduced`)
+        return tuple(np.reshape(v, cast(TensorType, r.type).get_shape())
+                     for v, r in zip(delivered, op.results))
 
     def _checked(self, compute: Callable[[], Any], op: Operation) -> Any:
         try:

@@ -207,7 +207,9 @@ def _pass_options(switches: dict[str, Any]) -> dict[str, dict[str, object]]:
 @click.option("--function", help="KTIR input (.mlir): the kernel to compile (if several).")
 @click.option("--arg", "constants", multiple=True, metavar="NAME=VALUE",
               help="KTIR input: bind the kernel's scalar argument NAME to VALUE at compile "
-                   "time, as a Triton constexpr (repeatable); the binary records the values.")
+                   "time, as a Triton constexpr (repeatable); the binary records the values. "
+                   "NAME=? or NAME=LO..HI leaves a row-count argument to run time (a "
+                   "symbolic size; `spyrec run k.spyre --arg NAME=N`).")
 @click.option("--cache/--no-cache", default=None,
               help="Reuse a binary compiled before from the same model, options and compiler "
                    "(default: on, unless SPYREC_CACHE=0; see `spyrec cache`).")
@@ -255,14 +257,24 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
                err=True)
 
 
-def _constants(specs: tuple[str, ...]) -> dict[str, int | float]:
-    """`--arg NAME=VALUE` options of `compile`: each value an integer or a float."""
-    values: dict[str, int | float] = {}
+def _constants(specs: tuple[str, ...]) -> dict[str, Any]:
+    """`--arg NAME=VALUE` options of `compile`: each value an integer or a float, or `?` /
+    `LO..HI` (either side optional) for a run-time argument (`ktir_runtime_args.RuntimeArg`)."""
+    from spyrec.frontend.ktir_runtime_args import RuntimeArg
+
+    values: dict[str, Any] = {}
     for spec in specs:
         name, sep, text = spec.partition("=")
         if not sep or not name or name in values:
-            raise click.UsageError(f"--arg {spec}: expected NAME=VALUE (a number), each name "
-                                   "once")
+            raise click.UsageError(f"--arg {spec}: expected NAME=VALUE (a number, ? or LO..HI), "
+                                   "each name once")
+        if text == "?" or ".." in text:
+            low, _, high = text.partition("..") if text != "?" else ("", "", "")
+            if not all(t.isdigit() for t in (low, high) if t):
+                raise click.UsageError(f"--arg {spec}: a run-time range is LO..HI of "
+                                       "non-negative integers (either may be left out) or ?")
+            values[name] = RuntimeArg(int(low) if low else None, int(high) if high else None)
+            continue
         try:
             values[name] = int(text)
         except ValueError:
@@ -389,16 +401,28 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
     from spyrec.ktir import execute
     from spyrec.runtime.layout import HOST_DTYPE
 
-    # the scalar arguments the binary was specialised with, then its tensors
+    # the scalar arguments the binary was specialised with, the run's run-time arguments
+    # (its symbols), then its tensors at their compiled sizes (zero rows past a run-time
+    # row count, as the host pads them); the outputs are cropped as the host crops them
     args = json.loads(exe.binary.provenance.get(CONSTANTS_KEY, "{}"))
     if args:
         click.echo("kernel constants: " + ", ".join(f"{k}={v}" for k, v in args.items()),
                    err=True)
-    args |= {b.name: to_numpy(x) for b, x in zip(exe.binary.inputs, inputs)}  # bf16 too
+    values = {k: v for k, v in exe.last_profile.sizes.items() if k in exe.binary.symbols}
+    if values:
+        click.echo("run-time arguments: " + ", ".join(f"{k}={v}" for k, v in values.items()),
+                   err=True)
+    args |= values
+    for b, x in zip(exe.binary.inputs, inputs):
+        array = to_numpy(x)  # bf16 too
+        args[b.name] = np.pad(array, [(0, full - n) for n, full in zip(array.shape,
+                                                                        b.layout.shape)])
     for b in exe.binary.outputs:
         args[b.name] = np.zeros(b.layout.shape, dtype=HOST_DTYPE[b.layout.host_dtype])
     result = execute(source, exe.binary.kernels[0].name, **args)
-    expected = [to_torch(np.asarray(result[b.name])) for b in exe.binary.outputs]
+    expected = [to_torch(np.asarray(result[b.name])[tuple(
+        slice(0, values[b.symbolic[d]]) if d in b.symbolic else slice(None)
+        for d in range(len(b.layout.shape)))]) for b in exe.binary.outputs]
     return compare_outputs(expected, outputs, exe)
 
 
@@ -428,7 +452,9 @@ def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
               show_default=True, help="Round fp16/bf16 through DL16 (the device) or IEEE.")
 @click.option("--function", help="KTIR input (.mlir): the kernel function to run.")
 @click.option("--arg", "args", multiple=True,
-              help="KTIR input: NAME=FILE.npy | NAME=rand:SHAPExDTYPE | NAME=INT (repeatable).")
+              help="KTIR input: NAME=FILE.npy | NAME=rand:SHAPExDTYPE | NAME=INT (repeatable). "
+                   "A .spyre compiled from KTIR: NAME=INT, the value of a run-time argument "
+                   "(`spyrec inspect` lists them).")
 @click.option("--save-outputs", type=click.Path(path_type=Path), metavar="DIR",
               help="Write every output (KTIR: every array argument) after the run as "
                    "NAME.npy in DIR (bfloat16 as float32: .npy has no bfloat16).")
@@ -450,12 +476,12 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
                                    "(or rand:SHAPExDTYPE, or a number), not --input")
         _run_ktir(binary, function, args, save_outputs, seed, masked_tails)
         return
-    if args or function is not None or masked_tails:
-        raise click.UsageError(f"--arg and --function are for a KTIR .mlir kernel (so is "
-                               f"--masked-tails); {binary} takes its inputs as --input "
-                               "NAME=FILE (.npy or .pt), and a kernel's scalar arguments are "
-                               "bound when it is compiled (spyrec compile k.mlir --arg "
-                               "NAME=VALUE)")
+    if function is not None or masked_tails:
+        raise click.UsageError(f"--function and --masked-tails are for a KTIR .mlir kernel; "
+                               f"{binary} takes its inputs as --input NAME=FILE (.npy or .pt)")
+    if given and args:
+        raise click.UsageError("--arg gives a run-time argument's value for random inputs; "
+                               "with --input the arrays' rows give it")
     if given and sizes:
         raise click.UsageError("--size sets the shapes of random inputs; with --input the "
                                "arrays' shapes give the sizes")
@@ -464,7 +490,12 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
     from spyrec.api import TORCH_DTYPES, load
 
     exe = load(binary, numerics=numerics)
-    values = _symbol_values(sizes, exe.binary.symbols)
+    if args and not _from_ktir(exe.binary):
+        raise click.UsageError(f"--arg is for a KTIR .mlir kernel or a .spyre compiled from "
+                               f"one; {binary} takes its inputs as --input NAME=FILE (.npy or "
+                               ".pt), and its symbolic sizes as --size")
+    values = _symbol_values(sizes, exe.binary.symbols, "--size")
+    values |= _symbol_values(args, exe.binary.symbols, "--arg")
     program = None
     if check is not None and check.suffix != ".mlir":
         from spyrec.frontend.importer import load_program
@@ -665,19 +696,31 @@ def _example_inputs(program: Any, exe: Any) -> list[Any] | None:
     return [t.detach().clone() for t in tensors]
 
 
-def _symbol_values(sizes: tuple[str, ...], symbols: dict[str, tuple[int, int]]) -> dict[str, int]:
-    """--size SYMBOL=N options, checked against the binary's symbolic sizes."""
+def _symbol_values(sizes: tuple[str, ...], symbols: dict[str, tuple[int, int]],
+                   option: str) -> dict[str, int]:
+    """--size SYMBOL=N options (or --arg NAME=N: a KTIR binary's run-time arguments), checked
+    against the binary's symbolic sizes: known, an integer, in the compiled range."""
     values: dict[str, int] = {}
     for item in sizes:
         name, _, number = item.partition("=")
         if name not in symbols:
             known = ", ".join(symbols) or "none"
-            raise click.ClickException(f"--size {item}: no symbolic size '{name}' (the binary "
-                                       f"has: {known})")
+            raise click.ClickException(f"{option} {item}: no symbolic size '{name}' (the "
+                                       f"binary has: {known})")
         if not number.isdigit():
-            raise click.ClickException(f"--size {item}: expected SYMBOL=N with N an integer")
+            raise click.ClickException(f"{option} {item}: expected NAME=N with N an integer")
+        lower, upper = symbols[name]
+        if not lower <= int(number) <= upper:
+            raise click.ClickException(f"{option} {item}: outside the range {lower}..{upper} "
+                                       f"the binary was compiled for; recompile with a wider "
+                                       f"range (spyrec compile ... --arg {name}=LO..HI)")
         values[name] = int(number)
     return values
+
+
+def _from_ktir(binary: Any) -> bool:
+    """Whether `binary` was compiled from a KTIR kernel (its symbols are run-time arguments)."""
+    return str(binary.provenance.get("source", "")).endswith(".mlir")
 
 
 def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
@@ -839,7 +882,7 @@ def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: in
     from spyrec.target.container import read_spyre
 
     b = read_spyre(binary)
-    values = _symbol_values(sizes, b.symbols)
+    values = _symbol_values(sizes, b.symbols, "--size")
     rng = np.random.default_rng(seed)
     inputs = None
     if mode == "full":
@@ -890,7 +933,11 @@ def inspect(binary: Path, programs: bool) -> None:
     flow = " (and the kernels' dataflow)" if "dataflow" in b.provenance else ""
     click.echo(f"target {b.target}; provenance {shown}{flow}")
     for name, (lower, upper) in b.symbols.items():
-        click.echo(f"symbolic size {name}: {lower}..{upper} (compiled at {upper})")
+        if _from_ktir(b):  # a KTIR kernel's symbols are its run-time arguments
+            click.echo(f"run-time argument {name}: {lower}..{upper} (spyrec run ... --arg "
+                       f"{name}=N; a symbolic size, compiled at {upper})")
+        else:
+            click.echo(f"symbolic size {name}: {lower}..{upper} (compiled at {upper})")
     for kind, bindings in (("input", b.inputs), ("output", b.outputs)):
         for t in bindings:
             shape = [t.symbolic.get(d, n) for d, n in enumerate(t.layout.shape)]

@@ -27,6 +27,7 @@ from spyrec.diagnostics import CompileError, PassFailure, SpyrecError
 from spyrec.dialects.ktdp_types import KtirPrinter
 from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
+from spyrec.frontend.ktir_runtime_args import RuntimeArg
 from spyrec.frontend.ktir_specialise import CONSTANTS_KEY
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, compile_target, pass_spec
 from spyrec.progress import listening
@@ -125,7 +126,7 @@ def compile_program(
     verify_each_pass: bool = False,
     cache: CompileCache | None = None,
     on_progress: Callable[[str, str, int, int], None] | None = None,
-    constants: Mapping[str, int | float] | None = None,
+    constants: Mapping[str, int | float | RuntimeArg] | None = None,
 ) -> CompileResult:
     """Compile `program` (an ExportedProgram, a .pt2 path, or a hand-written KTIR .mlir
     whose kernel `function` is compiled); write `output` if given. `pass_options` sets
@@ -137,7 +138,8 @@ def compile_program(
     is returned (and copied to `output`) without compiling (design note 39).
     `on_progress(stage, what, done, total)` hears the progress reports passes make inside a
     long stage (`spyrec.progress`). `constants` binds a KTIR kernel's scalar arguments at
-    compile time (`spyrec.frontend.ktir_specialise`); the binary's provenance records them."""
+    compile time (`spyrec.frontend.ktir_specialise`); the binary's provenance records them
+    (a `RuntimeArg` leaves one to run time: a symbolic size, `ktir_runtime_args`)."""
     times: dict[str, float] = {}
     start = time.perf_counter()
     key = None
@@ -209,8 +211,9 @@ def compile_program(
 
     start = time.perf_counter()
     provenance = {"source": source, "compiler": f"spyrec {VERSION}"}
-    if constants:  # what `spyrec run --check kernel.mlir` passes the interpreter again
-        provenance[CONSTANTS_KEY] = json.dumps(dict(constants), sort_keys=True)
+    bound = {k: v for k, v in (constants or {}).items() if isinstance(v, (int, float))}
+    if bound:  # what `spyrec run --check kernel.mlir` passes the interpreter again
+        provenance[CONSTANTS_KEY] = json.dumps(bound, sort_keys=True)
     binary = build_binary(module, imported.weights, provenance)
     binary.program_cost = imported.cost  # None for a KTIR input: it has no source program
     if key is not None:

@@ -14,13 +14,20 @@ results, because a kernel may interleave them).
       %c = spyre.launch @vector_add(%a, %b) {spyre.kernel_args = array<i64: 0, 1, 2>} ...
 
 Scalar arguments are bound first to the values the caller gives (`constants`:
-`spyrec.frontend.ktir_specialise`); an unbound one is refused with the `--arg` to add.
+`spyrec.frontend.ktir_specialise`); an unbound one is refused with the `--arg` to add. One
+given as a `RuntimeArg` (`--arg n_rows=?`) stays a run-time argument of the binary: a
+symbolic size of the tensors whose rows it bounds (`spyrec.frontend.ktir_runtime_args`),
+recorded on the module as the symbolic sizes of an exported program are. Views at a
+pointer plus whole rows become views of the whole tensor (`spyrec.frontend.ktir_pointers`),
+and an `inter_tile_reduce` delivering its partial with unit dims dropped takes the partial's
+type (`_full_rank_reduces`).
+Views whose dynamic sizes are constants once the scalars are bound become static.
 What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
-(symbolic sizes: run those in the KTIR interpreter), pointer arithmetic on an argument,
-arguments
-both read and written, views that are not dense row-major or whose rows are not whole
-128-byte sticks (the device's row-sticked layout), views whose coordinate set does not
-start at 0 (part of a larger tensor), and views outside global memory.
+(symbolic sizes: run those in the KTIR interpreter), pointer arithmetic `ktir_pointers`
+cannot rewrite, arguments both read and written, views that are not dense row-major or
+whose rows are not whole 128-byte sticks (the device's row-sticked layout), views whose
+coordinate set does not start at 0 (part of a larger tensor), and views outside global
+memory.
 """
 
 from __future__ import annotations
@@ -31,12 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
     IndexType,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -44,7 +52,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, BlockArgument, Region
+from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import (
@@ -53,12 +61,17 @@ from spyrec.dialects.ktdp import (
     LoadOp,
     StoreOp,
 )
+from spyrec.dialects.ktdp_affine import bind_symbols
+from spyrec.dialects.ktdp_intertile import InterTileReduceOp
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_types import RuntimeArgType
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre import LaunchOp
-from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel
+from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel, record_symbols
+from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.frontend.ktir_pointers import rebase_pointer_views
+from spyrec.frontend.ktir_runtime_args import RowSymbol, RuntimeArg, runtime_rows
 from spyrec.frontend.ktir_specialise import Scalar, is_pointer, specialise
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
 from spyrec.target import SpyreTarget
@@ -78,10 +91,11 @@ class _Arg:
 
 
 def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
-                constants: Mapping[str, Scalar] | None = None) -> ImportedProgram:
+                constants: Mapping[str, Scalar | RuntimeArg] | None = None) -> ImportedProgram:
     """The program that launches kernel `function` (the only kernel if None) of `path`, its
     tensors laid out for `target`, its scalar arguments bound to `constants` (name -> value:
-    `spyrec.frontend.ktir_specialise`)."""
+    `spyrec.frontend.ktir_specialise`; a `RuntimeArg` leaves one to run time, a symbolic
+    size compiled at its upper bound: `spyrec.frontend.ktir_runtime_args`)."""
     path = Path(path)
     if not path.exists():
         raise CompileError(f"{path}: no such file")
@@ -90,15 +104,23 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     except KtirSourceError as exc:
         raise CompileError(str(exc)) from None
     kernel = _pick(module, function, path)
-    specialise(kernel, constants or {}, f"{path}: @{kernel.sym_name.data}")
+    where = f"{path}: @{kernel.sym_name.data}"
+    constants = constants or {}
+    specialise(kernel, {k: v for k, v in constants.items() if not isinstance(v, RuntimeArg)},
+               where)
+    symbols = {k: runtime_rows(kernel, k, v, where) for k, v in constants.items()
+               if isinstance(v, RuntimeArg)}
+    specialise(kernel, {k: s.upper for k, s in symbols.items()}, where)
+    _full_rank_reduces(kernel, where)
+    _static_views(kernel)
     if not is_kernel(kernel):  # KTIR's default grid is one tile
         GRID.set(kernel, (1, 1))
+    rebase_pointer_views(kernel, GRID.get(kernel) or (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
     kernel.attributes["spyre.dense_views"] = UnitAttr()
     # drop the other functions: the program is this kernel
     for other in [f for f in module.body.block.ops if f is not kernel]:
         other.detach()
-    where = f"{path}: @{kernel.sym_name.data}"
     args = [_classify(kernel, arg, where, target) for arg in kernel.body.block.args]
     inputs = [a for a in args if not a.written]
     outputs = [a for a in args if a.written]
@@ -107,7 +129,97 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     graph, specs = _graph(kernel.sym_name.data, args, inputs, outputs, target)
     module.body.block.add_op(graph)
     module.attributes["spyre.source"] = StringAttr(str(path))
+    if symbols:
+        record_symbols(module, _signature(symbols, inputs, outputs))
     return ImportedProgram(module, {}, *specs, source_name=str(path))
+
+
+def _signature(symbols: dict[str, RowSymbol], inputs: list[_Arg],
+               outputs: list[_Arg]) -> SymbolicSignature:
+    """The run-time arguments as the module's symbolic sizes: each sizes dim 0 of the
+    tensors whose rows it bounds (named as `_classify` names them)."""
+    sized = {(a.name_hint or f"arg{a.index}"): name
+             for name, s in symbols.items() for a in s.pointers}
+
+    def dims(args: list[_Arg]) -> tuple[dict[int, str], ...]:
+        return tuple({0: sized[a.name]} if a.name in sized else {} for a in args)
+
+    return SymbolicSignature({n: (s.lower, s.upper) for n, s in symbols.items()},
+                             dims(inputs), dims(outputs))
+
+
+def _static_views(kernel: func.FuncOp) -> None:
+    """Give every memory view whose dynamic sizes and strides are all constants once the
+    scalar arguments are bound (`sizes: [%n]` with `--arg n_elements=1024`) those sizes
+    statically, its coordinate set's symbols bound to the sizes as the interpreter binds
+    them; a view with a size known only at run time is left for `_check_view` to refuse."""
+    for view in [o for o in kernel.walk() if isinstance(o, ConstructMemoryViewOp)]:
+        sizes = [_known(v) for v in view.mixed_sizes()]
+        strides = [_known(v) for v in view.mixed_strides()]
+        if not (view.sizes or view.strides) or None in sizes + strides:
+            continue
+        mtype = view.result.type
+        assert isinstance(mtype, MemRefType)
+        shape = [n for n in sizes if n is not None]
+        coordinates = view.coordinate_set.data
+        symbols = [_known(v) for v in view.sizes][:coordinates.num_symbols]
+        static = ConstructMemoryViewOp(
+            view.offset, shape, [n for n in strides if n is not None],
+            MemRefType(mtype.element_type, shape),
+            bind_symbols(coordinates, [n for n in symbols if n is not None]),
+            view.memory_space)
+        assert view.parent is not None
+        view.parent.insert_op_before(static, view)
+        view.result.replace_all_uses_with(static.result)
+        view.detach()
+        view.erase()
+
+
+def _known(value: SSAValue | int) -> int | None:
+    """An integer, or the value of an integer `arith.constant`; None otherwise."""
+    if isinstance(value, int):
+        return value
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def _full_rank_reduces(kernel: func.FuncOp, where: str) -> None:
+    """Give each `ktdp.inter_tile_reduce` whose result drops unit dims of its partial (the
+    public ring-reduce examples' `tensor<128xf16>` from `tensor<1x128xf16>` partials:
+    `ktdp_intertile.rank_reduced`) the partial's type, when every use of that result is a
+    `tensor.expand_shape` back to it (which then goes); any other use is refused with the
+    rewrite that makes the kernel compile."""
+    for op in [o for o in kernel.walk() if isinstance(o, InterTileReduceOp)]:
+        partials = list(op.future_type.partials)
+        if [r.type for r in op.results] == partials:
+            continue
+        for result, partial in zip(op.results, partials):
+            for use in result.uses:
+                if use.operation.name != "tensor.expand_shape" or \
+                        use.operation.results[0].type != partial:
+                    raise CompileError(
+                        f"{where}: ktdp.inter_tile_reduce (%{result.name_hint}) delivers "
+                        f"{result.type} from partials {partial} and {use.operation.name} "
+                        f"reads it; the compiler takes the partial's type: write `-> "
+                        f"{partial}` and use the result as the partial's shape (drop the "
+                        "reshape)")
+        full = InterTileReduceOp.create(
+            operands=list(op.operands), result_types=partials,
+            properties=dict(op.properties), attributes=dict(op.attributes),
+            regions=[op.detach_region(op.regions[0])])
+        assert op.parent is not None
+        op.parent.insert_op_before(full, op)
+        for result, new in zip(op.results, full.results):
+            new.name_hint = result.name_hint
+            for use in list(result.uses):
+                expand = use.operation
+                expand.results[0].replace_all_uses_with(new)
+                expand.detach()
+                expand.erase()
+        op.detach()
+        op.erase()
 
 
 def _pick(module: ModuleOp, function: str | None, path: Path) -> func.FuncOp:
@@ -185,8 +297,9 @@ def _check_view(view: ConstructMemoryViewOp, name: str, where: str,
         raise CompileError(f"{where}: the view of %{name} is in {space}; the compiler places "
                            "tensors itself and takes views of global memory only")
     if view.sizes or view.strides:
-        raise CompileError(f"{where}: the view of %{name} has dynamic sizes or strides; the "
-                           "compiler needs static shapes")
+        raise CompileError(f"{where}: the view of %{name} has sizes or strides known only at "
+                           "run time; the compiler needs static shapes: bind the scalar "
+                           "arguments they come from (spyrec compile ... --arg NAME=VALUE)")
     sizes = [int(s) for s in view.static_sizes.get_values()]
     strides = [int(s) for s in view.static_strides.get_values()]
     # KTIR addresses element c of a view at c - (the set's lowest point); the back end

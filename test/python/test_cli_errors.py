@@ -258,7 +258,8 @@ def test_run_input_mistakes(files):
     assert "model.pt2 is neither .npy nor .pt" in _fails(
         1, "run", files.spyre, "--input", f"x={files.model}")
     assert "not a file" in _fails(1, "run", files.spyre, "--input", "x=missing.npy")
-    assert "--arg and --function are for a KTIR" in _fails(2, "run", files.spyre, "--arg", "a=1")
+    assert "--arg is for a KTIR .mlir kernel or a .spyre compiled from one" in _fails(
+        2, "run", files.spyre, "--arg", "a=1")
 
 
 def test_emit_with_output_writes_the_file(files, tmp_path):

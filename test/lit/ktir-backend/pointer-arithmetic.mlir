@@ -1,0 +1,62 @@
+// Pointer arithmetic on a pointer argument, as Triton emits it (design note 83): each core
+// views its own row at %in_ptr + %pid * 64 elements. The compiler views the whole tensor at
+// %in_ptr (4 rows: the furthest core's view) and moves the row shift, %pid * 1, into the
+// tiles' leading subscript; the binary matches the interpreter on the kernel as written,
+// and the check fails against a kernel whose offset differs (every core reading row 0).
+// An offset that is not a whole number of rows is refused as pointer arithmetic.
+// RUN: spyrec compile %s -o %t.spyre 2>/dev/null
+// RUN: spyrec compile %s --emit=ktir 2>/dev/null | FileCheck --check-prefix=IR %s
+// RUN: spyrec run %t.spyre --check %s --numerics ieee 2>&1 | FileCheck --check-prefix=CHECKED %s
+// RUN: sed 's/%%offs = arith.muli %%pid, %%c64/%%offs = arith.muli %%c0, %%c64/' %s > %t.bug.mlir
+// RUN: not spyrec run %t.spyre --check %t.bug.mlir --numerics ieee 2>&1 | FileCheck --check-prefix=BUG %s
+// RUN: sed 's/arith.constant 64 : index/arith.constant 32 : index/' %s > %t.half.mlir
+// RUN: not spyrec compile %t.half.mlir -o %t.half.spyre 2>&1 | FileCheck --check-prefix=HALF %s
+
+// IR: ktdp.construct_memory_view %in_ptr, sizes: [4, 64], strides: [64, 1]
+// IR-NOT: arith.addi %in_ptr
+// CHECKED: out_ptr: ok
+// BUG: out_ptr: FAILED
+// HALF: error: {{.*}}@ring_sum: argument %in_ptr is a tensor address offset by integer arithmetic before it is viewed (pointer arithmetic)
+
+#all = affine_set<(d0, d1) : (d0 >= 0, -d0 + 3 >= 0, d1 >= 0, -d1 + 63 >= 0)>
+#row = affine_set<(d0, d1) : (d0 == 0, d1 >= 0, -d1 + 63 >= 0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tiles = affine_set<(i)[g] : (i >= 0, -i + 3 >= 0)>
+module {
+  func.func @ring_sum(%in_ptr: index, %out_ptr: index) attributes {grid = [4, 1]} {
+    %c0 = arith.constant 0 : index
+    %pid = ktdp.get_compute_tile_id : index
+    %c64 = arith.constant 64 : index
+    %offs = arith.muli %pid, %c64 : index
+    %row_ptr = arith.addi %in_ptr, %offs : index
+    %vin = ktdp.construct_memory_view %row_ptr, sizes: [1, 64], strides: [64, 1] {
+      coordinate_set = #row, memory_space = #ktdp.memory_space<global>} : memref<1x64xf32>
+    %t = ktdp.construct_access_tile %vin[%c0, %c0] {access_tile_set = #row, access_tile_order = #id}
+        : memref<1x64xf32> -> !ktdp.access_tile<1x64xindex>
+    %partial = ktdp.load %t : !ktdp.access_tile<1x64xindex> -> tensor<1x64xf32>
+    %fut = ktdp.inter_tile_produce producer_tiles_per_group = #tiles
+        : tensor<1x64xf32> -> !ktdp.tile_future<tensor<1x64xf32>, groups = affine_set<(g) : (g == 0)>> {
+      ^bb0(%gid: index):
+        ktdp.yield_partial %partial : tensor<1x64xf32>
+    }
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<1x64xf32>
+    %ident = linalg.fill ins(%zero : f32) outs(%e : tensor<1x64xf32>) -> tensor<1x64xf32>
+    %sum = ktdp.inter_tile_reduce(%fut) consumer_tiles_per_group = #tiles, identity(%ident : tensor<1x64xf32>)
+        : !ktdp.tile_future<tensor<1x64xf32>, groups = affine_set<(g) : (g == 0)>> -> tensor<64xf32> {
+      ^bb0(%l: tensor<1x64xf32>, %r: tensor<1x64xf32>):
+        %s = arith.addf %l, %r : tensor<1x64xf32>
+        ktdp.yield_reduced %s : tensor<1x64xf32>
+    }
+    %first = arith.cmpi eq, %pid, %c0 : index
+    scf.if %first {
+      %sum2 = tensor.expand_shape %sum [[0, 1]] output_shape [1, 64] : tensor<64xf32> into tensor<1x64xf32>
+      %vout = ktdp.construct_memory_view %out_ptr, sizes: [1, 64], strides: [64, 1] {
+        coordinate_set = #row, memory_space = #ktdp.memory_space<global>} : memref<1x64xf32>
+      %to = ktdp.construct_access_tile %vout[%c0, %c0] {access_tile_set = #row, access_tile_order = #id}
+          : memref<1x64xf32> -> !ktdp.access_tile<1x64xindex>
+      ktdp.store %sum2, %to : tensor<1x64xf32>, !ktdp.access_tile<1x64xindex>
+    }
+    return
+  }
+}
