@@ -22,6 +22,11 @@ interpreter gives the same results before and after. Decisions:
 - a `linalg.fill` shared by several matmuls is cloned per matmul, because each matmul
   accumulates in place in its init's LX slot;
 - `spyre.cost` gets the kernel's FLOPs and least off-chip bytes for the roofline;
+- a 2-D `linalg.transpose` read as a matmul's B is no instruction: the matmul becomes a
+  `matmul_nt` of its source as stored (any other use is refused);
+- the views a hand-written kernel builds on its arguments get the strides of the device's
+  padded layout, rows in whole 128-byte sticks (`_padded_rows`; sizes unchanged);
+- an inter-tile combiner written `linalg.add` of its two arguments becomes `arith.addf`;
 - an inter-tile sum, a `ktdp.inter_tile_produce` whose region only yields one f32 or f16
   partial computed before it and a `ktdp.inter_tile_reduce` whose combiner is one
   `arith.addf` and whose identity is zero, keeps its ops and types:
