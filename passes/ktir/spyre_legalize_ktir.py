@@ -22,6 +22,11 @@ interpreter gives the same results before and after. Decisions:
 - a `linalg.fill` shared by several matmuls is cloned per matmul, because each matmul
   accumulates in place in its init's LX slot;
 - `spyre.cost` gets the kernel's FLOPs and least off-chip bytes for the roofline;
+- a 2-D `linalg.transpose` read as a matmul's B is no instruction: the matmul becomes a
+  `matmul_nt` of its source as stored (any other use is refused);
+- the views a hand-written kernel builds on its arguments get the strides of the device's
+  padded layout, rows in whole 128-byte sticks (`_padded_rows`; sizes unchanged);
+- an inter-tile combiner written `linalg.add` of its two arguments becomes `arith.addf`;
 - an inter-tile sum, a `ktdp.inter_tile_produce` whose region only yields one f32 or f16
   partial computed before it and a `ktdp.inter_tile_reduce` whose combiner is one
   `arith.addf` and whose identity is zero, keeps its ops and types:
@@ -90,6 +95,7 @@ from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
 from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims
 from spyrec.passes.ktir.ktir_tiles import tensor_shape as _shape
+from spyrec.target.layout import STICK_BYTES
 
 BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.divf": "div",
           "arith.maximumf": "maximum", "arith.minimumf": "minimum",
@@ -143,6 +149,7 @@ class _Kernel:
         self.scalars: dict[SSAValue, float] = {}
         self.broadcasts: dict[SSAValue, Arg] = {}  # result -> source with its map
         self.extracted: dict[SSAValue, tensor.ExtractOp] = {}  # scalar -> its extract
+        self.transposed: dict[SSAValue, SSAValue] = {}  # 2-D transpose result -> its source
 
     def error(self, op: Operation, what: str) -> CompileError:
         results = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
@@ -219,6 +226,8 @@ class _Kernel:
                 self.dense(op)
             elif isinstance(op, linalg.BroadcastOp):
                 self.broadcast(op)
+            elif isinstance(op, linalg.TransposeOp):
+                self.transpose(op)
             elif isinstance(op, linalg.GenericOp):
                 self.generic(op)
             elif op.name == "linalg.reduce":
@@ -238,7 +247,8 @@ class _Kernel:
     def cleanup(self) -> None:
         """Erase the constants and broadcasts folded into their users."""
         dead = [op for op in self.fn.walk()
-                if isinstance(op, (tensor.SplatOp, linalg.FillOp, linalg.BroadcastOp))
+                if isinstance(op, (tensor.SplatOp, linalg.FillOp, linalg.BroadcastOp,
+                                   linalg.TransposeOp))
                 and "spyre.tile" not in op.attributes]
         for op in reversed(dead):
             zero_fill = isinstance(op, linalg.FillOp) and self.scalars.get(op.results[0]) == 0.0
@@ -246,6 +256,11 @@ class _Kernel:
                 continue
             if any(r.uses for r in op.results):
                 user = next(iter(op.results[0].uses)).operation
+                if isinstance(op, linalg.TransposeOp):
+                    raise self.error(op, f"its value is used by {user.name}; the compiler "
+                                     "takes a 2-D transpose only as a matmul's B operand (the "
+                                     "PT reads B^T as stored: pt.matmul_nt) and inserts no "
+                                     "transpose of its own")
                 raise self.error(op, f"its value is used by {user.name}, which needs it in LX; "
                                  "constants and broadcasts can only feed elementwise ops, "
                                  "reductions and matmul accumulators")
@@ -340,6 +355,17 @@ class _Kernel:
             self.broadcasts[result] = source
         else:
             self.scalars[result] = source
+
+    def transpose(self, op: linalg.TransposeOp) -> None:
+        """A 2-D transpose is no instruction: a matmul reading it as B reads its source as
+        stored (`matmul_nt`); any other use is refused by `cleanup`."""
+        source = op.operands[0]
+        if list(op.permutation.get_values()) != [1, 0] or source in self.scalars \
+                or source in self.broadcasts or source in self.transposed:
+            raise self.error(op, f"it permutes %{source.name_hint} ({source.type}) by "
+                             f"{list(op.permutation.get_values())}; the compiler takes the "
+                             "2-D transpose [1, 0] of a tile in LX, as a matmul's B operand")
+        self.transposed[op.results[0]] = source
 
     # -- building ---------------------------------------------------------------------
     def scalar_op(self, op: Operation, name: str, operands: list[Operand],
@@ -616,6 +642,7 @@ class _Kernel:
         if len(partials) != 1:
             raise self.error(op, f"it folds {len(partials)} partials; ring.reduce sums one: "
                              "use one inter_tile_produce / inter_tile_reduce pair per partial")
+        _named_sum_as_addf(op)
         if not op.sums_its_arguments:
             names = [o.name for o in op.combiner.block.ops]
             raise self.error(op, f"its combiner is ({', '.join(names)}); ring.reduce only "
@@ -650,6 +677,8 @@ class _Kernel:
             op.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(tile))
 
     def matmul(self, op: Operation, a: SSAValue, b: SSAValue, init: SSAValue) -> None:
+        nt = b in self.transposed  # B^T as stored: [n, k]
+        b = self.transposed.get(b, b)
         for v in (a, b):
             if v in self.scalars or v in self.broadcasts or len(_shape(v)) != 2:
                 raise self.error(op, f"operand %{v.name_hint} must be a 2-D tile in LX")
@@ -677,8 +706,9 @@ class _Kernel:
             return bb.insert(arith.AddfOp(acc, prod)).result
 
         result = self.generic_op(
-            op, [Arg(a, AffineMap(3, 0, (d0, d2))), Arg(b, AffineMap(3, 0, (d2, d1)))],
-            _shape(init), f32, body, {"spyre.fn": StringAttr("matmul")},
+            op, [Arg(a, AffineMap(3, 0, (d0, d2))),
+                 Arg(b, AffineMap(3, 0, (d1, d2) if nt else (d2, d1)))],
+            _shape(init), f32, body, {"spyre.fn": StringAttr("matmul_nt" if nt else "matmul")},
             default_tile_dims(_shape(init)), init=init,
             iterators=[IteratorTypeAttr.parallel()] * 2 + [IteratorTypeAttr.reduction()],
             out_map=AffineMap(3, 0, (d0, d1)))
@@ -693,6 +723,26 @@ class _Kernel:
 
 
 _COMBINE = {"add": "addf", "maximum": "maximumf", "minimum": "minimumf"}
+
+
+def _named_sum_as_addf(op: InterTileReduceOp) -> None:
+    """A combiner written with the named op, `linalg.add ins(%lhs, %rhs) outs(%empty)` of
+    its two arguments into a `tensor.empty`, becomes the `arith.addf %lhs, %rhs` it means
+    (the same elementwise sum in the arguments' type), the form ring.reduce implements."""
+    block = op.combiner.block
+    ops = list(block.ops)
+    if [o.name for o in ops] != ["tensor.empty", "linalg.add", "ktdp.yield_reduced"]:
+        return
+    empty, add, yielded = ops
+    ins = list(add.operands[:2])
+    if len(add.operands) != 3 or add.operands[2] is not empty.results[0] or len(set(ins)) != 2 \
+            or set(ins) != set(block.args) or yielded.operands[0] is not add.results[0]:
+        return
+    addf = arith.AddfOp(ins[0], ins[1])
+    block.insert_op_before(addf, add)
+    add.results[0].replace_all_uses_with(addf.result)
+    _erase(add)
+    _erase(empty)
 
 
 def _unary(make: Callable[[SSAValue], Operation]) -> Callable[[Builder, SSAValue], SSAValue]:
@@ -749,7 +799,7 @@ def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
     grid = pymath.prod(ktir_grid(fn))
     flops = 0
     for op in fn.walk():
-        if isinstance(op, linalg.GenericOp) and _is_fn(op, "matmul"):
+        if isinstance(op, linalg.GenericOp) and (_is_fn(op, "matmul") or _is_fn(op, "matmul_nt")):
             m, k = _shape(op.inputs[0])
             n = _shape(op.outputs[0])[1]
             flops += 2 * m * n * k * _trips(op) * grid
@@ -810,6 +860,27 @@ def _check_whole_tiles(fn: func.FuncOp) -> None:
             "(the KTIR interpreter runs the kernel as written: spyrec.ktir.execute)")
 
 
+def _padded_rows(fn: func.FuncOp) -> None:
+    """The views a hand-written kernel builds on its arguments (`spyre.dense_views`) address
+    the device's copy of the tensor, whose rows are padded to whole 128-byte sticks (the
+    host writes and reads the padding, as for every unaligned tensor of the model path):
+    a view whose rows are not whole sticks gets the strides of that padded layout. The
+    view's sizes, and so every tile and bound, stay the kernel's; only the pitch between
+    rows changes, so a tile moves the same elements."""
+    if "spyre.dense_views" not in fn.attributes:
+        return
+    for op in fn.walk():
+        if not isinstance(op, ConstructMemoryViewOp) or op.offset.owner is not fn.body.block:
+            continue
+        mtype = op.result.type
+        assert isinstance(mtype, MemRefType)
+        sizes = [int(v) for v in op.static_sizes.get_values()]
+        per_stick = STICK_BYTES // DEVICE_ITEMSIZE[DEVICE_DTYPE[str(mtype.element_type)]]
+        padded = [*sizes[:-1], -(-sizes[-1] // per_stick) * per_stick]
+        strides = [pymath.prod(padded[i + 1:]) for i in range(len(padded))]
+        op.properties["static_strides"] = DenseArrayBase.from_list(i64, strides)
+
+
 @dataclass(frozen=True)
 class SpyreLegalizeKtir(ModulePass):
     """Map hand-written KTIR tensor computations onto Spyre engine operations."""
@@ -821,6 +892,7 @@ class SpyreLegalizeKtir(ModulePass):
                    if isinstance(f, func.FuncOp) and is_kernel(f)]:
             check_tile_bounds(fn)  # before rewriting: the errors name the kernel's own ops
             _check_whole_tiles(fn)
+            _padded_rows(fn)
             _Kernel(fn).run()
             if "spyre.cost" not in fn.attributes:
                 fn.attributes["spyre.cost"] = kernel_cost(fn)

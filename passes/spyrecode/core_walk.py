@@ -618,11 +618,24 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
         if t.transposed:
             raise it.error(op, "it reads a tile loaded through a transposing order; only a "
                            "matmul's B operand can be read that way")
+    src = srcs[0]
+    common = dict(rows=count, src_pitch=src.pitch, src_dtype=src.dtype, unit=half, **dst)
+    zero = [t.zero for t in srcs]
+    if zero in ([True, False], [False, True]) and fn in BINARY_FN and all(
+            t.shape == out.shape for t in srcs):
+        # the first iteration of a loop-carried zero accumulator (`acc + x`: Triton's
+        # matmuls and sums): the fill no instruction wrote is the immediate 0, and the op
+        # computes exactly x + 0 (or 0 - x), as the kernel declares
+        src = srcs[zero.index(False)]
+        common.update(src_pitch=src.pitch, src_dtype=src.dtype)
+        reverse = 1 if zero[0] and fn not in COMMUTATIVE else 0
+        it.stream.emit("sfu.scalar", keys(src), dst_keys, fn=BINARY_FN[fn], src=at(src),
+                       cols=cols, imm=f32_bits(0.0), reverse=reverse, **common)
+        return
+    for t in srcs:
         if t.zero:
             raise it.error(op, "it reads a linalg.fill that no instruction has written; zero "
                            "fills only start matmul accumulations")
-    src = srcs[0]
-    common = dict(rows=count, src_pitch=src.pitch, src_dtype=src.dtype, unit=half, **dst)
     if fn == "causal_mask":
         # key c is masked for query q0 + r: c > r + q0, and this half starts `row` rows in
         value = op.attributes["spyre.scalar"]

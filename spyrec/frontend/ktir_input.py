@@ -24,10 +24,10 @@ type (`_full_rank_reduces`).
 Views whose dynamic sizes are constants once the scalars are bound become static.
 What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
 (symbolic sizes: run those in the KTIR interpreter), pointer arithmetic `ktir_pointers`
-cannot rewrite, arguments both read and written, views that are not dense row-major or
-whose rows are not whole 128-byte sticks (the device's row-sticked layout), views whose
-coordinate set does not start at 0 (part of a larger tensor), and views outside global
-memory.
+cannot rewrite, arguments both read and written, views that are not dense row-major,
+views whose coordinate set does not start at 0 (part of a larger tensor), and views
+outside global memory. Rows that are not whole 128-byte sticks are the device's padded
+sticks (spyre-legalize-ktir gives their views the padded pitch).
 """
 
 from __future__ import annotations
@@ -67,13 +67,13 @@ from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_types import RuntimeArgType
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre import LaunchOp
-from spyrec.dialects.spyre_plan import GRID, LAYOUT, is_kernel, record_symbols
+from spyrec.dialects.spyre_plan import GRID, LAYOUT, ktir_grid, record_symbols
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
 from spyrec.frontend.ktir_pointers import rebase_pointer_views
 from spyrec.frontend.ktir_runtime_args import RowSymbol, RuntimeArg, runtime_rows
 from spyrec.frontend.ktir_specialise import Scalar, is_pointer, specialise
-from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE, row_sticked
+from spyrec.passes.graph.spyre_stickify import row_sticked
 from spyrec.target import SpyreTarget
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
@@ -113,15 +113,15 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     specialise(kernel, {k: s.upper for k, s in symbols.items()}, where)
     _full_rank_reduces(kernel, where)
     _static_views(kernel)
-    if not is_kernel(kernel):  # KTIR's default grid is one tile
-        GRID.set(kernel, (1, 1))
+    if len(ktir_grid(kernel)) == 1:  # KTIR's default grid is one tile; [n] is [n, 1]
+        GRID.set(kernel, (ktir_grid(kernel)[0], 1))
     rebase_pointer_views(kernel, GRID.get(kernel) or (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
     kernel.attributes["spyre.dense_views"] = UnitAttr()
     # drop the other functions: the program is this kernel
     for other in [f for f in module.body.block.ops if f is not kernel]:
         other.detach()
-    args = [_classify(kernel, arg, where, target) for arg in kernel.body.block.args]
+    args = [_classify(kernel, arg, where) for arg in kernel.body.block.args]
     inputs = [a for a in args if not a.written]
     outputs = [a for a in args if a.written]
     if not outputs:
@@ -237,8 +237,7 @@ def _pick(module: ModuleOp, function: str | None, path: Path) -> func.FuncOp:
     return kernels[0]
 
 
-def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str,
-              target: SpyreTarget) -> _Arg:
+def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
     name = arg.name_hint or f"arg{arg.index}"
     if isinstance(arg.type, RuntimeArgType):
         raise CompileError(f"{where}: argument %{name} is a {arg.type} (a size known at run "
@@ -268,7 +267,7 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str,
     first = views[0].result.type
     info = _Arg(name, first)
     for view in views:
-        _check_view(view, name, where, target)
+        _check_view(view, name, where)
         if view.result.type != first:
             raise CompileError(f"{where}: argument %{name} is viewed as both {first} and "
                                f"{view.result.type}; give it one view")
@@ -288,8 +287,7 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str,
     return info
 
 
-def _check_view(view: ConstructMemoryViewOp, name: str, where: str,
-                target: SpyreTarget) -> None:
+def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
     mtype = view.result.type
     assert isinstance(mtype, MemRefType)
     space = view.memory_space
@@ -319,12 +317,6 @@ def _check_view(view: ConstructMemoryViewOp, name: str, where: str,
     if element not in TORCH_DTYPES:
         raise CompileError(f"{where}: %{name} holds {element}; the device takes f16, bf16, "
                            "f32 and i32")
-    itemsize = DEVICE_ITEMSIZE[DEVICE_DTYPE[element]]
-    row_bytes = sizes[-1] * itemsize
-    if len(sizes) > 1 and row_bytes % target.stick_bytes:
-        raise CompileError(f"{where}: rows of %{name} are {row_bytes} B; the device stores "
-                           f"tensors in whole {target.stick_bytes}-byte sticks per "
-                           "row, so the last dimension must fill whole sticks")
 
 
 def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg], outputs: list[_Arg],
