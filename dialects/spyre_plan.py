@@ -444,10 +444,11 @@ def _symbols_test(attr: Attribute) -> bool:
                     for dim, symbol in dims.data.items())
                 for dims in per_value.data):
             return False
-    made = attr.data.get("made")
-    return made is None or (isinstance(made, ArrayAttr) and isinstance(
-        attr.data["inputs"], ArrayAttr) and len(made.data) == len(attr.data["inputs"].data)
-        and all(isinstance(s, StringAttr) and s.data in names | {""} for s in made.data))
+    made, inputs = attr.data.get("made"), attr.data["inputs"]
+    return made is None or (isinstance(made, ArrayAttr) and isinstance(inputs, ArrayAttr)
+                            and len(made.data) == len(inputs.data)
+                            and all(isinstance(s, StringAttr) and s.data in names | {""}
+                                    for s in made.data))
 
 
 def _symbols_of(attr: Attribute) -> SymbolicSignature:

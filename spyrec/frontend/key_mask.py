@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import torch
+from torch.fx.graph import CodeGen
 
 aten = torch.ops.aten
 
@@ -90,7 +91,7 @@ def add_key_masks(module: torch.fx.GraphModule, keyed: Mapping[str, tuple[str, i
     symbol's key mask, a new input after the user's. Returns the symbols whose masks it
     takes, in input order; `module` then takes its inputs flat, the masks last."""
     graph = module.graph
-    graph._codegen = torch.fx.graph.CodeGen()  # flat positional inputs, the masks appended
+    graph._codegen = CodeGen()  # flat positional inputs, the masks appended
     module._forward_pre_hooks.clear()  # the unlifted module's check of the user's inputs
     last = [n for n in graph.nodes if n.op == "placeholder"][-1]
     masks: dict[str, torch.fx.Node] = {}

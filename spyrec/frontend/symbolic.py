@@ -647,8 +647,9 @@ class _Checker:
         """What `node` holds at padded positions (`pads`) and whether it is an arange along a
         dim (`iota`): an input is 0 there (a softmax the key mask hides, `reduction`, is 0
         along its dim); casts convert that value; unsqueeze, expand, dropout and copies move
-        dims, and a view that keeps the last dim whole keeps it there; an index at an arange along an input's dim reads that dim's padded
-        positions at its own; `a & b` is False wherever either operand is."""
+        dims, and a view that keeps the last dim whole keeps it there; an index at an
+        arange along an input's dim reads that dim's padded positions at its own; `a & b`
+        is False wherever either operand is."""
         args = node.args
         x = args[0] if args and isinstance(args[0], torch.fx.Node) \
             and isinstance(args[0].meta.get("val"), torch.Tensor) else None
@@ -659,8 +660,8 @@ class _Checker:
             return
         elif name in {"aten.add.Tensor", "aten.sub.Tensor"} and args[1] == 0 and x in self.iota:
             self.iota[node] = self.iota[x]
-        elif name in _VIEWS - {"aten.unsqueeze.default"} and x in self.pads and val.dim() and x.meta["val"].dim() and \
-                self.of(node)[-1] == self.of(x)[-1]:  # the last dim kept whole
+        elif name in _VIEWS - {"aten.unsqueeze.default"} and x in self.pads and val.dim() \
+                and x.meta["val"].dim() and self.of(node)[-1] == self.of(x)[-1]:  # kept whole
             last = self.pads[x].get(x.meta["val"].dim() - 1)
             self.pads[node] = {} if last is None else {val.dim() - 1: last}
         elif name in {"aten.unsqueeze.default", "aten.expand.default", "aten.clone.default",

@@ -453,8 +453,8 @@ def _check_binary(binary: SpyreBinary, target: SpyreTarget) -> None:
                     f"tensor '{binding.name}' dim {dim} is {binding.layout.shape[dim]}, not the "
                     f"upper bound {binary.symbols[name][1]} of symbol '{name}'")
     for binding in binary.inputs:
-        if binding.made and binding.symbolic != {0: binding.made} or \
-                binding.made and len(binding.layout.shape) != 1:
+        if binding.made and (binding.symbolic != {0: binding.made}
+                             or len(binding.layout.shape) != 1):
             raise ContainerError(f"input '{binding.name}' is the key mask of symbol "
                                  f"'{binding.made}', so it must be 1-D and sized by it")
     _check_patches(binary)
