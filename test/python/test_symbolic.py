@@ -380,3 +380,23 @@ def test_a_padding_mask_input_hides_the_padded_keys():
         x, m = torch.randn(2, size, 128).half(), torch.ones(2, size, dtype=torch.long)
         m[1, size - 1:] = 0
         _close(exe, one(exe(x, m)), model(x, m))
+
+
+def test_cli_makes_the_key_mask_and_checks_against_the_source(spyrec_cli, cli_env, tmp_path):
+    """`spyrec inspect` names the made input; `spyrec run` draws and `--check` compares the
+    caller's inputs only, the host making the key mask."""
+    ep = torch.export.export(_Bidirectional(), (torch.randn(2, 16, 128).half(),),
+                             dynamic_shapes=({1: RULES_SEQ},))
+    pt2, out = tmp_path / "b.pt2", tmp_path / "b.spyre"
+    torch.export.save(ep, pt2)
+    spyrec.compile(ep, output=out, cache=False)
+
+    def run(*args):
+        return subprocess.run([*spyrec_cli, *args], capture_output=True, text=True,
+                              env=cli_env, timeout=600, check=False)
+
+    res = run("inspect", str(out), "--no-programs")
+    assert "input x_dim1_keys: [x.dim1] int64" in res.stdout
+    assert "(made by the host: the key mask of x.dim1)" in res.stdout
+    res = run("run", str(out), "--size", "x.dim1=7", "--check", str(pt2))
+    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr
