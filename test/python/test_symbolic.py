@@ -263,8 +263,8 @@ class _SeeAll(torch.nn.Module):
 
 
 class _SoftmaxOverKeys(torch.nn.Module):
-    """Eager attention (T5's): a softmax over the symbolic keys in f32, then a contraction
-    over them."""
+    """Eager attention (MPNet's): a softmax over the symbolic keys in f32, then a
+    contraction over them."""
 
     def forward(self, x):
         q = _heads(x)

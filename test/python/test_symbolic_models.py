@@ -101,9 +101,9 @@ def _encoder(name: str) -> tuple[torch.nn.Module, spyrec.Executable]:
     "distilbert", *(pytest.param(n, marks=pytest.mark.heavy)
                     for n in ("bert", "bart-encoder", "t5-encoder"))])
 def test_an_encoder_given_input_ids_alone_runs_every_sequence_length(name):
-    """Bidirectional attention (SDPA in DistilBERT, BERT and BART; T5's eager softmax over
-    the keys with its position bias, then a contraction over them): the caller passes the
-    ids, the host makes the key mask."""
+    """Bidirectional attention, SDPA without a mask (DistilBERT, BART), with an all-visible
+    boolean one (BERT) or an additive position bias (T5): the caller passes the ids, the
+    host makes the key mask."""
     model, exe = _encoder(name)
     assert [b.made for b in exe.binary.inputs] == ["", "ids.dim1"]
     gen = torch.Generator().manual_seed(1)
