@@ -13,7 +13,8 @@ them, and this module rewrites the program before it is specialised at U:
   False at every padded key for every query; one with a boolean mask gets that mask `&`
   it, one with an additive mask -inf where it is False (`where`, exact);
 - a softmax over the symbolic dim reads its operand with -inf at the padded positions, in
-  f32 (where -inf is exact on the device; a 16-bit operand is cast up and its result back).
+  f32 (where -inf is exact on the device; a 16-bit operand is cast up, a 16-bit result
+  back).
 
 A padded key's weight is then exp(-inf - max) = 0 exactly, so each real row's softmax is
 the one eager computes at that length; the proof checks that every row still sees a real
@@ -65,10 +66,11 @@ def _mask_attention(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.N
 
 def _mask_softmax(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.Node,
                   d: int) -> None:
-    """softmax `node` over dim `d` with -inf at the padded positions, computed in f32."""
+    """softmax `node` over dim `d` with -inf at the padded positions, computed in f32 and
+    cast to the element type it had."""
     x = node.args[0]
     assert isinstance(x, torch.fx.Node)
-    val = x.meta["val"]
+    val, out = x.meta["val"], node.meta["val"].dtype
     scores = x if val.dtype == torch.float32 else graph.call_function(
         aten._to_copy.default, (x,), {"dtype": torch.float32})
     masked = graph.call_function(aten.where.ScalarOther,
@@ -78,9 +80,9 @@ def _mask_softmax(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.Nod
         node.update_arg(2, False)  # f32 in, f32 out
     elif len(node.args) > 2:
         node.update_arg(2, None)
-    if val.dtype != torch.float32:
+    if out != torch.float32:
         with graph.inserting_after(node):
-            back = graph.call_function(aten._to_copy.default, (node,), {"dtype": val.dtype})
+            back = graph.call_function(aten._to_copy.default, (node,), {"dtype": out})
         node.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
 
 

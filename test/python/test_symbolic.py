@@ -272,8 +272,16 @@ class _SoftmaxOverKeys(torch.nn.Module):
         return _merge(weights @ q)
 
 
-KEYED = [_Bidirectional, _SeeAll, _SoftmaxOverKeys]
-KEYED_IDS = ["sdpa-without-mask", "sdpa-all-visible-mask", "eager-softmax"]
+class _HalfSoftmaxOverKeys(torch.nn.Module):
+    """The same in fp16: the masked softmax runs in f32 (DL16 holds no -inf), cast back."""
+
+    def forward(self, x):
+        q = _heads(x)
+        return _merge(torch.softmax(q @ q.transpose(-1, -2) * 0.125, -1) @ q)
+
+
+KEYED = [_Bidirectional, _SeeAll, _SoftmaxOverKeys, _HalfSoftmaxOverKeys]
+KEYED_IDS = ["sdpa-without-mask", "sdpa-all-visible-mask", "eager-softmax", "eager-softmax-f16"]
 
 
 def _keyed(module):
