@@ -419,8 +419,10 @@ OPTIONS: PlanAttr[PlanningOptions] = _plan(
 
 def _symbols_test(attr: Attribute) -> bool:
     """A `SymbolicSignature` record: symbols with 0 <= lower <= upper, and per input and
-    output a dictionary of dim -> one of those symbols."""
-    if not isinstance(attr, DictionaryAttr) or set(attr.data) != {"symbols", "inputs", "outputs"}:
+    output a dictionary of dim -> one of those symbols; `made`, when present, one entry
+    per input, "" or one of those symbols."""
+    if not isinstance(attr, DictionaryAttr) or \
+            set(attr.data) - {"made"} != {"symbols", "inputs", "outputs"}:
         return False
     names = set()
     entries = attr.data["symbols"]
@@ -442,7 +444,11 @@ def _symbols_test(attr: Attribute) -> bool:
                     for dim, symbol in dims.data.items())
                 for dims in per_value.data):
             return False
-    return True
+    made, inputs = attr.data.get("made"), attr.data["inputs"]
+    return made is None or (isinstance(made, ArrayAttr) and isinstance(inputs, ArrayAttr)
+                            and len(made.data) == len(inputs.data)
+                            and all(isinstance(s, StringAttr) and s.data in names | {""}
+                                    for s in made.data))
 
 
 def _symbols_of(attr: Attribute) -> SymbolicSignature:
@@ -453,7 +459,8 @@ def _symbols_of(attr: Attribute) -> SymbolicSignature:
 SYMBOLS: PlanAttr[SymbolicSignature] = _plan(
     "spyre.symbols", DECISION, (MODULE,), "the frontend (a torch.export Dim)", _symbols_test,
     "{symbols = [[name, lower, upper], ...], inputs = [{dim = symbol}, ...], outputs = "
-    "[...]} with 0 <= lower <= upper and every dim's symbol among the symbols",
+    "[...], made = [symbol or \"\", ...] (optional, per input)} with 0 <= lower <= upper "
+    "and every dim's and made input's symbol among the symbols",
     _symbols_of, SymbolicSignature.to_attr)
 """The program's symbolic sizes (dialects/spyre_symbolic.py, notes 32 and 49): the program
 is compiled at their upper bounds; spyre-partition-cores keeps nothing in LX for it,

@@ -8,6 +8,8 @@ The frontend records that on the module, and every pass that depends on it reads
     module attributes {spyre.symbols = {symbols = [["x.dim1", 2 : i64, 48 : i64]],
                                         inputs = [{"1" = "x.dim1"}], outputs = [{"1" = "x.dim1"}]}}
 
+A program whose host makes key masks (note 81) also has `made = ["", "x.dim1"]`: per
+program input, the symbol whose mask the host makes for it, or "" for a user's input.
 `symbols` lists each symbol's name (`<input>.dim<k>` of its first use) and inclusive bounds,
 in the order of the signature; `inputs` and `outputs` give, per program input (the graph
 function's arguments) and per program output (its results after the updated buffers), the
@@ -46,17 +48,21 @@ class SymbolicSignature:
     symbols: dict[str, tuple[int, int]]  # name -> (lower, upper), inclusive
     inputs: tuple[dict[int, str], ...]  # per program input: dim -> symbol
     outputs: tuple[dict[int, str], ...]  # per program output: dim -> symbol
+    # per program input, "" or the symbol whose key mask the host makes for it (note 81);
+    # empty when the host makes none
+    made: tuple[str, ...] = ()
 
     def to_attr(self) -> DictionaryAttr:
         def dims(per_value: tuple[dict[int, str], ...]) -> ArrayAttr:
             return ArrayAttr([DictionaryAttr({str(d): StringAttr(s) for d, s in sorted(v.items())})
                               for v in per_value])
 
+        made = {"made": ArrayAttr([StringAttr(s) for s in self.made])} if self.made else {}
         return DictionaryAttr({
             "symbols": ArrayAttr([ArrayAttr([StringAttr(name), IntegerAttr(lo, i64),
                                              IntegerAttr(hi, i64)])
                                   for name, (lo, hi) in self.symbols.items()]),
-            "inputs": dims(self.inputs), "outputs": dims(self.outputs)})
+            "inputs": dims(self.inputs), "outputs": dims(self.outputs), **made})
 
     @staticmethod
     def from_attr(attr: DictionaryAttr) -> SymbolicSignature:
@@ -68,7 +74,9 @@ class SymbolicSignature:
         for entry in attr.data["symbols"].data:  # type: ignore[attr-defined]
             name, lower, upper = entry.data
             symbols[name.data] = (lower.value.data, upper.value.data)
-        return SymbolicSignature(symbols, dims("inputs"), dims("outputs"))
+        made = attr.data.get("made")
+        return SymbolicSignature(symbols, dims("inputs"), dims("outputs"), tuple(
+            s.data for s in made.data) if made is not None else ())  # type: ignore[attr-defined]
 
 
 Guard = tuple[int, int, str, tuple[int, ...]]  # core, pc of the loop.begin, symbol, thresholds

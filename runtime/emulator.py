@@ -546,8 +546,9 @@ class Emulator:
                       ) -> tuple[list[np.ndarray], dict[str, int]]:
         """The inputs as arrays and the value of each symbolic size, read from their shapes;
         a wrong count, dtype or static size, a symbol out of its bounds or bound to two
-        values is an InputError."""
-        bindings = self.binary.inputs
+        values is an InputError. `inputs` are the caller's (`user_inputs`); the arrays
+        returned are every input's, the key masks the host makes among them."""
+        bindings = self.binary.user_inputs
         if len(inputs) != len(bindings):
             names = ", ".join(b.name for b in bindings)
             raise InputError(f"expected {len(bindings)} inputs ({names}), got {len(inputs)}")
@@ -584,7 +585,7 @@ class Emulator:
             if self.numerics == "dl16" and layout.device_dtype is DType.DL16:
                 _check_no_infinity(binding.name, array)
             arrays.append(array)
-        return arrays, values
+        return self.binary.made_inputs(arrays, values), values
 
     def _pad_inputs(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         """Program correction, before the run: zero-pad every symbolic dim to its upper bound."""

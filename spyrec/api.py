@@ -46,8 +46,9 @@ class Executable:
         self._emulator: Any = None  # built on first call: weights converted and checked once
 
     def _check(self, tensors: Sequence[torch.Tensor]) -> None:
-        """Count, type, dtype and static sizes; symbolic sizes are the emulator's to check."""
-        sig = self.binary.inputs
+        """Count, type, dtype and static sizes of the caller's inputs (not the key masks
+        the host makes); symbolic sizes are the emulator's to check."""
+        sig = self.binary.user_inputs
         if len(tensors) != len(sig):
             raise RunError(f"the program takes {len(sig)} input(s) "
                            f"({', '.join(b.name for b in sig)}), got {len(tensors)}")

@@ -512,7 +512,7 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
     if inputs is None:
         gen = torch.Generator().manual_seed(seed)
         inputs = []
-        for b in exe.binary.inputs:
+        for b in exe.binary.user_inputs:
             shape = [values.get(b.symbolic.get(d, ""), n) for d, n in enumerate(b.layout.shape)]
             dtype = TORCH_DTYPES[b.layout.host_dtype]
             # integers are ids and positions: small and non-negative, as `--arg rand:` draws
@@ -577,7 +577,7 @@ def _given_inputs(given: tuple[str, ...], exe: Any) -> list[Any]:
 
     from spyrec.api import TORCH_DTYPES
 
-    bindings = {b.name: b for b in exe.binary.inputs}
+    bindings = {b.name: b for b in exe.binary.user_inputs}
     known = ", ".join(bindings)
     tensors: dict[str, Any] = {}
     for item in given:
@@ -659,7 +659,7 @@ def _check_signature(program: Any, exe: Any, binary: Path, source: Path) -> None
     results = [getattr(v, "meta", {}).get("val") for v in output_node.args[0]]
     advice = (f"pass the .pt2 {binary} was compiled from (its signature: `spyrec inspect "
               f"{binary} --no-programs`)")
-    for kind, vals, bindings in (("input", user, exe.binary.inputs),
+    for kind, vals, bindings in (("input", user, exe.binary.user_inputs),
                                  ("output", results, exe.binary.outputs)):
         if len(vals) != len(bindings):
             raise RunError(f"{source} has {len(vals)} {kind}(s), {binary} has "
@@ -684,12 +684,12 @@ def _example_inputs(program: Any, exe: Any) -> list[Any] | None:
     from spyrec.api import TORCH_DTYPES
 
     example = getattr(program, "example_inputs", None)
-    if not example or example[1] or len(example[0]) != len(exe.binary.inputs):
+    if not example or example[1] or len(example[0]) != len(exe.binary.user_inputs):
         return None
     import torch
 
     tensors = list(example[0])
-    for t, b in zip(tensors, exe.binary.inputs):
+    for t, b in zip(tensors, exe.binary.user_inputs):
         if not isinstance(t, torch.Tensor) or t.dtype != TORCH_DTYPES[b.layout.host_dtype] \
                 or list(t.shape) != list(b.layout.shape):
             return None
@@ -887,7 +887,7 @@ def profile(binary: Path, trace: Path | None, as_json: bool, mode: str, seed: in
     inputs = None
     if mode == "full":
         inputs = []
-        for t in b.inputs:
+        for t in b.user_inputs:
             shape = [values.get(t.symbolic.get(d, ""), n) for d, n in enumerate(t.layout.shape)]
             dtype = HOST_DTYPE[t.layout.host_dtype]
             inputs.append(rng.standard_normal(shape).astype(dtype)
@@ -944,8 +944,9 @@ def inspect(binary: Path, programs: bool) -> None:
             stored = ("" if t.layout.perm is None else
                       f", stored as {list(t.layout.device_shape)} (dims {list(t.layout.perm)})")
             limit = "" if t.int_limit is None else f", |values| <= {t.int_limit}"
+            made = f" (made by the host: the key mask of {t.made})" if t.made else ""
             click.echo(f"{kind} {t.name}: [{', '.join(map(str, shape))}] {t.layout.host_dtype} "
-                       f"@ {t.addr:#x}{stored}{limit}")
+                       f"@ {t.addr:#x}{stored}{limit}{made}")
     prep, exe = build_plans(b)
     click.echo("job preparation plan:")
     for step in prep:

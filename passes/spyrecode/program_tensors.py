@@ -113,6 +113,8 @@ def program_tensors(module: ModuleOp) -> ProgramTensors:
         for bindings, dims in ((inputs, signature.inputs), (outputs, signature.outputs)):
             for binding, symbolic in zip(bindings, dims, strict=True):
                 binding.symbolic = dict(symbolic)
+        for binding, made in zip(inputs, signature.made):
+            binding.made = made
     return ProgramTensors(inputs, outputs, intermediates, params, launches, programs,
                           returned, symbols)
 

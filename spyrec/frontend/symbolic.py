@@ -55,6 +55,7 @@ from torch.fx.node import map_arg
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
+from spyrec.frontend.key_mask import add_key_masks
 
 Factor = int | sympy.Expr  # a static size, or an extent: a symbol, or a symbol plus a constant
 Structure = tuple[tuple[Factor, ...], ...]  # per dim, the factors it merges (outer first)
@@ -76,15 +77,20 @@ class Specialization:
 
     program: torch.export.ExportedProgram  # the static program to compile
     symbols: list[SymbolBound]
-    inputs: list[dict[int, str]] = field(default_factory=list)  # per user input: dim -> symbol
+    inputs: list[dict[int, str]] = field(default_factory=list)  # per program input: dim -> symbol
     outputs: list[dict[int, str]] = field(default_factory=list)  # per output: dim -> symbol
+    # per program input: "" for the user's, the symbol for a key mask the host makes
+    # (`key_mask.py`; those follow the user's inputs)
+    made: list[str] = field(default_factory=list)
 
     def signature(self) -> SymbolicSignature:
-        """What the module records (`spyre.symbols`): the symbols' bounds and which input
-        and output dims they size, as the host's program correction needs them."""
+        """What the module records (`spyre.symbols`): the symbols' bounds, which input
+        and output dims they size, and which inputs the host makes, as the host's program
+        correction needs them."""
         return SymbolicSignature({b.name: (b.lower, b.upper) for b in self.symbols},
                                  tuple(dict(d) for d in self.inputs),
-                                 tuple(dict(d) for d in self.outputs))
+                                 tuple(dict(d) for d in self.outputs),
+                                 tuple(self.made) if any(self.made) else ())
 
 
 _VIEWS = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
@@ -124,6 +130,7 @@ _REDUCTIONS = {
 _BIDIRECTIONAL = ("(padded keys would be attended: pass the attention mask as an input sized by "
                   "the same symbolic dim, e.g. transformers' attention_mask, whose zero "
                   "padding masks them, or make the attention causal)")
+_SOFTMAX = {"aten.softmax.int", "aten._softmax.default"}  # masked by the host's key mask
 _SCANS = {"aten.cumsum.default", "aten.cumprod.default"}  # position p reads positions <= p
 _NORMS = {"aten.layer_norm.default", "aten.native_layer_norm.default", "aten.rms_norm.default"}
 _SKIPPED = {"aten._assert_tensor_metadata.default", "aten.sym_size.int",
@@ -174,6 +181,9 @@ class _Checker:
         # the inputs with zeros), and node -> dim: every element is its position along dim
         self.pads: dict[torch.fx.Node, dict[int, Any]] = {}
         self.iota: dict[torch.fx.Node, int] = {}
+        # attentions and softmaxes whose padded keys the host's key mask hides
+        # (`key_mask.py`): node -> (the symbol, the dim of the operand it sizes)
+        self.keyed: dict[torch.fx.Node, tuple[sympy.Symbol, int]] = {}
 
     def refuse(self, node: torch.fx.Node, why: str) -> CompileError:
         line = self.locate(node)
@@ -369,7 +379,10 @@ class _Checker:
                 dims = [_int(d) % rank
                         for d in (arg if isinstance(arg, (list, tuple)) else [arg])]
         for d in dims:
-            if self._symbolic(src[d]):
+            if self._symbolic(src[d]) and name in _SOFTMAX and len(dims) == 1:
+                self.mask_keys(node, src[d], d)
+                self.pads[node] = {d: 0.0}  # exp(-inf): a padded position's weight is 0
+            elif self._symbolic(src[d]):
                 raise self.refuse(node, f"it reduces over dim {d}, which holds a symbolic size")
         val = node.meta["val"]
         vals = val if isinstance(val, (tuple, list)) else [val]
@@ -379,11 +392,15 @@ class _Checker:
         a, b = ((node.args[1], node.args[2]) if name == "aten.addmm.default"
                 else (node.args[0], node.args[1]))
         k = self.of(a)[-1]  # type: ignore[arg-type]
-        if self._symbolic(k):
+        # the padded K positions add nothing when the lhs is exactly 0 there (a masked
+        # softmax's weights): 0 times the rhs's padded rows, as in causal attention
+        zero = self.pads.get(a, {}).get(len(self.of(a)) - 1)  # type: ignore[arg-type]
+        zero_padded = zero is not None and not isinstance(zero, bool) and zero == 0
+        if self._symbolic(k) and not zero_padded:
             raise self.refuse(node, "its contraction (K) dim holds a symbolic size")
         b_struct = self.of(b) if b in self.structure else ()
         if name in {"aten.bmm.default", "aten.matmul.default"} and len(b_struct) >= 2 and \
-                self._symbolic(b_struct[-2]):
+                self._symbolic(b_struct[-2]) and not (zero_padded and b_struct[-2] == k):
             raise self.refuse(node, "its contraction (K) dim holds a symbolic size")
         self.structure[node] = self.positional(node, node.meta["val"], [a, b])
 
@@ -397,9 +414,11 @@ class _Checker:
             if mask is not None:
                 assert isinstance(mask, torch.fx.Node)
                 self.key_mask(node, mask, q_rows, k_rows)
-            elif not causal or k_rows != q_rows:
-                raise self.refuse(node, "its key length is symbolic and it is not causal "
-                                        f"attention over the same length {_BIDIRECTIONAL}")
+            elif causal and k_rows != q_rows:
+                raise self.refuse(node, "its key length is symbolic and it is causal attention "
+                                        f"over a different query length {_BIDIRECTIONAL}")
+            elif not causal:
+                self.mask_keys(node, k_rows, len(self.of(k)) - 2, q_rows)  # type: ignore[arg-type]
         self.structure[node] = self.positional(node, node.meta["val"], [q])
 
     def key_mask(self, node: torch.fx.Node, mask: torch.fx.Node, q_rows: tuple[Factor, ...],
@@ -407,7 +426,9 @@ class _Checker:
         """Attention over a symbolic key length with a mask: safe when the mask is computed
         from the sizes alone (its real block is the one the program at the actual size
         computes, by the structure rules) and, at the upper bound, masks every key column
-        a padded position can hold for every query row that is real with it."""
+        a padded position can hold for every query row that is real with it; one that does
+        not has the host's key mask added (`mask_keys`). A mask that depends on the inputs
+        must hide the padded keys itself (`pads`)."""
         m_rows, m_cols = self.of(mask)[-2:] if len(self.of(mask)) >= 2 else ((1,), (1,))
         if len(k_rows) != 1 or not isinstance(k_rows[0], sympy.Symbol) or m_cols != k_rows \
                 or m_rows not in (q_rows, (1,)):
@@ -434,12 +455,34 @@ class _Checker:
             seen = torch.ones(rows, keys, dtype=torch.bool)
         else:
             raise self.refuse(node, "its query and key lengths are different symbolic sizes")
-        leaks = allowed & seen & padded
-        if bool(leaks.any()):
-            i, j = (int(v) for v in leaks.nonzero()[0][-2:])
-            raise self.refuse(node, f"its key length is symbolic and its mask lets query row "
-                                    f"{i} see key column {j}, which is padding at some size "
+        if bool((allowed & seen & padded).any()):
+            self.mask_keys(node, k_rows, len(self.of(node.args[1])) - 2, q_rows,  # type: ignore[arg-type]
+                           allowed)
+
+    def mask_keys(self, node: torch.fx.Node, keys: tuple[Factor, ...], d: int,
+                  rows: tuple[Factor, ...] = (), allowed: torch.Tensor | None = None) -> None:
+        """Hide the padded positions of dim `d` (factors `keys`) of an attention's keys or a
+        softmax's operand behind the host's key mask (`spyrec.frontend.key_mask`): per call,
+        ones over the symbol's value, zero-padded to the bound like every input, which the
+        program turns into -inf (False) at every padded position for every row. A padded
+        key's weight is then exactly 0, and the real block is the softmax eager computes
+        at that size. It needs the dim to be the symbol itself (the mask is a prefix of
+        its length) and, under a mask of the sizes alone (`allowed`, at the bound), every
+        row to see a key below the lower bound: no row, real or padded, is left all -inf
+        (NaN in softmax, zeros in SDPA, where eager has weights)."""
+        extent = keys[0] if len(keys) == 1 else None
+        if not isinstance(extent, sympy.Symbol):
+            raise self.refuse(node, f"its key dim {d} holds the symbolic extent "
+                                    f"{' * '.join(map(str, keys))}, not one symbol's length, "
+                                    "so the host's mask of the padded keys cannot cover it "
                                     f"{_BIDIRECTIONAL}")
+        if self._symbolic(rows) and rows != keys:
+            raise self.refuse(node, "its query and key lengths are different symbolic sizes")
+        if allowed is not None and not bool(allowed[..., :self.lower(extent)].any(-1).all()):
+            raise self.refuse(node, "its mask leaves a query row without a key among the "
+                                    f"first {self.lower(extent)} (the lower bound), which the "
+                                    "padded keys, masked, cannot fill")
+        self.keyed[node] = (extent, d)
 
     def slice(self, node: torch.fx.Node) -> None:
         """A slice along a symbolic dim keeps positions [start, end): safe when each position
@@ -602,9 +645,11 @@ class _Checker:
 
     def padding_facts(self, node: torch.fx.Node, name: str, val: torch.Tensor) -> None:
         """What `node` holds at padded positions (`pads`) and whether it is an arange along a
-        dim (`iota`): an input is 0 there; casts convert that value; unsqueeze, expand and
-        copies move dims; an index at an arange along an input's dim reads that dim's padded
-        positions at its own; `a & b` is False wherever either operand is."""
+        dim (`iota`): an input is 0 there (a softmax the key mask hides, `reduction`, is 0
+        along its dim); casts convert that value; unsqueeze, expand, dropout and copies move
+        dims, and a view that keeps the last dim whole keeps it there; an index at an
+        arange along an input's dim reads that dim's padded positions at its own; `a & b`
+        is False wherever either operand is."""
         args = node.args
         x = args[0] if args and isinstance(args[0], torch.fx.Node) \
             and isinstance(args[0].meta.get("val"), torch.Tensor) else None
@@ -615,8 +660,12 @@ class _Checker:
             return
         elif name in {"aten.add.Tensor", "aten.sub.Tensor"} and args[1] == 0 and x in self.iota:
             self.iota[node] = self.iota[x]
+        elif name in _VIEWS - {"aten.unsqueeze.default"} and x in self.pads and val.dim() \
+                and x.meta["val"].dim() and self.of(node)[-1] == self.of(x)[-1]:  # kept whole
+            last = self.pads[x].get(x.meta["val"].dim() - 1)
+            self.pads[node] = {} if last is None else {val.dim() - 1: last}
         elif name in {"aten.unsqueeze.default", "aten.expand.default", "aten.clone.default",
-                      "aten.alias.default", "aten.contiguous.default"}:
+                      "aten.alias.default", "aten.contiguous.default", "aten.dropout.default"}:
             at = _int(args[1]) % val.dim() if name == "aten.unsqueeze.default" else 0
             def moved(d: int) -> int:
                 return d + shift if d >= at else d
@@ -727,7 +776,8 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
     if not symbols:
         return None
     at_upper: Mapping[sympy.Basic | complex, int] = {s: b.upper for s, b in symbols.items()}
-    _Checker(ep, source, locate, at_upper).run({n.name for n in user_inputs})
+    checker = _Checker(ep, source, locate, at_upper)
+    checker.run({n.name for n in user_inputs})
     output_node = next(n for n in ep.graph.nodes if n.op == "output")
     outputs: list[dict[int, str]] = []
     for value in output_node.args[0]:
@@ -747,11 +797,24 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
         val = node.meta["val"]
         shape = [int(_expr(d).subs(at_upper)) for d in val.shape]
         examples.append(torch.zeros(shape, dtype=val.dtype))
+    module = ep.module()
+    for node in module.graph.nodes:  # views of the decomposed graph may follow a permute
+        if node.target is torch.ops.aten.view.default:  # whose copy it dropped: same values
+            node.target = torch.ops.aten.reshape.default
+    module.recompile()
+    made = add_key_masks(module, {node.name: (symbols[symbol].name, d)
+                                  for node, (symbol, d) in checker.keyed.items()}) \
+        if checker.keyed else []
+    by_name = {b.name: b for b in symbols.values()}
+    for name in made:  # the host's key masks: ones of the symbol's value, padded
+        inputs.append({0: name})
+        examples.append(torch.ones(by_name[name].upper, dtype=torch.int64))
     try:
-        program = torch.export.export(ep.module(), tuple(examples))
+        program = torch.export.export(module, tuple(examples))
     except Exception as exc:
         raise CompileError(f"{source}: specialising at the upper bounds "
                            f"({', '.join(f'{b.name}={b.upper}' for b in symbols.values())}) "
                            f"failed: {exc}") from exc
-    return Specialization(program, list(symbols.values()), inputs, outputs)
+    return Specialization(program, list(symbols.values()), inputs, outputs,
+                          ["" for _ in user_inputs] + made)
 

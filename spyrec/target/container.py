@@ -94,6 +94,9 @@ class TensorBinding:
     # an integer input the program computes with in f32: the largest |value| that keeps
     # every integer it computes exact (`passes/graph/int_range.py`); None: no limit
     int_limit: int | None = None
+    # an input the host makes per call rather than the user passes (design note 81): the
+    # key mask of this symbol, ones of its value zero-padded to the bound (`made_inputs`)
+    made: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = {"name": self.name, **self.layout.to_dict(), "addr": self.addr}
@@ -101,6 +104,8 @@ class TensorBinding:
             out["symbolic"] = {str(d): name for d, name in sorted(self.symbolic.items())}
         if self.int_limit is not None:
             out["int_limit"] = self.int_limit
+        if self.made:
+            out["made"] = self.made
         return out
 
     @staticmethod
@@ -108,7 +113,8 @@ class TensorBinding:
         symbolic = {int(d): str(n) for d, n in data.get("symbolic", {}).items()}
         limit = data.get("int_limit")
         return TensorBinding(str(data["name"]), DeviceLayout.from_dict(data), int(data["addr"]),
-                             symbolic, None if limit is None else int(limit))
+                             symbolic, int_limit=None if limit is None else int(limit),
+                             made=str(data.get("made", "")))
 
 
 class EncodedPrograms(Mapping[int, list[Instr]]):
@@ -272,6 +278,19 @@ class SpyreBinary:
     # the source program's own cost (design note 70); None for a KTIR input program, which
     # has no source program, and in a file written before the field existed
     program_cost: ProgramCost | None = None
+
+    @property
+    def user_inputs(self) -> list[TensorBinding]:
+        """The inputs the caller passes, in order: every input but the ones the host makes."""
+        return [b for b in self.inputs if not b.made]
+
+    def made_inputs(self, user: list[np.ndarray], values: Mapping[str, int]) -> list[np.ndarray]:
+        """Every input in order: the caller's arrays (`user`, for `user_inputs`) and, for an
+        input the host makes, its symbol's key mask at `values` of the symbols: ones of
+        the symbol's value (the program correction pads it with zeros like the others)."""
+        arrays = iter(user)
+        return [np.ones(values[b.made], HOST_DTYPE[b.layout.host_dtype]) if b.made
+                else next(arrays) for b in self.inputs]
 
     # compared by value and mutable: unhashable, as defining __eq__ alone makes it
     __hash__ = None  # pyright: ignore[reportAssignmentType] - object types __hash__ a method
@@ -440,6 +459,11 @@ def _check_binary(binary: SpyreBinary, target: SpyreTarget) -> None:
                 raise ContainerError(
                     f"tensor '{binding.name}' dim {dim} is {binding.layout.shape[dim]}, not the "
                     f"upper bound {binary.symbols[name][1]} of symbol '{name}'")
+    for binding in binary.inputs:
+        if binding.made and (binding.symbolic != {0: binding.made}
+                             or len(binding.layout.shape) != 1):
+            raise ContainerError(f"input '{binding.name}' is the key mask of symbol "
+                                 f"'{binding.made}', so it must be 1-D and sized by it")
     _check_patches(binary)
     for kernel in binary.kernels:
         if not 1 <= kernel.num_cores <= target.num_cores:

@@ -80,18 +80,10 @@ class _Last(torch.nn.Module):
         return x[:, -1] * 2
 
 
-class _Bidirectional(torch.nn.Module):
-    def forward(self, x):
-        q = x.view(2, -1, 2, 64).transpose(1, 2)
-        return F.scaled_dot_product_attention(q, q, q).transpose(1, 2).reshape(2, -1, 128)
-
-
 @pytest.mark.parametrize("module,message", [
     (_Pool, r"node mean \(aten.mean.dim\): it reduces over dim 1, which holds a symbolic size"),
     (_Last, r"node select \(aten.select.int\): it indexes symbolic dim 1"),
-    (_Bidirectional, (r"scaled_dot_product_attention.default\): its key length is symbolic "
-                      r"and it is not causal")),
-], ids=["mean-over-seq", "last-position", "bidirectional-attention"])
+], ids=["mean-over-seq", "last-position"])
 def test_ops_that_would_read_the_padding_are_refused(module, message):
     ep = torch.export.export(module(), (torch.randn(2, 16, 128),), dynamic_shapes=({1: SEQ},))
     with pytest.raises(CompileError, match=message):
@@ -226,16 +218,6 @@ class _UnprovenIndex(torch.nn.Module):
         return x[0][_positions(x)[0] + 1] * 2
 
 
-class _SeeAll(torch.nn.Module):
-    """Bidirectional attention through a mask of the sizes alone: every key visible."""
-
-    def forward(self, x):
-        q = x.view(2, -1, 2, 64).transpose(1, 2)
-        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool)
-        return F.scaled_dot_product_attention(q, q, q, attn_mask=mask).transpose(1, 2) \
-            .reshape(2, -1, 128)
-
-
 @pytest.mark.parametrize("module,message", [
     (_CatAfter, (r"node cat \(aten.cat.default\): it concatenates along symbolic dim 1 "
                  r"with a piece after a symbolic one")),
@@ -244,9 +226,7 @@ class _SeeAll(torch.nn.Module):
                    r"symbolic size")),
     (_UnprovenIndex, (r"node index \(aten.index.Tensor\): it indexes symbolic dim 0 with "
                       r"indices spyrec cannot prove below its size")),
-    (_SeeAll, r"its mask lets query row 0 see key column 2, which is padding at some size"),
-], ids=["cat-after-symbolic", "last-positions", "scan-over-merged", "unproven-index",
-        "mask-sees-padding"])
+], ids=["cat-after-symbolic", "last-positions", "scan-over-merged", "unproven-index"])
 def test_idioms_that_would_read_the_padding_are_refused(module, message):
     ep = torch.export.export(module(), (torch.randn(2, 16, 128).half(),),
                              dynamic_shapes=({1: RULES_SEQ},))
@@ -254,22 +234,132 @@ def test_idioms_that_would_read_the_padding_are_refused(module, message):
         spyrec.compile(ep)
 
 
-def test_an_unchecked_mask_gives_a_wrong_answer_the_verdict_catches(monkeypatch):
-    """The key-mask rule is what keeps `_SeeAll` off the device: accepted without it, the
-    program matches eager at the bound (no padding) and fails the check below it (real
-    queries attend the padded keys)."""
+# ---- the host's key mask (design note 81) ------------------------------------------------
+
+
+def _heads(x):
+    return x.view(2, -1, 2, 64).transpose(1, 2)
+
+
+def _merge(y):
+    return y.transpose(1, 2).reshape(2, -1, 128)
+
+
+class _Bidirectional(torch.nn.Module):
+    """An encoder's attention: every key visible to every query, no mask."""
+
+    def forward(self, x):
+        q = _heads(x)
+        return _merge(F.scaled_dot_product_attention(q, q, q))
+
+
+class _SeeAll(torch.nn.Module):
+    """Bidirectional attention through a mask of the sizes alone: every key visible."""
+
+    def forward(self, x):
+        q = _heads(x)
+        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool)
+        return _merge(F.scaled_dot_product_attention(q, q, q, attn_mask=mask))
+
+
+class _SoftmaxOverKeys(torch.nn.Module):
+    """Eager attention (MPNet's): a softmax over the symbolic keys in f32, then a
+    contraction over them."""
+
+    def forward(self, x):
+        q = _heads(x)
+        weights = torch.softmax((q @ q.transpose(-1, -2)).float() * 0.125, -1).half()
+        return _merge(weights @ q)
+
+
+class _HalfSoftmaxOverKeys(torch.nn.Module):
+    """The same in fp16: the masked softmax runs in f32 (DL16 holds no -inf), cast back."""
+
+    def forward(self, x):
+        q = _heads(x)
+        return _merge(torch.softmax(q @ q.transpose(-1, -2) * 0.125, -1) @ q)
+
+
+KEYED = [_Bidirectional, _SeeAll, _SoftmaxOverKeys, _HalfSoftmaxOverKeys]
+KEYED_IDS = ["sdpa-without-mask", "sdpa-all-visible-mask", "eager-softmax", "eager-softmax-f16"]
+
+
+def _keyed(module):
+    torch.manual_seed(0)
+    model = module()
+    ep = torch.export.export(model, (torch.randn(2, 16, 128).half(),),
+                             dynamic_shapes=({1: RULES_SEQ},))
+    return model, spyrec.compile(ep, cache=False)
+
+
+@pytest.mark.parametrize("module", KEYED, ids=KEYED_IDS)
+def test_the_host_key_mask_hides_the_padded_keys(module):
+    """Compiled at 16 with one more input, the key mask the host makes (not the caller's);
+    run at the lower bound, between and at the bound: each matches eager."""
+    model, exe = _keyed(module)
+    mask = exe.binary.inputs[-1]
+    assert (mask.name, mask.made, mask.symbolic, mask.layout.shape) == \
+        ("x_dim1_keys", "x.dim1", {0: "x.dim1"}, (16,))
+    assert [b.name for b in exe.binary.user_inputs] == ["x"]
+    for size in (2, 7, 16):
+        x = torch.randn(2, size, 128).half()
+        _close(exe, one(exe(x)), model(x))
+
+
+@pytest.mark.parametrize("module", KEYED, ids=KEYED_IDS)
+def test_without_the_key_mask_the_verdict_catches_the_wrong_answer(monkeypatch, module):
+    """The injected bug: the same programs compiled without the key mask match eager at
+    the bound (no padding) and fail the check below it (real queries attend the padding)."""
     from spyrec.frontend import symbolic
     from spyrec.verdict import check_outputs
 
-    monkeypatch.setattr(symbolic._Checker, "key_mask", lambda *args: None)
-    torch.manual_seed(0)
-    model = _SeeAll()
-    ep = torch.export.export(model, (torch.randn(2, 16, 128).half(),),
-                             dynamic_shapes=({1: RULES_SEQ},))
-    exe = spyrec.compile(ep, cache=False)
+    monkeypatch.setattr(symbolic, "add_key_masks", lambda module, keyed: [])
+    model, exe = _keyed(module)
     full, short = torch.randn(2, 16, 128).half(), torch.randn(2, 7, 128).half()
     _close(exe, one(exe(full)), model(full))
     assert not check_outputs(model(short), one(exe(short)), exe).ok
+
+
+class _PaddingSeen(torch.nn.Module):
+    """A mask from an input whose padding (0) lets the keys through: not provable."""
+
+    def forward(self, x, m):
+        q = _heads(x)
+        return _merge(F.scaled_dot_product_attention(q, q, q, attn_mask=m[:, None, None, :] == 0))
+
+
+class _SoftmaxMerged(torch.nn.Module):
+    """A softmax over a dim that merges the symbol with static sizes: its padding sits
+    between real positions, not after them."""
+
+    def forward(self, x):
+        return torch.softmax(x.reshape(-1).float(), 0).view(2, -1, 128)
+
+
+def test_what_the_key_mask_cannot_cover_is_refused_by_name():
+    ep = torch.export.export(_PaddingSeen(), (torch.randn(2, 16, 128).half(),
+                                              torch.ones(2, 16, dtype=torch.long)),
+                             dynamic_shapes=({1: RULES_SEQ}, {1: RULES_SEQ}))
+    with pytest.raises(CompileError, match=r"scaled_dot_product_attention.default\): its key "
+                                           r"length is symbolic and its mask depends on the "
+                                           r"inputs' values without provably hiding"):
+        spyrec.compile(ep)
+    ep = torch.export.export(_SoftmaxMerged(), (torch.randn(2, 16, 128).half(),),
+                             dynamic_shapes=({1: RULES_SEQ},))
+    with pytest.raises(CompileError, match=r"node (_)?softmax .*its key dim 0 holds the "
+                                           r"symbolic extent .*not one symbol's length"):
+        spyrec.compile(ep)
+
+
+def test_a_key_mask_binding_survives_the_file_and_a_bad_one_is_refused(tmp_path):
+    _, exe = _keyed(_Bidirectional)
+    binary = exe.binary
+    write_spyre(binary, tmp_path / "k.spyre")
+    assert read_spyre(tmp_path / "k.spyre") == binary
+    binary.inputs[-1].symbolic = {}
+    with pytest.raises(ContainerError, match=r"input 'x_dim1_keys' is the key mask of symbol "
+                                             r"'x.dim1', so it must be 1-D and sized by it"):
+        write_spyre(binary, tmp_path / "bad.spyre")
 
 
 class _PaddingMask(torch.nn.Module):
@@ -298,3 +388,23 @@ def test_a_padding_mask_input_hides_the_padded_keys():
         x, m = torch.randn(2, size, 128).half(), torch.ones(2, size, dtype=torch.long)
         m[1, size - 1:] = 0
         _close(exe, one(exe(x, m)), model(x, m))
+
+
+def test_cli_makes_the_key_mask_and_checks_against_the_source(spyrec_cli, cli_env, tmp_path):
+    """`spyrec inspect` names the made input; `spyrec run` draws and `--check` compares the
+    caller's inputs only, the host making the key mask."""
+    ep = torch.export.export(_Bidirectional(), (torch.randn(2, 16, 128).half(),),
+                             dynamic_shapes=({1: RULES_SEQ},))
+    pt2, out = tmp_path / "b.pt2", tmp_path / "b.spyre"
+    torch.export.save(ep, pt2)
+    spyrec.compile(ep, output=out, cache=False)
+
+    def run(*args):
+        return subprocess.run([*spyrec_cli, *args], capture_output=True, text=True,
+                              env=cli_env, timeout=600, check=False)
+
+    res = run("inspect", str(out), "--no-programs")
+    assert "input x_dim1_keys: [x.dim1] int64" in res.stdout
+    assert "(made by the host: the key mask of x.dim1)" in res.stdout
+    res = run("run", str(out), "--size", "x.dim1=7", "--check", str(pt2))
+    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr
