@@ -362,7 +362,8 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
                 "(with no padding, output padding, dilation or groups, and a constant "
                 "weight) is not lowered")
         return _upsample(op, sel, sel.zero_padded(op, sel.channels_last(x, op)), weight, bias)
-    if "kernel_size" not in op.args.data or weight is None:
+    taps = _depthwise_taps(op)
+    if "kernel_size" not in op.args.data or (weight is None and not taps):
         raise Unsupported(
             "its weight is not a constant: the frontend stores a convolution's weight as the "
             "matrix of its taps, which needs the weight's data; make it a parameter or buffer")
@@ -381,7 +382,9 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
         padding = _pair(_ints(op, "padding"), 0)
         dilation = _pair(_ints(op, "dilation"), 1)
     out_c = _shape(op.results[0])[1]
-    if kernel == (1, 1) and stride == (1, 1) and padding == (0, 0):
+    if taps:
+        y = _depthwise(op, sel, xs, taps, bias, (kernel, stride, padding, dilation))
+    elif kernel == (1, 1) and stride == (1, 1) and padding == (0, 0):
         y = sel.rows_matmul(op, xs, weight, bias, out_c)  # the pixels are the rows
     else:
         cols = sel.windows(op, xs, kernel, stride, padding, dilation, _all_taps(kernel), 0.0)
@@ -392,6 +395,36 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
         y = sel.rows_matmul(op, cols, weight, bias, out_c)
     if len(_shape(x)) == 3:  # [N, 1, Lo, Cout] is [N, Lo, Cout]
         y = sel.emit(op, ReshapeOp(y, _nhwc_type(op.results[0])))
+    return y
+
+
+def _depthwise_taps(op: AtenOp) -> list[SSAValue]:
+    """The per-channel weight rows `tap0`, `tap1`, ... of a depthwise convolution, one per
+    tap (`conv_weights`), or [] for any other convolution."""
+    names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
+    return [op.operands[names.index(f"tap{t}")] for t in range(len(names))
+            if f"tap{t}" in names]
+
+
+def _depthwise(op: AtenOp, sel: _Selection, xs: SSAValue, rows: list[SSAValue],
+               bias: SSAValue | None, window: tuple[tuple[int, int], ...]) -> SSAValue:
+    """A depthwise convolution: one `spyre.window_rows` per tap (zero padding), each times
+    its tap's [C] weight row (broadcast along the stick), summed in tap order, plus the
+    bias; spyre-fuse makes the chain one kernel. Channel c of the result reads only
+    channel c of the image, so nothing crosses channels (a NaN stays in its own), and the
+    weight moves once (docs/design.md, note 84)."""
+    kernel, stride, padding, dilation = window
+    views = [sel.windows(op, xs, kernel, stride, padding, dilation, [tap], 0.0)
+             for tap in _all_taps(kernel)]
+    if len(views) != len(rows):
+        raise Unsupported(f"{len(rows)} weight rows for a {kernel[0]}x{kernel[1]} window (the "
+                          "frontend's depthwise weight does not match the taps)")
+    y = sel.emit(op, BINARY_OPS["mul"](views[0], rows[0], views[0].type))
+    for view, row in zip(views[1:], rows[1:]):
+        term = sel.emit(op, BINARY_OPS["mul"](view, row, view.type))
+        y = sel.emit(op, BINARY_OPS["add"](y, term, view.type))
+    if bias is not None:
+        y = sel.emit(op, BINARY_OPS["add"](y, bias, y.type))
     return y
 
 
