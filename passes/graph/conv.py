@@ -409,11 +409,19 @@ def _depthwise_taps(op: AtenOp) -> list[SSAValue]:
 def _depthwise(op: AtenOp, sel: _Selection, xs: SSAValue, rows: list[SSAValue],
                bias: SSAValue | None, window: tuple[tuple[int, int], ...]) -> SSAValue:
     """A depthwise convolution: one `spyre.window_rows` per tap (zero padding), each times
-    its tap's [C] weight row (broadcast along the stick), summed in tap order, plus the
+    its tap's [Cout] weight row (broadcast along the stick), summed in tap order, plus the
     bias; spyre-fuse makes the chain one kernel. Channel c of the result reads only
     channel c of the image, so nothing crosses channels (a NaN stays in its own), and the
-    weight moves once (docs/design.md, note 84)."""
+    weight moves once (docs/design.md, note 84). With a channel multiplier M the image's
+    channels are first repeated M times each, a column map exact for NaN and infinities
+    (`exact_move`)."""
     kernel, stride, padding, dilation = window
+    c, out_c = _shape(xs)[-1], _shape(rows[0])[0]
+    if out_c != c:  # channel multiplier M: input channel o // M into output channel o
+        repeat = np.repeat(np.eye(c), out_c // c, axis=1)
+        copies = sel.constant(op, f"{_fx_name(op)}.repeat", repeat, xs)
+        xs = exact_move(op, sel.rewriter, xs,
+                        lambda value: sel.rows_matmul(op, value, copies, None, out_c), repeat)
     views = [sel.windows(op, xs, kernel, stride, padding, dilation, [tap], 0.0)
              for tap in _all_taps(kernel)]
     if len(views) != len(rows):

@@ -9,9 +9,10 @@ parameter: done here, once, with torch, because op selection sees no weight data
 grouped convolution gets the dense weight with zeros between its groups, so it is an
 ordinary convolution on the device (docs/design.md, note 27, has the trade-off).
 
-A depthwise convolution (groups = input channels = output channels) never mixes channels,
-so it is not one matmul: its weight is the [KH*KW, C] matrix whose row t holds
-weight[:, 0, kh, kw], one per-channel row per tap (`ConvWeights.operands` names them
+A depthwise convolution (groups = input channels; output channel o reads input channel
+o // M for a channel multiplier M) never mixes channels, so it is not one matmul: its
+weight is the [KH*KW, Cout] matrix whose row t holds weight[:, 0, kh, kw], one
+per-channel row per tap (`ConvWeights.operands` names them
 tap0, tap1, ...), which op selection multiplies into one window of the image per tap and
 sums (docs/design.md, note 84): the weight moves once, the flops are those of the
 source program, and a NaN stays in its channel.
@@ -43,7 +44,7 @@ _ELEMENT = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
 class ConvWeights:
     """The device-form weight and bias of one convolution node."""
 
-    weight: torch.Tensor  # [KH*KW*Cb, Cout]; [KH*KW, C] when depthwise
+    weight: torch.Tensor  # [KH*KW*Cb, Cout]; [KH*KW, Cout] when depthwise
     bias: torch.Tensor | None
     kernel: tuple[int, int]
     batch_norm: torch.fx.Node | None = None
@@ -110,10 +111,11 @@ def plan_convolutions(graph: torch.fx.Graph,
             b = ((b if b is not None else torch.zeros_like(mean)) - mean) * scale + beta
             plan.folded_norms[norm[0]] = node
         kernel = (w.shape[2], w.shape[3])
-        if groups > 1 and w.shape[0] == groups and w.shape[1] == 1:
-            # depthwise: one row of per-channel weights per tap, no zeros, no mixing
+        if groups > 1 and w.shape[1] == 1:
+            # depthwise (any channel multiplier): one row of per-output-channel weights
+            # per tap, no zeros, no mixing
             plan.convs[node] = ConvWeights(
-                w[:, 0].permute(1, 2, 0).reshape(-1, groups).to(weight.dtype).contiguous(),
+                w[:, 0].permute(1, 2, 0).reshape(-1, w.shape[0]).to(weight.dtype).contiguous(),
                 None if b is None else b.to(weight.dtype), kernel,
                 norm[0] if norm is not None else None, depthwise=True)
             continue
