@@ -12,8 +12,10 @@ selected as [N, H, W, C] (rows n, h, w; channels along the 128-byte stick), and 
   it folded in, see `spyrec/frontend/conv_weights.py`), so the convolution is
   `spyre.window_rows` (the window rows of every tap, one stick-aligned column block each;
   im2col by DMA with zero padding) and one `spyre.matmul` with the bias; a 1x1 stride-1
-  convolution is the matmul alone; a grouped or depthwise one has the dense weight with
-  zeros between its groups (the frontend expands it). A 1-D convolution is the 2-D one on
+  convolution is the matmul alone; a grouped one has the dense weight with zeros between
+  its groups (the frontend expands it); a depthwise one (groups = input channels) is no
+  matmul but one `spyre.window_rows` per tap times the tap's per-channel weight row,
+  summed (`_depthwise`, docs/design.md note 84). A 1-D convolution is the 2-D one on
   [N, 1, L, C] with a 1 x K window; a transposed one whose stride is its kernel is one
   matmul and a row permutation (`_upsample`);
 - batch norm in eval mode not folded into a convolution: (x - mean) * rsqrt(var + eps) *
