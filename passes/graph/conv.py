@@ -384,7 +384,7 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
         padding = _pair(_ints(op, "padding"), 0)
         dilation = _pair(_ints(op, "dilation"), 1)
     out_c = _shape(op.results[0])[1]
-    if taps:
+    if weight is None:  # depthwise: the per-tap weight rows (`_depthwise_taps`)
         y = _depthwise(op, sel, xs, taps, bias, (kernel, stride, padding, dilation))
     elif kernel == (1, 1) and stride == (1, 1) and padding == (0, 0):
         y = sel.rows_matmul(op, xs, weight, bias, out_c)  # the pixels are the rows
