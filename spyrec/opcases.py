@@ -377,6 +377,17 @@ IMAGE_MODULES: dict[str, Callable[[], torch.nn.Module]] = {
     # PoolFormer's pooling: the divisor counts only the pixels inside the image
     "avg_pool_3x3_p1_exclude_pad": lambda: torch.nn.AvgPool2d(3, 1, 1,
                                                               count_include_pad=False),
+    # depthwise convolutions (note 84): a window per tap and a multiply-add chain with
+    # per-channel weight rows, never a dense weight; a channel multiplier repeats the
+    # image's channels first
+    "conv2d_depthwise_k5_s2_p2": lambda: torch.nn.Conv2d(8, 8, 5, stride=2, padding=2,
+                                                         groups=8),
+    "conv2d_depthwise_dilation2_nobias": lambda: torch.nn.Conv2d(8, 8, 3, padding=2, dilation=2,
+                                                                 groups=8, bias=False),
+    "conv2d_depthwise_bn_relu6": lambda: torch.nn.Sequential(
+        torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), _batch_norm(8),
+        torch.nn.ReLU6()),
+    "conv2d_depthwise_multiplier2": lambda: torch.nn.Conv2d(8, 16, 3, padding=1, groups=8),
 }
 
 
@@ -894,6 +905,10 @@ SIGNAL_MODULES: dict[str, Callable[[int], torch.nn.Module]] = {
     # wav2vec2's first feature layer: conv, group norm over each channel, GELU
     "conv1d_gn_gelu": lambda c: torch.nn.Sequential(torch.nn.Conv1d(c, 32, 5, stride=2),
                                                     _group_norm(32, 32), torch.nn.GELU()),
+    # depthwise 1-D convolutions (note 84), channels a part of a stick and whole sticks
+    "conv1d_depthwise_k5_p2": lambda c: torch.nn.Conv1d(c, c, 5, padding=2, groups=c),
+    "conv1d_depthwise_s2_multiplier2": lambda c: torch.nn.Conv1d(c, 2 * c, 3, stride=2,
+                                                                 groups=c),
 }
 
 

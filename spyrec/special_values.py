@@ -40,9 +40,6 @@ LARGE = {torch.float16: 60000.0, torch.bfloat16: 60000.0, torch.float32: 1e30}
 
 # op -> why its device result differs from eager's on special values (design notes 62, 63)
 KNOWN: dict[str, str] = {
-    "conv2d_depthwise": "a depthwise convolution runs as a dense one (zero weights off the "
-                        "diagonal), and 0 times a NaN or an infinity is NaN: a NaN reaches "
-                        "every channel of the pixels whose windows hold it, not only its own",
     "conv2d_groups2": "a grouped convolution runs as a dense one (zero weights between the "
                       "groups), and 0 times a NaN or an infinity is NaN: a NaN reaches the "
                       "other group's channels too",

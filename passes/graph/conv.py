@@ -12,8 +12,10 @@ selected as [N, H, W, C] (rows n, h, w; channels along the 128-byte stick), and 
   it folded in, see `spyrec/frontend/conv_weights.py`), so the convolution is
   `spyre.window_rows` (the window rows of every tap, one stick-aligned column block each;
   im2col by DMA with zero padding) and one `spyre.matmul` with the bias; a 1x1 stride-1
-  convolution is the matmul alone; a grouped or depthwise one has the dense weight with
-  zeros between its groups (the frontend expands it). A 1-D convolution is the 2-D one on
+  convolution is the matmul alone; a grouped one has the dense weight with zeros between
+  its groups (the frontend expands it); a depthwise one (groups = input channels) is no
+  matmul but one `spyre.window_rows` per tap times the tap's per-channel weight row,
+  summed (`_depthwise`, docs/design.md note 84). A 1-D convolution is the 2-D one on
   [N, 1, L, C] with a 1 x K window; a transposed one whose stride is its kernel is one
   matmul and a row permutation (`_upsample`);
 - batch norm in eval mode not folded into a convolution: (x - mean) * rsqrt(var + eps) *
@@ -362,7 +364,8 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
                 "(with no padding, output padding, dilation or groups, and a constant "
                 "weight) is not lowered")
         return _upsample(op, sel, sel.zero_padded(op, sel.channels_last(x, op)), weight, bias)
-    if "kernel_size" not in op.args.data or weight is None:
+    taps = _depthwise_taps(op)
+    if "kernel_size" not in op.args.data or (weight is None and not taps):
         raise Unsupported(
             "its weight is not a constant: the frontend stores a convolution's weight as the "
             "matrix of its taps, which needs the weight's data; make it a parameter or buffer")
@@ -381,7 +384,9 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
         padding = _pair(_ints(op, "padding"), 0)
         dilation = _pair(_ints(op, "dilation"), 1)
     out_c = _shape(op.results[0])[1]
-    if kernel == (1, 1) and stride == (1, 1) and padding == (0, 0):
+    if weight is None:  # depthwise: the per-tap weight rows (`_depthwise_taps`)
+        y = _depthwise(op, sel, xs, taps, bias, (kernel, stride, padding, dilation))
+    elif kernel == (1, 1) and stride == (1, 1) and padding == (0, 0):
         y = sel.rows_matmul(op, xs, weight, bias, out_c)  # the pixels are the rows
     else:
         cols = sel.windows(op, xs, kernel, stride, padding, dilation, _all_taps(kernel), 0.0)
@@ -392,6 +397,44 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
         y = sel.rows_matmul(op, cols, weight, bias, out_c)
     if len(_shape(x)) == 3:  # [N, 1, Lo, Cout] is [N, Lo, Cout]
         y = sel.emit(op, ReshapeOp(y, _nhwc_type(op.results[0])))
+    return y
+
+
+def _depthwise_taps(op: AtenOp) -> list[SSAValue]:
+    """The per-channel weight rows `tap0`, `tap1`, ... of a depthwise convolution, one per
+    tap (`conv_weights`), or [] for any other convolution."""
+    names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
+    return [op.operands[names.index(f"tap{t}")] for t in range(len(names))
+            if f"tap{t}" in names]
+
+
+def _depthwise(op: AtenOp, sel: _Selection, xs: SSAValue, rows: list[SSAValue],
+               bias: SSAValue | None, window: tuple[tuple[int, int], ...]) -> SSAValue:
+    """A depthwise convolution: one `spyre.window_rows` per tap (zero padding), each times
+    its tap's [Cout] weight row (broadcast along the stick), summed in tap order, plus the
+    bias; spyre-fuse makes the chain one kernel. Channel c of the result reads only
+    channel c of the image, so nothing crosses channels (a NaN stays in its own), and the
+    weight moves once (docs/design.md, note 84). With a channel multiplier M the image's
+    channels are first repeated M times each, a column map exact for NaN and infinities
+    (`exact_move`)."""
+    kernel, stride, padding, dilation = window
+    c, out_c = _shape(xs)[-1], _shape(rows[0])[0]
+    if out_c != c:  # channel multiplier M: input channel o // M into output channel o
+        repeat = np.repeat(np.eye(c), out_c // c, axis=1)
+        copies = sel.constant(op, f"{_fx_name(op)}.repeat", repeat, xs)
+        xs = exact_move(op, sel.rewriter, xs,
+                        lambda value: sel.rows_matmul(op, value, copies, None, out_c), repeat)
+    views = [sel.windows(op, xs, kernel, stride, padding, dilation, [tap], 0.0)
+             for tap in _all_taps(kernel)]
+    if len(views) != len(rows):
+        raise Unsupported(f"{len(rows)} weight rows for a {kernel[0]}x{kernel[1]} window (the "
+                          "frontend's depthwise weight does not match the taps)")
+    y = sel.emit(op, BINARY_OPS["mul"](views[0], rows[0], views[0].type))
+    for view, row in zip(views[1:], rows[1:]):
+        term = sel.emit(op, BINARY_OPS["mul"](view, row, view.type))
+        y = sel.emit(op, BINARY_OPS["add"](y, term, view.type))
+    if bias is not None:
+        y = sel.emit(op, BINARY_OPS["add"](y, bias, y.type))
     return y
 
 

@@ -6,9 +6,16 @@ to whole sticks) followed by one matmul, so its weight is needed as the [KH*KW*C
 matrix whose row t*Cb + c holds weight[:, c, kh, kw] for tap t = kh*KW + kw (zero rows
 where c is stick padding). That is a permutation, a zero padding and a reshape of the
 parameter: done here, once, with torch, because op selection sees no weight data. A
-grouped convolution (depthwise: groups = channels) gets the dense weight with zeros
-between its groups, so it is an ordinary convolution on the device (docs/design.md, note
-27, has the trade-off).
+grouped convolution gets the dense weight with zeros between its groups, so it is an
+ordinary convolution on the device (docs/design.md, note 27, has the trade-off).
+
+A depthwise convolution (groups = input channels; output channel o reads input channel
+o // M for a channel multiplier M) never mixes channels, so it is not one matmul: its
+weight is the [KH*KW, Cout] matrix whose row t holds weight[:, 0, kh, kw], one
+per-channel row per tap (`ConvWeights.operands` names them
+tap0, tap1, ...), which op selection multiplies into one window of the image per tap and
+sums (docs/design.md, note 84): the weight moves once, the flops are those of the
+source program, and a NaN stays in its channel.
 
 A batch norm in eval mode (`_native_batch_norm_legit_no_training`) whose input is a
 convolution's only use folds into it: with s = gamma / sqrt(var + eps),
@@ -37,10 +44,18 @@ _ELEMENT = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
 class ConvWeights:
     """The device-form weight and bias of one convolution node."""
 
-    weight: torch.Tensor  # [KH*KW*Cb, Cout]
+    weight: torch.Tensor  # [KH*KW*Cb, Cout]; [KH*KW, Cout] when depthwise
     bias: torch.Tensor | None
     kernel: tuple[int, int]
     batch_norm: torch.fx.Node | None = None
+    depthwise: bool = False
+
+    def operands(self) -> list[tuple[str, torch.Tensor]]:
+        """The convolution's constant operands by name: `weight` (or, depthwise, one
+        per-channel row `tap<t>` per tap) and `bias` if it has one."""
+        weights = [(f"tap{t}", row.contiguous()) for t, row in enumerate(self.weight)] \
+            if self.depthwise else [("weight", self.weight)]
+        return weights + ([("bias", self.bias)] if self.bias is not None else [])
 
 
 @dataclass
@@ -95,6 +110,15 @@ def plan_convolutions(graph: torch.fx.Graph,
             w = w * scale[:, None, None, None]
             b = ((b if b is not None else torch.zeros_like(mean)) - mean) * scale + beta
             plan.folded_norms[norm[0]] = node
+        kernel = (w.shape[2], w.shape[3])
+        if groups > 1 and w.shape[1] == 1:
+            # depthwise (any channel multiplier): one row of per-output-channel weights
+            # per tap, no zeros, no mixing
+            plan.convs[node] = ConvWeights(
+                w[:, 0].permute(1, 2, 0).reshape(-1, w.shape[0]).to(weight.dtype).contiguous(),
+                None if b is None else b.to(weight.dtype), kernel,
+                norm[0] if norm is not None else None, depthwise=True)
+            continue
         if groups != 1:  # grouped: the dense weight with zeros between the groups
             per = w.shape[0] // groups
             dense = torch.zeros(w.shape[0], w.shape[1] * groups, *w.shape[2:])
@@ -109,7 +133,7 @@ def plan_convolutions(graph: torch.fx.Graph,
         plan.convs[node] = ConvWeights(
             taps.reshape(kh * kw * block, cout).to(weight.dtype).contiguous(),
             None if b is None else b.to(weight.dtype),
-            (kh, kw), norm[0] if norm is not None else None)
+            kernel, norm[0] if norm is not None else None)
     return plan
 
 

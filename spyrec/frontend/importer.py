@@ -359,12 +359,11 @@ class _Importer:
     def _conv(self, builder: Builder, node: torch.fx.Node, prepared: ConvWeights) -> None:
         """A convolution with its weight as the matrix of its taps (and a batch norm
         folded in): `spyre.aten` with `kernel_size` added, which says the weight operand is
-        that [KH*KW*Cb, Cout] matrix (see `conv_weights`)."""
+        that [KH*KW*Cb, Cout] matrix, or the per-tap rows `tap<t>` of a depthwise one
+        (see `conv_weights`)."""
         x = self._value(node.args[0], node)
         operands, names = [x], [StringAttr("input")]
-        for role, tensor in (("weight", prepared.weight), ("bias", prepared.bias)):
-            if tensor is None:
-                continue
+        for role, tensor in prepared.operands():
             name = f"{node.name}.{role}"
             param = self._param(builder, node, name, tensor)
             param.result.name_hint = f"{node.name}_{role}"

@@ -8,11 +8,12 @@ import subprocess
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_close
+from conftest import assert_close, one
 
 import spyrec
 from spyrec.demo import DemoConvNet
 from spyrec.diagnostics import SpyrecError
+from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.layout import DeviceLayout, from_device, to_device
 
 
@@ -126,12 +127,58 @@ def _refusal(model: torch.nn.Module, *inputs: torch.Tensor) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize("groups,out", [(8, 8), (2, 12)], ids=["depthwise", "groups2"])
-def test_grouped_convolutions_run_as_dense_ones(groups, out):
+def test_grouped_convolutions_run_as_dense_ones():
     torch.manual_seed(0)
-    conv = torch.nn.Conv2d(8, out, 3, stride=2, padding=1, groups=groups).half()
+    conv = torch.nn.Conv2d(8, 12, 3, stride=2, padding=1, groups=2).half()
     exe = _check(conv.eval(), torch.randn(2, 8, 9, 9).half())
     assert len(exe.binary.kernels) == 3  # border image, windows, matmul
+
+
+DEPTHWISE = {  # name -> (module, input shape)
+    "2d_s2_unaligned": (lambda: torch.nn.Conv2d(40, 40, 3, stride=2, padding=1, groups=40),
+                        (2, 40, 9, 9)),
+    "2d_k5_aligned_bn": (lambda: torch.nn.Sequential(
+        torch.nn.Conv2d(64, 64, 5, padding=2, groups=64, bias=False), _bn(64)), (1, 64, 8, 8)),
+    "1d_dilation2": (lambda: torch.nn.Conv1d(24, 24, 3, padding=2, dilation=2, groups=24),
+                     (2, 24, 19)),
+}
+
+
+def _bn(channels: int) -> torch.nn.BatchNorm2d:
+    bn = torch.nn.BatchNorm2d(channels)
+    assert bn.running_mean is not None and bn.running_var is not None
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 1.5)
+        bn.running_mean.normal_()
+        bn.running_var.uniform_(0.5, 2)
+    return bn
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32],
+                         ids=["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("name", list(DEPTHWISE))
+def test_depthwise_convolution_moves_its_own_weight_and_keeps_nan_in_its_channel(name, dtype):
+    """A depthwise convolution (note 84) matches eager, stores only its [KH*KW, C] taps and
+    bias (a dense weight with zeros would be C times larger), declares the program's flops,
+    and a NaN in channel c reaches channel c only, exactly where eager puts it."""
+    torch.manual_seed(0)
+    make, shape = DEPTHWISE[name]
+    model = make().to(dtype).eval()
+    x = torch.randn(*shape).to(dtype)
+    exe = _check(model, x)
+    channels, taps = shape[1], 25 if "k5" in name else 3 if "1d" in name else 9
+    weight_bytes = sum(data.nbytes for b, data in exe.binary.weights
+                       if ".tap" in b.name or b.name.endswith(("bias", "weight")))
+    assert weight_bytes == (taps + 1) * channels * dtype.itemsize
+    _, profile = Emulator(exe.binary, mode="timing").run()
+    assert profile.flops <= 1.2 * profile.program_flops
+    x[(0, 5) + (3,) * (len(shape) - 2)] = float("nan")
+    out = one(exe(x))
+    with torch.no_grad():
+        expected = model(x)
+    nan_channels = torch.isnan(out).flatten(2).any(2).any(0).nonzero().flatten().tolist()
+    assert nan_channels == [5]
+    assert torch.equal(torch.isnan(out), torch.isnan(expected))
 
 
 def test_transposed_convolution_is_refused_by_name():

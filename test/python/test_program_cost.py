@@ -3,8 +3,9 @@
 `spyrec.frontend.program_cost` computes the program's least off-chip bytes (each input,
 weight and output moved once) and its flops as written; the `.spyre` records them; the
 profile's roofline and bytes ratio use them. Each test here would fail if the figures came
-from the compiled kernels: the depthwise convolution is run as a dense one, so the kernels'
-own minimum grows with the dense weight and hides it, while the program's does not.
+from the compiled kernels: the depthwise convolution's taps go through LPDDR as window
+kernels, so the kernels' own minimum grows with them and hides it, while the program's
+does not.
 """
 
 from __future__ import annotations
@@ -79,8 +80,9 @@ def test_convolution_flops_are_exact_for_any_groups(groups):
 
 
 def test_depthwise_convolution_shows_its_dense_traffic():
-    """Run as a dense convolution, a depthwise one moves far more than its program needs;
-    the kernels' own minimum would hide it (their ratio is near 1)."""
+    """A depthwise convolution moves far more than its program needs (its windows go
+    through LPDDR, note 84); the kernels' own minimum would hide it (their ratio is near
+    1)."""
     torch.manual_seed(0)
     conv = torch.nn.Conv2d(64, 64, 3, padding=1, groups=64).to(F16).eval()
     x = torch.randn(1, 64, 16, 16, dtype=F16)
