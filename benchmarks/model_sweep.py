@@ -104,7 +104,9 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
         with torch.no_grad():
             expected = built.module(*built.run)
     except Exception as exc:  # noqa: BLE001 - any failure to build is the harness's, recorded
-        return {**record, "status": "build", "error": _one_line(exc)}
+        default = sweep_models.default_error(case)
+        return {**record, "status": "build", "error": _one_line(exc),
+                **({"default_error": _one_line(default)} if default else {})}
     if build_only:
         return {**record, "status": "built"}
 
@@ -436,15 +438,17 @@ def build_failures(cases: list[sweep_models.Case], records: list[dict[str, Any]]
     per = Counter((r["variant"], r["status"] == "built") for r in records)
     variants = list(dict.fromkeys(v for c in cases for v in c.variants))
     lines = ["built: " + ", ".join(f"{v} {per[(v, True)]}/{per[(v, True)] + per[(v, False)]}"
-                                   for v in variants)]
+                                   for v in variants if per[(v, True)] + per[(v, False)])]
     failed: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         if r["status"] != "built":
             failed.setdefault(r["model"], []).append(r)
     lines.append(f"{len(failed)} case(s) with a variant that did not build:")
     for model, rs in failed.items():
+        default = (f" (transformers' default config fails too: {rs[0]['default_error']})"
+                   if "default_error" in rs[0] else "")
         lines.append(f"  {model} [{' '.join(r['variant'] for r in rs)}] {rs[0]['status']}: "
-                     f"{rs[0].get('error', '')[:200]}")
+                     f"{rs[0].get('error', '')[:200]}{default}")
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ raises; the sweep records that as the `build` status, never as the compiler's fa
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,7 +110,7 @@ LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder
               "decoder_layers", "num_encoder_layers", "num_decoder_layers")
 SIZES: dict[str, int] = {
     **dict.fromkeys(("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "embedding_size",
-                     "word_embed_proj_dim", "hidden_size_global"), 128),
+                     "word_embed_proj_dim", "hidden_size_global", "embedding_dim"), 128),
     **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "encoder_attention_heads",
                      "decoder_attention_heads"), 2),
     **dict.fromkeys(("num_key_value_heads", "num_kv_heads", "multi_query_group_num"), 1),
@@ -147,6 +148,14 @@ OVERRIDES: dict[str, tuple[str, dict[str, Any]]] = {
                      {"num_hidden_layers": 3, "num_kv_shared_layers": 1, "layer_types": [
                          "sliding_attention", "full_attention", "sliding_attention"]}),
     "gemma3n": ("as gemma3n_text", {}),
+    "esmc": ("its validator refuses grouped-query attention", {"num_key_value_heads": 2}),
+    "zaya": ("its validator supports one expert per token only", {"num_experts_per_tok": 1}),
+    "reformer": ("its LM head requires a decoder; its axial position embeddings split the "
+                 "hidden size and factor the 128 positions", {
+                     "is_decoder": True, "axial_pos_embds_dim": [64, 64],
+                     "axial_pos_shape": [8, 16]}),
+    "xmod": ("its adapters need a default language (its config's only one)",
+             {"default_language": "en_XX"}),
     "dory": ("its config lists each layer as an attention and an mlp block and splits the "
              "layers into input, recurrent and output ones: three layers, one of each, the "
              "middle one full attention", {
@@ -236,7 +245,8 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
         out["n_group"], out["topk_group"] = 2, 1
     for n_heads, head_dim, expand, groups in (
             ("mamba_n_heads", "mamba_d_head", "mamba_expand", "mamba_n_groups"),
-            ("num_heads", "head_dim", "expand", "n_groups")):
+            ("num_heads", "head_dim", "expand", "n_groups"),
+            ("n_mamba_heads", "mamba_headdim", "mamba_expand", "mamba_ngroups")):
         if all(isinstance(out.get(k), int) for k in (n_heads, expand, "hidden_size")) and \
                 isinstance(config.get(head_dim), int):
             out[head_dim] = SIZES["head_dim"]
@@ -302,8 +312,19 @@ def tiny_config(model_type: str, config_class: type) -> Any:
         subs = [getattr(default, k) for k in getattr(default, "sub_configs", {})]
         default = next((c for c in subs if isinstance(c, config_class)), default)
     _, fixed = OVERRIDES.get(model_type, ("", {}))
-    shrunk = shrink_config(default.to_dict(), fixed.get("num_hidden_layers", LAYERS))
-    return type(default).from_dict({**shrunk, **fixed})
+    shrunk = {**shrink_config(default.to_dict(), fixed.get("num_hidden_layers", LAYERS)),
+              **fixed}
+    # what the config class derives itself (not one of its fields) is derived again from the
+    # shrunk fields; kept only where the class does not derive it
+    fields = {f.name for f in dataclasses.fields(default)} if dataclasses.is_dataclass(
+        default) else set(shrunk)
+    derived = {k: v for k, v in shrunk.items()
+               if k not in fields and k not in ("model_type", "_name_or_path")}
+    config = type(default).from_dict({k: v for k, v in shrunk.items() if k not in derived})
+    for key, value in derived.items():
+        if not hasattr(config, key):
+            setattr(config, key, value)
+    return config
 
 
 def hf_model(case: Case) -> tuple[nn.Module, Any]:
@@ -321,6 +342,24 @@ def hf_model(case: Case) -> tuple[nn.Module, Any]:
     else:
         model = cls._from_config(config)
     return model.eval(), config
+
+
+def default_error(case: Case) -> Exception | None:
+    """Why transformers cannot make the case's model from its own default config (built on
+    the meta device: no memory, no weights), or None when it can: a tiny build failing the
+    same way is transformers' gap, not the shrink's."""
+    import transformers
+    from transformers import CONFIG_MAPPING
+
+    if not case.name.startswith("hf:"):
+        return None
+    cls = getattr(transformers, case.hf_class)
+    try:
+        with torch.device("meta"):
+            cls._from_config(CONFIG_MAPPING[case.name.removeprefix("hf:")]())
+    except Exception as exc:  # noqa: BLE001 - any failure is the answer
+        return exc
+    return None
 
 
 class FirstOutput(nn.Module):
@@ -346,7 +385,9 @@ def _text_inputs(config: Any, variant: str) -> tuple[list[str], tuple[torch.Tens
     vocab = int(getattr(config, "vocab_size", 256) or 256)
     gen = torch.Generator().manual_seed(0)
     batch = 2 if variant == "mask" else 1
-    ids = torch.randint(3, max(vocab, 4), (batch, SEQ), generator=gen)
+    # a multi-codebook decoder (MusicGen) takes one row of ids per codebook of each sample
+    codebooks = int(getattr(config, "num_codebooks", 1) or 1)
+    ids = torch.randint(3, max(vocab, 4), (batch * codebooks, SEQ), generator=gen)
     if variant == "mask":
         mask = torch.ones(batch, SEQ, dtype=torch.long)
         mask[1, SEQ - PADDED:] = 0
