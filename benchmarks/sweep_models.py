@@ -9,7 +9,11 @@ Two sources:
   in (that order). Each is built from its default config shrunk by `shrink_config` (2
   layers, hidden 128, 2 heads of dim 64, 1 key/value head, intermediate 256, vocabulary
   320, 64x64 images), with `from_config` (random weights, eval mode, nothing downloaded:
-  `HF_HUB_OFFLINE=1`).
+  `HF_HUB_OFFLINE=1`). The shrink keeps the model's kind: the layers kept show every kind
+  the per-layer lists name (`kept_layers`), derived sizes stay consistent (`_consistent`:
+  MLA, Mamba, expert groups; fields the config class derives are derived again in
+  `tiny_config`), a text model gets its composite config's text part; `OVERRIDES` holds what
+  an architecture's validator demands beyond that, with the reason per row.
 - torch.nn idioms users write by hand (`IDIOMS`): a GPT with a `masked_fill` causal mask,
   LSTM, GRU, MultiheadAttention, TransformerEncoder, a temporal conv net, an EmbeddingBag
   recommender, a U-Net, and ResNet / MobileNet / ConvNeXt / EfficientNet-style conv nets.
@@ -141,24 +145,24 @@ MLA_SIZES = {"kv_lora_rank": 64, "q_lora_rank": 64, "qk_rope_head_dim": 32,
              "qk_nope_head_dim": 32}
 # model type -> (why the general shrink is not enough, the config values it needs)
 OVERRIDES: dict[str, tuple[str, dict[str, Any]]] = {
-    "diffllama": ("the differential attention splits the value heads in two: an even number "
-                  "of key/value heads", {"num_key_value_heads": 2}),
-    "gemma3n_text": ("its last layers reuse the key/value of an earlier layer of their kind: "
-                     "one sliding and one full layer that produce, a third that reuses",
+    "diffllama": (("the differential attention splits the value heads in two: an even number "
+                  "of key/value heads"), {"num_key_value_heads": 2}),
+    "gemma3n_text": (("its last layers reuse the key/value of an earlier layer of their kind: "
+                     "one sliding and one full layer that produce, a third that reuses"),
                      {"num_hidden_layers": 3, "num_kv_shared_layers": 1, "layer_types": [
                          "sliding_attention", "full_attention", "sliding_attention"]}),
     "gemma3n": ("as gemma3n_text", {}),
     "esmc": ("its validator refuses grouped-query attention", {"num_key_value_heads": 2}),
     "zaya": ("its validator supports one expert per token only", {"num_experts_per_tok": 1}),
-    "reformer": ("its LM head requires a decoder; its axial position embeddings split the "
-                 "hidden size and factor the 128 positions", {
+    "reformer": (("its LM head requires a decoder; its axial position embeddings split the "
+                 "hidden size and factor the 128 positions"), {
                      "is_decoder": True, "axial_pos_embds_dim": [64, 64],
                      "axial_pos_shape": [8, 16]}),
     "xmod": ("its adapters need a default language (its config's only one)",
              {"default_language": "en_XX"}),
-    "dory": ("its config lists each layer as an attention and an mlp block and splits the "
+    "dory": (("its config lists each layer as an attention and an mlp block and splits the "
              "layers into input, recurrent and output ones: three layers, one of each, the "
-             "middle one full attention", {
+             "middle one full attention"), {
                  "num_hidden_layers": 6, "n_input_layers": 2, "n_recurrent_layers": 2,
                  "n_output_layers": 2, "layer_types": [
                      "sliding_attention", "mlp", "full_attention", "mlp", "sliding_attention",
@@ -223,7 +227,8 @@ def _per_layer(config: dict[str, Any], out: dict[str, Any], old: int, kept: list
 
 def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
     """Derived sizes made to agree with the shrunk ones: a `None` head dim or key/value head
-    count (meaning hidden / heads, and as many as the heads) made explicit; multi-head latent
+    count (meaning hidden / heads, and as many as the heads) made explicit, as an MoE's expert
+    counts its default leaves unset; multi-head latent
     attention's ranks and rope/nope head dims (its keys and values expanded to every head);
     Mamba's heads x head dim = expand x hidden, with groups dividing the heads."""
     heads = out.get("num_attention_heads")
@@ -231,6 +236,10 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
         out["head_dim"] = SIZES["head_dim"]
     if "num_key_value_heads" in out and out["num_key_value_heads"] is None and heads:
         out["num_key_value_heads"] = heads
+    if isinstance(config.get("moe_intermediate_size"), int):  # an MoE: counts it leaves unset
+        for key in ("n_routed_experts", "num_experts_per_tok"):
+            if key in out and out[key] is None:
+                out[key] = SIZES[key]
     if "kv_lora_rank" in config:  # MLA
         out.update({k: v for k, v in MLA_SIZES.items() if isinstance(config.get(k), int)})
         if isinstance(config.get("qk_head_dim"), int):
@@ -253,6 +262,8 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
             out[n_heads] = out[expand] * out["hidden_size"] // out[head_dim]
             if isinstance(out.get(groups), int):
                 out[groups] = min(out[groups], out[n_heads] // 2) or 1
+            if isinstance(out.get("mamba_d_ssm"), int):  # the SSM's width, when given
+                out["mamba_d_ssm"] = out[n_heads] * out[head_dim]
 
 
 def _is_config(key: str, value: Any) -> bool:
@@ -312,14 +323,16 @@ def tiny_config(model_type: str, config_class: type) -> Any:
         subs = [getattr(default, k) for k in getattr(default, "sub_configs", {})]
         default = next((c for c in subs if isinstance(c, config_class)), default)
     _, fixed = OVERRIDES.get(model_type, ("", {}))
-    shrunk = {**shrink_config(default.to_dict(), fixed.get("num_hidden_layers", LAYERS)),
-              **fixed}
-    # what the config class derives itself (not one of its fields) is derived again from the
-    # shrunk fields; kept only where the class does not derive it
-    fields = {f.name for f in dataclasses.fields(default)} if dataclasses.is_dataclass(
-        default) else set(shrunk)
-    derived = {k: v for k, v in shrunk.items()
-               if k not in fields and k not in ("model_type", "_name_or_path")}
+    full = default.to_dict()
+    shrunk = {**shrink_config(full, fixed.get("num_hidden_layers", LAYERS)), **fixed}
+    # what the config class derives itself (not one of its fields) and the shrink left as it
+    # was is derived again from the shrunk fields (kept where the class does not derive it)
+    try:
+        fields = {f.name for f in dataclasses.fields(default)}
+    except TypeError:  # not a dataclass: every key is a field
+        fields = set(shrunk)
+    derived = {k: v for k, v in shrunk.items() if k not in fields and v == full.get(k)
+               and k not in ("model_type", "_name_or_path")}
     config = type(default).from_dict({k: v for k, v in shrunk.items() if k not in derived})
     for key, value in derived.items():
         if not hasattr(config, key):
