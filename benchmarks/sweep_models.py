@@ -152,6 +152,9 @@ OVERRIDES: dict[str, tuple[str, dict[str, Any]]] = {
                      {"num_hidden_layers": 3, "num_kv_shared_layers": 1, "layer_types": [
                          "sliding_attention", "full_attention", "sliding_attention"]}),
     "gemma3n": ("as gemma3n_text", {}),
+    "zamba": (("its shared transformer's weight tying expects no hybrid layer before the "
+              "third: the first two layers, mamba only (the hybrid layer is not kept: a gap)"),
+              {"layers_block_type": ["linear_attention", "linear_attention"]}),
     "esmc": ("its validator refuses grouped-query attention", {"num_key_value_heads": 2}),
     "zaya": ("its validator supports one expert per token only", {"num_experts_per_tok": 1}),
     "reformer": (("its LM head requires a decoder; its axial position embeddings split the "
