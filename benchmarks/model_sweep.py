@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sweep_models  # noqa: E402 - the catalogue beside this file
 
 STATUSES = ("ok", "mismatch", "refused", "crash", "run-refused", "run-crash", "export", "build",
-            "timeout")
+            "timeout", "built")  # built: --build-only's success
 RECORD = "SWEEP-RECORD "  # prefix of a child's result lines on stdout
 OP_NAME = re.compile(r"\baten\.[\w.]+")
 
@@ -62,8 +62,12 @@ Corrupt = Callable[[Any], Any]
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
+    """The exception's type and first line (with the next one when the first only introduces
+    it, as a validation error's does)."""
+    text = [line.strip() for line in str(exc).strip().splitlines()]
+    first = " ".join(text[:2]) if len(text) > 1 and text[0].endswith(":") else (
+        text[0] if text else "")
+    return f"{type(exc).__name__}: {first[:300]}"
 
 
 def _where(exc: BaseException) -> str:
@@ -88,14 +92,11 @@ def refused_ops(exc: BaseException) -> list[str]:
     return [found.group(0)] if found else [_one_line(exc)[:160]]
 
 
-def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = None
-            ) -> dict[str, Any]:
-    """Build, export, compile, run and compare one variant of a case; the JSON record."""
+def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = None,
+            build_only: bool = False) -> dict[str, Any]:
+    """Build, export, compile, run and compare one variant of a case; the JSON record.
+    `build_only`: stop after eager ran on the built inputs (status `built`)."""
     import torch
-
-    import spyrec
-    from spyrec.diagnostics import CompileError, PassFailure, SpyrecError
-    from spyrec.verdict import check_outputs
 
     record: dict[str, Any] = {"model": case.name, "family": case.family, "variant": variant}
     try:
@@ -103,7 +104,16 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
         with torch.no_grad():
             expected = built.module(*built.run)
     except Exception as exc:  # noqa: BLE001 - any failure to build is the harness's, recorded
-        return {**record, "status": "build", "error": _one_line(exc)}
+        default = sweep_models.default_error(case)
+        return {**record, "status": "build", "error": _one_line(exc),
+                **({"default_error": _one_line(default)} if default else {})}
+    if build_only:
+        return {**record, "status": "built"}
+
+    import spyrec
+    from spyrec.diagnostics import CompileError, PassFailure, SpyrecError
+    from spyrec.verdict import check_outputs
+
     start = time.perf_counter()
     try:
         program = torch.export.export(built.module, built.example,
@@ -148,17 +158,19 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
 
 # ---- one model per process ----------------------------------------------------------------
 
-def child(name: str) -> None:
+def child(name: str, build_only: bool = False) -> None:
     """Measure every variant of one case, printing each record as soon as it is made."""
     case = {c.name: c for c in sweep_models.all_cases()}[name]
     for variant in case.variants:
-        print(RECORD + json.dumps(measure(case, variant)), flush=True)
+        print(RECORD + json.dumps(measure(case, variant, build_only=build_only)), flush=True)
 
 
-def run_case(case: sweep_models.Case, timeout: float) -> list[dict[str, Any]]:
+def run_case(case: sweep_models.Case, timeout: float, build_only: bool = False
+             ) -> list[dict[str, Any]]:
     """Run `child(case)` in a new process; its records, plus a `timeout` or `crash` record
     for each variant it did not report (killed at the time limit, or died)."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", case.name]
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", case.name,
+               *(["--build-only"] if build_only else [])]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "SPYREC_CACHE": "0"}
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=ROOT, start_new_session=True)
@@ -220,7 +232,7 @@ def sample(cases: list[sweep_models.Case], limit: int | None) -> list[sweep_mode
 
 
 def sweep(cases: list[sweep_models.Case], results: Path, timeout: float, jobs: int,
-          resume: bool) -> None:
+          resume: bool, build_only: bool = False) -> None:
     """Run the cases (skipping those `results` holds every variant of, with --resume),
     appending each model's records to `results` as it finishes."""
     done: set[str] = set()
@@ -237,7 +249,7 @@ def sweep(cases: list[sweep_models.Case], results: Path, timeout: float, jobs: i
 
     def one(index_case: tuple[int, sweep_models.Case]) -> None:
         index, case = index_case
-        records = run_case(case, timeout)
+        records = run_case(case, timeout, build_only)
         with lock, results.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in records)
         statuses = ", ".join(f"{r['variant']} {r['status']}" for r in records)
@@ -418,6 +430,28 @@ def counts(cases: list[sweep_models.Case], records: list[dict[str, Any]]) -> str
     return "\n".join(out)
 
 
+def build_failures(cases: list[sweep_models.Case], records: list[dict[str, Any]]) -> str:
+    """--build-only's summary: per variant, how many built, and each case some variant of
+    which did not (build, timeout or a dead process), with its first error."""
+    names = {c.name for c in cases}
+    records = [r for r in records if r["model"] in names]
+    per = Counter((r["variant"], r["status"] == "built") for r in records)
+    variants = list(dict.fromkeys(v for c in cases for v in c.variants))
+    lines = ["built: " + ", ".join(f"{v} {per[(v, True)]}/{per[(v, True)] + per[(v, False)]}"
+                                   for v in variants if per[(v, True)] + per[(v, False)])]
+    failed: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        if r["status"] != "built":
+            failed.setdefault(r["model"], []).append(r)
+    lines.append(f"{len(failed)} case(s) with a variant that did not build:")
+    for model, rs in failed.items():
+        default = (f" (transformers' default config fails too: {rs[0]['default_error']})"
+                   if "default_error" in rs[0] else "")
+        lines.append(f"  {model} [{' '.join(r['variant'] for r in rs)}] {rs[0]['status']}: "
+                     f"{rs[0].get('error', '')[:200]}{default}")
+    return "\n".join(lines)
+
+
 def select(only: list[str], families: list[str], limit: int | None
            ) -> list[sweep_models.Case]:
     """The cases --only / --family / --limit pick, in catalogue order."""
@@ -445,20 +479,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="models run at once")
     parser.add_argument("--resume", action="store_true",
                         help="keep the results file and skip the models it has")
-    parser.add_argument("--results", type=Path, default=ROOT / "model_sweep.jsonl")
+    parser.add_argument("--results", type=Path,
+                        help="the JSONL file (default model_sweep.jsonl, with --build-only "
+                             "model_sweep_build.jsonl)")
     parser.add_argument("--report", type=Path, default=ROOT / "docs" / "models.md")
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the results file, run nothing")
+    parser.add_argument("--build-only", action="store_true",
+                        help="only build each model tiny and run it in eager (status `built` "
+                             "or `build`), list the failures; no export, no report")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child)
+        child(args.child, args.build_only)
         return
+    results = args.results or ROOT / ("model_sweep_build.jsonl" if args.build_only
+                                      else "model_sweep.jsonl")
     selected = select(args.only, args.family, args.limit)
     if not args.report_only:
-        sweep(selected, args.results, args.timeout, args.jobs, args.resume)
-    records = read_results(args.results)
+        sweep(selected, results, args.timeout, args.jobs, args.resume, args.build_only)
+    records = read_results(results)
     print(counts(selected, records))
+    if args.build_only:
+        print(build_failures(selected, records))
+        return
     # the table covers every enumerated architecture: those outside the selection are "not run"
     everything = sweep_models.all_cases() if not (args.only or args.family) else selected
     command = "python benchmarks/model_sweep.py " + " ".join(

@@ -9,7 +9,11 @@ Two sources:
   in (that order). Each is built from its default config shrunk by `shrink_config` (2
   layers, hidden 128, 2 heads of dim 64, 1 key/value head, intermediate 256, vocabulary
   320, 64x64 images), with `from_config` (random weights, eval mode, nothing downloaded:
-  `HF_HUB_OFFLINE=1`).
+  `HF_HUB_OFFLINE=1`). The shrink keeps the model's kind: the layers kept show every kind
+  the per-layer lists name (`kept_layers`), derived sizes stay consistent (`_consistent`:
+  MLA, Mamba, expert groups; fields the config class derives are derived again in
+  `tiny_config`), a text model gets its composite config's text part; `OVERRIDES` holds what
+  an architecture's validator demands beyond that, with the reason per row.
 - torch.nn idioms users write by hand (`IDIOMS`): a GPT with a `masked_fill` causal mask,
   LSTM, GRU, MultiheadAttention, TransformerEncoder, a temporal conv net, an EmbeddingBag
   recommender, a U-Net, and ResNet / MobileNet / ConvNeXt / EfficientNet-style conv nets.
@@ -23,6 +27,7 @@ raises; the sweep records that as the `build` status, never as the compiler's fa
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,7 +114,7 @@ LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder
               "decoder_layers", "num_encoder_layers", "num_decoder_layers")
 SIZES: dict[str, int] = {
     **dict.fromkeys(("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "embedding_size",
-                     "word_embed_proj_dim"), 128),
+                     "word_embed_proj_dim", "hidden_size_global", "embedding_dim"), 128),
     **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "encoder_attention_heads",
                      "decoder_attention_heads"), 2),
     **dict.fromkeys(("num_key_value_heads", "num_kv_heads", "multi_query_group_num"), 1),
@@ -120,7 +125,7 @@ SIZES: dict[str, int] = {
     **dict.fromkeys(("max_position_embeddings", "n_positions", "max_seq_len",
                      "max_sequence_length"), 128),
     **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), 4),
-    "num_experts_per_tok": 2,
+    **dict.fromkeys(("num_experts_per_tok", "num_experts_per_token"), 2),
     "vocab_size": 320,
     "image_size": IMAGE,
     "window_size": 4,  # Swin-style windows within a 64x64 image's stages
@@ -132,21 +137,158 @@ TOKEN_ID_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id",
 LAYERS = 2
 
 
-def shrink_config(config: dict[str, Any]) -> dict[str, Any]:
-    """A default config's dict made tiny (module docstring); sub-configs (`*_config` dicts)
-    likewise. Per-layer lists follow the new layer count, per-stage head counts keep a head
-    dim of 64 (hidden 128 doubling per stage), a backbone returns its last stage, and token
-    ids stay in the vocabulary."""
+# layer counts that split the layers into consecutive kinds (the first k dense, the rest MoE;
+# input, recurrent and output blocks): kept consistent with the layers the tiny model keeps
+SEGMENT_KEYS = (("first_k_dense_replace",), ("num_dense_layers",),
+                ("n_input_layers", "n_recurrent_layers", "n_output_layers"))
+MLA_SIZES = {"kv_lora_rank": 64, "q_lora_rank": 64, "qk_rope_head_dim": 32,
+             "qk_nope_head_dim": 32}
+# model type -> (why the general shrink is not enough, the config values it needs)
+OVERRIDES: dict[str, tuple[str, dict[str, Any]]] = {
+    "diffllama": (("the differential attention splits the value heads in two: an even number "
+                  "of key/value heads"), {"num_key_value_heads": 2}),
+    "gemma3n_text": (("its last layers reuse the key/value of an earlier layer of their kind: "
+                     "one sliding and one full layer that produce, a third that reuses"),
+                     {"num_hidden_layers": 3, "num_kv_shared_layers": 1, "layer_types": [
+                         "sliding_attention", "full_attention", "sliding_attention"]}),
+    "gemma3n": ("as gemma3n_text", {}),
+    "zamba": (("its shared transformer's weight tying expects no hybrid layer before the "
+              "third: the first two layers, mamba only (the hybrid layer is not kept: a gap)"),
+              {"layers_block_type": ["linear_attention", "linear_attention"]}),
+    "esmc": ("its validator refuses grouped-query attention", {"num_key_value_heads": 2}),
+    "zaya": ("its validator supports one expert per token only", {"num_experts_per_tok": 1}),
+    "reformer": (("its LM head requires a decoder; its axial position embeddings split the "
+                 "hidden size and factor the 128 positions"), {
+                     "is_decoder": True, "axial_pos_embds_dim": [64, 64],
+                     "axial_pos_shape": [8, 16]}),
+    "xmod": ("its adapters need a default language (its config's only one)",
+             {"default_language": "en_XX"}),
+    "dory": (("its config lists each layer as an attention and an mlp block and splits the "
+             "layers into input, recurrent and output ones: three layers, one of each, the "
+             "middle one full attention"), {
+                 "num_hidden_layers": 6, "n_input_layers": 2, "n_recurrent_layers": 2,
+                 "n_output_layers": 2, "layer_types": [
+                     "sliding_attention", "mlp", "full_attention", "mlp", "sliding_attention",
+                     "mlp"]}),
+}
+
+
+def _layer_kinds(config: dict[str, Any], old: int) -> list[list[tuple[str, str]]]:
+    """Per original layer, the (key, value) pairs that say what kind of layer it is: its entry
+    in every per-layer list and in `per_layer_config`, and its segment of SEGMENT_KEYS."""
+    kinds: list[list[tuple[str, str]]] = [[] for _ in range(old)]
+    for key, value in config.items():
+        if isinstance(value, list) and len(value) == old:
+            for i, entry in enumerate(value):
+                kinds[i].append((key, repr(entry)))
+    per_layer = config.get("per_layer_config")
+    if isinstance(per_layer, dict):
+        for i in range(old):
+            kinds[i].append(("per_layer_config", repr(per_layer.get(f"{i:02d}",
+                                                                    per_layer.get(str(i))))))
+    for keys in SEGMENT_KEYS:
+        bounds = [config[k] for k in keys if isinstance(config.get(k), int)]
+        if len(bounds) == len(keys):
+            ends = [sum(bounds[:j + 1]) for j in range(len(bounds))]
+            for i in range(old):
+                kinds[i].append((keys[0], str(sum(i >= e for e in ends))))
+    return kinds
+
+
+def kept_layers(config: dict[str, Any], old: int, new: int) -> list[int]:
+    """The original layers the tiny model keeps (sorted): greedily the one showing the most
+    (per-layer key, value) kinds not shown yet, the first such layer on a tie, so that a
+    sliding/full, linear/full, dense/MoE or producing/reusing mix survives the shrink."""
+    kinds = _layer_kinds(config, old)
+    shown: set[tuple[str, str]] = set()
+    kept: list[int] = []
+    for _ in range(min(new, old)):
+        best = max((i for i in range(old) if i not in kept),
+                   key=lambda i: (len(set(kinds[i]) - shown), -i))
+        kept.append(best)
+        shown |= set(kinds[best])
+    return sorted(kept)
+
+
+def _per_layer(config: dict[str, Any], out: dict[str, Any], old: int, kept: list[int]) -> None:
+    """Per-layer lists, `per_layer_config` and SEGMENT_KEYS follow the kept layers."""
+    for key, value in config.items():
+        if isinstance(value, list) and len(value) == old:
+            out[key] = [value[i] for i in kept]
+    per_layer = config.get("per_layer_config")
+    if isinstance(per_layer, dict):
+        out["per_layer_config"] = {
+            f"{new:02d}": shrink_config(per_layer[key]) for new, i in enumerate(kept)
+            for key in (f"{i:02d}", str(i)) if isinstance(per_layer.get(key), dict)}
+    for keys in SEGMENT_KEYS:
+        bounds = [config[k] for k in keys if isinstance(config.get(k), int)]
+        if len(bounds) == len(keys):
+            starts = [sum(bounds[:j]) for j in range(len(bounds))]
+            for key, first, size in zip(keys, starts, bounds):
+                out[key] = sum(first <= i < first + size for i in kept)
+
+
+def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
+    """Derived sizes made to agree with the shrunk ones: a `None` head dim or key/value head
+    count (meaning hidden / heads, and as many as the heads) made explicit, as an MoE's expert
+    counts its default leaves unset; multi-head latent
+    attention's ranks and rope/nope head dims (its keys and values expanded to every head);
+    Mamba's heads x head dim = expand x hidden, with groups dividing the heads."""
+    heads = out.get("num_attention_heads")
+    if "head_dim" in out and out["head_dim"] is None and isinstance(heads, int):
+        out["head_dim"] = SIZES["head_dim"]
+    if "num_key_value_heads" in out and out["num_key_value_heads"] is None and heads:
+        out["num_key_value_heads"] = heads
+    if isinstance(config.get("moe_intermediate_size"), int):  # an MoE: counts it leaves unset
+        for key in ("n_routed_experts", "num_experts_per_tok"):
+            if key in out and out[key] is None:
+                out[key] = SIZES[key]
+    if "kv_lora_rank" in config:  # MLA
+        out.update({k: v for k, v in MLA_SIZES.items() if isinstance(config.get(k), int)})
+        if isinstance(config.get("qk_head_dim"), int):
+            out["qk_head_dim"] = out["qk_rope_head_dim"] + out.get("qk_nope_head_dim", 0)
+        if isinstance(config.get("head_dim"), int) and \
+                config.get("head_dim") == config.get("qk_rope_head_dim"):
+            out["head_dim"] = out["qk_rope_head_dim"]
+        if isinstance(heads, int) and "num_key_value_heads" in out:
+            out["num_key_value_heads"] = heads
+    groups = out.get("n_group")  # expert groups: 2 of the experts' halves, 1 of them picked
+    if isinstance(groups, int) and groups > 1:
+        out["n_group"], out["topk_group"] = 2, 1
+    for n_heads, head_dim, expand, groups in (
+            ("mamba_n_heads", "mamba_d_head", "mamba_expand", "mamba_n_groups"),
+            ("num_heads", "head_dim", "expand", "n_groups"),
+            ("n_mamba_heads", "mamba_headdim", "mamba_expand", "mamba_ngroups")):
+        if all(isinstance(out.get(k), int) for k in (n_heads, expand, "hidden_size")) and \
+                isinstance(config.get(head_dim), int):
+            out[head_dim] = SIZES["head_dim"]
+            out[n_heads] = out[expand] * out["hidden_size"] // out[head_dim]
+            if isinstance(out.get(groups), int):
+                out[groups] = min(out[groups], out[n_heads] // 2) or 1
+            if isinstance(out.get("mamba_d_ssm"), int):  # the SSM's width, when given
+                out["mamba_d_ssm"] = out[n_heads] * out[head_dim]
+
+
+def _is_config(key: str, value: Any) -> bool:
+    return isinstance(value, dict) and (key.endswith("_config") or "model_type" in value)
+
+
+def shrink_config(config: dict[str, Any], layers: int = LAYERS) -> dict[str, Any]:
+    """A default config's dict made tiny (module docstring); sub-configs (`*_config` dicts
+    and any dict with a `model_type`) likewise. The model keeps `layers` of its layers, of
+    every kind its per-layer lists name (`kept_layers`); per-stage head counts keep a head
+    dim of 64 (hidden 128 doubling per stage), a backbone returns its last stage, token ids
+    stay in the vocabulary and derived sizes stay consistent (`_consistent`)."""
     out = dict(config)
     # a staged net (`depths`) counts its stages in `num_layers`: kept, with per-stage lists
     staged = isinstance(config.get("depths"), list)
     old_layers = 0 if staged else max(
         (v for k, v in config.items() if k in LAYER_KEYS and isinstance(v, int)), default=0)
     for key, value in config.items():
-        if isinstance(value, dict) and key.endswith("_config"):
+        if _is_config(key, value):
             out[key] = shrink_config(value)
         elif key in LAYER_KEYS and isinstance(value, int) and not staged:
-            out[key] = min(value, LAYERS)
+            out[key] = min(value, layers)
         elif key in SIZES and isinstance(value, int) and not isinstance(value, bool):
             out[key] = SIZES[key] if key != "num_key_value_heads" else min(value, 1)
         elif key == "patch_size" and isinstance(value, int) and value > 16:
@@ -160,8 +302,9 @@ def shrink_config(config: dict[str, Any]) -> dict[str, Any]:
         elif key in ("hidden_sizes", "embed_dims", "conv_dim") and isinstance(value, list):
             out[key] = [min(int(v), 32 * 2 ** i if key != "conv_dim" else 64)
                         for i, v in enumerate(value)]
-        elif isinstance(value, list) and old_layers > LAYERS and len(value) == old_layers:
-            out[key] = value[:LAYERS]
+    if old_layers > layers:
+        _per_layer(config, out, old_layers, kept_layers(config, old_layers, layers))
+    _consistent(config, out)
     vocab = out.get("vocab_size")
     if isinstance(vocab, int):
         for key in TOKEN_ID_KEYS:
@@ -172,15 +315,41 @@ def shrink_config(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def tiny_config(model_type: str, config_class: type) -> Any:
+    """The model type's default config shrunk, as `config_class` (the model class's own: the
+    text sub-config of a composite config when the class is its text model), with the
+    type's OVERRIDES."""
+    from transformers import CONFIG_MAPPING
+
+    default = CONFIG_MAPPING[model_type]()
+    if not isinstance(default, config_class):
+        subs = [getattr(default, k) for k in getattr(default, "sub_configs", {})]
+        default = next((c for c in subs if isinstance(c, config_class)), default)
+    _, fixed = OVERRIDES.get(model_type, ("", {}))
+    full = default.to_dict()
+    shrunk = {**shrink_config(full, fixed.get("num_hidden_layers", LAYERS)), **fixed}
+    # what the config class derives itself (not one of its fields) and the shrink left as it
+    # was is derived again from the shrunk fields (kept where the class does not derive it)
+    try:
+        fields = {f.name for f in dataclasses.fields(default)}
+    except TypeError:  # not a dataclass: every key is a field
+        fields = set(shrunk)
+    derived = {k: v for k, v in shrunk.items() if k not in fields and v == full.get(k)
+               and k not in ("model_type", "_name_or_path")}
+    config = type(default).from_dict({k: v for k, v in shrunk.items() if k not in derived})
+    for key, value in derived.items():
+        if not hasattr(config, key):
+            setattr(config, key, value)
+    return config
+
+
 def hf_model(case: Case) -> tuple[nn.Module, Any]:
     """The case's transformers model (random weights, eval mode, fp32) and its config."""
     import transformers
-    from transformers import CONFIG_MAPPING
 
     model_type = case.name.removeprefix("hf:")
-    default = CONFIG_MAPPING[model_type]()
-    config = type(default).from_dict(shrink_config(default.to_dict()))
     cls = getattr(transformers, case.hf_class)
+    config = tiny_config(model_type, cls.config_class)
     torch.manual_seed(0)
     if case.family == "encoder":
         base = getattr(transformers, transformers.models.auto.modeling_auto.MODEL_MAPPING_NAMES[
@@ -189,6 +358,24 @@ def hf_model(case: Case) -> tuple[nn.Module, Any]:
     else:
         model = cls._from_config(config)
     return model.eval(), config
+
+
+def default_error(case: Case) -> Exception | None:
+    """Why transformers cannot make the case's model from its own default config (built on
+    the meta device: no memory, no weights), or None when it can: a tiny build failing the
+    same way is transformers' gap, not the shrink's."""
+    import transformers
+    from transformers import CONFIG_MAPPING
+
+    if not case.name.startswith("hf:"):
+        return None
+    cls = getattr(transformers, case.hf_class)
+    try:
+        with torch.device("meta"):
+            cls._from_config(CONFIG_MAPPING[case.name.removeprefix("hf:")]())
+    except Exception as exc:  # noqa: BLE001 - any failure is the answer
+        return exc
+    return None
 
 
 class FirstOutput(nn.Module):
@@ -214,7 +401,9 @@ def _text_inputs(config: Any, variant: str) -> tuple[list[str], tuple[torch.Tens
     vocab = int(getattr(config, "vocab_size", 256) or 256)
     gen = torch.Generator().manual_seed(0)
     batch = 2 if variant == "mask" else 1
-    ids = torch.randint(3, max(vocab, 4), (batch, SEQ), generator=gen)
+    # a multi-codebook decoder (MusicGen) takes one row of ids per codebook of each sample
+    codebooks = int(getattr(config, "num_codebooks", 1) or 1)
+    ids = torch.randint(3, max(vocab, 4), (batch * codebooks, SEQ), generator=gen)
     if variant == "mask":
         mask = torch.ones(batch, SEQ, dtype=torch.long)
         mask[1, SEQ - PADDED:] = 0

@@ -178,3 +178,65 @@ def test_one_model_per_process() -> None:
     for record in records[:2]:  # fp32, fp16
         _check_measured(record)
     assert records[2]["status"] in sweep.STATUSES and records[2]["process_s"] > 0
+
+
+def test_shrink_keeps_every_kind_of_layer_and_consistent_sizes() -> None:
+    """Per-layer lists, per_layer_config and layer-count segments follow the layers kept, which
+    show every kind the lists name; MLA and Mamba sizes stay consistent; None head sizes are
+    made explicit."""
+    config = {"num_hidden_layers": 8, "hidden_size": 1024, "num_attention_heads": 16,
+              "num_key_value_heads": 16, "first_k_dense_replace": 3,
+              "layer_types": ["linear"] * 3 + ["full"] + ["linear"] * 4,
+              "per_layer_config": {"03": {"head_dim": 512}},
+              "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
+              "qk_nope_head_dim": 128, "qk_head_dim": 192, "head_dim": 64}
+    assert catalogue.kept_layers(config, 8, 2) == [0, 3]  # dense + linear, MoE + full
+    tiny = catalogue.shrink_config(config)
+    assert tiny["num_hidden_layers"] == 2 and tiny["layer_types"] == ["linear", "full"]
+    assert tiny["first_k_dense_replace"] == 1  # layer 0 dense, layer 1 MoE
+    assert tiny["per_layer_config"] == {"01": {"head_dim": 64}}
+    assert (tiny["kv_lora_rank"], tiny["q_lora_rank"]) == (64, 64)
+    assert tiny["qk_head_dim"] == tiny["qk_rope_head_dim"] + tiny["qk_nope_head_dim"] == 64
+    assert tiny["head_dim"] == tiny["qk_rope_head_dim"]  # deepseek: the rope dim
+    assert tiny["num_key_value_heads"] == tiny["num_attention_heads"] == 2  # MLA: every head
+    mamba = catalogue.shrink_config({"hidden_size": 4096, "num_heads": 128, "head_dim": 64,
+                                     "expand": 2, "n_groups": 8})
+    assert mamba["num_heads"] * mamba["head_dim"] == mamba["expand"] * mamba["hidden_size"]
+    assert mamba["num_heads"] % mamba["n_groups"] == 0
+    unset = catalogue.shrink_config({"num_attention_heads": 32, "head_dim": None,
+                                     "num_key_value_heads": None})
+    assert unset["head_dim"] == 64 and unset["num_key_value_heads"] == 2
+
+
+def test_build_only_records_built_and_build(extra_idioms: dict[str, Any]) -> None:
+    """--build-only stops after eager ran; a model eager refuses is `build`, listed with its
+    error; an HF model's record says when transformers' default config fails too."""
+    built = sweep.measure(CASES["nn:lstm"], "fp32", build_only=True)
+    assert built == {"model": "nn:lstm", "family": "nn-seq", "variant": "fp32",
+                     "status": "built"}
+    broken = catalogue.Case("nn:float64", "nn-seq", ("fp32",))
+    extra_idioms["float64"] = ("nn-seq", ("fp32",), (Float64, lambda: (torch.ones(2, 3, 4),)))
+    failed = sweep.measure(broken, "fp32", build_only=True)
+    assert failed["status"] == "built"  # eager runs it: only the compiler refuses float64
+    extra_idioms["float64"] = ("nn-seq", ("fp32",), (Float64, lambda: ("not a tensor",)))
+    failed = sweep.measure(broken, "fp32", build_only=True)
+    assert failed["status"] == "build" and "default_error" not in failed, failed
+    text = sweep.build_failures([CASES["nn:lstm"], broken], [built, failed])
+    assert text.splitlines()[0] == "built: fp32 1/2"
+    assert "nn:float64 [fp32] build: " in text
+
+
+@pytest.mark.parametrize("name", ["hf:deepseek_v3", "hf:olmo_hybrid"])
+def test_hf_architectures_the_shrink_used_to_break_build(name: str) -> None:
+    """MLA + grouped MoE after dense layers (deepseek_v3) and a hybrid whose first layers are
+    all linear attention (olmo_hybrid): tiny, each kind of layer kept, eager runs."""
+    pytest.importorskip("transformers")
+    built = catalogue.build(CASES[name], "fp32")
+    with torch.no_grad():
+        assert torch.isfinite(built.module(*built.run)).all()
+    config = built.module.model.config
+    assert config.num_hidden_layers == 2 and config.hidden_size == 128
+    if name == "hf:deepseek_v3":
+        assert config.first_k_dense_replace == 1 and config.num_key_value_heads == 2
+    else:
+        assert len(set(config.layer_types)) == 2, config.layer_types
