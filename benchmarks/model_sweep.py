@@ -372,7 +372,7 @@ def _besides(records: list[dict[str, Any]], sampled: set[str] | None) -> list[st
 
 
 def report(cases: list[sweep_models.Case], records: list[dict[str, Any]], command: str,
-           timeout: float, sampled: set[str] | None = None) -> str:
+           timeout: float, sampled: set[str] | None = None, note: str = "") -> str:
     """docs/models.md: header, counts, missing ops, crashes, every measured row, the rest.
     Models measured outside `sampled` (the command's selection) are named in the header."""
     import torch
@@ -392,7 +392,8 @@ def report(cases: list[sweep_models.Case], records: list[dict[str, Any]], comman
              f"{torch.__version__}, a time limit of {timeout:.0f} s per model (all its variants) "
              "on a 2-core machine shared with other jobs. What each status means and how the "
              "models are built: benchmarks/README.md and the script's docstring."), "",
-             *_besides(records, sampled), *summary(cases, records), "",
+             *([note, ""] if note else []), *_besides(records, sampled),
+             *summary(cases, records), "",
              "## Missing ops, ranked (the gap list)", "",
              ("Each op a compile refusal of the fp32 or fp16 variant lists (an op with no "
              "lowering, or one whose operands the lowering refuses), by the number of models "
@@ -485,6 +486,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--report", type=Path, default=ROOT / "docs" / "models.md")
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the results file, run nothing")
+    parser.add_argument("--note", default="",
+                        help="a sentence for the report's header (the commit measured, a "
+                             "sweep stopped part-way)")
     parser.add_argument("--build-only", action="store_true",
                         help="only build each model tiny and run it in eager (status `built` "
                              "or `build`), list the failures; no export, no report")
@@ -505,10 +509,13 @@ def main(argv: list[str] | None = None) -> None:
         return
     # the table covers every enumerated architecture: those outside the selection are "not run"
     everything = sweep_models.all_cases() if not (args.only or args.family) else selected
+    given = list(argv if argv is not None else sys.argv[1:])
+    if "--note" in given:  # the note is the header's, not part of the command
+        del given[given.index("--note"):given.index("--note") + 2]
     command = "python benchmarks/model_sweep.py " + " ".join(
-        a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only")
+        a for a in given if a != "--report-only")
     args.report.write_text(report(everything, records, command.strip(), args.timeout,
-                                  {c.name for c in selected}))
+                                  {c.name for c in selected}, args.note))
     print(f"wrote {args.report}")
 
 
