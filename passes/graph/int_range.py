@@ -63,10 +63,9 @@ _INDEX_OPERANDS = {
     "aten._embedding_bag.default": ("indices", "offsets"),
     "aten.embedding_bag.padding_idx": ("indices", "offsets"),
 }
-# data operands of ops with index operands (their bound passes to the result)
-_CASTS = {"aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout"}
-_DATA_OPERANDS = {"aten.index.Tensor": ("self",), "aten.gather.default": ("self",),
-                  "aten.index_select.default": ("self",)}
+# ops reading the values of their `self` at the positions of their index operand: the
+# result's bound is `self`'s (the positions' own bound does not reach it)
+_GATHERS = ("aten.index.Tensor", "aten.gather.default", "aten.index_select.default")
 
 
 def _is_int(value: SSAValue) -> bool:
@@ -102,8 +101,8 @@ def _result_bound(op: AtenOp, index: int, of: Callable[[SSAValue], float]) -> fl
     def most(values: list[SSAValue]) -> float:
         return max((of(v) for v in values), default=0.0)
 
-    if target in _DATA_OPERANDS:
-        return most([operands[n] for n in _DATA_OPERANDS[target] if n in operands])
+    if target in _GATHERS:
+        return of(operands["self"])
     if target in _MOVES:
         return most(tensors)
     if target in ("aten.constant_pad_nd.default", "aten.masked_fill.Scalar",
@@ -206,19 +205,9 @@ def _computed(fn: func.FuncOp) -> tuple[list[OpResult], list[BlockArgument]]:
     return results, read_inputs
 
 
-def _converted(result: OpResult) -> bool:
-    """Whether `result` is a float converted to an integer: exact as a conversion (a
-    truncation, note 74), so only what is computed from it needs a bound."""
-    owner = result.owner
-    return isinstance(owner, AtenOp) and owner.target.data in _CASTS and not any(
-        _is_int(v) or str(v.type.element_type) == "i1" for v in owner.operands)  # type: ignore[attr-defined]
-
-
-def _first_inexact(fn: func.FuncOp, results: list[OpResult], limit: float) -> OpResult | None:
-    """The first of `results` that may pass 2^24 with integer inputs within `limit` (a
-    float converted to an integer is exact as a conversion, `_converted`)."""
-    bounds = _bounds(fn, limit)
-    return next((r for r in results if not bounds[r] <= EXACT and not _converted(r)), None)
+def _first_inexact(bounds: dict[SSAValue, float], results: list[OpResult]) -> OpResult | None:
+    """The first of `results` whose bound passes 2^24."""
+    return next((r for r in results if not bounds[r] <= EXACT), None)
 
 
 def int_input_limit(module: ModuleOp) -> None:
@@ -235,7 +224,7 @@ def int_input_limit(module: ModuleOp) -> None:
         results = [r for r in results if math.isfinite(at_zero[r])]
         if not results and not read_inputs:
             continue
-        bad = _first_inexact(fn, results, 0.0)
+        bad = _first_inexact(at_zero, results)
         if bad is not None:
             owner = bad.owner
             assert isinstance(owner, AtenOp)
@@ -248,7 +237,7 @@ def int_input_limit(module: ModuleOp) -> None:
         lo, hi = 0, INT32_MAX  # the largest input limit whose bounds all fit
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if _first_inexact(fn, results, float(mid)) is None and (
+            if _first_inexact(_bounds(fn, float(mid)), results) is None and (
                     not read_inputs or mid <= EXACT):
                 lo = mid
             else:
