@@ -148,6 +148,22 @@ def test_hand_written_scores_read_the_key_as_stored():
     assert not any("identity" in b.name for b, _ in exe.binary.weights)
 
 
+class RepeatedTransposes(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(4):
+            x = (x.transpose(-1, -2) * 1.5).transpose(-1, -2) + 1
+        return x
+
+
+def test_transposes_of_one_size_share_one_identity():
+    """Eight device transposes of [.., 96, 128] and [.., 128, 96] read two identities (one
+    per size), not eight: n^2 bytes each would grow with the number of transposes."""
+    x = torch.randn(2, 128, 96, generator=torch.Generator().manual_seed(5))
+    exe = _check(RepeatedTransposes(), x)
+    shapes = sorted(data.shape for b, data in exe.binary.weights if "identity" in b.name)
+    assert shapes == [(96, 96), (128, 128)]
+
+
 def test_a_boolean_output_reaches_the_host_as_bool():
     class Compare(torch.nn.Module):
         def forward(self, positions, limit):

@@ -55,6 +55,9 @@ class LegalizeRewriter(Rewriter):
         self.device_transposes: dict[Operation, SSAValue] = {}
         # additive masks made from predicates, by (predicate, query element type)
         self.additive_masks: dict[tuple[SSAValue, str], SSAValue] = {}
+        # the n x n identities device transposes multiply by, by (n, element type): one
+        # per size and type, not one per transpose (n^2 bytes each)
+        self.identities: dict[tuple[int, str], list[ParamOp]] = {}
 
 
 class Unsupported(Exception):

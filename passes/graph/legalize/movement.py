@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from spyrec.dialects.spyre import (
@@ -110,7 +110,7 @@ def device_transpose(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSA
         return y
     lead = shape[:-2]
     check_resident_rhs(x, "a transpose of the innermost dim", rewriter.target)
-    eye = _constant(op, rewriter, f"{_fx_name(op)}.identity", np.eye(n), x.type.element_type)  # type: ignore[attr-defined]
+    eye = _identity(op, rewriter, n, x.type.element_type)  # type: ignore[attr-defined]
     if lead:
         eye = _emit(rewriter, op, ReshapeOp(eye, with_shape(eye, [1] * len(lead) + [n, n])))
     if math.prod(lead) > 1:
@@ -121,6 +121,21 @@ def device_transpose(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSA
                    np.eye(min(n, 2)))  # zeros off the diagonal when n > 1
     rewriter.device_transposes[y.owner] = x  # type: ignore[index]
     return y
+
+
+def _identity(op: AtenOp, rewriter: LegalizeRewriter, n: int, element_type: Attribute
+              ) -> SSAValue:
+    """The n x n identity of `element_type` a device transpose reads: the one an earlier
+    transpose of the same block made, else a new constant before `op`."""
+    key = (n, str(element_type))
+    block = op.parent_block()
+    for earlier in rewriter.identities.get(key, ()):
+        if block is not None and earlier.parent_block() is block and earlier.is_before_in_block(op):
+            return earlier.result
+    eye = _constant(op, rewriter, f"{_fx_name(op)}.identity", np.eye(n), element_type)
+    assert isinstance(eye.owner, ParamOp)
+    rewriter.identities.setdefault(key, []).append(eye.owner)
+    return eye
 
 
 def check_resident_rhs(rhs: SSAValue, what: str, target: SpyreTarget) -> None:
