@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    AnyDenseElement,
     AnyFloat,
     BytesAttr,
     DenseIntOrFPElementsAttr,
@@ -60,24 +61,34 @@ def emit(rewriter: Rewriter, at: Operation, new: Operation) -> SSAValue:
     return new.results[0]
 
 
-# little-endian NumPy types of the float element types xDSL packs (`struct` formats e, f, d)
-_PACKED = {"f16": "<f2", "f32": "<f4", "f64": "<f8"}
+# little-endian NumPy types of the element types xDSL packs (`struct` formats e, f, d, i, q)
+_PACKED = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8"}
 
 
-def dense_floats(ttype: TensorType[AnyFloat], values: np.ndarray) -> DenseIntOrFPElementsAttr:
-    """`values` as the dense attribute of float tensor type `ttype`, packed by NumPy in the
-    bytes `DenseIntOrFPElementsAttr.from_list` writes (one `struct.pack` per element is
-    quadratic-size work for the selection matrices column moves build). Values a cast would
-    overflow, and element types without a NumPy layout, take `from_list`, which refuses or
-    packs them as before."""
-    packed = _PACKED.get(str(ttype.element_type))
+def dense_values(ttype: TensorType[AnyDenseElement], values: np.ndarray
+                 ) -> DenseIntOrFPElementsAttr:
+    """`values` as the dense attribute of tensor type `ttype`, packed by NumPy in the bytes
+    `DenseIntOrFPElementsAttr.from_list` writes (one `struct.pack` per element is
+    quadratic-size work for the selection matrices column moves build, and for the row maps
+    of element moves). Values the cast would change (a float past the type's range, an
+    integer past its width), and element types without a NumPy layout, take `from_list`,
+    which refuses or packs them as before."""
+    element = str(ttype.element_type)
+    packed = _PACKED.get(element)
     if packed is not None:
-        with np.errstate(over="ignore"):
-            cast = values.reshape(-1).astype(packed)
-        cast_inf = np.isinf(cast)
-        if not cast_inf.any() or np.array_equal(cast_inf, np.isinf(values.reshape(-1))):
+        flat = values.reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            cast = flat.astype(packed)
+        if element.startswith("i"):
+            exact = np.array_equal(cast, flat)
+        else:
+            cast_inf = np.isinf(cast)
+            exact = not cast_inf.any() or np.array_equal(cast_inf, np.isinf(flat))
+        if exact:
             return DenseIntOrFPElementsAttr(ttype, BytesAttr(cast.tobytes()))
-    return DenseIntOrFPElementsAttr.from_list(ttype, [float(v) for v in values.reshape(-1)])
+    convert = int if element.startswith("i") else float
+    return DenseIntOrFPElementsAttr.from_list(
+        ttype, [convert(v) for v in values.reshape(-1)])  # type: ignore[arg-type]
 
 
 def constant(at: Operation, rewriter: Rewriter, name: str, values: np.ndarray,
@@ -86,7 +97,7 @@ def constant(at: Operation, rewriter: Rewriter, name: str, values: np.ndarray,
     `element_type` is a float type (legalization computes integers in f32)."""
     assert isinstance(element_type, AnyFloat)
     ttype = TensorType(element_type, list(values.shape))
-    param = ParamOp(name, ttype, value=dense_floats(ttype, values))
+    param = ParamOp(name, ttype, value=dense_values(ttype, values))
     param.result.name_hint = name.replace(".", "_")
     return emit(rewriter, at, param)
 

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i64
+from xdsl.dialects.builtin import TensorType, i64
 from xdsl.ir import Operation, SSAValue
 
 from spyrec.dialects.spyre import (
@@ -37,6 +37,7 @@ from spyrec.dialects.spyre import (
 )
 from spyrec.passes.graph.graph_build import binary_op as _binary_op
 from spyrec.passes.graph.graph_build import constant as _constant
+from spyrec.passes.graph.graph_build import dense_values
 from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
 from spyrec.passes.graph.graph_build import fx_name as _fx_name
@@ -320,8 +321,7 @@ def _index_constant(op: AtenOp, rewriter: LegalizeRewriter, values: np.ndarray) 
     """Constant row numbers as an int64 `spyre.param` carrying its values."""
     ttype = TensorType(i64, list(values.shape))
     name = f"{_fx_name(op)}.rows"
-    param = ParamOp(name, ttype, value=DenseIntOrFPElementsAttr.from_list(
-        ttype, [int(v) for v in values.reshape(-1)]))
+    param = ParamOp(name, ttype, value=dense_values(ttype, values))
     param.result.name_hint = name.replace(".", "_")
     return _emit(rewriter, op, param)
 
