@@ -119,19 +119,26 @@ def _check_no_infinity(name: str, array: np.ndarray) -> None:
 
 
 def _check_int_limit(name: str, array: np.ndarray, limit: int) -> None:
-    """The program computes with this integer input in f32 (design note 28c), exactly only
-    while every integer it computes stays within 2^24; spyre-legalize derived the largest
-    input magnitude that guarantees it. Refused beyond it, naming the first such value."""
-    over = np.abs(array.astype(np.int64)) > limit
+    """The program computes integers from this input in f32 (design note 28c): from an
+    integer input's values, or from a float input's through a cast to an integer. They are
+    exact only while every integer it computes stays within 2^24; spyre-legalize derived
+    the largest input magnitude that guarantees it. Refused beyond it, naming the first
+    such value (a NaN passes: its cast to an integer is undefined in PyTorch too)."""
+    floats = array.dtype.kind not in "iub"  # f16, f32 and bfloat16 (kind V)
+    over = np.abs(array.astype(np.float64 if floats else np.int64)) > limit
     if not over.any():
         return
     first = tuple(int(i) for i in np.argwhere(over)[0])
+    value = float(array[first]) if floats else int(array[first])
+    how = ("converts values computed from this float input to integers and computes with "
+           "them" if floats else "computes with this integer input")
+    fix = ("compute the integers on the host and pass them as an input" if floats else
+           "compute with them in float in the model (`.float()` before the arithmetic)")
     raise InputError(
-        f"input '{name}' holds {int(array[first])} at {list(first)} ({int(over.sum())} such "
-        f"values): the program computes with this integer input as f32, exact only while "
-        f"|value| <= {limit} here (the integers it computes from it must stay within 2^24 = "
-        "16777216), so the result would not be eager's. Pass smaller values, or compute "
-        "with them in float in the model (`.float()` before the arithmetic)")
+        f"input '{name}' holds {value} at {list(first)} ({int(over.sum())} such values): "
+        f"the program {how} as f32, exact only while |value| <= {limit} here (the "
+        "integers it computes from it must stay within 2^24 = 16777216), so the result "
+        f"would not be eager's. Pass smaller values, or {fix}")
 
 
 class HazardError(RuntimeError):

@@ -22,6 +22,9 @@ from spyrec.pipelines import STAGE_NAMES
 from spyrec.target import DEFAULT_TARGET, TARGETS
 
 if TYPE_CHECKING:
+    from torch import Tensor
+
+    from spyrec.target.container import SpyreBinary
     from spyrec.target.isa import Instr
 
 
@@ -485,9 +488,8 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
     if given and sizes:
         raise click.UsageError("--size sets the shapes of random inputs; with --input the "
                                "arrays' shapes give the sizes")
-    import torch
 
-    from spyrec.api import TORCH_DTYPES, load
+    from spyrec.api import load
 
     exe = load(binary, numerics=numerics)
     if args and not _from_ktir(exe.binary):
@@ -510,18 +512,7 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
         if inputs is not None:
             click.echo(f"inputs: the example inputs saved in {check}", err=True)
     if inputs is None:
-        gen = torch.Generator().manual_seed(seed)
-        inputs = []
-        for b in exe.binary.user_inputs:
-            shape = [values.get(b.symbolic.get(d, ""), n) for d, n in enumerate(b.layout.shape)]
-            dtype = TORCH_DTYPES[b.layout.host_dtype]
-            # integers are ids and positions: small and non-negative, as `--arg rand:` draws
-            # (below the limit the program keeps integers exact under, `int_limit`)
-            high = RANDOM_INT_BOUND if b.int_limit is None else min(RANDOM_INT_BOUND,
-                                                                    b.int_limit + 1)
-            inputs.append(torch.randn(*shape, generator=gen).to(dtype)
-                          if dtype.is_floating_point else
-                          torch.randint(0, high, shape, generator=gen, dtype=dtype))
+        inputs = random_inputs(exe.binary, values, seed)
     outputs = exe(*inputs)
     _report_run(exe.last_profile)
     if save_outputs is not None:
@@ -535,6 +526,32 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
 # Random integer inputs (token ids, positions, cache slots) are drawn from [0, 16): a table
 # smaller than that, or a size that needs other values, takes --input or --check's examples.
 RANDOM_INT_BOUND = 16
+
+
+def random_inputs(binary: SpyreBinary, values: dict[str, int], seed: int) -> list[Tensor]:
+    """Random inputs for `binary`'s user inputs at the symbol `values` (its bounds where
+    unset): floats normal, clamped to the input's limit where integers are cast from it;
+    integers in [0, RANDOM_INT_BOUND) as ids and positions are, below the input's limit
+    (`int_limit`, the magnitude that keeps the integers the program computes exact)."""
+    import torch
+
+    from spyrec.api import TORCH_DTYPES
+
+    gen = torch.Generator().manual_seed(seed)
+    inputs = []
+    for b in binary.user_inputs:
+        shape = [values.get(b.symbolic.get(d, ""), n) for d, n in enumerate(b.layout.shape)]
+        dtype = TORCH_DTYPES[b.layout.host_dtype]
+        if dtype.is_floating_point:
+            drawn = torch.randn(*shape, generator=gen)
+            if b.int_limit is not None:
+                drawn = drawn.clamp(-b.int_limit, b.int_limit)
+            inputs.append(drawn.to(dtype))
+        else:
+            high = RANDOM_INT_BOUND if b.int_limit is None else min(RANDOM_INT_BOUND,
+                                                                    b.int_limit + 1)
+            inputs.append(torch.randint(0, high, shape, generator=gen, dtype=dtype))
+    return inputs
 
 
 def _check_folder(path: Path, option: str) -> None:

@@ -13,9 +13,12 @@ a sum adds its operands' bounds, a product multiplies them, a cumsum multiplies 
 scanned length, moves keep their data's bound, indices of a dim are below its size), and
 finds the largest L for which every computed value is within 2^24. The graph function
 records it per input (`spyre.int_limits`); the runtime refuses an input beyond it with a
-message naming the input, the value and the limit. An op whose integer result has no
-bound (an integer computed from a float cast to an integer, or by an op without a rule) is
-not guarded yet; a program whose integers pass 2^24 whatever its inputs is refused here.
+message naming the input, the value and the limit. Float values are bounded the same way
+(a float input within L, rules of their own for rounding and bounded functions), so an
+integer computed from a float cast to an integer is bounded too, and the float inputs it
+comes from get the limit; the cast itself is exact and is not checked. An integer with no
+bound (an op without a rule, or a float no rule bounds: a log) is not guarded yet; a
+program whose integers pass 2^24 whatever its inputs is refused here.
 """
 
 from __future__ import annotations
@@ -24,16 +27,24 @@ import math
 from collections.abc import Callable
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import AtenOp, ParamOp, describe
-from spyrec.passes.graph.legalize.base import INT_ELEMENTS, arg
+from spyrec.passes.graph.legalize.base import FLOAT_ELEMENTS, INT_ELEMENTS, arg
 
 EXACT = 2 ** 24  # every integer of magnitude up to this is an f32 value
 INT32_MAX = 2 ** 31 - 1
+INT64_MAX = 2 ** 63 - 1
 UNBOUNDED = math.inf
 
 # ops whose integer result is one of their data operand's values (moves, views, casts
@@ -63,6 +74,16 @@ _INDEX_OPERANDS = {
     "aten._embedding_bag.default": ("indices", "offsets"),
     "aten.embedding_bag.padding_idx": ("indices", "offsets"),
 }
+# float ops whose results are within [-1, 1] whatever their inputs
+_UNIT_RANGE = {
+    "aten.sigmoid.default", "aten.tanh.default", "aten.sin.default", "aten.cos.default",
+    "aten._softmax.default", "aten.softmax.int", "aten.erf.default", "aten.sign.default",
+}
+# casts: a float cast to an integer is exact as a conversion (a truncation, note 74); only
+# what is computed from it needs its bound
+_CASTS = {"aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout"}
+# a float op's result may be rounded up by half an ulp of bf16, the coarsest float type
+_FLOAT_SLACK = 1.0 + 2.0 ** -7
 # ops reading the values of their `self` at the positions of their index operand: the
 # result's bound is `self`'s (the positions' own bound does not reach it)
 _GATHERS = ("aten.index.Tensor", "aten.gather.default", "aten.index_select.default")
@@ -158,25 +179,45 @@ def _result_bound(op: AtenOp, index: int, of: Callable[[SSAValue], float]) -> fl
         return _number(op, "other")
     if target in ("aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default"):
         return most(tensors)  # a clamp never leaves the larger of its input and bounds
+    if target in ("aten.floor.default", "aten.ceil.default", "aten.round.default",
+                  "aten.trunc.default"):
+        return most(tensors) + 1.0
+    if target in _UNIT_RANGE:
+        return 1.0
+    if target in ("aten.div.Tensor", "aten.div.Scalar") and len(tensors) == 1:
+        divisor = _number(op, "other")
+        return most(tensors) / divisor if divisor > 0 else UNBOUNDED
+    if target == "aten.sqrt.default":
+        return math.sqrt(most(tensors))
+    if target == "aten.exp.default":
+        bound = most(tensors)
+        return math.exp(bound) if bound < 700 else UNBOUNDED
     return UNBOUNDED
 
 
+def _is_float(value: SSAValue) -> bool:
+    return isinstance(value.type, TensorType) and str(value.type.element_type) in FLOAT_ELEMENTS
+
+
 def _bounds(fn: func.FuncOp, limit: float) -> dict[SSAValue, float]:
-    """|value| of every integer value of `fn`, the integer inputs within `limit`."""
+    """|value| of every integer and float value of `fn`, its inputs within `limit`."""
     bounds: dict[SSAValue, float] = {}
 
     def of(value: SSAValue) -> float:
-        if not _is_int(value):
-            # a boolean is 0 or 1; a float cast to an integer is anything
-            return 1.0 if str(value.type.element_type) == "i1" else UNBOUNDED  # type: ignore[attr-defined]
         if value in bounds:
             return bounds[value]
+        if not _is_int(value) and not _is_float(value):
+            return 1.0 if str(value.type.element_type) == "i1" else UNBOUNDED  # type: ignore[attr-defined]
         if isinstance(value, BlockArgument):
             return limit
         owner = value.owner
         if isinstance(owner, ParamOp):
             attr = owner.attributes.get("spyre.int_bound")
-            return float(attr.value.data) if isinstance(attr, IntegerAttr) else UNBOUNDED
+            if isinstance(attr, IntegerAttr):
+                return float(attr.value.data)
+            scalar = owner.properties.get("value")  # a float scalar the importer keeps
+            if isinstance(scalar, DenseIntOrFPElementsAttr):
+                return float(abs(scalar.get_values()[0]))
         return UNBOUNDED  # an op outside the graph's ATen ops (not reached in order)
 
     for op in fn.walk():
@@ -184,7 +225,36 @@ def _bounds(fn: func.FuncOp, limit: float) -> dict[SSAValue, float]:
             for result in op.results:
                 if _is_int(result):
                     bounds[result] = _result_bound(op, result.index, of)
+                elif _is_float(result):
+                    bounds[result] = _result_bound(op, result.index, of) * _FLOAT_SLACK
     return bounds
+
+
+def _converted(result: OpResult) -> bool:
+    """Whether `result` is a float cast to an integer: exact as a conversion."""
+    owner = result.owner
+    return isinstance(owner, AtenOp) and owner.target.data in _CASTS and any(
+        _is_float(v) for v in owner.operands)
+
+
+def _float_inputs(results: list[OpResult]) -> list[BlockArgument]:
+    """The float inputs `results` are computed from through values that carry magnitudes
+    (not through booleans: a comparison's 0/1 does not depend on how large its operands
+    are)."""
+    found: list[BlockArgument] = []
+    seen: set[SSAValue] = set()
+    stack: list[SSAValue] = list(results)
+    while stack:
+        value = stack.pop()
+        if value in seen or not (_is_int(value) or _is_float(value)):
+            continue
+        seen.add(value)
+        if isinstance(value, BlockArgument):
+            if _is_float(value):
+                found.append(value)
+        elif isinstance(value.owner, AtenOp):
+            stack.extend(value.owner.operands)
+    return sorted(found, key=lambda a: a.index)
 
 
 def _computed(fn: func.FuncOp) -> tuple[list[OpResult], list[BlockArgument]]:
@@ -211,17 +281,19 @@ def _first_inexact(bounds: dict[SSAValue, float], results: list[OpResult]) -> Op
 
 
 def int_input_limit(module: ModuleOp) -> None:
-    """Record on each graph function the limit its integer inputs must keep
-    (`spyre.int_limits`: argument index -> largest |value|), or refuse a program whose
-    device integers exceed 2^24 whatever the inputs are."""
+    """Record on each graph function the limit its inputs must keep (`spyre.int_limits`:
+    argument index -> largest |value|; integer inputs read as values, and float inputs
+    that integers are computed from through a cast), or refuse a program whose device
+    integers exceed 2^24 whatever the inputs are."""
     for fn in [o for o in module.walk() if isinstance(o, func.FuncOp)]:
         if fn.body.blocks.first is None or plan.is_kernel(fn):
             continue
         results, read_inputs = _computed(fn)
-        # values computed from a float converted to an integer, or by an op without a
-        # rule, have no bound: not guarded yet (docs/numerics.md, design note 85)
+        # a float cast to an integer is exact itself: only what is computed from it is
+        # checked. Values without a bound (computed by an op without a rule, or from a
+        # float no rule bounds: a log) are not guarded yet (docs/numerics.md, note 85)
         at_zero = _bounds(fn, 0.0)
-        results = [r for r in results if math.isfinite(at_zero[r])]
+        results = [r for r in results if math.isfinite(at_zero[r]) and not _converted(r)]
         if not results and not read_inputs:
             continue
         bad = _first_inexact(at_zero, results)
@@ -234,7 +306,11 @@ def int_input_limit(module: ModuleOp) -> None:
                 "f32, exact only up to 2^24 = 16777216, so the result would differ from "
                 "eager's. Compute it in float (`.float()` before the arithmetic) or on the "
                 "host, and pass the result as an input")
-        lo, hi = 0, INT32_MAX  # the largest input limit whose bounds all fit
+        float_inputs = _float_inputs(results)
+        # the largest input limit whose bounds all fit: an integer input is itself an f32
+        # value (at most 2^24); a float input may be as large as an int64 holds
+        most = INT64_MAX if float_inputs else INT32_MAX
+        lo, hi = 0, most
         while lo < hi:
             mid = (lo + hi + 1) // 2
             if _first_inexact(_bounds(fn, float(mid)), results) is None and (
@@ -242,7 +318,7 @@ def int_input_limit(module: ModuleOp) -> None:
                 lo = mid
             else:
                 hi = mid - 1
-        if lo >= INT32_MAX:
+        if lo >= most:
             continue  # nothing computed depends on the inputs' values
         fn.attributes["spyre.int_limits"] = DictionaryAttr(
-            {str(a.index): IntegerAttr(lo, i64) for a in read_inputs})
+            {str(a.index): IntegerAttr(lo, i64) for a in [*read_inputs, *float_inputs]})

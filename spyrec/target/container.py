@@ -91,8 +91,9 @@ class TensorBinding:
     # dim -> symbol for an input or output whose size varies per call; `layout` is then the
     # layout at the symbols' upper bounds (what the device program was compiled for)
     symbolic: dict[int, str] = field(default_factory=dict)
-    # an integer input the program computes with in f32: the largest |value| that keeps
-    # every integer it computes exact (`passes/graph/int_range.py`); None: no limit
+    # an input the program computes integers from in f32 (an integer input read as values,
+    # a float input cast to integers): the largest |value| that keeps every integer it
+    # computes exact (`passes/graph/int_range.py`); None: no limit
     int_limit: int | None = None
     # an input the host makes per call rather than the user passes (design note 81): the
     # key mask of this symbol, ones of its value zero-padded to the bound (`made_inputs`)
