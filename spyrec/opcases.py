@@ -166,6 +166,25 @@ UNARY.update({
     "unsqueeze_last": lambda x: x[..., None] * 2,
 })
 ROW_OPS |= {"transpose_last", "movedim_last", "flatten_last"}
+# writes into slices (copy + slice_scatter / select_scatter): concatenations of moves
+# (spyrec/frontend/slice_writes.py), exact
+UNARY.update({
+    "slice_write_cols": lambda x: _slice_write_cols(x),
+    "select_write_row": lambda x: _select_write_row(x),
+})
+ROW_OPS |= {"select_write_row"}
+
+
+def _slice_write_cols(x: torch.Tensor) -> torch.Tensor:
+    t = x * 2
+    t[..., 1:4].copy_(x[..., -3:])
+    return t
+
+
+def _select_write_row(x: torch.Tensor) -> torch.Tensor:
+    t = x * 2
+    t[..., 1, :] = x[..., 0, :] + 1
+    return t
 # reductions and softmax over a leading dim: the dim moves last through a device transpose,
 # is reduced there and moves back if kept (passes/graph/move_reduced_dim.py, design note 51).
 # `_dim0` ops reduce dim 0 (the rows of a matrix); `_rows` ops reduce dim -2 of a 3-D or

@@ -56,6 +56,7 @@ from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.fold import fold_constants, is_predicate_constant
 from spyrec.frontend.moe import rewrite_routing
 from spyrec.frontend.program_cost import program_cost
+from spyrec.frontend.slice_writes import rewrite_slice_writes
 from spyrec.frontend.symbolic import Specialization, specialize
 from spyrec.target.container import ProgramCost
 
@@ -234,6 +235,7 @@ class _Importer:
         # reads it may be folded into a snapshot of its first value
         mutable = set(sig.buffers_to_mutate.values())
         rewrite_routing(self.ep.graph)  # top-k and expert dispatch (design note 76)
+        rewrite_slice_writes(self.ep.graph)  # writes into slices as concatenations
         folding = fold_constants(self.ep.graph, {node: state[name]
                                                  for node, name in param_names.items()
                                                  if name not in mutable})

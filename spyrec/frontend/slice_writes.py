@@ -1,0 +1,109 @@
+"""Writes into slices of a tensor, rewritten at import time as the concatenations they are.
+
+`t[..., a:b].copy_(x)` and `t[i] = x` reach the decomposed FX graph functionalized: a
+`copy(dst, src)` (src broadcast to dst's shape and cast to its dtype) whose result goes
+back into the base by `slice_scatter(base, src, dim, start, end)` or
+`select_scatter(base, src, dim, index)`. Each scatter is the base with one block along one
+dim replaced, so it is rewritten as `cat` of the base's slices before and after the block
+and the block itself (the slices of zero length left out), and each `copy` as the expand
+and cast it is; spyre-legalize lowers slices and concatenations exactly (moves of whole
+elements), so the result is eager's bit for bit. A tensor built from `new_empty` whose
+slices are all written (DeepSeek-V3's key states, `key_states[..., :n].copy_(k_nope)`
+then `key_states[..., n:].copy_(k_rot)`) reads no element of the empty tensor and the
+empty tensor disappears. Strided writes (step > 1) and symbolic sizes are left for op
+selection to refuse by name.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from spyrec.frontend.moe import _Emit
+
+aten = torch.ops.aten
+
+
+def rewrite_slice_writes(graph: torch.fx.Graph) -> int:
+    """Rewrite every `copy`, `slice_scatter` and `select_scatter` of `graph` with static
+    sizes and unit step (the module docstring); returns how many were rewritten."""
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target == aten.copy.default:
+            new = _copy(graph, node)
+        elif node.target in (aten.slice_scatter.default, aten.select_scatter.default):
+            new = _scatter(graph, node)
+        else:
+            continue
+        if new is not None:
+            node.replace_all_uses_with(new)
+            graph.erase_node(node)
+            count += 1
+    if count:
+        graph.eliminate_dead_code()
+    return count
+
+
+def _static(shape: torch.Size) -> bool:
+    return all(isinstance(n, int) for n in shape)
+
+
+def _copy(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """copy(dst, src): src broadcast to dst's shape, in dst's dtype."""
+    dst, src = node.args[0], node.args[1]
+    assert isinstance(dst, torch.fx.Node) and isinstance(src, torch.fx.Node)
+    want, have = dst.meta["val"], src.meta["val"]
+    if not (_static(want.shape) and _static(have.shape)):
+        return None
+    emit = _Emit(graph, node)
+    value = src
+    if tuple(have.shape) != tuple(want.shape):
+        value = emit(aten.expand.default, value, list(want.shape))
+    if have.dtype != want.dtype:
+        value = emit(aten._to_copy.default, value, dtype=want.dtype)
+    return value
+
+
+def _scatter(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """The base with the block [start, end) of `dim` replaced by src: a cat of the base's
+    slices around the block and the block (a selected index is a block of one, src with
+    the dim put back)."""
+    base, src = node.args[0], node.args[1]
+    assert isinstance(base, torch.fx.Node) and isinstance(src, torch.fx.Node)
+    shape = base.meta["val"].shape
+    if not (_static(shape) and _static(src.meta["val"].shape)) or not shape:
+        return None
+    select = node.target == aten.select_scatter.default
+    names = ("dim", "index") if select else ("dim", "start", "end", "step")
+    named = dict(zip(names, node.args[2:])) | {k: v for k, v in node.kwargs.items()
+                                                if k in names}
+    dim, step = named.get("dim", 0), named.get("step", 1)
+    if not isinstance(dim, int) or step != 1:
+        return None
+    dim %= len(shape)
+    if select:
+        index = named.get("index")
+        if not isinstance(index, int):
+            return None
+        start = index % shape[dim]
+        end = start + 1
+    else:
+        start, end = named.get("start"), named.get("end")
+        if not all(isinstance(v, int | None) for v in (start, end)):
+            return None
+        start, end, _ = slice(start, end).indices(shape[dim])
+        if end <= start:
+            return None
+    size = shape[dim]
+    emit = _Emit(graph, node)
+    block = src
+    if select:
+        block = emit(aten.unsqueeze.default, src, dim)
+    pieces = []
+    if start > 0:
+        pieces.append(emit(aten.slice.Tensor, base, dim, 0, start))
+    pieces.append(block)
+    if end < size:
+        pieces.append(emit(aten.slice.Tensor, base, dim, end, size))
+    return block if len(pieces) == 1 else emit(aten.cat.default, pieces, dim)

@@ -1,0 +1,85 @@
+"""Writes into slices (`t[..., a:b].copy_(x)`, `t[:, a:b] = x`, `t[i] = x`) reach the graph
+as copy + slice_scatter / select_scatter and are rewritten as the concatenations they are
+(`spyrec/frontend/slice_writes.py`): moves of whole elements, eager's values bit for bit in
+fp32 (16-bit inputs are rounded to the device's DL16 as everywhere, and judged by
+`assert_close`); a strided write stays refused by name."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import assert_close, one
+
+import spyrec
+from spyrec.diagnostics import UnsupportedOpsError
+
+
+class KeyStates(torch.nn.Module):
+    """DeepSeek-V3's key states: an empty tensor whose two slices are copied into."""
+
+    def forward(self, k_nope: torch.Tensor, k_rot: torch.Tensor) -> torch.Tensor:
+        keys = k_nope.new_empty(*k_nope.shape[:-1], 96)
+        keys[..., :64].copy_(k_nope)
+        keys[..., 64:].copy_(k_rot.expand(-1, k_nope.shape[1], -1, -1))
+        return keys * 2
+
+
+class Rows(torch.nn.Module):
+    """Rows 2..4 of a copy of x replaced, then row 0 (slice_scatter, select_scatter)."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        t = x.clone()
+        t[:, 2:5] = y
+        t[:, 0] = y[:, 1] * 3
+        return t + 1
+
+
+class Columns(torch.nn.Module):
+    """A block of columns in the middle of the last dim, a dtype-changing copy."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        t = x * 1.0
+        t[..., 40:72].copy_(y.float())
+        return t
+
+
+def _run(model: torch.nn.Module, *inputs: torch.Tensor) -> None:
+    exe = spyrec.compile(torch.export.export(model, inputs), cache=False)
+    out = one(exe(*inputs))
+    expected = model(*inputs)
+    if all(t.dtype == torch.float32 for t in inputs):
+        assert torch.equal(out, expected)  # moves only: exact (16-bit inputs live as DL16)
+    else:
+        assert_close(exe, expected, out)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_key_states_copied_into_an_empty_tensor(dtype):
+    g = torch.Generator().manual_seed(0)
+    _run(KeyStates(), torch.randn(2, 4, 8, 64, generator=g).to(dtype),
+         torch.randn(2, 1, 8, 32, generator=g).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_rows_written_by_slice_and_index(dtype):
+    g = torch.Generator().manual_seed(1)
+    _run(Rows(), torch.randn(2, 7, 64, generator=g).to(dtype),
+         torch.randn(2, 3, 64, generator=g).to(dtype))
+
+
+def test_columns_written_with_a_cast():
+    g = torch.Generator().manual_seed(2)
+    _run(Columns(), torch.randn(3, 16, 128, generator=g),
+         torch.randn(3, 16, 32, generator=g).half())
+
+
+def test_a_strided_write_is_refused_by_name():
+    class Strided(torch.nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            t = x.clone()
+            t[:, ::2] = y
+            return t
+
+    x, y = torch.randn(4, 8, 64), torch.randn(4, 4, 64)
+    with pytest.raises(UnsupportedOpsError, match="slice_scatter"):
+        spyrec.compile(torch.export.export(Strided(), (x, y)), cache=False)
