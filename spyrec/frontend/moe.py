@@ -108,8 +108,14 @@ def rewrite_routing(graph: torch.fx.Graph) -> None:
 def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
                      onehots: dict[torch.fx.Node, list[torch.fx.Node]]) -> None:
     """`scatter(base, -1, topk_indices, value)` (a mask of the chosen groups or experts) as
-    `where(any one-hot row, value, base)`: the same elements, set exactly."""
+    `where(any one-hot row, value, base)`, or for a boolean mask the logical op it is: the
+    same elements, set exactly."""
     base, dim, index, value = node.args
+    # through casts between integer types (DeepSeek-V3.2's indexer: `.to(torch.int32)`
+    # after the topk, `.long()` before the scatter): the same positions
+    while isinstance(index, torch.fx.Node) and index.target == aten._to_copy.default \
+            and index not in onehots and not _val(index).dtype.is_floating_point:
+        index = index.args[0]
     picked = onehots.get(index)  # type: ignore[arg-type]
     shape = _val(node).shape
     if picked is None or not isinstance(dim, int) or dim % len(shape) != len(shape) - 1 \
@@ -119,8 +125,14 @@ def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
     chosen = picked[0]
     for onehot in picked[1:]:
         chosen = emit(aten.logical_or.default, chosen, onehot)
-    node.replace_all_uses_with(emit(aten.where.self, chosen, emit(
-        aten.scalar_tensor.default, value, dtype=_val(node).dtype), base))
+    if _val(node).dtype == torch.bool and isinstance(value, bool | int):
+        # a boolean mask stays a predicate: set to True is an or, set to False an and-not
+        new = emit(aten.logical_or.default, chosen, base) if value else emit(
+            aten.logical_and.default, emit(aten.logical_not.default, chosen), base)
+    else:
+        new = emit(aten.where.self, chosen, emit(
+            aten.scalar_tensor.default, value, dtype=_val(node).dtype), base)
+    node.replace_all_uses_with(new)
     graph.erase_node(node)
 
 

@@ -110,6 +110,33 @@ def test_topk_on_device(dtype: torch.dtype) -> None:
     assert not wrong.ok
 
 
+class SparseAttention(torch.nn.Module):
+    """DeepSeek-V3.2's indexer mask: the keys outside a top-k of index scores masked by a
+    boolean `scatter` at the indices (cast to int32 and back), and-ed into a causal mask."""
+
+    def forward(self, q, k, v, scores):
+        idx = scores.topk(4, dim=-1).indices.to(torch.int32)
+        hidden = torch.ones(q.shape[0], q.shape[2], k.shape[2], dtype=torch.bool).scatter(
+            -1, idx.long(), False).unsqueeze(1)
+        causal = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril()
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=causal & ~hidden)
+
+
+def test_a_boolean_mask_scattered_at_topk_indices_stays_a_predicate() -> None:
+    """The scatter becomes `base & ~any(one-hot)`, a predicate SDPA reads as a mask (it was
+    a `where` of booleans, refused); checked against eager and against the mask with one
+    key too many."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 16, 64, generator=g) for _ in range(3))
+    scores = torch.randn(1, 16, 16, generator=g) + torch.triu(torch.full((16, 16), -1e4), 1)
+    exe = spyrec.compile(torch.export.export(SparseAttention(), (q, k, v, scores)))
+    out = exe(q, k, v, scores)
+    assert_close(exe, SparseAttention()(q, k, v, scores), out)
+    wider = SparseAttention()(q, k, v, scores.clone().index_fill_(-1, torch.tensor([0]), 1e4))
+    assert not check_outputs(wider, out, exe).ok
+
+
 def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
     from transformers import GraniteMoeSharedConfig, GraniteMoeSharedForCausalLM
 
