@@ -168,13 +168,6 @@ UNARY.update({
 ROW_OPS |= {"transpose_last", "movedim_last", "flatten_last"}
 # writes into slices (copy + slice_scatter / select_scatter): concatenations of moves
 # (spyrec/frontend/slice_writes.py), exact
-UNARY.update({
-    "slice_write_cols": lambda x: _slice_write_cols(x),
-    "select_write_row": lambda x: _select_write_row(x),
-})
-ROW_OPS |= {"select_write_row"}
-
-
 def _slice_write_cols(x: torch.Tensor) -> torch.Tensor:
     t = x * 2
     t[..., 1:4].copy_(x[..., -3:])
@@ -185,6 +178,10 @@ def _select_write_row(x: torch.Tensor) -> torch.Tensor:
     t = x * 2
     t[..., 1, :] = x[..., 0, :] + 1
     return t
+
+
+UNARY.update({"slice_write_cols": _slice_write_cols, "select_write_row": _select_write_row})
+ROW_OPS |= {"select_write_row"}
 # reductions and softmax over a leading dim: the dim moves last through a device transpose,
 # is reduced there and moves back if kept (passes/graph/move_reduced_dim.py, design note 51).
 # `_dim0` ops reduce dim 0 (the rows of a matrix); `_rows` ops reduce dim -2 of a 3-D or
@@ -482,6 +479,9 @@ COMPARE: dict[str, Callable[..., torch.Tensor]] = {
     "logical_and_not": lambda a, b, x: torch.where((a <= b) & ~(a == 0), x, -x),
     "cast_int": lambda a, b, x: a.to(x.dtype) * x,
     "le_bool_output": lambda a, b, x: a <= b,  # a boolean program output
+    # where between integers: selected as the f32 values they are on the device
+    "where_int": lambda a, b, x: torch.where(x > 0, a, b) * 3 + 1,
+    "where_int_scalar": lambda a, b, x: torch.where(a > b, a, -7),
 }
 
 

@@ -256,13 +256,16 @@ def _select_where(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     if not is_predicate(cond):
         raise Unsupported("a condition that is not a comparison of integers (predicates are "
                           "made by le/lt/ge/gt/eq/ne of int tensors)")
-    if _element_name(op.results[0]) not in FLOAT_ELEMENTS:
-        raise Unsupported(f"{_element_name(op.results[0])} values (float where is lowered)")
+    result = _element_name(op.results[0])
+    if result not in FLOAT_ELEMENTS and result not in INT_ELEMENTS:
+        raise Unsupported(f"{result} values (float and integer where are lowered)")
     out = _shape(op.results[0])
-    element = op.results[0].type.element_type  # type: ignore[attr-defined]
+    # integers are selected as the f32 values they are on the device (exact below 2^24,
+    # which int_range guards: note 85), then cast back
+    element = Float32Type() if result in INT_ELEMENTS else op.results[0].type.element_type  # type: ignore[attr-defined]
 
     def typed(v: SSAValue) -> SSAValue:
-        if _element_name(v) != _element_name(op.results[0]):
+        if _element_name(v) != str(element):
             v = _emit(rewriter, op, CastOp(v, TensorType(element, _shape(v))))
         return broadcast_rows(op, rewriter, v, out)
 
