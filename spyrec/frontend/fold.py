@@ -302,13 +302,20 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
 
 def is_predicate_constant(node: torch.fx.Node) -> bool:
     """Is every user of `node` a `where` taking it as its condition (and only so) or a
-    logical and / or / not (possibly through an expand)? A folded boolean such node is
-    stored as 0.0 / 1.0, a predicate (tril, triu, a causal mask)."""
+    logical and / or / not (possibly through an expand, a select, slice or view)? A folded
+    boolean such node is stored as 0.0 / 1.0, a predicate (tril, triu, a causal mask)."""
     return bool(node.users) and all(
         (_target_name(u.target) == "aten.where.self" and u.args[0] is node
          and node not in u.args[1:]) or _target_name(u.target) in _LOGICAL
-        or (_target_name(u.target) == "aten.expand.default" and is_predicate_constant(u))
+        or (_target_name(u.target) in _PREDICATE_VIEWS and u.args[0] is node
+            and is_predicate_constant(u))
         for u in node.users)
+
+
+# views a folded condition may pass through and stay one (DeepSeek-V3.2's causal mask is
+# and-ed with the indexer's mask and read through `mask[:, 0]` by the indexer)
+_PREDICATE_VIEWS = {"aten.expand.default", "aten.select.int", "aten.slice.Tensor",
+                    "aten.unsqueeze.default", "aten.view.default", "aten.squeeze.dim"}
 
 
 def _reduce_repeats(value: torch.Tensor) -> torch.Tensor:

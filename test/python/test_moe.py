@@ -137,6 +137,30 @@ def test_a_boolean_mask_scattered_at_topk_indices_stays_a_predicate() -> None:
     assert not check_outputs(wider, out, exe).ok
 
 
+class IndexerMask(torch.nn.Module):
+    """The folded causal mask read twice: through `mask[:, 0]` by the indexer's scores and
+    and-ed (a bitwise and of booleans) with the mask of the keys the top-k leaves out."""
+
+    def forward(self, q, k, v, scores):
+        causal = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril()[None, None]
+        picked = scores.masked_fill(~causal[:, 0], float("-inf")).topk(4, dim=-1).indices
+        hidden = torch.ones(1, q.shape[2], k.shape[2], dtype=torch.bool).scatter(
+            -1, picked, False).unsqueeze(1)
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=causal & ~hidden)
+
+
+def test_a_folded_causal_mask_read_through_a_select_stays_a_predicate() -> None:
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, 2, 16, 64, generator=g) for _ in range(3))
+    scores = torch.randn(1, 16, 16, generator=g)
+    exe = spyrec.compile(torch.export.export(IndexerMask(), (q, k, v, scores)))
+    out = exe(q, k, v, scores)
+    assert_close(exe, IndexerMask()(q, k, v, scores), out)
+    causal_only = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert not check_outputs(causal_only, out, exe).ok
+
+
 def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
     from transformers import GraniteMoeSharedConfig, GraniteMoeSharedForCausalLM
 

@@ -294,10 +294,11 @@ def _select_logical(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
                     and _shape(op.operands[keep]) == _shape(op.results[0])):
                 return op.operands[keep]  # p & True (a folded `new_ones` mask start)
     kind = op.target.data
-    if kind.startswith("aten.logical_"):
+    if kind.startswith("aten.logical_") or all(
+            is_predicate(v) or _element_name(v) == "i1" for v in op.operands):
+        # a bitwise op of booleans (a predicate, or a boolean tensor such as a folded
+        # causal mask) is the logical one
         operands = [as_predicate(op, rewriter, v) for v in op.operands]
-    elif all(is_predicate(v) for v in op.operands):
-        operands = list(op.operands)
     else:
         raise Unsupported("an operand that is not a boolean (a comparison, isnan, a cast to "
                           "bool; bitwise ops of integers are not lowered)")
