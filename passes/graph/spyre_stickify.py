@@ -110,11 +110,22 @@ class Layout:
                       device_dtype=dtype.data, zero_padded=pad.data == "zero")
 
 
-def row_sticked(ttype: TensorType, zero_padded: bool, target: SpyreTarget) -> Layout:
-    """The default layout: innermost dim in the stick, padded to whole sticks."""
+def row_sticked(ttype: TensorType, zero_padded: bool, target: SpyreTarget,
+                of: Operation | None = None) -> Layout:
+    """The default layout: innermost dim in the stick, padded to whole sticks. A value
+    without a device format is refused naming `of`, the op that makes it (its node and
+    source line)."""
     element = str(ttype.element_type)
     if element not in DEVICE_DTYPE:
-        raise CompileError(f"element type {element} has no Spyre device format")
+        where = "an input of the program"
+        if of is not None:
+            node, source = (of.attributes.get(k) for k in ("fx_node", "source"))
+            where = (f"{getattr(source, 'data', '<unknown>')}: {of.name} (node "
+                     f"{getattr(node, 'data', '?')})")
+        raise CompileError(
+            f"{where}: its result is a {element} tensor, which has no Spyre device format "
+            "(booleans live on the device as 0/1 predicates of the ops that compute them); "
+            "this is a gap of spyrec's op selection: please report it with this node")
     device = DEVICE_DTYPE[element]
     shape = list(ttype.get_shape()) or [1]
     per_stick = target.elems_per_stick(DEVICE_ITEMSIZE[device])
@@ -201,7 +212,7 @@ class SpyreStickify(ModulePass):
                     pad = _pad_after(inner, pads)
                     for r in inner.results:
                         pads[r] = pad
-                    layout = row_sticked(inner.results[0].type, pad == ZERO, target)  # type: ignore[arg-type]
+                    layout = row_sticked(inner.results[0].type, pad == ZERO, target, inner)  # type: ignore[arg-type]
                     plan.LAYOUT.set(inner, (layout.to_attr(),))
             for matmul in [o for o in fn.walk() if isinstance(o, MatmulOp)]:
                 _pad_contraction(matmul, target)

@@ -161,6 +161,27 @@ def test_a_folded_causal_mask_read_through_a_select_stays_a_predicate() -> None:
     assert not check_outputs(causal_only, out, exe).ok
 
 
+class PaddedIndexerMask(torch.nn.Module):
+    """A run-time padding mask and-ed with the causal one (a predicate on the device), read
+    by the indexer through `mask[:, 0]` (a select of a predicate stays one)."""
+
+    def forward(self, scores, keep):
+        causal = torch.ones(16, 16, dtype=torch.bool).tril()[None, None]
+        mask = causal & (keep[:, None, None, :] != 0)
+        return scores.masked_fill(~mask[:, 0], -1e4).softmax(-1)
+
+
+def test_a_select_of_a_run_time_mask_stays_a_predicate() -> None:
+    g = torch.Generator().manual_seed(3)
+    scores = torch.randn(2, 16, 16, generator=g)
+    keep = torch.ones(2, 16, dtype=torch.int64)
+    keep[1, 11:] = 0
+    exe = spyrec.compile(torch.export.export(PaddedIndexerMask(), (scores, keep)))
+    out = exe(scores, keep)
+    assert_close(exe, PaddedIndexerMask()(scores, keep), out)
+    assert not check_outputs(PaddedIndexerMask()(scores, torch.ones_like(keep)), out, exe).ok
+
+
 def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
     from transformers import GraniteMoeSharedConfig, GraniteMoeSharedForCausalLM
 

@@ -239,7 +239,8 @@ def _select_select(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     shape = _shape(x)
     index = arg(op, "index", 0) % shape[dim]  # type: ignore[operator]
     row = _slice_rows(op, rewriter, x, dim, index, 1, 1)
-    return _emit(rewriter, op, ReshapeOp(row, op.results[0].type))
+    # the row's own element type: a predicate (f32 0/1 on the device) stays one
+    return _emit(rewriter, op, ReshapeOp(row, with_shape(row, _shape(op.results[0]))))
 
 
 def _select_cat(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
