@@ -58,6 +58,7 @@ from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import (
     ConstructAccessTileOp,
     ConstructMemoryViewOp,
+    GetComputeTileIdOp,
     LoadOp,
     StoreOp,
 )
@@ -113,8 +114,8 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     specialise(kernel, {k: s.upper for k, s in symbols.items()}, where)
     _full_rank_reduces(kernel, where)
     _static_views(kernel)
-    if len(ktir_grid(kernel)) == 1:  # KTIR's default grid is one tile; [n] is [n, 1]
-        GRID.set(kernel, (ktir_grid(kernel)[0], 1))
+    GRID.set(kernel, _planar_grid(kernel, where))
+    _planar_tile_ids(kernel)
     rebase_pointer_views(kernel, GRID.get(kernel) or (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
     kernel.attributes["spyre.dense_views"] = UnitAttr()
@@ -132,6 +133,37 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     if symbols:
         record_symbols(module, _signature(symbols, inputs, outputs))
     return ImportedProgram(module, {}, *specs, source_name=str(path))
+
+
+def _planar_grid(kernel: func.FuncOp, where: str) -> tuple[int, int]:
+    """The kernel's grid as the back end's `[gm, gn]`: `[n]` is `[n, 1]` (KTIR's default
+    grid is one tile) and `[x, y, 1]` is `[x, y]` (a tile id's z is 0 on every core either
+    way); a grid with a z extent above 1 is refused, since the cores form a 2-D array."""
+    extents = ktir_grid(kernel)
+    if len(extents) == 3 and extents[2] != 1:
+        raise CompileError(
+            f"{where}: grid {list(extents)} spreads the kernel over {extents[2]} planes (z); "
+            "the back end places a kernel on a 2-D array of cores: fold z into y "
+            f"(grid = [{extents[0]}, {extents[1] * extents[2]}], y * {extents[2]} + z where "
+            "the kernel reads the tile id), or run the kernel in the KTIR interpreter")
+    return (extents[0], extents[1] if len(extents) > 1 else 1)
+
+
+def _planar_tile_ids(kernel: func.FuncOp) -> None:
+    """A `ktdp.get_compute_tile_id` reading z (three results) reads x and y; its z is the
+    constant 0 on every core of a planar grid (`_planar_grid`)."""
+    for op in [o for o in kernel.walk() if isinstance(o, GetComputeTileIdOp)]:
+        if len(op.results) <= 2:
+            continue
+        planar = GetComputeTileIdOp(2)
+        zero = arith.ConstantOp(IntegerAttr(0, IndexType()), IndexType())
+        assert op.parent is not None
+        op.parent.insert_ops_before([planar, zero], op)
+        for old, new in zip(op.results, [*planar.results, zero.result]):
+            new.name_hint = old.name_hint
+            old.replace_all_uses_with(new)
+        op.detach()
+        op.erase()
 
 
 def _signature(symbols: dict[str, RowSymbol], inputs: list[_Arg],
