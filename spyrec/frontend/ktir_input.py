@@ -71,6 +71,7 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyre_plan import GRID, LAYOUT, ktir_grid, record_symbols
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.frontend.ktir_parts import merge_block_views
 from spyrec.frontend.ktir_pointers import rebase_pointer_views
 from spyrec.frontend.ktir_runtime_args import RowSymbol, RuntimeArg, runtime_rows
 from spyrec.frontend.ktir_specialise import Scalar, is_pointer, specialise
@@ -116,6 +117,7 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     _static_views(kernel)
     GRID.set(kernel, _planar_grid(kernel, where))
     _planar_tile_ids(kernel)
+    merge_block_views(kernel)
     rebase_pointer_views(kernel, GRID.get(kernel) or (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
     kernel.attributes["spyre.dense_views"] = UnitAttr()
