@@ -83,7 +83,7 @@ def _one_tensor(op: ConstructDistributedMemoryViewOp) -> SSAValue | None:
             return None
         stride = tuple(int(s) for s in view.static_strides.get_values())
         pointer, offset = _pointer_plus(view.offset)
-        if pointer is None or offset != sum(low * s for (low, _), s in zip(box, stride)):
+        if pointer is None or not _at_origin(offset, box, stride):
             return None
         pointers.add(pointer)
         strides.add(stride)
@@ -93,6 +93,12 @@ def _one_tensor(op: ConstructDistributedMemoryViewOp) -> SSAValue | None:
             or any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
         return None
     return pointers.pop()
+
+
+def _at_origin(offset: int, box: list[tuple[int, int]], strides: tuple[int, ...]) -> bool:
+    """Whether a part `offset` elements past the pointer starts where its box's lowest point
+    lies in the whole tensor (`origin . strides`)."""
+    return offset == sum(low * s for (low, _), s in zip(box, strides))
 
 
 def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
