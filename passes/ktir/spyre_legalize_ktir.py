@@ -85,7 +85,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp
+from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp, LoadOp, StoreOp
 from spyrec.dialects.ktdp_affine import is_box
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.ktdp_values import set_bounds
@@ -826,7 +826,8 @@ def _element(value: SSAValue) -> Attribute:
 
 
 def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
-    """FLOPs of the kernel's matmuls and the bytes of every tensor it views, once."""
+    """FLOPs of the kernel's matmuls and the bytes of every tensor it views, once, or twice
+    for a view both loaded and stored (an argument updated in place is read and written)."""
     grid = pymath.prod(ktir_grid(fn))
     flops = 0
     for op in fn.walk():
@@ -840,7 +841,10 @@ def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
             mtype = op.result.type
             assert isinstance(mtype, MemRefType)
             itemsize = DEVICE_ITEMSIZE[DEVICE_DTYPE[str(mtype.element_type)]]
-            viewed += pymath.prod(mtype.get_shape()) * itemsize
+            accesses = {type(a.operation) for t in op.result.uses
+                        for r in t.operation.results for a in r.uses}
+            viewed += pymath.prod(mtype.get_shape()) * itemsize * max(
+                1, len(accesses & {LoadOp, StoreOp}))
     return DictionaryAttr({"flops": IntegerAttr(flops, i64),
                            "min_offchip_bytes": IntegerAttr(viewed, i64)})
 

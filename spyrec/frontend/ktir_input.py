@@ -68,9 +68,10 @@ from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_types import RuntimeArgType
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre import LaunchOp
-from spyrec.dialects.spyre_plan import GRID, LAYOUT, ktir_grid, record_symbols
+from spyrec.dialects.spyre_plan import GRID, INPLACE, LAYOUT, ktir_grid, record_symbols
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.frontend.ktir_inplace import check_in_place
 from spyrec.frontend.ktir_parts import merge_block_views
 from spyrec.frontend.ktir_pointers import rebase_pointer_views
 from spyrec.frontend.ktir_runtime_args import RowSymbol, RuntimeArg, runtime_rows
@@ -125,8 +126,10 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     for other in [f for f in module.body.block.ops if f is not kernel]:
         other.detach()
     args = [_classify(kernel, arg, where) for arg in kernel.body.block.args]
-    inputs = [a for a in args if not a.written]
-    outputs = [a for a in args if a.written]
+    inputs = [a for a in args if a.read or not a.written]
+    # the arguments updated in place first: `spyre.inplace` names the leading results
+    outputs = [a for a in args if a.written and a.read] + [
+        a for a in args if a.written and not a.read]
     if not outputs:
         raise CompileError(f"{where} stores to none of its arguments; it has no outputs")
     graph, specs = _graph(kernel.sym_name.data, args, inputs, outputs, target)
@@ -315,9 +318,7 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
                 info.read |= isinstance(access.operation, LoadOp)
                 info.written |= isinstance(access.operation, StoreOp)
     if info.read and info.written:
-        raise CompileError(f"{where}: argument %{name} is both loaded and stored (updated in "
-                           "place); the compiler takes kernels whose arguments are inputs or "
-                           "outputs")
+        check_in_place(kernel, arg, where)
     return info
 
 
@@ -364,6 +365,9 @@ def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg], outputs: list[_Arg
     launch = LaunchOp(kernel, list(block.args), [tensor(a) for a in outputs])
     order = [inputs.index(a) if not a.written else len(inputs) + outputs.index(a) for a in args]
     launch.attributes["spyre.kernel_args"] = DenseArrayBase.from_list(i64, order)
+    in_place = tuple(inputs.index(a) for a in outputs if a in inputs)
+    if in_place:  # stored where the input lives: the host copies it in and out
+        INPLACE.set(launch, in_place)
     layouts = [row_sticked(tensor(a), True, target).to_attr() for a in outputs]
     LAYOUT.set(launch, tuple(layouts))
     for value, a in zip(launch.results, outputs):

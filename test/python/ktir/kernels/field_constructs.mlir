@@ -5,7 +5,8 @@
 //   splatted back over the row: RMSNorm's 1 / sqrt(mean(x^2) + eps) per row;
 // - @column_blocks: a weight addressed as a distributed view of two column blocks, each a
 //   view at the pointer plus the block's first element, core (x, y) adding block x of W to
-//   rows 8y..8y+7 of X.
+//   rows 8y..8y+7 of X;
+// - @update_in_place: an argument loaded and stored (each row of T replaced by T * T + T).
 module {
   func.func @grid_3d(%x_ptr: index, %y_ptr: index) attributes {grid = [4, 1, 1]} {
     %px, %py, %pz = ktdp.get_compute_tile_id : index, index, index
@@ -111,6 +112,22 @@ module {
     %x = ktdp.load %xt : !ktdp.access_tile<8x128xindex> -> tensor<8x128xf16>
     %y = arith.addf %x, %w : tensor<8x128xf16>
     ktdp.store %y, %yt : tensor<8x128xf16>, !ktdp.access_tile<8x128xindex>
+    return
+  }
+
+  func.func @update_in_place(%t_ptr: index) attributes {grid = [1]} {
+    %c0 = arith.constant 0 : index
+    %tv = ktdp.construct_memory_view %t_ptr, sizes: [16, 64], strides: [64, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 15 >= 0, d1 >= 0, -d1 + 63 >= 0)>, memory_space = #ktdp.memory_space<global>
+    } : memref<16x64xf16>
+    %tt = ktdp.construct_access_tile %tv[%c0, %c0] {
+      access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 15 >= 0, d1 >= 0, -d1 + 63 >= 0)>,
+      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>
+    } : memref<16x64xf16> -> !ktdp.access_tile<16x64xindex>
+    %t = ktdp.load %tt : !ktdp.access_tile<16x64xindex> -> tensor<16x64xf16>
+    %sq = arith.mulf %t, %t : tensor<16x64xf16>
+    %u = arith.addf %sq, %t : tensor<16x64xf16>
+    ktdp.store %u, %tt : tensor<16x64xf16>, !ktdp.access_tile<16x64xindex>
     return
   }
 }
