@@ -12,6 +12,9 @@ interpreter gives the same results before and after. Decisions:
 
 - a generic body of n scalar ops becomes n single-op generics, one SFU instruction each;
   body constants and splat tensors become the immediate of an `sfu.scalar`;
+- a scalar op on elements extracted from one-element tensors (a row statistic's `/ N`,
+  `+ eps`, `rsqrt`) is that op on the tensors, its result extracted again, so a splat of it
+  broadcasts a computed column along the row (design note 89);
 - a broadcasting indexing map becomes the SFU's row broadcast (a map onto the last dim)
   or per-row broadcast (a map dropping the last dim); `linalg.broadcast` is folded into its
   users' maps;

@@ -21,10 +21,15 @@ recorded on the module as the symbolic sizes of an exported program are. Views a
 pointer plus whole rows become views of the whole tensor (`spyrec.frontend.ktir_pointers`),
 and an `inter_tile_reduce` delivering its partial with unit dims dropped takes the partial's
 type (`_full_rank_reduces`).
-Views whose dynamic sizes are constants once the scalars are bound become static.
+Views whose dynamic sizes are constants once the scalars are bound become static. A grid
+`[n]` or `[x, y, 1]` is the planar `[n, 1]` or `[x, y]` (`_planar_grid`); a distributed view
+of one tensor's blocks is a view of the tensor (`spyrec.frontend.ktir_parts`); an argument
+loaded and stored is one tensor updated in place (`spyre.inplace` on the launch), when
+`spyrec.frontend.ktir_inplace` proves the order safe (design note 89).
 What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
 (symbolic sizes: run those in the KTIR interpreter), pointer arithmetic `ktir_pointers`
-cannot rewrite, arguments both read and written, views that are not dense row-major,
+cannot rewrite, updates in place that could be observed early, views that are not dense
+row-major,
 views whose coordinate set does not start at 0 (part of a larger tensor), and views
 outside global memory. Rows that are not whole 128-byte sticks are the device's padded
 sticks (spyre-legalize-ktir gives their views the padded pitch).
