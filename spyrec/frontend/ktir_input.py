@@ -79,6 +79,7 @@ from spyrec.frontend.importer import ImportedProgram, TensorSpec
 from spyrec.frontend.ktir_inplace import check_in_place
 from spyrec.frontend.ktir_parts import merge_block_views
 from spyrec.frontend.ktir_pointers import rebase_pointer_views
+from spyrec.frontend.ktir_reshapes import unflatten_sums
 from spyrec.frontend.ktir_runtime_args import RowSymbol, RuntimeArg, runtime_rows
 from spyrec.frontend.ktir_specialise import Scalar, is_pointer, specialise
 from spyrec.passes.graph.spyre_stickify import row_sticked
@@ -120,6 +121,7 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
                if isinstance(v, RuntimeArg)}
     specialise(kernel, {k: s.upper for k, s in symbols.items()}, where)
     _full_rank_reduces(kernel, where)
+    unflatten_sums(kernel)
     _static_views(kernel)
     GRID.set(kernel, _planar_grid(kernel, where))
     _planar_tile_ids(kernel)

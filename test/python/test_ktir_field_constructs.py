@@ -14,7 +14,7 @@ import torch
 import spyrec
 import spyrec.ktir
 from spyrec.diagnostics import CompileError
-from spyrec.frontend import ktir_input, ktir_parts
+from spyrec.frontend import ktir_input, ktir_parts, ktir_reshapes
 from spyrec.passes.ktir import spyre_legalize_ktir
 from spyrec.verdict import check_outputs
 
@@ -32,6 +32,7 @@ CASES = {
     "column_blocks": ({"x_ptr": _half(16, 256), "w_ptr": _half(16, 256)}, ("y_ptr", (16, 256)),
                       {}),
     "update_in_place": ({"t_ptr": _half(16, 64)}, ("t_ptr", (16, 64)), {}),
+    "flat_sum": ({"x_ptr": _half(4, 64)}, ("y_ptr", (2, 64)), {}),
 }
 
 
@@ -146,3 +147,17 @@ def test_an_update_in_place_without_aliasing_fails_the_check(monkeypatch):
 def test_an_unordered_update_in_place_is_refused(tmp_path, old, new, message):
     with pytest.raises(CompileError, match=message):
         spyrec.compile(_edited(tmp_path, old, new), function="update_in_place", cache=False)
+
+
+def test_a_flat_sum_without_the_ring_fails_the_check(monkeypatch):
+    """Injected bug: the expanded sum replaced by the core's own partial (the ring dropped):
+    core 0 stores X0, not X0 + X1."""
+    def own_partial(produce, reduce, collapse, fill, shaped):
+        for use in list(reduce.results[0].uses):
+            use.operation.results[0].replace_all_uses_with(collapse.src)
+            ktir_reshapes._erase(use.operation)
+        for op in (reduce, produce, collapse):
+            ktir_reshapes._erase(op)
+
+    monkeypatch.setattr(ktir_reshapes, "_rebuild", own_partial)
+    assert not _check("flat_sum")

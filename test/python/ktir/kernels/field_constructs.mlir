@@ -6,7 +6,9 @@
 // - @column_blocks: a weight addressed as a distributed view of two column blocks, each a
 //   view at the pointer plus the block's first element, core (x, y) adding block x of W to
 //   rows 8y..8y+7 of X;
-// - @update_in_place: an argument loaded and stored (each row of T replaced by T * T + T).
+// - @update_in_place: an argument loaded and stored (each row of T replaced by T * T + T);
+// - @flat_sum: two cores' 2x64 partials flattened to 128 elements for an inter-tile sum and
+//   expanded back after it (ffn_swiglu_4core's form); core 0 stores X0 + X1.
 module {
   func.func @grid_3d(%x_ptr: index, %y_ptr: index) attributes {grid = [4, 1, 1]} {
     %px, %py, %pz = ktdp.get_compute_tile_id : index, index, index
@@ -128,6 +130,51 @@ module {
     %sq = arith.mulf %t, %t : tensor<16x64xf16>
     %u = arith.addf %sq, %t : tensor<16x64xf16>
     ktdp.store %u, %tt : tensor<16x64xf16>, !ktdp.access_tile<16x64xindex>
+    return
+  }
+
+  func.func @flat_sum(%x_ptr: index, %y_ptr: index) attributes {grid = [2]} {
+    %id = ktdp.get_compute_tile_id : index
+    %c0 = arith.constant 0 : index
+    %c2 = arith.constant 2 : index
+    %xv = ktdp.construct_memory_view %x_ptr, sizes: [4, 64], strides: [64, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 3 >= 0, d1 >= 0, -d1 + 63 >= 0)>, memory_space = #ktdp.memory_space<global>
+    } : memref<4x64xf16>
+    %yv = ktdp.construct_memory_view %y_ptr, sizes: [2, 64], strides: [64, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 1 >= 0, d1 >= 0, -d1 + 63 >= 0)>, memory_space = #ktdp.memory_space<global>
+    } : memref<2x64xf16>
+    %row = arith.muli %id, %c2 : index
+    %xt = ktdp.construct_access_tile %xv[%row, %c0] {
+      access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 1 >= 0, d1 >= 0, -d1 + 63 >= 0)>,
+      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>
+    } : memref<4x64xf16> -> !ktdp.access_tile<2x64xindex>
+    %x = ktdp.load %xt : !ktdp.access_tile<2x64xindex> -> tensor<2x64xf16>
+    %flat = tensor.collapse_shape %x [[0, 1]] : tensor<2x64xf16> into tensor<128xf16>
+    %fut = ktdp.inter_tile_produce producer_tiles_per_group = affine_set<(i)[g] : (i >= 0, -i + 1 >= 0)>
+        : tensor<128xf16> -> !ktdp.tile_future<tensor<128xf16>, groups = affine_set<(g) : (g == 0)>> {
+      ^bb0(%gid: index):
+        ktdp.yield_partial %flat : tensor<128xf16>
+    }
+    %zero = arith.constant 0.0 : f16
+    %e = tensor.empty() : tensor<128xf16>
+    %zeros = linalg.fill ins(%zero : f16) outs(%e : tensor<128xf16>) -> tensor<128xf16>
+    %sum_flat = ktdp.inter_tile_reduce(%fut) consumer_tiles_per_group = affine_set<(i)[g] : (i >= 0, -i + 1 >= 0)>,
+        identity(%zeros : tensor<128xf16>)
+        : !ktdp.tile_future<tensor<128xf16>, groups = affine_set<(g) : (g == 0)>> -> tensor<128xf16> {
+      ^bb0(%l: tensor<128xf16>, %r: tensor<128xf16>):
+        %init = tensor.empty() : tensor<128xf16>
+        %s = linalg.add ins(%l, %r : tensor<128xf16>, tensor<128xf16>) outs(%init : tensor<128xf16>) -> tensor<128xf16>
+        ktdp.yield_reduced %s : tensor<128xf16>
+    }
+    %sum = tensor.expand_shape %sum_flat [[0, 1]] output_shape [2, 64] : tensor<128xf16> into tensor<2x64xf16>
+    %first = arith.cmpi eq, %id, %c0 : index
+    scf.if %first {
+      %yt = ktdp.construct_access_tile %yv[%c0, %c0] {
+        access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 1 >= 0, d1 >= 0, -d1 + 63 >= 0)>,
+        access_tile_order = affine_map<(d0, d1) -> (d0, d1)>
+      } : memref<2x64xf16> -> !ktdp.access_tile<2x64xindex>
+      ktdp.store %sum, %yt : tensor<2x64xf16>, !ktdp.access_tile<2x64xindex>
+    }
     return
   }
 }
