@@ -25,7 +25,8 @@ Views whose dynamic sizes are constants once the scalars are bound become static
 `[n]` or `[x, y, 1]` is the planar `[n, 1]` or `[x, y]` (`_planar_grid`); a distributed view
 of one tensor's blocks is a view of the tensor (`spyrec.frontend.ktir_parts`); an argument
 loaded and stored is one tensor updated in place (`spyre.inplace` on the launch), when
-`spyrec.frontend.ktir_inplace` proves the order safe (design note 89).
+`spyrec.frontend.ktir_inplace` proves the order safe; an inter-tile sum of a flattened
+partial sums it unflattened (`spyrec.frontend.ktir_reshapes`; design note 89).
 What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
 (symbolic sizes: run those in the KTIR interpreter), pointer arithmetic `ktir_pointers`
 cannot rewrite, updates in place that could be observed early, views that are not dense
