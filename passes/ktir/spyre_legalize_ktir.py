@@ -12,6 +12,9 @@ interpreter gives the same results before and after. Decisions:
 
 - a generic body of n scalar ops becomes n single-op generics, one SFU instruction each;
   body constants and splat tensors become the immediate of an `sfu.scalar`;
+- a scalar op on elements extracted from one-element tensors (a row statistic's `/ N`,
+  `+ eps`, `rsqrt`) is that op on the tensors, its result extracted again, so a splat of it
+  broadcasts a computed column along the row (design note 89);
 - a broadcasting indexing map becomes the SFU's row broadcast (a map onto the last dim)
   or per-row broadcast (a map dropping the last dim); `linalg.broadcast` is folded into its
   users' maps;
@@ -85,7 +88,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp
+from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp, LoadOp, StoreOp
 from spyrec.dialects.ktdp_affine import is_box
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.ktdp_values import set_bounds
@@ -216,6 +219,8 @@ class _Kernel:
                     self.replace(op, [self.scalar_op(op, op.name, [
                         self.operand(v, op, len(_shape(op.results[0])))
                         for v in op.operands], op.results[0].type, op)])
+                elif any(v in self.extracted for v in op.operands):
+                    self.element_op(op)
             elif isinstance(op, tensor.ExtractOp):
                 self.extracted[op.result] = op
             elif isinstance(op, tensor.SplatOp):
@@ -318,6 +323,35 @@ class _Kernel:
         fill = b.insert(linalg.FillOp([scalar], [empty], [ttype]))
         self.replace(op, list(fill.results))
         self.scalars[fill.results[0]] = self.constant(scalar, fill)
+
+    def element_op(self, op: Operation) -> None:
+        """A scalar op on extracted elements (and constants) is the same op on the tensors
+        they were extracted from, one SFU operation on that one-element tile rounded to the
+        op's type as the interpreter rounds the scalar; its result is the element of the
+        new tensor, extracted at the same index, so a later splat broadcasts it as it
+        would broadcast the source's element. Each tensor must hold one element (a row
+        statistic), all of one shape, so the op computes that element and nothing else."""
+        sources = [self.extracted[v].tensor for v in op.operands if v in self.extracted]
+        shape = _shape(sources[0])
+        if any(_shape(t) != shape or pymath.prod(_shape(t)) != 1 for t in sources):
+            names = ", ".join(f"%{t.name_hint} ({t.type})" for t in sources)
+            raise self.error(op, f"it computes on elements extracted from {names}; the "
+                             "compiler computes on the element of a one-element tensor (a "
+                             "row statistic), one shape for all operands: compute on the "
+                             "tensors before extracting")
+        rank = len(shape)
+        identity = AffineMap.identity(rank)
+        operands: list[Operand] = [
+            Arg(self.extracted[v].tensor, identity) if v in self.extracted
+            else self.constant(v, op) for v in op.operands]
+        computed = self.scalar_op(op, op.name, operands,
+                                  TensorType(op.results[0].type, shape), op)
+        extract = self.extracted[next(v for v in op.operands if v in self.extracted)]
+        element = tensor.ExtractOp(computed, list(extract.indices), op.results[0].type)
+        assert op.parent is not None
+        op.parent.insert_op_before(element, op)
+        self.extracted[element.result] = element
+        self.replace(op, [element.result])
 
     def splat(self, op: tensor.SplatOp) -> None:
         """A splat of a constant is an immediate; a splat of the one element of a rank-r
@@ -795,7 +829,8 @@ def _element(value: SSAValue) -> Attribute:
 
 
 def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
-    """FLOPs of the kernel's matmuls and the bytes of every tensor it views, once."""
+    """FLOPs of the kernel's matmuls and the bytes of every tensor it views, once, or twice
+    for a view both loaded and stored (an argument updated in place is read and written)."""
     grid = pymath.prod(ktir_grid(fn))
     flops = 0
     for op in fn.walk():
@@ -809,7 +844,10 @@ def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
             mtype = op.result.type
             assert isinstance(mtype, MemRefType)
             itemsize = DEVICE_ITEMSIZE[DEVICE_DTYPE[str(mtype.element_type)]]
-            viewed += pymath.prod(mtype.get_shape()) * itemsize
+            accesses = {type(a.operation) for t in op.result.uses
+                        for r in t.operation.results for a in r.uses}
+            viewed += pymath.prod(mtype.get_shape()) * itemsize * max(
+                1, len(accesses & {LoadOp, StoreOp}))
     return DictionaryAttr({"flops": IntegerAttr(flops, i64),
                            "min_offchip_bytes": IntegerAttr(viewed, i64)})
 

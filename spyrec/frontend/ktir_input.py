@@ -21,10 +21,16 @@ recorded on the module as the symbolic sizes of an exported program are. Views a
 pointer plus whole rows become views of the whole tensor (`spyrec.frontend.ktir_pointers`),
 and an `inter_tile_reduce` delivering its partial with unit dims dropped takes the partial's
 type (`_full_rank_reduces`).
-Views whose dynamic sizes are constants once the scalars are bound become static.
+Views whose dynamic sizes are constants once the scalars are bound become static. A grid
+`[n]` or `[x, y, 1]` is the planar `[n, 1]` or `[x, y]` (`_planar_grid`); a distributed view
+of one tensor's blocks is a view of the tensor (`spyrec.frontend.ktir_parts`); an argument
+loaded and stored is one tensor updated in place (`spyre.inplace` on the launch), when
+`spyrec.frontend.ktir_inplace` proves the order safe; an inter-tile sum of a flattened
+partial sums it unflattened (`spyrec.frontend.ktir_reshapes`; design note 89).
 What the compiler cannot take yet is refused here, naming the argument: runtime_arg records
 (symbolic sizes: run those in the KTIR interpreter), pointer arithmetic `ktir_pointers`
-cannot rewrite, arguments both read and written, views that are not dense row-major,
+cannot rewrite, updates in place that could be observed early, views that are not dense
+row-major,
 views whose coordinate set does not start at 0 (part of a larger tensor), and views
 outside global memory. Rows that are not whole 128-byte sticks are the device's padded
 sticks (spyre-legalize-ktir gives their views the padded pitch).
@@ -58,6 +64,7 @@ from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import (
     ConstructAccessTileOp,
     ConstructMemoryViewOp,
+    GetComputeTileIdOp,
     LoadOp,
     StoreOp,
 )
@@ -67,10 +74,13 @@ from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_types import RuntimeArgType
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre import LaunchOp
-from spyrec.dialects.spyre_plan import GRID, LAYOUT, ktir_grid, record_symbols
+from spyrec.dialects.spyre_plan import GRID, INPLACE, LAYOUT, ktir_grid, record_symbols
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.frontend.ktir_inplace import check_in_place
+from spyrec.frontend.ktir_parts import merge_block_views
 from spyrec.frontend.ktir_pointers import rebase_pointer_views
+from spyrec.frontend.ktir_reshapes import unflatten_sums
 from spyrec.frontend.ktir_runtime_args import RowSymbol, RuntimeArg, runtime_rows
 from spyrec.frontend.ktir_specialise import Scalar, is_pointer, specialise
 from spyrec.passes.graph.spyre_stickify import row_sticked
@@ -112,9 +122,11 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
                if isinstance(v, RuntimeArg)}
     specialise(kernel, {k: s.upper for k, s in symbols.items()}, where)
     _full_rank_reduces(kernel, where)
+    unflatten_sums(kernel)
     _static_views(kernel)
-    if len(ktir_grid(kernel)) == 1:  # KTIR's default grid is one tile; [n] is [n, 1]
-        GRID.set(kernel, (ktir_grid(kernel)[0], 1))
+    GRID.set(kernel, _planar_grid(kernel, where))
+    _planar_tile_ids(kernel)
+    merge_block_views(kernel)
     rebase_pointer_views(kernel, GRID.get(kernel) or (1, 1))
     # its views are the caller's dense tensors, not stick-padded device copies
     kernel.attributes["spyre.dense_views"] = UnitAttr()
@@ -122,8 +134,10 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     for other in [f for f in module.body.block.ops if f is not kernel]:
         other.detach()
     args = [_classify(kernel, arg, where) for arg in kernel.body.block.args]
-    inputs = [a for a in args if not a.written]
-    outputs = [a for a in args if a.written]
+    inputs = [a for a in args if a.read or not a.written]
+    # the arguments updated in place first: `spyre.inplace` names the leading results
+    outputs = [a for a in args if a.written and a.read] + [
+        a for a in args if a.written and not a.read]
     if not outputs:
         raise CompileError(f"{where} stores to none of its arguments; it has no outputs")
     graph, specs = _graph(kernel.sym_name.data, args, inputs, outputs, target)
@@ -132,6 +146,37 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     if symbols:
         record_symbols(module, _signature(symbols, inputs, outputs))
     return ImportedProgram(module, {}, *specs, source_name=str(path))
+
+
+def _planar_grid(kernel: func.FuncOp, where: str) -> tuple[int, int]:
+    """The kernel's grid as the back end's `[gm, gn]`: `[n]` is `[n, 1]` (KTIR's default
+    grid is one tile) and `[x, y, 1]` is `[x, y]` (a tile id's z is 0 on every core either
+    way); a grid with a z extent above 1 is refused, since the cores form a 2-D array."""
+    extents = ktir_grid(kernel)
+    if len(extents) == 3 and extents[2] != 1:
+        raise CompileError(
+            f"{where}: grid {list(extents)} spreads the kernel over {extents[2]} planes (z); "
+            "the back end places a kernel on a 2-D array of cores: fold z into y "
+            f"(grid = [{extents[0]}, {extents[1] * extents[2]}], y * {extents[2]} + z where "
+            "the kernel reads the tile id), or run the kernel in the KTIR interpreter")
+    return (extents[0], extents[1] if len(extents) > 1 else 1)
+
+
+def _planar_tile_ids(kernel: func.FuncOp) -> None:
+    """A `ktdp.get_compute_tile_id` reading z (three results) reads x and y; its z is the
+    constant 0 on every core of a planar grid (`_planar_grid`)."""
+    for op in [o for o in kernel.walk() if isinstance(o, GetComputeTileIdOp)]:
+        if len(op.results) <= 2:
+            continue
+        planar = GetComputeTileIdOp(2)
+        zero = arith.ConstantOp(IntegerAttr(0, IndexType()), IndexType())
+        assert op.parent is not None
+        op.parent.insert_ops_before([planar, zero], op)
+        for old, new in zip(op.results, [*planar.results, zero.result]):
+            new.name_hint = old.name_hint
+            old.replace_all_uses_with(new)
+        op.detach()
+        op.erase()
 
 
 def _signature(symbols: dict[str, RowSymbol], inputs: list[_Arg],
@@ -281,9 +326,7 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
                 info.read |= isinstance(access.operation, LoadOp)
                 info.written |= isinstance(access.operation, StoreOp)
     if info.read and info.written:
-        raise CompileError(f"{where}: argument %{name} is both loaded and stored (updated in "
-                           "place); the compiler takes kernels whose arguments are inputs or "
-                           "outputs")
+        check_in_place(kernel, arg, where)
     return info
 
 
@@ -330,6 +373,9 @@ def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg], outputs: list[_Arg
     launch = LaunchOp(kernel, list(block.args), [tensor(a) for a in outputs])
     order = [inputs.index(a) if not a.written else len(inputs) + outputs.index(a) for a in args]
     launch.attributes["spyre.kernel_args"] = DenseArrayBase.from_list(i64, order)
+    in_place = tuple(inputs.index(a) for a in outputs if a in inputs)
+    if in_place:  # stored where the input lives: the host copies it in and out
+        INPLACE.set(launch, in_place)
     layouts = [row_sticked(tensor(a), True, target).to_attr() for a in outputs]
     LAYOUT.set(launch, tuple(layouts))
     for value, a in zip(launch.results, outputs):
