@@ -230,16 +230,32 @@ def _select_split(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue | Non
 
 def _select_select(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """x.select(dim, i) on a leading dim (x[:, 0] of BERT's pooler, the last position of a
-    decoder): a one-row slice, then a free reshape that drops the dim."""
+    decoder): a one-row slice, then a free reshape that drops the dim. On the innermost dim
+    (`x[..., i]`, a selective scan's per-step column) see `_select_column`."""
     x = op.operands[0]
     dim = _leading_dim(op, x)
-    if dim is None:
-        raise Unsupported(f"along dim {arg(op, 'dim', 0)}, the innermost (the result would "
-                          "leave the stick); select along a leading dim")
     shape = _shape(x)
+    if dim is None:
+        return _select_column(op, rewriter, x, arg(op, "index", 0) % shape[-1])  # type: ignore[operator]
     index = arg(op, "index", 0) % shape[dim]  # type: ignore[operator]
     row = _slice_rows(op, rewriter, x, dim, index, 1, 1)
     return _emit(rewriter, op, ReshapeOp(row, op.results[0].type))
+
+
+def _select_column(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, index: int) -> SSAValue:
+    """x[..., index]: column `index` by a matmul with a one-column 0/1 matrix
+    (`column_matmul`: exact, NaN and infinities included), [..., 1], whose size-1 innermost
+    dim a restickifying reshape then drops (a device transpose: the column becomes the
+    stick). Float only; a 1-D x (a 0-d result) is refused."""
+    require_float(op)
+    shape = _shape(x)
+    if len(shape) < 2:
+        raise Unsupported(f"of element {index} of a 1-D tensor (a 0-d result has no device "
+                          "form); keep a dim: x[..., i:i+1] or x.narrow(-1, i, 1)")
+    matrix = np.zeros((shape[-1], 1))
+    matrix[index, 0] = 1.0
+    column = column_matmul(op, rewriter, x, matrix, f"{_fx_name(op)}.column")
+    return restickify_reshape(op, rewriter, column, _shape(op.results[0]))
 
 
 def _select_cat(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
