@@ -789,7 +789,19 @@ MOVES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "select_last": lambda x: x[..., 3],
     "select_last_negative": lambda x: x[..., -1] * 2,
     "select_last_stacked": lambda x: torch.stack([x[..., i] for i in (0, 2, 5)], dim=-1),
+    # slice assignment (copy + slice_scatter once exported): strided columns, a block of
+    # rows, and the gated delta rule's row-prefix update
+    "assign_columns_step3": lambda x: _assigned(x, (..., slice(1, 13, 3)), x[..., :4] * 2),
+    "assign_rows": lambda x: _assigned(x, (..., slice(1, 3), slice(None)), x[..., -2:, :] * 2),
+    "assign_row_prefix": lambda x: _assigned(x, (..., 2, slice(None, 5)), x[..., 2, :5] * 3),
 }
+
+
+def _assigned(x: torch.Tensor, where: tuple, value: torch.Tensor) -> torch.Tensor:
+    """A copy of x with `x[where] = value` (an in-place update a model makes)."""
+    y = x.clone()
+    y[where] = value
+    return y
 
 
 class _BiasTable(torch.nn.Module):

@@ -2,7 +2,8 @@
 note 86): a convolution whose weight is shape ops of a parameter (`conv1d.weight.squeeze(1)`
 unsqueezed back, permuted, sliced, cast) is a convolution with a constant weight, and a
 select along the innermost dim (`x[..., i]`, the selective scan's per-step column) is an
-exact column move. The op matrix (`spyrec/opcases.py`) has them in every dtype and shape."""
+exact column move, and slice assignment (`copy` + `slice_scatter`, the gated delta rule's
+row updates) is moves only. The op matrix (`spyrec/opcases.py`) has them in every dtype and shape."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from conftest import assert_close, one
 
 import spyrec
 from spyrec.diagnostics import CompileError
-from spyrec.opcases import _CausalConv, _Fn, _ShapedWeightConv
+from spyrec.opcases import MOVES, _assigned, _CausalConv, _Fn, _ShapedWeightConv
 from spyrec.verdict import check_outputs
 
 DTYPES = [torch.float16, torch.float32]
@@ -68,4 +69,25 @@ def test_select_innermost_of_a_vector_is_refused():
     """A 0-d result has no device form: refused with the way to keep a dim."""
     ep = torch.export.export(_Fn(lambda t: t[..., 3] * t), (torch.randn(40),))
     with pytest.raises(CompileError, match=r"select.*1-D tensor.*x\[\.\.\., i:i\+1\]"):
+        spyrec.compile(ep)
+
+
+@pytest.mark.parametrize("name", ["assign_columns_step3", "assign_rows", "assign_row_prefix"])
+def test_slice_assignment_is_exact(name):
+    """`y[...] = v` (copy + slice_scatter, and a select_scatter's `where`) moves x's kept
+    values and v's placed ones bit for bit, NaN and infinities included, in fp32."""
+    fn = MOVES[name]
+    x = torch.randn(6, 40)
+    x[0, 0], x[2, 3], x[4, 39], x[5, 1] = float("nan"), float("inf"), float("-inf"), float("nan")
+    exe, out, expected = _run(_Fn(fn), x)
+    assert torch.equal(out.nan_to_num(), expected.nan_to_num())
+    assert torch.equal(torch.isnan(out), torch.isnan(expected))
+    assert not check_outputs(x, out, exe).ok  # the unassigned x is caught as wrong
+
+
+def test_strided_assignment_to_rows_is_refused():
+    """A leading-dim slice assignment with a step is refused, naming the way that works."""
+    ep = torch.export.export(_Fn(lambda x: _assigned(x, (slice(None, None, 2),), x[:3] * 2)),
+                             (torch.randn(6, 40),))
+    with pytest.raises(CompileError, match=r"slice_scatter.*with step 2"):
         spyrec.compile(ep)
