@@ -955,8 +955,8 @@ SIGNAL_MODULES: dict[str, Callable[[int], torch.nn.Module]] = {
     "conv1d_depthwise_s2_multiplier2": lambda c: torch.nn.Conv1d(c, 2 * c, 3, stride=2,
                                                                  groups=c),
     # convolution weights computed from a parameter by shape ops only (design note 86)
-    "conv1d_causal_weight_views": lambda c: _CausalConv(c),
-    "conv1d_weight_permuted_sliced": lambda c: _ShapedWeightConv(c),
+    "conv1d_causal_weight_views": _CausalConv,
+    "conv1d_weight_permuted_sliced": _ShapedWeightConv,
 }
 
 

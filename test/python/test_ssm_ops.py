@@ -3,7 +3,8 @@ note 86): a convolution whose weight is shape ops of a parameter (`conv1d.weight
 unsqueezed back, permuted, sliced, cast) is a convolution with a constant weight, and a
 select along the innermost dim (`x[..., i]`, the selective scan's per-step column) is an
 exact column move, and slice assignment (`copy` + `slice_scatter`, the gated delta rule's
-row updates) is moves only. The op matrix (`spyrec/opcases.py`) has them in every dtype and shape."""
+row updates) is moves only. The op matrix (`spyrec/opcases.py`) has them in every dtype
+and shape."""
 
 from __future__ import annotations
 
