@@ -803,7 +803,24 @@ MOVES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     # changed trailing dims, then a split (movement._merge_then_split, design note 74)
     "view_unit_dims": lambda x: x[..., None, None].reshape(x.shape) * 2,
     "view_regroup": lambda x: x[..., :2, :].reshape(*x.shape[:-2], x.shape[-1], 2),
+    # selects along the innermost dim (design note 86): a selective scan's per-step column,
+    # and the scan's outputs stacked back along it
+    "select_last": lambda x: x[..., 3],
+    "select_last_negative": lambda x: x[..., -1] * 2,
+    "select_last_stacked": lambda x: torch.stack([x[..., i] for i in (0, 2, 5)], dim=-1),
+    # slice assignment (copy + slice_scatter once exported): strided columns, a block of
+    # rows, and the gated delta rule's row-prefix update
+    "assign_columns_step3": lambda x: _assigned(x, (..., slice(1, 13, 3)), x[..., :4] * 2),
+    "assign_rows": lambda x: _assigned(x, (..., slice(1, 3), slice(None)), x[..., -2:, :] * 2),
+    "assign_row_prefix": lambda x: _assigned(x, (..., 2, slice(None, 5)), x[..., 2, :5] * 3),
 }
+
+
+def _assigned(x: torch.Tensor, where: tuple, value: torch.Tensor) -> torch.Tensor:
+    """A copy of x with `x[where] = value` (an in-place update a model makes)."""
+    y = x.clone()
+    y[where] = value
+    return y
 
 
 class _BiasTable(torch.nn.Module):
@@ -914,6 +931,34 @@ class _Tokens(torch.nn.Module):
         return self.b(tokens.transpose(1, 2)).transpose(1, 2)
 
 
+class _CausalConv(torch.nn.Module):
+    """Mamba's causal depthwise convolution, called functionally: the weight is
+    `conv.weight.squeeze(1)` unsqueezed back, padding k - 1 and the tail cut off."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(channels, channels, 4, groups=channels, padding=3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = self.conv.weight.squeeze(1)
+        y = F.conv1d(x, weight.unsqueeze(1), self.conv.bias, padding=3, groups=x.shape[1])
+        return y[..., :x.shape[-1]]
+
+
+class _ShapedWeightConv(torch.nn.Module):
+    """A dense convolution whose weight is a parameter stored taps-first ([K, Cin, Cout],
+    two taps more than it uses) and brought to [Cout, Cin, K] by permute, slice,
+    contiguous and a dtype cast to the input's."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.taps = torch.nn.Parameter(torch.randn(5, channels, 16) / channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = self.taps.permute(2, 1, 0)[..., 1:4].contiguous().to(x.dtype)
+        return F.conv1d(x, weight, padding=1)
+
+
 SIGNAL_MODULES: dict[str, Callable[[int], torch.nn.Module]] = {
     "conv1d_k5_s2_p2": lambda c: torch.nn.Conv1d(c, 16, 5, stride=2, padding=2),
     "conv1d_k3_dilation2_groups4": lambda c: torch.nn.Conv1d(c, 16, 3, padding=2, dilation=2,
@@ -928,6 +973,9 @@ SIGNAL_MODULES: dict[str, Callable[[int], torch.nn.Module]] = {
     "conv1d_depthwise_k5_p2": lambda c: torch.nn.Conv1d(c, c, 5, padding=2, groups=c),
     "conv1d_depthwise_s2_multiplier2": lambda c: torch.nn.Conv1d(c, 2 * c, 3, stride=2,
                                                                  groups=c),
+    # convolution weights computed from a parameter by shape ops only (design note 86)
+    "conv1d_causal_weight_views": _CausalConv,
+    "conv1d_weight_permuted_sliced": _ShapedWeightConv,
 }
 
 

@@ -174,9 +174,11 @@ class SpyreLegalize(ModulePass):
             if (match := match_eager_attention(aten)) is not None:
                 select_eager_attention(match, rewriter)
         _erase_dead_atens(atens)
-        # concatenations first: they absorb the slices and negations feeding them (see
-        # `columns._column_map`), which then have no uses left and are erased, not selected
-        for aten in [a for a in atens if a.target.data == "aten.cat.default"]:
+        # concatenations and copies first: they absorb the slices and negations feeding
+        # them (see `columns._column_map`; a copy's destination, `columns._select_copy`),
+        # which then have no uses left and are erased, not selected
+        for aten in [a for a in atens if a.target.data in ("aten.cat.default",
+                                                             "aten.copy.default")]:
             _select(aten, rewriter, failures)
         _erase_dead_atens(atens)
         # convolution, batch norm and pooling: channels-last, with the elementwise ops

@@ -75,6 +75,17 @@ class Folding:
     """Input-independent nodes the importer skips: evaluated here, interior or frontier."""
     constants: dict[torch.fx.Node, torch.Tensor]
     """The frontier: folded nodes whose value a device node or the output needs."""
+    on_device: dict[torch.fx.Node, Any]
+    """Input-independent nodes imported as device ops all the same (parameter views and
+    reshapes, see `_keep_param_views_on_device`, `_keep_reshapes_on_device`), with their
+    values: a convolution needs its weight's data at import even when the model passes
+    `conv.weight.squeeze(1)` and the convolution unsqueezes it back."""
+
+    def value(self, node: torch.fx.Node) -> torch.Tensor | None:
+        """The tensor value of an input-independent node the importer sees (a frontier
+        constant or a node kept on the device), or None."""
+        value = self.constants.get(node, self.on_device.get(node))
+        return value if isinstance(value, torch.Tensor) else None
 
 
 def _target_name(target: Any) -> str:
@@ -126,6 +137,7 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
         folded.add(node)
     _refuse_empty_outputs(graph)
     runtime_masks(graph, values)
+    evaluated = set(folded)
     _keep_param_views_on_device(graph, folded, param_nodes)
     _keep_reshapes_on_device(graph, folded, values)
     constants = {
@@ -133,7 +145,7 @@ def fold_constants(graph: torch.fx.Graph, params: Mapping[str, torch.Tensor]) ->
         if node in folded and isinstance(values[node], torch.Tensor)
         and any(user not in folded for user in node.users)
     }
-    return Folding(folded, constants)
+    return Folding(folded, constants, {node: values[node] for node in evaluated - folded})
 
 
 _BOOL_CASTS = {"aten.to.device", "aten.to.dtype", "aten.to.dtype_layout",

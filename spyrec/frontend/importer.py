@@ -240,7 +240,7 @@ class _Importer:
                                                  for node, name in param_names.items()
                                                  if name not in mutable})
         convs = plan_convolutions(self.ep.graph, lambda n: state[param_names[n.name]] if (
-            n.op == "placeholder" and n.name in param_names) else folding.constants.get(n))
+            n.op == "placeholder" and n.name in param_names) else folding.value(n))
         nodes = list(self.ep.graph.nodes)
         user_inputs = [n for n in nodes if n.op == "placeholder" and n.name not in param_names]
         inputs = [TensorSpec(n.name, tuple(n.meta["val"].shape), n.meta["val"].dtype)

@@ -230,17 +230,33 @@ def _select_split(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue | Non
 
 def _select_select(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """x.select(dim, i) on a leading dim (x[:, 0] of BERT's pooler, the last position of a
-    decoder): a one-row slice, then a free reshape that drops the dim."""
+    decoder): a one-row slice, then a free reshape that drops the dim. On the innermost dim
+    (`x[..., i]`, a selective scan's per-step column) see `_select_column`."""
     x = op.operands[0]
     dim = _leading_dim(op, x)
-    if dim is None:
-        raise Unsupported(f"along dim {arg(op, 'dim', 0)}, the innermost (the result would "
-                          "leave the stick); select along a leading dim")
     shape = _shape(x)
+    if dim is None:
+        return _select_column(op, rewriter, x, arg(op, "index", 0) % shape[-1])  # type: ignore[operator]
     index = arg(op, "index", 0) % shape[dim]  # type: ignore[operator]
     row = _slice_rows(op, rewriter, x, dim, index, 1, 1)
     # the row's own element type: a predicate (f32 0/1 on the device) stays one
     return _emit(rewriter, op, ReshapeOp(row, with_shape(row, _shape(op.results[0]))))
+
+
+def _select_column(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, index: int) -> SSAValue:
+    """x[..., index]: column `index` by a matmul with a one-column 0/1 matrix
+    (`column_matmul`: exact, NaN and infinities included), [..., 1], whose size-1 innermost
+    dim a restickifying reshape then drops (a device transpose: the column becomes the
+    stick). Float only; a 1-D x (a 0-d result) is refused."""
+    require_float(op)
+    shape = _shape(x)
+    if len(shape) < 2:
+        raise Unsupported(f"of element {index} of a 1-D tensor (a 0-d result has no device "
+                          "form); keep a dim: x[..., i:i+1] or x.narrow(-1, i, 1)")
+    matrix = np.zeros((shape[-1], 1))
+    matrix[index, 0] = 1.0
+    column = column_matmul(op, rewriter, x, matrix, f"{_fx_name(op)}.column")
+    return restickify_reshape(op, rewriter, column, _shape(op.results[0]))
 
 
 def _select_cat(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
@@ -270,18 +286,19 @@ def _select_cat(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     return result
 
 
-def _cat_rows(op: AtenOp, rewriter: LegalizeRewriter, dim: int) -> SSAValue:
-    """A concatenation along a leading dim (a cat-style KV cache): with that dim moved next
-    to the innermost one (a row move), each piece is transposed on the device, the
-    transposes are concatenated along their innermost dim by column maps (note 23), and the
-    result is transposed back (design note 37)."""
+def _cat_rows(op: AtenOp, rewriter: LegalizeRewriter, dim: int,
+              pieces: list[SSAValue] | None = None) -> SSAValue:
+    """A concatenation along a leading dim (a cat-style KV cache) of `pieces` (default: the
+    op's operands): with that dim moved next to the innermost one (a row move), each piece
+    is transposed on the device, the transposes are concatenated along their innermost dim
+    by column maps (note 23), and the result is transposed back (design note 37)."""
     out = _shape(op.results[0])
     rank = len(out)
     to_inner = [d for d in range(rank - 1) if d != dim] + [dim, rank - 1]
     total = out[dim]
     result: SSAValue | None = None
     offset = 0
-    for i, piece in enumerate(op.operands):
+    for i, piece in enumerate(op.operands if pieces is None else pieces):
         x = permute_rows(op, rewriter, piece, to_inner)
         rows = _shape(x)[-2]
         placement = np.zeros((rows, total))
@@ -294,6 +311,53 @@ def _cat_rows(op: AtenOp, rewriter: LegalizeRewriter, dim: int) -> SSAValue:
     assert result is not None
     back = device_transpose(op, rewriter, result)
     return permute_rows(op, rewriter, back, [to_inner.index(d) for d in range(rank)])
+
+
+def _select_slice_scatter(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """slice_scatter(x, src, dim, start, end, step), x with that slice replaced by src (what
+    `x[..., a:b] = src` becomes once exported; the gated delta rule's row updates). Along
+    the innermost dim, any step: x's kept columns and src's columns in their places are two
+    column maps (exact moves, NaN and infinities included), summed: each result column is
+    one map's value plus the other's zero. Along a leading dim with step 1: the
+    concatenation of x's rows before the slice, src and x's rows after (`_cat_rows`)."""
+    require_float(op)
+    x, src = op.operands[0], op.operands[1]
+    shape = _shape(x)
+    dim = arg(op, "dim", 0) % len(shape)  # type: ignore[operator]
+    start, end = arg(op, "start", 0), arg(op, "end", INT64_MAX)
+    start, end, step = slice(0 if start is None else start, INT64_MAX if end is None else end,
+                             arg(op, "step", 1)).indices(shape[dim])
+    placed = np.arange(start, end, step)
+    if placed.size == 0:
+        return x
+    if dim < len(shape) - 1:
+        if step != 1:
+            raise Unsupported(f"along dim {dim}, a leading dim, with step {step} (step 1 "
+                              "is lowered: assign to a contiguous block of rows)")
+        pieces = [_slice_rows(op, rewriter, x, dim, 0, 1, start)] if start else []
+        pieces.append(src)
+        if end < shape[dim]:
+            pieces.append(_slice_rows(op, rewriter, x, dim, end, 1, shape[dim] - end))
+        return pieces[0] if len(pieces) == 1 else _cat_rows(op, rewriter, dim, pieces)
+    keep = np.eye(shape[-1])
+    keep[:, placed] = 0.0
+    place = np.zeros((placed.size, shape[-1]))
+    place[np.arange(placed.size), placed] = 1.0
+    moved = column_matmul(op, rewriter, src, place, f"{_fx_name(op)}.placed")
+    if placed.size == shape[-1]:
+        return moved
+    kept = column_matmul(op, rewriter, x, keep, f"{_fx_name(op)}.kept")
+    return _emit(rewriter, op, BINARY_OPS["add"](kept, moved, op.results[0].type))
+
+
+def _select_copy(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """copy(dst, src): src's values in dst's shape and type (the functional form of
+    `dst.copy_(src)` and of slice assignment); lowered when they already agree."""
+    dst, src = op.operands[0], op.operands[1]
+    if dst.type != src.type:
+        raise Unsupported(f"of a {src.type} into a {dst.type} (a copy that broadcasts or "
+                          "casts is not lowered: expand or cast the source first)")
+    return src
 
 
 def _select_expand(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
@@ -413,6 +477,8 @@ SELECTORS: dict[str, Selector] = {
     "aten.split_with_sizes.default": _select_split,
     "aten.split.Tensor": _select_split,
     "aten.select.int": _select_select,
+    "aten.slice_scatter.default": _select_slice_scatter,
+    "aten.copy.default": _select_copy,
     "aten.repeat.default": _select_repeat,
     "aten.constant_pad_nd.default": _select_pad,
     "aten.index.Tensor": _select_index,
