@@ -7,9 +7,16 @@
 - A split by counts read from a tensor (`.tolist()`, jetmoe's expert dispatch) crashed the
   same way, then stopped at a bare "not an ATen op" on the number's comparison; it is
   refused naming the `.item()` / `.tolist()` it computes with.
+- hf:afmoe's tiny model initialises its router to zeros, so every routing score ties and
+  which experts top-k picks is the sorting algorithm's (design note 76), not the model's:
+  the sweep gives such matrices random values, and the routing is then exact.
 """
 
 from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -55,3 +62,23 @@ def test_a_split_by_counts_read_from_a_tensor_is_refused_at_its_number() -> None
     with pytest.raises(CompileError, match=r"test_sweep_regressions\.py:\d+\): it computes "
                        r"with .*, a number read from a tensor when the program runs"):
         spyrec.compile(torch.export.export(SplitByCounts(), _inputs()), cache=False)
+
+
+def test_the_sweep_gives_zero_matrices_random_values_so_routing_does_not_tie() -> None:
+    pytest.importorskip("transformers")
+    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("sweep_models", benchmarks / "sweep_models.py")
+    assert spec is not None and spec.loader is not None
+    catalogue = importlib.util.module_from_spec(spec)
+    sys.modules["sweep_models"] = catalogue
+    spec.loader.exec_module(catalogue)
+    case = {c.name: c for c in catalogue.all_cases()}["hf:afmoe"]
+    model, _ = catalogue.hf_model(case)
+    routers = [m for name, m in model.named_modules() if name.endswith("router.gate")]
+    assert routers
+    for name, param in model.named_parameters():
+        assert param.dim() < 2 or param.any(), name
+    with torch.no_grad():
+        scores = routers[0](torch.randn(16, model.config.hidden_size))
+    top = scores.topk(3, dim=-1).values  # the top-2 choice is decided by values, not ties
+    assert bool((top[:, 1] > top[:, 2]).all())
