@@ -7,6 +7,9 @@
 - A split by counts read from a tensor (`.tolist()`, jetmoe's expert dispatch) crashed the
   same way, then stopped at a bare "not an ATen op" on the number's comparison; it is
   refused naming the `.item()` / `.tolist()` it computes with.
+- A gather from a table larger than the span one core may address in one tensor (256 MiB:
+  gemma4's per-layer embeddings, 262144 rows) compiled and faulted when it ran; it is
+  refused at its node.
 - hf:afmoe's tiny model initialises its router to zeros, so every routing score ties and
   which experts top-k picks is the sorting algorithm's (design note 76), not the model's:
   the sweep gives such matrices random values, and the routing is then exact.
@@ -62,6 +65,24 @@ def test_a_split_by_counts_read_from_a_tensor_is_refused_at_its_number() -> None
     with pytest.raises(CompileError, match=r"test_sweep_regressions\.py:\d+\): it computes "
                        r"with .*, a number read from a tensor when the program runs"):
         spyrec.compile(torch.export.export(SplitByCounts(), _inputs()), cache=False)
+
+
+class Lookup(torch.nn.Module):
+    def __init__(self, rows: int) -> None:
+        super().__init__()
+        self.table = torch.nn.Embedding(rows, 512)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.table(ids) * 2
+
+
+def test_a_gather_from_a_table_past_the_per_core_span_is_refused_at_its_node() -> None:
+    rows = 256 * 1024 * 1024 // (512 * 4) + 1  # one f32 row past 256 MiB
+    with pytest.raises(CompileError, match=r"test_sweep_regressions\.py:\d+: "
+                       r"aten\.embedding\.default \(node embedding\): a table of 131073 rows "
+                       r"of 512 spanning 256\.0 MiB, beyond the 256 MiB of one tensor a core"):
+        spyrec.compile(torch.export.export(Lookup(rows), (torch.tensor([[0, 3]]),)),
+                       cache=False)
 
 
 def test_the_sweep_gives_zero_matrices_random_values_so_routing_does_not_tie() -> None:
