@@ -126,7 +126,7 @@ SIZES: dict[str, int] = {
                      "max_sequence_length"), 128),
     **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), 4),
     **dict.fromkeys(("num_experts_per_tok", "num_experts_per_token"), 2),
-    "vocab_size": 320,
+    **dict.fromkeys(("vocab_size", "vocab_size_per_layer_input"), 320),
     "image_size": IMAGE,
     "window_size": 4,  # Swin-style windows within a 64x64 image's stages
     "max_source_positions": 32,
