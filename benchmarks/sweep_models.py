@@ -126,7 +126,7 @@ SIZES: dict[str, int] = {
                      "max_sequence_length"), 128),
     **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), 4),
     **dict.fromkeys(("num_experts_per_tok", "num_experts_per_token"), 2),
-    "vocab_size": 320,
+    **dict.fromkeys(("vocab_size", "vocab_size_per_layer_input"), 320),
     "image_size": IMAGE,
     "window_size": 4,  # Swin-style windows within a 64x64 image's stages
     "max_source_positions": 32,
@@ -357,7 +357,23 @@ def hf_model(case: Case) -> tuple[nn.Module, Any]:
         model = base._from_config(config).get_encoder()
     else:
         model = cls._from_config(config)
+    std = getattr(config, "initializer_range", None)
+    _randomize_zero_matrices(model, std if isinstance(std, float) and std > 0 else 0.02)
     return model.eval(), config
+
+
+def _randomize_zero_matrices(model: nn.Module, std: float) -> None:
+    """Give every floating parameter of 2 or more dims that the model's init left all zero
+    normal(0, `std`) values (seeded). A trained model has no such matrix, and at zero the
+    comparison with eager cannot see what it feeds: a matmul by it is exactly zero whatever
+    the compiler did, and a zero router (hf:afmoe's init) makes every routing score tie, where
+    which experts top-k picks is the sorting algorithm's (CPU eager's nth_element order, the
+    compiled program's the stable one: design note 76), not the model's."""
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2 and param.dtype.is_floating_point and not param.any():
+                param.copy_(torch.randn(param.shape, generator=generator) * std)
 
 
 def default_error(case: Case) -> Exception | None:

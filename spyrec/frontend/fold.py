@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.fx.experimental.symbolic_shapes import guard_or_false
 from torch.fx.node import map_arg
 
 from spyrec.diagnostics import CompileError
@@ -394,9 +395,10 @@ def _refuse_empty_outputs(graph: torch.fx.Graph) -> None:
 
 
 def _zero_element(node: torch.fx.Node) -> bool:
-    """Does `node` produce a tensor with no elements (a dim of size 0)?"""
+    """Does `node` produce a tensor with no elements (a dim of size 0)? A size only the data
+    decides (an unbacked symbol: `nonzero`, a split by run-time counts) is not known empty."""
     meta = node.meta.get("val")
-    return isinstance(meta, torch.Tensor) and meta.numel() == 0
+    return isinstance(meta, torch.Tensor) and guard_or_false(meta.numel() == 0)
 
 
 def _drop_empty_cat_operands(graph: torch.fx.Graph) -> None:

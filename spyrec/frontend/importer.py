@@ -25,6 +25,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import torch
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -186,7 +187,14 @@ def tensor_type(value: Any, what: str) -> TensorType:
         raise CompileError(f"{what}: dtype {value.dtype} is not supported on Spyre "
                            f"(supported: {', '.join(str(d) for d in TORCH_TO_MLIR)})")
     shape = []
-    for dim in value.shape:
+    for axis, dim in enumerate(value.shape):
+        if free_unbacked_symbols(dim):
+            raise CompileError(
+                f"{what}: its dim {axis} has the size {dim}, which "
+                "only the data decides (a boolean-mask index `x[mask]`, `nonzero`, a split by "
+                "counts read from a tensor), and a compiled Spyre program has sizes fixed when "
+                "it is compiled. Compute on every row and select: `torch.where(mask[..., None], "
+                "f(x), other)` in place of `f(x[mask])` written back by `y[mask] = ...`.")
         if not isinstance(dim, int):
             raise CompileError(
                 f"{what}: dimension {dim} is symbolic; dynamic shapes are not supported yet. "
@@ -388,7 +396,8 @@ class _Importer:
         val = val[0] if isinstance(val, (list, tuple)) else val
         op = AtenOp.create(
             operands=operands,
-            result_types=[tensor_type(val, f"node {node.name} ({_target_name(node.target)})")],
+            result_types=[tensor_type(val, f"node {node.name} ({_target_name(node.target)}, "
+                                           f"{source_line(node)})")],
             properties={"target": StringAttr(_target_name(node.target)),
                         "args": DictionaryAttr(args), "operand_names": ArrayAttr(names)},
             attributes={"fx_node": StringAttr(node.name), "source": StringAttr(source_line(node))})
@@ -399,13 +408,8 @@ class _Importer:
     def _value(self, arg: Any, user: torch.fx.Node) -> SSAValue:
         value = self.values.get(arg)
         if not isinstance(value, SSAValue) and isinstance(arg, torch.fx.Node) \
-                and arg.target is torch.ops.aten._local_scalar_dense.default:
-            raise CompileError(
-                f"node {user.name} ({_target_name(user.target)}, {source_line(user)}): its "
-                f"argument {arg.name} is a number read from a tensor when the program runs "
-                "(`.item()`, or indexing by a 0-d tensor), which a compiled program cannot "
-                "use; index with a 1-D tensor instead (`x[t.view(1)]`, "
-                "`torch.index_select(x, dim, t.view(1))`)")
+                and arg.target is _READ_NUMBER:
+            raise _read_number_error(user, arg)
         if not isinstance(value, SSAValue):
             raise CompileError(f"node {user.name}: operand {arg} is not a tensor value")
         return value
@@ -426,6 +430,9 @@ class _Importer:
         args: dict[str, Attribute] = {}
         schema = getattr(target, "_schema", None)
         if schema is None:
+            number = _number_read_by(node)
+            if number is not None:
+                raise _read_number_error(node, number)
             raise CompileError(f"node {node.name}: {target} is not an ATen op")
         bound = _bind(schema, node)
         for arg_name, value in bound.items():
@@ -445,7 +452,8 @@ class _Importer:
                     args[arg_name] = attr
         val = node.meta.get("val")
         vals = list(val) if isinstance(val, (list, tuple)) else [val]
-        result_types = [tensor_type(v, f"node {node.name} ({name})") for v in vals
+        result_types = [tensor_type(v, f"node {node.name} ({name}, {source_line(node)})")
+                        for v in vals
                         if isinstance(v, torch.Tensor)]
         op = AtenOp.create(
             operands=operands, result_types=result_types,
@@ -460,6 +468,41 @@ class _Importer:
             self.values[node] = list(op.results)
         elif op.results:
             self.values[node] = op.results[0]
+
+
+_READ_NUMBER = torch.ops.aten._local_scalar_dense.default  # `.item()`, `.tolist()`
+
+
+def _number_read_by(node: torch.fx.Node) -> torch.fx.Node | None:
+    """The `.item()` whose number `node` computes with (through other arithmetic on numbers,
+    never through a tensor op), or None."""
+    seen: set[torch.fx.Node] = set()
+    stack = list(node.all_input_nodes)
+    while stack:
+        source = stack.pop()
+        if source in seen:
+            continue
+        seen.add(source)
+        if source.target is _READ_NUMBER:
+            return source
+        if not isinstance(source.meta.get("val"), torch.Tensor):
+            stack.extend(source.all_input_nodes)
+    return None
+
+
+def _read_number_error(user: torch.fx.Node, number: torch.fx.Node) -> CompileError:
+    """The refusal of `user`, which computes with `number`, read from a tensor at run time."""
+    what = getattr(user.target, "__name__", "") if user.target.__module__ == "_operator" \
+        else _target_name(user.target)  # `u0 >= 0` on the number: operator.ge
+    return CompileError(
+        f"node {user.name} ({what}, {source_line(user)}): it computes "
+        f"with {number.name}, a number read from a tensor when the program runs (`.item()`, "
+        f"`.tolist()`, or indexing by a 0-d tensor, at {source_line(number)}), which a "
+        "compiled program cannot use: a value or size only the data decides. Keep the value "
+        "in a tensor: index with a 1-D tensor (`x[t.view(1)]`, `torch.index_select(x, dim, "
+        "t.view(1))`), mask with `torch.where` instead of splitting by run-time counts (a "
+        "mixture-of-experts layer: a dense dispatch, every expert on every token weighted "
+        "by its routing, as transformers' `grouped_mm` experts compile: design note 76).")
 
 
 def buffer_mutations(ep: torch.export.ExportedProgram, output: torch.fx.Node) -> dict[str, str]:

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import TensorType, i64
 from xdsl.ir import Operation, SSAValue
 
 from spyrec.dialects.spyre import (
+    ELEMENT_BYTES,
     AtenOp,
     ExpandRowsOp,
     GatherOp,
@@ -62,6 +63,7 @@ from spyrec.passes.graph.legalize.movement import (
     transposed_weight,
 )
 from spyrec.passes.graph.legalize.reductions import reduce_last
+from spyrec.target import MIB
 
 INDEX_ELEMENTS = ("i32", "i64")
 
@@ -77,6 +79,15 @@ def _gather_rows(op: AtenOp, rewriter: LegalizeRewriter, table: SSAValue,
         raise Unsupported(f"a {_element_name(table)} table (f16, bf16 and f32 tables)")
     if _element_name(indices) not in INDEX_ELEMENTS:
         raise Unsupported(f"{_element_name(indices)} indices (int32 or int64 indices)")
+    rows, width = _shape(table)
+    stick = rewriter.target.stick_bytes
+    span = rows * -(-width * ELEMENT_BYTES[_element_name(table)] // stick) * stick
+    if span > rewriter.target.per_core_span_bytes:  # any core may read any of its rows
+        raise Unsupported(
+            f"a table of {rows} rows of {width} spanning {span / MIB:.1f} MiB, beyond the "
+            f"{rewriter.target.per_core_span_bytes // MIB} MiB of one tensor a core may "
+            "address: a gather by run-time index may read any row (split the table into "
+            "tables under that size, or a vocabulary this large in a smaller dtype)")
     return GatherOp(table, indices, result or op.results[0].type, source_op=op)
 
 

@@ -1,0 +1,105 @@
+"""Regressions the model-coverage sweep found (docs/models.md), each reduced to the construct.
+
+- A size only the data decides (transformers' xmod adapters: `x[mask]` per language, the
+  rows written back by `out[mask] = ...`) crashed constant folding with torch's
+  GuardOnDataDependentSymNode; it is refused, naming the node, its source line and the
+  `torch.where` form that compiles.
+- A split by counts read from a tensor (`.tolist()`, jetmoe's expert dispatch) crashed the
+  same way, then stopped at a bare "not an ATen op" on the number's comparison; it is
+  refused naming the `.item()` / `.tolist()` it computes with.
+- A gather from a table larger than the span one core may address in one tensor (256 MiB:
+  gemma4's per-layer embeddings, 262144 rows) compiled and faulted when it ran; it is
+  refused at its node.
+- hf:afmoe's tiny model initialises its router to zeros, so every routing score ties and
+  which experts top-k picks is the sorting algorithm's (design note 76), not the model's:
+  the sweep gives such matrices random values, and the routing is then exact.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import spyrec
+from spyrec.diagnostics import CompileError
+
+
+class MaskedRows(torch.nn.Module):
+    """xmod's language adapter: a row-wise function of the rows a mask picks, written back."""
+
+    def forward(self, x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        mask = ids == 1
+        out[mask] = torch.relu(x[mask]) * 2
+        return out + x
+
+
+class SplitByCounts(torch.nn.Module):
+    """jetmoe's dispatch: the rows split by per-expert counts read from a tensor."""
+
+    def forward(self, x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        counts = (ids.unsqueeze(1) == torch.arange(4)).sum(0).tolist()
+        for c in counts:
+            torch._check(c >= 0)
+            torch._check(c <= x.shape[0])
+        torch._check(sum(counts) == x.shape[0])
+        return torch.stack([p.sum(0) * (i + 1) for i, p in enumerate(x.split(counts))])
+
+
+def _inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(16, 64), torch.arange(16) % 4
+
+
+def test_a_size_the_data_decides_is_refused_at_its_node() -> None:
+    with pytest.raises(CompileError, match=r"node index \(aten\.index\.Tensor, "
+                       r"test_sweep_regressions\.py:\d+\): its dim 0 has the size u\d+, "
+                       r"which only the data decides.*torch\.where"):
+        spyrec.compile(torch.export.export(MaskedRows(), _inputs()), cache=False)
+
+
+def test_a_split_by_counts_read_from_a_tensor_is_refused_at_its_number() -> None:
+    with pytest.raises(CompileError, match=r"test_sweep_regressions\.py:\d+\): it computes "
+                       r"with .*, a number read from a tensor when the program runs"):
+        spyrec.compile(torch.export.export(SplitByCounts(), _inputs()), cache=False)
+
+
+class Lookup(torch.nn.Module):
+    def __init__(self, rows: int) -> None:
+        super().__init__()
+        self.table = torch.nn.Embedding(rows, 512)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.table(ids) * 2
+
+
+def test_a_gather_from_a_table_past_the_per_core_span_is_refused_at_its_node() -> None:
+    rows = 256 * 1024 * 1024 // (512 * 4) + 1  # one f32 row past 256 MiB
+    with pytest.raises(CompileError, match=r"test_sweep_regressions\.py:\d+: "
+                       r"aten\.embedding\.default \(node embedding\): a table of 131073 rows "
+                       r"of 512 spanning 256\.0 MiB, beyond the 256 MiB of one tensor a core"):
+        spyrec.compile(torch.export.export(Lookup(rows), (torch.tensor([[0, 3]]),)),
+                       cache=False)
+
+
+def test_the_sweep_gives_zero_matrices_random_values_so_routing_does_not_tie() -> None:
+    pytest.importorskip("transformers")
+    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("sweep_models", benchmarks / "sweep_models.py")
+    assert spec is not None and spec.loader is not None
+    catalogue = importlib.util.module_from_spec(spec)
+    sys.modules["sweep_models"] = catalogue
+    spec.loader.exec_module(catalogue)
+    case = {c.name: c for c in catalogue.all_cases()}["hf:afmoe"]
+    model, _ = catalogue.hf_model(case)
+    routers = [m for name, m in model.named_modules() if name.endswith("router.gate")]
+    assert routers
+    for name, param in model.named_parameters():
+        assert param.dim() < 2 or param.any(), name
+    with torch.no_grad():
+        scores = routers[0](torch.randn(16, model.config.hidden_size))
+    top = scores.topk(3, dim=-1).values  # the top-2 choice is decided by values, not ties
+    assert bool((top[:, 1] > top[:, 2]).all())
