@@ -39,6 +39,8 @@ Scalar = int | float
 
 # the key of a binary's provenance that records the values, as JSON
 CONSTANTS_KEY = "ktir_constants"
+# provenance: "1" when compiled with every access tile masked (`--masked-tails`, docs/ktir.md §7)
+MASKED_KEY = "ktir_masked_tails"
 
 # index arithmetic is 64-bit; the interpreter computes with Python ints, so a fold that
 # leaves 64 bits would differ from it: such folds are refused
