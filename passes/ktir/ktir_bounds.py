@@ -307,9 +307,10 @@ class _Core:
         verb = "loads" if isinstance(op, LoadOp) else "stores"
         subject = f"ktdp.load ({_name(op.results[0])})" if isinstance(op, LoadOp) else \
             f"ktdp.store of {_name(op.operands[0])}"
-        past = [f"dim {d} reaches {hi}" if hi > v_hi else f"dim {d} starts at {lo}"
-                for d, ((lo, hi), (v_lo, v_hi)) in enumerate(zip(tile.box, tile.view.extent))
-                if lo < v_lo or hi > v_hi]
+        past = [f"dim {d} {what}" for d, ((lo, hi), (v_lo, v_hi))
+                in enumerate(zip(tile.box, tile.view.extent))
+                for what, out in ((f"starts at {lo}", lo < v_lo), (f"reaches {hi}", hi > v_hi))
+                if out]
         return (f"{where}: {subject} {verb} tile {_name(tile.op.result)} at coordinates "
                 f"{_ranges(tile.box)}, outside view {_name(view)} ({view.type}), whose extent "
                 f"is {_ranges(tile.view.extent)} ({'; '.join(past)}): its DMA would "
