@@ -141,7 +141,7 @@ def _masked_size(kernel: func.FuncOp, views: list[ConstructMemoryViewOp], name: 
     zeros a masked load reads there) and crops the outputs to it (the lanes a masked store
     drops). The upper bound is the range's, or else how far the tiles reach when their
     subscripts are constants (Triton's one-tile kernels)."""
-    pointers = {v.offset for v in views}
+    pointers = sorted({v.offset for v in views}, key=lambda a: a.index)  # type: ignore[attr-defined]
     reach = 0
     for pointer in pointers:
         for use in pointer.uses:
