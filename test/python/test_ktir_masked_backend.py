@@ -199,3 +199,40 @@ def test_run_time_size_pads_and_crops_per_call(tmp_path) -> None:
         np.testing.assert_array_equal(got, x + y)
     with pytest.raises(CompileError, match="accesses it unmasked"):
         spyrec.compile(path, function="add", constants={"n": RuntimeArg(1, TILE)}, cache=False)
+
+
+ROWS = """
+#tile = affine_set<(d0, d1) : (d0 >= 0, -d0 + 63 >= 0, d1 >= 0, -d1 + 127 >= 0)>
+#all = affine_set<(d0, d1) : (d0 >= 0, -d0 + 99 >= 0, d1 >= 0, -d1 + 99 >= 0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @double(%a: index, %c: index) attributes {grid = [2, 1], ktdp.masked_tails} {
+  %c64 = arith.constant 64 : index
+  %c0 = arith.constant 0 : index
+  %pid = ktdp.get_compute_tile_id : index
+  %row = arith.muli %pid, %c64 : index
+  %va = ktdp.construct_memory_view %a, sizes: [100, 100], strides: [100, 1] {
+    coordinate_set = #all, memory_space = #ktdp.memory_space<global>} : memref<100x100xf16>
+  %vc = ktdp.construct_memory_view %c, sizes: [100, 100], strides: [100, 1] {
+    coordinate_set = #all, memory_space = #ktdp.memory_space<global>} : memref<100x100xf16>
+  %ta = ktdp.construct_access_tile %va[%row, %c0] {access_tile_set = #tile,
+    access_tile_order = #id} : memref<100x100xf16> -> !ktdp.access_tile<64x128xindex>
+  %tc = ktdp.construct_access_tile %vc[%row, %c0] {access_tile_set = #tile,
+    access_tile_order = #id} : memref<100x100xf16> -> !ktdp.access_tile<64x128xindex>
+  %x = ktdp.load %ta : !ktdp.access_tile<64x128xindex> -> tensor<64x128xf16>
+  %s = arith.addf %x, %x : tensor<64x128xf16>
+  ktdp.store %s, %tc : tensor<64x128xf16>, !ktdp.access_tile<64x128xindex>
+  return
+}
+"""
+
+
+def test_masked_row_and_column_tail_of_a_2d_tile(tmp_path) -> None:
+    """64x128 f16 tiles over a 100x100 view on two cores (the kernel attribute): core 1
+    moves 36 rows and zero-fills 28; the columns past 100 are the rows' stick padding."""
+    path = kernel_file(tmp_path, ROWS)
+    exe = spyrec.compile(path, function="double", cache=False, numerics="ieee")
+    a = np.random.default_rng(0).standard_normal((100, 100)).astype(np.float16)
+    got = exe(torch.from_numpy(a))
+    assert isinstance(got, torch.Tensor)
+    want = run_kernel(path, "double", {"a": a, "c": np.zeros((100, 100), np.float16)}).outputs
+    np.testing.assert_array_equal(got.numpy(), np.asarray(want["c"]))
