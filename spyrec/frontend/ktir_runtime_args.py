@@ -22,6 +22,7 @@ refused with a `CompileError` naming the argument and the op, and saying to bind
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.dialects import func, scf
@@ -118,20 +119,27 @@ def _sized_views(arg: BlockArgument) -> list[ConstructMemoryViewOp]:
     """The memory views on pointer arguments whose leading size is `arg` (through index
     casts), when every use of `arg` is one; [] otherwise."""
     views: list[ConstructMemoryViewOp] = []
+    for value, op in _uses(arg):
+        if isinstance(op, ConstructMemoryViewOp) and isinstance(op.offset, BlockArgument) \
+                and op.mixed_sizes()[0] is value and value not in op.mixed_sizes()[1:] \
+                and value not in op.mixed_strides():
+            views.append(op)
+        else:
+            return []
+    return views
+
+
+def _uses(arg: BlockArgument) -> Iterator[tuple[SSAValue, Operation]]:
+    """(value, user) for every use of `arg` or of an `arith.index_cast` of it, the casts
+    themselves left out."""
     pending: list[SSAValue] = [arg]
     while pending:
         value = pending.pop()
         for use in value.uses:
-            op = use.operation
-            if op.name == "arith.index_cast":
-                pending.append(op.results[0])
-            elif isinstance(op, ConstructMemoryViewOp) and isinstance(op.offset, BlockArgument) \
-                    and op.mixed_sizes()[0] is value and value not in op.mixed_sizes()[1:] \
-                    and value not in op.mixed_strides():
-                views.append(op)
+            if use.operation.name == "arith.index_cast":
+                pending.append(use.operation.results[0])
             else:
-                return []
-    return views
+                yield value, use.operation
 
 
 def _masked_size(kernel: func.FuncOp, views: list[ConstructMemoryViewOp], name: str,
@@ -188,20 +196,14 @@ def _reach(tile: ConstructAccessTileOp) -> int:
 def _bounded_loops(arg: BlockArgument, name: str, where: str, bind: str) -> list[scf.ForOp]:
     """The loops whose upper bound is `arg` (through index casts); any other use refused."""
     loops: list[scf.ForOp] = []
-    pending: list[SSAValue] = [arg]
-    while pending:
-        value = pending.pop()
-        for use in value.uses:
-            op = use.operation
-            if op.name == "arith.index_cast":
-                pending.append(op.results[0])
-            elif isinstance(op, scf.ForOp) and op.ub is value and op.lb is not value \
-                    and op.step is not value:
-                loops.append(op)
-            else:
-                raise CompileError(f"{where}: --arg {name}: %{name} is used by {_describe(op)} "
-                                   "(as a value, not as the upper bound of an scf.for over "
-                                   "rows), which the host cannot correct per call" + bind)
+    for value, op in _uses(arg):
+        if isinstance(op, scf.ForOp) and op.ub is value and op.lb is not value \
+                and op.step is not value:
+            loops.append(op)
+        else:
+            raise CompileError(f"{where}: --arg {name}: %{name} is used by {_describe(op)} "
+                               "(as a value, not as the upper bound of an scf.for over "
+                               "rows), which the host cannot correct per call" + bind)
     if not loops:
         raise CompileError(f"{where}: --arg {name}: %{name} bounds no scf.for{bind}")
     return loops

@@ -220,6 +220,6 @@ def test_view_sizes_bound_at_compile_time_are_static_and_unbound_ones_refused():
     (test_ktir_masked_backend.py compiles masked ones)."""
     program = import_ktir(ADD_N, None, SpyreTarget(), {"n": 1024})
     assert [(s.name, s.shape) for s in program.inputs] == [("a", (1024,)), ("b", (1024,))]
-    with pytest.raises(CompileError, match=r"--arg n: it sizes the view of %c and .* "
+    with pytest.raises(CompileError, match=r"--arg n: it sizes the view of %a and .* "
                                            r"accesses it unmasked.* bind it"):
         import_ktir(ADD_N, None, SpyreTarget(), {"n": RuntimeArg()})
