@@ -19,7 +19,7 @@ proof (`passes/ktir/ktir_bounds.py`) or faults in the emulator.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp_values import MASKED_KERNEL, MASKED_TILE
@@ -29,15 +29,17 @@ from spyrec.target.isa import BinaryFn, DType, f32_bits
 if TYPE_CHECKING:
     from xdsl.ir import Operation
 
-    from spyrec.passes.spyrecode.core_walk import CoreWalk, LxTensor, Tile
+# `it`, `tile` and `lx` are core_walk's CoreWalk, Tile and LxTensor, typed Any: core_walk
+# imports this module, and the checker reads core_walk under two paths (passes/ and
+# spyrec/passes/), so its classes would not match themselves
 
 
-def is_masked(it: CoreWalk, tile_op: Operation) -> bool:
+def is_masked(it: Any, tile_op: Operation) -> bool:
     """Whether the tile built by `tile_op` drops its lanes outside the view."""
     return MASKED_TILE in tile_op.attributes or MASKED_KERNEL in it.fn.attributes
 
 
-def inside(it: CoreWalk, op: Operation, tile: Tile) -> tuple[int, int] | None:
+def inside(it: Any, op: Operation, tile: Any) -> tuple[int, int] | None:
     """(rows, cols) of a masked `tile` that lie in its view, the tile flattened to rows as
     the DMA moves it (0 rows or 0 columns: none); None when the tile is unmasked or wholly
     in its view. `Symbolic` while the tile's place depends on the core (each core is then
@@ -47,9 +49,8 @@ def inside(it: CoreWalk, op: Operation, tile: Tile) -> tuple[int, int] | None:
     origin, shape = tile.origin, tile.shape
     if any(isinstance(o, Affine) for o in origin):
         raise Symbolic("a masked tile whose place depends on the core")
-    view = tile.view.shape  # type: ignore[union-attr]
-    counts = [max(0, min(n, size - int(o)))  # type: ignore[call-overload]
-              for o, n, size in zip(origin, shape, view)]
+    view = tile.view.shape
+    counts = [max(0, min(n, size - int(o))) for o, n, size in zip(origin, shape, view)]
     if counts == list(shape):
         return None
     if tile.transposed or any(c not in (0, n) for c, n in zip(counts[1:-1], shape[1:-1])):
@@ -60,7 +61,7 @@ def inside(it: CoreWalk, op: Operation, tile: Tile) -> tuple[int, int] | None:
     return rows, counts[-1]
 
 
-def zero_rest(it: CoreWalk, lx: LxTensor, rows: int, cols: int) -> None:
+def zero_rest(it: Any, lx: Any, rows: int, cols: int) -> None:
     """Fill the LX tile `lx` with +0.0 outside its first `rows` rows of `cols` columns (what
     a masked load moved, `cols` already whole sticks): keep(x, 0) gives -0.0 whatever LX held
     (NaN included), then + 0.0 gives +0.0, as the interpreter reads; an int32 tile is
@@ -83,7 +84,7 @@ def zero_rest(it: CoreWalk, lx: LxTensor, rows: int, cols: int) -> None:
                            reverse=0)
 
 
-def refuse_pieces(it: CoreWalk, op: Operation) -> CompileError:
+def refuse_pieces(it: Any, op: Operation) -> CompileError:
     """A masked tail of a block loaded in pieces (notes 54, 57): not scheduled."""
     return it.error(op, "a masked tile that runs past its view is loaded in pieces "
                     "(spyre.load_pieces); the back end moves a masked tail in one DMA: make "

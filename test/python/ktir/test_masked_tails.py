@@ -148,6 +148,6 @@ def test_bounds_proof_takes_a_masked_tail_past_the_view_end(tile_attr: str,
         return fn
 
     check_tile_bounds(kernel(tile_attr, kernel_attr))
-    with pytest.raises(CompileError, match="mask the tile .ktdp.masked, or compile with "
-                                           "--masked-tails"):
+    with pytest.raises(CompileError, match=r"mask the tile .ktdp.masked, or compile with "
+                                           r"--masked-tails"):
         check_tile_bounds(kernel("", ""))
