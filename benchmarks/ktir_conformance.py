@@ -17,7 +17,8 @@ through, in its own process with a time limit (a crash or a hang costs that kern
    scalar's value is unknown to the command).
 2. `spyrec compile FILE --function F` (scalar parameters given with `--arg NAME=V` once the
    compiler takes them; until then the refusal is reported as it is): `ok` or the first line
-   of the refusal.
+   of the refusal. A masked-tail variant (`Case.masked_tails`) compiles with `--masked-tails`
+   and its own scalars; other variants run in the interpreter only.
 3. `spyrec run BINARY --check FILE` (the emulator against the interpreter) and `spyrec profile
    BINARY --json`: the verdict, emulated µs, off-chip bytes against the minimum.
 4. ktir-cpu's own latency estimate, when its `ktir_cpu` package imports from PATH and runs
@@ -269,12 +270,14 @@ def _parameters(source: Path, function: str) -> set[str]:
 
 
 def backend(source: Path, function: str, scalars: dict[str, Any], work: Path,
-            timeout: float, with_args: bool) -> dict[str, Any]:
+            timeout: float, with_args: bool, masked: bool = False) -> dict[str, Any]:
     """Compile, run --check and profile one kernel; a dict of the statuses and numbers.
     Scalar values go to `--arg` for the kernel's own parameters only (a case's value of a
-    name the kernel computes itself is the interpreter's business, not the compiler's)."""
-    binary = work / f"{source.stem}.{function}.spyre"
-    command = ["compile", str(source), "--function", function, "-o", str(binary)]
+    name the kernel computes itself is the interpreter's business, not the compiler's);
+    `masked` compiles with every access tile masked (`--masked-tails`, docs/ktir.md §7)."""
+    binary = work / f"{source.stem}.{function}.{'masked.' if masked else ''}spyre"
+    command = ["compile", str(source), "--function", function, "-o", str(binary),
+               *(["--masked-tails"] if masked else [])]
     if with_args:
         params = _parameters(source, function)
         command += [a for name, v in scalars.items() if name in params
@@ -298,7 +301,8 @@ def backend(source: Path, function: str, scalars: dict[str, Any], work: Path,
 
 def run_kernel_case(checkout: Path, rel: str, function: str, variant: int, work: Path,
                     timeout: float, interpreter_only: bool, with_args: bool) -> dict[str, Any]:
-    """One kernel, every step (a variant: the interpreter only); a record for the table."""
+    """One kernel, every step (a variant: the interpreter only, but for a masked-tail
+    variant, which the back end compiles masked); a record for the table."""
     path = checkout / "examples" / rel
     case = ktir_references.case_of(rel, function, variant)
     base: dict[str, Any] = {"file": rel, "function": function,
@@ -316,13 +320,14 @@ def run_kernel_case(checkout: Path, rel: str, function: str, variant: int, work:
                                                                 if done.stderr else ""))
     except subprocess.TimeoutExpired:
         base.update(interpreter="timeout", detail=f"more than {timeout:.0f} s")
-    if not interpreter_only and variant == 0:
+    masked = case is not None and case.masked_tails
+    if not interpreter_only and (variant == 0 or masked):
         source = path
         if path.suffix != ".mlir":  # spyrec compile takes KTIR as .mlir
             source = work / (path.stem + ".mlir")
             shutil.copyfile(path, source)
         scalars = case.scalars if case else {}
-        base.update(backend(source, function, scalars, work, timeout, with_args))
+        base.update(backend(source, function, scalars, work, timeout, with_args, masked))
     for key in ("detail", "compile", "check"):  # where the files are is not the finding
         if isinstance(base.get(key), str):
             base[key] = base[key].replace(f"{checkout}/examples/", "").replace(f"{work}/", "")

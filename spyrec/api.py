@@ -103,7 +103,8 @@ def compile(program: torch.export.ExportedProgram | str | Path, output: str | Pa
     default on-disk compile cache, unless `SPYREC_CACHE=0`; False: none; a directory: a
     cache there), and `compile_program`'s (`function` and `constants` for a KTIR .mlir:
     `spyrec.compile("k.mlir", function="add_kernel", constants={"BLOCK_SIZE": 128})` binds
-    the kernel's scalar arguments at compile time)."""
+    the kernel's scalar arguments at compile time; `masked_tails=True` masks its access
+    tiles, docs/ktir.md §7)."""
     from spyrec.cache import resolve_cache
     from spyrec.driver import compile_program
     from spyrec.pipelines import compile_options

@@ -213,13 +213,17 @@ def _pass_options(switches: dict[str, Any]) -> dict[str, dict[str, object]]:
                    "time, as a Triton constexpr (repeatable); the binary records the values. "
                    "NAME=? or NAME=LO..HI leaves a row-count argument to run time (a "
                    "symbolic size; `spyrec run k.spyre --arg NAME=N`).")
+@click.option("--masked-tails", is_flag=True,
+              help="KTIR input: mask every access tile (lanes outside the view are not read, "
+                   "reading 0, nor written), as the kernel attribute ktdp.masked_tails does; "
+                   "`run --check` then runs the interpreter masked too.")
 @click.option("--cache/--no-cache", default=None,
               help="Reuse a binary compiled before from the same model, options and compiler "
                    "(default: on, unless SPYREC_CACHE=0; see `spyrec cache`).")
 @_switches
 def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,
-            function: str | None, constants: tuple[str, ...], cache: bool | None,
-            **switches: Any) -> None:
+            function: str | None, constants: tuple[str, ...], masked_tails: bool,
+            cache: bool | None, **switches: Any) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
     if model.suffix == ".spyre":
@@ -240,7 +244,7 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
                              on_stage=report.stage, function=function,
                              pass_options=_pass_options(switches),
                              cache=resolve_cache(cache), on_progress=report.progress,
-                             constants=_constants(constants))
+                             constants=_constants(constants), masked_tails=masked_tails)
     if emit != "binary":
         if print_ir_after_all:
             return
@@ -400,8 +404,8 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
     import numpy as np
 
     from spyrec.api import to_numpy, to_torch
-    from spyrec.frontend.ktir_specialise import CONSTANTS_KEY
-    from spyrec.ktir import execute
+    from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, MASKED_KEY
+    from spyrec.ktir import run_kernel
     from spyrec.runtime.layout import HOST_DTYPE
 
     # the scalar arguments the binary was specialised with, the run's run-time arguments
@@ -426,7 +430,10 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
     for b in exe.binary.outputs:
         if param[b.name] == b.name:
             args[b.name] = np.zeros(b.layout.shape, dtype=HOST_DTYPE[b.layout.host_dtype])
-    result = execute(source, exe.binary.kernels[0].name, **args)
+    masked = exe.binary.provenance.get(MASKED_KEY) == "1"
+    if masked:
+        click.echo("masked tails: every access tile masked, as compiled", err=True)
+    result = run_kernel(source, exe.binary.kernels[0].name, args, masked_tails=masked).outputs
     expected = [to_torch(np.asarray(result[param[b.name]])[tuple(
         slice(0, values[b.symbolic[d]]) if d in b.symbolic else slice(None)
         for d in range(len(b.layout.shape)))]) for b in exe.binary.outputs]

@@ -28,7 +28,7 @@ from spyrec.dialects.ktdp_types import KtirPrinter
 from spyrec.dialects.spyre_plan import verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
 from spyrec.frontend.ktir_runtime_args import RuntimeArg
-from spyrec.frontend.ktir_specialise import CONSTANTS_KEY
+from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, MASKED_KEY
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, compile_target, pass_spec
 from spyrec.progress import listening
 from spyrec.registry import DIALECTS, PASSES
@@ -127,6 +127,7 @@ def compile_program(
     cache: CompileCache | None = None,
     on_progress: Callable[[str, str, int, int], None] | None = None,
     constants: Mapping[str, int | float | RuntimeArg] | None = None,
+    masked_tails: bool = False,
 ) -> CompileResult:
     """Compile `program` (an ExportedProgram, a .pt2 path, or a hand-written KTIR .mlir
     whose kernel `function` is compiled); write `output` if given. `pass_options` sets
@@ -139,7 +140,9 @@ def compile_program(
     `on_progress(stage, what, done, total)` hears the progress reports passes make inside a
     long stage (`spyrec.progress`). `constants` binds a KTIR kernel's scalar arguments at
     compile time (`spyrec.frontend.ktir_specialise`); the binary's provenance records them
-    (a `RuntimeArg` leaves one to run time: a symbolic size, `ktir_runtime_args`)."""
+    (a `RuntimeArg` leaves one to run time: a symbolic size, `ktir_runtime_args`).
+    `masked_tails` masks every access tile of a KTIR kernel (docs/ktir.md §7), as the
+    kernel attribute `ktdp.masked_tails` does; the provenance records it."""
     times: dict[str, float] = {}
     start = time.perf_counter()
     key = None
@@ -147,7 +150,7 @@ def compile_program(
         key = cache.key(program if isinstance(program, torch.export.ExportedProgram)
                         else Path(program),
                         {"function": function, "pass_options": pass_options,
-                         "constants": dict(constants or {}),
+                         "constants": dict(constants or {}), "masked_tails": masked_tails,
                          # a file's path is in the binary's provenance: part of the key
                          "source": None if isinstance(program, torch.export.ExportedProgram)
                          else str(program)})
@@ -166,12 +169,16 @@ def compile_program(
         from spyrec.frontend.ktir_input import import_ktir
 
         source = str(program)
-        imported = import_ktir(program, function, compile_target(pass_options), constants)
+        imported = import_ktir(program, function, compile_target(pass_options), constants,
+                               masked_tails)
         pipeline = KTIR_PIPELINE
     else:
         if constants:
             raise CompileError("constants (--arg NAME=VALUE) bind the scalar arguments of a "
                                "KTIR kernel (.mlir); an exported program has none")
+        if masked_tails:
+            raise CompileError("masked tails (--masked-tails) mask the access tiles of a KTIR "
+                               "kernel (.mlir); an exported program has none")
         if not isinstance(program, torch.export.ExportedProgram):
             source = str(program)
             program = load_program(program)
@@ -214,6 +221,8 @@ def compile_program(
     bound = {k: v for k, v in (constants or {}).items() if isinstance(v, (int, float))}
     if bound:  # what `spyrec run --check kernel.mlir` passes the interpreter again
         provenance[CONSTANTS_KEY] = json.dumps(bound, sort_keys=True)
+    if masked_tails:  # `run --check` runs the interpreter masked too
+        provenance[MASKED_KEY] = "1"
     binary = build_binary(module, imported.weights, provenance)
     binary.program_cost = imported.cost  # None for a KTIR input: it has no source program
     if key is not None:

@@ -55,6 +55,8 @@ from spyrec.dialects.ktdp_values import (
 )
 from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.planning.kernel_analysis import UNARY_FN
+from spyrec.passes.spyrecode import masked_tiles
+from spyrec.passes.spyrecode.masked_tiles import is_masked
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, index_value
 from spyrec.target.isa import (
     SPECS_BY_NAME,
@@ -108,6 +110,7 @@ class Tile:
     origin: tuple[int, ...]  # global coordinates of the block's first element
     shape: tuple[int, ...]  # the block in view coordinates
     transposed: bool = False  # read through the order (d1, d0): LX holds the block as stored
+    masked: bool = False  # lanes outside the view are not moved (`masked_tiles`)
 
     @property
     def addr(self) -> int:
@@ -355,13 +358,16 @@ def _access_tile(it: CoreWalk, op: ConstructAccessTileOp) -> None:
             raise it.error(op, f"access_tile_order {order} has no DMA mapping (identity or a "
                            "2-D transpose feeding a matmul only)")
         shape, transposed = (shape[1], shape[0]), True
-    it.env[op.result] = Tile(it.env[op.base], tuple(origin), shape, transposed)  # type: ignore[arg-type]
+    it.env[op.result] = Tile(it.env[op.base], tuple(origin), shape, transposed,  # type: ignore[arg-type]
+                             is_masked(it, op))
 
 
 def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
                   store: bool) -> tuple[int, int, int]:
     """(rows, row_bytes, ddr_pitch) of the DMA moving `tile`: its leading dims merged into
-    rows a constant pitch apart, each row whole sticks; refused when that is not exact."""
+    rows a constant pitch apart, each row whole sticks; refused when that is not exact. A
+    masked tile past its view's end moves its part inside the view (`masked_tiles.inside`;
+    0 rows or 0 bytes when none is)."""
     view, shape = tile.view, tile.shape
     assert isinstance(view, Strided)  # LX parts are never moved by DMA
     strides = view.strides
@@ -382,6 +388,11 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
         # ends 3 sticks (96 elements) in, short of the 128-column tile. The DMA moves the
         # view's sticks only; the tile's columns past them are padding either way
         cols = view.shape[-1] - start
+    clipped = masked_tiles.inside(it, op, tile)
+    if clipped is not None:
+        rows, cols = clipped
+        if not rows * cols:
+            return 0, 0, strides[-2] * view.itemsize if len(shape) > 1 else 0
     row_bytes = _stick_bytes(cols * view.itemsize)
     pitch = strides[-2] * view.itemsize if len(shape) > 1 else row_bytes
     # a symbolic address is checked when its template is instantiated
@@ -408,9 +419,15 @@ def _load(it: CoreWalk, op: LoadOp) -> None:
     lx.transposed = tile.transposed
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=False)
     count = _int_attr(op, "spyre.load_pieces", 1)
+    clipped = masked_tiles.inside(it, op, tile) is not None
+    if clipped and count > 1:
+        raise masked_tiles.refuse_pieces(it, op)
     if count <= 1:
-        it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
-                       row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
+        if rows * row_bytes:
+            it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
+                           row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
+        if clipped:  # a masked tail: the lanes not moved read 0
+            masked_tiles.zero_rest(it, lx, rows, row_bytes // lx.dtype.itemsize)
         it.env[op.results[0]] = lx
         return
     by_rows = _int_attr(op, "spyre.load_pieces_dim", 1) == 0
@@ -493,9 +510,11 @@ def _store(it: CoreWalk, op: StoreOp) -> None:
                        f"{block[0]}x{block[1]} block it is stored to (a per-row column "
                        "stored as a row needs a transpose the compiler does not insert)")
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=True)
+    if not rows * row_bytes:  # a masked tile wholly outside its view: nothing is written
+        return
     count = _int_attr(op, "spyre.store_pieces", 1)
     halves = len(row_halves(rows))
-    if count <= 1 or rows % count or count % halves:
+    if count <= 1 or rows % count or count % halves or masked_tiles.inside(it, op, tile):
         it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
                        row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
         return

@@ -72,7 +72,7 @@ from spyrec.dialects.ktdp_affine import bind_symbols
 from spyrec.dialects.ktdp_intertile import InterTileReduceOp
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_types import RuntimeArgType
-from spyrec.dialects.ktdp_values import set_bounds
+from spyrec.dialects.ktdp_values import MASKED_KERNEL, set_bounds
 from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyre_plan import GRID, INPLACE, LAYOUT, ktir_grid, record_symbols
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
@@ -101,11 +101,13 @@ class _Arg:
 
 
 def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
-                constants: Mapping[str, Scalar | RuntimeArg] | None = None) -> ImportedProgram:
+                constants: Mapping[str, Scalar | RuntimeArg] | None = None,
+                masked_tails: bool = False) -> ImportedProgram:
     """The program that launches kernel `function` (the only kernel if None) of `path`, its
     tensors laid out for `target`, its scalar arguments bound to `constants` (name -> value:
     `spyrec.frontend.ktir_specialise`; a `RuntimeArg` leaves one to run time, a symbolic
-    size compiled at its upper bound: `spyrec.frontend.ktir_runtime_args`)."""
+    size compiled at its upper bound: `spyrec.frontend.ktir_runtime_args`); `masked_tails`
+    masks every access tile (the attribute `ktdp.masked_tails`, docs/ktir.md §7)."""
     path = Path(path)
     if not path.exists():
         raise CompileError(f"{path}: no such file")
@@ -115,6 +117,8 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
         raise CompileError(str(exc)) from None
     kernel = _pick(module, function, path)
     where = f"{path}: @{kernel.sym_name.data}"
+    if masked_tails:
+        kernel.attributes[MASKED_KERNEL] = UnitAttr()
     constants = constants or {}
     specialise(kernel, {k: v for k, v in constants.items() if not isinstance(v, RuntimeArg)},
                where)

@@ -22,6 +22,7 @@ refused with a `CompileError` naming the argument and the op, and saying to bind
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.dialects import func, scf
@@ -31,7 +32,8 @@ from xdsl.ir.affine import AffineDimExpr
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp, StoreOp
-from spyrec.dialects.ktdp_values import set_bounds
+from spyrec.dialects.ktdp_values import MASKED_KERNEL, MASKED_TILE, set_bounds
+from spyrec.frontend.ktir_specialise import constant_of
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ def runtime_rows(kernel: func.FuncOp, name: str, bounds: RuntimeArg, where: str)
     if not isinstance(arg.type, (IndexType, IntegerType)):
         raise CompileError(f"{where}: --arg {name}={bounds}: %{name} is {arg.type}; only an "
                            f"integer argument can be a run-time size{bind}")
+    views = _sized_views(arg)
+    if views:
+        return _masked_size(kernel, views, name, bounds, where, bind)
     loops = _bounded_loops(arg, name, where, bind)
     tiles: set[ConstructAccessTileOp] = set()
     pointers: dict[BlockArgument, int] = {}
@@ -110,23 +115,95 @@ def runtime_rows(kernel: func.FuncOp, name: str, bounds: RuntimeArg, where: str)
     return RowSymbol(lower, upper, frozenset(pointers))
 
 
-def _bounded_loops(arg: BlockArgument, name: str, where: str, bind: str) -> list[scf.ForOp]:
-    """The loops whose upper bound is `arg` (through index casts); any other use refused."""
-    loops: list[scf.ForOp] = []
+def _sized_views(arg: BlockArgument) -> list[ConstructMemoryViewOp]:
+    """The memory views on pointer arguments whose leading size is `arg` (through index
+    casts), when every use of `arg` is one; [] otherwise."""
+    views: list[ConstructMemoryViewOp] = []
+    for value, op in _uses(arg):
+        if isinstance(op, ConstructMemoryViewOp) and isinstance(op.offset, BlockArgument) \
+                and op.mixed_sizes()[0] is value and value not in op.mixed_sizes()[1:] \
+                and value not in op.mixed_strides():
+            views.append(op)
+        else:
+            return []
+    return views
+
+
+def _uses(arg: BlockArgument) -> Iterator[tuple[SSAValue, Operation]]:
+    """(value, user) for every use of `arg` or of an `arith.index_cast` of it, the casts
+    themselves left out."""
     pending: list[SSAValue] = [arg]
     while pending:
         value = pending.pop()
         for use in value.uses:
-            op = use.operation
-            if op.name == "arith.index_cast":
-                pending.append(op.results[0])
-            elif isinstance(op, scf.ForOp) and op.ub is value and op.lb is not value \
-                    and op.step is not value:
-                loops.append(op)
+            if use.operation.name == "arith.index_cast":
+                pending.append(use.operation.results[0])
             else:
-                raise CompileError(f"{where}: --arg {name}: %{name} is used by {_describe(op)} "
-                                   "(as a value, not as the upper bound of an scf.for over "
-                                   "rows), which the host cannot correct per call" + bind)
+                yield value, use.operation
+
+
+def _masked_size(kernel: func.FuncOp, views: list[ConstructMemoryViewOp], name: str,
+                 bounds: RuntimeArg, where: str, bind: str) -> RowSymbol:
+    """A run-time size of views whose every access tile is masked (docs/ktir.md §7, design
+    note 88): compiled at the upper bound, the host zero-pads the inputs past the value (the
+    zeros a masked load reads there) and crops the outputs to it (the lanes a masked store
+    drops). The upper bound is the range's, or else how far the tiles reach when their
+    subscripts are constants (Triton's one-tile kernels)."""
+    pointers = sorted({v.offset for v in views}, key=lambda a: a.index)  # type: ignore[attr-defined]
+    reach = 0
+    for pointer in pointers:
+        for use in pointer.uses:
+            view = use.operation
+            if view not in views:
+                raise CompileError(f"{where}: --arg {name}: %{pointer.name_hint} is also "
+                                   f"viewed by {_describe(view)}, whose size is not %{name}; "
+                                   f"view it once{bind}")
+            for access in view.results[0].uses:
+                tile = access.operation
+                if not isinstance(tile, ConstructAccessTileOp) or not (
+                        MASKED_TILE in tile.attributes or MASKED_KERNEL in kernel.attributes):
+                    raise CompileError(
+                        f"{where}: --arg {name}: it sizes the view of %{pointer.name_hint} "
+                        f"and {_describe(tile)} accesses it unmasked, where the lanes past "
+                        "the run-time value would be the host's zero padding rather than the "
+                        "error the kernel makes; mask the kernel's tiles (compile with "
+                        f"--masked-tails, docs/ktir.md §7){bind}")
+                reach = max(reach, _reach(tile))
+    upper = bounds.upper if bounds.upper is not None else reach
+    lower = 1 if bounds.lower is None else bounds.lower
+    if reach and upper > reach:
+        raise CompileError(f"{where}: --arg {name}={bounds}: the kernel's tiles reach "
+                           f"{reach} elements, so a larger value would leave elements past "
+                           f"them unwritten; give --arg {name}=LO..{reach} or --arg {name}=?")
+    if not 1 <= lower <= upper:
+        raise CompileError(f"{where}: --arg {name}={bounds}: give the range it may take, "
+                           f"--arg {name}=LO..HI with 1 <= LO <= HI (the tiles' subscripts are "
+                           "not constants, so their reach gives no upper bound)")
+    return RowSymbol(lower, upper, frozenset(pointers))  # type: ignore[arg-type]
+
+
+def _reach(tile: ConstructAccessTileOp) -> int:
+    """1 + the last leading coordinate `tile` touches when its subscripts are constants
+    (0 when they are not)."""
+    indices = [constant_of(v) for v in tile.indices]
+    box = set_bounds(tile.access_tile_set.data)
+    if None in indices or box is None:
+        return 0
+    base = tile.base_map.data.eval([int(i) for i in indices if i is not None], [])
+    return base[0] + box[0][1] + 1
+
+
+def _bounded_loops(arg: BlockArgument, name: str, where: str, bind: str) -> list[scf.ForOp]:
+    """The loops whose upper bound is `arg` (through index casts); any other use refused."""
+    loops: list[scf.ForOp] = []
+    for value, op in _uses(arg):
+        if isinstance(op, scf.ForOp) and op.ub is value and op.lb is not value \
+                and op.step is not value:
+            loops.append(op)
+        else:
+            raise CompileError(f"{where}: --arg {name}: %{name} is used by {_describe(op)} "
+                               "(as a value, not as the upper bound of an scf.for over "
+                               "rows), which the host cannot correct per call" + bind)
     if not loops:
         raise CompileError(f"{where}: --arg {name}: %{name} bounds no scf.for{bind}")
     return loops

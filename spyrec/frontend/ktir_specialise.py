@@ -39,6 +39,8 @@ Scalar = int | float
 
 # the key of a binary's provenance that records the values, as JSON
 CONSTANTS_KEY = "ktir_constants"
+# provenance: "1" when compiled with every access tile masked (`--masked-tails`, docs/ktir.md §7)
+MASKED_KEY = "ktir_masked_tails"
 
 # index arithmetic is 64-bit; the interpreter computes with Python ints, so a fold that
 # leaves 64 bits would differ from it: such folds are refused
@@ -131,7 +133,8 @@ def _attribute(type_: Attribute, value: Scalar, name: str,
                        "float arguments take a compile-time value")
 
 
-def _constant(value: SSAValue) -> int | float | None:
+def constant_of(value: SSAValue) -> int | float | None:
+    """The value of an integer or float `arith.constant`; None for anything else."""
     op = value.owner
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, (IntegerAttr, FloatAttr)):
         return op.value.value.data
@@ -144,7 +147,7 @@ def _fold(kernel: func.FuncOp, where: str) -> None:
     (a cast rounded as the interpreter rounds it), in program order so chains fold
     through."""
     for op in list(kernel.walk()):
-        values = [_constant(v) for v in op.operands]
+        values = [constant_of(v) for v in op.operands]
         if not op.operands or any(v is None for v in values) or len(op.results) != 1:
             continue
         result = op.results[0]

@@ -2,7 +2,8 @@
 // bound at compile time (`--arg n=1024`) the views become static memref<1024xf32>, their
 // coordinate sets' symbols bound to the size as the interpreter binds them, and the binary
 // matches the interpreter; the check fails against a kernel that computes otherwise. Left
-// to run time, a size of a view is not a row bound: refused by name, saying to bind it.
+// to run time, a size of views whose tiles are not masked is refused by name, saying to mask
+// or bind it (masked: masked-tails.mlir).
 // RUN: spyrec compile %s --arg n=1024 --emit=ktir 2>/dev/null | FileCheck --check-prefix=IR %s
 // RUN: spyrec compile %s --arg n=1024 -o %t.spyre 2>/dev/null
 // RUN: spyrec run %t.spyre --check %s 2>&1 | FileCheck --check-prefix=CHECKED %s
@@ -15,7 +16,7 @@
 // CHECKED: kernel constants: n=1024
 // CHECKED: c: ok
 // BUG: c: FAILED
-// RUNTIME: error: {{.*}}@add_n: --arg n: %n is used by ktdp.construct_memory_view ({{%v[abc]}}) (as a value, not as the upper bound of an scf.for over rows), which the host cannot correct per call; bind it at compile time instead (spyrec compile ... --arg n=VALUE)
+// RUNTIME: error: {{.*}}@add_n: --arg n: it sizes the view of %a and ktdp.construct_access_tile (%ta) accesses it unmasked, where the lanes past the run-time value would be the host's zero padding rather than the error the kernel makes; mask the kernel's tiles (compile with --masked-tails, docs/ktir.md §7); bind it at compile time instead (spyrec compile ... --arg n=VALUE)
 
 #upto = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0)>
 #tile = affine_set<(d0) : (d0 >= 0, -d0 + 1023 >= 0)>

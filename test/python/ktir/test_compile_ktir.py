@@ -194,7 +194,9 @@ def test_tile_past_its_view_is_refused_at_compile_time(tmp_path):
         "kernel @vector_add, core 31 (x=31, y=0) at %off = 128: ktdp.load (%xa) loads tile "
         "%ta at coordinates [8064..8191], outside view %va (memref<8064xf32>), whose extent is "
         "[0..8063] (dim 0 reaches 8191): its DMA would read past the tensor, another tensor's "
-        "bytes; keep every core's tiles within their view")
+        "bytes; keep every core's tiles within their view; if the lanes past the view's end "
+        "are a tail meant to be dropped (Triton's masked tail), mask the tile (ktdp.masked, or "
+        "compile with --masked-tails: docs/ktir.md §7)")
     assert not (tmp_path / "k.spyre").exists()
     result = CliRunner().invoke(main, ["compile", str(source), "-o", str(tmp_path / "k.spyre")])
     assert result.exit_code == 1 and "core 31 (x=31, y=0) at %off = 128" in result.output
