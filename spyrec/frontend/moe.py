@@ -61,7 +61,7 @@ _ALONG_DIM = {aten.cat.default: (1, 0), aten.slice.Tensor: (1, 0), aten.select.i
 MAX_K = 16  # k passes of a row maximum: routing picks 1 to 8
 
 
-class _Emit:
+class FxEmit:
     """Adds call_function nodes before `anchor`, each with the anchor's provenance (stack
     trace, module stack) and its fake value, so the importer types and names them; a `lazy`
     one leaves the value to `_refresh`, for operands whose values are about to change."""
@@ -121,7 +121,7 @@ def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
     if picked is None or not isinstance(dim, int) or dim % len(shape) != len(shape) - 1 \
             or _val(picked[0]).shape != shape:
         return
-    emit = _Emit(graph, node)
+    emit = FxEmit(graph, node)
     chosen = picked[0]
     for onehot in picked[1:]:
         chosen = emit(aten.logical_or.default, chosen, onehot)
@@ -148,7 +148,7 @@ def _rewrite_topk(graph: torch.fx.Graph, node: torch.fx.Node
     if (not isinstance(k, int) or not 1 <= k <= min(MAX_K, x_val.shape[-1]) or not largest
             or rank == 0 or dim % rank != rank - 1 or not x_val.dtype.is_floating_point):
         return None
-    emit = _Emit(graph, node)
+    emit = FxEmit(graph, node)
     xf = x if x_val.dtype == torch.float32 else emit(aten._to_copy.default, x,
                                                      dtype=torch.float32)
     columns = emit(aten.arange.start_step, 0, x_val.shape[-1], dtype=torch.int64)
@@ -324,7 +324,7 @@ def _rewrite_dispatch(graph: torch.fx.Graph, sort: torch.fx.Node,
                 "of projections, activations and gates.")
     tokens, experts = d.tokens, d.experts
     # the routing weight of each (expert, token) row: 0 where the expert is not chosen
-    emit = _Emit(graph, d.weight_gather, lazy=True)
+    emit = FxEmit(graph, d.weight_gather, lazy=True)
     zero = emit(aten.scalar_tensor.default, 0.0, dtype=d.weights.meta["val"].dtype)
     dense: torch.fx.Node | None = None
     for i, onehot in enumerate(d.onehots):
@@ -336,7 +336,7 @@ def _rewrite_dispatch(graph: torch.fx.Graph, sort: torch.fx.Node,
         [experts * tokens])
     d.weight_gather.replace_all_uses_with(expert_major)
     for gather in d.bias_gathers:  # bias[sorted ids]: each expert's bias row, T times
-        emit = _Emit(graph, gather, lazy=True)
+        emit = FxEmit(graph, gather, lazy=True)
         bias = gather.args[0]
         width = _val(bias).shape[-1]
         gather.replace_all_uses_with(emit(aten.cat.default, [emit(
@@ -344,14 +344,14 @@ def _rewrite_dispatch(graph: torch.fx.Graph, sort: torch.fx.Node,
             for e in range(experts)], 0))
     x = d.row_gather.args[0]
     for grouped in d.grouped:  # one matmul per expert on its block of T rows
-        emit = _Emit(graph, grouped, lazy=True)
+        emit = FxEmit(graph, grouped, lazy=True)
         rows, weight, _ = grouped.args
         blocks = [x if rows is d.row_gather else emit(
             aten.slice.Tensor, rows, 0, e * tokens, (e + 1) * tokens) for e in range(experts)]
         grouped.replace_all_uses_with(emit(aten.cat.default, [
             emit(aten.mm.default, block, emit(aten.select.int, weight, 0, e))
             for e, block in enumerate(blocks)], 0))
-    emit = _Emit(graph, d.combine, lazy=True)
+    emit = FxEmit(graph, d.combine, lazy=True)
     weighted = d.unsort.args[0]
     total: torch.fx.Node | None = None
     for e in range(experts):
@@ -366,7 +366,7 @@ def _rewrite_dispatch(graph: torch.fx.Graph, sort: torch.fx.Node,
 def _refresh(graph: torch.fx.Graph, first: torch.fx.Node, last: torch.fx.Node) -> None:
     """Recompute the fake values of the nodes from `first` to `last`, in graph order: the
     dispatch's values have one row per (expert, token) now."""
-    inside, emit = False, _Emit(graph, first)
+    inside, emit = False, FxEmit(graph, first)
     for node in graph.nodes:
         inside = inside or node is first
         if inside and node.op == "call_function" and node.target != _ASSERT:

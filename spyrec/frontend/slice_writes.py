@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from spyrec.frontend.moe import _Emit
+from spyrec.frontend.moe import FxEmit
 
 aten = torch.ops.aten
 
@@ -56,7 +56,7 @@ def _copy(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
     want, have = dst.meta["val"], src.meta["val"]
     if not (_static(want.shape) and _static(have.shape)):
         return None
-    emit = _Emit(graph, node)
+    emit = FxEmit(graph, node)
     value = src
     if tuple(have.shape) != tuple(want.shape):
         value = emit(aten.expand.default, value, list(want.shape))
@@ -96,7 +96,7 @@ def _scatter(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
         if end <= start:
             return None
     size = shape[dim]
-    emit = _Emit(graph, node)
+    emit = FxEmit(graph, node)
     block = src
     if select:
         block = emit(aten.unsqueeze.default, src, dim)
