@@ -237,10 +237,28 @@ def _converted(result: OpResult) -> bool:
         _is_float(v) for v in owner.operands)
 
 
+# ops whose integer result does not depend on how large their operands' values are:
+# positions along a dim, and tensors made in an operand's shape
+_POSITIONS = {"aten.argmax.default", "aten.argmin.default"}
+_POSITION_RESULTS = {"aten.topk.default", "aten.sort.default", "aten.max.dim",
+                     "aten.min.dim"}  # result 1
+_SHAPED = {"aten.new_zeros.default", "aten.zeros_like.default", "aten.empty_like.default",
+           "aten.new_ones.default", "aten.ones_like.default", "aten.full_like.default",
+           "aten.new_full.default"}
+
+
+def _ignores_magnitudes(value: OpResult) -> bool:
+    owner = value.owner
+    assert isinstance(owner, AtenOp)
+    target = owner.target.data
+    return target in _POSITIONS or target in _SHAPED or (
+        target in _POSITION_RESULTS and value.index == 1)
+
+
 def _float_inputs(results: list[OpResult]) -> list[BlockArgument]:
     """The float inputs `results` are computed from through values that carry magnitudes
-    (not through booleans: a comparison's 0/1 does not depend on how large its operands
-    are)."""
+    (not through booleans, positions or tensors made in an operand's shape: a comparison's
+    0/1, an argmax, a zeros_like do not depend on how large their operands are)."""
     found: list[BlockArgument] = []
     seen: set[SSAValue] = set()
     stack: list[SSAValue] = list(results)
@@ -252,7 +270,8 @@ def _float_inputs(results: list[OpResult]) -> list[BlockArgument]:
         if isinstance(value, BlockArgument):
             if _is_float(value):
                 found.append(value)
-        elif isinstance(value.owner, AtenOp):
+        elif isinstance(value, OpResult) and isinstance(value.owner, AtenOp) \
+                and not _ignores_magnitudes(value):
             stack.extend(value.owner.operands)
     return sorted(found, key=lambda a: a.index)
 

@@ -129,3 +129,17 @@ def test_random_inputs_keep_within_a_float_inputs_limit():
     (x,) = random_inputs(exe.binary, {}, seed=0)
     assert float(x.abs().max()) == limit  # normal draws past 1 clamped, none refused
     assert torch.equal(one(exe(x)), Fine()(x))
+
+
+def test_a_float_input_read_only_for_positions_has_no_limit():
+    """argmax(x) + t: the integer input t gets its limit, the float x none (a position does
+    not grow with |x|), so large logits run."""
+
+    class Pick(torch.nn.Module):
+        def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            return x.argmax(dim=-1, keepdim=True) + t * 3
+
+    x, t = torch.randn(4, 64), torch.randint(0, 9, (4, 1))
+    exe = _compile(Pick(), x, t)
+    assert [b.int_limit for b in exe.binary.inputs] == [None, (2 ** 24 - 64) // 3]
+    assert torch.equal(one(exe(x * 1e30, t)), Pick()(x * 1e30, t))
