@@ -147,3 +147,48 @@ def assert_close(exe_or_info, expected, actual, names=None):
     verdict = check_outputs(expected, actual, exe_or_info, names)
     assert verdict.ok, "\n" + str(verdict)
     return verdict
+
+
+KTIR_TILE = 1024
+
+
+def ktir_vector_add(n: int, grid: int = 1, out_n: int | None = None, shift: int = 0,
+                    sized: bool = False, tile_attr: str = "", kernel_attr: str = "") -> str:
+    """Triton's Spyre-path vector add as KTIR: out = x + y, core c's 1024-lane f32 tile at
+    c * 1024 + `shift`; x and y are views of n elements, out of `out_n` (default n); all
+    three of the run-time scalar %n when `sized`. `tile_attr` is appended to each access
+    tile's attributes (", ktdp.masked"), `kernel_attr` to the function's (", ktdp.masked_tails")."""
+    out_n = n if out_n is None else out_n
+    tile = KTIR_TILE
+
+    def view(name: str, size: int) -> str:
+        sizes, mtype = ("%size", "?") if sized else (str(size), str(size))
+        symbol = "[s0]" if sized else ""
+        last = "s0 - 1" if sized else str(size - 1)
+        return (f"%{name}v = ktdp.construct_memory_view %{name}, sizes: [{sizes}], strides: [1] "
+                f"{{coordinate_set = affine_set<(d0){symbol} : (d0 >= 0, -d0 + {last} >= 0)>, "
+                f"memory_space = #ktdp.memory_space<global>}} : memref<{mtype}xf32>\n"
+                f"  %{name}t = ktdp.construct_access_tile %{name}v[%off] {{access_tile_set = "
+                f"affine_set<(d0) : (d0 >= 0, -d0 + {tile - 1} >= 0)>, access_tile_order = "
+                f"affine_map<(d0) -> (d0)>{tile_attr}}} : memref<{mtype}xf32> -> "
+                f"!ktdp.access_tile<{tile}xindex>")
+
+    return f"""
+func.func @add(%x: index, %y: index, %out: index{", %n: i32" if sized else ""})
+    attributes {{grid = [{grid}, 1]{kernel_attr}}} {{
+  %id = ktdp.get_compute_tile_id : index
+  %c1024 = arith.constant {tile} : index
+  %shift = arith.constant {shift} : index
+  %base = arith.muli %id, %c1024 : index
+  %off = arith.addi %base, %shift : index
+  {"%size = arith.index_cast %n : i32 to index" if sized else ""}
+  {view("x", n)}
+  {view("y", n)}
+  {view("out", out_n)}
+  %a = ktdp.load %xt : !ktdp.access_tile<{tile}xindex> -> tensor<{tile}xf32>
+  %b = ktdp.load %yt : !ktdp.access_tile<{tile}xindex> -> tensor<{tile}xf32>
+  %s = arith.addf %a, %b : tensor<{tile}xf32>
+  ktdp.store %s, %outt : tensor<{tile}xf32>, !ktdp.access_tile<{tile}xindex>
+  return
+}}
+"""

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
+from conftest import KTIR_TILE as TILE
+from conftest import ktir_vector_add as vector_add
 
 import spyrec
 from spyrec.cli import main
@@ -25,47 +27,6 @@ from spyrec.passes.spyrecode import masked_tiles
 from spyrec.runtime.emulator import Emulator
 from spyrec.runtime.memory import DeviceFault
 from spyrec.verdict import check_outputs
-
-TILE = 1024
-
-
-def vector_add(n: int, grid: int = 1, out_n: int | None = None, shift: int = 0,
-               sized: bool = False) -> str:
-    """out = x + y, core c's tile at c * 1024 + `shift`; x and y views of n elements, the
-    output's of `out_n` (default n); all three of the scalar %n when `sized`."""
-    out_n = n if out_n is None else out_n
-
-    def view(name: str, size: int) -> str:
-        sizes, mtype = ("%size", "?") if sized else (str(size), str(size))
-        symbol = "[s0]" if sized else ""
-        last = "s0 - 1" if sized else str(size - 1)
-        return (f"%{name}v = ktdp.construct_memory_view %{name}, sizes: [{sizes}], strides: [1] "
-                f"{{coordinate_set = affine_set<(d0){symbol} : (d0 >= 0, -d0 + {last} >= 0)>, "
-                f"memory_space = #ktdp.memory_space<global>}} : memref<{mtype}xf32>\n"
-                f"  %{name}t = ktdp.construct_access_tile %{name}v[%off] {{access_tile_set = "
-                f"affine_set<(d0) : (d0 >= 0, -d0 + {TILE - 1} >= 0)>, access_tile_order = "
-                f"affine_map<(d0) -> (d0)>}} : memref<{mtype}xf32> -> "
-                f"!ktdp.access_tile<{TILE}xindex>")
-
-    return f"""
-func.func @add(%x: index, %y: index, %out: index{", %n: i32" if sized else ""})
-    attributes {{grid = [{grid}, 1]}} {{
-  %id = ktdp.get_compute_tile_id : index
-  %c1024 = arith.constant {TILE} : index
-  %shift = arith.constant {shift} : index
-  %base = arith.muli %id, %c1024 : index
-  %off = arith.addi %base, %shift : index
-  {"%size = arith.index_cast %n : i32 to index" if sized else ""}
-  {view("x", n)}
-  {view("y", n)}
-  {view("out", out_n)}
-  %a = ktdp.load %xt : !ktdp.access_tile<{TILE}xindex> -> tensor<{TILE}xf32>
-  %b = ktdp.load %yt : !ktdp.access_tile<{TILE}xindex> -> tensor<{TILE}xf32>
-  %s = arith.addf %a, %b : tensor<{TILE}xf32>
-  ktdp.store %s, %outt : tensor<{TILE}xf32>, !ktdp.access_tile<{TILE}xindex>
-  return
-}}
-"""
 
 
 def kernel_file(tmp_path: Path, text: str) -> Path:

@@ -12,50 +12,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import KTIR_TILE as TILE
+from conftest import ktir_vector_add
 
 from spyrec.cli import main
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp_values import KtirAccessError
 from spyrec.ktir import execute, run_kernel
 
-TILE = 1024
-
 
 def vector_add(n: int, grid: int = 1, tile_attr: str = ", ktdp.masked", kernel_attr: str = "",
                out_n: int | None = None) -> str:
-    """out[i] = x[i] + y[i] for i < n, each core one 1024-lane tile at core * 1024; the
-    output view has `out_n` elements (default n)."""
-    out_n = n if out_n is None else out_n
-
-    def view(name: str, size: int) -> str:
-        return (f"%{name}v = ktdp.construct_memory_view %{name}, sizes: [{size}], strides: [1] "
-                f"{{coordinate_set = affine_set<(d0) : (d0 >= 0, -d0 + {size - 1} >= 0)>, "
-                f"memory_space = #ktdp.memory_space<global>}} : memref<{size}xf32>")
-
-    def tile(name: str, size: int) -> str:
-        return (f"%{name}t = ktdp.construct_access_tile %{name}v[%off] {{access_tile_set = "
-                f"affine_set<(d0) : (d0 >= 0, -d0 + {TILE - 1} >= 0)>, access_tile_order = "
-                f"affine_map<(d0) -> (d0)>{tile_attr}}} : memref<{size}xf32> -> "
-                f"!ktdp.access_tile<{TILE}xindex>")
-
-    return f"""
-func.func @add(%x: index, %y: index, %out: index) attributes {{grid = [{grid}, 1]{kernel_attr}}} {{
-  %id = ktdp.get_compute_tile_id : index
-  %c1024 = arith.constant {TILE} : index
-  %off = arith.muli %id, %c1024 : index
-  {view("x", n)}
-  {view("y", n)}
-  {view("out", out_n)}
-  {tile("x", n)}
-  {tile("y", n)}
-  {tile("out", out_n)}
-  %a = ktdp.load %xt : !ktdp.access_tile<{TILE}xindex> -> tensor<{TILE}xf32>
-  %b = ktdp.load %yt : !ktdp.access_tile<{TILE}xindex> -> tensor<{TILE}xf32>
-  %s = arith.addf %a, %b : tensor<{TILE}xf32>
-  ktdp.store %s, %outt : tensor<{TILE}xf32>, !ktdp.access_tile<{TILE}xindex>
-  return
-}}
-"""
+    """The vector add with every access tile masked unless `tile_attr` says otherwise."""
+    return ktir_vector_add(n, grid, out_n=out_n, tile_attr=tile_attr, kernel_attr=kernel_attr)
 
 
 def inputs(n: int, out_n: int | None = None) -> dict[str, np.ndarray]:
