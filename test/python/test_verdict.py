@@ -104,6 +104,42 @@ def test_a_two_element_output_allows_its_sampling_tail_and_still_catches_bugs():
     assert sample_tail(_reference().numel()) < 1.03
 
 
+def _noisy(truth: torch.Tensor, relative: float, seed: int) -> torch.Tensor:
+    """`truth` plus independent noise of `relative` of its rms, rounded to fp16."""
+    noise = torch.randn(truth.shape, generator=torch.Generator().manual_seed(seed),
+                        dtype=torch.float64)
+    return (truth + noise * relative * truth.square().mean().sqrt()).half()
+
+
+def test_the_float64_truth_gives_a_second_look_when_eager_is_the_less_accurate():
+    """A program whose rounding is amplified (hf:gemma4_text in fp16): eager fp16 and the
+    device each lie 1 % from exact arithmetic, independently, so they differ by 1.4 % and
+    fail the aggregate against each other; against the float64 truth the device is as
+    accurate as eager and passes, said in the report. A 3 % scale of the device's result,
+    an error three times eager's, one element off by its rms, or a NaN still fail."""
+    truth = _reference().double()
+    eager, device = _noisy(truth, 0.01, 1), _noisy(truth, 0.01, 2)
+    (plain,) = check_outputs(eager, device, _info()).outputs
+    assert not plain.ok and "aggregate" in plain.failed
+    verdict = check_outputs(eager, device, _info(), truth=truth)
+    (output,) = verdict.outputs
+    assert output.ok and "float64 truth" in str(verdict) and "failed against eager" in str(
+        verdict)
+    rms = float(truth.square().mean().sqrt())
+    worse = _noisy(truth, 0.03, 2)
+    far = device.clone()
+    far[3, 9] += 4 * rms
+    nan = device.clone()
+    nan[0, 0] = math.nan
+    for bug in ((device.double() * 1.03).half(), worse, far, nan):
+        (output,) = check_outputs(eager, bug, _info(), truth=truth).outputs
+        assert not output.ok and not output.truth_note, output
+    # fp32 outputs have no second look: eager fp32 is the truth's equal
+    (output,) = check_outputs(eager.float(), device.float(), _info("float32"),
+                              truth=truth).outputs
+    assert not output.ok
+
+
 def test_integer_outputs_must_match_exactly():
     e = torch.arange(10)
     assert check_outputs(e, e.clone(), _info()).ok
