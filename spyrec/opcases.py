@@ -146,6 +146,24 @@ UNARY.update({
     "cos": lambda x: torch.cos(x * 3),
 })
 ROW_OPS |= {"tril", "triu"}  # matrices: a 1-D tensor has no rows to mask
+# elementary functions without an SFU instruction, composed of SFU ops
+# (passes/graph/legalize/transcendental.py); arguments scaled into each function's domain
+# (tan away from its poles, asin/acos within (-1, 1) but for the special values, atanh
+# away from +-1, where its slope would amplify the 16-bit rounding of eager's product)
+UNARY.update({
+    "log2": lambda x: torch.log2(x.abs()),
+    "log10": lambda x: torch.log10(x.abs() + 0.5),
+    "exp2_tensor": torch.exp2,
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "tan": lambda x: torch.tan(x * 0.25),
+    "atan": lambda x: torch.atan(x * 3),
+    "asin": lambda x: torch.asin(x * 0.3),
+    "acos": lambda x: torch.acos(x * 0.3),
+    "asinh": lambda x: torch.asinh(x * 3),
+    "acosh": lambda x: torch.acosh(x.abs() + 1),
+    "atanh": lambda x: torch.atanh(x * 0.2),
+})
 
 
 def _smallest_factor(n: int) -> int:

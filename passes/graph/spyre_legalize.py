@@ -30,8 +30,8 @@ source line and the reason (never just the first).
     %t = spyre.permute_rows %q {permutation = array<i64: 0, 2, 1, 3>} ...        // after
 
 The patterns live in `passes/graph/legalize/`, one module per family of ops (elementwise,
-reductions, normalization, matmul, attention, movement, columns, predicates, gather, with
-`base` shared by all); this module assembles their `SELECTORS` tables and runs them in
+reductions, normalization, matmul, attention, movement, columns, predicates, gather,
+transcendental, with `base` shared by all); this module assembles their `SELECTORS` tables and runs them in
 order. What one run remembers between ops (transposed weights, device transposes, additive
 masks) lives in its `LegalizeRewriter`, made afresh by each `apply`.
 """
@@ -73,6 +73,7 @@ from spyrec.passes.graph.legalize import (
     normalization,
     predicates,
     reductions,
+    transcendental,
 )
 from spyrec.passes.graph.legalize.attention import select_eager_attention
 from spyrec.passes.graph.legalize.base import INT_ELEMENTS, LegalizeRewriter, Selector, Unsupported
@@ -92,6 +93,7 @@ SELECTORS: dict[str, Selector] = {
     **columns.SELECTORS,
     **gather.SELECTORS,
     **predicates.SELECTORS,
+    **transcendental.SELECTORS,
 }
 
 # Hugging Face decoders given `position_ids` derive the attention mask from them: the packed
