@@ -83,7 +83,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
@@ -93,6 +93,7 @@ from spyrec.dialects.ktdp_affine import is_box
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre_plan import is_kernel, ktir_grid
+from spyrec.dialects.std_ext_arith import CmpfOp, SelectOp
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
@@ -105,6 +106,11 @@ BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.
           "spyre.keep": "keep"}  # the last one only built here, by `number_op`
 # IEEE maxNum / minNum: a NaN operand is dropped (the SFU's MAX / MIN propagate it)
 NUMBER = {"arith.maxnumf": "maximum", "arith.minnumf": "minimum"}
+# a reduction combiner written `select(cmpf P, %in, %acc), %in, %acc` (`_selected_max`)
+SELECTED = {"select.max": "maximum", "select.min": "minimum"}
+# arith.cmpf's predicates: the ordered comparisons of a max / min written out
+_OGT, _OGE, _OLT, _OLE = 2, 3, 4, 5
+_SWAPPED = {_OGT: _OLT, _OGE: _OLE, _OLT: _OGT, _OLE: _OGE}
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 UNARY = {"math.exp": "exp", "math.rsqrt": "rsqrt", "math.sqrt": "sqrt", "math.tanh": "tanh",
          "math.absf": "abs", "arith.negf": "neg", "math.log": "log", "math.erf": "erf"}
@@ -231,6 +237,10 @@ class _Kernel:
                 self.dense(op)
             elif isinstance(op, linalg.BroadcastOp):
                 self.broadcast(op)
+            elif isinstance(op, tensor.CollapseShapeOp) and not _shape(op.result):
+                self.scalar_tensor(op)
+            elif isinstance(op, StoreOp) and op.value in self.broadcasts:
+                self.materialise(op)
             elif isinstance(op, linalg.TransposeOp):
                 self.transpose(op)
             elif isinstance(op, linalg.GenericOp):
@@ -253,7 +263,7 @@ class _Kernel:
         """Erase the constants and broadcasts folded into their users."""
         dead = [op for op in self.fn.walk()
                 if isinstance(op, (tensor.SplatOp, linalg.FillOp, linalg.BroadcastOp,
-                                   linalg.TransposeOp))
+                                   linalg.TransposeOp, tensor.CollapseShapeOp))
                 and "spyre.tile" not in op.attributes]
         for op in reversed(dead):
             zero_fill = isinstance(op, linalg.FillOp) and self.scalars.get(op.results[0]) == 0.0
@@ -390,6 +400,32 @@ class _Kernel:
         else:
             self.scalars[result] = source
 
+    def scalar_tensor(self, op: tensor.CollapseShapeOp) -> None:
+        """A collapse of a one-element tensor to rank 0 (Triton's scalar broadcast source)
+        is that element: a broadcast of the source through a map of constants 0."""
+        shape = _shape(op.src)
+        if pymath.prod(shape) != 1:
+            raise self.error(op, f"it collapses %{op.src.name_hint} ({op.src.type}) to rank 0; "
+                             "only a tensor of one element has a rank-0 form")
+        zeros = AffineMap(0, 0, (AffineExpr.constant(0),) * len(shape))
+        source = self.operand(op.src, op, 0, zeros)
+        if isinstance(source, Arg):
+            self.broadcasts[op.result] = source
+        else:
+            self.scalars[op.result] = source
+
+    def materialise(self, store: StoreOp) -> None:
+        """A broadcast stored as it is (a splat of a row statistic, a `linalg.broadcast` of
+        a loaded element) is first written whole into a tile of its own in LX: one SFU copy
+        reading the source through the broadcast map (spyre-schedule-dataflow:
+        `spyrecode.sfu_fill`), so the store moves computed values as every store does. The
+        store alone reads the copy; other users keep reading the broadcast source."""
+        value = store.value
+        tile = self.scalar_op(store, "arith.extf", [self.broadcasts[value]], value.type,
+                              store, fill=True)
+        tile.name_hint = value.name_hint
+        store.operands[0] = tile
+
     def transpose(self, op: linalg.TransposeOp) -> None:
         """A 2-D transpose is no instruction: a matmul reading it as B reads its source as
         stored (`matmul_nt`); any other use is refused by `cleanup`."""
@@ -403,9 +439,9 @@ class _Kernel:
 
     # -- building ---------------------------------------------------------------------
     def scalar_op(self, op: Operation, name: str, operands: list[Operand],
-                  result_type: Attribute, before: Operation) -> SSAValue:
+                  result_type: Attribute, before: Operation, fill: bool = False) -> SSAValue:
         """One SFU operation `name` (an arith/math op name) on `operands` (maxnumf / minnumf:
-        several, `number_op`)."""
+        several, `number_op`); `fill`: a copy broadcasting one element over its tile."""
         if name in NUMBER:
             return self.number_op(op, name, operands, result_type, before)
         assert isinstance(result_type, TensorType)
@@ -428,7 +464,7 @@ class _Kernel:
             args = [o for o in operands if isinstance(o, Arg)]
         out_tile = self.result_tile(op, args, shape)
         for arg in args:
-            self.check_broadcast(op, arg, out_tile, len(shape))
+            self.check_broadcast(op, arg, out_tile, len(shape), fill)
         attrs: dict[str, Attribute] = {"spyre.fn": StringAttr(fn)}
         scalars = [o for o in operands if isinstance(o, float)]
         if scalars:
@@ -459,13 +495,18 @@ class _Kernel:
             raise self.error(op, "a rank-1 result needs an operand of its own shape")
         return default_tile_dims(shape)
 
-    def check_broadcast(self, op: Operation, arg: Arg, out: tuple[int, int], rank: int) -> None:
-        """The SFU broadcasts one row over all rows or one value per row along its row."""
+    def check_broadcast(self, op: Operation, arg: Arg, out: tuple[int, int], rank: int,
+                        fill: bool = False) -> None:
+        """The SFU broadcasts one row over all rows or one value per row along its row; a
+        `fill` copy also one element over the whole tile (a map of constants 0)."""
         rows, cols = out
         dims = list(arg.map.results)
         identity = list(AffineMap.identity(rank).results)
         if dims == identity:
             expected = out
+        elif fill and rank >= 2 and all(isinstance(d, AffineConstantExpr) and d.value == 0
+                                        for d in dims):
+            expected = (1, 1)
         elif rank >= 2 and dims == identity[:-1]:
             expected = (rows, 1)
         elif rank >= 2 and dims == identity[-1:]:
@@ -604,11 +645,16 @@ class _Kernel:
             raise self.error(op, "only single-input reductions over the last dim map to the "
                              "SFU's row reduction")
         body_ops = [o for o in op.regions[0].block.ops if not isinstance(o, linalg.YieldOp)]
-        name = body_ops[0].name if len(body_ops) == 1 else ""
-        combiner = BINARY.get(name) or NUMBER.get(name)
+        name = body_ops[0].name if len(body_ops) == 1 else _selected_max(op.regions[0].block)
+        combiner = BINARY.get(name) or NUMBER.get(name) or SELECTED.get(name)
         if combiner not in REDUCE:
             raise self.error(op, "its combiner is not one of addf, maximumf/maxnumf, "
-                             "minimumf/minnumf")
+                             "minimumf/minnumf, or a max / min written out as `%c = "
+                             "arith.cmpf ogt|oge|olt|ole, %in, %acc` and `arith.select %c, "
+                             "%in, %acc` (an unordered predicate, or a select that keeps the "
+                             "accumulator when the comparison holds, treats NaN otherwise: "
+                             "write arith.maxnumf / minnumf %in, %acc to skip NaN elements, "
+                             "or arith.maximumf / minimumf to propagate them)")
         kind, identity = REDUCE[combiner]
         rows = pymath.prod(shape[:-1])
         out_shape = shape[:-1]
@@ -618,7 +664,7 @@ class _Kernel:
         arg = _unwiden(arg) if isinstance(arg, Arg) else arg
         if not isinstance(arg, Arg) or tile_dims(source) != default_tile_dims(shape):
             raise self.error(op, f"its input %{source.name_hint} is not a plain tile")
-        if name in NUMBER:  # maxNum drops NaN: a NaN element counts as the identity
+        if name in NUMBER or name in SELECTED:  # a NaN element counts as the identity
             arg = self.nan_replaced(op, arg, identity, TensorType(f32, shape), op)
             assert isinstance(arg, Arg)
 
@@ -641,8 +687,9 @@ class _Kernel:
         # a 16-bit accumulator gets the f32 reduction rounded once, where it is combined
         # with the init: the interpreter's semantics of a 16-bit fold
         column = Arg(result, AffineMap.identity(len(out_shape)))
-        if start != identity:
-            result = self.scalar_op(op, f"arith.{_COMBINE[combiner]}", [column, start],
+        if start != identity:  # maxnumf drops a NaN init; a cmpf / select keeps it (NaN)
+            result = self.scalar_op(op, name if name in NUMBER else
+                                    f"arith.{_COMBINE[combiner]}", [column, start],
                                     init.type, op)
         elif _element(init) != f32:
             result = self.scalar_op(op, "arith.truncf", [column], init.type, op)
@@ -777,6 +824,35 @@ def _named_sum_as_addf(op: InterTileReduceOp) -> None:
     add.results[0].replace_all_uses_with(addf.result)
     _erase(add)
     _erase(empty)
+
+
+def _selected_max(block: Block) -> str:
+    """`select.max` / `select.min` if a reduction combiner over (%in, %acc) is a max / min
+    written out: `%c = arith.cmpf P, %in, %acc` and `arith.select %c, %in, %acc` yielded,
+    P ordered (ogt / oge: max; olt / ole: min; the operands swapped, the mirrored P).
+
+    Folded in order (as the interpreter folds a region), an ordered comparison with a NaN is
+    false, so a NaN element is skipped (the accumulator kept) and a NaN accumulator stays
+    NaN: over the elements this is `maxnumf` / `minnumf` (a NaN element counts as the
+    identity), combined with the init as `maximumf` / `minimumf` (a NaN init propagates).
+    Only the sign of a zero result can differ: ogt keeps the first of -0 and +0, oge the
+    last, the SFU's MAX returns +0. Any other body is "" (refused by the caller)."""
+    ops = list(block.ops)
+    if len(ops) != 3 or len(block.args) != 2:
+        return ""
+    cmp, select, yielded = ops
+    element, acc = block.args
+    if not isinstance(cmp, CmpfOp) or not isinstance(select, SelectOp) \
+            or list(yielded.operands) != [select.result] or select.cond is not cmp.result \
+            or (select.lhs, select.rhs) != (element, acc):
+        return ""
+    predicate = cmp.predicate.value.data
+    if (cmp.lhs, cmp.rhs) == (acc, element):
+        predicate = _SWAPPED.get(predicate, -1)
+    elif (cmp.lhs, cmp.rhs) != (element, acc):
+        return ""
+    return {_OGT: "select.max", _OGE: "select.max", _OLT: "select.min",
+            _OLE: "select.min"}.get(predicate, "")
 
 
 def _unary(make: Callable[[SSAValue], Operation]) -> Callable[[Builder, SSAValue], SSAValue]:

@@ -55,7 +55,7 @@ from spyrec.dialects.ktdp_values import (
 )
 from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.planning.kernel_analysis import UNARY_FN
-from spyrec.passes.spyrecode import masked_tiles
+from spyrec.passes.spyrecode import masked_tiles, sfu_fill
 from spyrec.passes.spyrecode.masked_tiles import is_masked
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, index_value
 from spyrec.target.isa import (
@@ -676,6 +676,11 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
                        cols=cols, imm=f32_bits(scalar.value.data), reverse=reverse, **common)
         return
     if len(srcs) == 1:
+        if fn == "copy" and sfu_fill.broadcast_copy(it, src, out, half, row, count, halves):
+            return
+        if src.shape[0] == 1 < out.shape[0] or src.shape[1] == 1 < cols:
+            raise it.error(op, f"{fn} reads a broadcast {src.shape} tile; apply it before "
+                           "broadcasting (the SFU reads a unary op's source whole)")
         ufn = UnaryFn.COPY if fn == "copy" else UNARY_FN[fn]
         it.stream.emit("sfu.unary", keys(src), dst_keys, fn=ufn, src=at(src), cols=cols,
                        **common)
