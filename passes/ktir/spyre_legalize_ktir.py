@@ -687,9 +687,8 @@ class _Kernel:
         # a 16-bit accumulator gets the f32 reduction rounded once, where it is combined
         # with the init: the interpreter's semantics of a 16-bit fold
         column = Arg(result, AffineMap.identity(len(out_shape)))
-        if start != identity:  # maxnumf drops a NaN init; a cmpf / select keeps it (NaN)
-            result = self.scalar_op(op, name if name in NUMBER else
-                                    f"arith.{_COMBINE[combiner]}", [column, start],
+        if start != identity:
+            result = self.scalar_op(op, f"arith.{_COMBINE[combiner]}", [column, start],
                                     init.type, op)
         elif _element(init) != f32:
             result = self.scalar_op(op, "arith.truncf", [column], init.type, op)
