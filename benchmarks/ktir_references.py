@@ -204,6 +204,16 @@ def _group_sums(x: Arrays) -> dict[str, np.ndarray]:
     return {"out_ptr": np.stack([_fold(rows[g:g + 4]) for g in range(0, len(rows), 4)])}
 
 
+def _looped_ring_sum(x: Arrays) -> dict[str, np.ndarray]:
+    """The 4 cores' rows all-reduced in f16 once per iteration, each sum added to an f16
+    accumulator; core 0 stores it after the loop."""
+    total = _fold(list(x["in_ptr"]))
+    acc = np.zeros_like(total)
+    for _ in range(int(x["n_iters"])):
+        acc = h(f32(acc) + f32(total))
+    return {"out_ptr": acc[None, :]}
+
+
 def _sdpa_2d(x: Arrays) -> dict[str, np.ndarray]:
     """softmax(Q K^T / 8) V in f16, the row max exact, the row sum and both products in
     f32 rounded once."""
@@ -314,6 +324,10 @@ REFERENCES: dict[tuple[str, str], Case] = {
     ("ktir/ring_reduce.mlir", "ring_reduce"):
         Case(_ring_sum, arrays={"in_ptr": ((4, 128), "float16", "normal"),
                                 "out_ptr": ((1, 128), "float16", "zeros")}),
+    ("ktir/ring_reduce_inner_loop.mlir", "ring_reduce_inner_loop"):
+        Case(_looped_ring_sum, scalars={"n_iters": 3},
+             arrays={"in_ptr": ((4, 128), "float16", "normal"),
+                     "out_ptr": ((1, 128), "float16", "zeros")}),
     ("latency/ring_reduce_multi_group.mlir", "ring_reduce_multi_group"):
         Case(_group_sums, arrays={"in_ptr": ((16, 128), "float16", "normal"),
                                   "out_ptr": ((4, 128), "float16", "zeros")}),

@@ -21,7 +21,13 @@ interpreter gives the same results before and after. Decisions:
 - `spyre.tile = [rows, cols]` records the 2-D LX shape of every result the SFU sees as
   2-D: a row reduction's rank-1 result is a column (one value per stick);
 - a reduction starts from a fresh fill of its identity (the SFU reduce writes, it does not
-  accumulate) and is combined with a non-identity init by one more SFU op;
+  accumulate) and is combined with a non-identity init by one more SFU op; a combiner
+  written `arith.cmpf` ogt / oge / olt / ole + `arith.select` of the element is a max /
+  min that skips NaN elements (`ktir_combiners.selected_max`, design note 94);
+- a broadcast stored as it is (a splat of a row statistic, a `linalg.broadcast` of a row,
+  a column or a rank-0 `tensor.collapse_shape` of one element) is written whole into a
+  tile of its own first, an SFU copy through the broadcast map (`materialise`, note 94);
+- `linalg.add` / `sub` / `mul` / `div` of two inputs is the arith op;
 - a `linalg.fill` shared by several matmuls is cloned per matmul, because each matmul
   accumulates in place in its init's LX slot;
 - `spyre.cost` gets the kernel's FLOPs and least off-chip bytes for the roofline;
@@ -40,7 +46,8 @@ interpreter gives the same results before and after. Decisions:
   becomes a zero fill of that tile before the produce, and the reduce moves right after
   the produce, the pair together as convert-spyre-to-ktir builds it. The ops of both
   regions are not legalized; `scf.if` bodies are, like loop bodies (a reduce-to-one's
-  result is only defined on its consumer).
+  result is only defined on its consumer). A partial read again (by another op, or by the
+  next iteration of a loop it was computed before) is reduced as a copy (note 94).
 
 Anything else on tensors (index-dependent bodies, selects, slices, reshapes, other
 inter-tile communication: `inter_tile_consume`, other combiners, partial reductions by
@@ -93,10 +100,10 @@ from spyrec.dialects.ktdp_affine import is_box
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre_plan import is_kernel, ktir_grid
-from spyrec.dialects.std_ext_arith import CmpfOp, SelectOp
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
+from spyrec.passes.ktir.ktir_combiners import SELECTED, named_sum_as_addf, selected_max
 from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims
 from spyrec.passes.ktir.ktir_tiles import tensor_shape as _shape
 from spyrec.target.layout import STICK_BYTES
@@ -106,11 +113,9 @@ BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.
           "spyre.keep": "keep"}  # the last one only built here, by `number_op`
 # IEEE maxNum / minNum: a NaN operand is dropped (the SFU's MAX / MIN propagate it)
 NUMBER = {"arith.maxnumf": "maximum", "arith.minnumf": "minimum"}
-# a reduction combiner written `select(cmpf P, %in, %acc), %in, %acc` (`_selected_max`)
-SELECTED = {"select.max": "maximum", "select.min": "minimum"}
-# arith.cmpf's predicates: the ordered comparisons of a max / min written out
-_OGT, _OGE, _OLT, _OLE = 2, 3, 4, 5
-_SWAPPED = {_OGT: _OLT, _OGE: _OLE, _OLT: _OGT, _OLE: _OGE}
+# elementwise named ops: the arith op on their two inputs (their init is only a shape)
+NAMED = {"linalg.add": "arith.addf", "linalg.sub": "arith.subf", "linalg.mul": "arith.mulf",
+         "linalg.div": "arith.divf"}
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 UNARY = {"math.exp": "exp", "math.rsqrt": "rsqrt", "math.sqrt": "sqrt", "math.tanh": "tanh",
          "math.absf": "abs", "arith.negf": "neg", "math.log": "log", "math.erf": "erf"}
@@ -247,6 +252,8 @@ class _Kernel:
                 self.generic(op)
             elif op.name == "linalg.reduce":
                 self.reduce(op)
+            elif op.name in NAMED:
+                self.named(op)
             elif isinstance(op, linalg.MatmulOp):
                 self.matmul(op, op.inputs[0], op.inputs[1], op.outputs[0])
             elif isinstance(op, InterTileProduceOp):
@@ -413,6 +420,19 @@ class _Kernel:
             self.broadcasts[op.result] = source
         else:
             self.scalars[op.result] = source
+
+    def named(self, op: Operation) -> None:
+        """`linalg.add ins(%a, %b) outs(%init)` (sub, mul, div likewise) is `arith.addf %a,
+        %b`: a named elementwise op writes every element of its init, so the init is only
+        the result's shape; operands and result of one float type, as the arith op has."""
+        if len(op.operands) != 3 or len({v.type for v in op.operands}) != 1 \
+                or op.results[0].type != op.operands[2].type:
+            raise self.error(op, "a named elementwise op computes on two inputs and an init "
+                             "of one tensor type here; cast the inputs first (arith.extf / "
+                             "truncf)")
+        rank = len(_shape(op.results[0]))
+        self.replace(op, [self.scalar_op(op, NAMED[op.name], [
+            self.operand(v, op, rank) for v in op.operands[:2]], op.results[0].type, op)])
 
     def materialise(self, store: StoreOp) -> None:
         """A broadcast stored as it is (a splat of a row statistic, a `linalg.broadcast` of
@@ -645,7 +665,7 @@ class _Kernel:
             raise self.error(op, "only single-input reductions over the last dim map to the "
                              "SFU's row reduction")
         body_ops = [o for o in op.regions[0].block.ops if not isinstance(o, linalg.YieldOp)]
-        name = body_ops[0].name if len(body_ops) == 1 else _selected_max(op.regions[0].block)
+        name = body_ops[0].name if len(body_ops) == 1 else selected_max(op.regions[0].block)
         combiner = BINARY.get(name) or NUMBER.get(name) or SELECTED.get(name)
         if combiner not in REDUCE:
             raise self.error(op, "its combiner is not one of addf, maximumf/maxnumf, "
@@ -722,7 +742,7 @@ class _Kernel:
         if len(partials) != 1:
             raise self.error(op, f"it folds {len(partials)} partials; ring.reduce sums one: "
                              "use one inter_tile_produce / inter_tile_reduce pair per partial")
-        _named_sum_as_addf(op)
+        named_sum_as_addf(op)
         if not op.sums_its_arguments:
             names = [o.name for o in op.combiner.block.ops]
             raise self.error(op, f"its combiner is ({', '.join(names)}); ring.reduce only "
@@ -738,6 +758,8 @@ class _Kernel:
         if partial in self.scalars or partial in self.broadcasts:
             raise self.error(op, f"its partial %{partial.name_hint} is a constant or a "
                              "broadcast; ring.reduce sums a tile computed in LX")
+        partial = self.reduced_copy(op, produce, partial)
+        yielded.operands[0] = partial
         identity = op.identity[0]
         if self.scalars.get(identity) != 0.0:
             raise self.error(op, f"its identity %{identity.name_hint} is not a zero constant; "
@@ -755,6 +777,18 @@ class _Kernel:
         produce.parent_block().insert_op_after(op, produce)  # type: ignore[union-attr]
         if tile != default_tile_dims(_shape(partial)):
             op.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(tile))
+
+    def reduced_copy(self, op: InterTileReduceOp, produce: InterTileProduceOp,
+                     partial: SSAValue) -> SSAValue:
+        """The tile the ring reduces: `partial` itself when nothing reads it again, else an
+        SFU copy of it made before the produce. The sum overwrites the reduced tile's slot,
+        so a partial read by another op, or by the next iteration of a loop it was computed
+        before (ring_reduce_inner_loop), must not be the one reduced."""
+        home = partial.owner if isinstance(partial.owner, Block) else partial.owner.parent_block()
+        if home is produce.parent_block() and partial.has_one_use():
+            return partial
+        identity = AffineMap.identity(len(_shape(partial)))
+        return self.scalar_op(op, "arith.extf", [Arg(partial, identity)], partial.type, produce)
 
     def matmul(self, op: Operation, a: SSAValue, b: SSAValue, init: SSAValue) -> None:
         nt = b in self.transposed  # B^T as stored: [n, k]
@@ -803,55 +837,6 @@ class _Kernel:
 
 
 _COMBINE = {"add": "addf", "maximum": "maximumf", "minimum": "minimumf"}
-
-
-def _named_sum_as_addf(op: InterTileReduceOp) -> None:
-    """A combiner written with the named op, `linalg.add ins(%lhs, %rhs) outs(%empty)` of
-    its two arguments into a `tensor.empty`, becomes the `arith.addf %lhs, %rhs` it means
-    (the same elementwise sum in the arguments' type), the form ring.reduce implements."""
-    block = op.combiner.block
-    ops = list(block.ops)
-    if [o.name for o in ops] != ["tensor.empty", "linalg.add", "ktdp.yield_reduced"]:
-        return
-    empty, add, yielded = ops
-    ins = list(add.operands[:2])
-    if len(add.operands) != 3 or add.operands[2] is not empty.results[0] or len(set(ins)) != 2 \
-            or set(ins) != set(block.args) or yielded.operands[0] is not add.results[0]:
-        return
-    addf = arith.AddfOp(ins[0], ins[1])
-    block.insert_op_before(addf, add)
-    add.results[0].replace_all_uses_with(addf.result)
-    _erase(add)
-    _erase(empty)
-
-
-def _selected_max(block: Block) -> str:
-    """`select.max` / `select.min` if a reduction combiner over (%in, %acc) is a max / min
-    written out: `%c = arith.cmpf P, %in, %acc` and `arith.select %c, %in, %acc` yielded,
-    P ordered (ogt / oge: max; olt / ole: min; the operands swapped, the mirrored P).
-
-    Folded in order (as the interpreter folds a region), an ordered comparison with a NaN is
-    false, so a NaN element is skipped (the accumulator kept) and a NaN accumulator stays
-    NaN: over the elements this is `maxnumf` / `minnumf` (a NaN element counts as the
-    identity), combined with the init as `maximumf` / `minimumf` (a NaN init propagates).
-    Only the sign of a zero result can differ: ogt keeps the first of -0 and +0, oge the
-    last, the SFU's MAX returns +0. Any other body is "" (refused by the caller)."""
-    ops = list(block.ops)
-    if len(ops) != 3 or len(block.args) != 2:
-        return ""
-    cmp, select, yielded = ops
-    element, acc = block.args
-    if not isinstance(cmp, CmpfOp) or not isinstance(select, SelectOp) \
-            or list(yielded.operands) != [select.result] or select.cond is not cmp.result \
-            or (select.lhs, select.rhs) != (element, acc):
-        return ""
-    predicate = cmp.predicate.value.data
-    if (cmp.lhs, cmp.rhs) == (acc, element):
-        predicate = _SWAPPED.get(predicate, -1)
-    elif (cmp.lhs, cmp.rhs) != (element, acc):
-        return ""
-    return {_OGT: "select.max", _OGE: "select.max", _OLT: "select.min",
-            _OLE: "select.min"}.get(predicate, "")
 
 
 def _unary(make: Callable[[SSAValue], Operation]) -> Callable[[Builder, SSAValue], SSAValue]:

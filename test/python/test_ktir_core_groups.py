@@ -1,7 +1,9 @@
-"""Core groups through the back end (design note 94): `arith.divui` / `remui` (and `divsi` /
-`remsi`) of the tile id by a constant, in a store's condition and in the pointer arithmetic
-of its view, fold per core; the kernel of ktir/kernels/core_groups.mlir matches the KTIR
-interpreter and an injected bug in the folding fails the same comparison."""
+"""Core groups and looped inter-tile sums through the back end (design note 94):
+`arith.divui` / `remui` (and `divsi` / `remsi`) of the tile id by a constant, in a store's
+condition and in the pointer arithmetic of its view, fold per core; a partial reduced in
+every iteration of a loop is reduced as a copy (the sum overwrites its slot), and the named
+`linalg.add` is `arith.addf`. The kernels of ktir/kernels/core_groups.mlir match the KTIR
+interpreter and an injected bug in each fails the same comparison."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import torch
 
 import spyrec
 import spyrec.ktir
+from spyrec.passes.ktir import spyre_legalize_ktir
 from spyrec.passes.spyrecode import index_division
 from spyrec.passes.spyrecode.index_division import divide
 from spyrec.verdict import check_outputs
@@ -55,3 +58,27 @@ def test_a_group_read_as_its_lane_fails_the_check(monkeypatch):
 ])
 def test_divisions_as_mlir_defines_them(name, a, b, want):
     assert divide(name, a, b) == want
+
+
+def _check_looped(path: Path = KERNELS) -> bool:
+    exe = spyrec.compile(path, function="looped_sum", numerics="ieee", cache=False)
+    got = exe(torch.from_numpy(X[:2]))
+    want = spyrec.ktir.execute(path, "looped_sum", x_ptr=X[:2],
+                               y_ptr=np.zeros((1, 64), np.float16))["y_ptr"]
+    return check_outputs([torch.from_numpy(np.asarray(want))], got, exe).ok
+
+
+@pytest.mark.parametrize("named", ["linalg.add", "linalg.sub", "linalg.mul"])
+def test_a_looped_sum_matches_the_interpreter(tmp_path, named):
+    path = tmp_path / "k.mlir"
+    path.write_text(KERNELS.read_text().replace("%next = linalg.add", f"%next = {named}"))
+    assert _check_looped(path)
+
+
+def test_a_partial_reduced_in_place_fails_the_check(monkeypatch):
+    """Injected bug: the partial loaded before the loop reduced in its own slot (the
+    lowering before note 94), so iteration k reduces the previous sum: 1 + 2 + 4 times the
+    sum where the kernel says 3."""
+    monkeypatch.setattr(spyre_legalize_ktir._Kernel, "reduced_copy",
+                        lambda self, op, produce, partial: partial)
+    assert not _check_looped()

@@ -3,9 +3,12 @@
 // a store's view at y_ptr + (pid / 4) * 64 becomes a view of the whole of Y whose tile's
 // leading subscript is that offset divided by the row stride (exact on every core), and
 // spyre-schedule-dataflow folds the divui / remui per core; the CHECKED lines run the
-// emulator against the interpreter.
-// RUN: spyrec compile %S/../../python/ktir/kernels/core_groups.mlir --emit=ktir 2>/dev/null | FileCheck --check-prefix=KTIR %s
-// RUN: spyrec compile %S/../../python/ktir/kernels/core_groups.mlir -o %t.spyre 2>/dev/null
+// emulator against the interpreter. A partial loaded before a loop and reduced in every
+// iteration is reduced as an SFU copy made in the loop (the sum overwrites the reduced
+// tile's slot), and the named linalg.add accumulating the sums is an SFU add.
+// RUN: spyrec compile %S/../../python/ktir/kernels/core_groups.mlir --function group_rows --emit=ktir 2>/dev/null | FileCheck --check-prefix=KTIR %s
+// RUN: spyrec compile %S/../../python/ktir/kernels/core_groups.mlir --function looped_sum --emit=ktir 2>/dev/null | FileCheck --check-prefix=LOOP %s
+// RUN: spyrec compile %S/../../python/ktir/kernels/core_groups.mlir --function group_rows -o %t.spyre 2>/dev/null
 // RUN: spyrec run %t.spyre --check %S/../../python/ktir/kernels/core_groups.mlir --numerics ieee 2>&1 | FileCheck --check-prefix=CHECKED %s
 
 // KTIR-LABEL: func.func @group_rows
@@ -19,3 +22,11 @@
 
 // CHECKED: y_ptr: ok
 // CHECKED-NEXT: worst element {{.*}} error 0,
+
+// LOOP-LABEL: func.func @looped_sum
+// LOOP:       scf.for
+// LOOP:         %[[COPY:.*]] = linalg.generic {{.*}} ins(%x : tensor<1x64xf16>) {{.*}} {spyre.fn = "copy"
+// LOOP:         ktdp.inter_tile_produce
+// LOOP:           ktdp.yield_partial %[[COPY]] : tensor<1x64xf16>
+// LOOP:         %sum = ktdp.inter_tile_reduce(%fut)
+// LOOP:         %next = linalg.generic {{.*}} ins(%acc, %sum : {{.*}} {spyre.fn = "add"
