@@ -57,11 +57,14 @@ def _check(function: str, path: Path = KERNELS) -> bool:
     return check_outputs([torch.from_numpy(np.asarray(want))], got, exe).ok
 
 
-def _edited(tmp_path: Path, old: str, new: str) -> Path:
+def _edited(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    """The kernels with each (old, new) replacement made, in a file of `tmp_path`."""
     text = KERNELS.read_text()
-    assert old in text
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
     path = tmp_path / "k.mlir"
-    path.write_text(text.replace(old, new))
+    path.write_text(text)
     return path
 
 
@@ -86,9 +89,8 @@ def test_the_max_skips_nan_as_the_interpreter_folds():
     ("arith.cmpf olt, %in, %acc", "arith.select %gt, %in, %acc"),  # a min
 ])
 def test_every_ordered_spelling_matches(tmp_path, cmp, select):
-    path = _edited(tmp_path, "arith.cmpf ogt, %in, %acc", cmp)
-    if "olt, %in" in cmp:  # a min starts from +inf
-        path.write_text(path.read_text().replace("0xFC00", "0x7C00"))
+    lowest = "0x7C00" if "olt, %in" in cmp else "0xFC00"  # a min starts from +inf
+    path = _edited(tmp_path, ("arith.cmpf ogt, %in, %acc", cmp), ("0xFC00", lowest))
     assert _check("row_max_select", path)
 
 
@@ -102,7 +104,7 @@ def test_another_combiner_is_refused_with_the_rewrite(tmp_path, old, new):
     with pytest.raises(CompileError, match=r"linalg.reduce \(%max\): its combiner is not one "
                        r"of .* arith.cmpf ogt\|oge\|olt\|ole, %in, %acc.* write "
                        r"arith.maxnumf / minnumf %in, %acc to skip NaN elements"):
-        spyrec.compile(_edited(tmp_path, old, new), function="row_max_select", cache=False)
+        spyrec.compile(_edited(tmp_path, (old, new)), function="row_max_select", cache=False)
 
 
 def test_a_max_taken_as_a_min_fails_the_check(monkeypatch):
@@ -134,9 +136,10 @@ def test_a_fill_of_the_first_rows_only_fails_the_check(monkeypatch, function):
 
 
 def test_a_collapse_of_several_elements_is_refused(tmp_path):
-    path = _edited(tmp_path, "%s = tensor.collapse_shape %x [] : tensor<1x1xf16> into "
-                   "tensor<f16>", "%x2 = tensor.empty() : tensor<1x2xf16>\n"
-                   "    %s = tensor.collapse_shape %x2 [] : tensor<1x2xf16> into tensor<f16>")
+    old = "%s = tensor.collapse_shape %x [] : tensor<1x1xf16> into tensor<f16>"
+    new = ("%x2 = tensor.empty() : tensor<1x2xf16>\n"
+           "    %s = tensor.collapse_shape %x2 [] : tensor<1x2xf16> into tensor<f16>")
+    path = _edited(tmp_path, (old, new))
     with pytest.raises(CompileError, match=r"tensor.collapse_shape \(%s\): it collapses %x2 "
                        r"\(tensor<1x2xf16>\) to rank 0; only a tensor of one element"):
         spyrec.compile(path, function="scalar_fill", cache=False)
