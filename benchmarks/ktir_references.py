@@ -197,6 +197,23 @@ def _ring_sum(x: Arrays) -> dict[str, np.ndarray]:
     return {"out_ptr": _fold(list(x["in_ptr"]))[None, :]}
 
 
+def _group_sums(x: Arrays) -> dict[str, np.ndarray]:
+    """Rows in groups of 4 cores, each group all-reduced in f16; row g of out_ptr is group
+    g's sum (stored by the group's first core)."""
+    rows = list(x["in_ptr"])
+    return {"out_ptr": np.stack([_fold(rows[g:g + 4]) for g in range(0, len(rows), 4)])}
+
+
+def _looped_ring_sum(x: Arrays) -> dict[str, np.ndarray]:
+    """The 4 cores' rows all-reduced in f16 once per iteration, each sum added to an f16
+    accumulator; core 0 stores it after the loop."""
+    total = _fold(list(x["in_ptr"]))
+    acc = np.zeros_like(total)
+    for _ in range(int(x["n_iters"])):
+        acc = h(f32(acc) + f32(total))
+    return {"out_ptr": acc[None, :]}
+
+
 def _sdpa_2d(x: Arrays) -> dict[str, np.ndarray]:
     """softmax(Q K^T / 8) V in f16, the row max exact, the row sum and both products in
     f32 rounded once."""
@@ -307,6 +324,13 @@ REFERENCES: dict[tuple[str, str], Case] = {
     ("ktir/ring_reduce.mlir", "ring_reduce"):
         Case(_ring_sum, arrays={"in_ptr": ((4, 128), "float16", "normal"),
                                 "out_ptr": ((1, 128), "float16", "zeros")}),
+    ("ktir/ring_reduce_inner_loop.mlir", "ring_reduce_inner_loop"):
+        Case(_looped_ring_sum, scalars={"n_iters": 3},
+             arrays={"in_ptr": ((4, 128), "float16", "normal"),
+                     "out_ptr": ((1, 128), "float16", "zeros")}),
+    ("latency/ring_reduce_multi_group.mlir", "ring_reduce_multi_group"):
+        Case(_group_sums, arrays={"in_ptr": ((16, 128), "float16", "normal"),
+                                  "out_ptr": ((4, 128), "float16", "zeros")}),
     ("ktir/reduce_generic.mlir", "reduce_explicit_region"):
         Case(_row_reduce_splat(np.sum)),
     ("ktir/reduce_multiop.mlir", "reduce_multiop"):

@@ -21,7 +21,13 @@ interpreter gives the same results before and after. Decisions:
 - `spyre.tile = [rows, cols]` records the 2-D LX shape of every result the SFU sees as
   2-D: a row reduction's rank-1 result is a column (one value per stick);
 - a reduction starts from a fresh fill of its identity (the SFU reduce writes, it does not
-  accumulate) and is combined with a non-identity init by one more SFU op;
+  accumulate) and is combined with a non-identity init by one more SFU op; a combiner
+  written `arith.cmpf` ogt / oge / olt / ole + `arith.select` of the element is a max /
+  min that skips NaN elements (`ktir_combiners.selected_max`, design note 94);
+- a broadcast stored as it is (a splat of a row statistic, a `linalg.broadcast` of a row,
+  a column or a rank-0 `tensor.collapse_shape` of one element) is written whole into a
+  tile of its own first, an SFU copy through the broadcast map (`materialise`, note 94);
+- `linalg.add` / `sub` / `mul` / `div` of two inputs is the arith op;
 - a `linalg.fill` shared by several matmuls is cloned per matmul, because each matmul
   accumulates in place in its init's LX slot;
 - `spyre.cost` gets the kernel's FLOPs and least off-chip bytes for the roofline;
@@ -40,7 +46,8 @@ interpreter gives the same results before and after. Decisions:
   becomes a zero fill of that tile before the produce, and the reduce moves right after
   the produce, the pair together as convert-spyre-to-ktir builds it. The ops of both
   regions are not legalized; `scf.if` bodies are, like loop bodies (a reduce-to-one's
-  result is only defined on its consumer).
+  result is only defined on its consumer). A partial read again (by another op, or by the
+  next iteration of a loop it was computed before) is reduced as a copy (note 94).
 
 Anything else on tensors (index-dependent bodies, selects, slices, reshapes, other
 inter-tile communication: `inter_tile_consume`, other combiners, partial reductions by
@@ -83,7 +90,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
@@ -96,6 +103,7 @@ from spyrec.dialects.spyre_plan import is_kernel, ktir_grid
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
+from spyrec.passes.ktir.ktir_combiners import SELECTED, named_sum_as_addf, selected_max
 from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims
 from spyrec.passes.ktir.ktir_tiles import tensor_shape as _shape
 from spyrec.target.layout import STICK_BYTES
@@ -105,6 +113,9 @@ BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.
           "spyre.keep": "keep"}  # the last one only built here, by `number_op`
 # IEEE maxNum / minNum: a NaN operand is dropped (the SFU's MAX / MIN propagate it)
 NUMBER = {"arith.maxnumf": "maximum", "arith.minnumf": "minimum"}
+# elementwise named ops: the arith op on their two inputs (their init is only a shape)
+NAMED = {"linalg.add": "arith.addf", "linalg.sub": "arith.subf", "linalg.mul": "arith.mulf",
+         "linalg.div": "arith.divf"}
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 UNARY = {"math.exp": "exp", "math.rsqrt": "rsqrt", "math.sqrt": "sqrt", "math.tanh": "tanh",
          "math.absf": "abs", "arith.negf": "neg", "math.log": "log", "math.erf": "erf"}
@@ -231,12 +242,18 @@ class _Kernel:
                 self.dense(op)
             elif isinstance(op, linalg.BroadcastOp):
                 self.broadcast(op)
+            elif isinstance(op, tensor.CollapseShapeOp) and not _shape(op.result):
+                self.scalar_tensor(op)
+            elif isinstance(op, StoreOp) and op.value in self.broadcasts:
+                self.materialise(op)
             elif isinstance(op, linalg.TransposeOp):
                 self.transpose(op)
             elif isinstance(op, linalg.GenericOp):
                 self.generic(op)
             elif op.name == "linalg.reduce":
                 self.reduce(op)
+            elif op.name in NAMED:
+                self.named(op)
             elif isinstance(op, linalg.MatmulOp):
                 self.matmul(op, op.inputs[0], op.inputs[1], op.outputs[0])
             elif isinstance(op, InterTileProduceOp):
@@ -253,7 +270,7 @@ class _Kernel:
         """Erase the constants and broadcasts folded into their users."""
         dead = [op for op in self.fn.walk()
                 if isinstance(op, (tensor.SplatOp, linalg.FillOp, linalg.BroadcastOp,
-                                   linalg.TransposeOp))
+                                   linalg.TransposeOp, tensor.CollapseShapeOp))
                 and "spyre.tile" not in op.attributes]
         for op in reversed(dead):
             zero_fill = isinstance(op, linalg.FillOp) and self.scalars.get(op.results[0]) == 0.0
@@ -390,6 +407,45 @@ class _Kernel:
         else:
             self.scalars[result] = source
 
+    def scalar_tensor(self, op: tensor.CollapseShapeOp) -> None:
+        """A collapse of a one-element tensor to rank 0 (Triton's scalar broadcast source)
+        is that element: a broadcast of the source through a map of constants 0."""
+        shape = _shape(op.src)
+        if pymath.prod(shape) != 1:
+            raise self.error(op, f"it collapses %{op.src.name_hint} ({op.src.type}) to rank 0; "
+                             "only a tensor of one element has a rank-0 form")
+        zeros = AffineMap(0, 0, (AffineExpr.constant(0),) * len(shape))
+        source = self.operand(op.src, op, 0, zeros)
+        if isinstance(source, Arg):
+            self.broadcasts[op.result] = source
+        else:
+            self.scalars[op.result] = source
+
+    def named(self, op: Operation) -> None:
+        """`linalg.add ins(%a, %b) outs(%init)` (sub, mul, div likewise) is `arith.addf %a,
+        %b`: a named elementwise op writes every element of its init, so the init is only
+        the result's shape; operands and result of one float type, as the arith op has."""
+        if len(op.operands) != 3 or len({v.type for v in op.operands}) != 1 \
+                or op.results[0].type != op.operands[2].type:
+            raise self.error(op, "a named elementwise op computes on two inputs and an init "
+                             "of one tensor type here; cast the inputs first (arith.extf / "
+                             "truncf)")
+        rank = len(_shape(op.results[0]))
+        self.replace(op, [self.scalar_op(op, NAMED[op.name], [
+            self.operand(v, op, rank) for v in op.operands[:2]], op.results[0].type, op)])
+
+    def materialise(self, store: StoreOp) -> None:
+        """A broadcast stored as it is (a splat of a row statistic, a `linalg.broadcast` of
+        a loaded element) is first written whole into a tile of its own in LX: one SFU copy
+        reading the source through the broadcast map (spyre-schedule-dataflow:
+        `spyrecode.sfu_fill`), so the store moves computed values as every store does. The
+        store alone reads the copy; other users keep reading the broadcast source."""
+        value = store.value
+        tile = self.scalar_op(store, "arith.extf", [self.broadcasts[value]], value.type,
+                              store, fill=True)
+        tile.name_hint = value.name_hint
+        store.operands[0] = tile
+
     def transpose(self, op: linalg.TransposeOp) -> None:
         """A 2-D transpose is no instruction: a matmul reading it as B reads its source as
         stored (`matmul_nt`); any other use is refused by `cleanup`."""
@@ -403,9 +459,9 @@ class _Kernel:
 
     # -- building ---------------------------------------------------------------------
     def scalar_op(self, op: Operation, name: str, operands: list[Operand],
-                  result_type: Attribute, before: Operation) -> SSAValue:
+                  result_type: Attribute, before: Operation, fill: bool = False) -> SSAValue:
         """One SFU operation `name` (an arith/math op name) on `operands` (maxnumf / minnumf:
-        several, `number_op`)."""
+        several, `number_op`); `fill`: a copy broadcasting one element over its tile."""
         if name in NUMBER:
             return self.number_op(op, name, operands, result_type, before)
         assert isinstance(result_type, TensorType)
@@ -428,7 +484,7 @@ class _Kernel:
             args = [o for o in operands if isinstance(o, Arg)]
         out_tile = self.result_tile(op, args, shape)
         for arg in args:
-            self.check_broadcast(op, arg, out_tile, len(shape))
+            self.check_broadcast(op, arg, out_tile, len(shape), fill)
         attrs: dict[str, Attribute] = {"spyre.fn": StringAttr(fn)}
         scalars = [o for o in operands if isinstance(o, float)]
         if scalars:
@@ -459,13 +515,18 @@ class _Kernel:
             raise self.error(op, "a rank-1 result needs an operand of its own shape")
         return default_tile_dims(shape)
 
-    def check_broadcast(self, op: Operation, arg: Arg, out: tuple[int, int], rank: int) -> None:
-        """The SFU broadcasts one row over all rows or one value per row along its row."""
+    def check_broadcast(self, op: Operation, arg: Arg, out: tuple[int, int], rank: int,
+                        fill: bool = False) -> None:
+        """The SFU broadcasts one row over all rows or one value per row along its row; a
+        `fill` copy also one element over the whole tile (a map of constants 0)."""
         rows, cols = out
         dims = list(arg.map.results)
         identity = list(AffineMap.identity(rank).results)
         if dims == identity:
             expected = out
+        elif fill and rank >= 2 and all(isinstance(d, AffineConstantExpr) and d.value == 0
+                                        for d in dims):
+            expected = (1, 1)
         elif rank >= 2 and dims == identity[:-1]:
             expected = (rows, 1)
         elif rank >= 2 and dims == identity[-1:]:
@@ -604,11 +665,16 @@ class _Kernel:
             raise self.error(op, "only single-input reductions over the last dim map to the "
                              "SFU's row reduction")
         body_ops = [o for o in op.regions[0].block.ops if not isinstance(o, linalg.YieldOp)]
-        name = body_ops[0].name if len(body_ops) == 1 else ""
-        combiner = BINARY.get(name) or NUMBER.get(name)
+        name = body_ops[0].name if len(body_ops) == 1 else selected_max(op.regions[0].block)
+        combiner = BINARY.get(name) or NUMBER.get(name) or SELECTED.get(name)
         if combiner not in REDUCE:
             raise self.error(op, "its combiner is not one of addf, maximumf/maxnumf, "
-                             "minimumf/minnumf")
+                             "minimumf/minnumf, or a max / min written out as `%c = "
+                             "arith.cmpf ogt|oge|olt|ole, %in, %acc` and `arith.select %c, "
+                             "%in, %acc` (an unordered predicate, or a select that keeps the "
+                             "accumulator when the comparison holds, treats NaN otherwise: "
+                             "write arith.maxnumf / minnumf %in, %acc to skip NaN elements, "
+                             "or arith.maximumf / minimumf to propagate them)")
         kind, identity = REDUCE[combiner]
         rows = pymath.prod(shape[:-1])
         out_shape = shape[:-1]
@@ -618,7 +684,7 @@ class _Kernel:
         arg = _unwiden(arg) if isinstance(arg, Arg) else arg
         if not isinstance(arg, Arg) or tile_dims(source) != default_tile_dims(shape):
             raise self.error(op, f"its input %{source.name_hint} is not a plain tile")
-        if name in NUMBER:  # maxNum drops NaN: a NaN element counts as the identity
+        if name in NUMBER or name in SELECTED:  # a NaN element counts as the identity
             arg = self.nan_replaced(op, arg, identity, TensorType(f32, shape), op)
             assert isinstance(arg, Arg)
 
@@ -676,7 +742,7 @@ class _Kernel:
         if len(partials) != 1:
             raise self.error(op, f"it folds {len(partials)} partials; ring.reduce sums one: "
                              "use one inter_tile_produce / inter_tile_reduce pair per partial")
-        _named_sum_as_addf(op)
+        named_sum_as_addf(op)
         if not op.sums_its_arguments:
             names = [o.name for o in op.combiner.block.ops]
             raise self.error(op, f"its combiner is ({', '.join(names)}); ring.reduce only "
@@ -692,6 +758,8 @@ class _Kernel:
         if partial in self.scalars or partial in self.broadcasts:
             raise self.error(op, f"its partial %{partial.name_hint} is a constant or a "
                              "broadcast; ring.reduce sums a tile computed in LX")
+        partial = self.reduced_copy(op, produce, partial)
+        yielded.operands[0] = partial
         identity = op.identity[0]
         if self.scalars.get(identity) != 0.0:
             raise self.error(op, f"its identity %{identity.name_hint} is not a zero constant; "
@@ -709,6 +777,18 @@ class _Kernel:
         produce.parent_block().insert_op_after(op, produce)  # type: ignore[union-attr]
         if tile != default_tile_dims(_shape(partial)):
             op.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(tile))
+
+    def reduced_copy(self, op: InterTileReduceOp, produce: InterTileProduceOp,
+                     partial: SSAValue) -> SSAValue:
+        """The tile the ring reduces: `partial` itself when nothing reads it again, else an
+        SFU copy of it made before the produce. The sum overwrites the reduced tile's slot,
+        so a partial read by another op, or by the next iteration of a loop it was computed
+        before (ring_reduce_inner_loop), must not be the one reduced."""
+        home = partial.owner if isinstance(partial.owner, Block) else partial.owner.parent_block()
+        if home is produce.parent_block() and partial.has_one_use():
+            return partial
+        identity = AffineMap.identity(len(_shape(partial)))
+        return self.scalar_op(op, "arith.extf", [Arg(partial, identity)], partial.type, produce)
 
     def matmul(self, op: Operation, a: SSAValue, b: SSAValue, init: SSAValue) -> None:
         nt = b in self.transposed  # B^T as stored: [n, k]
@@ -757,26 +837,6 @@ class _Kernel:
 
 
 _COMBINE = {"add": "addf", "maximum": "maximumf", "minimum": "minimumf"}
-
-
-def _named_sum_as_addf(op: InterTileReduceOp) -> None:
-    """A combiner written with the named op, `linalg.add ins(%lhs, %rhs) outs(%empty)` of
-    its two arguments into a `tensor.empty`, becomes the `arith.addf %lhs, %rhs` it means
-    (the same elementwise sum in the arguments' type), the form ring.reduce implements."""
-    block = op.combiner.block
-    ops = list(block.ops)
-    if [o.name for o in ops] != ["tensor.empty", "linalg.add", "ktdp.yield_reduced"]:
-        return
-    empty, add, yielded = ops
-    ins = list(add.operands[:2])
-    if len(add.operands) != 3 or add.operands[2] is not empty.results[0] or len(set(ins)) != 2 \
-            or set(ins) != set(block.args) or yielded.operands[0] is not add.results[0]:
-        return
-    addf = arith.AddfOp(ins[0], ins[1])
-    block.insert_op_before(addf, add)
-    add.results[0].replace_all_uses_with(addf.result)
-    _erase(add)
-    _erase(empty)
 
 
 def _unary(make: Callable[[SSAValue], Operation]) -> Callable[[Builder, SSAValue], SSAValue]:

@@ -55,7 +55,7 @@ from spyrec.dialects.ktdp_values import (
 )
 from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.planning.kernel_analysis import UNARY_FN
-from spyrec.passes.spyrecode import masked_tiles
+from spyrec.passes.spyrecode import index_division, masked_tiles, sfu_fill
 from spyrec.passes.spyrecode.masked_tiles import is_masked
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, index_value
 from spyrec.target.isa import (
@@ -268,6 +268,17 @@ def _binary_index(fn: Callable[[int, int], int]) -> Callable[[CoreWalk, Operatio
     def handler(it: CoreWalk, op: Operation) -> None:
         it.env[op.results[0]] = fn(it.env[op.operands[0]], it.env[op.operands[1]])  # type: ignore[arg-type]
     return handler
+
+
+def _index_division(it: CoreWalk, op: Operation) -> None:
+    """divui / remui / divsi / remsi of concrete index values (core groups, note 94)."""
+    a, b = (it.env[v] for v in op.operands)
+    if isinstance(a, Affine) or isinstance(b, Affine):
+        raise Symbolic(f"{op.name} of a core coordinate")
+    value = index_division.divide(op.name, int(a), int(b))  # type: ignore[call-overload]
+    if value is None:
+        raise it.error(op, f"{op.name} of {a} by {b} is undefined")
+    it.env[op.results[0]] = value
 
 
 def _tile_id(it: CoreWalk, op: GetComputeTileIdOp) -> None:
@@ -676,6 +687,11 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
                        cols=cols, imm=f32_bits(scalar.value.data), reverse=reverse, **common)
         return
     if len(srcs) == 1:
+        if fn == "copy" and sfu_fill.broadcast_copy(it, src, out, half, row, count, halves):
+            return
+        if src.shape[0] == 1 < out.shape[0] or src.shape[1] == 1 < cols:
+            raise it.error(op, f"{fn} reads a broadcast {src.shape} tile; apply it before "
+                           "broadcasting (the SFU reads a unary op's source whole)")
         ufn = UnaryFn.COPY if fn == "copy" else UNARY_FN[fn]
         it.stream.emit("sfu.unary", keys(src), dst_keys, fn=ufn, src=at(src), cols=cols,
                        **common)
@@ -975,6 +991,7 @@ HANDLERS: dict[type, Callable] = {
 }
 # by op name: spyrec's extended standard dialects define their own classes for some names
 HANDLERS_BY_NAME: dict[str, Callable] = {cls.name: h for cls, h in HANDLERS.items()}
+HANDLERS_BY_NAME.update(dict.fromkeys(index_division.DIVISIONS, _index_division))
 
 
 # ops whose handlers compute on symbolic values exactly or raise Symbolic (a handler added
@@ -988,5 +1005,5 @@ SYMBOLIC_OPS = frozenset({"arith.constant", "arith.addi", "arith.muli",
                           "tensor.extract_slice", "func.return",
                           # concrete only on concrete cores: they raise `Symbolic` otherwise
                           "arith.cmpi", "scf.if", "ktdp.inter_tile_produce",
-                          "ktdp.inter_tile_reduce"})
+                          "ktdp.inter_tile_reduce", *index_division.DIVISIONS})
 

@@ -10,9 +10,11 @@ the whole tensor.
 pointer argument plus an offset in elements) as a view of the whole tensor at `%ptr`, and
 moves the offset into the rows of its access tiles: `%off` is evaluated on every core of
 `grid` (it may depend on the core's ids and constants only), each value must be a whole
-number of rows (a multiple of the view's leading stride), non-negative and affine in the
-core ids, and the tiles' leading subscript gains that row shift, computed from the ids by
-multiplications and additions (the back end schedules no division). The whole tensor has the views'
+number of rows (a multiple of the view's leading stride) and non-negative, and the tiles'
+leading subscript gains that row shift: computed from the ids by multiplications and
+additions when it is affine in them, else (a core group's `(pid / 4) * 128`) the offset
+divided by the stride (`arith.divui`, exact on every core), which the back end folds per core
+(design note 94). The whole tensor has the views'
 trailing sizes and strides and as many rows as the furthest view reaches on any core. The
 kernel then addresses exactly the elements it addressed before (the views' own bounds are
 still proved per tile by the back end), so it computes what the interpreter computes on
@@ -36,6 +38,7 @@ from spyrec.dialects.ktdp import (
     GetComputeTileIdOp,
 )
 from spyrec.passes.ktir.ktir_builder import box_set
+from spyrec.passes.spyrecode.index_division import DIVISIONS, divide
 
 Rows = dict[tuple[int, ...], int]  # per core (its ids), the row a view starts at
 
@@ -81,8 +84,6 @@ def _shifted_views(pointer: BlockArgument, cores: list[tuple[int, ...]]
             if any(v is None or v < 0 or v % stride for v in values):
                 return None
             rows = {c: v // stride for c, v in zip(cores, values) if v is not None}
-            if not _is_affine(rows, cores):
-                return None
             views.append((view, rows))
     shapes = {(tuple(v.static_sizes.get_values()[1:]), tuple(v.static_strides.get_values()),
                v.result.type.element_type) for v, _ in views
@@ -132,9 +133,25 @@ def _affine_in_ids(rows: Rows, ids: GetComputeTileIdOp | None,
     return value
 
 
+def _quotient(view: ConstructMemoryViewOp, stride: int) -> SSAValue:
+    """The rows of `view`'s offset (`%ptr + %off`): `%off / stride`, inserted before the view,
+    exact on every core (`_shifted_views` checked each value is a whole number of rows);
+    for a shift not affine in the core ids, such as a core group's `(pid / 4) * 128`."""
+    added = view.offset.owner
+    assert isinstance(added, Operation) and view.parent is not None
+    pointer = next(v for v in added.operands if isinstance(v, BlockArgument))
+    offset = added.operands[1] if added.operands[0] is pointer else added.operands[0]
+    divisor = arith.ConstantOp(IntegerAttr(stride, IndexType()), IndexType())
+    rows = arith.DivUIOp(offset, divisor.result)
+    view.parent.insert_op_before(divisor, view)
+    view.parent.insert_op_before(rows, view)
+    return rows.result
+
+
 def _at(value: SSAValue, core: tuple[int, ...]) -> int | None:
     """`value` on core `core`, if it is computed from core ids and integer constants by
-    additions, subtractions, multiplications and index casts only."""
+    additions, subtractions, multiplications, divisions (core groups: `pid / 4`) and index
+    casts only."""
     if isinstance(value, BlockArgument):
         return None
     op = value.owner
@@ -146,9 +163,11 @@ def _at(value: SSAValue, core: tuple[int, ...]) -> int | None:
         return op.value.value.data
     if op.name == "arith.index_cast":
         return _at(op.operands[0], core)
-    if op.name in _ARITH:
+    if op.name in _ARITH or op.name in DIVISIONS:
         a, b = (_at(v, core) for v in op.operands)
-        return None if a is None or b is None else _ARITH[op.name](a, b)
+        if a is None or b is None:
+            return None
+        return _ARITH[op.name](a, b) if op.name in _ARITH else divide(op.name, a, b)
     return None
 
 
@@ -171,7 +190,8 @@ def _rebase(pointer: BlockArgument, shifted: list[tuple[ConstructMemoryViewOp, R
         whole.result.name_hint = view.result.name_hint
         assert view.parent is not None
         view.parent.insert_op_before(whole, view)
-        shift = _affine_in_ids(rows_at, ids, view)
+        shift = _affine_in_ids(rows_at, ids, view) if _is_affine(rows_at, sorted(rows_at)) \
+            else _quotient(view, strides[0])
         for use in list(view.result.uses):
             tile = use.operation
             assert isinstance(tile, ConstructAccessTileOp)  # `_shifted_views` checked
