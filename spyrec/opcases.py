@@ -341,6 +341,7 @@ def cases() -> list[OpCase]:
     out += movement_cases()
     out += signal_cases()
     out += routing_cases()
+    out += rotary_cases()
     return out
 
 
@@ -1023,3 +1024,41 @@ def routing_cases() -> list[OpCase]:
                                   _distinct_rows(shape, dtype)))
     return out
 
+
+
+# ---- rotary embeddings in complex numbers (design note 92) ---------------------------------
+ROTARY_SHAPES = {"aligned": (1, 16, 4, 64), "unaligned": (2, 7, 3, 34)}  # [B, S, H, D]
+
+
+def _rope_complex(x: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
+    """Llama 4's rotary: x's pairs as complex numbers times polar(1, angle), back to x's
+    dtype; the angles [B, S, D/2] broadcast over the heads."""
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    turn = torch.polar(torch.ones_like(angle), angle).unsqueeze(2)
+    return torch.view_as_real(pairs * turn).flatten(3).to(x.dtype)
+
+
+def _rope_inputs(shape: tuple[int, ...], dtype: torch.dtype, special: bool
+                 ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    """x and angles of magnitude up to 40 (positions times frequencies); `special`: some
+    elements of x NaN and infinite (the rotation spreads them to their pair's partner; a
+    16-bit input holds no infinity on Spyre, so there +-1000 instead)."""
+    big = float("inf") if dtype == torch.float32 else 1000.0
+
+    def make(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        x = torch.randn(shape, generator=g)
+        if special:
+            flat = x.view(-1)
+            flat[5], flat[70], flat[-1] = big, -big, float("nan")
+        angle = torch.rand(*shape[:2], shape[3] // 2, generator=g) * 40
+        return x.to(dtype), angle
+    return make
+
+
+def rotary_cases() -> list[OpCase]:
+    """`_rope_complex` in every dtype, aligned and unaligned head dims, finite and with
+    infinities and NaN in x."""
+    return [OpCase("rope_complex" + ("_special" if special else ""), dtype, shape_name,
+                   lambda: _Fn(_rope_complex), _rope_inputs(shape, dtype, special))
+            for dtype in DTYPES for shape_name, shape in ROTARY_SHAPES.items()
+            for special in (False, True)]

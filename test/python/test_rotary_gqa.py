@@ -1,0 +1,69 @@
+"""Rotary embeddings written with complex numbers (Llama 4, DeepSeek-V2), rewritten at import
+into real arithmetic on (re, im) pairs (`spyrec/frontend/complex_rotary.py`, design note
+92), against eager; a wrong sign in the rewrite is caught by the verdict; a complex op the
+rewrite does not cover is refused by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from conftest import assert_matches_eager
+
+import spyrec
+from spyrec.diagnostics import CompileError
+from spyrec.frontend import complex_rotary
+from spyrec.opcases import _Fn, _rope_complex, _rope_inputs
+from spyrec.verdict import check_outputs
+
+
+class ComplexMix(torch.nn.Module):
+    """The other covered forms: a real tensor times a complex one, a complex sum and
+    difference with a real scalar, a complex `cat`, a `polar` with a magnitude."""
+
+    def forward(self, x: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
+        z = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+        turn = torch.polar(angle.cos() + 2, angle)
+        mixed = (angle.sin() * z + turn) - 0.5 * z * turn
+        return torch.view_as_real(torch.cat([mixed, z - 1.5], 0)).flatten(2)
+
+
+def _inputs(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    return _rope_inputs(shape, dtype, special=False)(torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_llama4_rotary_matches_eager(dtype: torch.dtype) -> None:
+    model = _Fn(_rope_complex)
+    inputs = _inputs((1, 5, 2, 34), dtype)
+    exe = spyrec.compile(torch.export.export(model, inputs), cache=False)
+    assert_matches_eager(exe, model, *inputs)
+
+
+def test_other_complex_forms_match_eager() -> None:
+    x, angle = torch.randn(3, 8), torch.rand(3, 4) * 6
+    model = ComplexMix()
+    exe = spyrec.compile(torch.export.export(model, (x, angle)), cache=False)
+    assert_matches_eager(exe, model, x, angle)
+
+
+def test_a_wrong_sign_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The injected bug of note 92: the product by the conjugate, (ac + bd) + (bc - ad)i,
+    the signs of the sine terms swapped."""
+    right = complex_rotary._product
+
+    def conjugate(emit: Any, a: tuple[Any, Any], c: tuple[Any, Any]) -> Any:
+        return right(emit, a, (c[0], emit(torch.ops.aten.neg.default, c[1])))
+
+    monkeypatch.setattr(complex_rotary, "_product", conjugate)
+    model = _Fn(_rope_complex)
+    inputs = _inputs((1, 5, 2, 34), torch.float32)
+    exe = spyrec.compile(torch.export.export(model, inputs), cache=False)
+    assert not check_outputs(model(*inputs), exe(*inputs), exe).ok
+
+
+def test_uncovered_complex_op_is_refused_by_name() -> None:
+    model = _Fn(lambda x: torch.view_as_complex(x.reshape(4, -1, 2)).abs())
+    with pytest.raises(CompileError, match=r"aten\.abs.*complex-to-real rewrite does not cover"):
+        spyrec.compile(torch.export.export(model, (torch.randn(4, 8),)), cache=False)
