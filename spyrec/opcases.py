@@ -342,6 +342,7 @@ def cases() -> list[OpCase]:
     out += signal_cases()
     out += routing_cases()
     out += rotary_cases()
+    out += mqa_cases()
     return out
 
 
@@ -1062,3 +1063,21 @@ def rotary_cases() -> list[OpCase]:
                    lambda: _Fn(_rope_complex), _rope_inputs(shape, dtype, special))
             for dtype in DTYPES for shape_name, shape in ROTARY_SHAPES.items()
             for special in (False, True)]
+
+
+# ---- multi-query attention without enable_gqa (Falcon): one key/value head broadcast ------
+MQA_SHAPES = {"aligned": ((2, 4, 64, 64), (2, 1, 64, 64)),
+              "unaligned": ((1, 3, 7, 40), (1, 1, 7, 40))}  # q [B, H, L, D], k/v [B, 1, S, D]
+
+
+def mqa_cases() -> list[OpCase]:
+    """Causal SDPA of H query heads on one key/value head, by broadcasting (no
+    `enable_gqa`), in every dtype, aligned and unaligned."""
+    def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def inputs(q: tuple[int, ...], kv: tuple[int, ...], dtype: torch.dtype
+               ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+        return lambda g: tuple(torch.randn(s, generator=g).to(dtype) for s in (q, kv, kv))
+    return [OpCase("sdpa_mqa_broadcast", dtype, name, lambda: _Fn(sdpa), inputs(q, kv, dtype))
+            for dtype in DTYPES for name, (q, kv) in MQA_SHAPES.items()]

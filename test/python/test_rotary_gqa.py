@@ -1,7 +1,8 @@
 """Rotary embeddings written with complex numbers (Llama 4, DeepSeek-V2), rewritten at import
 into real arithmetic on (re, im) pairs (`spyrec/frontend/complex_rotary.py`, design note
 92), against eager; a wrong sign in the rewrite is caught by the verdict; a complex op the
-rewrite does not cover is refused by name."""
+rewrite does not cover is refused by name. SDPA of several query heads on one key/value
+head without enable_gqa (Falcon) is grouped-query attention with one group."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from conftest import assert_matches_eager
 import spyrec
 from spyrec.diagnostics import CompileError
 from spyrec.frontend import complex_rotary
-from spyrec.opcases import _Fn, _rope_complex, _rope_inputs
+from spyrec.opcases import _Fn, _rope_complex, _rope_inputs, mqa_cases
 from spyrec.verdict import check_outputs
 
 
@@ -67,3 +68,11 @@ def test_uncovered_complex_op_is_refused_by_name() -> None:
     model = _Fn(lambda x: torch.view_as_complex(x.reshape(4, -1, 2)).abs())
     with pytest.raises(CompileError, match=r"aten\.abs.*complex-to-real rewrite does not cover"):
         spyrec.compile(torch.export.export(model, (torch.randn(4, 8),)), cache=False)
+
+
+def test_one_key_value_head_broadcasts_without_enable_gqa() -> None:
+    """Falcon's multi-query attention: 4 query heads on one key/value head by broadcasting."""
+    case = next(c for c in mqa_cases() if c.dtype == torch.float32 and c.shape == "unaligned")
+    model, inputs = case.module(), case.inputs(torch.Generator().manual_seed(0))
+    exe = spyrec.compile(torch.export.export(model, inputs), cache=False)
+    assert_matches_eager(exe, model, *inputs)
