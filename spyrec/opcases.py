@@ -343,6 +343,7 @@ def cases() -> list[OpCase]:
     out += routing_cases()
     out += rotary_cases()
     out += mqa_cases()
+    out += div_mode_cases()
     return out
 
 
@@ -1081,3 +1082,40 @@ def mqa_cases() -> list[OpCase]:
         return lambda g: tuple(torch.randn(s, generator=g).to(dtype) for s in (q, kv, kv))
     return [OpCase("sdpa_mqa_broadcast", dtype, name, lambda: _Fn(sdpa), inputs(q, kv, dtype))
             for dtype in DTYPES for name, (q, kv) in MQA_SHAPES.items()]
+
+
+# ---- division with a rounding mode (hf:phimoe, hf:deepseek_v4, hf:llama4's mask) ----------
+def _div_inputs(shape: tuple[int, ...], dtype: torch.dtype, special: bool
+                ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    """Integers in (-10^5, 10^5) over divisors +-[1, 300) of one row (quotients of both
+    signs, exact and not), floats over floats; `special`: NaN, +-inf and a zero divisor."""
+    def make(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        if not dtype.is_floating_point:
+            a = torch.randint(-100000, 100000, shape, generator=g)
+            sign = torch.randint(0, 2, (shape[-1],), generator=g) * 2 - 1
+            return a.to(dtype), (torch.randint(1, 300, (shape[-1],), generator=g) * sign
+                                 ).to(dtype)
+        a, b = torch.randn(shape, generator=g) * 100, torch.randn(shape[-1], generator=g) * 3
+        if special:
+            a.view(-1)[:3] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+            b[4] = 0.0
+        return a.to(dtype), b.to(dtype)
+    return make
+
+
+def _div_mode(mode: str) -> Callable[[], torch.nn.Module]:
+    return lambda: _Fn(lambda a, b: torch.div(a, b, rounding_mode=mode))
+
+
+def div_mode_cases() -> list[OpCase]:
+    """`torch.div(a, b, rounding_mode=...)`: 'floor' and 'trunc' of int32 / int64, 'trunc'
+    of every float dtype (with NaN, infinities and a zero divisor in f32), aligned and
+    unaligned."""
+    forms = [(f"div_{mode}_int", mode, dtype, False) for mode in ("floor", "trunc")
+             for dtype in (torch.int32, torch.int64)]
+    forms += [("div_trunc", "trunc", dtype, False) for dtype in DTYPES]
+    forms += [("div_trunc_special", "trunc", torch.float32, True)]
+    return [OpCase(name, dtype, shape_name, _div_mode(mode),
+                   _div_inputs(SHAPES[shape_name], dtype, special))
+            for shape_name in ("aligned", "unaligned")
+            for name, mode, dtype, special in forms]

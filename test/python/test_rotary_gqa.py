@@ -2,7 +2,8 @@
 into real arithmetic on (re, im) pairs (`spyrec/frontend/complex_rotary.py`, design note
 92), against eager; a wrong sign in the rewrite is caught by the verdict; a complex op the
 rewrite does not cover is refused by name. SDPA of several query heads on one key/value
-head without enable_gqa (Falcon) is grouped-query attention with one group."""
+head without enable_gqa (Falcon) is grouped-query attention with one group. Division with
+a rounding mode: integer floor and trunc exact, float floor refused by name."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import assert_matches_eager
+from conftest import assert_matches_eager, one
 
 import spyrec
 from spyrec.diagnostics import CompileError
 from spyrec.frontend import complex_rotary
-from spyrec.opcases import _Fn, _rope_complex, _rope_inputs, mqa_cases
+from spyrec.opcases import _Fn, _rope_complex, _rope_inputs, div_mode_cases, mqa_cases
 from spyrec.verdict import check_outputs
 
 
@@ -76,3 +77,23 @@ def test_one_key_value_head_broadcasts_without_enable_gqa() -> None:
     model, inputs = case.module(), case.inputs(torch.Generator().manual_seed(0))
     exe = spyrec.compile(torch.export.export(model, inputs), cache=False)
     assert_matches_eager(exe, model, *inputs)
+
+
+def test_integer_floor_division_is_exact_and_not_truncation() -> None:
+    """`a // b` of integers of both signs bit for bit; the verdict tells it from the
+    truncated quotient (the injected bug: 'floor' lowered as 'trunc')."""
+    case = next(c for c in div_mode_cases()
+                if c.op == "div_floor_int" and c.dtype == torch.int64 and c.shape == "unaligned")
+    model, inputs = case.module(), case.inputs(torch.Generator().manual_seed(0))
+    exe = spyrec.compile(torch.export.export(model, inputs), cache=False)
+    out = one(exe(*inputs))
+    assert torch.equal(out, model(*inputs))
+    truncated = torch.div(*inputs, rounding_mode="trunc")
+    assert not check_outputs(truncated, out, exe).ok
+
+
+def test_float_floor_division_is_refused_by_name() -> None:
+    model = _Fn(lambda a, b: torch.div(a, b, rounding_mode="floor"))
+    with pytest.raises(CompileError, match=r"aten\.div\.Tensor_mode.*fmod-based"):
+        spyrec.compile(torch.export.export(model, (torch.randn(4, 8), torch.randn(8))),
+                       cache=False)
