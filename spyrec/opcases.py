@@ -344,6 +344,7 @@ def cases() -> list[OpCase]:
     out += rotary_cases()
     out += mqa_cases()
     out += div_mode_cases()
+    out += masked_write_cases()
     return out
 
 
@@ -1119,3 +1120,35 @@ def div_mode_cases() -> list[OpCase]:
                    _div_inputs(SHAPES[shape_name], dtype, special))
             for shape_name in ("aligned", "unaligned")
             for name, mode, dtype, special in forms]
+
+
+# ---- `x[mask] = v`: index_put with a boolean mask of x's shape (hf:gemma3) -----------------
+def _masked_write(x: torch.Tensor) -> torch.Tensor:
+    y = x.clone()
+    y[x > 0.5] = -2.0
+    return y * 3
+
+
+def _masked_ids(ids: torch.Tensor) -> torch.Tensor:
+    ids = ids.clone()
+    ids[ids == 3] = 0
+    return ids
+
+
+def _grid(shape: tuple[int, ...], dtype: torch.dtype
+          ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    """Values on a grid of 1/4 (exact in every dtype, so `x > 0.5` meets ties), or small
+    integers for an integer dtype."""
+    if not dtype.is_floating_point:
+        return lambda g: (torch.randint(0, 8, shape, generator=g).to(dtype),)
+    return lambda g: ((torch.randn(shape, generator=g) * 4).round().div(4).to(dtype),)
+
+
+def masked_write_cases() -> list[OpCase]:
+    """A value written where a comparison holds, into floats of every dtype and into int32 /
+    int64 ids (Gemma 3's out-of-vocabulary image tokens set to 0), aligned and unaligned."""
+    forms = [("index_put_mask", _masked_write, d) for d in DTYPES]
+    forms += [("index_put_mask_ids", _masked_ids, d) for d in (torch.int32, torch.int64)]
+    return [OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                   _grid(SHAPES[shape_name], dtype))
+            for shape_name in ("aligned", "unaligned") for name, fn, dtype in forms]

@@ -3,7 +3,8 @@ into real arithmetic on (re, im) pairs (`spyrec/frontend/complex_rotary.py`, des
 92), against eager; a wrong sign in the rewrite is caught by the verdict; a complex op the
 rewrite does not cover is refused by name. SDPA of several query heads on one key/value
 head without enable_gqa (Falcon) is grouped-query attention with one group. Division with
-a rounding mode: integer floor and trunc exact, float floor refused by name."""
+a rounding mode: integer floor and trunc exact, float floor refused by name. `x[mask] = v`
+with a mask of x's shape is a where."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ from conftest import assert_matches_eager, one
 import spyrec
 from spyrec.diagnostics import CompileError
 from spyrec.frontend import complex_rotary
-from spyrec.opcases import _Fn, _rope_complex, _rope_inputs, div_mode_cases, mqa_cases
+from spyrec.opcases import (
+    _Fn,
+    _rope_complex,
+    _rope_inputs,
+    div_mode_cases,
+    masked_write_cases,
+    mqa_cases,
+)
 from spyrec.verdict import check_outputs
 
 
@@ -97,3 +105,15 @@ def test_float_floor_division_is_refused_by_name() -> None:
     with pytest.raises(CompileError, match=r"aten\.div\.Tensor_mode.*fmod-based"):
         spyrec.compile(torch.export.export(model, (torch.randn(4, 8), torch.randn(8))),
                        cache=False)
+
+
+def test_masked_write_of_ids_is_exact() -> None:
+    """Gemma 3's `ids[ids == image_token] = 0` (index_put with a boolean mask of the ids'
+    shape) bit for bit, with the mask true at some ids."""
+    case = next(c for c in masked_write_cases()
+                if c.op == "index_put_mask_ids" and c.dtype == torch.int64
+                and c.shape == "unaligned")
+    model, inputs = case.module(), case.inputs(torch.Generator().manual_seed(0))
+    assert (inputs[0] == 3).any()
+    exe = spyrec.compile(torch.export.export(model, inputs), cache=False)
+    assert torch.equal(one(exe(*inputs)), model(*inputs))
