@@ -66,8 +66,9 @@ def _reads_complex(node: torch.fx.Node) -> bool:
 def rewrite_complex(graph: torch.fx.Graph, where: Callable[[torch.fx.Node], str]) -> int:
     """Rewrite every complex value of `graph` into a pair of real values (the module
     docstring); returns how many complex ops were rewritten. Raises CompileError naming
-    the first op that makes or reads a complex value and is not covered; `where(node)` is
-    the node's source line for that message."""
+    the first op that makes or reads a complex value and is not covered (reading a complex
+    input or constant, which has no parts, included); `where(node)` is the node's source
+    line for that message."""
     parts: Table = {}
     count = 0
     for node in list(graph.nodes):
@@ -76,7 +77,8 @@ def rewrite_complex(graph: torch.fx.Graph, where: Callable[[torch.fx.Node], str]
         if node.target == aten._assert_tensor_metadata.default:
             graph.erase_node(node)
             continue
-        rewrite = _rewrite(FxEmit(graph, node), node, parts)
+        unknown = any(_is_complex(a) and a not in parts for a in node.all_input_nodes)
+        rewrite = None if unknown else _rewrite(FxEmit(graph, node), node, parts)
         if rewrite is None:
             raise CompileError(
                 f"node {node.name} ({node.target}, {where(node)}): a complex-valued op that "

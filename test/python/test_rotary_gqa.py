@@ -117,3 +117,11 @@ def test_masked_write_of_ids_is_exact() -> None:
     assert (inputs[0] == 3).any()
     exe = spyrec.compile(torch.export.export(model, inputs), cache=False)
     assert torch.equal(one(exe(*inputs)), model(*inputs))
+
+
+def test_complex_input_is_refused_by_name() -> None:
+    """A complex program input has no parts to read: its first reader is refused."""
+    model = _Fn(lambda z: torch.view_as_real(z * 2).flatten(1))
+    with pytest.raises(CompileError, match=r"aten\.mul.*complex-to-real rewrite does not cover"):
+        spyrec.compile(torch.export.export(model, (torch.randn(4, 8, dtype=torch.cfloat),)),
+                       cache=False)
