@@ -359,6 +359,10 @@ def cases() -> list[OpCase]:
     out += movement_cases()
     out += signal_cases()
     out += routing_cases()
+    out += rotary_cases()
+    out += mqa_cases()
+    out += div_mode_cases()
+    out += masked_write_cases()
     return out
 
 
@@ -1041,3 +1045,128 @@ def routing_cases() -> list[OpCase]:
                                   _distinct_rows(shape, dtype)))
     return out
 
+
+
+# ---- rotary embeddings in complex numbers (design note 92) ---------------------------------
+ROTARY_SHAPES = {"aligned": (1, 16, 4, 64), "unaligned": (2, 7, 3, 34)}  # [B, S, H, D]
+
+
+def _rope_complex(x: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
+    """Llama 4's rotary: x's pairs as complex numbers times polar(1, angle), back to x's
+    dtype; the angles [B, S, D/2] broadcast over the heads."""
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    turn = torch.polar(torch.ones_like(angle), angle).unsqueeze(2)
+    return torch.view_as_real(pairs * turn).flatten(3).to(x.dtype)
+
+
+def _rope_inputs(shape: tuple[int, ...], dtype: torch.dtype, special: bool
+                 ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    """x and angles of magnitude up to 40 (positions times frequencies); `special`: some
+    elements of x NaN and infinite (the rotation spreads them to their pair's partner; a
+    16-bit input holds no infinity on Spyre, so there +-1000 instead)."""
+    big = float("inf") if dtype == torch.float32 else 1000.0
+
+    def make(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        x = torch.randn(shape, generator=g)
+        if special:
+            flat = x.view(-1)
+            flat[5], flat[70], flat[-1] = big, -big, float("nan")
+        angle = torch.rand(*shape[:2], shape[3] // 2, generator=g) * 40
+        return x.to(dtype), angle
+    return make
+
+
+def rotary_cases() -> list[OpCase]:
+    """`_rope_complex` in every dtype, aligned and unaligned head dims, finite and with
+    infinities and NaN in x."""
+    return [OpCase("rope_complex" + ("_special" if special else ""), dtype, shape_name,
+                   lambda: _Fn(_rope_complex), _rope_inputs(shape, dtype, special))
+            for dtype in DTYPES for shape_name, shape in ROTARY_SHAPES.items()
+            for special in (False, True)]
+
+
+# ---- multi-query attention without enable_gqa (Falcon): one key/value head broadcast ------
+MQA_SHAPES = {"aligned": ((2, 4, 64, 64), (2, 1, 64, 64)),
+              "unaligned": ((1, 3, 7, 40), (1, 1, 7, 40))}  # q [B, H, L, D], k/v [B, 1, S, D]
+
+
+def mqa_cases() -> list[OpCase]:
+    """Causal SDPA of H query heads on one key/value head, by broadcasting (no
+    `enable_gqa`), in every dtype, aligned and unaligned."""
+    def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def inputs(q: tuple[int, ...], kv: tuple[int, ...], dtype: torch.dtype
+               ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+        return lambda g: tuple(torch.randn(s, generator=g).to(dtype) for s in (q, kv, kv))
+    return [OpCase("sdpa_mqa_broadcast", dtype, name, lambda: _Fn(sdpa), inputs(q, kv, dtype))
+            for dtype in DTYPES for name, (q, kv) in MQA_SHAPES.items()]
+
+
+# ---- division with a rounding mode (hf:phimoe, hf:deepseek_v4, hf:llama4's mask) ----------
+def _div_inputs(shape: tuple[int, ...], dtype: torch.dtype, special: bool
+                ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    """Integers in (-10^5, 10^5) over divisors +-[1, 300) of one row (quotients of both
+    signs, exact and not), floats over floats; `special`: NaN, +-inf and a zero divisor."""
+    def make(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        if not dtype.is_floating_point:
+            a = torch.randint(-100000, 100000, shape, generator=g)
+            sign = torch.randint(0, 2, (shape[-1],), generator=g) * 2 - 1
+            return a.to(dtype), (torch.randint(1, 300, (shape[-1],), generator=g) * sign
+                                 ).to(dtype)
+        a, b = torch.randn(shape, generator=g) * 100, torch.randn(shape[-1], generator=g) * 3
+        if special:
+            a.view(-1)[:3] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+            b[4] = 0.0
+        return a.to(dtype), b.to(dtype)
+    return make
+
+
+def _div_mode(mode: str) -> Callable[[], torch.nn.Module]:
+    return lambda: _Fn(lambda a, b: torch.div(a, b, rounding_mode=mode))
+
+
+def div_mode_cases() -> list[OpCase]:
+    """`torch.div(a, b, rounding_mode=...)`: 'floor' and 'trunc' of int32 / int64, 'trunc'
+    of every float dtype (with NaN, infinities and a zero divisor in f32), aligned and
+    unaligned."""
+    forms = [(f"div_{mode}_int", mode, dtype, False) for mode in ("floor", "trunc")
+             for dtype in (torch.int32, torch.int64)]
+    forms += [("div_trunc", "trunc", dtype, False) for dtype in DTYPES]
+    forms += [("div_trunc_special", "trunc", torch.float32, True)]
+    return [OpCase(name, dtype, shape_name, _div_mode(mode),
+                   _div_inputs(SHAPES[shape_name], dtype, special))
+            for shape_name in ("aligned", "unaligned")
+            for name, mode, dtype, special in forms]
+
+
+# ---- `x[mask] = v`: index_put with a boolean mask of x's shape (hf:gemma3) -----------------
+def _masked_write(x: torch.Tensor) -> torch.Tensor:
+    y = x.clone()
+    y[x > 0.5] = -2.0
+    return y * 3
+
+
+def _masked_ids(ids: torch.Tensor) -> torch.Tensor:
+    ids = ids.clone()
+    ids[ids == 3] = 0
+    return ids
+
+
+def _grid(shape: tuple[int, ...], dtype: torch.dtype
+          ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    """Values on a grid of 1/4 (exact in every dtype, so `x > 0.5` meets ties), or small
+    integers for an integer dtype."""
+    if not dtype.is_floating_point:
+        return lambda g: (torch.randint(0, 8, shape, generator=g).to(dtype),)
+    return lambda g: ((torch.randn(shape, generator=g) * 4).round().div(4).to(dtype),)
+
+
+def masked_write_cases() -> list[OpCase]:
+    """A value written where a comparison holds, into floats of every dtype and into int32 /
+    int64 ids (Gemma 3's out-of-vocabulary image tokens set to 0), aligned and unaligned."""
+    forms = [("index_put_mask", _masked_write, d) for d in DTYPES]
+    forms += [("index_put_mask_ids", _masked_ids, d) for d in (torch.int32, torch.int64)]
+    return [OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                   _grid(SHAPES[shape_name], dtype))
+            for shape_name in ("aligned", "unaligned") for name, fn, dtype in forms]

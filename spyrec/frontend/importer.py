@@ -53,6 +53,7 @@ from xdsl.rewriter import InsertPoint
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp
 from spyrec.dialects.spyre_plan import record_symbols
+from spyrec.frontend.complex_rotary import rewrite_complex
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.fold import fold_constants, is_predicate_constant
 from spyrec.frontend.moe import rewrite_routing
@@ -594,8 +595,10 @@ def import_program(ep: torch.export.ExportedProgram,
         decomposed = decompose(ep)
     except Exception as exc:
         raise CompileError(f"{source_name}: torch decomposition failed: {exc}") from exc
-    symbolic = specialize(decomposed, source_name, source_line)
     cost = program_cost(decomposed)  # as written: before specialising and any pass
+    if rewrite_complex(decomposed.graph, source_line):  # complex values as (re, im) pairs
+        decomposed.graph_module.recompile()
+    symbolic = specialize(decomposed, source_name, source_line)
     if symbolic is not None:  # static from here on, at the upper bounds
         decomposed = decompose(symbolic.program)
     program = _Importer(decomposed).run()

@@ -59,8 +59,11 @@ def _select_attention(op: AtenOp, rewriter: LegalizeRewriter,
         raise Unsupported(f"q {qs}, k {ks}, v {vs} (batch dims must agree, k and v must "
                           "have the same heads and rows, query heads a multiple of key "
                           "heads)")
-    if hq != hk and not arg(op, "enable_gqa", False):
-        raise Unsupported(f"{hq} query heads and {hk} key/value heads without enable_gqa")
+    if hq != hk and hk != 1 and not arg(op, "enable_gqa", False):
+        # one key/value head broadcasts to every query head (Falcon's multi-query
+        # attention): the same as GQA with one group; eager refuses any other count
+        raise Unsupported(f"{hq} query heads and {hk} key/value heads without enable_gqa "
+                          "(pass enable_gqa=True, or repeat the key/value heads)")
     causal = bool(arg(op, "is_causal", False))
     mask = operand(op, "attn_mask")
     zero_unseen = False

@@ -25,6 +25,7 @@ from spyrec.passes.graph.legalize.base import (
     Selector,
     Unsupported,
     arg,
+    broadcast_binary,
     broadcast_operands,
     broadcast_rows,
     cast_to,
@@ -207,6 +208,42 @@ def _truncate(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSAValue:
     negative = clamp01(scalar("mul", x, -1.0))
     sign = _scalar_op(op, rewriter, "sub", scalar("mul", negative, 2.0), 1.0, reverse=True)
     return _binary_op(op, rewriter, "mul", floor, sign)
+
+
+def _select_div_mode(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """`torch.div(a, b, rounding_mode=...)`: q = a / b in f32 (IEEE, correctly rounded),
+    then rounded toward zero by `_truncate` ('trunc': eager's trunc(a / b), any dtype) or
+    down ('floor', integers only): floor(q) = t - clamp((t - q) * 2^25, 0, 1) with t the
+    truncation. For integers |a|, |b| < 2^24 (note 85 guards the range) a rounded quotient
+    never crosses an integer, and a non-integer one has a fraction of at least 2^-24
+    below t, so both are exact. Eager's float floor division is fmod-based (1 // 0.1 is
+    9, floor(1 / 0.1) is 10), which the device has no op for: refused."""
+    mode = arg(op, "rounding_mode")
+    out = _element_name(op.results[0])
+    if mode not in ("trunc", "floor") or len(op.operands) != 2:
+        raise Unsupported(f"rounding_mode={mode!r} with {len(op.operands)} tensor operands "
+                          "(only 'trunc' and 'floor' of two tensors)")
+    if mode == "floor" and out not in INT_ELEMENTS:
+        raise Unsupported(
+            f"rounding_mode='floor' of {out} values (eager's float floor division is "
+            "fmod-based, which the device has no op for; use rounding_mode='trunc', or "
+            "divide integers)")
+    for v in op.operands:
+        if _element_name(v) not in (*FLOAT_ELEMENTS, *INT_ELEMENTS):
+            raise Unsupported(f"a {_element_name(v)} operand (float and int32 / int64 only)")
+    a, b = (v if _element_name(v) == "f32" else _emit(
+        rewriter, op, CastOp(v, TensorType(Float32Type(), _shape(v)))) for v in op.operands)
+    quotient = broadcast_binary(op, rewriter, "div", a, b)
+    rounded = _truncate(op, rewriter, quotient)
+    if mode == "floor":
+        below = _scalar_op(op, rewriter, "mul",
+                           _binary_op(op, rewriter, "sub", rounded, quotient), 2.0**25)
+        below = _scalar_op(op, rewriter, "minimum",
+                           _scalar_op(op, rewriter, "maximum", below, 0.0), 1.0)
+        rounded = _binary_op(op, rewriter, "sub", rounded, below)
+    if rounded.type == op.results[0].type:
+        return rounded
+    return _emit(rewriter, op, CastOp(rounded, op.results[0].type))
 
 
 def _select_pow(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
@@ -400,6 +437,7 @@ SELECTORS: dict[str, Selector] = {
     "aten.dropout.default": _select_identity,
     "aten._to_copy.default": _select_cast_int,
     "aten.to.dtype": _select_cast_int,
+    "aten.div.Tensor_mode": _select_div_mode,
     "aten.pow.Tensor_Scalar": _select_pow,
     "aten.pow.Scalar": _select_pow_scalar_base,
     "aten.clamp.default": _select_clamp,

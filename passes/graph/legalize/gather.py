@@ -62,6 +62,7 @@ from spyrec.passes.graph.legalize.movement import (
     restickify_reshape,
     transposed_weight,
 )
+from spyrec.passes.graph.legalize.predicates import is_predicate, select_between
 from spyrec.passes.graph.legalize.reductions import reduce_last
 from spyrec.target import MIB
 
@@ -535,10 +536,11 @@ def _scatter_rows(op: AtenOp, rewriter: LegalizeRewriter, table: SSAValue, dim: 
     return ScatterOp(table, index, values, source_op=op)
 
 
-def _select_index_put(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
+def _select_index_put(op: AtenOp, rewriter: LegalizeRewriter) -> Operation | SSAValue:
     """index_put(cache, [None, .., None, pos], rows): rows written at positions pos of the
     second-to-last dim (torch.export writes both `cache[:, :, pos] = k` and
-    `cache.index_copy_(2, pos, k)` so)."""
+    `cache.index_copy_(2, pos, k)` so); index_put(x, [mask], v) with a boolean mask of x's
+    shape and one value: `where(mask, v, x)`."""
     if arg(op, "accumulate", False):
         raise Unsupported("accumulate=True (only writes of rows are lowered)")
     names = [n.data for n in op.operand_names.data]  # type: ignore[attr-defined]
@@ -549,6 +551,11 @@ def _select_index_put(op: AtenOp, rewriter: LegalizeRewriter) -> Operation:
                           "second-to-last dim, is lowered)")
     index = operand(op, f"indices.{indexed[0]}")
     assert index is not None
+    if (is_predicate(index) or _element_name(index) == "i1") and indexed == [0] \
+            and _shape(index) == _shape(table) and math.prod(_shape(values)) == 1:
+        # `x[mask] = v` with a mask of x's shape and one value (Gemma 3's out-of-vocabulary
+        # image tokens): where(mask, v, x), exact
+        return select_between(op, rewriter, index, values, table)
     return _scatter_rows(op, rewriter, table, indexed[0], index, values)
 
 

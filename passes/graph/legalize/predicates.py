@@ -253,6 +253,13 @@ def _select_where(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     arithmetic, so the sum is the kept value itself. (A blend p * a + (1 - p) * b is not:
     0 * -inf is NaN, which turned every masked_fill(-inf) into NaN.)"""
     cond, a, b = op.operands
+    return select_between(op, rewriter, cond, a, b)
+
+
+def select_between(op: AtenOp, rewriter: LegalizeRewriter, cond: SSAValue, a: SSAValue,
+                   b: SSAValue) -> SSAValue:
+    """`where(cond, a, b)` as `_select_where` makes it, for `op`'s result (also the form of
+    `x[mask] = v`: index_put with a boolean mask of x's shape)."""
     if not is_predicate(cond):
         raise Unsupported("a condition that is not a comparison of integers (predicates are "
                           "made by le/lt/ge/gt/eq/ne of int tensors)")
