@@ -32,8 +32,8 @@ source line and the reason (never just the first).
 The patterns live in `passes/graph/legalize/`, one module per family of ops (elementwise,
 reductions, normalization, matmul, attention, movement, columns, predicates, gather,
 transcendental, with `base` shared by all); this module assembles their `SELECTORS` tables
-and runs them in order. What one run remembers between ops (transposed weights, device transposes, additive
-masks) lives in its `LegalizeRewriter`, made afresh by each `apply`.
+and runs them in order. What one run remembers between ops (transposed weights, device
+transposes, additive masks) lives in its `LegalizeRewriter`, made afresh by each `apply`.
 """
 
 from __future__ import annotations
