@@ -164,6 +164,11 @@ OVERRIDES: dict[str, tuple[str, dict[str, Any]]] = {
                      "axial_pos_shape": [8, 16]}),
     "xmod": ("its adapters need a default language (its config's only one)",
              {"default_language": "en_XX"}),
+    "qwen4_exp_text": (("its default config leaves the sparse-attention indexer's sizes unset, "
+                       "which the model divides (transformers' own default build fails): one "
+                       "indexer head of 64 over blocks of 4 tokens, a budget of 8"), {
+                           "indexer_n_heads": 1, "indexer_kv_heads": 1, "indexer_head_dim": 64,
+                           "indexer_budget": 8, "indexer_compress_ratio": 4}),
     "dory": (("its config lists each layer as an attention and an mlp block and splits the "
              "layers into input, recurrent and output ones: three layers, one of each, the "
              "middle one full attention"), {

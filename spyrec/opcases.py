@@ -922,7 +922,29 @@ def movement_cases() -> list[OpCase]:
                           lambda m=mode, d=dtype: _Bag(m).to(d),
                           lambda g: (_ids((6, 5), 40, torch.int64, g),))
                    for mode in ("sum", "mean"))
+        for shape_name, dims in STACKED_SHAPES.items():
+            out.append(OpCase("bmm_stacked_weight_transposed", dtype, shape_name,
+                              lambda s=dims, d=dtype: _StackedWeights(*s).to(d),
+                              _randn(dims[:3], dtype)))
     return out
+
+
+# a stack of expert matrices [E, I, H] read transposed by a bmm (inkling's shared experts,
+# note 91): E, T, H, I
+STACKED_SHAPES = {"aligned": (2, 64, 128, 64), "unaligned": (3, 37, 100, 45)}
+
+
+class _StackedWeights(torch.nn.Module):
+    """`bmm(x, w.transpose(1, 2))` with `w` an [E, I, H] parameter, then the result plus a
+    [T, E, I] parameter permuted to [E, T, I]: permutes of 3-D weights, folded into them."""
+
+    def __init__(self, experts: int, tokens: int, hidden: int, inner: int):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(experts, inner, hidden) / hidden ** 0.5)
+        self.b = torch.nn.Parameter(torch.randn(tokens, experts, inner))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.bmm(x, self.w.transpose(1, 2)) + self.b.permute(1, 0, 2)
 
 
 # ---- signals: 1-D convolution and group norm (channels-last on the device) -------------------
@@ -1001,16 +1023,30 @@ SIGNAL_MODULES: dict[str, Callable[[int], torch.nn.Module]] = {
 }
 
 
+# hybrid-SSM mixers' convolutions over thousands of channels (design note 91): one signal
+# row does not fit a window kernel's LX in any dtype, so the signal runs a row per position
+WIDE_SIGNALS = {"signal_wide": (1, 2048, 64), "signal_wide_unaligned": (2, 2050, 67)}
+WIDE_SIGNAL_MODULES: dict[str, Callable[[int], torch.nn.Module]] = {
+    "conv1d_wide_causal_depthwise": _CausalConv,
+    "conv1d_wide_depthwise_k5_s2": lambda c: torch.nn.Conv1d(c, c, 5, stride=2, padding=2,
+                                                             groups=c),
+    "conv1d_wide_dense_k3": lambda c: torch.nn.Conv1d(c, 16, 3, padding=1),
+}
+
+
 def signal_cases() -> list[OpCase]:
     """1-D convolutions and group norm on NCL signals whose channels are a part of a stick
-    (`signal`) or whole fp16 sticks (`signal_aligned`)."""
+    (`signal`) or whole fp16 sticks (`signal_aligned`); the wide convolutions of
+    `WIDE_SIGNAL_MODULES` on `WIDE_SIGNALS`."""
     out = []
     for dtype in DTYPES:
-        for shape_name, shape in SIGNALS.items():
-            for name, make in SIGNAL_MODULES.items():
-                out.append(OpCase(name, dtype, shape_name,
-                                  lambda make=make, c=shape[1], d=dtype: make(c).to(d),
-                                  _randn(shape, dtype)))
+        for signals, modules in ((SIGNALS, SIGNAL_MODULES),
+                                 (WIDE_SIGNALS, WIDE_SIGNAL_MODULES)):
+            for shape_name, shape in signals.items():
+                for name, make in modules.items():
+                    out.append(OpCase(name, dtype, shape_name,
+                                      lambda make=make, c=shape[1], d=dtype: make(c).to(d),
+                                      _randn(shape, dtype)))
     return out
 
 

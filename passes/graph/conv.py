@@ -372,13 +372,8 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
     kernel = _pair(_ints(op, "kernel_size"), 1)  # the frontend's (1, K) for a 1-D one
     xs = sel.zero_padded(op, sel.channels_last(x, op))
     if len(_shape(x)) == 3:
-        # [N, L, C] is the image [N, 1, L, C] (the same rows): the 1-D convolution is the
-        # 2-D one with a 1 x K window and unit stride, no padding, along H
-        stride, padding, dilation = ((h, _ints(op, name, [w])[0]) for name, h, w in
-                                     (("stride", 1, 1), ("padding", 0, 0), ("dilation", 1, 1)))
-        n, length, c = _shape(xs)
-        xs = sel.emit(op, ReshapeOp(xs, TensorType(xs.type.element_type,  # type: ignore[attr-defined]
-                                                   [n, 1, length, c])))
+        xs, (kernel, stride, padding, dilation) = _signal_image(op, sel, xs, kernel[1],
+                                                                bool(taps))
     else:
         stride = _pair(_ints(op, "stride"), 1)
         padding = _pair(_ints(op, "padding"), 0)
@@ -395,9 +390,34 @@ def _select_conv(op: AtenOp, sel: _Selection) -> SSAValue:
                               "window columns (the frontend's weight matrix does not match "
                               "the taps)")
         y = sel.rows_matmul(op, cols, weight, bias, out_c)
-    if len(_shape(x)) == 3:  # [N, 1, Lo, Cout] is [N, Lo, Cout]
+    if len(_shape(x)) == 3:  # [N, 1, Lo, Cout] or [N, Lo, 1, Cout] is [N, Lo, Cout]
         y = sel.emit(op, ReshapeOp(y, _nhwc_type(op.results[0])))
     return y
+
+
+def _signal_image(op: AtenOp, sel: _Selection, xs: SSAValue, k: int, depthwise: bool
+                  ) -> tuple[SSAValue, tuple[tuple[int, int], ...]]:
+    """A 1-D convolution's [N, L, C] signal as an image (the same rows, a free reshape) and
+    the 2-D window of its K taps. The image is [N, 1, L, C] with a 1 x K window along W
+    when one image row, the whole signal, fits the window kernels' LX: a window kernel
+    holds one output row (per tap block) and the border image one padded row three times
+    (`kernel_analysis.WindowInfo.shape`), each double-buffered. Otherwise (a Mamba-2 or
+    gated-delta mixer's conv over thousands of channels) it is [N, L, 1, C], a row per
+    position, with a K x 1 window along H (docs/design.md, note 91). A depthwise
+    convolution's window kernels take one tap each, a dense one's all K."""
+    n, length, c = _shape(xs)
+    s, p, d = (_ints(op, name, [default])[0] for name, default in
+               (("stride", 1), ("padding", 0), ("dilation", 1)))
+    element, taps = _element(xs), 1 if depthwise else k
+    per_tap = window_block_cols(c, taps, element)
+    unit = max(3 * (length + 2 * p), window_out_size(length, k, s, p, d) * taps)
+    row = unit * -(-per_tap * ELEMENT_BYTES[element] // STICK_BYTES) * STICK_BYTES
+    if 2 * row <= sel.rewriter.target.lx_usable_bytes:
+        image, window = [n, 1, length, c], ((1, k), (1, s), (0, p), (1, d))
+    else:
+        image, window = [n, length, 1, c], ((k, 1), (s, 1), (p, 0), (d, 1))
+    return sel.emit(op, ReshapeOp(xs, TensorType(xs.type.element_type,  # type: ignore[attr-defined]
+                                                 image))), window
 
 
 def _depthwise_taps(op: AtenOp) -> list[SSAValue]:

@@ -52,8 +52,11 @@ from spyrec.target import SpyreTarget
 from spyrec.target.layout import stick_padded
 
 
-def transposed_weight(op: AtenOp, value: SSAValue, rewriter: LegalizeRewriter) -> SSAValue:
-    """The 2-D weight `value` transposed, folded into a new spyre.param."""
+def transposed_weight(op: AtenOp, value: SSAValue, rewriter: LegalizeRewriter,
+                      perm: list[int] | None = None) -> SSAValue:
+    """The weight `value` with its dims permuted (result dim i = dim perm[i]; by default a
+    2-D weight transposed), folded into a new spyre.param: the stored data is permuted once
+    at compile time, whatever the rank (a stack of expert matrices transposed for a bmm)."""
     owner = value.owner
     if not isinstance(owner, ParamOp):
         raise Unsupported("the transposed operand is not a constant weight (activation "
@@ -61,19 +64,21 @@ def transposed_weight(op: AtenOp, value: SSAValue, rewriter: LegalizeRewriter) -
     ttype = value.type
     assert isinstance(ttype, TensorType)
     shape = list(ttype.get_shape())
-    if len(shape) != 2:
-        raise Unsupported(f"transpose of a {len(shape)}-D weight")
-    base = owner.perm or (0, 1)
-    new_type = TensorType(ttype.element_type, shape[::-1])
-    perm = (base[1], base[0])
+    if perm is None:
+        if len(shape) != 2:
+            raise Unsupported(f"transpose of a {len(shape)}-D weight")
+        perm = [1, 0]
+    base = owner.perm or tuple(range(len(shape)))
+    new_type = TensorType(ttype.element_type, [shape[p] for p in perm])
+    stored = tuple(base[p] for p in perm)  # the stored data's dims, in the result's order
     # one transposed weight per weight, however many ops read it that way (a weight shared
     # by every layer is stored and placed once), reused where it is defined before the op
     block = op.parent_block()
     for earlier in rewriter.transposed.get(owner, ()):
-        if (earlier.parent_block() is block and block is not None and earlier.perm == perm
+        if (earlier.parent_block() is block and block is not None and earlier.perm == stored
                 and earlier.result.type == new_type and earlier.is_before_in_block(op)):
             return earlier.result
-    new = ParamOp(owner.param_name.data, new_type, permutation=list(perm))
+    new = ParamOp(owner.param_name.data, new_type, permutation=list(stored))
     new.result.name_hint = f"{value.name_hint or 'w'}_t"
     rewriter.insert_op(new, InsertPoint.before(op))
     rewriter.transposed.setdefault(owner, []).append(new)
@@ -221,10 +226,7 @@ def _select_transpose(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     if perm == list(range(len(shape))):
         return src
     if isinstance(src.owner, ParamOp):
-        if len(shape) != 2:
-            raise Unsupported(f"permute {perm} of a {len(shape)}-D weight (only 2-D weight "
-                              "transposes are folded)")
-        return transposed_weight(op, src, rewriter)
+        return transposed_weight(op, src, rewriter, perm)
     return permute(op, rewriter, src, perm)
 
 
