@@ -64,26 +64,32 @@ def _mask_attention(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.N
         node.update_kwarg("attn_mask", masked)
 
 
-def _mask_softmax(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.Node,
-                  d: int) -> None:
-    """softmax `node` over dim `d` with -inf at the padded positions, computed in f32 and
-    cast to the element type it had."""
+def _mask_reduction(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.Node,
+                    d: int) -> None:
+    """softmax / log_softmax / logsumexp / amax / max.dim `node` over dim `d` with -inf at
+    the padded positions, computed in f32 and cast to the element type it had (max.dim's
+    values; its indices stay as they are)."""
     x = node.args[0]
     assert isinstance(x, torch.fx.Node)
-    val, out = x.meta["val"], node.meta["val"].dtype
+    val, out = x.meta["val"], node.meta["val"]
+    dtype = (out[0] if isinstance(out, (tuple, list)) else out).dtype  # (max.dim: values)
     scores = x if val.dtype == torch.float32 else graph.call_function(
         aten._to_copy.default, (x,), {"dtype": torch.float32})
     masked = graph.call_function(aten.where.ScalarOther,
                                  (_real(graph, made, val.dim(), d), scores, float("-inf")))
     node.update_arg(0, masked)
-    if node.target is aten._softmax.default:
+    if node.target in (aten._softmax.default, aten._log_softmax.default):
         node.update_arg(2, False)  # f32 in, f32 out
-    elif len(node.args) > 2:
+    elif node.target in (aten.softmax.int, aten.log_softmax.int) and len(node.args) > 2:
         node.update_arg(2, None)
-    if out != torch.float32:
-        with graph.inserting_after(node):
-            back = graph.call_function(aten._to_copy.default, (node,), {"dtype": out})
-        node.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
+    if dtype == torch.float32:
+        return
+    results = [u for u in node.users if u.args[1] == 0] \
+        if node.target is aten.max.dim else [node]  # max.dim's values, read by getitem
+    for result in results:
+        with graph.inserting_after(result):
+            back = graph.call_function(aten._to_copy.default, (result,), {"dtype": dtype})
+        result.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
 
 
 def add_key_masks(module: torch.fx.GraphModule, keyed: Mapping[str, tuple[str, int]]
@@ -107,6 +113,6 @@ def add_key_masks(module: torch.fx.GraphModule, keyed: Mapping[str, tuple[str, i
             if node.target is aten.scaled_dot_product_attention.default:
                 _mask_attention(graph, node, masks[symbol])
             else:
-                _mask_softmax(graph, node, masks[symbol], d)
+                _mask_reduction(graph, node, masks[symbol], d)
     module.recompile()
     return list(masks)

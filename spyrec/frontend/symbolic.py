@@ -56,6 +56,7 @@ from torch.fx.node import map_arg
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.key_mask import add_key_masks
+from spyrec.frontend.moe import rewrite_routing
 
 Factor = int | sympy.Expr  # a static size, or an extent: a symbol, or a symbol plus a constant
 Structure = tuple[tuple[Factor, ...], ...]  # per dim, the factors it merges (outer first)
@@ -130,8 +131,22 @@ _REDUCTIONS = {
 _BIDIRECTIONAL = ("(padded keys would be attended: pass the attention mask as an input sized by "
                   "the same symbolic dim, e.g. transformers' attention_mask, whose zero "
                   "padding masks them, or make the attention causal)")
-_SOFTMAX = {"aten.softmax.int", "aten._softmax.default"}  # masked by the host's key mask
-_SCANS = {"aten.cumsum.default", "aten.cumprod.default"}  # position p reads positions <= p
+# reductions the host's key mask serves (-inf at the padded positions, `key_mask.py`) -> what
+# their result holds at a padded position of the reduced dim (None: they reduce it away)
+_MASKED: dict[str, float | None] = {
+    "aten.softmax.int": 0.0, "aten._softmax.default": 0.0,
+    "aten.log_softmax.int": float("-inf"), "aten._log_softmax.default": float("-inf"),
+    "aten.logsumexp.default": None, "aten.amax.default": None, "aten.max.dim": None}
+_SUMS = {"aten.sum.dim_IntList", "aten.sum.default"}  # padded zeros add nothing
+# position p reads positions <= p
+_SCANS = {"aten.cumsum.default", "aten.cumprod.default", "aten.cummax.default",
+          "aten.cummin.default", "aten.logcumsumexp.default"}
+# op -> (the position of its dim argument, the default dim): ops that rank or select along
+# one dim, each other position on its own (MoE routers' top-k over the experts per token)
+_RANKS = {"aten.topk.default": (2, -1), "aten.sort.default": (1, -1),
+          "aten.sort.stable": (2, -1), "aten.argsort.default": (1, -1),
+          "aten.argsort.stable": (2, -1), "aten.kthvalue.default": (2, -1),
+          "aten.mode.default": (1, -1), "aten.median.dim": (1, None)}
 _NORMS = {"aten.layer_norm.default", "aten.native_layer_norm.default", "aten.rms_norm.default"}
 _SKIPPED = {"aten._assert_tensor_metadata.default", "aten.sym_size.int",
             "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default"}
@@ -164,10 +179,11 @@ class _Checker:
     """Walks the graph once, giving each tensor node a factor structure, and each node whose
     values are indices below a bound that bound (`bounded`)."""
 
-    def __init__(self, ep: torch.export.ExportedProgram, source: str,
+    def __init__(self, ep: torch.export.ExportedProgram, graph: torch.fx.Graph, source: str,
                  locate: Callable[[torch.fx.Node], str],
                  upper: Mapping[sympy.Basic | complex, int]):
         self.ep = ep
+        self.graph = graph  # ep's graph, its routing rewritten (`routed`)
         self.source = source
         self.locate = locate
         self.upper = upper
@@ -211,7 +227,7 @@ class _Checker:
         return tuple(out)
 
     def run(self, user_inputs: set[str]) -> None:
-        for node in self.ep.graph.nodes:
+        for node in self.graph.nodes:
             val = node.meta.get("val")
             if node.op == "placeholder":
                 if node.name not in user_inputs:
@@ -272,6 +288,8 @@ class _Checker:
             self.reduction(node, name)
         elif name in _SCANS:
             self.scan(node)
+        elif name in _RANKS:
+            self.rank(node, name)
         elif name == "aten.gather.default":
             self.gather(node)
         elif name == "aten.index.Tensor":
@@ -378,12 +396,20 @@ class _Checker:
             else:
                 dims = [_int(d) % rank
                         for d in (arg if isinstance(arg, (list, tuple)) else [arg])]
+        zeros = {d for d, v in self.pads.get(x, {}).items() if v == 0}  # type: ignore[arg-type]
         for d in dims:
-            if self._symbolic(src[d]) and name in _SOFTMAX and len(dims) == 1:
+            if not self._symbolic(src[d]) or (name in _SUMS and d in zeros):
+                continue
+            if name in _MASKED and len(dims) == 1:
                 self.mask_keys(node, src[d], d)
-                self.pads[node] = {d: 0.0}  # exp(-inf): a padded position's weight is 0
-            elif self._symbolic(src[d]):
-                raise self.refuse(node, f"it reduces over dim {d}, which holds a symbolic size")
+                at_padding = _MASKED[name]  # exp(-inf): a padded position's weight is 0
+                if at_padding is not None:
+                    self.pads[node] = {d: at_padding}
+            else:
+                raise self.refuse(node, f"it reduces over dim {d}, which holds a symbolic size "
+                                        "(only a softmax, log_softmax, logsumexp, amax or max "
+                                        "over it, whose padding the host masks to -inf, or a "
+                                        "sum of an operand provably 0 there are safe)")
         val = node.meta["val"]
         vals = val if isinstance(val, (tuple, list)) else [val]
         self.structure[node] = self.positional(node, vals[0], [x])
@@ -495,7 +521,13 @@ class _Checker:
         out_dim = _expr(node.meta["val"].shape[dim])
         in_sym = self._symbolic(src[dim])
         if in_sym and len(src[dim]) > 1:
-            raise self.refuse(node, f"it slices dim {dim}, which merges a symbolic size")
+            block = self.block(src[dim], start, node.args[3] if len(node.args) > 3 else None,
+                               step)
+            if block is None:
+                raise self.refuse(node, f"it slices dim {dim}, which merges a symbolic size, "
+                                        "other than as one whole block of its outer factor")
+            self.structure[node] = (*src[:dim], block, *src[dim + 1:])
+            return
         if in_sym:  # (a static dim sliced to a symbolic length reads static data only)
             first = start or 0
             if step != 1 or not isinstance(first, int) or first < 0:
@@ -517,6 +549,21 @@ class _Checker:
         structure[dim] = (int(out_dim),) if out_dim.is_Integer else (
             (out_dim,) if out_dim.free_symbols else src[dim])
         self.structure[node] = tuple(structure)
+
+    def block(self, dim: tuple[Factor, ...], start: Any, end: Any, step: Any
+              ) -> tuple[Factor, ...] | None:
+        """The factors of block e of a merged dim `dim` = (n, *rest), when [start, end) is
+        that block, [e * |rest|, (e + 1) * |rest|) (a dense MoE dispatch's rows of expert
+        e): its positions, padding included, are exactly the positions of `rest`."""
+        outer, rest = dim[0], dim[1:]
+        if step != 1 or not isinstance(outer, int) or start is None or end is None:
+            return None
+        size = sympy.expand(math.prod(rest))
+        first, stop = _expr(start), _expr(end)
+        e = sympy.simplify(first / size)
+        if e.is_Integer and 0 <= int(e) < outer and sympy.expand(stop - first - size) == 0:
+            return rest
+        return None
 
     def along(self, node: torch.fx.Node, name: str) -> None:
         x = node.args[0]
@@ -549,6 +596,15 @@ class _Checker:
         if len(others) > 1 and any(self._symbolic(f) for o in others for f in o):
             raise self.refuse(node, "its pieces merge a symbolic size differently")
         *front, last = structures
+        if front and all(st == last for st in front) and self._symbolic(last[d]):
+            # equal pieces: n blocks of one symbolic structure, each padded at its own end,
+            # as a view [n, ...] -> [n * ...] merges them
+            out = list(last)
+            out[d] = (len(structures), *last[d])
+            if sympy.expand(math.prod(out[d]) - _expr(node.meta["val"].shape[d])) != 0:
+                raise self.refuse(node, f"its dim {d} is not the sum of its pieces' sizes")
+            self.structure[node] = tuple(out)
+            return
         if any(self._symbolic(st[d]) for st in front):
             raise self.refuse(node, f"it concatenates along symbolic dim {d} with a piece "
                                     "after a symbolic one (that piece would sit after the "
@@ -575,6 +631,23 @@ class _Checker:
         if self._symbolic(src[d]) and len(src[d]) > 1:
             raise self.refuse(node, f"it scans dim {d}, which merges a symbolic size")
         self.structure[node] = self.positional(node, node.meta["val"], [x])
+
+    def rank(self, node: torch.fx.Node, name: str) -> None:
+        """topk / sort / argsort / kthvalue / mode / median along dim d: each result reads
+        only the positions of d at its own position along every other dim, so it is safe
+        when d is static (the padded positions of the others land in padded results); along
+        a symbolic d the padding would be ranked with the real positions."""
+        x = node.args[0]
+        src = self.of(x)  # type: ignore[arg-type]
+        at, default = _RANKS[name]
+        arg = node.args[at] if len(node.args) > at else node.kwargs.get("dim", default)
+        d = _int(arg) % len(src) if src else 0
+        if src and self._symbolic(src[d]):
+            raise self.refuse(node, f"it ranks along dim {d}, which holds a symbolic size "
+                                    "(the padding would be ranked with the real positions)")
+        val = node.meta["val"]
+        vals = val if isinstance(val, (tuple, list)) else [val]
+        self.structure[node] = self.positional(node, vals[0], [x])
 
     def gather(self, node: torch.fx.Node) -> None:
         """gather(x, dim, index): the result has the index's positions; it reads x along
@@ -747,6 +820,19 @@ def _bounds(ep: torch.export.ExportedProgram, symbol: sympy.Symbol, where: str,
     return lower, int(upper)
 
 
+def routed(graph: torch.fx.Graph) -> torch.fx.Graph:
+    """A copy of `graph` with its top-k routing and expert dispatch rewritten as the importer
+    will (`spyrec.frontend.moe`, exact): the dense dispatch computes each token's row on its
+    own, where the grouped one sorts all tokens' expert ids together, so the proof is made
+    on the program as it will be compiled. The copy's nodes keep their names; `graph`
+    (whose cost is the program's as written) is left as it was."""
+    copy = torch.fx.Graph()
+    out = copy.graph_copy(graph, {})
+    copy.output(out)
+    rewrite_routing(copy)
+    return copy
+
+
 def specialize(ep: torch.export.ExportedProgram, source: str,
                locate: Callable[[torch.fx.Node], str] = lambda node: "") -> Specialization | None:
     """The program at the upper bounds of its symbolic sizes, with what the host needs to
@@ -776,9 +862,10 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
     if not symbols:
         return None
     at_upper: Mapping[sympy.Basic | complex, int] = {s: b.upper for s, b in symbols.items()}
-    checker = _Checker(ep, source, locate, at_upper)
+    graph = routed(ep.graph)
+    checker = _Checker(ep, graph, source, locate, at_upper)
     checker.run({n.name for n in user_inputs})
-    output_node = next(n for n in ep.graph.nodes if n.op == "output")
+    output_node = next(n for n in graph.nodes if n.op == "output")
     outputs: list[dict[int, str]] = []
     for value in output_node.args[0]:
         dims = {}
