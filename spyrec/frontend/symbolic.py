@@ -59,6 +59,9 @@ from spyrec.frontend.key_mask import add_key_masks
 from spyrec.frontend.moe import rewrite_routing
 
 Factor = int | sympy.Expr  # a static size, or an extent: a symbol, or a symbol plus a constant
+# TAIL(e, c): an extent e, its padding, then c static real positions (attention sinks'
+# `cat([scores, sinks], -1)`: the sinks sit after the padding, at the bound)
+TAIL = sympy.Function("tail")
 Structure = tuple[tuple[Factor, ...], ...]  # per dim, the factors it merges (outer first)
 
 
@@ -104,7 +107,8 @@ _SAME_POSITION = {
     "aten.tril.default", "aten.triu.default", "aten.gelu.default", "aten.silu.default",
     "aten.hardtanh.default", "aten.leaky_relu.default", "aten.elu.default",
     "aten.softplus.default", "aten.mish.default", "aten.hardswish.default",
-    "aten.hardsigmoid.default", "aten.full.default", "aten.zeros.default", "aten.ones.default",
+    "aten.hardsigmoid.default", "aten.empty.memory_format", "aten.copy.default",
+    "aten.full.default", "aten.zeros.default", "aten.ones.default",
     "aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default",
     "aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.where.self",
     "aten.to.dtype_layout", "aten.where.ScalarOther", "aten.where.ScalarSelf",
@@ -160,6 +164,11 @@ def _expr(dim: Any) -> sympy.Expr:
     return dim.node.expr if isinstance(dim, torch.SymInt) else sympy.Integer(int(dim))
 
 
+def _size(arg: Any) -> sympy.Expr:
+    """A size argument of an FX node (an int, a SymInt, or a node computing one) as sympy."""
+    return _expr(arg.meta["val"] if isinstance(arg, torch.fx.Node) else arg)
+
+
 def _symbols_of(value: Any) -> set[sympy.Symbol]:
     if not isinstance(value, torch.Tensor):
         return set()
@@ -198,8 +207,9 @@ class _Checker:
         self.pads: dict[torch.fx.Node, dict[int, Any]] = {}
         self.iota: dict[torch.fx.Node, int] = {}
         # attentions and softmaxes whose padded keys the host's key mask hides
-        # (`key_mask.py`): node -> (the symbol, the dim of the operand it sizes)
-        self.keyed: dict[torch.fx.Node, tuple[sympy.Symbol, int]] = {}
+        # (`key_mask.py`): node -> (the symbol, the dim of the operand it sizes, the static
+        # positions after its padding: a TAIL's)
+        self.keyed: dict[torch.fx.Node, tuple[sympy.Symbol, int, int]] = {}
 
     def refuse(self, node: torch.fx.Node, why: str) -> CompileError:
         line = self.locate(node)
@@ -290,6 +300,10 @@ class _Checker:
             self.scan(node)
         elif name in _RANKS:
             self.rank(node, name)
+        elif name == "aten.repeat.default":
+            self.repeat(node)
+        elif name in {"aten.slice_scatter.default", "aten.select_scatter.default"}:
+            self.scatter_along(node)
         elif name == "aten.gather.default":
             self.gather(node)
         elif name == "aten.index.Tensor":
@@ -497,6 +511,13 @@ class _Checker:
         row to see a key below the lower bound: no row, real or padded, is left all -inf
         (NaN in softmax, zeros in SDPA, where eager has weights)."""
         extent = keys[0] if len(keys) == 1 else None
+        tail = 0
+        if isinstance(extent, TAIL):  # the mask keeps the c positions after the padding
+            if node.target is torch.ops.aten.scaled_dot_product_attention.default:
+                raise self.refuse(node, f"its key dim {d} holds static positions after the "
+                                        "padding, which the host's mask of the padded keys "
+                                        "does not cover in attention")
+            extent, tail = extent.args[0], int(extent.args[1])
         if not isinstance(extent, sympy.Symbol):
             raise self.refuse(node, f"its key dim {d} holds the symbolic extent "
                                     f"{' * '.join(map(str, keys))}, not one symbol's length, "
@@ -508,7 +529,7 @@ class _Checker:
             raise self.refuse(node, "its mask leaves a query row without a key among the "
                                     f"first {self.lower(extent)} (the lower bound), which the "
                                     "padded keys, masked, cannot fill")
-        self.keyed[node] = (extent, d)
+        self.keyed[node] = (extent, d, tail)
 
     def slice(self, node: torch.fx.Node) -> None:
         """A slice along a symbolic dim keeps positions [start, end): safe when each position
@@ -527,6 +548,14 @@ class _Checker:
                 raise self.refuse(node, f"it slices dim {dim}, which merges a symbolic size, "
                                         "other than as one whole block of its outer factor")
             self.structure[node] = (*src[:dim], block, *src[dim + 1:])
+            return
+        if in_sym and isinstance(src[dim][0], TAIL):
+            prefix = src[dim][0].args[0]
+            if step != 1 or (start or 0) != 0 or sympy.expand(out_dim - prefix) != 0:
+                raise self.refuse(node, f"it slices symbolic dim {dim}, whose static positions "
+                                        "sit after the padding, other than to the positions "
+                                        "before them")
+            self.structure[node] = (*src[:dim], (prefix,), *src[dim + 1:])
             return
         if in_sym:  # (a static dim sliced to a symbolic length reads static data only)
             first = start or 0
@@ -552,17 +581,25 @@ class _Checker:
 
     def block(self, dim: tuple[Factor, ...], start: Any, end: Any, step: Any
               ) -> tuple[Factor, ...] | None:
-        """The factors of block e of a merged dim `dim` = (n, *rest), when [start, end) is
-        that block, [e * |rest|, (e + 1) * |rest|) (a dense MoE dispatch's rows of expert
-        e): its positions, padding included, are exactly the positions of `rest`."""
-        outer, rest = dim[0], dim[1:]
-        if step != 1 or not isinstance(outer, int) or start is None or end is None:
+        """The factors of blocks [e, e + m) of a merged dim `dim` = (*outer, *rest), static
+        outer factors, when [start, end) is [e * |rest|, (e + m) * |rest|) (a dense MoE
+        dispatch's rows of expert e): its positions, padding included, are the positions of
+        m blocks of `rest`, (m, *rest) (`rest` itself for one)."""
+        if step != 1:
             return None
-        size = sympy.expand(math.prod(rest))
-        first, stop = _expr(start), _expr(end)
-        e = sympy.simplify(first / size)
-        if e.is_Integer and 0 <= int(e) < outer and sympy.expand(stop - first - size) == 0:
-            return rest
+        for k in range(1, len(dim)):
+            outer, rest = dim[:k], dim[k:]
+            if not all(isinstance(f, int) for f in outer):
+                return None
+            size = sympy.expand(math.prod(rest))
+            total = math.prod(outer)  # type: ignore[arg-type]
+            first = _size(start or 0)
+            stop = total * size if end is None or (isinstance(end, int) and end >= 2**62) \
+                else _size(end)  # x[a:]
+            e, m = sympy.simplify(first / size), sympy.simplify((stop - first) / size)
+            if e.is_Integer and m.is_Integer and 0 <= int(e) and 1 <= int(m) \
+                    and int(e) + int(m) <= total:
+                return rest if int(m) == 1 else (int(m), *rest)
         return None
 
     def along(self, node: torch.fx.Node, name: str) -> None:
@@ -603,6 +640,18 @@ class _Checker:
             out[d] = (len(structures), *last[d])
             if sympy.expand(math.prod(out[d]) - _expr(node.meta["val"].shape[d])) != 0:
                 raise self.refuse(node, f"its dim {d} is not the sum of its pieces' sizes")
+            self.structure[node] = tuple(out)
+            return
+        first, *rest = structures
+        if rest and len(first[d]) == 1 and self._symbolic(first[d]) \
+                and not isinstance(first[d][0], TAIL) \
+                and not any(self._symbolic(st[d]) for st in rest):
+            # an extent, then static pieces: they sit after its padding (a TAIL)
+            tail = sum(math.prod(st[d]) for st in rest)
+            if sympy.expand(first[d][0] + tail - _expr(node.meta["val"].shape[d])) != 0:
+                raise self.refuse(node, f"its dim {d} is not the sum of its pieces' sizes")
+            out = list(first)
+            out[d] = (TAIL(first[d][0], tail),)
             self.structure[node] = tuple(out)
             return
         if any(self._symbolic(st[d]) for st in front):
@@ -649,6 +698,31 @@ class _Checker:
         vals = val if isinstance(val, (tuple, list)) else [val]
         self.structure[node] = self.positional(node, vals[0], [x])
 
+    def repeat(self, node: torch.fx.Node) -> None:
+        """x.repeat(r...): a dim repeated once keeps its factors, a static dim repeated r
+        times is static, a symbolic one is r blocks of its factors, each padded at its own
+        end (as a cat of equal pieces); new leading dims are static."""
+        src = self.of(node.args[0])  # type: ignore[arg-type]
+        reps = [_int(r) for r in node.args[1]]  # type: ignore[union-attr]
+        lead = len(reps) - len(src)
+        out: list[tuple[Factor, ...]] = [(r,) for r in reps[:lead]]
+        for r, dim in zip(reps[lead:], src, strict=True):
+            out.append(dim if r == 1 else (r, *dim) if self._symbolic(dim)
+                       else (r * math.prod(dim),))  # type: ignore[arg-type]
+        self.structure[node] = tuple(out)
+
+    def scatter_along(self, node: torch.fx.Node) -> None:
+        """slice_scatter / select_scatter(base, src, dim, ...): writes src into positions of
+        base along a static dim (`key[..., :64].copy_(k)`), each other position from the
+        same position of src (aligned from the right): the positions of base. Along a
+        symbolic dim the written positions would land among the padding."""
+        base = node.args[0]
+        src = self.of(base)  # type: ignore[arg-type]
+        d = _int(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % len(src)
+        if self._symbolic(src[d]):
+            raise self.refuse(node, f"it writes along dim {d}, which holds a symbolic size")
+        self.structure[node] = self.positional(node, node.meta["val"], [base, node.args[1]])
+
     def gather(self, node: torch.fx.Node) -> None:
         """gather(x, dim, index): the result has the index's positions; it reads x along
         `dim` at the index's values (checked by `check_index` when that dim is symbolic)
@@ -688,7 +762,7 @@ class _Checker:
         """Reading symbolic dim `d` (factors `dim`) at `index`'s values is safe when those
         values, at every real position, are below the dim's real extent at every size."""
         bound = self.bounded.get(index)
-        if len(dim) == 1 and bound is not None:
+        if len(dim) == 1 and bound is not None and not isinstance(dim[0], TAIL):
             extent = dim[0]
             assert isinstance(extent, sympy.Expr)
             spare = sympy.expand(extent - bound)
@@ -746,6 +820,9 @@ class _Checker:
                 self.iota[node] = moved(self.iota[x])
             if x in self.pads:
                 self.pads[node] = {moved(d): v for d, v in self.pads[x].items()}
+        elif name == "aten.slice.Tensor" and x in self.pads and \
+                (args[4] if len(args) > 4 else 1) == 1:  # the kept padded positions' values
+            self.pads[node] = dict(self.pads[x])
         elif name in {"aten._to_copy.default", "aten.to.dtype"} and x in self.pads:
             self.pads[node] = {d: torch.tensor(v).to(val.dtype).item()
                                for d, v in self.pads[x].items()}
@@ -782,7 +859,10 @@ class _Checker:
         return value
 
     def lower(self, extent: sympy.Expr) -> int:
-        """The least value of an extent (a symbol, or a symbol plus a constant)."""
+        """The least value of an extent (a symbol, or a symbol plus a constant); of a TAIL,
+        its prefix's (the positions below it are real at every size)."""
+        if isinstance(extent, TAIL):
+            extent = extent.args[0]
         return int(extent.subs({s: max(int(self.ep.range_constraints[s].lower), MIN_SIZE)
                                 for s in extent.free_symbols if isinstance(s, sympy.Symbol)}))
 
@@ -889,8 +969,8 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
         if node.target is torch.ops.aten.view.default:  # whose copy it dropped: same values
             node.target = torch.ops.aten.reshape.default
     module.recompile()
-    made = add_key_masks(module, {node.name: (symbols[symbol].name, d)
-                                  for node, (symbol, d) in checker.keyed.items()}) \
+    made = add_key_masks(module, {node.name: (symbols[symbol].name, d, tail)
+                                  for node, (symbol, d, tail) in checker.keyed.items()}) \
         if checker.keyed else []
     by_name = {b.name: b for b in symbols.values()}
     for name in made:  # the host's key masks: ones of the symbol's value, padded
