@@ -95,7 +95,8 @@ def _mask_reduction(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.N
     for result in results:
         with graph.inserting_after(result):
             back = graph.call_function(aten._to_copy.default, (result,), {"dtype": dtype})
-        result.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
+        result.replace_all_uses_with(
+            back, delete_user_cb=lambda user, back=back: user is not back)
 
 
 def add_key_masks(module: torch.fx.GraphModule,

@@ -62,6 +62,15 @@ Factor = int | sympy.Expr  # a static size, or an extent: a symbol, or a symbol 
 # TAIL(e, c): an extent e, its padding, then c static real positions (attention sinks'
 # `cat([scores, sinks], -1)`: the sinks sit after the padding, at the bound)
 TAIL = sympy.Function("tail")
+
+
+def _tail(factor: Factor) -> tuple[sympy.Expr, int] | None:
+    """(e, c) of a TAIL(e, c) factor; None for any other."""
+    if not isinstance(factor, TAIL):
+        return None
+    prefix, count = factor.args
+    assert isinstance(prefix, sympy.Expr) and isinstance(count, sympy.Integer)
+    return prefix, int(count)
 Structure = tuple[tuple[Factor, ...], ...]  # per dim, the factors it merges (outer first)
 
 
@@ -512,12 +521,13 @@ class _Checker:
         (NaN in softmax, zeros in SDPA, where eager has weights)."""
         extent = keys[0] if len(keys) == 1 else None
         tail = 0
-        if isinstance(extent, TAIL):  # the mask keeps the c positions after the padding
+        after = _tail(extent) if extent is not None else None
+        if after is not None:  # the mask keeps the c positions after the padding
             if node.target is torch.ops.aten.scaled_dot_product_attention.default:
                 raise self.refuse(node, f"its key dim {d} holds static positions after the "
                                         "padding, which the host's mask of the padded keys "
                                         "does not cover in attention")
-            extent, tail = extent.args[0], int(extent.args[1])
+            extent, tail = after
         if not isinstance(extent, sympy.Symbol):
             raise self.refuse(node, f"its key dim {d} holds the symbolic extent "
                                     f"{' * '.join(map(str, keys))}, not one symbol's length, "
@@ -549,8 +559,9 @@ class _Checker:
                                         "other than as one whole block of its outer factor")
             self.structure[node] = (*src[:dim], block, *src[dim + 1:])
             return
-        if in_sym and isinstance(src[dim][0], TAIL):
-            prefix = src[dim][0].args[0]
+        after = _tail(src[dim][0])
+        if in_sym and after is not None:
+            prefix = after[0]
             if step != 1 or (start or 0) != 0 or sympy.expand(out_dim - prefix) != 0:
                 raise self.refuse(node, f"it slices symbolic dim {dim}, whose static positions "
                                         "sit after the padding, other than to the positions "
@@ -592,12 +603,12 @@ class _Checker:
             if not all(isinstance(f, int) for f in outer):
                 return None
             size = sympy.expand(math.prod(rest))
-            total = math.prod(outer)  # type: ignore[arg-type]
+            total = math.prod(outer)
             first = _size(start or 0)
             stop = total * size if end is None or (isinstance(end, int) and end >= 2**62) \
                 else _size(end)  # x[a:]
             e, m = sympy.simplify(first / size), sympy.simplify((stop - first) / size)
-            if e.is_Integer and m.is_Integer and 0 <= int(e) and 1 <= int(m) \
+            if e.is_Integer and m.is_Integer and int(e) >= 0 and int(m) >= 1 \
                     and int(e) + int(m) <= total:
                 return rest if int(m) == 1 else (int(m), *rest)
         return None
@@ -708,7 +719,7 @@ class _Checker:
         out: list[tuple[Factor, ...]] = [(r,) for r in reps[:lead]]
         for r, dim in zip(reps[lead:], src, strict=True):
             out.append(dim if r == 1 else (r, *dim) if self._symbolic(dim)
-                       else (r * math.prod(dim),))  # type: ignore[arg-type]
+                       else (r * math.prod(dim),))
         self.structure[node] = tuple(out)
 
     def scatter_along(self, node: torch.fx.Node) -> None:
@@ -721,7 +732,7 @@ class _Checker:
         d = _int(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % len(src)
         if self._symbolic(src[d]):
             raise self.refuse(node, f"it writes along dim {d}, which holds a symbolic size")
-        self.structure[node] = self.positional(node, node.meta["val"], [base, node.args[1]])
+        self.structure[node] = self.positional(node, node.meta["val"], node.all_input_nodes)
 
     def gather(self, node: torch.fx.Node) -> None:
         """gather(x, dim, index): the result has the index's positions; it reads x along
@@ -861,8 +872,9 @@ class _Checker:
     def lower(self, extent: sympy.Expr) -> int:
         """The least value of an extent (a symbol, or a symbol plus a constant); of a TAIL,
         its prefix's (the positions below it are real at every size)."""
-        if isinstance(extent, TAIL):
-            extent = extent.args[0]
+        after = _tail(extent)
+        if after is not None:
+            extent = after[0]
         return int(extent.subs({s: max(int(self.ep.range_constraints[s].lower), MIN_SIZE)
                                 for s in extent.free_symbols if isinstance(s, sympy.Symbol)}))
 

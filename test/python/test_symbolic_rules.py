@@ -129,8 +129,8 @@ class _KeptSink(torch.nn.Module):
 @pytest.mark.parametrize(("model", "match"), [
     (_Mean(), r"node mean \(aten.mean.dim\): it reduces over dim 1, which holds a symbolic "),
     (_SumOfScores(), r"node sum_1 \(aten.sum.dim_IntList\): it reduces over dim 2"),
-    (_KeptSink(), r"node slice_\d+ \(aten.slice.Tensor\): it slices symbolic dim 2, whose "
-                  "static positions sit after the padding"),
+    (_KeptSink(), (r"node slice_\d+ \(aten.slice.Tensor\): it slices symbolic dim 2, whose "
+                   "static positions sit after the padding")),
 ], ids=["mean", "sum-of-nonzero-padding", "slice-keeping-padding"])
 def test_unmasked_reductions_are_refused(model, match):
     _refused(model, match)
@@ -192,7 +192,7 @@ def test_the_sweep_exports_at_the_least_length_torch_suggests():
     `min=4`; the sweep exports with that range, and says so. One that needs more tokens
     than the run has stays torch's failure."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import sweep_models
+    import sweep_models  # pyright: ignore[reportMissingImports]
 
     class Least(torch.nn.Module):
         def __init__(self, least: int):
@@ -209,8 +209,8 @@ def test_the_sweep_exports_at_the_least_length_torch_suggests():
     program = sweep_models.export(built)
     (symbol,) = program.range_constraints.values()
     assert (int(symbol.lower), int(symbol.upper)) == (4, sweep_models.SEQ)
-    assert built.notes == [f"exported with Dim('seq', min=4, max={sweep_models.SEQ}), "
-                           "torch's least length for the model"]
+    assert built.notes == [(f"exported with Dim('seq', min=4, max={sweep_models.SEQ}), "
+                            "torch's least length for the model")]
     built.module = Least(sweep_models.DYNAMIC_RUN_SEQ + 1)
     with pytest.raises(Exception, match="Constraints violated"):
         sweep_models.export(built)
