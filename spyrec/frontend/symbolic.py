@@ -18,8 +18,15 @@ module proves it per node before anything is compiled, and names the node when i
   whole factor, so the padded positions of a merged dim stay where the padding put them;
 - ops that only combine elements at the same position (pointwise ops, casts, views) are safe;
 - reductions (sum, softmax, norms, ...) and contractions (the K of a matmul) over a symbolic
-  dim are not: the padding would be summed in. A prefix scan (cumsum) along an unmerged
-  extent is: position p reads positions <= p, real when p is;
+  dim are not: the padding would be summed in. A prefix scan (cumsum, cummax) along an
+  unmerged extent is: position p reads positions <= p, real when p is. A softmax,
+  log_softmax, logsumexp, amax or max over one symbol's length reads the host's key mask
+  (-inf at every padded position, `key_mask.py`, note 81), and a sum over a dim whose
+  padding is provably 0 (`pads`: a masked softmax's weights) adds nothing (note 93);
+- top-k, sort and the other ranks along a static dim (an MoE router's experts per token)
+  read only their own position of the other dims: safe; along a symbolic dim refused. The
+  proof is made on the graph with its routing rewritten as the importer will (`routed`:
+  `spyrec.frontend.moe`'s dense dispatch, exact), where each token's row is its own;
 - attention whose key length is symbolic is safe when a real query never sees a padded key:
   causal attention over the same length; a mask computed from the sizes alone (no input
   values; transformers' causal masks) that, evaluated at the upper bound, masks (False or
@@ -30,7 +37,14 @@ module proves it per node before anything is compiled, and names the node when i
 - slices along a symbolic dim are safe when every position they keep reads a real one at
   every size (a prefix, or `[c:]` of an extent `s + c`); a cat along one is safe when the
   static pieces come first and one symbolic piece last; a select or a split along one is
-  not (x[:, -1] would read the padding);
+  not (x[:, -1] would read the padding). n equal symbolic pieces (a cat, a repeat) make the
+  merged dim (n, ...), each block padded at its own end, and a slice of whole blocks of it
+  gets them back (the dense MoE dispatch's rows per expert). Static pieces after one extent
+  make a TAIL (attention sinks: `cat([scores, sinks], -1)`): the key mask leaves its static
+  positions as they are, and only the slice back to the extent reads it;
+- slice_scatter / select_scatter along a static dim write each position of the other dims
+  from the same one (`key[..., :64].copy_(k)` into a `new_empty`); along a symbolic dim
+  refused;
 - an index (gather, advanced indexing) into a symbolic dim is safe when its indices' values
   at real positions are provably below the extent: an `arange` of the symbol and its views
   (`bounded`); indices into a static dim may be anything (the padded ones land in padded
