@@ -116,8 +116,7 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
 
     start = time.perf_counter()
     try:
-        program = torch.export.export(built.module, built.example,
-                                      dynamic_shapes=built.dynamic_shapes)
+        program = sweep_models.export(built)
     except Exception as exc:  # noqa: BLE001 - torch.export's failure is the model's, recorded
         return {**record, "status": "export", "error": _one_line(exc)}
     record["export_s"] = round(time.perf_counter() - start, 2)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -753,6 +754,37 @@ def build_idiom(case: Case, variant: str) -> Built:
     run = tuple(t[:, :DYNAMIC_RUN_SEQ] for t in example)
     dims = ({1: torch.export.Dim("seq", min=2, max=SEQ)},) + ({},) * (len(example) - 1)
     return Built(module, example, run, dims)
+
+
+# torch.export's suggested range for the sequence Dim when a model needs a larger least length
+_SUGGESTED = re.compile(r"seq = Dim\('seq', min=(\d+), max=(\d+)\)")
+
+
+def export(built: Built) -> torch.export.ExportedProgram:
+    """torch.export of a built model. The `dynamic` variant's Dim is `min=2, max=SEQ`; a model
+    whose code needs more tokens than 2 (a 4-tap convolution over the sequence) makes torch
+    suggest `Dim('seq', min=m, max=SEQ)`: the model's own least length, not a specialisation.
+    When that range still holds the run length, it exports again with it; any other failure
+    is the model's, raised as torch raised it."""
+    try:
+        return torch.export.export(built.module, built.example,
+                                   dynamic_shapes=built.dynamic_shapes)
+    except Exception as exc:
+        found = _SUGGESTED.search(str(exc))
+        if built.dynamic_shapes is None or found is None or int(found[2]) != SEQ \
+                or not 2 < int(found[1]) <= DYNAMIC_RUN_SEQ:
+            raise
+        seq = torch.export.Dim("seq", min=int(found[1]), max=SEQ)
+
+        def narrowed(spec: Any) -> Any:
+            if isinstance(spec, dict):
+                return {k: seq if isinstance(v, type(seq)) else v for k, v in spec.items()}
+            return type(spec)(narrowed(s) for s in spec)
+
+        built.notes.append(f"exported with Dim('seq', min={found[1]}, max={SEQ}), torch's "
+                           "least length for the model")
+        return torch.export.export(built.module, built.example,
+                                   dynamic_shapes=narrowed(built.dynamic_shapes))
 
 
 def build(case: Case, variant: str) -> Built:

@@ -12,9 +12,10 @@ them, and this module rewrites the program before it is specialised at U:
 - an attention without a mask gets `mask != 0` as its boolean mask, viewed [1, ..., 1, U]:
   False at every padded key for every query; one with a boolean mask gets that mask `&`
   it, one with an additive mask -inf where it is False (`where`, exact);
-- a softmax over the symbolic dim reads its operand with -inf at the padded positions, in
-  f32 (where -inf is exact on the device; a 16-bit operand is cast up, a 16-bit result
-  back).
+- a softmax, log_softmax, logsumexp, amax or max over the symbolic dim reads its operand
+  with -inf at the padded positions, in f32 (where -inf is exact on the device; a 16-bit
+  operand is cast up, a 16-bit result back); static positions a cat put after the padding
+  (attention sinks, `symbolic.TAIL`) stay as they are.
 
 A padded key's weight is then exp(-inf - max) = 0 exactly, so each real row's softmax is
 the one eager computes at that length; the proof checks that every row still sees a real
@@ -64,32 +65,45 @@ def _mask_attention(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.N
         node.update_kwarg("attn_mask", masked)
 
 
-def _mask_softmax(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.Node,
-                  d: int) -> None:
-    """softmax `node` over dim `d` with -inf at the padded positions, computed in f32 and
-    cast to the element type it had."""
+def _mask_reduction(graph: torch.fx.Graph, node: torch.fx.Node, made: torch.fx.Node,
+                    d: int, tail: int) -> None:
+    """softmax / log_softmax / logsumexp / amax / max.dim `node` over dim `d` with -inf at
+    the padded positions, computed in f32 and cast to the element type it had (max.dim's
+    values; its indices stay as they are). The last `tail` positions along `d` (static ones
+    after the padding) are left as they are: the masked positions are a cat's first piece."""
     x = node.args[0]
     assert isinstance(x, torch.fx.Node)
-    val, out = x.meta["val"], node.meta["val"].dtype
+    val, out = x.meta["val"], node.meta["val"]
+    dtype = (out[0] if isinstance(out, (tuple, list)) else out).dtype  # (max.dim: values)
     scores = x if val.dtype == torch.float32 else graph.call_function(
         aten._to_copy.default, (x,), {"dtype": torch.float32})
+    head = graph.call_function(aten.slice.Tensor, (scores, d, 0, -tail)) if tail else scores
     masked = graph.call_function(aten.where.ScalarOther,
-                                 (_real(graph, made, val.dim(), d), scores, float("-inf")))
+                                 (_real(graph, made, val.dim(), d), head, float("-inf")))
+    if tail:
+        after = graph.call_function(aten.slice.Tensor, (scores, d, -tail))
+        masked = graph.call_function(aten.cat.default, ([masked, after], d))
     node.update_arg(0, masked)
-    if node.target is aten._softmax.default:
+    if node.target in (aten._softmax.default, aten._log_softmax.default):
         node.update_arg(2, False)  # f32 in, f32 out
-    elif len(node.args) > 2:
+    elif node.target in (aten.softmax.int, aten.log_softmax.int) and len(node.args) > 2:
         node.update_arg(2, None)
-    if out != torch.float32:
-        with graph.inserting_after(node):
-            back = graph.call_function(aten._to_copy.default, (node,), {"dtype": out})
-        node.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
+    if dtype == torch.float32:
+        return
+    results = [u for u in node.users if u.args[1] == 0] \
+        if node.target is aten.max.dim else [node]  # max.dim's values, read by getitem
+    for result in results:
+        with graph.inserting_after(result):
+            back = graph.call_function(aten._to_copy.default, (result,), {"dtype": dtype})
+        result.replace_all_uses_with(
+            back, delete_user_cb=lambda user, back=back: user is not back)
 
 
-def add_key_masks(module: torch.fx.GraphModule, keyed: Mapping[str, tuple[str, int]]
-                  ) -> list[str]:
+def add_key_masks(module: torch.fx.GraphModule,
+                  keyed: Mapping[str, tuple[str, int, int]]) -> list[str]:
     """Rewrite `module` (an exported program's `module()`) in place: each node named in
-    `keyed` (node name -> its symbol's name and the symbolic dim of its keys) reads the
+    `keyed` (node name -> its symbol's name, the symbolic dim of its keys and the static
+    positions after their padding, `_real`'s `tail`) reads the
     symbol's key mask, a new input after the user's. Returns the symbols whose masks it
     takes, in input order; `module` then takes its inputs flat, the masks last."""
     graph = module.graph
@@ -98,7 +112,7 @@ def add_key_masks(module: torch.fx.GraphModule, keyed: Mapping[str, tuple[str, i
     last = [n for n in graph.nodes if n.op == "placeholder"][-1]
     masks: dict[str, torch.fx.Node] = {}
     nodes = {n.name: n for n in graph.nodes}
-    for name, (symbol, d) in keyed.items():
+    for name, (symbol, d, tail) in keyed.items():
         if symbol not in masks:
             with graph.inserting_after(last):
                 masks[symbol] = last = graph.placeholder(made_name(symbol))
@@ -107,6 +121,6 @@ def add_key_masks(module: torch.fx.GraphModule, keyed: Mapping[str, tuple[str, i
             if node.target is aten.scaled_dot_product_attention.default:
                 _mask_attention(graph, node, masks[symbol])
             else:
-                _mask_softmax(graph, node, masks[symbol], d)
+                _mask_reduction(graph, node, masks[symbol], d, tail)
     module.recompile()
     return list(masks)

@@ -18,8 +18,15 @@ module proves it per node before anything is compiled, and names the node when i
   whole factor, so the padded positions of a merged dim stay where the padding put them;
 - ops that only combine elements at the same position (pointwise ops, casts, views) are safe;
 - reductions (sum, softmax, norms, ...) and contractions (the K of a matmul) over a symbolic
-  dim are not: the padding would be summed in. A prefix scan (cumsum) along an unmerged
-  extent is: position p reads positions <= p, real when p is;
+  dim are not: the padding would be summed in. A prefix scan (cumsum, cummax) along an
+  unmerged extent is: position p reads positions <= p, real when p is. A softmax,
+  log_softmax, logsumexp, amax or max over one symbol's length reads the host's key mask
+  (-inf at every padded position, `key_mask.py`, note 81), and a sum over a dim whose
+  padding is provably 0 (`pads`: a masked softmax's weights) adds nothing (note 93);
+- top-k, sort and the other ranks along a static dim (an MoE router's experts per token)
+  read only their own position of the other dims: safe; along a symbolic dim refused. The
+  proof is made on the graph with its routing rewritten as the importer will (`routed`:
+  `spyrec.frontend.moe`'s dense dispatch, exact), where each token's row is its own;
 - attention whose key length is symbolic is safe when a real query never sees a padded key:
   causal attention over the same length; a mask computed from the sizes alone (no input
   values; transformers' causal masks) that, evaluated at the upper bound, masks (False or
@@ -30,7 +37,14 @@ module proves it per node before anything is compiled, and names the node when i
 - slices along a symbolic dim are safe when every position they keep reads a real one at
   every size (a prefix, or `[c:]` of an extent `s + c`); a cat along one is safe when the
   static pieces come first and one symbolic piece last; a select or a split along one is
-  not (x[:, -1] would read the padding);
+  not (x[:, -1] would read the padding). n equal symbolic pieces (a cat, a repeat) make the
+  merged dim (n, ...), each block padded at its own end, and a slice of whole blocks of it
+  gets them back (the dense MoE dispatch's rows per expert). Static pieces after one extent
+  make a TAIL (attention sinks: `cat([scores, sinks], -1)`): the key mask leaves its static
+  positions as they are, and only the slice back to the extent reads it;
+- slice_scatter / select_scatter along a static dim write each position of the other dims
+  from the same one (`key[..., :64].copy_(k)` into a `new_empty`); along a symbolic dim
+  refused;
 - an index (gather, advanced indexing) into a symbolic dim is safe when its indices' values
   at real positions are provably below the extent: an `arange` of the symbol and its views
   (`bounded`); indices into a static dim may be anything (the padded ones land in padded
@@ -56,8 +70,21 @@ from torch.fx.node import map_arg
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.key_mask import add_key_masks
+from spyrec.frontend.moe import rewrite_routing
 
 Factor = int | sympy.Expr  # a static size, or an extent: a symbol, or a symbol plus a constant
+# TAIL(e, c): an extent e, its padding, then c static real positions (attention sinks'
+# `cat([scores, sinks], -1)`: the sinks sit after the padding, at the bound)
+TAIL = sympy.Function("tail")
+
+
+def _tail(factor: Factor) -> tuple[sympy.Expr, int] | None:
+    """(e, c) of a TAIL(e, c) factor; None for any other."""
+    if not isinstance(factor, TAIL):
+        return None
+    prefix, count = factor.args
+    assert isinstance(prefix, sympy.Expr) and isinstance(count, sympy.Integer)
+    return prefix, int(count)
 Structure = tuple[tuple[Factor, ...], ...]  # per dim, the factors it merges (outer first)
 
 
@@ -103,7 +130,8 @@ _SAME_POSITION = {
     "aten.tril.default", "aten.triu.default", "aten.gelu.default", "aten.silu.default",
     "aten.hardtanh.default", "aten.leaky_relu.default", "aten.elu.default",
     "aten.softplus.default", "aten.mish.default", "aten.hardswish.default",
-    "aten.hardsigmoid.default", "aten.full.default", "aten.zeros.default", "aten.ones.default",
+    "aten.hardsigmoid.default", "aten.empty.memory_format", "aten.copy.default",
+    "aten.full.default", "aten.zeros.default", "aten.ones.default",
     "aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default",
     "aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.where.self",
     "aten.to.dtype_layout", "aten.where.ScalarOther", "aten.where.ScalarSelf",
@@ -130,8 +158,22 @@ _REDUCTIONS = {
 _BIDIRECTIONAL = ("(padded keys would be attended: pass the attention mask as an input sized by "
                   "the same symbolic dim, e.g. transformers' attention_mask, whose zero "
                   "padding masks them, or make the attention causal)")
-_SOFTMAX = {"aten.softmax.int", "aten._softmax.default"}  # masked by the host's key mask
-_SCANS = {"aten.cumsum.default", "aten.cumprod.default"}  # position p reads positions <= p
+# reductions the host's key mask serves (-inf at the padded positions, `key_mask.py`) -> what
+# their result holds at a padded position of the reduced dim (None: they reduce it away)
+_MASKED: dict[str, float | None] = {
+    "aten.softmax.int": 0.0, "aten._softmax.default": 0.0,
+    "aten.log_softmax.int": float("-inf"), "aten._log_softmax.default": float("-inf"),
+    "aten.logsumexp.default": None, "aten.amax.default": None, "aten.max.dim": None}
+_SUMS = {"aten.sum.dim_IntList", "aten.sum.default"}  # padded zeros add nothing
+# position p reads positions <= p
+_SCANS = {"aten.cumsum.default", "aten.cumprod.default", "aten.cummax.default",
+          "aten.cummin.default", "aten.logcumsumexp.default"}
+# op -> (the position of its dim argument, the default dim): ops that rank or select along
+# one dim, each other position on its own (MoE routers' top-k over the experts per token)
+_RANKS = {"aten.topk.default": (2, -1), "aten.sort.default": (1, -1),
+          "aten.sort.stable": (2, -1), "aten.argsort.default": (1, -1),
+          "aten.argsort.stable": (2, -1), "aten.kthvalue.default": (2, -1),
+          "aten.mode.default": (1, -1), "aten.median.dim": (1, None)}
 _NORMS = {"aten.layer_norm.default", "aten.native_layer_norm.default", "aten.rms_norm.default"}
 _SKIPPED = {"aten._assert_tensor_metadata.default", "aten.sym_size.int",
             "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default"}
@@ -143,6 +185,11 @@ def _name(target: Any) -> str:
 
 def _expr(dim: Any) -> sympy.Expr:
     return dim.node.expr if isinstance(dim, torch.SymInt) else sympy.Integer(int(dim))
+
+
+def _size(arg: Any) -> sympy.Expr:
+    """A size argument of an FX node (an int, a SymInt, or a node computing one) as sympy."""
+    return _expr(arg.meta["val"] if isinstance(arg, torch.fx.Node) else arg)
 
 
 def _symbols_of(value: Any) -> set[sympy.Symbol]:
@@ -164,10 +211,11 @@ class _Checker:
     """Walks the graph once, giving each tensor node a factor structure, and each node whose
     values are indices below a bound that bound (`bounded`)."""
 
-    def __init__(self, ep: torch.export.ExportedProgram, source: str,
+    def __init__(self, ep: torch.export.ExportedProgram, graph: torch.fx.Graph, source: str,
                  locate: Callable[[torch.fx.Node], str],
                  upper: Mapping[sympy.Basic | complex, int]):
         self.ep = ep
+        self.graph = graph  # ep's graph, its routing rewritten (`routed`)
         self.source = source
         self.locate = locate
         self.upper = upper
@@ -182,8 +230,9 @@ class _Checker:
         self.pads: dict[torch.fx.Node, dict[int, Any]] = {}
         self.iota: dict[torch.fx.Node, int] = {}
         # attentions and softmaxes whose padded keys the host's key mask hides
-        # (`key_mask.py`): node -> (the symbol, the dim of the operand it sizes)
-        self.keyed: dict[torch.fx.Node, tuple[sympy.Symbol, int]] = {}
+        # (`key_mask.py`): node -> (the symbol, the dim of the operand it sizes, the static
+        # positions after its padding: a TAIL's)
+        self.keyed: dict[torch.fx.Node, tuple[sympy.Symbol, int, int]] = {}
 
     def refuse(self, node: torch.fx.Node, why: str) -> CompileError:
         line = self.locate(node)
@@ -211,7 +260,7 @@ class _Checker:
         return tuple(out)
 
     def run(self, user_inputs: set[str]) -> None:
-        for node in self.ep.graph.nodes:
+        for node in self.graph.nodes:
             val = node.meta.get("val")
             if node.op == "placeholder":
                 if node.name not in user_inputs:
@@ -272,6 +321,12 @@ class _Checker:
             self.reduction(node, name)
         elif name in _SCANS:
             self.scan(node)
+        elif name in _RANKS:
+            self.rank(node, name)
+        elif name == "aten.repeat.default":
+            self.repeat(node)
+        elif name in {"aten.slice_scatter.default", "aten.select_scatter.default"}:
+            self.scatter_along(node)
         elif name == "aten.gather.default":
             self.gather(node)
         elif name == "aten.index.Tensor":
@@ -378,12 +433,20 @@ class _Checker:
             else:
                 dims = [_int(d) % rank
                         for d in (arg if isinstance(arg, (list, tuple)) else [arg])]
+        zeros = {d for d, v in self.pads.get(x, {}).items() if v == 0}  # type: ignore[arg-type]
         for d in dims:
-            if self._symbolic(src[d]) and name in _SOFTMAX and len(dims) == 1:
+            if not self._symbolic(src[d]) or (name in _SUMS and d in zeros):
+                continue
+            if name in _MASKED and len(dims) == 1:
                 self.mask_keys(node, src[d], d)
-                self.pads[node] = {d: 0.0}  # exp(-inf): a padded position's weight is 0
-            elif self._symbolic(src[d]):
-                raise self.refuse(node, f"it reduces over dim {d}, which holds a symbolic size")
+                at_padding = _MASKED[name]  # exp(-inf): a padded position's weight is 0
+                if at_padding is not None:
+                    self.pads[node] = {d: at_padding}
+            else:
+                raise self.refuse(node, f"it reduces over dim {d}, which holds a symbolic size "
+                                        "(only a softmax, log_softmax, logsumexp, amax or max "
+                                        "over it, whose padding the host masks to -inf, or a "
+                                        "sum of an operand provably 0 there are safe)")
         val = node.meta["val"]
         vals = val if isinstance(val, (tuple, list)) else [val]
         self.structure[node] = self.positional(node, vals[0], [x])
@@ -471,6 +534,14 @@ class _Checker:
         row to see a key below the lower bound: no row, real or padded, is left all -inf
         (NaN in softmax, zeros in SDPA, where eager has weights)."""
         extent = keys[0] if len(keys) == 1 else None
+        tail = 0
+        after = _tail(extent) if extent is not None else None
+        if after is not None:  # the mask keeps the c positions after the padding
+            if node.target is torch.ops.aten.scaled_dot_product_attention.default:
+                raise self.refuse(node, f"its key dim {d} holds static positions after the "
+                                        "padding, which the host's mask of the padded keys "
+                                        "does not cover in attention")
+            extent, tail = after
         if not isinstance(extent, sympy.Symbol):
             raise self.refuse(node, f"its key dim {d} holds the symbolic extent "
                                     f"{' * '.join(map(str, keys))}, not one symbol's length, "
@@ -482,7 +553,7 @@ class _Checker:
             raise self.refuse(node, "its mask leaves a query row without a key among the "
                                     f"first {self.lower(extent)} (the lower bound), which the "
                                     "padded keys, masked, cannot fill")
-        self.keyed[node] = (extent, d)
+        self.keyed[node] = (extent, d, tail)
 
     def slice(self, node: torch.fx.Node) -> None:
         """A slice along a symbolic dim keeps positions [start, end): safe when each position
@@ -495,7 +566,22 @@ class _Checker:
         out_dim = _expr(node.meta["val"].shape[dim])
         in_sym = self._symbolic(src[dim])
         if in_sym and len(src[dim]) > 1:
-            raise self.refuse(node, f"it slices dim {dim}, which merges a symbolic size")
+            block = self.block(src[dim], start, node.args[3] if len(node.args) > 3 else None,
+                               step)
+            if block is None:
+                raise self.refuse(node, f"it slices dim {dim}, which merges a symbolic size, "
+                                        "other than as one whole block of its outer factor")
+            self.structure[node] = (*src[:dim], block, *src[dim + 1:])
+            return
+        after = _tail(src[dim][0])
+        if in_sym and after is not None:
+            prefix = after[0]
+            if step != 1 or (start or 0) != 0 or sympy.expand(out_dim - prefix) != 0:
+                raise self.refuse(node, f"it slices symbolic dim {dim}, whose static positions "
+                                        "sit after the padding, other than to the positions "
+                                        "before them")
+            self.structure[node] = (*src[:dim], (prefix,), *src[dim + 1:])
+            return
         if in_sym:  # (a static dim sliced to a symbolic length reads static data only)
             first = start or 0
             if step != 1 or not isinstance(first, int) or first < 0:
@@ -517,6 +603,29 @@ class _Checker:
         structure[dim] = (int(out_dim),) if out_dim.is_Integer else (
             (out_dim,) if out_dim.free_symbols else src[dim])
         self.structure[node] = tuple(structure)
+
+    def block(self, dim: tuple[Factor, ...], start: Any, end: Any, step: Any
+              ) -> tuple[Factor, ...] | None:
+        """The factors of blocks [e, e + m) of a merged dim `dim` = (*outer, *rest), static
+        outer factors, when [start, end) is [e * |rest|, (e + m) * |rest|) (a dense MoE
+        dispatch's rows of expert e): its positions, padding included, are the positions of
+        m blocks of `rest`, (m, *rest) (`rest` itself for one)."""
+        if step != 1:
+            return None
+        for k in range(1, len(dim)):
+            outer, rest = dim[:k], dim[k:]
+            if not all(isinstance(f, int) for f in outer):
+                return None
+            size = sympy.expand(math.prod(rest))
+            total = math.prod(outer)
+            first = _size(start or 0)
+            stop = total * size if end is None or (isinstance(end, int) and end >= 2**62) \
+                else _size(end)  # x[a:]
+            e, m = sympy.simplify(first / size), sympy.simplify((stop - first) / size)
+            if e.is_Integer and m.is_Integer and int(e) >= 0 and int(m) >= 1 \
+                    and int(e) + int(m) <= total:
+                return rest if int(m) == 1 else (int(m), *rest)
+        return None
 
     def along(self, node: torch.fx.Node, name: str) -> None:
         x = node.args[0]
@@ -549,6 +658,27 @@ class _Checker:
         if len(others) > 1 and any(self._symbolic(f) for o in others for f in o):
             raise self.refuse(node, "its pieces merge a symbolic size differently")
         *front, last = structures
+        if front and all(st == last for st in front) and self._symbolic(last[d]):
+            # equal pieces: n blocks of one symbolic structure, each padded at its own end,
+            # as a view [n, ...] -> [n * ...] merges them
+            out = list(last)
+            out[d] = (len(structures), *last[d])
+            if sympy.expand(math.prod(out[d]) - _expr(node.meta["val"].shape[d])) != 0:
+                raise self.refuse(node, f"its dim {d} is not the sum of its pieces' sizes")
+            self.structure[node] = tuple(out)
+            return
+        first, *rest = structures
+        if rest and len(first[d]) == 1 and self._symbolic(first[d]) \
+                and not isinstance(first[d][0], TAIL) \
+                and not any(self._symbolic(st[d]) for st in rest):
+            # an extent, then static pieces: they sit after its padding (a TAIL)
+            tail = sum(math.prod(st[d]) for st in rest)
+            if sympy.expand(first[d][0] + tail - _expr(node.meta["val"].shape[d])) != 0:
+                raise self.refuse(node, f"its dim {d} is not the sum of its pieces' sizes")
+            out = list(first)
+            out[d] = (TAIL(first[d][0], tail),)
+            self.structure[node] = tuple(out)
+            return
         if any(self._symbolic(st[d]) for st in front):
             raise self.refuse(node, f"it concatenates along symbolic dim {d} with a piece "
                                     "after a symbolic one (that piece would sit after the "
@@ -575,6 +705,48 @@ class _Checker:
         if self._symbolic(src[d]) and len(src[d]) > 1:
             raise self.refuse(node, f"it scans dim {d}, which merges a symbolic size")
         self.structure[node] = self.positional(node, node.meta["val"], [x])
+
+    def rank(self, node: torch.fx.Node, name: str) -> None:
+        """topk / sort / argsort / kthvalue / mode / median along dim d: each result reads
+        only the positions of d at its own position along every other dim, so it is safe
+        when d is static (the padded positions of the others land in padded results); along
+        a symbolic d the padding would be ranked with the real positions."""
+        x = node.args[0]
+        src = self.of(x)  # type: ignore[arg-type]
+        at, default = _RANKS[name]
+        arg = node.args[at] if len(node.args) > at else node.kwargs.get("dim", default)
+        d = _int(arg) % len(src) if src else 0
+        if src and self._symbolic(src[d]):
+            raise self.refuse(node, f"it ranks along dim {d}, which holds a symbolic size "
+                                    "(the padding would be ranked with the real positions)")
+        val = node.meta["val"]
+        vals = val if isinstance(val, (tuple, list)) else [val]
+        self.structure[node] = self.positional(node, vals[0], [x])
+
+    def repeat(self, node: torch.fx.Node) -> None:
+        """x.repeat(r...): a dim repeated once keeps its factors, a static dim repeated r
+        times is static, a symbolic one is r blocks of its factors, each padded at its own
+        end (as a cat of equal pieces); new leading dims are static."""
+        src = self.of(node.args[0])  # type: ignore[arg-type]
+        reps = [_int(r) for r in node.args[1]]  # type: ignore[union-attr]
+        lead = len(reps) - len(src)
+        out: list[tuple[Factor, ...]] = [(r,) for r in reps[:lead]]
+        for r, dim in zip(reps[lead:], src, strict=True):
+            out.append(dim if r == 1 else (r, *dim) if self._symbolic(dim)
+                       else (r * math.prod(dim),))
+        self.structure[node] = tuple(out)
+
+    def scatter_along(self, node: torch.fx.Node) -> None:
+        """slice_scatter / select_scatter(base, src, dim, ...): writes src into positions of
+        base along a static dim (`key[..., :64].copy_(k)`), each other position from the
+        same position of src (aligned from the right): the positions of base. Along a
+        symbolic dim the written positions would land among the padding."""
+        base = node.args[0]
+        src = self.of(base)  # type: ignore[arg-type]
+        d = _int(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % len(src)
+        if self._symbolic(src[d]):
+            raise self.refuse(node, f"it writes along dim {d}, which holds a symbolic size")
+        self.structure[node] = self.positional(node, node.meta["val"], node.all_input_nodes)
 
     def gather(self, node: torch.fx.Node) -> None:
         """gather(x, dim, index): the result has the index's positions; it reads x along
@@ -615,7 +787,7 @@ class _Checker:
         """Reading symbolic dim `d` (factors `dim`) at `index`'s values is safe when those
         values, at every real position, are below the dim's real extent at every size."""
         bound = self.bounded.get(index)
-        if len(dim) == 1 and bound is not None:
+        if len(dim) == 1 and bound is not None and not isinstance(dim[0], TAIL):
             extent = dim[0]
             assert isinstance(extent, sympy.Expr)
             spare = sympy.expand(extent - bound)
@@ -673,6 +845,9 @@ class _Checker:
                 self.iota[node] = moved(self.iota[x])
             if x in self.pads:
                 self.pads[node] = {moved(d): v for d, v in self.pads[x].items()}
+        elif name == "aten.slice.Tensor" and x in self.pads and \
+                (args[4] if len(args) > 4 else 1) == 1:  # the kept padded positions' values
+            self.pads[node] = dict(self.pads[x])
         elif name in {"aten._to_copy.default", "aten.to.dtype"} and x in self.pads:
             self.pads[node] = {d: torch.tensor(v).to(val.dtype).item()
                                for d, v in self.pads[x].items()}
@@ -709,7 +884,11 @@ class _Checker:
         return value
 
     def lower(self, extent: sympy.Expr) -> int:
-        """The least value of an extent (a symbol, or a symbol plus a constant)."""
+        """The least value of an extent (a symbol, or a symbol plus a constant); of a TAIL,
+        its prefix's (the positions below it are real at every size)."""
+        after = _tail(extent)
+        if after is not None:
+            extent = after[0]
         return int(extent.subs({s: max(int(self.ep.range_constraints[s].lower), MIN_SIZE)
                                 for s in extent.free_symbols if isinstance(s, sympy.Symbol)}))
 
@@ -747,6 +926,19 @@ def _bounds(ep: torch.export.ExportedProgram, symbol: sympy.Symbol, where: str,
     return lower, int(upper)
 
 
+def routed(graph: torch.fx.Graph) -> torch.fx.Graph:
+    """A copy of `graph` with its top-k routing and expert dispatch rewritten as the importer
+    will (`spyrec.frontend.moe`, exact): the dense dispatch computes each token's row on its
+    own, where the grouped one sorts all tokens' expert ids together, so the proof is made
+    on the program as it will be compiled. The copy's nodes keep their names; `graph`
+    (whose cost is the program's as written) is left as it was."""
+    copy = torch.fx.Graph()
+    out = copy.graph_copy(graph, {})
+    copy.output(out)
+    rewrite_routing(copy)
+    return copy
+
+
 def specialize(ep: torch.export.ExportedProgram, source: str,
                locate: Callable[[torch.fx.Node], str] = lambda node: "") -> Specialization | None:
     """The program at the upper bounds of its symbolic sizes, with what the host needs to
@@ -776,9 +968,10 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
     if not symbols:
         return None
     at_upper: Mapping[sympy.Basic | complex, int] = {s: b.upper for s, b in symbols.items()}
-    checker = _Checker(ep, source, locate, at_upper)
+    graph = routed(ep.graph)
+    checker = _Checker(ep, graph, source, locate, at_upper)
     checker.run({n.name for n in user_inputs})
-    output_node = next(n for n in ep.graph.nodes if n.op == "output")
+    output_node = next(n for n in graph.nodes if n.op == "output")
     outputs: list[dict[int, str]] = []
     for value in output_node.args[0]:
         dims = {}
@@ -802,8 +995,8 @@ def specialize(ep: torch.export.ExportedProgram, source: str,
         if node.target is torch.ops.aten.view.default:  # whose copy it dropped: same values
             node.target = torch.ops.aten.reshape.default
     module.recompile()
-    made = add_key_masks(module, {node.name: (symbols[symbol].name, d)
-                                  for node, (symbol, d) in checker.keyed.items()}) \
+    made = add_key_masks(module, {node.name: (symbols[symbol].name, d, tail)
+                                  for node, (symbol, d, tail) in checker.keyed.items()}) \
         if checker.keyed else []
     by_name = {b.name: b for b in symbols.values()}
     for name in made:  # the host's key masks: ones of the symbol's value, padded
