@@ -704,6 +704,16 @@ class _Kernel:
             raise self.error(op, f"its accumulator is {init.type}; the SFU reduces into f32 "
                              "(rounded once to an f16 or bf16 accumulator)")
         start = self.operand(init, op, len(out_shape))
+        if name in NUMBER and start != identity and (
+                not isinstance(start, float) or pymath.isnan(start)):
+            # maxnumf from an init that may be NaN: the interpreter's fold drops the NaN
+            # init for the first element that is not NaN, which the SFU's row MAX combined
+            # with the init cannot tell from a row of NaN elements
+            raise self.error(op, f"{name} from an init that is not a number constant "
+                             f"(%{init.name_hint}): a NaN init is dropped by the fold "
+                             "unless every element is NaN, which the device cannot tell; "
+                             "reduce from the identity constant and combine the result "
+                             f"with the init by {name} after the reduction")
         # a 16-bit accumulator gets the f32 reduction rounded once, where it is combined
         # with the init: the interpreter's semantics of a 16-bit fold
         column = Arg(result, AffineMap.identity(len(out_shape)))

@@ -333,3 +333,17 @@ def test_an_op_of_two_broadcast_columns_is_refused(tmp_path):
     source.write_text(text)
     with pytest.raises(CompileError, match="both operands are columns broadcast along the row"):
         compile_program(source, tmp_path / "k.spyre", function="maxnum")
+
+
+def test_a_maxnum_reduction_from_a_nan_init_is_refused(tmp_path):
+    """maxnumf folded from a NaN init drops it at the first element that is not NaN and
+    keeps it for a row of NaN; the SFU's row MAX combined with the init cannot tell the two
+    (a device result NaN where the interpreter's is the row's max): refused, naming the op,
+    rather than computed. The identity init (-inf) compiles, as above."""
+    text = (Path(__file__).parent / "kernels" / "maxnum_nan.mlir").read_text().replace(
+        "%ninf = arith.constant 0xFF800000 : f32", "%ninf = arith.constant 0x7FC00000 : f32")
+    source = tmp_path / "nan_init.mlir"
+    source.write_text(text)
+    with pytest.raises(CompileError, match=r"arith.maxnumf from an init that is not a number "
+                                           r"constant .* reduce from the identity constant"):
+        compile_program(source, tmp_path / "k.spyre", function="maxnum")
