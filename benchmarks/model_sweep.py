@@ -55,6 +55,7 @@ import sweep_models  # noqa: E402 - the catalogue beside this file
 STATUSES = ("ok", "mismatch", "refused", "crash", "run-refused", "run-crash", "export", "build",
             "timeout", "built")  # built: --build-only's success
 RECORD = "SWEEP-RECORD "  # prefix of a child's result lines on stdout
+RESULTS = ROOT / "benchmarks" / "results" / "model_sweep.jsonl"  # committed with the report
 OP_NAME = re.compile(r"\baten\.[\w.]+")
 
 # test hook: applied to the device outputs before the comparison (injects a wrong answer)
@@ -210,16 +211,19 @@ def run_case(case: sweep_models.Case, timeout: float, build_only: bool = False
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
-    """The records of a results file (a truncated last line, from a crash, is skipped)."""
+    """The records of a results file, the newest per model and variant (a model re-run is
+    appended; a truncated last line, from a crash, is skipped)."""
     if not path.exists():
         return []
-    records = []
+    records: dict[tuple[str, str], dict[str, Any]] = {}
     for line in path.read_text().splitlines():
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
             continue
-    return records
+        records.pop((record["model"], record["variant"]), None)  # the newest goes last
+        records[(record["model"], record["variant"])] = record
+    return list(records.values())
 
 
 def sample(cases: list[sweep_models.Case], limit: int | None) -> list[sweep_models.Case]:
@@ -234,25 +238,47 @@ def sample(cases: list[sweep_models.Case], limit: int | None) -> list[sweep_mode
     return chosen
 
 
+def _commit() -> str:
+    """The tree measured: the short commit, marked `+dirty` with uncommitted changes to
+    anything but the results and the docs."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":(exclude)benchmarks/results", ":(exclude)docs"],
+                               cwd=ROOT, text=True, capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "an unknown commit"
+    return head + ("+dirty" if dirty else "")
+
+
 def sweep(cases: list[sweep_models.Case], results: Path, timeout: float, jobs: int,
           resume: bool, build_only: bool = False) -> None:
     """Run the cases (skipping those `results` holds every variant of, with --resume),
-    appending each model's records to `results` as it finishes."""
+    appending each model's records to `results` as it finishes. Without --resume the
+    cases' earlier records are dropped first; other models' records stay (the results file
+    is the record docs/models.md is generated from)."""
     done: set[str] = set()
     if resume:
         have: dict[str, set[str]] = {}
         for r in read_results(results):
             have.setdefault(r["model"], set()).add(r["variant"])
         done = {c.name for c in cases if set(c.variants) <= have.get(c.name, set())}
-    elif results.exists():
-        results.unlink()
+    elif results.exists():  # these models are re-measured: the other models' rows stay
+        names = {c.name for c in cases}
+        kept = [r for r in read_results(results) if r["model"] not in names]
+        results.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    if results.exists() and results.read_text()[-1:] not in ("", "\n"):
+        with results.open("a") as f:  # a line a crash cut short ends before the next record
+            f.write("\n")
     todo = [c for c in cases if c.name not in done]
     lock = threading.Lock()
+    commit = _commit()
     print(f"{len(todo)} model(s) to run ({len(done)} done already)", flush=True)
 
     def one(index_case: tuple[int, sweep_models.Case]) -> None:
         index, case = index_case
-        records = run_case(case, timeout, build_only)
+        records = [{**r, "commit": commit} for r in run_case(case, timeout, build_only)]
         with lock, results.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in records)
         statuses = ", ".join(f"{r['variant']} {r['status']}" for r in records)
@@ -373,16 +399,21 @@ def missing_ops(records: list[dict[str, Any]], variants: tuple[str, ...],
     return lines
 
 
-def _besides(records: list[dict[str, Any]], sampled: set[str] | None) -> list[str]:
-    extra = sorted({r["model"] for r in records} - sampled) if sampled is not None else []
-    return [(f"Measured besides that command's selection (runs of `--only NAME --resume` "
-             f"into the same results file): {', '.join(extra)}."), ""] if extra else []
+def _provenance(records: list[dict[str, Any]]) -> list[str]:
+    """Which tree each row was measured at: the results file keeps the newest row per model
+    and variant, so the rows come from several runs."""
+    where = Counter(r.get("commit") or r.get("recovered") or "an unrecorded commit"
+                    for r in records)
+    if not where:
+        return []
+    parts = [f"{n} at {at}" for at, n in where.most_common()]
+    return [f"Rows measured (newest per model and variant): {'; '.join(parts)}.", ""]
 
 
 def report(cases: list[sweep_models.Case], records: list[dict[str, Any]], command: str,
-           timeout: float, sampled: set[str] | None = None, note: str = "") -> str:
-    """docs/models.md: header, counts, missing ops, crashes, every measured row, the rest.
-    Models measured outside `sampled` (the command's selection) are named in the header."""
+           timeout: float, note: str = "") -> str:
+    """docs/models.md: header, provenance, counts, missing ops, crashes, every measured row,
+    the rest."""
     import torch
     import transformers
 
@@ -400,7 +431,7 @@ def report(cases: list[sweep_models.Case], records: list[dict[str, Any]], comman
              f"{torch.__version__}, a time limit of {timeout:.0f} s per model (all its variants) "
              "on a 2-core machine shared with other jobs. What each status means and how the "
              "models are built: benchmarks/README.md and the script's docstring."), "",
-             *([note, ""] if note else []), *_besides(records, sampled),
+             *([note, ""] if note else []), *_provenance(records),
              *summary(cases, records), "",
              "## Missing ops, ranked (the gap list)", "",
              ("Each op a compile refusal of the fp32 or fp16 variant lists (an op with no "
@@ -489,8 +520,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="keep the results file and skip the models it has")
     parser.add_argument("--results", type=Path,
-                        help="the JSONL file (default model_sweep.jsonl, with --build-only "
-                             "model_sweep_build.jsonl)")
+                        help="the JSONL file (default benchmarks/results/model_sweep.jsonl, "
+                             "committed: the record docs/models.md is made from; with "
+                             "--build-only model_sweep_build.jsonl)")
     parser.add_argument("--report", type=Path, default=ROOT / "docs" / "models.md")
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the results file, run nothing")
@@ -505,8 +537,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         child(args.child, args.build_only)
         return
-    results = args.results or ROOT / ("model_sweep_build.jsonl" if args.build_only
-                                      else "model_sweep.jsonl")
+    results = args.results or (ROOT / "model_sweep_build.jsonl" if args.build_only
+                               else RESULTS)
     selected = select(args.only, args.family, args.limit)
     if not args.report_only:
         sweep(selected, results, args.timeout, args.jobs, args.resume, args.build_only)
@@ -515,15 +547,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.build_only:
         print(build_failures(selected, records))
         return
-    # the table covers every enumerated architecture: those outside the selection are "not run"
-    everything = sweep_models.all_cases() if not (args.only or args.family) else selected
+    # the table covers every enumerated architecture: those never measured are "not run"
+    everything = sweep_models.all_cases()
     given = list(argv if argv is not None else sys.argv[1:])
     if "--note" in given:  # the note is the header's, not part of the command
         del given[given.index("--note"):given.index("--note") + 2]
     command = "python benchmarks/model_sweep.py " + " ".join(
         a for a in given if a != "--report-only")
     args.report.write_text(report(everything, records, command.strip(), args.timeout,
-                                  {c.name for c in selected}, args.note))
+                                  args.note))
     print(f"wrote {args.report}")
 
 

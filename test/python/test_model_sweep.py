@@ -161,6 +161,15 @@ def test_timeout_resume_and_report(tmp_path: Path) -> None:
                "ops": ["aten.lstm.input", "aten.lstm.input"], "compile_s": 1.0,
                "entries": ["m.py:3: aten.lstm.input (node lstm): no Spyre lowering",
                            "m.py:9: aten.lstm.input (node lstm_1): no Spyre lowering"]}
+    newer = {**lines[0], "status": "mismatch", "commit": "abc1234"}
+    with results.open("a") as f:  # a re-run appends: the newest row per variant counts
+        f.write("\n" + json.dumps(refused) + "\n" + json.dumps(newer) + "\n")
+    assert sweep.read_results(results) == [*lines[1:], refused, newer]
+    sweep.sweep([case], results, timeout=0.5, jobs=1, resume=False)  # re-measures the case
+    again = sweep.read_results(results)
+    assert again[0] == refused  # another model's rows stay
+    assert [r["status"] for r in again[1:]] == ["timeout"] * len(case.variants)
+    assert all(r["commit"] for r in again[1:])  # stamped with the tree measured
     text = sweep.report([case, CASES["nn:lstm"], CASES["nn:gru"]], [*lines, refused],
                         "model_sweep.py --test", 60)
     assert "**3 architectures enumerated**" in text and "**2 measured**" in text
