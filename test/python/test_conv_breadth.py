@@ -3,7 +3,7 @@ matched with eager by `spyrec.verdict.check_outputs`: 1-D convolutions on [N, C,
 signals (channels-last as [N, L, C]), an audio encoder's token transposes that read the
 channels-last rows as stored, device restickifies for images read in NCHW order, group
 norm with its statistics in fp32, and transposed convolutions that upsample (the op
-matrix, `spyrec/opcases.py`, has the rest)."""
+matrix, `spyrec/opcases/`, has the rest)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ values included (NaN where eager has NaN, the same infinities): the tolerance of
 (gathers, row slices) keep the sign of zero too; a column map on the PT does not (-0.0
 times 1 plus +0.0 products is +0.0, design note 63), so for those -0.0 may come back as
 +0.0, the one difference allowed. The op-matrix cases of the same ops
-(`spyrec.opcases.movement_cases`) run in test_ops.py.
+(`spyrec.opcases.movement.movement_cases`) run in test_ops.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from conftest import one
 
 import spyrec
 from spyrec.diagnostics import SpyrecError
-from spyrec.opcases import INDEXED, MOVES, _Bag, _Fn, _ids
+from spyrec.opcases.core import _Fn
+from spyrec.opcases.gathers import _ids
+from spyrec.opcases.movement import INDEXED, MOVES, _Bag
 from spyrec.special_values import _Outputs, inject
 from spyrec.verdict import check_outputs
 

@@ -3,7 +3,7 @@ emulator against eager: a causal depthwise conv1d over thousands of channels, wh
 row does not fit a window kernel's LX, runs with a row per position ([N, L, 1, C], a K x 1
 window); a small signal keeps the one-row form ([N, 1, L, C], 1 x K); a permute of a 3-D
 weight (a stack of expert matrices read transposed by a bmm) folds into the stored
-weight. The op matrix (`spyrec/opcases.py`: `WIDE_SIGNAL_MODULES`,
+weight. The op matrix (`spyrec/opcases/`: `WIDE_SIGNAL_MODULES`,
 `bmm_stacked_weight_transposed`) has them in every dtype, aligned and unaligned."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import torch
 from conftest import assert_close, one
 
 import spyrec
-from spyrec.opcases import _CausalConv, _StackedWeights
+from spyrec.opcases.movement import _StackedWeights
+from spyrec.opcases.signals import _CausalConv
 from spyrec.passes.graph import conv
 from spyrec.verdict import check_outputs
 

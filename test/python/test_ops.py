@@ -1,4 +1,4 @@
-"""Every op of the coverage matrix (`spyrec/opcases.py`) against PyTorch eager.
+"""Every op of the coverage matrix (`spyrec/opcases/`) against PyTorch eager.
 
 Ops x dtypes (fp16, bf16, fp32) x shapes (stick-aligned 64x128, unaligned 67x255, 3-D
 2x5x100, and row broadcasting for binary ops). Compared by `spyrec.verdict.check_outputs`:
@@ -40,7 +40,7 @@ def test_f16_and_f32_in_one_kernel(shape, fn):
     than the f32 rows' padding (67 columns: 96 padded in f32, 128 in f16), and each DMA
     moves only its view's sticks (it used to run past the allocation: a device fault)."""
     import spyrec
-    from spyrec.opcases import _Fn
+    from spyrec.opcases.core import _Fn
 
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(*shape, generator=gen).half()

@@ -17,14 +17,10 @@ from conftest import assert_matches_eager, one
 import spyrec
 from spyrec.diagnostics import CompileError
 from spyrec.frontend import complex_rotary
-from spyrec.opcases import (
-    _Fn,
-    _rope_complex,
-    _rope_inputs,
-    div_mode_cases,
-    masked_write_cases,
-    mqa_cases,
-)
+from spyrec.opcases.attention import _rope_complex, _rope_inputs, mqa_cases
+from spyrec.opcases.core import _Fn
+from spyrec.opcases.elementwise import div_mode_cases
+from spyrec.opcases.movement import masked_write_cases
 from spyrec.verdict import check_outputs
 
 

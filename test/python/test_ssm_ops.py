@@ -3,7 +3,7 @@ note 86): a convolution whose weight is shape ops of a parameter (`conv1d.weight
 unsqueezed back, permuted, sliced, cast) is a convolution with a constant weight, and a
 select along the innermost dim (`x[..., i]`, the selective scan's per-step column) is an
 exact column move, and slice assignment (`copy` + `slice_scatter`, the gated delta rule's
-row updates) is moves only. The op matrix (`spyrec/opcases.py`) has them in every dtype
+row updates) is moves only. The op matrix (`spyrec/opcases/`) has them in every dtype
 and shape."""
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from conftest import assert_close, one
 
 import spyrec
 from spyrec.diagnostics import CompileError
-from spyrec.opcases import MOVES, _assigned, _CausalConv, _Fn, _ShapedWeightConv
+from spyrec.opcases.core import _Fn
+from spyrec.opcases.movement import MOVES, _assigned
+from spyrec.opcases.signals import _CausalConv, _ShapedWeightConv
 from spyrec.verdict import check_outputs
 
 DTYPES = [torch.float16, torch.float32]
