@@ -92,7 +92,8 @@ def cli_env() -> dict[str, str]:
 #   fuzzing, long runs, chosen by measured duration): `python -m spyrec.tools.check --all`
 #   and CI (`.ci/run`) run it as well;
 # - the opt-in tier, `@pytest.mark.slow`: tests over about 20 s each (the Granite demos of
-#   the README), skipped everywhere, CI included, unless SPYREC_SLOW=1.
+#   the README) and the op matrix's bf16 / fp32 rank-family cases (test_ops.py), skipped
+#   everywhere, CI included, unless SPYREC_SLOW=1.
 RUN_SLOW = os.environ.get("SPYREC_SLOW", "") == "1"
 
 # files whose tests are all in the slow tier (measured with `pytest --durations`, 2026-12-06)
@@ -131,7 +132,7 @@ if importlib.util.find_spec("xdist") is not None:  # an unknown hook would be an
 # the markers are registered in pyproject.toml; tryfirst: `heavy` is added before `-m` selects
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    skip = pytest.mark.skip(reason="opt-in tier (over ~20 s): run with SPYREC_SLOW=1")
+    skip = pytest.mark.skip(reason="opt-in tier: run with SPYREC_SLOW=1")
     for item in items:
         if item.path.name in HEAVY_FILES:
             item.add_marker(pytest.mark.heavy)

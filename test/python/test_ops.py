@@ -18,11 +18,22 @@ from spyrec.opcases import cases, run_case
 CASES = cases()
 
 
-# The fast tier runs every op at every shape in float16; bfloat16 and float32, two thirds of
-# the matrix's time, are in the slow tier (`heavy`), which CI runs too.
-@pytest.mark.parametrize("case", [
-    pytest.param(c, id=c.id, marks=() if c.dtype == torch.float16 else pytest.mark.heavy)
-    for c in CASES])
+# The fast tier runs every op at every shape in float16. bfloat16 and float32, two thirds of
+# the matrix's time, are in the slow tier (`heavy`, which CI runs too) at every shape but the
+# rank families 1d / 3d / 5d: how leading dims become rows does not depend on the element
+# type, and what does (the stick's width in elements) the aligned and unaligned shapes cover
+# in every dtype. Those 940 cases are in the opt-in tier (SPYREC_SLOW=1); docs/coverage.md
+# (`python -m spyrec.tools.op_coverage`) measures every case.
+RANK_FAMILIES = ("1d", "3d", "5d")
+
+
+def _tier(case) -> tuple:
+    if case.dtype == torch.float16:
+        return ()
+    return (pytest.mark.heavy, *((pytest.mark.slow,) if case.shape in RANK_FAMILIES else ()))
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=_tier(c)) for c in CASES])
 def test_op_matches_eager(case):
     outcome = run_case(case)
     if case.refused:  # a known gap: it must be refused at compile time, with this reason
