@@ -74,10 +74,13 @@ class _Build:
         m = self.s("maximum", self.f("abs", x), 1.0)
         return self.s("minimum", self.s("maximum", x, -1.0), 1.0), self.f("reciprocal", m), m
 
+    def hypot(self, c: SSAValue, r: SSAValue) -> SSAValue:
+        """sqrt(c^2 + r^2) of the unit parts of a value (no overflow)."""
+        return self.f("sqrt", self.b("add", self.square(c), self.square(r)))
+
     def half_angle(self, c: SSAValue, r: SSAValue) -> SSAValue:
         """tan(atan(x) / 2) = x / (1 + sqrt(1 + x^2)) written as c / (r + sqrt(c^2 + r^2))."""
-        root = self.f("sqrt", self.b("add", self.square(c), self.square(r)))
-        return self.b("div", c, self.b("add", r, root))
+        return self.b("div", c, self.b("add", r, self.hypot(c, r)))
 
     def atan_small(self, t: SSAValue) -> SSAValue:
         """atan(t) for |t| <= tan(pi / 8): the polynomial ATAN_Q."""
@@ -115,22 +118,26 @@ def _composition(build: Callable[[_Build, SSAValue], SSAValue]) -> Selector:
     return select
 
 
-def _sinh(g: _Build, x: SSAValue) -> SSAValue:
-    """(exp(x - ln 2) - exp(-x - ln 2)): halved before the exponential, so it is finite
-    wherever sinh is in fp32; absolutely accurate to an ulp of the larger term."""
-    return g.b("sub", g.f("exp", g.s("add", x, -math.log(2.0))),
+def _half_exponentials(g: _Build, x: SSAValue, combine: str) -> SSAValue:
+    """exp(x - ln 2) `combine` exp(-x - ln 2): halved before the exponential, so the result
+    is finite wherever sinh / cosh are in fp32; absolutely accurate to an ulp of the larger
+    term."""
+    return g.b(combine, g.f("exp", g.s("add", x, -math.log(2.0))),
                g.f("exp", g.s("sub", x, -math.log(2.0), reverse=True)))
+
+
+def _sinh(g: _Build, x: SSAValue) -> SSAValue:
+    return _half_exponentials(g, x, "sub")
 
 
 def _cosh(g: _Build, x: SSAValue) -> SSAValue:
-    return g.b("add", g.f("exp", g.s("add", x, -math.log(2.0))),
-               g.f("exp", g.s("sub", x, -math.log(2.0), reverse=True)))
+    return _half_exponentials(g, x, "add")
 
 
 def _asinh(g: _Build, x: SSAValue) -> SSAValue:
     """sign(x) log(|x| + sqrt(x^2 + 1)), the root as m sqrt(c^2 + r^2): no overflow."""
     c, r, m = g.unit_parts(x)
-    root = g.b("mul", m, g.f("sqrt", g.b("add", g.square(c), g.square(r))))
+    root = g.b("mul", m, g.hypot(c, r))
     return g.odd(x, g.f("log", g.b("add", g.f("abs", x), root)))
 
 
