@@ -144,7 +144,8 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
         outputs = corrupt(outputs)
     verdict = check_outputs(expected, outputs, exe)
     if not verdict.ok and variant == "fp16":  # the second look, only where it can matter
-        verdict = check_outputs(expected, outputs, exe, truth=sweep_models.float64_truth(built))
+        verdict = check_outputs(expected, outputs, exe, truth=sweep_models.float64_truth(built),
+                                format_reference=_in_device_format(built))
     profile = exe.last_profile.to_dict()
     record.update(
         status="ok" if verdict.ok else "mismatch",
@@ -158,6 +159,20 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
     elif any(o.truth_note for o in verdict.outputs):
         record["truth"] = next(o.truth_note for o in verdict.outputs if o.truth_note)[:300]
     return record
+
+
+def _in_device_format(built: sweep_models.Built) -> Any:
+    """The model run by PyTorch with fp16 held in DL16 (`spyrec.format_reference`), the
+    second look's yardstick beside eager; None if it cannot run (no second look by it)."""
+    import torch
+
+    from spyrec.format_reference import run_in_device_format
+
+    try:
+        with torch.no_grad():
+            return run_in_device_format(built.module, built.run)
+    except Exception:  # noqa: BLE001 - any failure only withholds this yardstick
+        return None
 
 
 # ---- one model per process ----------------------------------------------------------------

@@ -75,6 +75,8 @@ import torch
 ELEMENT_FACTOR = 20.0
 AGGREGATE_FACTOR = 6.0
 TRUTH_MULTIPLIER = 2.0  # the device's error against float64 over eager's (module docstring)
+# ... over eager's in the device's storage format (spyrec.format_reference; module docstring)
+FORMAT_MULTIPLIER = 1.25
 
 TAIL_Z = 3.0902  # the standard normal's 0.999 quantile (`sample_tail`)
 ACCUMULATION_UNIT = 2.0**-24  # fp32 sums on the PT and the SFU
@@ -273,15 +275,21 @@ def _as_list(value: Any) -> list[torch.Tensor]:
 
 
 def check_outputs(expected: Any, actual: Any, exe_or_model_info: Any,
-                  names: Sequence[str] | None = None, truth: Any = None) -> Verdict:
+                  names: Sequence[str] | None = None, truth: Any = None,
+                  format_reference: Any = None) -> Verdict:
     """Compare `actual` (device results) with `expected` (the reference) output by output
     under the rule of this module. Both may be a tensor or a tuple/list of tensors; the
     error model comes from an `Executable` or a `ModelInfo`; `names` label the outputs
     (default: the model's output names); `truth`, shaped like `expected`, is the program
-    run in float64 (the second look of the module docstring)."""
+    run in float64 (the second look of the module docstring); `format_reference`, shaped
+    like `expected`, the program run by PyTorch in the device's storage format
+    (`spyrec.format_reference.run_in_device_format`), the second look's yardstick for fp16
+    outputs under DL16 beside eager."""
     info = model_info_of(exe_or_model_info)
     exp, act = _as_list(expected), _as_list(actual)
     truths: list[torch.Tensor | None] = list(_as_list(truth)) if truth is not None else []
+    formats: list[torch.Tensor | None] = (list(_as_list(format_reference))
+                                          if format_reference is not None else [])
     verdicts = []
     if len(exp) != len(act):
         return Verdict([OutputVerdict("outputs", False, ["count"],
@@ -291,7 +299,8 @@ def check_outputs(expected: Any, actual: Any, exe_or_model_info: Any,
         name = (names[i] if names is not None and i < len(names)
                 else model.name if model is not None else f"output{i}")
         verdicts.append(compare_output(e, a, model, info.numerics, name,
-                                       truths[i] if i < len(truths) else None))
+                                       truths[i] if i < len(truths) else None,
+                                       formats[i] if i < len(formats) else None))
     return Verdict(verdicts)
 
 
@@ -308,8 +317,8 @@ def sample_tail(count: int) -> float:
 
 
 def compare_output(expected: torch.Tensor, actual: torch.Tensor, model: OutputModel | None,
-                   numerics: str, name: str, truth: torch.Tensor | None = None
-                   ) -> OutputVerdict:
+                   numerics: str, name: str, truth: torch.Tensor | None = None,
+                   format_reference: torch.Tensor | None = None) -> OutputVerdict:
     """One output's verdict (see the module docstring)."""
     e, a = expected.detach().cpu(), actual.detach().cpu()
     shape_note = ""
@@ -360,37 +369,51 @@ def compare_output(expected: torch.Tensor, actual: torch.Tensor, model: OutputMo
             verdict.failed.append("aggregate")
         if (verdict.failed and "class" not in verdict.failed and truth is not None
                 and dtype in HALF_DTYPES and truth.numel() == e.numel()):
+            f = (format_reference.detach().cpu().double().reshape(e.shape)
+                 if format_reference is not None and dtype == "float16" and numerics == "dl16"
+                 and format_reference.numel() == e.numel() else None)
             _against_truth(verdict, e64, a64, truth.detach().cpu().double().reshape(e.shape),
-                           bound, finite)
+                           bound, finite, f)
     verdict.ok = not verdict.failed
     verdict.shape_note = shape_note
     return verdict
 
 
 def _against_truth(verdict: OutputVerdict, e: torch.Tensor, a: torch.Tensor, t: torch.Tensor,
-                   bound: torch.Tensor, finite: torch.Tensor) -> None:
+                   bound: torch.Tensor, finite: torch.Tensor,
+                   f: torch.Tensor | None = None) -> None:
     """The second look against the float64 truth `t` (module docstring): clears the failed
     element and aggregate criteria when the device is within TRUTH_MULTIPLIER of eager's
-    own error, and says so in `truth_note`."""
+    own error, or of the error of eager in the device's format `f` where given (its
+    non-finite elements fall back to eager's), and says so in `truth_note`."""
     finite = finite & torch.isfinite(t)
     if not bool(finite.any()):
         return
     zero = torch.zeros((), dtype=torch.float64)
     device_error = (a - t).abs().where(finite, zero)
     eager_error = (e - t).abs().where(finite, zero)
-    if bool((device_error > bound + TRUTH_MULTIPLIER * eager_error).any()):
+    allowed = TRUTH_MULTIPLIER * eager_error
+    if f is not None:
+        format_error = (f - t).abs().where(finite & torch.isfinite(f), eager_error)
+        allowed = torch.maximum(allowed, FORMAT_MULTIPLIER * format_error)
+    if bool((device_error > bound + allowed).any()):
         return
     tf = t[finite]
     scale = float(tf.square().mean().sqrt())
     device_rms = float(device_error[finite].square().mean().sqrt())
     eager_rms = float(eager_error[finite].square().mean().sqrt())
-    if device_rms > max(TRUTH_MULTIPLIER * eager_rms, verdict.aggregate_bound * scale):
+    format_rms = (float(format_error[finite].square().mean().sqrt()) if f is not None
+                  else 0.0)
+    if device_rms > max(TRUTH_MULTIPLIER * eager_rms, FORMAT_MULTIPLIER * format_rms,
+                        verdict.aggregate_bound * scale):
         return
     relative = 100.0 / scale if scale else 0.0
+    in_format = (f", {format_rms * relative:.3g} % in eager with fp16 held in DL16 (held to "
+                 f"{FORMAT_MULTIPLIER:g}x that)" if f is not None else "")
     verdict.truth_note = (
         f"passed against the float64 truth: rms error {device_rms * relative:.3g} % of rms "
-        f"on the device, {eager_rms * relative:.3g} % in eager (the device is held to "
-        f"{TRUTH_MULTIPLIER:g}x eager's own error); failed against eager: "
+        f"on the device, {eager_rms * relative:.3g} % in eager (held to "
+        f"{TRUTH_MULTIPLIER:g}x that){in_format}; failed against eager: "
         f"{', '.join(verdict.failed)}")
     verdict.failed.clear()
 
