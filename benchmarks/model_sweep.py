@@ -354,7 +354,9 @@ def summary(cases: list[sweep_models.Case], records: list[dict[str, Any]]) -> li
     if by_truth:
         lines += ["", f"{len(by_truth)} fp16 variant(s) matched only against the float64 truth "
                   "(the device no further from exact arithmetic than twice eager fp16's own "
-                  "error: `spyrec.verdict`'s second look): " + ", ".join(by_truth) + "."]
+                  "error, or 1.25x the error of eager with fp16 held in DL16: "
+                  "`spyrec.verdict`'s second look, docs/numerics.md): "
+                  + ", ".join(by_truth) + "."]
     lines += ["", "Per family (measured models; `ok` = matched eager):", "",
               "| family | enumerated | measured | " + " | ".join(f"{v} ok" for v in variants)
               + " | export (fp32) | refused (fp32) | crash (any) |",

@@ -54,6 +54,11 @@ and rms(a - t) <= max(TRUTH_MULTIPLIER * rms(e - t), aggregate bound * rms(t)): 
 is no further from exact arithmetic than twice eager's own error. 2 is DL16's unit roundoff
 over IEEE fp16's (2^-10 / 2^-11), and the multiplier PyTorch's own accuracy checks
 (`torch._dynamo.utils.same` with an fp64 reference) use between two implementations.
+For fp16 under DL16 a caller may also give `format_reference`, the program run by PyTorch
+with fp16 held in DL16 (`spyrec.format_reference`): the device then also passes within
+FORMAT_MULTIPLIER of that run's error, |f_i - t_i| per element and rms(f - t), since the
+format, not the compiler, sets how far the device can be from exact arithmetic
+(docs/numerics.md, "Eager in the device's format").
 """
 
 from __future__ import annotations
