@@ -32,6 +32,7 @@ aggregate ratios (error / bound; over 1 fails); export and compile seconds.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -177,10 +178,13 @@ def _in_device_format(built: sweep_models.Built) -> Any:
 
 # ---- one model per process ----------------------------------------------------------------
 
-def child(name: str, build_only: bool = False) -> None:
-    """Measure every variant of one case, printing each record as soon as it is made."""
+def child(name: str, build_only: bool = False, variants: list[str] | None = None) -> None:
+    """Measure every variant of one case (or those `variants` names), printing each record as
+    soon as it is made."""
     case = {c.name: c for c in sweep_models.all_cases()}[name]
     for variant in case.variants:
+        if variants and variant not in variants:
+            continue
         print(RECORD + json.dumps(measure(case, variant, build_only=build_only)), flush=True)
 
 
@@ -189,7 +193,8 @@ def run_case(case: sweep_models.Case, timeout: float, build_only: bool = False
     """Run `child(case)` in a new process; its records, plus a `timeout` or `crash` record
     for each variant it did not report (killed at the time limit, or died)."""
     command = [sys.executable, str(Path(__file__).resolve()), "--child", case.name,
-               *(["--build-only"] if build_only else [])]
+               *(["--build-only"] if build_only else []),
+               *(a for v in case.variants for a in ("--variant", v))]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "SPYREC_CACHE": "0"}
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=ROOT, start_new_session=True)
@@ -280,8 +285,8 @@ def sweep(cases: list[sweep_models.Case], results: Path, timeout: float, jobs: i
             have.setdefault(r["model"], set()).add(r["variant"])
         done = {c.name for c in cases if set(c.variants) <= have.get(c.name, set())}
     elif results.exists():  # these models are re-measured: the other models' rows stay
-        names = {c.name for c in cases}
-        kept = [r for r in read_results(results) if r["model"] not in names]
+        measured = {(c.name, v) for c in cases for v in c.variants}
+        kept = [r for r in read_results(results) if (r["model"], r["variant"]) not in measured]
         results.write_text("".join(json.dumps(r) + "\n" for r in kept))
     if results.exists() and results.read_text()[-1:] not in ("", "\n"):
         with results.open("a") as f:  # a line a crash cut short ends before the next record
@@ -509,9 +514,10 @@ def build_failures(cases: list[sweep_models.Case], records: list[dict[str, Any]]
     return "\n".join(lines)
 
 
-def select(only: list[str], families: list[str], limit: int | None
-           ) -> list[sweep_models.Case]:
-    """The cases --only / --family / --limit pick, in catalogue order."""
+def select(only: list[str], families: list[str], limit: int | None,
+           variants: list[str] | None = None) -> list[sweep_models.Case]:
+    """The cases --only / --family / --limit pick, in catalogue order, with only the
+    --variant variants (a case with none of them is dropped)."""
     cases = sweep_models.all_cases()
     known = {c.name for c in cases}
     for name in only:
@@ -521,6 +527,9 @@ def select(only: list[str], families: list[str], limit: int | None
         cases = [c for c in cases if c.name in only]
     if families:
         cases = [c for c in cases if c.family in families]
+    if variants:
+        cases = [dataclasses.replace(c, variants=tuple(v for v in c.variants if v in variants))
+                 for c in cases if set(c.variants) & set(variants)]
     return sample(cases, limit)
 
 
@@ -531,6 +540,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--family", action="append", default=[],
                         choices=[*sweep_models.HF_FAMILIES, "nn-seq", "nn-rec", "nn-vision"])
     parser.add_argument("--limit", type=int, help="at most N models per family, evenly spaced")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="measure only this variant (fp32, fp16, mask, dynamic); "
+                             "repeatable; the other variants' rows stay")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds per model (all its variants)")
     parser.add_argument("--jobs", type=int, default=1, help="models run at once")
@@ -552,11 +564,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child, args.build_only)
+        child(args.child, args.build_only, args.variant)
         return
     results = args.results or (ROOT / "model_sweep_build.jsonl" if args.build_only
                                else RESULTS)
-    selected = select(args.only, args.family, args.limit)
+    selected = select(args.only, args.family, args.limit, args.variant)
     if not args.report_only:
         sweep(selected, results, args.timeout, args.jobs, args.resume, args.build_only)
     records = read_results(results)

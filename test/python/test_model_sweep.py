@@ -170,6 +170,14 @@ def test_timeout_resume_and_report(tmp_path: Path) -> None:
     assert again[0] == refused  # another model's rows stay
     assert [r["status"] for r in again[1:]] == ["timeout"] * len(case.variants)
     assert all(r["commit"] for r in again[1:])  # stamped with the tree measured
+    (only_fp16,) = sweep.select([case.name], [], None, ["fp16"])
+    assert only_fp16.variants == ("fp16",)
+    again[1:] = [{**r, "status": "ok"} for r in again[1:]]
+    results.write_text("".join(json.dumps(r) + "\n" for r in again))
+    sweep.sweep([only_fp16], results, timeout=0.5, jobs=1, resume=False)  # --variant fp16
+    statuses = {r["variant"]: r["status"] for r in sweep.read_results(results)
+                if r["model"] == case.name}
+    assert statuses == {"fp32": "ok", "fp16": "timeout", "dynamic": "ok"}  # the rest stay
     text = sweep.report([case, CASES["nn:lstm"], CASES["nn:gru"]], [*lines, refused],
                         "model_sweep.py --test", 60)
     assert "**3 architectures enumerated**" in text and "**2 measured**" in text
