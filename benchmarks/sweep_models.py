@@ -134,6 +134,10 @@ SIZES: dict[str, int] = {
     "max_source_positions": 32,
     "num_mel_bins": 32,
 }
+# counts the shrink lowers but never raises: one key/value head stays one, one expert (a
+# dense MLP) does not become a mixture
+NEVER_MORE = ("num_key_value_heads", "num_experts", "num_local_experts", "n_routed_experts",
+              "num_experts_per_tok", "num_experts_per_token")
 TOKEN_ID_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id",
                  "cls_token_id", "mask_token_id", "decoder_start_token_id", "unk_token_id")
 LAYERS = 2
@@ -242,6 +246,10 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
     attention's ranks and rope/nope head dims (its keys and values expanded to every head);
     Mamba's heads x head dim = expand x hidden, with groups dividing the heads."""
     heads = out.get("num_attention_heads")
+    for key, value in out.items():  # key/value heads per layer: their ratio to the most kept
+        if key.endswith("key_value_heads_per_layer") and isinstance(heads, int) and \
+                isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            out[key] = [max(heads * v // max(value), 1) for v in value]
     if "head_dim" in out and out["head_dim"] is None and isinstance(heads, int):
         out["head_dim"] = SIZES["head_dim"]
     if "num_key_value_heads" in out and out["num_key_value_heads"] is None and heads:
@@ -276,6 +284,65 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
                 out["mamba_d_ssm"] = out[n_heads] * out[head_dim]
 
 
+WIDEST_STAGE = 512  # a staged net's widest stage after the shrink (`_staged`)
+
+
+def _is_width(key: str, value: Any) -> bool:
+    """A staged net's channel width(s): a list of them, or a stem's `*_out_channels`."""
+    if key in ("hidden_sizes", "embed_dims"):
+        return isinstance(value, list)
+    if not key.endswith("_channels") or "num_channels" in key:  # the input's are kept
+        return False
+    values = value if isinstance(value, list) else [value]
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def _widths(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _staged(config: dict[str, Any], out: dict[str, Any]) -> None:
+    """A staged net (`depths`, one block per stage after the shrink) kept consistent: its
+    channel widths (`hidden_sizes`, `embed_dims`, the `*_channels` lists and ints but the
+    input's, the stem's `embedding_size`) and its norm's `num_groups`, when a group count, a
+    per-stage head count or a channel list depends on them, are divided by one power of two
+    f, the least that brings the widest stage to WIDEST_STAGE (replacing the per-stage cap of
+    `shrink_config`), so that every group count, head count
+    and equality between widths that held still holds (a width f does not divide, as the
+    stem's 3 input channels, is kept); per-stage lists of per-block entries (a kernel size and
+    a stride per block) keep their first blocks; a Swin window divides the last stage's
+    patch grid (the image's grid halves per stage)."""
+    widths = [v for k, vs in config.items() if _is_width(k, vs) for v in _widths(vs)
+              if isinstance(v, int)]
+    # what depends on the widths: group counts, per-stage head counts, channel lists beside
+    # `hidden_sizes` (otherwise each stage's width is capped on its own, in `shrink_config`)
+    dependent = isinstance(config.get("num_groups"), int) or isinstance(
+        config.get("num_attention_heads"), list) or any(
+            _is_width(k, v) and k.endswith("_channels") for k, v in config.items())
+    f = 1
+    while dependent and widths and max(widths) // f > WIDEST_STAGE and all(
+            v % (2 * f) == 0 or v < 8 for v in widths):
+        f *= 2
+    if dependent:
+        for key, value in config.items():
+            if _is_width(key, value):
+                new = [v // f if isinstance(v, int) and v % f == 0 else v for v in _widths(value)]
+                out[key] = new if isinstance(value, list) else new[0]
+        for key in ("embedding_size", "num_groups"):
+            value = config.get(key)
+            if isinstance(value, int) and value % f == 0:
+                out[key] = value // f
+    depths = out["depths"]
+    for key, value in config.items():
+        if isinstance(value, list) and len(value) == len(depths) and all(
+                isinstance(v, list) and len(v) == d for v, d in zip(value, config["depths"])):
+            out[key] = [v[:d] for v, d in zip(value, depths)]
+    window, patch, image = out.get("window_size"), out.get("patch_size"), out.get("image_size")
+    if all(isinstance(v, int) for v in (window, patch, image)) and window > 1:
+        last = max(image // patch >> (len(depths) - 1), 1)
+        out["window_size"] = max(w for w in range(1, window + 1) if last % w == 0)
+
+
 def _is_config(key: str, value: Any) -> bool:
     return isinstance(value, dict) and (key.endswith("_config") or "model_type" in value)
 
@@ -297,20 +364,28 @@ def shrink_config(config: dict[str, Any], layers: int = LAYERS) -> dict[str, Any
         elif key in LAYER_KEYS and isinstance(value, int) and not staged:
             out[key] = min(value, layers)
         elif key in SIZES and isinstance(value, int) and not isinstance(value, bool):
-            out[key] = SIZES[key] if key != "num_key_value_heads" else min(value, 1)
+            out[key] = min(value, SIZES[key]) if key in NEVER_MORE else SIZES[key]
+        elif key.endswith("key_value_heads_per_layer") and isinstance(value, list) and value:
+            pass  # after the layers are kept: `_consistent`
         elif key == "patch_size" and isinstance(value, int) and value > 16:
             out[key] = 16
         elif key == "depths" and isinstance(value, list):
             out[key] = [1] * len(value)
         elif key == "num_heads" and isinstance(value, list):  # per stage, width doubling
             out[key] = [2 * 2 ** i for i in range(len(value))]
-        elif key in ("out_features", "out_indices"):  # stages of the full depth: the last
-            out[key] = None
+        elif key == "out_features" or (key == "out_indices" and "stage_names" in config):
+            out[key] = None  # a backbone's stages of the full depth: its last
+        elif key == "out_indices" and isinstance(value, (list, tuple)) and old_layers:
+            out[key] = [min(old_layers, layers) - 1]  # indices of layers: the last kept
+        elif key == "image_size" and isinstance(value, list):
+            out[key] = [IMAGE] * len(value)
         elif key in ("hidden_sizes", "embed_dims", "conv_dim") and isinstance(value, list):
             out[key] = [min(int(v), 32 * 2 ** i if key != "conv_dim" else 64)
                         for i, v in enumerate(value)]
     if old_layers > layers:
         _per_layer(config, out, old_layers, kept_layers(config, old_layers, layers))
+    if staged:
+        _staged(config, out)
     _consistent(config, out)
     vocab = out.get("vocab_size")
     if isinstance(vocab, int):
