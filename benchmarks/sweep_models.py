@@ -511,23 +511,73 @@ def _text_inputs(config: Any, variant: str) -> tuple[list[str], tuple[torch.Tens
     return ["input_ids"], (ids,), (ids,)
 
 
-def _signal_inputs(model: nn.Module, config: Any) -> tuple[list[str], tuple[torch.Tensor, ...]]:
-    """Pixel values, raw audio or audio features, as the model's main input names them."""
+FEATURE_KEYS = ("feature_projection_input_dim", "input_feat_size", "input_dim", "num_mel_bins",
+                "feature_size")  # what a config (or its sub-configs) calls its features' width
+
+
+def _config_ints(config: Any, keys: tuple[str, ...]) -> list[int]:
+    """The values of `keys` in the config and its sub-configs (depth first), in key order."""
+    found: list[int] = []
+    todo = [config.to_dict() if hasattr(config, "to_dict") else dict(config)]
+    while todo:
+        tree = todo.pop(0)
+        found += [tree[k] for k in keys if isinstance(tree.get(k), int) and tree[k] > 0]
+        todo += [v for k, v in tree.items() if _is_config(k, v)]
+    return found
+
+
+def _signal_candidates(model: nn.Module, config: Any) -> tuple[str, list[torch.Tensor]]:
+    """The main input's name and the shapes it may take, most likely first: pixel values at
+    the config's image size; raw audio as [B, samples] or [B, 1, samples]; features (a
+    spectrogram) as [B, frames, width] or [B, width, frames] (Whisper-style, 2 x
+    `max_source_positions` frames), their width any of the config's FEATURE_KEYS or the
+    input of a linear layer named
+    `input*` or of the first one; token ids (an image of pixel clusters) in the vocabulary."""
     gen = torch.Generator().manual_seed(0)
     name = getattr(model, "main_input_name", "pixel_values")
     if name == "pixel_values":
         channels = int(getattr(config, "num_channels", 3) or 3)
         size = getattr(config, "image_size", IMAGE)
-        size = size if isinstance(size, int) else IMAGE
-        return [name], (torch.randn(1, channels, size, size, generator=gen),)
+        height, width = (size, size) if isinstance(size, int) else (
+            tuple(size) if isinstance(size, (list, tuple)) and len(size) == 2 else (IMAGE, IMAGE))
+        return name, [torch.randn(1, channels, height, width, generator=gen)]
+    if name == "input_ids":
+        vocab = int(getattr(config, "vocab_size", 256) or 256)
+        return name, [torch.randint(0, vocab, (1, SEQ), generator=gen)]
+    samples = torch.randn(1, AUDIO_SAMPLES, generator=gen)
+    linears = [(n, m.in_features) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+    linears = [w for n, w in linears if "input" in n.rsplit(".", 1)[-1]] + [
+        w for _, w in linears[:1]]  # an `input_linear`'s, the first linear's
+    widths = list(dict.fromkeys([*_config_ints(config, FEATURE_KEYS), *linears]))
+    whisper = hasattr(config, "max_source_positions")
+    frames = 2 * int(config.max_source_positions) if whisper else int(
+        getattr(config, "max_length", 64) or 64)
+    features = [torch.randn(1, frames, w, generator=gen) for w in widths or [32]]
+    transposed = [f.transpose(1, 2).contiguous() for f in features]
     if name == "input_values":
-        return [name], (torch.randn(1, AUDIO_SAMPLES, generator=gen),)
-    bins = int(getattr(config, "num_mel_bins", 32) or 32)
-    if hasattr(config, "max_source_positions"):  # Whisper-style: [B, mel, 2 x positions]
-        frames = 2 * int(config.max_source_positions)
-        return [name], (torch.randn(1, bins, frames, generator=gen),)
-    frames = int(getattr(config, "max_length", 64) or 64)
-    return [name], (torch.randn(1, frames, bins, generator=gen),)
+        return name, [samples, samples[:, None], *features, *transposed]
+    return name, [*transposed, *features] if whisper else [*features, *transposed]
+
+
+def _signal_inputs(model: nn.Module, config: Any) -> tuple[list[str], tuple[torch.Tensor, ...]]:
+    """Pixel values, raw audio, audio features or pixel-cluster ids, as the model's main
+    input names them: the first of `_signal_candidates` the model runs on in eager (the
+    failure of the most likely one raised when none does)."""
+    name, candidates = _signal_candidates(model, config)
+    first: Exception | None = None
+    for candidate in candidates:
+        if len(candidates) == 1:
+            break
+        try:
+            with torch.no_grad():
+                model(**{name: candidate})
+        except Exception as exc:  # noqa: BLE001 - the next shape is tried
+            first = first or exc
+            continue
+        return [name], (candidate,)
+    if len(candidates) > 1 and first is not None:
+        raise first
+    return [name], (candidates[0],)
 
 
 def _dtype_of(variant: str) -> torch.dtype:
