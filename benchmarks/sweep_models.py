@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import os
 import re
 from collections.abc import Callable
@@ -167,6 +168,14 @@ OVERRIDES: dict[str, tuple[str, dict[str, Any]]] = {
                  "hidden size and factor the 128 positions"), {
                      "is_decoder": True, "axial_pos_embds_dim": [64, 64],
                      "axial_pos_shape": [8, 16]}),
+    "lfm2_moe": (("its default config leaves the layer kinds unset (transformers' own default "
+                 "build fails): a short-convolution layer, then an attention one; the first "
+                 "dense, the second a mixture of experts"), {
+                     "layer_types": ["conv", "full_attention"], "num_dense_layers": 1}),
+    "dbrx": (("its attention reads a rope_theta its attention sub-config no longer has "
+             "and clamps by a clip_qkv its default leaves None (transformers' own default build "
+             "fails): the default rope base, a clip of 8"),
+             {"attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0}}),
     "xmod": ("its adapters need a default language (its config's only one)",
              {"default_language": "en_XX"}),
     "qwen4_exp_text": (("its default config leaves the sparse-attention indexer's sizes unset, "
@@ -255,9 +264,9 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
     if "num_key_value_heads" in out and out["num_key_value_heads"] is None and heads:
         out["num_key_value_heads"] = heads
     if isinstance(config.get("moe_intermediate_size"), int):  # an MoE: counts it leaves unset
-        for key in ("n_routed_experts", "num_experts_per_tok"):
+        for key in ("n_routed_experts", "num_experts_per_tok", "n_shared_experts"):
             if key in out and out[key] is None:
-                out[key] = SIZES[key]
+                out[key] = SIZES.get(key, 1)
     if "kv_lora_rank" in config:  # MLA
         out.update({k: v for k, v in MLA_SIZES.items() if isinstance(config.get(k), int)})
         if isinstance(config.get("qk_head_dim"), int):
@@ -267,9 +276,9 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
             out["head_dim"] = out["qk_rope_head_dim"]
         if isinstance(heads, int) and "num_key_value_heads" in out:
             out["num_key_value_heads"] = heads
-    groups = out.get("n_group")  # expert groups: 2 of the experts' halves, 1 of them picked
-    if isinstance(groups, int) and groups > 1:
-        out["n_group"], out["topk_group"] = 2, 1
+    for group in ("n_group", "num_expert_group"):  # expert groups: 2 halves, 1 of them picked
+        if isinstance(out.get(group), int) and out[group] > 1:
+            out[group], out["topk_group"] = 2, 1
     for n_heads, head_dim, expand, groups in (
             ("mamba_n_heads", "mamba_d_head", "mamba_expand", "mamba_n_groups"),
             ("num_heads", "head_dim", "expand", "n_groups"),
@@ -397,19 +406,30 @@ def shrink_config(config: dict[str, Any], layers: int = LAYERS) -> dict[str, Any
     return out
 
 
+def _merged(config: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
+    """`config` with the OVERRIDES `fixed`, a sub-config's overrides merged into it."""
+    return {**config, **{k: _merged(config[k], v) if isinstance(v, dict) and isinstance(
+        config.get(k), dict) else v for k, v in fixed.items()}}
+
+
 def tiny_config(model_type: str, config_class: type) -> Any:
     """The model type's default config shrunk, as `config_class` (the model class's own: the
     text sub-config of a composite config when the class is its text model), with the
     type's OVERRIDES."""
     from transformers import CONFIG_MAPPING
 
-    default = CONFIG_MAPPING[model_type]()
+    _, fixed = OVERRIDES.get(model_type, ("", {}))
+    try:
+        default = CONFIG_MAPPING[model_type]()
+    except Exception:  # a default its own validator refuses: made with the overrides
+        if not fixed:
+            raise
+        default = CONFIG_MAPPING[model_type](**fixed)
     if not isinstance(default, config_class):
         subs = [getattr(default, k) for k in getattr(default, "sub_configs", {})]
         default = next((c for c in subs if isinstance(c, config_class)), default)
-    _, fixed = OVERRIDES.get(model_type, ("", {}))
     full = default.to_dict()
-    shrunk = {**shrink_config(full, fixed.get("num_hidden_layers", LAYERS)), **fixed}
+    shrunk = _merged(shrink_config(full, fixed.get("num_hidden_layers", LAYERS)), fixed)
     # what the config class derives itself (not one of its fields) and the shrink left as it
     # was is derived again from the shrunk fields (kept where the class does not derive it)
     try:
@@ -526,6 +546,14 @@ def _config_ints(config: Any, keys: tuple[str, ...]) -> list[int]:
     return found
 
 
+def _input_name(model: nn.Module) -> str:
+    """The model's main input: its `main_input_name` when its forward takes it, else the
+    forward's first argument (an audio encoder inside a speech LM takes `hidden_states`)."""
+    name = getattr(model, "main_input_name", "pixel_values")
+    params = list(inspect.signature(model.forward).parameters)
+    return name if name in params or not params else params[0]
+
+
 def _signal_candidates(model: nn.Module, config: Any) -> tuple[str, list[torch.Tensor]]:
     """The main input's name and the shapes it may take, most likely first: pixel values at
     the config's image size; raw audio as [B, samples] or [B, 1, samples]; features (a
@@ -534,7 +562,7 @@ def _signal_candidates(model: nn.Module, config: Any) -> tuple[str, list[torch.T
     input of a linear layer named
     `input*` or of the first one; token ids (an image of pixel clusters) in the vocabulary."""
     gen = torch.Generator().manual_seed(0)
-    name = getattr(model, "main_input_name", "pixel_values")
+    name = _input_name(model)
     if name == "pixel_values":
         channels = int(getattr(config, "num_channels", 3) or 3)
         size = getattr(config, "image_size", IMAGE)
@@ -606,8 +634,11 @@ def build_hf(case: Case, variant: str) -> Built:
     two with a run-time attention_mask; `dynamic` the sequence length a `torch.export.Dim`."""
     model, config = hf_model(case)
     dtype = _dtype_of(variant)
-    if case.family in TEXT_FAMILIES:
+    if case.family in TEXT_FAMILIES and _input_name(model) == "input_ids":
         names, example, run = _text_inputs(config, variant)
+    elif variant not in PLAIN_VARIANTS:
+        raise ValueError(f"{case.name} ({type(model).__name__}) takes {_input_name(model)}, "
+                         f"not token ids: it has no {variant} variant")
     else:
         names, example = _signal_inputs(model, config)
         run = example
