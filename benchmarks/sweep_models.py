@@ -140,7 +140,8 @@ SIZES: dict[str, int] = {
 NEVER_MORE = ("num_key_value_heads", "num_experts", "num_local_experts", "n_routed_experts",
               "num_experts_per_tok", "num_experts_per_token")
 TOKEN_ID_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id",
-                 "cls_token_id", "mask_token_id", "decoder_start_token_id", "unk_token_id")
+                 "cls_token_id", "mask_token_id", "decoder_start_token_id", "unk_token_id",
+                 "blank_token_id")
 LAYERS = 2
 
 
@@ -174,8 +175,19 @@ OVERRIDES: dict[str, tuple[str, dict[str, Any]]] = {
                      "layer_types": ["conv", "full_attention"], "num_dense_layers": 1}),
     "dbrx": (("its attention reads a rope_theta its attention sub-config no longer has "
              "and clamps by a clip_qkv its default leaves None (transformers' own default build "
-             "fails): the default rope base, a clip of 8"),
-             {"attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0}}),
+             "fails): the default rope base, a clip of 8; its experts' width, the shrink's"),
+             {"attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0},
+              "ffn_config": {"ffn_hidden_size": 256}}),
+    "qwen4_exp": ("as qwen4_exp_text, in its text sub-config", {"text_config": {
+        "indexer_n_heads": 1, "indexer_kv_heads": 1, "indexer_head_dim": 64, "indexer_budget": 8,
+        "indexer_compress_ratio": 4}}),
+    "esm": (("its default config leaves the vocabulary unset (transformers' own default build "
+            "fails): ESM-2's 33 tokens, padding 1, mask 32"),
+            {"vocab_size": 33, "pad_token_id": 1, "mask_token_id": 32}),
+    "cohere_compass_text": (("its default config has no rope parameters for its full-attention "
+                            "layers (transformers' own default build fails): the default rope"),
+                            {"rope_parameters": {"full_attention": {
+                                "rope_type": "default", "rope_theta": 10000.0}}}),
     "xmod": ("its adapters need a default language (its config's only one)",
              {"default_language": "en_XX"}),
     "qwen4_exp_text": (("its default config leaves the sparse-attention indexer's sizes unset, "
@@ -403,6 +415,14 @@ def shrink_config(config: dict[str, Any], layers: int = LAYERS) -> dict[str, Any
                 out[key] = vocab - 1
     if "use_cache" in out:
         out["use_cache"] = False
+    # a sub-config's width of a sibling sub-config's output (NeMo's head_config
+    # `audio_hidden_size`, the audio_config's `hidden_size`) follows the shrunk sibling
+    for sub in [v for k, v in out.items() if _is_config(k, v)]:
+        for key in [k for k in sub if k.endswith("_hidden_size")]:
+            sibling = out.get(key.removesuffix("hidden_size") + "config")
+            if isinstance(sibling, dict) and sibling is not sub and isinstance(
+                    sibling.get("hidden_size"), int):
+                sub[key] = sibling["hidden_size"]
     return out
 
 
