@@ -558,7 +558,7 @@ FEATURE_KEYS = ("feature_projection_input_dim", "input_feat_size", "input_dim", 
 def _config_ints(config: Any, keys: tuple[str, ...]) -> list[int]:
     """The values of `keys` in the config and its sub-configs (depth first), in key order."""
     found: list[int] = []
-    todo = [config.to_dict() if hasattr(config, "to_dict") else dict(config)]
+    todo = [config.to_dict() if hasattr(config, "to_dict") else dict(vars(config))]
     while todo:
         tree = todo.pop(0)
         found += [tree[k] for k in keys if isinstance(tree.get(k), int) and tree[k] > 0]
