@@ -359,7 +359,8 @@ def _staged(config: dict[str, Any], out: dict[str, Any]) -> None:
                 isinstance(v, list) and len(v) == d for v, d in zip(value, config["depths"])):
             out[key] = [v[:d] for v, d in zip(value, depths)]
     window, patch, image = out.get("window_size"), out.get("patch_size"), out.get("image_size")
-    if all(isinstance(v, int) for v in (window, patch, image)) and window > 1:
+    if isinstance(window, int) and isinstance(patch, int) and isinstance(image, int) \
+            and window > 1:
         last = max(image // patch >> (len(depths) - 1), 1)
         out["window_size"] = max(w for w in range(1, window + 1) if last % w == 0)
 
