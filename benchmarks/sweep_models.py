@@ -188,6 +188,9 @@ OVERRIDES: dict[str, tuple[str, dict[str, Any]]] = {
                             "layers (transformers' own default build fails): the default rope"),
                             {"rope_parameters": {"full_attention": {
                                 "rope_type": "default", "rope_theta": 10000.0}}}),
+    "shieldgemma2": (("it reads the logits of its yes / no tokens at indices its config "
+                     "does not hold (10784 and 3771 by default): two in the vocabulary"),
+                     {"yes_token_index": 318, "no_token_index": 319}),
     "xmod": ("its adapters need a default language (its config's only one)",
              {"default_language": "en_XX"}),
     "qwen4_exp_text": (("its default config leaves the sparse-attention indexer's sizes unset, "
