@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import os
 import re
 from collections.abc import Callable
@@ -134,8 +135,13 @@ SIZES: dict[str, int] = {
     "max_source_positions": 32,
     "num_mel_bins": 32,
 }
+# counts the shrink lowers but never raises: one key/value head stays one, one expert (a
+# dense MLP) does not become a mixture
+NEVER_MORE = ("num_key_value_heads", "num_experts", "num_local_experts", "n_routed_experts",
+              "num_experts_per_tok", "num_experts_per_token")
 TOKEN_ID_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_id",
-                 "cls_token_id", "mask_token_id", "decoder_start_token_id", "unk_token_id")
+                 "cls_token_id", "mask_token_id", "decoder_start_token_id", "unk_token_id",
+                 "blank_token_id")
 LAYERS = 2
 
 
@@ -163,6 +169,28 @@ OVERRIDES: dict[str, tuple[str, dict[str, Any]]] = {
                  "hidden size and factor the 128 positions"), {
                      "is_decoder": True, "axial_pos_embds_dim": [64, 64],
                      "axial_pos_shape": [8, 16]}),
+    "lfm2_moe": (("its default config leaves the layer kinds unset (transformers' own default "
+                 "build fails): a short-convolution layer, then an attention one; the first "
+                 "dense, the second a mixture of experts"), {
+                     "layer_types": ["conv", "full_attention"], "num_dense_layers": 1}),
+    "dbrx": (("its attention reads a rope_theta its attention sub-config no longer has "
+             "and clamps by a clip_qkv its default leaves None (transformers' own default build "
+             "fails): the default rope base, a clip of 8; its experts' width, the shrink's"),
+             {"attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0},
+              "ffn_config": {"ffn_hidden_size": 256}}),
+    "qwen4_exp": ("as qwen4_exp_text, in its text sub-config", {"text_config": {
+        "indexer_n_heads": 1, "indexer_kv_heads": 1, "indexer_head_dim": 64, "indexer_budget": 8,
+        "indexer_compress_ratio": 4}}),
+    "esm": (("its default config leaves the vocabulary unset (transformers' own default build "
+            "fails): ESM-2's 33 tokens, padding 1, mask 32"),
+            {"vocab_size": 33, "pad_token_id": 1, "mask_token_id": 32}),
+    "cohere_compass_text": (("its default config has no rope parameters for its full-attention "
+                            "layers (transformers' own default build fails): the default rope"),
+                            {"rope_parameters": {"full_attention": {
+                                "rope_type": "default", "rope_theta": 10000.0}}}),
+    "shieldgemma2": (("it reads the logits of its yes / no tokens at indices its config "
+                     "does not hold (10784 and 3771 by default): two in the vocabulary"),
+                     {"yes_token_index": 318, "no_token_index": 319}),
     "xmod": ("its adapters need a default language (its config's only one)",
              {"default_language": "en_XX"}),
     "qwen4_exp_text": (("its default config leaves the sparse-attention indexer's sizes unset, "
@@ -242,14 +270,18 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
     attention's ranks and rope/nope head dims (its keys and values expanded to every head);
     Mamba's heads x head dim = expand x hidden, with groups dividing the heads."""
     heads = out.get("num_attention_heads")
+    for key, value in out.items():  # key/value heads per layer: their ratio to the most kept
+        if key.endswith("key_value_heads_per_layer") and isinstance(heads, int) and \
+                isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            out[key] = [max(heads * v // max(value), 1) for v in value]
     if "head_dim" in out and out["head_dim"] is None and isinstance(heads, int):
         out["head_dim"] = SIZES["head_dim"]
     if "num_key_value_heads" in out and out["num_key_value_heads"] is None and heads:
         out["num_key_value_heads"] = heads
     if isinstance(config.get("moe_intermediate_size"), int):  # an MoE: counts it leaves unset
-        for key in ("n_routed_experts", "num_experts_per_tok"):
+        for key in ("n_routed_experts", "num_experts_per_tok", "n_shared_experts"):
             if key in out and out[key] is None:
-                out[key] = SIZES[key]
+                out[key] = SIZES.get(key, 1)
     if "kv_lora_rank" in config:  # MLA
         out.update({k: v for k, v in MLA_SIZES.items() if isinstance(config.get(k), int)})
         if isinstance(config.get("qk_head_dim"), int):
@@ -259,9 +291,9 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
             out["head_dim"] = out["qk_rope_head_dim"]
         if isinstance(heads, int) and "num_key_value_heads" in out:
             out["num_key_value_heads"] = heads
-    groups = out.get("n_group")  # expert groups: 2 of the experts' halves, 1 of them picked
-    if isinstance(groups, int) and groups > 1:
-        out["n_group"], out["topk_group"] = 2, 1
+    for group in ("n_group", "num_expert_group"):  # expert groups: 2 halves, 1 of them picked
+        if isinstance(out.get(group), int) and out[group] > 1:
+            out[group], out["topk_group"] = 2, 1
     for n_heads, head_dim, expand, groups in (
             ("mamba_n_heads", "mamba_d_head", "mamba_expand", "mamba_n_groups"),
             ("num_heads", "head_dim", "expand", "n_groups"),
@@ -274,6 +306,66 @@ def _consistent(config: dict[str, Any], out: dict[str, Any]) -> None:
                 out[groups] = min(out[groups], out[n_heads] // 2) or 1
             if isinstance(out.get("mamba_d_ssm"), int):  # the SSM's width, when given
                 out["mamba_d_ssm"] = out[n_heads] * out[head_dim]
+
+
+WIDEST_STAGE = 512  # a staged net's widest stage after the shrink (`_staged`)
+
+
+def _is_width(key: str, value: Any) -> bool:
+    """A staged net's channel width(s): a list of them, or a stem's `*_out_channels`."""
+    if key in ("hidden_sizes", "embed_dims"):
+        return isinstance(value, list)
+    if not key.endswith("_channels") or "num_channels" in key:  # the input's are kept
+        return False
+    values = value if isinstance(value, list) else [value]
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def _widths(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _staged(config: dict[str, Any], out: dict[str, Any]) -> None:
+    """A staged net (`depths`, one block per stage after the shrink) kept consistent: its
+    channel widths (`hidden_sizes`, `embed_dims`, the `*_channels` lists and ints but the
+    input's, the stem's `embedding_size`) and its norm's `num_groups`, when a group count, a
+    per-stage head count or a channel list depends on them, are divided by one power of two
+    f, the least that brings the widest stage to WIDEST_STAGE (replacing the per-stage cap of
+    `shrink_config`), so that every group count, head count
+    and equality between widths that held still holds (a width f does not divide, as the
+    stem's 3 input channels, is kept); per-stage lists of per-block entries (a kernel size and
+    a stride per block) keep their first blocks; a Swin window divides the last stage's
+    patch grid (the image's grid halves per stage)."""
+    widths = [v for k, vs in config.items() if _is_width(k, vs) for v in _widths(vs)
+              if isinstance(v, int)]
+    # what depends on the widths: group counts, per-stage head counts, channel lists beside
+    # `hidden_sizes` (otherwise each stage's width is capped on its own, in `shrink_config`)
+    dependent = isinstance(config.get("num_groups"), int) or isinstance(
+        config.get("num_attention_heads"), list) or any(
+            _is_width(k, v) and k.endswith("_channels") for k, v in config.items())
+    f = 1
+    while dependent and widths and max(widths) // f > WIDEST_STAGE and all(
+            v % (2 * f) == 0 or v < 8 for v in widths):
+        f *= 2
+    if dependent:
+        for key, value in config.items():
+            if _is_width(key, value):
+                new = [v // f if isinstance(v, int) and v % f == 0 else v for v in _widths(value)]
+                out[key] = new if isinstance(value, list) else new[0]
+        for key in ("embedding_size", "num_groups"):
+            value = config.get(key)
+            if isinstance(value, int) and value % f == 0:
+                out[key] = value // f
+    depths = out["depths"]
+    for key, value in config.items():
+        if isinstance(value, list) and len(value) == len(depths) and all(
+                isinstance(v, list) and len(v) == d for v, d in zip(value, config["depths"])):
+            out[key] = [v[:d] for v, d in zip(value, depths)]
+    window, patch, image = out.get("window_size"), out.get("patch_size"), out.get("image_size")
+    if isinstance(window, int) and isinstance(patch, int) and isinstance(image, int) \
+            and window > 1:
+        last = max(image // patch >> (len(depths) - 1), 1)
+        out["window_size"] = max(w for w in range(1, window + 1) if last % w == 0)
 
 
 def _is_config(key: str, value: Any) -> bool:
@@ -297,20 +389,28 @@ def shrink_config(config: dict[str, Any], layers: int = LAYERS) -> dict[str, Any
         elif key in LAYER_KEYS and isinstance(value, int) and not staged:
             out[key] = min(value, layers)
         elif key in SIZES and isinstance(value, int) and not isinstance(value, bool):
-            out[key] = SIZES[key] if key != "num_key_value_heads" else min(value, 1)
+            out[key] = min(value, SIZES[key]) if key in NEVER_MORE else SIZES[key]
+        elif key.endswith("key_value_heads_per_layer") and isinstance(value, list) and value:
+            pass  # after the layers are kept: `_consistent`
         elif key == "patch_size" and isinstance(value, int) and value > 16:
             out[key] = 16
         elif key == "depths" and isinstance(value, list):
             out[key] = [1] * len(value)
         elif key == "num_heads" and isinstance(value, list):  # per stage, width doubling
             out[key] = [2 * 2 ** i for i in range(len(value))]
-        elif key in ("out_features", "out_indices"):  # stages of the full depth: the last
-            out[key] = None
+        elif key == "out_features" or (key == "out_indices" and "stage_names" in config):
+            out[key] = None  # a backbone's stages of the full depth: its last
+        elif key == "out_indices" and isinstance(value, (list, tuple)) and old_layers:
+            out[key] = [min(old_layers, layers) - 1]  # indices of layers: the last kept
+        elif key == "image_size" and isinstance(value, list):
+            out[key] = [IMAGE] * len(value)
         elif key in ("hidden_sizes", "embed_dims", "conv_dim") and isinstance(value, list):
             out[key] = [min(int(v), 32 * 2 ** i if key != "conv_dim" else 64)
                         for i, v in enumerate(value)]
     if old_layers > layers:
         _per_layer(config, out, old_layers, kept_layers(config, old_layers, layers))
+    if staged:
+        _staged(config, out)
     _consistent(config, out)
     vocab = out.get("vocab_size")
     if isinstance(vocab, int):
@@ -319,7 +419,21 @@ def shrink_config(config: dict[str, Any], layers: int = LAYERS) -> dict[str, Any
                 out[key] = vocab - 1
     if "use_cache" in out:
         out["use_cache"] = False
+    # a sub-config's width of a sibling sub-config's output (NeMo's head_config
+    # `audio_hidden_size`, the audio_config's `hidden_size`) follows the shrunk sibling
+    for sub in [v for k, v in out.items() if _is_config(k, v)]:
+        for key in [k for k in sub if k.endswith("_hidden_size")]:
+            sibling = out.get(key.removesuffix("hidden_size") + "config")
+            if isinstance(sibling, dict) and sibling is not sub and isinstance(
+                    sibling.get("hidden_size"), int):
+                sub[key] = sibling["hidden_size"]
     return out
+
+
+def _merged(config: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
+    """`config` with the OVERRIDES `fixed`, a sub-config's overrides merged into it."""
+    return {**config, **{k: _merged(config[k], v) if isinstance(v, dict) and isinstance(
+        config.get(k), dict) else v for k, v in fixed.items()}}
 
 
 def tiny_config(model_type: str, config_class: type) -> Any:
@@ -328,13 +442,18 @@ def tiny_config(model_type: str, config_class: type) -> Any:
     type's OVERRIDES."""
     from transformers import CONFIG_MAPPING
 
-    default = CONFIG_MAPPING[model_type]()
+    _, fixed = OVERRIDES.get(model_type, ("", {}))
+    try:
+        default = CONFIG_MAPPING[model_type]()
+    except Exception:  # a default its own validator refuses: made with the overrides
+        if not fixed:
+            raise
+        default = CONFIG_MAPPING[model_type](**fixed)
     if not isinstance(default, config_class):
         subs = [getattr(default, k) for k in getattr(default, "sub_configs", {})]
         default = next((c for c in subs if isinstance(c, config_class)), default)
-    _, fixed = OVERRIDES.get(model_type, ("", {}))
     full = default.to_dict()
-    shrunk = {**shrink_config(full, fixed.get("num_hidden_layers", LAYERS)), **fixed}
+    shrunk = _merged(shrink_config(full, fixed.get("num_hidden_layers", LAYERS)), fixed)
     # what the config class derives itself (not one of its fields) and the shrink left as it
     # was is derived again from the shrunk fields (kept where the class does not derive it)
     try:
@@ -436,23 +555,81 @@ def _text_inputs(config: Any, variant: str) -> tuple[list[str], tuple[torch.Tens
     return ["input_ids"], (ids,), (ids,)
 
 
-def _signal_inputs(model: nn.Module, config: Any) -> tuple[list[str], tuple[torch.Tensor, ...]]:
-    """Pixel values, raw audio or audio features, as the model's main input names them."""
-    gen = torch.Generator().manual_seed(0)
+FEATURE_KEYS = ("feature_projection_input_dim", "input_feat_size", "input_dim", "num_mel_bins",
+                "feature_size")  # what a config (or its sub-configs) calls its features' width
+
+
+def _config_ints(config: Any, keys: tuple[str, ...]) -> list[int]:
+    """The values of `keys` in the config and its sub-configs (depth first), in key order."""
+    found: list[int] = []
+    todo = [config.to_dict() if hasattr(config, "to_dict") else dict(vars(config))]
+    while todo:
+        tree = todo.pop(0)
+        found += [tree[k] for k in keys if isinstance(tree.get(k), int) and tree[k] > 0]
+        todo += [v for k, v in tree.items() if _is_config(k, v)]
+    return found
+
+
+def _input_name(model: nn.Module) -> str:
+    """The model's main input: its `main_input_name` when its forward takes it, else the
+    forward's first argument (an audio encoder inside a speech LM takes `hidden_states`)."""
     name = getattr(model, "main_input_name", "pixel_values")
+    params = list(inspect.signature(model.forward).parameters)
+    return name if name in params or not params else params[0]
+
+
+def _signal_candidates(model: nn.Module, config: Any) -> tuple[str, list[torch.Tensor]]:
+    """The main input's name and the shapes it may take, most likely first: pixel values at
+    the config's image size; raw audio as [B, samples] or [B, 1, samples]; features (a
+    spectrogram) as [B, frames, width] or [B, width, frames] (Whisper-style, 2 x
+    `max_source_positions` frames), their width any of the config's FEATURE_KEYS or the
+    input of a linear layer named
+    `input*` or of the first one; token ids (an image of pixel clusters) in the vocabulary."""
+    gen = torch.Generator().manual_seed(0)
+    name = _input_name(model)
     if name == "pixel_values":
         channels = int(getattr(config, "num_channels", 3) or 3)
         size = getattr(config, "image_size", IMAGE)
-        size = size if isinstance(size, int) else IMAGE
-        return [name], (torch.randn(1, channels, size, size, generator=gen),)
+        height, width = (size, size) if isinstance(size, int) else (
+            tuple(size) if isinstance(size, (list, tuple)) and len(size) == 2 else (IMAGE, IMAGE))
+        return name, [torch.randn(1, channels, height, width, generator=gen)]
+    if name == "input_ids":
+        vocab = int(getattr(config, "vocab_size", 256) or 256)
+        return name, [torch.randint(0, vocab, (1, SEQ), generator=gen)]
+    samples = torch.randn(1, AUDIO_SAMPLES, generator=gen)
+    linears = [(n, m.in_features) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+    linears = [w for n, w in linears if "input" in n.rsplit(".", 1)[-1]] + [
+        w for _, w in linears[:1]]  # an `input_linear`'s, the first linear's
+    widths = list(dict.fromkeys([*_config_ints(config, FEATURE_KEYS), *linears]))
+    whisper = hasattr(config, "max_source_positions")
+    frames = 2 * int(config.max_source_positions) if whisper else int(
+        getattr(config, "max_length", 64) or 64)
+    features = [torch.randn(1, frames, w, generator=gen) for w in widths or [32]]
+    transposed = [f.transpose(1, 2).contiguous() for f in features]
     if name == "input_values":
-        return [name], (torch.randn(1, AUDIO_SAMPLES, generator=gen),)
-    bins = int(getattr(config, "num_mel_bins", 32) or 32)
-    if hasattr(config, "max_source_positions"):  # Whisper-style: [B, mel, 2 x positions]
-        frames = 2 * int(config.max_source_positions)
-        return [name], (torch.randn(1, bins, frames, generator=gen),)
-    frames = int(getattr(config, "max_length", 64) or 64)
-    return [name], (torch.randn(1, frames, bins, generator=gen),)
+        return name, [samples, samples[:, None], *features, *transposed]
+    return name, [*transposed, *features] if whisper else [*features, *transposed]
+
+
+def _signal_inputs(model: nn.Module, config: Any) -> tuple[list[str], tuple[torch.Tensor, ...]]:
+    """Pixel values, raw audio, audio features or pixel-cluster ids, as the model's main
+    input names them: the first of `_signal_candidates` the model runs on in eager (the
+    failure of the most likely one raised when none does)."""
+    name, candidates = _signal_candidates(model, config)
+    first: Exception | None = None
+    for candidate in candidates:
+        if len(candidates) == 1:
+            break
+        try:
+            with torch.no_grad():
+                model(**{name: candidate})
+        except Exception as exc:  # noqa: BLE001 - the next shape is tried
+            first = first or exc
+            continue
+        return [name], (candidate,)
+    if len(candidates) > 1 and first is not None:
+        raise first
+    return [name], (candidates[0],)
 
 
 def _dtype_of(variant: str) -> torch.dtype:
@@ -481,8 +658,11 @@ def build_hf(case: Case, variant: str) -> Built:
     two with a run-time attention_mask; `dynamic` the sequence length a `torch.export.Dim`."""
     model, config = hf_model(case)
     dtype = _dtype_of(variant)
-    if case.family in TEXT_FAMILIES:
+    if case.family in TEXT_FAMILIES and _input_name(model) == "input_ids":
         names, example, run = _text_inputs(config, variant)
+    elif variant not in PLAIN_VARIANTS:
+        raise ValueError(f"{case.name} ({type(model).__name__}) takes {_input_name(model)}, "
+                         f"not token ids: it has no {variant} variant")
     else:
         names, example = _signal_inputs(model, config)
         run = example

@@ -14,12 +14,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import types
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
+from torch import nn
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -257,3 +259,98 @@ def test_hf_architectures_the_shrink_used_to_break_build(name: str) -> None:
         assert config.first_k_dense_replace == 1 and config.num_key_value_heads == 2
     else:
         assert len(set(config.layer_types)) == 2, config.layer_types
+
+
+def test_staged_nets_shrink_consistently() -> None:
+    """A staged net's widths and norm groups are divided by one power of two when a group
+    count, per-stage heads or a channel list depends on them (the groups still divide every
+    width, the stem's 3 input channels kept); per-block stage lists follow the depths; a Swin
+    window divides the last stage's patch grid; expert counts are never raised; per-layer
+    key/value heads keep their ratio; a sub-config's width of a sibling follows it."""
+    bit = catalogue.shrink_config({"depths": [3, 4, 6, 3], "hidden_sizes": [256, 512, 1024, 2048],
+                                   "embedding_size": 64, "num_groups": 32,
+                                   "stem_channels": [3, 32, 48]})
+    assert bit["hidden_sizes"] == [64, 128, 256, 512] and bit["stem_channels"] == [3, 8, 12]
+    groups = bit["num_groups"]  # divides each width and bottleneck (width / 4) it divided
+    assert all(w % groups == 0 for w in [*bit["hidden_sizes"], bit["embedding_size"]]), bit
+    assert all(w // 4 % groups == 0 for w in bit["hidden_sizes"]), bit
+    pvt = catalogue.shrink_config({"depths": [2, 2, 2, 2], "hidden_sizes": [64, 128, 320, 512],
+                                   "num_attention_heads": [1, 2, 5, 8]})
+    assert all(w % h == 0 for w, h in zip(pvt["hidden_sizes"], pvt["num_attention_heads"]))
+    plain = catalogue.shrink_config({"depths": [3, 3], "hidden_sizes": [96, 768]})
+    assert plain["hidden_sizes"] == [32, 64]  # nothing depends on them: capped per stage
+    text = catalogue.shrink_config({"depths": [3, 2], "conv_layer_strides": [[1, 2, 1], [2, 1]],
+                                    "image_size": [640, 640]})
+    assert text["conv_layer_strides"] == [[1], [2]] and text["image_size"] == [64, 64]
+    swin = catalogue.shrink_config({"depths": [2, 2, 6, 2], "image_size": 224, "patch_size": 4,
+                                    "window_size": 7})
+    grid = swin["image_size"] // swin["patch_size"] >> 3  # the last stage's grid
+    assert grid % swin["window_size"] == 0 and swin["window_size"] > 1
+    dense = catalogue.shrink_config({"num_experts": 1, "num_experts_per_tok": 1,
+                                     "num_hidden_layers": 24, "num_attention_heads": 16,
+                                     "num_key_value_heads_per_layer": [16] * 12 + [8] * 12})
+    assert (dense["num_experts"], dense["num_experts_per_tok"]) == (1, 1)
+    assert sorted(dense["num_key_value_heads_per_layer"]) == [1, 2]
+    composite = catalogue.shrink_config({"audio_config": {"model_type": "a", "hidden_size": 512},
+                                         "head_config": {"model_type": "h",
+                                                         "audio_hidden_size": 512}})
+    assert composite["head_config"]["audio_hidden_size"] == 128
+    assert catalogue._merged({"a": {"b": 1, "c": 2}, "d": 3}, {"a": {"c": 4}}) == {
+        "a": {"b": 1, "c": 4}, "d": 3}
+
+
+class SamplesWithChannel(nn.Module):
+    """A raw-audio model wanting [B, 1, samples], as fairseq-style encoders do."""
+
+    main_input_name = "input_values"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 4, 10, stride=5)
+
+    def forward(self, input_values: torch.Tensor) -> torch.Tensor:
+        return self.conv(input_values).transpose(1, 2)
+
+
+class Features(nn.Module):
+    """A speech encoder over [B, frames, 48] features, its argument not the main input."""
+
+    main_input_name = "input_ids"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.input_linear = nn.Linear(48, 8)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.input_linear(hidden_states)
+
+
+class ImageOnly(nn.Conv2d):
+    """A model named an audio one that runs on no audio shape."""
+
+    main_input_name = "input_values"
+
+    def __init__(self) -> None:
+        super().__init__(3, 4, 3)
+
+
+def test_signal_inputs_take_the_shape_the_model_runs_on() -> None:
+    """Raw audio the model wants with a channel dim gets one; features get the width of the
+    input linear layer under the forward's own argument name; a model refusing every shape
+    raises the most likely shape's error (a `build` record, never a guess)."""
+    config = types.SimpleNamespace()
+    names, (audio,) = catalogue._signal_inputs(SamplesWithChannel(), config)
+    assert names == ["input_values"] and audio.shape == (1, 1, catalogue.AUDIO_SAMPLES)
+    names, (features,) = catalogue._signal_inputs(Features(), config)
+    assert names == ["hidden_states"] and features.shape[-1] == 48
+    with pytest.raises(RuntimeError, match="channels"):
+        catalogue._signal_inputs(ImageOnly(), config)
+
+
+@pytest.mark.parametrize("name", ["hf:bit", "hf:omniasr_ctc"])
+def test_hf_architectures_the_shrink_and_inputs_used_to_break_build(name: str) -> None:
+    """Group norm over stage widths (bit) and raw audio with a channel dim (omniasr_ctc)."""
+    pytest.importorskip("transformers")
+    built = catalogue.build(CASES[name], "fp32")
+    with torch.no_grad():
+        assert torch.isfinite(built.module(*built.run)).all()
