@@ -27,7 +27,8 @@ spyre-legalize already lowers exactly:
   (note 76 measures it). The ops between the projections (split, activation, gate) act row
   by row and are kept as they are, their values recomputed for the new row count.
 - A `scatter` of a value at top-k indices along the last dim (DeepSeek-style group-limited
-  routing marks the chosen groups so) becomes a `where` of the one-hot rows.
+  routing marks the chosen groups so) becomes a `where` of the one-hot rows; a `scatter` of
+  the top-k's values there (Llama 4's router) a `where` per choice (distinct indices).
 
 A graph whose routing does not have this form is left alone: spyre-legalize then names the
 ops it cannot lower (`aten.sort`, `aten.histc`, the custom `grouped_mm_fallback`, ...).
@@ -98,7 +99,8 @@ def rewrite_routing(graph: torch.fx.Graph) -> None:
             if picked is not None:
                 onehots[picked[0]] = picked[1]
     for node in list(graph.nodes):
-        if node.op == "call_function" and node.target == aten.scatter.value:
+        if node.op == "call_function" and node.target in (aten.scatter.value,
+                                                          aten.scatter.src):
             _rewrite_scatter(graph, node, onehots)
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target in _SORTS:
@@ -109,7 +111,10 @@ def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
                      onehots: dict[torch.fx.Node, list[torch.fx.Node]]) -> None:
     """`scatter(base, -1, topk_indices, value)` (a mask of the chosen groups or experts) as
     `where(any one-hot row, value, base)`, or for a boolean mask the logical op it is: the
-    same elements, set exactly."""
+    same elements, set exactly. `scatter(base, -1, topk_indices, src)` (Llama 4's router
+    scores: the top-k values written into a row of -inf) is a `where` per choice, of its
+    one-hot row and its column of src: a row's top-k indices are distinct, so every
+    element is written at most once and the order of the writes cannot matter."""
     base, dim, index, value = node.args
     # through casts between integer types (DeepSeek-V3.2's indexer: `.to(torch.int32)`
     # after the topk, `.long()` before the scatter): the same positions
@@ -122,6 +127,17 @@ def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
             or _val(picked[0]).shape != shape:
         return
     emit = FxEmit(graph, node)
+    if node.target == aten.scatter.src:
+        if not isinstance(value, torch.fx.Node) or _val(value).shape[:-1] != shape[:-1] \
+                or _val(value).shape[-1] < len(picked):
+            return
+        new = base
+        for i, onehot in enumerate(picked):
+            column = emit(aten.slice.Tensor, value, -1, i, i + 1)
+            new = emit(aten.where.self, onehot, column, new)
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+        return
     chosen = picked[0]
     for onehot in picked[1:]:
         chosen = emit(aten.logical_or.default, chosen, onehot)
