@@ -104,7 +104,10 @@ def rewrite_routing(graph: torch.fx.Graph) -> None:
             _rewrite_scatter(graph, node, onehots)
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target in _SORTS:
+            made = _lookup_onehots(graph, node, onehots)
             _rewrite_dispatch(graph, node, onehots)
+            if made and all(not _users(n) for n in made):  # not a dispatch after all
+                _erase_dead(graph, made)
 
 
 def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
@@ -318,6 +321,41 @@ class _Dispatch:
             seen.add(node)
             stack.extend(u for u in node.users if u is not self.unsort)
         return [n for n in self.sort.graph.nodes if n in seen]
+
+
+def _lookup_onehots(graph: torch.fx.Graph, sort: torch.fx.Node,
+                    onehots: dict[torch.fx.Node, list[torch.fx.Node]]) -> list[torch.fx.Node]:
+    """The one-hot rows of expert ids that no top-k chose: DeepSeek-V4's hash routing reads
+    each token's k experts from a table (`tid2eid[input_ids]`). The expert count is the
+    `histc` bins the dispatch counts them into (min 0, max bins - 1). Choice i's row is
+    `ids[:, i:i+1] == arange(E)`; two choices of one expert (the table's rows need not be
+    distinct) both weigh that expert's row, as eager's two rows of it add. Returns the new
+    nodes (none when the sort does not sort such ids)."""
+    ids = _source(sort.args[0])
+    if not isinstance(ids, torch.fx.Node) or ids in onehots or len(sort.args) > 1:
+        return []
+    val = _val(ids)
+    if val.dim() != 2 or val.dtype.is_floating_point or val.dtype == torch.bool:
+        return []
+    histc, frontier = None, [u for u in sort.users if u.target is operator.getitem]
+    for _ in range(4):  # sorted ids -> (cast) -> histc
+        histc = next((n for n in frontier if n.target == aten.histc.default), None)
+        frontier = [u for n in frontier for u in _users(n)]
+        if histc is not None:
+            break
+    if histc is None:
+        return []
+    given = dict(zip(("bins", "min", "max"), histc.args[1:])) | histc.kwargs
+    bins, low, high = given.get("bins", 100), given.get("min", 0), given.get("max", 0)
+    if not isinstance(bins, int) or low != 0 or high != bins - 1:
+        return []
+    emit = FxEmit(graph, sort)
+    columns = emit(aten.arange.start_step, 0, bins, dtype=val.dtype)
+    made = [columns]
+    for i in range(val.shape[1]):
+        made.append(emit(aten.eq.Tensor, columns, emit(aten.slice.Tensor, ids, 1, i, i + 1)))
+    onehots[ids] = made[1:]
+    return made
 
 
 def _rewrite_dispatch(graph: torch.fx.Graph, sort: torch.fx.Node,
