@@ -134,7 +134,7 @@ def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
         if not isinstance(value, torch.fx.Node) or _val(value).shape[:-1] != shape[:-1] \
                 or _val(value).shape[-1] < len(picked):
             return
-        new = base
+        new: Any = base
         for i, onehot in enumerate(picked):
             column = emit(aten.slice.Tensor, value, -1, i, i + 1)
             new = emit(aten.where.self, onehot, column, new)
@@ -351,9 +351,8 @@ def _lookup_onehots(graph: torch.fx.Graph, sort: torch.fx.Node,
         return []
     emit = FxEmit(graph, sort)
     columns = emit(aten.arange.start_step, 0, bins, dtype=val.dtype)
-    made = [columns]
-    for i in range(val.shape[1]):
-        made.append(emit(aten.eq.Tensor, columns, emit(aten.slice.Tensor, ids, 1, i, i + 1)))
+    made = [columns, *(emit(aten.eq.Tensor, columns, emit(aten.slice.Tensor, ids, 1, i, i + 1))
+                       for i in range(val.shape[1]))]
     onehots[ids] = made[1:]
     return made
 

@@ -14,8 +14,8 @@ empty tensor disappears. A `scatter` of one value at run-time indices (DeepSeek-
 block bias, `bias.scatter_(-1, idx, 0.0)`) writes the same value at a duplicate index
 whichever write comes last, so it is exact as `where(hit, value, base)`, `hit` the places
 a `scatter_add` of ones counts at least once (counts of whole numbers: exact in f32); a
-boolean base takes the logical op instead. Strided writes (step > 1) and symbolic sizes are left for op
-selection to refuse by name.
+boolean base takes the logical op instead. Strided writes (step > 1) and symbolic sizes
+are left for op selection to refuse by name.
 """
 
 from __future__ import annotations
