@@ -27,7 +27,8 @@ spyre-legalize already lowers exactly:
   (note 76 measures it). The ops between the projections (split, activation, gate) act row
   by row and are kept as they are, their values recomputed for the new row count.
 - A `scatter` of a value at top-k indices along the last dim (DeepSeek-style group-limited
-  routing marks the chosen groups so) becomes a `where` of the one-hot rows.
+  routing marks the chosen groups so) becomes a `where` of the one-hot rows; a `scatter` of
+  the top-k's values there (Llama 4's router) a `where` per choice (distinct indices).
 
 A graph whose routing does not have this form is left alone: spyre-legalize then names the
 ops it cannot lower (`aten.sort`, `aten.histc`, the custom `grouped_mm_fallback`, ...).
@@ -98,18 +99,25 @@ def rewrite_routing(graph: torch.fx.Graph) -> None:
             if picked is not None:
                 onehots[picked[0]] = picked[1]
     for node in list(graph.nodes):
-        if node.op == "call_function" and node.target == aten.scatter.value:
+        if node.op == "call_function" and node.target in (aten.scatter.value,
+                                                          aten.scatter.src):
             _rewrite_scatter(graph, node, onehots)
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target in _SORTS:
+            made = _lookup_onehots(graph, node, onehots)
             _rewrite_dispatch(graph, node, onehots)
+            if made and all(not _users(n) for n in made):  # not a dispatch after all
+                _erase_dead(graph, made)
 
 
 def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
                      onehots: dict[torch.fx.Node, list[torch.fx.Node]]) -> None:
     """`scatter(base, -1, topk_indices, value)` (a mask of the chosen groups or experts) as
     `where(any one-hot row, value, base)`, or for a boolean mask the logical op it is: the
-    same elements, set exactly."""
+    same elements, set exactly. `scatter(base, -1, topk_indices, src)` (Llama 4's router
+    scores: the top-k values written into a row of -inf) is a `where` per choice, of its
+    one-hot row and its column of src: a row's top-k indices are distinct, so every
+    element is written at most once and the order of the writes cannot matter."""
     base, dim, index, value = node.args
     # through casts between integer types (DeepSeek-V3.2's indexer: `.to(torch.int32)`
     # after the topk, `.long()` before the scatter): the same positions
@@ -122,6 +130,17 @@ def _rewrite_scatter(graph: torch.fx.Graph, node: torch.fx.Node,
             or _val(picked[0]).shape != shape:
         return
     emit = FxEmit(graph, node)
+    if node.target == aten.scatter.src:
+        if not isinstance(value, torch.fx.Node) or _val(value).shape[:-1] != shape[:-1] \
+                or _val(value).shape[-1] < len(picked):
+            return
+        new: Any = base
+        for i, onehot in enumerate(picked):
+            column = emit(aten.slice.Tensor, value, -1, i, i + 1)
+            new = emit(aten.where.self, onehot, column, new)
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+        return
     chosen = picked[0]
     for onehot in picked[1:]:
         chosen = emit(aten.logical_or.default, chosen, onehot)
@@ -302,6 +321,40 @@ class _Dispatch:
             seen.add(node)
             stack.extend(u for u in node.users if u is not self.unsort)
         return [n for n in self.sort.graph.nodes if n in seen]
+
+
+def _lookup_onehots(graph: torch.fx.Graph, sort: torch.fx.Node,
+                    onehots: dict[torch.fx.Node, list[torch.fx.Node]]) -> list[torch.fx.Node]:
+    """The one-hot rows of expert ids that no top-k chose: DeepSeek-V4's hash routing reads
+    each token's k experts from a table (`tid2eid[input_ids]`). The expert count is the
+    `histc` bins the dispatch counts them into (min 0, max bins - 1). Choice i's row is
+    `ids[:, i:i+1] == arange(E)`; two choices of one expert (the table's rows need not be
+    distinct) both weigh that expert's row, as eager's two rows of it add. Returns the new
+    nodes (none when the sort does not sort such ids)."""
+    ids = _source(sort.args[0])
+    if not isinstance(ids, torch.fx.Node) or ids in onehots or len(sort.args) > 1:
+        return []
+    val = _val(ids)
+    if val.dim() != 2 or val.dtype.is_floating_point or val.dtype == torch.bool:
+        return []
+    histc, frontier = None, [u for u in sort.users if u.target is operator.getitem]
+    for _ in range(4):  # sorted ids -> (cast) -> histc
+        histc = next((n for n in frontier if n.target == aten.histc.default), None)
+        frontier = [u for n in frontier for u in _users(n)]
+        if histc is not None:
+            break
+    if histc is None:
+        return []
+    given = dict(zip(("bins", "min", "max"), histc.args[1:])) | histc.kwargs
+    bins, low, high = given.get("bins", 100), given.get("min", 0), given.get("max", 0)
+    if not isinstance(bins, int) or low != 0 or high != bins - 1:
+        return []
+    emit = FxEmit(graph, sort)
+    columns = emit(aten.arange.start_step, 0, bins, dtype=val.dtype)
+    made = [columns, *(emit(aten.eq.Tensor, columns, emit(aten.slice.Tensor, ids, 1, i, i + 1))
+                       for i in range(val.shape[1]))]
+    onehots[ids] = made[1:]
+    return made
 
 
 def _rewrite_dispatch(graph: torch.fx.Graph, sort: torch.fx.Node,

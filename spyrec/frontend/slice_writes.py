@@ -10,8 +10,12 @@ and cast it is; spyre-legalize lowers slices and concatenations exactly (moves o
 elements), so the result is eager's bit for bit. A tensor built from `new_empty` whose
 slices are all written (DeepSeek-V3's key states, `key_states[..., :n].copy_(k_nope)`
 then `key_states[..., n:].copy_(k_rot)`) reads no element of the empty tensor and the
-empty tensor disappears. Strided writes (step > 1) and symbolic sizes are left for op
-selection to refuse by name.
+empty tensor disappears. A `scatter` of one value at run-time indices (DeepSeek-V4's
+block bias, `bias.scatter_(-1, idx, 0.0)`) writes the same value at a duplicate index
+whichever write comes last, so it is exact as `where(hit, value, base)`, `hit` the places
+a `scatter_add` of ones counts at least once (counts of whole numbers: exact in f32); a
+boolean base takes the logical op instead. Strided writes (step > 1) and symbolic sizes
+are left for op selection to refuse by name.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ aten = torch.ops.aten
 
 def rewrite_slice_writes(graph: torch.fx.Graph) -> int:
     """Rewrite every `copy`, `slice_scatter` and `select_scatter` of `graph` with static
-    sizes and unit step (the module docstring); returns how many were rewritten."""
+    sizes and unit step, and every `scatter` of one value (the module docstring); returns
+    how many were rewritten."""
     count = 0
     for node in list(graph.nodes):
         if node.op != "call_function":
@@ -34,6 +39,8 @@ def rewrite_slice_writes(graph: torch.fx.Graph) -> int:
             new = _copy(graph, node)
         elif node.target in (aten.slice_scatter.default, aten.select_scatter.default):
             new = _scatter(graph, node)
+        elif node.target == aten.scatter.value:
+            new = _scatter_value(graph, node)
         else:
             continue
         if new is not None:
@@ -107,3 +114,24 @@ def _scatter(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None
     if end < size:
         pieces.append(emit(aten.slice.Tensor, base, dim, end, size))
     return block if len(pieces) == 1 else emit(aten.cat.default, pieces, dim)
+
+
+def _scatter_value(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """scatter(base, dim, index, value) of one number: `where(hit, value, base)` (module
+    docstring); None for a symbolic size or a value that is not a number."""
+    base, dim, index, value = node.args
+    assert isinstance(base, torch.fx.Node) and isinstance(index, torch.fx.Node)
+    want, ids = base.meta["val"], index.meta["val"]
+    if not (_static(want.shape) and _static(ids.shape)) or not isinstance(dim, int) \
+            or not isinstance(value, int | float | bool) or not want.shape:
+        return None
+    emit = FxEmit(graph, node)
+    zeros = emit(aten.full.default, list(want.shape), 0.0, dtype=torch.float32)
+    ones = emit(aten.full.default, list(ids.shape), 1.0, dtype=torch.float32)
+    counts = emit(aten.scatter_add.default, zeros, dim, index, ones)
+    hit = emit(aten.gt.Scalar, counts, 0.0)
+    if want.dtype == torch.bool:  # set to True is an or, set to False an and-not
+        return emit(aten.logical_or.default, hit, base) if value else emit(
+            aten.logical_and.default, emit(aten.logical_not.default, hit), base)
+    return emit(aten.where.self, hit, emit(aten.scalar_tensor.default, value,
+                                           dtype=want.dtype), base)

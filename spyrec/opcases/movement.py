@@ -116,6 +116,21 @@ def _scatter_inputs(shape: tuple[int, ...], dim: int, dtype: torch.dtype
     return make
 
 
+def _distinct_rows(shape: tuple[int, ...], dtype: torch.dtype
+                   ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    """Rows of distinct whole numbers (exact in bf16 up to 256 per row): no ties, so
+    the top-k indices are eager's whatever its tie order (note 76)."""
+    def make(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        ranks = torch.rand(*shape, generator=g).argsort(-1)
+        return ((ranks - shape[-1] // 2).to(dtype),)
+    return make
+
+
+def _scatter_topk(x: torch.Tensor) -> torch.Tensor:
+    values, indices = x.topk(3)
+    return torch.zeros_like(x).scatter(-1, indices, values * 2)
+
+
 def movement_cases() -> list[OpCase]:
     """The moves of `MOVES` on the aligned, unaligned and 3-D shapes; the run-time indexing
     of `INDEXED` with int64 indices (int32 for `gather_last`), both ends of the dim
@@ -137,6 +152,16 @@ def movement_cases() -> list[OpCase]:
             for name, dim in (("scatter_add_last", -1), ("scatter_add_dim0", 0)):
                 out.append(OpCase(name, dtype, shape_name, lambda dim=dim: _Fn(
                     lambda x, i, v: x.scatter_add(dim, i, v)), _scatter_inputs(shape, dim, dtype)))
+            if shape_name == "3d":
+                continue
+            # one value at run-time indices, duplicates included (DeepSeek-V4's block bias),
+            # and the top-k values written at the top-k indices (Llama 4's router scores)
+            for name, dim, value in (("scatter_value_last", -1, 0.0),
+                                     ("scatter_value_dim0", 0, -2.5)):
+                out.append(OpCase(name, dtype, shape_name, lambda dim=dim, v=value: _Fn(
+                    lambda x, i, _: x.scatter(dim, i, v)), _scatter_inputs(shape, dim, dtype)))
+            out.append(OpCase("scatter_topk_values", dtype, shape_name, lambda: _Fn(
+                _scatter_topk), _distinct_rows(shape, dtype)))
         out.append(OpCase("bias_table_runtime", dtype, "aligned",
                           lambda d=dtype: _BiasTable().to(d),
                           lambda g: (_ids((16, 16), 32, torch.int64, g),)))

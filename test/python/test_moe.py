@@ -216,3 +216,66 @@ def test_moe_model_matches_eager(dtype: torch.dtype, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(moe, "_rewrite_topk", swapped)
     bad = spyrec.compile(torch.export.export(model, (ids,), strict=False))
     assert not check_outputs(expected, bad(ids), bad).ok
+
+
+class RouterScores(torch.nn.Module):
+    """Llama 4's router: the top-k values written at the top-k indices of a row of -inf."""
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        values, indices = torch.topk(logits, 2, dim=1)
+        return torch.full_like(logits, float("-inf")).scatter_(1, indices, values).sigmoid()
+
+
+def _distinct(rows: int, width: int) -> torch.Tensor:
+    """Rows of distinct values: the top-k indices are the same in every tie order."""
+    g = torch.Generator().manual_seed(0)
+    return torch.rand(rows, width, generator=g).argsort(-1).float() / width - 0.5
+
+
+def test_topk_values_scattered_at_topk_indices_are_a_where_per_choice(monkeypatch) -> None:
+    """scatter.src at a top-k's indices: the rewritten graph equals eager bit for bit; with
+    the choices' one-hot rows swapped (an injected bug) it does not."""
+    x = _distinct(16, 8)
+    ep = rewritten(RouterScores(), x)
+    assert not any(n.target == torch.ops.aten.scatter.src for n in ep.graph.nodes)
+    assert torch.equal(ep.module()(x), RouterScores()(x))
+    rewrite_topk = moe._rewrite_topk
+
+    def swapped(graph, node):
+        picked = rewrite_topk(graph, node)
+        return None if picked is None else (picked[0], picked[1][::-1])
+
+    monkeypatch.setattr(moe, "_rewrite_topk", swapped)
+    assert not torch.equal(rewritten(RouterScores(), x).module()(x), RouterScores()(x))
+
+
+@pytest.mark.heavy  # builds and exports a tiny DeepSeek-V4 (about 30 s)
+def test_hash_routed_experts_take_the_dense_dispatch() -> None:
+    """DeepSeek-V4's first MoE layer reads each token's experts from a table
+    (`tid2eid[input_ids]`): one-hot rows of those ids make its grouped_mm dispatch dense.
+    With a table of distinct and of repeated experts per token the rewritten graph (run by
+    torch) matches eager, and nothing of the grouped dispatch is left."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import sweep_models  # pyright: ignore[reportMissingImports]
+
+    case = next(c for c in sweep_models.all_cases() if c.name == "hf:deepseek_v4")
+    built = sweep_models.build(case, "fp32")
+    tables = [b for n, b in built.module.named_buffers() if n.endswith("tid2eid")]
+    assert tables
+    g = torch.Generator().manual_seed(0)
+    for table in tables:  # distinct experts for most tokens, the same one twice for some
+        table.copy_(torch.randint(0, 4, table.shape, generator=g))
+    ep = decompose(sweep_models.export(built))
+    moe.rewrite_routing(ep.graph)
+    ep.graph_module.recompile()
+    left = {str(n.target) for n in ep.graph.nodes} & {
+        "aten.sort.default", "aten.histc.default", moe._GROUPED}
+    assert not left
+    with torch.no_grad():
+        expected = built.module(*built.run)
+        got = ep.module()(*built.run)
+    got = got[0] if isinstance(got, tuple | list) else got
+    assert torch.allclose(got, expected, atol=1e-5, rtol=1e-5)

@@ -83,3 +83,42 @@ def test_a_strided_write_is_refused_by_name():
     x, y = torch.randn(4, 8, 64), torch.randn(4, 4, 64)
     with pytest.raises(UnsupportedOpsError, match="slice_scatter"):
         spyrec.compile(torch.export.export(Strided(), (x, y)), cache=False)
+
+
+class BlockBias(torch.nn.Module):
+    """DeepSeek-V4's block bias: 0.0 written at run-time indices (duplicates included) into
+    a row of -inf, then added to scores; and a boolean mask cleared at the same places."""
+
+    def forward(self, scores: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        bias = torch.full_like(scores, float("-inf")).scatter(-1, index, 0.0)
+        keep = torch.ones_like(scores, dtype=torch.bool).scatter(-1, index, False)
+        return torch.where(keep, scores * 2, scores + bias)
+
+
+def _block_bias_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(3)
+    return torch.randn(2, 16, 64, generator=g), torch.randint(0, 64, (2, 16, 6), generator=g)
+
+
+def test_a_value_scattered_at_run_time_indices_is_a_where(monkeypatch):
+    """One value at run-time indices, some repeated: exact (every duplicate writes the same
+    value); with only the places written twice or more set (an injected bug) the check fails."""
+    from spyrec.frontend import slice_writes
+
+    scores, index = _block_bias_inputs()
+    assert (index[..., :, None] == index[..., None, :]).sum() > index.numel()  # duplicates
+    model = BlockBias()
+    exe = spyrec.compile(torch.export.export(model, (scores, index)), cache=False)
+    assert torch.equal(one(exe(scores, index)), model(scores, index))
+    rewrite = slice_writes._scatter_value
+
+    def once_more(graph, node):  # only places written twice or more
+        new = rewrite(graph, node)
+        for n in graph.nodes:
+            if n.target == torch.ops.aten.gt.Scalar and n.args[1] == 0.0:
+                n.args = (n.args[0], 1.0)
+        return new
+
+    monkeypatch.setattr(slice_writes, "_scatter_value", once_more)
+    bad = spyrec.compile(torch.export.export(model, (scores, index)), cache=False)
+    assert not torch.equal(one(bad(scores, index)), model(scores, index))
