@@ -326,8 +326,7 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
         for use in view.result.uses:
             tile = use.operation
             if isinstance(tile, ConstructIndirectAccessTileOp) and use.index > 0:
-                _check_index_view(tile, view, name, where)  # the indices: read
-                info.read = True
+                info.read = True  # the indices (`_check_view` checked their type)
                 continue
             if not isinstance(tile, (ConstructAccessTileOp, ConstructIndirectAccessTileOp)):
                 raise CompileError(f"{where}: the view of %{name} feeds {tile.name}; the "
@@ -390,7 +389,10 @@ def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
     element = str(mtype.element_type)
     indices = all(isinstance(u.operation, ConstructIndirectAccessTileOp) and u.index > 0
                   for u in view.result.uses)
-    if element == "i64" and not indices:
+    if indices:
+        for use in view.result.uses:
+            _check_index_view(use.operation, view, name, where)  # type: ignore[arg-type]
+    elif element == "i64":
         raise CompileError(f"{where}: %{name} holds i64 and is not only the indices of "
                            "indirect access tiles; the device holds int64 as int32 and takes "
                            "i64 tensors only as indices: make it i32")
