@@ -91,7 +91,7 @@ def indirect_tile(op: ConstructIndirectAccessTileOp, captured: list[int], symbol
     bounds = set_bounds(bind_symbols(op.variables_space_set.data, symbols))
     if bounds is None:
         raise error("its variables_space_set is unbounded")
-    shape = tuple(int(d) for d in op.result.type.get_shape())  # type: ignore[attr-defined]
+    shape = tuple(int(d) for d in op.result.type.get_shape())
     if tuple(hi - lo + 1 for lo, hi in bounds) != shape:
         raise error(f"its variables_space_set {bounds} is not a box of the tile's shape "
                     f"{list(shape)}")
@@ -190,7 +190,7 @@ def index_slot_bytes(op: ConstructIndirectAccessTileOp, stick: int) -> int:
     one index per tile row fills (the indices may start anywhere in a stick), or the whole
     index view and a stick when that is less; `indirect_tile`'s span is checked against it
     where the walk knows the core's values."""
-    rows = int(np.prod(op.result.type.get_shape()[:-1]))  # type: ignore[attr-defined]
+    rows = int(np.prod(op.result.type.get_shape()[:-1]))
     per_row = (-(-rows * INDEX_BYTES // stick) + 1) * stick
     view = op.indirect_memrefs[0].type
     assert isinstance(view, MemRefType)
@@ -220,7 +220,8 @@ def indirect_view_bytes(view: SSAValue, itemsize: int, cores: int,
     moved = 0
     for use in uses:
         tile = use.operation
-        elements = int(np.prod(tile.results[0].type.get_shape()))  # type: ignore[attr-defined]
+        assert isinstance(tile, ConstructIndirectAccessTileOp)
+        elements = int(np.prod(tile.result.type.get_shape()))
         moved += sum(elements * itemsize * trips(a.operation) * cores
-                     for a in tile.results[0].uses)
+                     for a in tile.result.uses)
     return moved

@@ -60,10 +60,10 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
-from spyrec.passes.ktir.ktir_indirect import index_slot_bytes
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp, YieldPartialOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
+from spyrec.passes.ktir.ktir_indirect import index_slot_bytes
 from spyrec.passes.ktir.ktir_tiles import tile_dims
 from spyrec.passes.planning.kernel_analysis import kept_in_lx, lx_tile_bytes
 from spyrec.target import SpyreTarget, round_up

@@ -14,6 +14,7 @@ symbolic value would be needed concretely (the template falls back, never guesse
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,15 +53,15 @@ from spyrec.dialects.ktdp_values import (
     tile_groups,
     view_origin,
 )
-from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
-from spyrec.passes.planning.kernel_analysis import UNARY_FN
-from spyrec.passes.spyrecode import index_division, masked_tiles, sfu_fill
 from spyrec.passes.ktir.ktir_indirect import (
     INDEX_BYTES,
     IndirectTile,
     index_sticks,
     indirect_tile,
 )
+from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
+from spyrec.passes.planning.kernel_analysis import UNARY_FN
+from spyrec.passes.spyrecode import index_division, masked_tiles, sfu_fill
 from spyrec.passes.spyrecode.masked_tiles import is_masked
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, index_value
 from spyrec.target.isa import (
@@ -391,7 +392,7 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
         raise it.error(op, "the view's last dim is strided; DMA moves contiguous rows")
     # the leading dims the tile spans (extent above 1) must merge into evenly spaced rows
     spanned = [i for i in range(len(shape) - 1) if shape[i] > 1]
-    for a, b in zip(spanned, spanned[1:]):
+    for a, b in itertools.pairwise(spanned):
         if strides[a] != strides[b] * shape[b]:
             raise it.error(op, f"tile {list(shape)} does not flatten to evenly spaced rows of "
                            f"the view (strides {list(strides)})")

@@ -49,7 +49,7 @@ def _compare(function: str, inputs: dict[str, np.ndarray], out: str | None,
     args = dict(inputs)
     if out is not None:
         shape, dtype = CASES[function][1][out], CASES[function][1]["dtype"]
-        args[out] = np.zeros(shape, dtype)  # type: ignore[arg-type]
+        args[out] = np.zeros(shape, dtype)
     want = spyrec.ktir.execute(path, function, **args)[out or "table"]
     return check_outputs([torch.from_numpy(np.asarray(want))], got, exe).ok
 
@@ -63,7 +63,9 @@ def test_a_scatter_updates_its_table_in_place():
     inputs = {"vals": VALS, "idx": SLOTS, "table": TABLE}
     assert _compare("scatter_rows", inputs, None)
     exe = spyrec.compile(KERNELS, function="scatter_rows", numerics="ieee", cache=False)
-    got = exe(*(torch.from_numpy(inputs[b.name]) for b in exe.binary.inputs)).numpy()
+    got = exe(*(torch.from_numpy(inputs[b.name]) for b in exe.binary.inputs))
+    assert isinstance(got, torch.Tensor)
+    got = got.numpy()
     untouched = np.setdiff1d(np.arange(64), SLOTS)
     assert np.array_equal(got[untouched], TABLE[untouched])  # the caller's rows kept
     assert np.array_equal(got[5], VALS[6])  # a core's repeated row: its last write
@@ -114,8 +116,8 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
     ("embed_i64", "memref<2x16xi64>", "memref<2x16xi16>",
      "%ids gives the indices of the indirect access tile (%rows) but holds i16"),
     ("embed_i64", "memref<2x16xi64>", "memref<2x16xf32>",
-     "k.mlir:22:3: 'ktdp.construct_indirect_access_tile' op index view of subscript 0 "
-     "holds f32, expected integers"),
+     ("k.mlir:22:3: 'ktdp.construct_indirect_access_tile' op index view of subscript 0 "
+      "holds f32, expected integers")),
     # a direct subscript past the view: the block's fifth slice of a 4-deep dim
     ("block_per_index", "%h = arith.constant 1 : index", "%h = arith.constant 4 : index",
      "reads coordinate 4 of dim 2, outside the table view's [0, 4)"),
