@@ -712,6 +712,7 @@ class Emulator:
 
     def _compute(self, kernel: _Kernel, start_cycle: float) -> KernelProfile:
         image, timed = kernel.image, kernel.timed
+        self.memory.scattered_rows.clear()  # cross-core scatter races: per kernel
         try:
             for action in kernel.ordered_actions:
                 action()

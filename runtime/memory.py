@@ -83,6 +83,9 @@ class DeviceMemory:
         self._bases: list[int] = []
         self._allocations: list[Allocation] = []
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # bases, ends
+        # the LPDDR rows dma.scatter wrote in the running kernel: row address -> core (the
+        # emulator clears it per kernel; `ops._bind_scatter` faults on a row two cores write)
+        self.scattered_rows: dict[int, int] = {}
 
     @property
     def size(self) -> int:

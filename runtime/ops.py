@@ -291,10 +291,32 @@ def _bind_scatter(instr: Instr, memory: DeviceMemory, lx: TileSource,
 
     def run() -> None:
         k = _checked_indices(instr, indices, where)
+        if where is not None:
+            _claim_rows(instr, memory, k, where)
         # NumPy's fancy assignment keeps the last of repeated indices
         table[k] = source
 
     return run
+
+
+def _claim_rows(instr: Instr, memory: DeviceMemory, k: np.ndarray,
+                where: tuple[int, int]) -> None:
+    """Record the table rows this dma.scatter writes as `where`'s core's, or a DeviceFault if
+    another core scattered to one of them in the same kernel: the cores run unordered, so
+    which row lands last would depend on their timing (a race, never a defined result;
+    a core's own repeated rows keep the last in program order)."""
+    core = where[0]
+    base, pitch = instr.arg("ddr"), instr.arg("ddr_pitch")
+    owners = memory.scattered_rows
+    for row, index in enumerate(k.tolist()):
+        address = base + index * pitch
+        other = owners.setdefault(address, core)
+        if other != core:
+            raise DeviceFault(
+                f"dma.scatter row {row}: table row {index} was also scattered to by core "
+                f"{other} in this kernel; the cores are not ordered, so which write lands "
+                "last is a race: make the indices of different cores distinct (or scatter "
+                "those rows from one core)", address).at(core, where[1], instr)
 
 
 def _checked_indices(instr: Instr, indices: np.ndarray,

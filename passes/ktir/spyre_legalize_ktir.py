@@ -104,6 +104,7 @@ from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
 from spyrec.passes.ktir.ktir_combiners import SELECTED, named_sum_as_addf, selected_max
+from spyrec.passes.ktir.ktir_indirect import indirect_view_bytes
 from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims
 from spyrec.passes.ktir.ktir_tiles import tensor_shape as _shape
 from spyrec.target.layout import STICK_BYTES
@@ -123,7 +124,7 @@ CASTS = ("arith.extf", "arith.truncf")
 REDUCE = {"add": ("sum", 0.0), "maximum": ("max", float("-inf")),
           "minimum": ("min", float("inf"))}
 COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
-REFUSED = ("ktdp.inter_tile_consume", "ktdp.construct_indirect_access_tile",
+REFUSED = ("ktdp.inter_tile_consume",
            "ktdp.construct_distributed_memory_view", "ktdp.runtime_arg_extract")
 NOT_TAKEN = ("the compiler does not take this op yet; run the kernel in the KTIR interpreter "
              "(spyrec run kernel.mlir --function ...)")
@@ -914,6 +915,9 @@ def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
             mtype = op.result.type
             assert isinstance(mtype, MemRefType)
             itemsize = DEVICE_ITEMSIZE[DEVICE_DTYPE[str(mtype.element_type)]]
+            if (rows := indirect_view_bytes(op.result, itemsize, grid, _trips)) is not None:
+                viewed += rows  # a gathered or scattered table: the rows moved
+                continue
             accesses = {type(a.operation) for t in op.result.uses
                         for r in t.operation.results for a in r.uses}
             viewed += pymath.prod(mtype.get_shape()) * itemsize * max(

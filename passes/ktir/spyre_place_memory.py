@@ -63,6 +63,7 @@ from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp, YieldPartialOp
 from spyrec.dialects.spyre import LaunchOp, ParamOp, ReshapeOp
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
+from spyrec.passes.ktir.ktir_indirect import index_slot_bytes
 from spyrec.passes.ktir.ktir_tiles import tile_dims
 from spyrec.passes.planning.kernel_analysis import kept_in_lx, lx_tile_bytes
 from spyrec.target import SpyreTarget, round_up
@@ -405,12 +406,11 @@ class _LiveRanges:
 
 def gather_index_bytes(access: LoadOp | StoreOp, target: SpyreTarget) -> int:
     """LX bytes for the index sticks of a load or store through an indirect tile (0 for a
-    direct one): the tile's rows of int32 indices may start anywhere in a stick, so one
-    stick more than they fill."""
-    if not isinstance(access.tile.owner, ConstructIndirectAccessTileOp):
+    direct one): `ktir_indirect.index_slot_bytes`."""
+    tile = access.tile.owner
+    if not isinstance(tile, ConstructIndirectAccessTileOp):
         return 0
-    rows = access.tile.type.get_shape()[0]  # type: ignore[attr-defined]
-    return (-(-rows * 4 // target.stick_bytes) + 1) * target.stick_bytes
+    return index_slot_bytes(tile, target.stick_bytes)
 
 
 def inplace_results(launch: LaunchOp) -> dict[int, SSAValue]:

@@ -14,6 +14,7 @@ symbolic value would be needed concretely (the template falls back, never guesse
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,11 +48,16 @@ from spyrec.dialects.ktdp_values import (
     KtirError,
     Strided,
     group_tiles,
-    indirect_subscript,
     linear_core,
     set_bounds,
     tile_groups,
     view_origin,
+)
+from spyrec.passes.ktir.ktir_indirect import (
+    INDEX_BYTES,
+    IndirectTile,
+    index_sticks,
+    indirect_tile,
 )
 from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.planning.kernel_analysis import UNARY_FN
@@ -384,8 +390,10 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
     strides = view.strides
     if strides[-1] != 1:
         raise it.error(op, "the view's last dim is strided; DMA moves contiguous rows")
-    for i in range(len(shape) - 2):
-        if strides[i] != strides[i + 1] * shape[i + 1]:
+    # the leading dims the tile spans (extent above 1) must merge into evenly spaced rows
+    spanned = [i for i in range(len(shape) - 1) if shape[i] > 1]
+    for a, b in itertools.pairwise(spanned):
+        if strides[a] != strides[b] * shape[b]:
             raise it.error(op, f"tile {list(shape)} does not flatten to evenly spaced rows of "
                            f"the view (strides {list(strides)})")
     *lead, cols = shape
@@ -405,7 +413,9 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
         if not rows * cols:
             return 0, 0, strides[-2] * view.itemsize if len(shape) > 1 else 0
     row_bytes = _stick_bytes(cols * view.itemsize)
-    pitch = strides[-2] * view.itemsize if len(shape) > 1 else row_bytes
+    # the pitch of the innermost dim the tile spans (a unit dim between rows is skipped)
+    row_dim = spanned[-1] if spanned else len(shape) - 2
+    pitch = strides[row_dim] * view.itemsize if len(shape) > 1 else row_bytes
     # a symbolic address is checked when its template is instantiated
     misaligned = not isinstance(tile.addr, Affine) and tile.addr % STICK
     if misaligned or (rows > 1 and pitch % STICK):
@@ -859,99 +869,65 @@ def _noop(it: CoreWalk, op: Operation) -> None:
 
 # ---- gathers and scatters: loads and stores through indirect access tiles (note 28) -------
 
-@dataclass
-class IndirectTile:
-    """Rows of a table picked by `rows` contiguous indices of the `index` view, starting at
-    `index_origin`: table row k is at byte `base + k * pitch`, `limit` rows; `cols` whole
-    columns of `itemsize` bytes each row."""
-
-    base: int
-    pitch: int
-    limit: int
-    itemsize: int
-    index: Strided
-    index_origin: tuple[int, ...]
-    rows: int
-    cols: int
-
-    @property
-    def index_addr(self) -> int:
-        return self.index.address(self.index_origin)
-
-
 def _indirect_tile(it: CoreWalk, op: ConstructIndirectAccessTileOp) -> None:
-    """The indirect form dma.gather / dma.scatter run: `%t[(a), .., ind(%idx[.., f + %r]),
-    (%c)]` over a (rows, cols) box: the leading subscripts fixed for the tile, row r of the
-    tile at table row idx[.., f + r] of the second-to-last dim, all its columns."""
-    rows, cols = (int(d) for d in op.result.type.get_shape())
-    maps = [m.data for m in op.per_dim_subscript_maps]
-    rank = len(maps)
-    form = ("an indirect tile %t[(a), ..., ind(%idx[..., f + %r]), (%c)] over a rows x cols "
-            "box with the identity order")
-    if (rank < 2 or op.subscript_kinds != [False] * (rank - 2) + [True, False]
-            or len(op.indirect_memrefs) != 1
-            or op.variables_space_order.data != AffineMap.identity(2)):
-        raise it.error(op, f"only {form} maps to dma.gather / dma.scatter")
+    """The dma.gather / dma.scatter pieces of an indirect tile on this core
+    (`ktir_indirect.indirect_tile`)."""
     captured = [int(it.env[v]) for v in op.captured_variables]  # type: ignore[call-overload]
-
-    def at(m: AffineMap, r: int, c: int) -> tuple[int, ...]:
-        return indirect_subscript(m, captured, [r, c])
-
-    origin = at(maps[-2], 0, 0)
-    step = tuple(b - a for a, b in zip(origin, at(maps[-2], 1, 0)))
-    lead = [at(m, 0, 0) for m in maps[:-2]]
-    fixed = all(at(m, 1, 0) == at(m, 0, 1) == v for m, v in zip(maps[:-2], lead))
-    if (step != (0,) * (len(origin) - 1) + (1,) or at(maps[-2], 0, 1) != origin or not fixed
-            or [at(maps[-1], 0, 0), at(maps[-1], 0, 1), at(maps[-1], 1, 0)] != [(0,), (1,), (0,)]):
-        raise it.error(op, f"only {form} maps to dma.gather / dma.scatter (the indices of "
-                       "consecutive rows must be consecutive, the other subscripts direct)")
+    symbols = [int(it.env[v]) for v in op.symbol_operands]  # type: ignore[call-overload]
     table, index = it.env[op.base], it.env[op.indirect_memrefs[0]]
-    assert isinstance(table, Strided) and isinstance(index, Strided)
-    if index.itemsize != 4 or index.strides[-1] != 1:
+    if not isinstance(table, Strided) or not isinstance(index, Strided):
+        raise it.error(op, "the table and the index must be views of LPDDR tensors")
+    if index.itemsize != INDEX_BYTES or index.strides[-1] != 1:
         raise it.error(op, "the index view must hold contiguous int32 (the DMA's indices)")
-    row_zero = table.address([*(v[0] for v in lead), 0, 0])  # table row k: k pitches on
-    it.env[op.result] = IndirectTile(row_zero, table.strides[-2] * table.itemsize, table.shape[-2],
-                                     table.itemsize, index, origin, rows, cols)
+    it.env[op.result] = indirect_tile(op, captured, symbols, table, index,
+                                      lambda what: it.error(op, what))
 
 
 def _index_vector(it: CoreWalk, op: Operation, tile: IndirectTile) -> tuple[LxTensor, int]:
     """A dma.load of the sticks holding the tile's indices into this execution's index slot;
-    the LX tensor of those sticks and the LX offset of the first index."""
+    the LX tensor of those sticks and the LX address of the tile's lowest index."""
     index_slots = op.attributes.get("lx_index_slots")
     if not isinstance(index_slots, DenseArrayBase):
         raise it.error(op, "an access through an indirect tile has no lx_index_slots; run "
                        "spyre-place-memory first")
     turn = it.slot_turn.get(op, 0)
     it.slot_turn[op] = turn + 1
-    slot = int(index_slots.get_values()[turn % 2])
-    first = tile.index_addr % STICK
-    nbytes = _stick_bytes(first + tile.rows * 4)
+    first_slot, second_slot = (int(v) for v in index_slots.get_values())
+    slot = (first_slot, second_slot)[turn % 2]
+    ddr, nbytes = index_sticks(tile)
+    if nbytes > second_slot - first_slot:
+        raise it.error(op, f"its tile reads indices spread over {nbytes} bytes, more than the "
+                       f"{second_slot - first_slot} bytes of LX reserved for them; read "
+                       "indices that lie closer together per tile (smaller tiles)")
     idx = LxTensor(slot, (1, nbytes // 4), DType.I32)
-    it.stream.emit("dma.load", [], whole(idx), ddr=tile.index_addr - first, lx=slot, rows=1,
+    it.stream.emit("dma.load", [], whole(idx), ddr=ddr, lx=slot, rows=1,
                    row_bytes=nbytes, ddr_pitch=nbytes, lx_pitch=nbytes)
-    return idx, slot + first
+    return idx, slot - ddr
 
 
 def _gather_load(it: CoreWalk, op: LoadOp) -> None:
-    """A load through an indirect tile: the index sticks, then a dma.gather of the rows they
-    name (checked against the table's rows on device)."""
+    """A load through an indirect tile: the index sticks, then a dma.gather per piece of
+    the rows they name (checked against the table's rows on device)."""
     tile = it.env[op.tile]
     if not isinstance(tile, IndirectTile):
         _load(it, op)
         return
     turn = it.slot_turn.get(op, 0)
-    idx, first = _index_vector(it, op, tile)
+    idx, at = _index_vector(it, op, tile)
     it.slot_turn[op] = turn  # the index and the data slots alternate together
     lx = it.lx_tensor(op.results[0], it.slot(op))
-    it.stream.emit("dma.gather", whole(idx), whole(lx), ddr=tile.base, lx=lx.addr,
-                   rows=tile.rows, row_bytes=_stick_bytes(tile.cols * tile.itemsize),
-                   ddr_pitch=tile.pitch, lx_pitch=lx.pitch, idx=first, limit=tile.limit)
+    for piece in tile.pieces:
+        it.stream.emit("dma.gather", whole(idx), whole(lx), ddr=piece.ddr,
+                       lx=lx.addr + piece.lx_row * lx.pitch, rows=piece.rows,
+                       row_bytes=tile.row_bytes, ddr_pitch=tile.pitch,
+                       lx_pitch=piece.lx_step * lx.pitch, idx=at + piece.index_addr,
+                       limit=tile.limit)
     it.env[op.results[0]] = lx
 
 
 def _scatter_store(it: CoreWalk, op: StoreOp) -> None:
-    """A store through an indirect tile: the index sticks, then a dma.scatter of the tile's
-    rows to the table rows they name (checked on device)."""
+    """A store through an indirect tile: the index sticks, then a dma.scatter per piece of
+    the tile's rows to the table rows they name (checked on device)."""
     tile = it.env[op.tile]
     if not isinstance(tile, IndirectTile):
         _store(it, op)
@@ -961,10 +937,12 @@ def _scatter_store(it: CoreWalk, op: StoreOp) -> None:
     if src.shape != (tile.rows, tile.cols):
         raise it.error(op, f"the {src.shape[0]}x{src.shape[1]} LX tile does not match the "
                        f"{tile.rows}x{tile.cols} indirect tile")
-    idx, first = _index_vector(it, op, tile)
-    it.stream.emit("dma.scatter", whole(idx) + whole(src), [], lx=src.addr, ddr=tile.base,
-                   rows=tile.rows, row_bytes=_stick_bytes(tile.cols * tile.itemsize),
-                   lx_pitch=src.pitch, ddr_pitch=tile.pitch, idx=first, limit=tile.limit)
+    idx, at = _index_vector(it, op, tile)
+    for piece in tile.pieces:
+        it.stream.emit("dma.scatter", whole(idx) + whole(src), [],
+                       lx=src.addr + piece.lx_row * src.pitch, ddr=piece.ddr, rows=piece.rows,
+                       row_bytes=tile.row_bytes, lx_pitch=piece.lx_step * src.pitch,
+                       ddr_pitch=tile.pitch, idx=at + piece.index_addr, limit=tile.limit)
 
 
 HANDLERS: dict[type, Callable] = {

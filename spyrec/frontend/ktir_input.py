@@ -69,6 +69,7 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.ktdp_affine import bind_symbols
+from spyrec.dialects.ktdp_indirect import ConstructIndirectAccessTileOp
 from spyrec.dialects.ktdp_intertile import InterTileReduceOp
 from spyrec.dialects.ktdp_parse import KtirSourceError, parse_ktir
 from spyrec.dialects.ktdp_types import RuntimeArgType
@@ -87,7 +88,8 @@ from spyrec.passes.graph.spyre_stickify import row_sticked
 from spyrec.target import SpyreTarget
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
-                "i32": torch.int32}
+                "i32": torch.int32, "i64": torch.int64}
+INDEX_ELEMENTS = ("i32", "i64")  # an indirect tile's indices (int64 narrowed on the way in)
 
 
 @dataclass
@@ -315,6 +317,7 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
                            "VALUE}))")
     first = views[0].result.type
     info = _Arg(name, first)
+    loaded = False
     for view in views:
         _check_view(view, name, where)
         if view.result.type != first:
@@ -322,16 +325,39 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
                                f"{view.result.type}; give it one view")
         for use in view.result.uses:
             tile = use.operation
-            if not isinstance(tile, ConstructAccessTileOp):
+            if isinstance(tile, ConstructIndirectAccessTileOp) and use.index > 0:
+                info.read = True  # the indices (`_check_view` checked their type)
+                continue
+            if not isinstance(tile, (ConstructAccessTileOp, ConstructIndirectAccessTileOp)):
                 raise CompileError(f"{where}: the view of %{name} feeds {tile.name}; the "
-                                   "compiler takes direct access tiles only (no distributed "
-                                   "views or indirect tiles yet)")
+                                   "compiler takes direct and indirect access tiles only (no "
+                                   "distributed views yet)")
             for access in tile.result.uses:
-                info.read |= isinstance(access.operation, LoadOp)
+                loads = isinstance(access.operation, LoadOp)
+                loaded |= loads
+                info.read |= loads
                 info.written |= isinstance(access.operation, StoreOp)
-    if info.read and info.written:
+                # a table scattered to keeps the caller's rows no index names: it is an
+                # input too, updated in place (a fresh output's other rows are undefined)
+                info.read |= isinstance(tile, ConstructIndirectAccessTileOp) and isinstance(
+                    access.operation, StoreOp)
+    if loaded and info.written:
         check_in_place(kernel, arg, where)
     return info
+
+
+def _check_index_view(tile: ConstructIndirectAccessTileOp, view: ConstructMemoryViewOp,
+                      name: str, where: str) -> None:
+    """The view of an indirect tile's indices must hold integers the DMA reads as int32
+    (int64 is narrowed, range-checked, on the way in)."""
+    mtype = view.result.type
+    assert isinstance(mtype, MemRefType)
+    element = str(mtype.element_type)
+    if element not in INDEX_ELEMENTS:
+        tile_name = f" (%{tile.result.name_hint})" if tile.result.name_hint else ""
+        raise CompileError(f"{where}: %{name} gives the indices of the indirect access "
+                           f"tile{tile_name} but holds {element}; indices are i32 or i64 "
+                           "(row numbers of the table): make its view memref<...xi32>")
 
 
 def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
@@ -361,6 +387,15 @@ def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
         raise CompileError(f"{where}: the view of %{name} has strides {strides}; the compiler "
                            f"takes dense row-major tensors (strides {dense})")
     element = str(mtype.element_type)
+    indices = all(isinstance(u.operation, ConstructIndirectAccessTileOp) and u.index > 0
+                  for u in view.result.uses)
+    if indices:
+        for use in view.result.uses:
+            _check_index_view(use.operation, view, name, where)  # type: ignore[arg-type]
+    elif element == "i64":
+        raise CompileError(f"{where}: %{name} holds i64 and is not only the indices of "
+                           "indirect access tiles; the device holds int64 as int32 and takes "
+                           "i64 tensors only as indices: make it i32")
     if element not in TORCH_DTYPES:
         raise CompileError(f"{where}: %{name} holds {element}; the device takes f16, bf16, "
                            "f32 and i32")

@@ -74,7 +74,6 @@ def test_compiled_kernel_matches_interpreter_dl16(tmp_path, file, function):
     ("layernorm", None, "the 8x1 LX tile does not match the 1x8 block"),
     ("rope", None, "the SFU broadcasts along rows or columns only"),
     ("sdpa", None, "tensor.collapse_shape (%qm): no Spyre engine operation"),
-    ("gather_scatter", "gather", "direct access tiles only"),
     ("symbolic_sizes", None, "argument %m is a !ktdp.runtime_arg"),
     ("ffn_swiglu", None, "defines 2 functions"),
 ])
