@@ -25,6 +25,11 @@ def _batch_norm(channels: int) -> torch.nn.Module:
     return bn
 
 
+def _grn(x: torch.Tensor) -> torch.Tensor:
+    norm = torch.linalg.vector_norm(x, ord=2, dim=(1, 2), keepdim=True)
+    return x * (norm / (norm.mean(dim=-1, keepdim=True) + 1e-6)) + x
+
+
 IMAGE_MODULES: dict[str, Callable[[], torch.nn.Module]] = {
     "conv2d_k1": lambda: torch.nn.Conv2d(8, 16, 1),
     "conv2d_k1_s2": lambda: torch.nn.Conv2d(8, 16, 1, stride=2, bias=False),
@@ -74,6 +79,12 @@ IMAGE_MODULES: dict[str, Callable[[], torch.nn.Module]] = {
         torch.nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), _batch_norm(8),
         torch.nn.ReLU6()),
     "conv2d_depthwise_multiplier2": lambda: torch.nn.Conv2d(8, 16, 3, padding=1, groups=8),
+    # ConvNeXt V2's global response norm on the image read as channels-last [N, H, W, C]:
+    # the 2-norm over H and W (a sum of f32 squares by a summation matrix, design note 98)
+    "grn_norm_hw": lambda: _Fn(_grn),
+    # ord 1 over every dim but the first, the stick dim's sums kept as a column
+    "norm_ord1_dims_123": lambda: _Fn(lambda x: torch.linalg.vector_norm(
+        x, ord=1, dim=(1, 2, 3), keepdim=True) * x),
 }
 
 
@@ -93,6 +104,9 @@ ODD_IMAGE_MODULES: dict[str, Callable[[], torch.nn.Module]] = {
     "avg_pool_3x3_s2_p1_ceil_exclude_pad": lambda: torch.nn.AvgPool2d(
         3, 2, 1, ceil_mode=True, count_include_pad=False),
     "avg_pool_larger_than_image_ceil": lambda: torch.nn.AvgPool2d(32, ceil_mode=True),
+    # the response norm over 9 x 7 pixels, not whole sticks of rows: H and W merge into
+    # one dim, which moves into the stick
+    "grn_norm_hw": lambda: _Fn(_grn),
 }
 
 
