@@ -26,7 +26,10 @@ selected as [N, H, W, C] (rows n, h, w; channels along the 128-byte stick), and 
   lowest finite value (torch pads with -inf; each window holds at least one real pixel);
 - `avg_pool2d`, `_adaptive_avg_pool2d` with uniform windows and the mean over H and W
   (global pooling): `spyre.window_rows` and a matmul by a constant [KH*KW*Cb, C] matrix of
-  1/(KH*KW) blocks (times a constant per-pixel 1 / count with count_include_pad=False);
+  1/(KH*KW) blocks (times a constant per-pixel 1 / count where torch's counts differ:
+  count_include_pad=False, the partial windows of ceil_mode);
+- ceil_mode pooling: the windows past the padded image read an extra border below and to
+  the right (`_Pool`, `_Selection.padded_image`; docs/design.md, note 98);
 - elementwise ops (relu, GELU, the residual add, ...) on channels-last values are
   re-created on the channels-last values and selected as usual; a per-channel operand
   ([C, 1]) becomes a row.
