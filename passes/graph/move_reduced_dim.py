@@ -131,7 +131,7 @@ def _mergeable(op: AtenOp, rank: int) -> list[int] | None:
     if op.target.data not in MERGEABLE or not isinstance(attr, ArrayAttr) \
             or len(attr.data) < 2 or rank < 3:
         return None
-    dims = sorted({a.value.data % rank for a in attr.data  # type: ignore[attr-defined]
+    dims = sorted({a.value.data % rank for a in attr.data
                    if isinstance(a, IntegerAttr)})
     if len(dims) != len(attr.data) or dims[-1] >= rank - 1 \
             or dims != list(range(dims[0], dims[-1] + 1)):
