@@ -71,7 +71,7 @@ def main() -> None:
             notes.append(f"- `{case.id}`{' (known gap)' if case.refused else ''}: "
                          f"{outcome.reason}")
         table[(case.op, dtype)][case.shape] = cell
-    shapes = [*SHAPES, "broadcast", "outer", "image", "heads16"]
+    shapes = [*SHAPES, "broadcast", "outer", "image", "image_odd", "heads16"]
     lines = [
         "# Op coverage on device",
         "",
@@ -82,7 +82,8 @@ def main() -> None:
         "unaligned 67x255, 3d 2x5x100, 1d 100, 5d 2x2x3x4x64, broadcast 64x128 with a row of 128",
         "(binary ops), outer a 67x1 column with a row of 255 (binary ops), image a",
         "2x8x16x16 NCHW image (convolution, batch norm, pooling;",
-        "channels-last on the device). Gathers (embedding, index_select): aligned 4x16 ids into a",
+        "channels-last on the device), image_odd a 2x8x9x7 image (pooling with ceil_mode,",
+        "norms over H and W; fp16). Gathers (embedding, index_select): aligned 4x16 ids into a",
         "256x128 table, unaligned 3x7 ids into 67x255, 3d 2x5x3 ids into 100x100. heads16:",
         "attention on [1, 2, 16, 16] q, k, v, and a block splitting [1, 16, 64] tokens into",
         "4 heads of 16 (split_heads_attention).",

@@ -26,7 +26,10 @@ selected as [N, H, W, C] (rows n, h, w; channels along the 128-byte stick), and 
   lowest finite value (torch pads with -inf; each window holds at least one real pixel);
 - `avg_pool2d`, `_adaptive_avg_pool2d` with uniform windows and the mean over H and W
   (global pooling): `spyre.window_rows` and a matmul by a constant [KH*KW*Cb, C] matrix of
-  1/(KH*KW) blocks (times a constant per-pixel 1 / count with count_include_pad=False);
+  1/(KH*KW) blocks (times a constant per-pixel 1 / count where torch's counts differ:
+  count_include_pad=False, the partial windows of ceil_mode);
+- ceil_mode pooling: the windows past the padded image read an extra border below and to
+  the right (`_Pool`, `_Selection.padded_image`; docs/design.md, note 98);
 - elementwise ops (relu, GELU, the residual add, ...) on channels-last values are
   re-created on the channels-last values and selected as usual; a per-channel operand
   ([C, 1]) becomes a row.
@@ -161,7 +164,8 @@ class _Selection:
     nhwc: dict[SSAValue, SSAValue] = field(default_factory=dict)
     tainted: set[SSAValue] = field(default_factory=set)  # downstream of a reported failure
     skip: set[AtenOp] = field(default_factory=set)
-    padded: dict[tuple[SSAValue, tuple[int, int], float], SSAValue] = field(default_factory=dict)
+    padded: dict[tuple[SSAValue, tuple[int, int], float, tuple[int, int]], SSAValue] = \
+        field(default_factory=dict)
     inside_pads: dict[tuple[SSAValue, float], SSAValue] = field(default_factory=dict)
     pads: int = 0
     replaced: list[AtenOp] = field(default_factory=list)
@@ -275,17 +279,20 @@ class _Selection:
 
     def windows(self, at: AtenOp, x: SSAValue, kernel: tuple[int, int],
                 stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int],
-                taps: list[tuple[int, int]], pad_value: float) -> SSAValue:
+                taps: list[tuple[int, int]], pad_value: float,
+                extra: tuple[int, int] = (0, 0)) -> SSAValue:
+        """The window rows of `taps`; `extra` pads the bottom and right edges further (the
+        partial windows of ceil_mode pooling)."""
         n, h, w, c = _shape(x)
-        ho, wo = (window_out_size(s, k, st, p, d) for s, k, st, p, d in
-                  zip((h, w), kernel, stride, padding, dilation))
+        ho, wo = (window_out_size(s + e, k, st, p, d) for s, e, k, st, p, d in
+                  zip((h, w), extra, kernel, stride, padding, dilation))
         if ho <= 0 or wo <= 0:
             raise Unsupported(f"a {kernel[0]}x{kernel[1]} window on a {h}x{w} image has no "
                               "output pixels")
-        if padding != (0, 0):
+        if padding != (0, 0) or extra != (0, 0):
             # pad once, then gather windows that never leave the (padded) image: those
             # split over the cores by output rows, with the same DMAs on every core
-            x = self.padded_image(at, x, padding, pad_value)
+            x = self.padded_image(at, x, padding, pad_value, extra)
             padding = (0, 0)
         if (x, pad_value) not in self.inside_pads:  # never read: the windows stay inside
             self.inside_pads[(x, pad_value)] = self.pad_rows(at, x, 1, pad_value)
@@ -296,17 +303,22 @@ class _Selection:
                                           ttype))
 
     def padded_image(self, at: AtenOp, x: SSAValue, padding: tuple[int, int],
-                     value: float) -> SSAValue:
-        """[N, H + 2ph, W + 2pw, C]: `x` inside a border of `value` (a 1x1 window with
-        padding), made once per image, padding and value."""
-        key = (x, padding, value)
+                     value: float, extra: tuple[int, int] = (0, 0)) -> SSAValue:
+        """[N, H + 2ph + eh, W + 2pw + ew, C]: `x` inside a border of `value`, `extra` more
+        of it below and to the right, made once per image, padding and value. A border
+        of p on both sides is a 1x1 window with padding p; an uneven one (p before, p + e
+        after) is the single tap (e, e) of an (e+1)x(e+1) window with padding p + e: output
+        row o reads input row o + e - (p + e) = o - p, and there are H + 2p + e of them."""
+        key = (x, padding, value, extra)
         if key not in self.padded:
             n, h, w, c = _shape(x)
-            wp = w + 2 * padding[1]
-            ttype = TensorType(x.type.element_type, [n, h + 2 * padding[0], wp, c])  # type: ignore[attr-defined]
+            wp = w + 2 * padding[1] + extra[1]
+            ttype = TensorType(x.type.element_type, [n, h + 2 * padding[0] + extra[0], wp, c])  # type: ignore[attr-defined]
             pad = self.pad_rows(at, x, wp, value)
+            kernel = (extra[0] + 1, extra[1] + 1)
+            border = (padding[0] + extra[0], padding[1] + extra[1])
             self.padded[key] = self.emit(at, WindowRowsOp(
-                x, pad, (1, 1), (1, 1), padding, (1, 1), [(0, 0)], ttype))
+                x, pad, kernel, (1, 1), border, (1, 1), [extra], ttype))
         return self.padded[key]
 
     def zero_padded(self, at: AtenOp, xs: SSAValue) -> SSAValue:
@@ -545,16 +557,58 @@ def _select_group_norm(op: AtenOp, sel: _Selection) -> SSAValue:
     return sel.emit(op, ReshapeOp(y, out))
 
 
-def _pool_args(op: AtenOp) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+@dataclass(frozen=True)
+class _Pool:
+    """A pooling op's windows: kernel, stride and padding per spatial dim, the extra pad
+    below and to the right that ceil_mode's partial windows at the edge read, and the
+    output size."""
+
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    extra: tuple[int, int]
+    out: tuple[int, int]
+
+    def counts(self, sizes: tuple[int, int], include_pad: bool) -> list[list[int]]:
+        """Per dim, the pixels torch's divisor counts in each window: those inside the
+        padded image [-p, size + p) (count_include_pad) or inside the image [0, size);
+        a ceil_mode window at the edge is cut at that bound."""
+        result = []
+        for size, k, st, p, out in zip(sizes, self.kernel, self.stride, self.padding,
+                                       self.out):
+            bound = p if include_pad else 0
+            result.append([min(o * st - p + k, size + bound) - max(o * st - p, -bound)
+                           for o in range(out)])
+        return result
+
+
+def _pool_args(op: AtenOp, dilation: tuple[int, int] = (1, 1)) -> _Pool:
     kernel = _pair(_ints(op, "kernel_size"), 1)
     stride = _pair(_ints(op, "stride"), 0)
     if stride == (0, 0):
         stride = kernel  # torch: an empty stride is the kernel size
     padding = _pair(_ints(op, "padding"), 0)
-    if _flag(op, "ceil_mode"):
-        raise Unsupported("ceil_mode=True (partial windows at the edge are not lowered; "
-                          "use ceil_mode=False)")
-    return kernel, stride, padding
+    sizes = _shape(op.operands[0])[-2:]
+    if not _flag(op, "ceil_mode"):
+        out = tuple(window_out_size(s, k, st, p, d) for s, k, st, p, d in
+                    zip(sizes, kernel, stride, padding, dilation))
+        return _Pool(kernel, stride, padding, (0, 0), out)  # type: ignore[arg-type]
+    # ceil_mode: torch rounds the output size up, but drops a last window that would
+    # start in the right padding; the windows past the padded image read extra padding
+    out, extra, clipped = [], [], []
+    for s, k, st, p, d in zip(sizes, kernel, stride, padding, dilation):
+        span = d * (k - 1) + 1
+        o = -(-(s + 2 * p - span) // st) + 1
+        if (o - 1) * st >= s + p:
+            o -= 1
+        reach = (o - 1) * st + span
+        # one window larger than the padded image (EfficientNet's final pooling): the same
+        # window cut to the image's size reads the same pixels
+        cut = o == 1 and d == 1 and reach > s + 2 * p
+        out.append(o)
+        extra.append(0 if cut else max(0, reach - (s + 2 * p)))
+        clipped.append(s + 2 * p if cut else k)
+    return _Pool(_pair(clipped, 1), stride, padding, _pair(extra, 0), _pair(out, 1))
 
 
 def _select_max_pool(op: AtenOp, sel: _Selection) -> SSAValue:
@@ -564,26 +618,29 @@ def _select_max_pool(op: AtenOp, sel: _Selection) -> SSAValue:
     if len(op.results) > 1 and op.results[1].uses:
         raise Unsupported("its indices output is used (only the pooled values are lowered)")
     x = op.operands[0]
-    kernel, stride, padding = _pool_args(op)
     dilation = _pair(_ints(op, "dilation"), 1)
+    pool = _pool_args(op, dilation)
     xs = sel.channels_last(x, op)
     lowest = LOWEST[_element(xs)]
-    # all windows first, then the maximum chain: spyre-fuse makes the chain one kernel
-    views = [sel.windows(op, xs, kernel, stride, padding, dilation, [tap], lowest)
-             for tap in _all_taps(kernel)]
+    # all windows first, then the maximum chain: spyre-fuse makes the chain one kernel.
+    # Every window, a partial one of ceil_mode too, holds at least one pixel of the image
+    views = [sel.windows(op, xs, pool.kernel, pool.stride, pool.padding, dilation, [tap],
+                         lowest, pool.extra)
+             for tap in _all_taps(pool.kernel)]
     result = views[0]
     for view in views[1:]:
         result = sel.emit(op, BINARY_OPS["maximum"](result, view, view.type))
     return result
 
 
-def _average(op: AtenOp, sel: _Selection, xs: SSAValue, kernel: tuple[int, int],
-             stride: tuple[int, int], padding: tuple[int, int], divisor: int) -> SSAValue:
+def _average(op: AtenOp, sel: _Selection, xs: SSAValue, pool: _Pool, divisor: int
+             ) -> SSAValue:
     """The windows of every tap, then a matmul by blocks of identity / divisor."""
     xs = sel.zero_padded(op, xs)
     c = _shape(xs)[-1]
-    taps = _all_taps(kernel)
-    cols = sel.windows(op, xs, kernel, stride, padding, (1, 1), taps, 0.0)
+    taps = _all_taps(pool.kernel)
+    cols = sel.windows(op, xs, pool.kernel, pool.stride, pool.padding, (1, 1), taps, 0.0,
+                       pool.extra)
     block = window_block_cols(c, len(taps), _element(xs))
     matrix = np.zeros((len(taps) * block, c))
     for t in range(len(taps)):
@@ -593,20 +650,24 @@ def _average(op: AtenOp, sel: _Selection, xs: SSAValue, kernel: tuple[int, int],
                       lambda value: sel.rows_matmul(op, value, average, None, c), matrix)
 
 
+def _uniform(kernel: tuple[int, int], stride: tuple[int, int]) -> _Pool:
+    return _Pool(kernel, stride, (0, 0), (0, 0), (0, 0))
+
+
 def _select_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
     _require_float(op)
-    kernel, stride, padding = _pool_args(op)
+    pool = _pool_args(op)
     divisor = _ints(op, "divisor_override")
     xs = sel.channels_last(op.operands[0], op)
-    if divisor or padding == (0, 0) or _flag(op, "count_include_pad", True):
-        return _average(op, sel, xs, kernel, stride, padding,
-                        divisor[0] if divisor else kernel[0] * kernel[1])
-    # count_include_pad=False (PoolFormer): the window sums times 1 / the number of
-    # pixels each window holds inside the image, a constant [N, Ho, Wo, 1] column
-    total = _average(op, sel, xs, kernel, stride, padding, 1)
-    counts = [[(min(o * st - p + k, size) - max(o * st - p, 0))
-               for o in range(out)] for size, k, st, p, out in
-              zip(_shape(xs)[1:3], kernel, stride, padding, _shape(total)[1:3])]
+    sizes = (_shape(xs)[1], _shape(xs)[2])
+    counts = pool.counts(sizes, _flag(op, "count_include_pad", True))
+    if divisor or all(n == k for ns, k in zip(counts, pool.kernel) for n in ns):
+        return _average(op, sel, xs, pool, divisor[0] if divisor else
+                        pool.kernel[0] * pool.kernel[1])
+    # windows of different counts (count_include_pad=False as PoolFormer, partial windows
+    # of ceil_mode): the window sums times 1 / the pixels torch counts in each window, a
+    # constant [N, Ho, Wo, 1] column
+    total = _average(op, sel, xs, pool, 1)
     scale = np.broadcast_to(1.0 / np.outer(counts[0], counts[1])[None, :, :, None],
                             [*_shape(total)[:3], 1])
     factor = sel.constant(op, f"{_fx_name(op)}.divisor", scale, xs)
@@ -625,7 +686,7 @@ def _select_adaptive_avg_pool(op: AtenOp, sel: _Selection) -> SSAValue:
     if (oh, ow) == (1, 1):
         return _global_average(op, sel, sel.channels_last(x, op))
     kernel = (h // oh, w // ow)
-    return _average(op, sel, sel.channels_last(x, op), kernel, kernel, (0, 0),
+    return _average(op, sel, sel.channels_last(x, op), _uniform(kernel, kernel),
                     kernel[0] * kernel[1])
 
 
@@ -644,7 +705,7 @@ def _global_average(op: AtenOp, sel: _Selection, xs: SSAValue) -> SSAValue:
     element = xs.type.element_type  # type: ignore[attr-defined]
     per_stick = STICK_BYTES // ELEMENT_BYTES[_element(xs)]
     if (n * h * w) % per_stick:  # the image would be the matmul's rhs: its K rows unpadded
-        return _average(op, sel, xs, (h, w), (h, w), (0, 0), h * w)
+        return _average(op, sel, xs, _uniform((h, w), (h, w)), h * w)
     matrix = np.kron(np.eye(n), np.full((1, h * w), 1.0 / (h * w)))
     rows = sel.emit(op, ReshapeOp(xs, TensorType(element, [n * h * w, c])))
     average = sel.constant(op, f"{_fx_name(op)}.average", matrix, xs)

@@ -19,9 +19,14 @@ several dims are left to their selectors, and so are sums and means over leading
 (a matmul by a summation matrix, design note 34) except when that matmul is refused
 (`summation_refusal`: the summed rows are not whole sticks, as a class-token-free ViT
 pool `x[:, 1:].mean(1)` over 16 fp32 rows; design note 74): those move the dim last too.
+A sum or 2-norm over adjacent leading dims whose matrix is refused (ConvNeXt V2's response
+norm over H and W of a small image) first merges them into one by a free reshape (the stick
+dim stays) and then moves that one (design note 98).
 """
 
 from __future__ import annotations
+
+import math
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -75,14 +80,19 @@ def _one_dim(op: AtenOp, rank: int) -> int | None:
 
 
 def _permute(at: AtenOp, value: SSAValue, perm: list[int], suffix: str) -> SSAValue:
-    shape = _shape(value)
+    return _view_op(at, value, "aten.permute.default", "dims", perm,
+                    [_shape(value)[p] for p in perm], suffix)
+
+
+def _view_op(at: AtenOp, value: SSAValue, target: str, name: str, ints: list[int],
+             shape: list[int], suffix: str) -> SSAValue:
     assert isinstance(value.type, TensorType)
     new = AtenOp.create(
         operands=[value],
-        result_types=[TensorType(value.type.element_type, [shape[p] for p in perm])],
-        properties={"target": StringAttr("aten.permute.default"),
+        result_types=[TensorType(value.type.element_type, shape)],
+        properties={"target": StringAttr(target),
                     "args": DictionaryAttr(
-                        {"dims": ArrayAttr([IntegerAttr(p, i64) for p in perm])}),
+                        {name: ArrayAttr([IntegerAttr(p, i64) for p in ints])}),
                     "operand_names": ArrayAttr([StringAttr("self")])},
         attributes=dict(at.attributes))
     node = at.attributes.get("fx_node")
@@ -108,13 +118,72 @@ def _movable(op: AtenOp, rank: int) -> tuple[int, bool] | None:
     return d, full
 
 
+# reductions over several adjacent leading dims that merge into one when their summation
+# matrix is refused (`_merge_reduced_dims`)
+MERGEABLE = {"aten.linalg_vector_norm.default", *SUMS}
+
+
+def _mergeable(op: AtenOp, rank: int) -> list[int] | None:
+    """The adjacent leading dims (two or more) `op` reduces when they should merge into
+    one: a sum or a 2-norm whose summation matrix over them is refused (the summed rows
+    are not whole sticks: ConvNeXt V2's response norm over 4 x 4 pixels)."""
+    attr = op.args.data.get("dim")
+    if op.target.data not in MERGEABLE or not isinstance(attr, ArrayAttr) \
+            or len(attr.data) < 2 or rank < 3:
+        return None
+    dims = sorted({a.value.data % rank for a in attr.data
+                   if isinstance(a, IntegerAttr)})
+    if len(dims) != len(attr.data) or dims[-1] >= rank - 1 \
+            or dims != list(range(dims[0], dims[-1] + 1)):
+        return None
+    summed = "f32" if op.target.data not in SUMS else element(op.results[0])
+    if not summation_refusal(_shape(op.operands[0])[:-1], dims, summed):
+        return None
+    return dims
+
+
+def _merge_reduced_dims(op: AtenOp, dims: list[int]) -> AtenOp:
+    """`op` over the adjacent leading dims `dims` as the same op over their product, one
+    dim, between free reshapes (the stick dim stays): `_movable` then moves it last."""
+    x = op.operands[0]
+    shape = _shape(x)
+    first, last = dims[0], dims[-1]
+    merged = [*shape[:first], math.prod(shape[first:last + 1]), *shape[last + 1:]]
+    xm = _view_op(op, x, "aten.view.default", "size", merged, merged, "merged")
+    keepdim = op.args.data.get("keepdim")
+    keep = isinstance(keepdim, IntegerAttr) and bool(keepdim.value.data)
+    args = dict(op.args.data)
+    args["dim"] = ArrayAttr([IntegerAttr(first, i64)])
+    result = op.results[0]
+    assert isinstance(result.type, TensorType)
+    out = [*merged[:first], 1, *merged[first + 1:]] if keep else _shape(result)
+    new = AtenOp.create(operands=[xm, *op.operands[1:]],
+                        result_types=[TensorType(result.type.element_type, out)],
+                        properties={"target": op.target, "args": DictionaryAttr(args),
+                                    "operand_names": op.operand_names},
+                        attributes=dict(op.attributes))
+    Rewriter.insert_op(new, InsertPoint.before(op))
+    new.results[0].name_hint = result.name_hint
+    value = new.results[0]
+    if out != _shape(result):
+        value = _view_op(op, value, "aten.view.default", "size", _shape(result),
+                         _shape(result), "unmerged")
+    result.replace_all_uses_with(value)
+    op.detach()
+    op.erase()
+    return new
+
+
 def move_reduced_dims_last(module: ModuleOp) -> int:
     """Rewrite every op that `_movable` moves (one of `MOVABLE`, or of `SUMS` whose matrix
-    is refused, reducing one non-last dim) as above; returns how many were rewritten."""
+    is refused, reducing one non-last dim, or adjacent ones merged into one first) as
+    above; returns how many were rewritten."""
     count = 0
-    for op in [o for o in module.walk() if isinstance(o, AtenOp)]:
-        if op.parent is None or not op.operands:
+    for found in [o for o in module.walk() if isinstance(o, AtenOp)]:
+        if found.parent is None or not found.operands:
             continue
+        dims = _mergeable(found, len(_shape(found.operands[0])))
+        op = found if dims is None else _merge_reduced_dims(found, dims)
         x = op.operands[0]
         rank = len(_shape(x))
         movable = _movable(op, rank)

@@ -11,6 +11,7 @@ measures. A case is an op, a dtype and a shape family:
 - `broadcast` (binary ops): a 64 x 128 tensor with a row vector of 128;
 - `outer` (binary ops): a 67 x 1 column with a row vector of 255 (both broadcast);
 - `image` (convolution, batch norm, pooling): a 2 x 8 x 16 x 16 NCHW image;
+- `image_odd` (pooling with ceil_mode, norms over H and W; fp16): a 2 x 8 x 9 x 7 image;
 - `signal` / `signal_aligned` (1-D convolution, group norm): a 2 x 8 x 45 NCL signal, or
   1 x 64 x 24 (the channels whole fp16 sticks);
 - `heads16` (attention): q, k, v of [1, 2, 16, 16], or [1, 16, 64] tokens split into 4 heads;

@@ -236,15 +236,46 @@ def _select_variance(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     return std
 
 
+def _norm_over_dims(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue, dims: list[int],
+                    order: float) -> SSAValue:
+    """ord 2 or 1 over dims other than the last alone (ConvNeXt V2's global response norm
+    over H and W): |x| or x * x in f32 (an f16 square overflows from 256), summed over the
+    stick dim if it is one of them (kept as a column), then over the leading dims by a
+    summation matrix (`_reduce_rows`), the root, the result's element type."""
+    if order not in (1, 2):
+        raise Unsupported(f"ord {order} over dims {dims} (ord 1 and 2 are lowered there, "
+                          "inf and -inf over the last dim only)")
+    rank = len(_shape(x))
+    out = _shape(op.results[0])
+    if rank - 1 in dims and (not out or out[-1] != 1):
+        raise Unsupported(f"over dims {dims} to a {out} result (the sums would have to move "
+                          "from a column into a row; keepdim=True)")
+    wide = x if _element_name(x) == "f32" else _emit(
+        rewriter, op, CastOp(x, TensorType(Float32Type(), _shape(x))))
+    terms = (_binary_op(op, rewriter, "mul", wide, wide) if order == 2
+             else unary_op(op, rewriter, "abs", wide))
+    if rank - 1 in dims:
+        terms = reduce_last(op, rewriter, "sum", terms)
+    y = _reduce_rows(op, rewriter, terms, [d for d in dims if d < rank - 1], False)
+    if order == 2:
+        y = unary_op(op, rewriter, "sqrt", y)
+    return cast_to(op, rewriter, y, op.results[0])
+
+
 def _select_vector_norm(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
-    """linalg.vector_norm over the last dim for ord 2, 1, inf and -inf."""
+    """linalg.vector_norm over the last dim for ord 2, 1, inf and -inf; over other dims
+    for ord 2 and 1 (`_norm_over_dims`)."""
     require_float(op)
     x = op.operands[0]
-    keepdim_last(op, x)
     if arg(op, "dtype") is not None:
         raise Unsupported("an explicit dtype")
     order = number_arg(op, "ord")
     order = 2.0 if order is None else order
+    rank = len(_shape(x))
+    dims = _reduced_dims(op, rank)
+    if rank > 1 and dims != [rank - 1]:
+        return _norm_over_dims(op, rewriter, x, dims, order)
+    keepdim_last(op, x)
     x = cast_to(op, rewriter, x, op.results[0])
     if order == 2:
         return kept_dim(op, rewriter, unary_op(op, rewriter, "sqrt", reduce_last(
