@@ -21,8 +21,9 @@ spyrec's), `export` (torch.export failed: the model's), `refused` (a `CompileErr
 unsupported ops it lists, `ops`), `crash` (any other exception from `spyrec.compile`,
 or a `PassFailure`, which wraps one a pass raised: a compiler bug), `run-refused` (the
 emulator or the host refused to run it: a `SpyrecError`), `run-crash` (any other exception
-while running), `mismatch` (`spyrec.verdict.check_outputs` failed against eager), `ok`
-(matched), `timeout`.
+while running), `mismatch` (`spyrec.verdict.check_outputs` failed against eager),
+`degenerate` (matched, but every output eager gives is one value repeated, all zeros say:
+the comparison shows little, the harness's gap), `ok` (matched), `timeout`.
 
 Measured per variant, as `spyrec run` reports them (`Executable.last_profile.to_dict()`):
 emulated µs, roofline ratio, off-chip bytes and the minimum; the verdict's worst element and
@@ -53,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import sweep_models  # noqa: E402 - the catalogue beside this file
 
-STATUSES = ("ok", "mismatch", "refused", "crash", "run-refused", "run-crash", "export", "build",
-            "timeout", "built")  # built: --build-only's success
+STATUSES = ("ok", "degenerate", "mismatch", "refused", "crash", "run-refused", "run-crash",
+            "export", "build", "timeout", "built")  # built: --build-only's success
 RECORD = "SWEEP-RECORD "  # prefix of a child's result lines on stdout
 RESULTS = ROOT / "benchmarks" / "results" / "model_sweep.jsonl"  # committed with the report
 OP_NAME = re.compile(r"\baten\.[\w.]+")
@@ -149,7 +150,8 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
                                 format_reference=_in_device_format(built))
     profile = exe.last_profile.to_dict()
     record.update(
-        status="ok" if verdict.ok else "mismatch",
+        status=("mismatch" if not verdict.ok else "degenerate" if degenerate(expected)
+                else "ok"),
         element_ratio=max((o.element_ratio for o in verdict.outputs), default=0.0),
         aggregate_ratio=max((o.aggregate_ratio for o in verdict.outputs), default=0.0),
         emulated_us=profile["emulated_us"], roofline_ratio=profile["roofline_ratio"],
@@ -174,6 +176,17 @@ def _in_device_format(built: sweep_models.Built) -> Any:
             return run_in_device_format(built.module, built.run)
     except Exception:  # noqa: BLE001 - any failure only withholds this yardstick
         return None
+
+
+def degenerate(expected: Any) -> bool:
+    """Whether every output eager gives is one value repeated (all zeros, say): matching it
+    shows little, as a wrong program can give the same constant."""
+    import torch
+
+    tensors = [t for t in (expected if isinstance(expected, (tuple, list)) else [expected])
+               if isinstance(t, torch.Tensor)]
+    return bool(tensors) and all(t.numel() > 1 and bool((t == t.reshape(-1)[0]).all())
+                                 for t in tensors)
 
 
 # ---- one model per process ----------------------------------------------------------------
@@ -340,7 +353,8 @@ def summary(cases: list[sweep_models.Case], records: list[dict[str, Any]]) -> li
     variants = list(dict.fromkeys(v for c in cases for v in c.variants))
     count = Counter((r["variant"], r["status"]) for r in records)
     fp32 = Counter(r["status"] for r in records if r["variant"] == "fp32")
-    compiled = sum(fp32[s] for s in ("ok", "mismatch", "run-refused", "run-crash"))
+    compiled = sum(fp32[s] for s in ("ok", "degenerate", "mismatch", "run-refused",
+                                     "run-crash"))
     hf = sum(c.name.startswith("hf:") for c in cases)
     lines = [(f"**{len(cases)} architectures enumerated** ({hf} "
              f"Hugging Face model types, {len(cases) - hf} torch.nn "
@@ -349,7 +363,8 @@ def summary(cases: list[sweep_models.Case], records: list[dict[str, Any]]) -> li
              f"{fp32['build']} could not be built tiny by the sweep, {fp32['export']} export "
              f"failures, {fp32['refused']} compile refusals, {fp32['crash']} compiler crashes, "
              f"{fp32['timeout']} timeouts, **{compiled} compiled**, **{fp32['ok']} match "
-             f"eager** ({fp32['mismatch']} mismatch, "
+             f"eager** ({fp32['degenerate']} matched a constant output, "
+             f"{fp32['mismatch']} mismatch, "
              f"{fp32['run-refused'] + fp32['run-crash']} failed to run)."), "",
              "| status | " + " | ".join(variants) + " |",
              "|---|" + "---|" * len(variants)]

@@ -144,6 +144,15 @@ def test_refused_ops_are_named_per_entry() -> None:
         "aten.view.default", "[..] -> [..] changes the innermost dim")
 
 
+def test_a_constant_reference_is_degenerate_not_ok() -> None:
+    """An output eager gives as one value repeated (hf:efficientnet's tiny build: all zeros)
+    matches a wrong program that gives the same constant: recorded as `degenerate`."""
+    assert sweep.degenerate(torch.zeros(2, 8))
+    assert sweep.degenerate((torch.full((3,), 2.5), torch.ones(4)))
+    assert not sweep.degenerate((torch.zeros(2, 8), torch.arange(4.0)))
+    assert not sweep.degenerate(torch.tensor([7.0]))  # one element: nothing to vary
+
+
 def test_timeout_resume_and_report(tmp_path: Path) -> None:
     case = CASES["nn:multihead-attention"]
     records = sweep.run_case(case, timeout=0.5)  # killed while importing torch
