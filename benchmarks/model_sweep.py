@@ -288,22 +288,18 @@ def _commit() -> str:
 def sweep(cases: list[sweep_models.Case], results: Path, timeout: float, jobs: int,
           resume: bool, build_only: bool = False) -> None:
     """Run the cases (skipping those `results` holds every variant of, with --resume),
-    appending each model's records to `results` as it finishes. Without --resume the
-    cases' earlier records are dropped first; other models' records stay (the results file
-    is the record docs/models.md is generated from)."""
+    appending each model's records to `results` as it finishes. Without --resume the cases
+    run again; their new records, appended, replace the earlier ones where read (the newest
+    per model and variant), so a sweep stopped part-way loses nothing measured before."""
     done: set[str] = set()
     if resume:
         have: dict[str, set[str]] = {}
         for r in read_results(results):
             have.setdefault(r["model"], set()).add(r["variant"])
         done = {c.name for c in cases if set(c.variants) <= have.get(c.name, set())}
-    elif results.exists():  # these models are re-measured: the other models' rows stay
-        measured = {(c.name, v) for c in cases for v in c.variants}
-        kept = [r for r in read_results(results) if (r["model"], r["variant"]) not in measured]
-        results.write_text("".join(json.dumps(r) + "\n" for r in kept))
-    if results.exists() and results.read_text()[-1:] not in ("", "\n"):
-        with results.open("a") as f:  # a line a crash cut short ends before the next record
-            f.write("\n")
+    if results.exists():  # compacted to the newest record per model and variant (a line a
+        # crash cut short is dropped, so it cannot swallow the next record)
+        results.write_text("".join(json.dumps(r) + "\n" for r in read_results(results)))
     todo = [c for c in cases if c.name not in done]
     lock = threading.Lock()
     commit = _commit()
