@@ -140,6 +140,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def edited_copy(source: Path, tmp_path: Path, old: str, new: str) -> Path:
+    """A copy of the text file `source` as `k<suffix>` in `tmp_path` (error messages name
+    it) with `old` (which must occur) replaced by `new`: a hand-written kernel with one
+    deliberate change."""
+    text = source.read_text()
+    assert old in text
+    path = tmp_path / f"k{source.suffix}"
+    path.write_text(text.replace(old, new))
+    return path
+
+
 def assert_close(exe_or_info, expected, actual, names=None):
     """Hold `actual` to `expected` under `spyrec.verdict.check_outputs` (per-element bounds,
     the aggregate error, NaN/inf classes); the verdict's report is the failure message."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import edited_copy
 
 import spyrec
 import spyrec.ktir
@@ -48,11 +49,7 @@ def _check(function: str, path: Path = KERNELS) -> bool:
 
 
 def _edited(tmp_path: Path, old: str, new: str) -> Path:
-    text = KERNELS.read_text()
-    assert old in text
-    path = tmp_path / "k.mlir"
-    path.write_text(text.replace(old, new))
-    return path
+    return edited_copy(KERNELS, tmp_path, old, new)
 
 
 @pytest.mark.parametrize("function", sorted(CASES))

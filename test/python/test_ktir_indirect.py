@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import edited_copy
 
 import spyrec
 import spyrec.ktir
@@ -100,11 +101,7 @@ def test_two_cores_scattering_to_one_row_fault_as_a_race():
 
 
 def _edited(tmp_path: Path, old: str, new: str) -> Path:
-    text = KERNELS.read_text()
-    assert old in text
-    path = tmp_path / "k.mlir"
-    path.write_text(text.replace(old, new))
-    return path
+    return edited_copy(KERNELS, tmp_path, old, new)
 
 
 @pytest.mark.parametrize(("function", "old", "new", "message"), [
