@@ -720,10 +720,12 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
         raise it.error(op, "both operands are columns broadcast along the row; compute the "
                        "op on the columns, then broadcast its result")
     reverse = 0
-    # the ISA broadcasts its second operand: a column goes second (sfu.colwise, whose first
-    # operand may itself be a broadcast row: an outer product), else a row (sfu.binary)
+    # a column goes second (sfu.colwise broadcasts its second operand along the row; its
+    # first operand may itself be a broadcast row: an outer product); sfu.binary broadcasts
+    # a row in either position (a pitch of 0), so a row goes second only when the op
+    # commutes, and otherwise stays first with its pitch 0 (`row - x`, `row / x`)
     if (one_column(a) and not one_column(b)) \
-            or (not one_column(b) and one_row(a) and not one_row(b)):
+            or (not one_column(b) and one_row(a) and not one_row(b) and fn in COMMUTATIVE):
         a, b, reverse = b, a, 1
     fields = {"fn": BINARY_FN[fn], "src0": at(a), "src1": at(b), "dst": dst["dst"],
               "rows": count, "cols": cols, "src0_pitch": 0 if one_row(a) else a.pitch,
@@ -734,9 +736,6 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
         it.stream.emit("sfu.colwise", reads, dst_keys, unit=half, src1_pitch=b.pitch,
                        reverse=reverse, **fields)
         return
-    if reverse and fn not in COMMUTATIVE:
-        raise CompileError(f"kernel @{it.fn.sym_name.data}: {fn} with a broadcast row as its "
-                           "first operand is not lowered yet")
     row_broadcast = b.shape[0] == 1 < count
     it.stream.emit("sfu.binary", reads, dst_keys, unit=half,
                    src1_pitch=0 if row_broadcast else b.pitch, **fields)

@@ -43,6 +43,9 @@ CASES = {
     "row_sum_splat": ({"x_ptr": _half(1, 64)}, ("y_ptr", (1, 64))),
     "scalar_fill": ({"x_ptr": _half(1, 1)}, ("y_ptr", (32, 64))),
     "row_fill": ({"x_ptr": _half(64)}, ("y_ptr", (16, 64))),
+    "row_minus_tile": ({"r_ptr": _half(64), "x_ptr": _half(16, 64)}, ("y_ptr", (16, 64))),
+    "row_over_tile": ({"r_ptr": _half(64), "x_ptr": _half(16, 64) + np.float16(4)},
+                      ("y_ptr", (16, 64))),
 }
 
 
