@@ -7,7 +7,9 @@ the client's stdin / stdout / stderr (passed over a Unix socket), working direct
 environment and arguments, runs the same entry point the installed script runs, and sends
 back its exit status. The client is a stdlib-only script started with `python -IS`
 (tens of milliseconds); when no server answers it runs the installed command itself, so a
-test sees the same behaviour either way, only sooner.
+test sees the same behaviour either way, only sooner. A command whose interpreter start-up
+variables (`PYTHON*`: the hash seed, the import path) differ from the server's also runs
+as installed, since those took effect when the server started.
 
     python -m spyrec.tools.forkserver --socket PATH --clients DIR
 
@@ -50,7 +52,12 @@ CLIENT = '''\
 """Run `{name}` in the spyrec fork server at {socket}, or as installed when none answers."""
 import json, os, socket, struct, sys
 argv = [{name!r}] + sys.argv[1:]
+# variables the interpreter reads at start-up (the hash seed, the import path) took effect
+# in the server already: a command given other values runs as installed
+startup = {{k: v for k, v in os.environ.items() if k.startswith("PYTHON")}}
 try:
+    if startup != {startup!r}:
+        raise OSError("the interpreter's start-up differs")
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect({socket!r})
 except OSError:
@@ -70,6 +77,11 @@ sys.exit(struct.unpack("!i", reply)[0])
 '''
 
 
+def _startup() -> dict[str, str]:
+    """The server's interpreter start-up variables (PYTHONHASHSEED, PYTHONPATH, ...)."""
+    return {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
+
+
 def write_clients(directory: Path, socket_path: str) -> None:
     """The client scripts, one per entry point, executable, in `directory`."""
     bindir = Path(sys.executable).parent
@@ -77,7 +89,7 @@ def write_clients(directory: Path, socket_path: str) -> None:
     for name in ENTRY_POINTS:
         path = directory / name
         path.write_text(CLIENT.format(python=sys.executable, name=name, socket=socket_path,
-                                      fallback=str(bindir / name)))
+                                      fallback=str(bindir / name), startup=_startup()))
         path.chmod(0o755)
 
 

@@ -55,6 +55,7 @@ from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp
 from spyrec.dialects.spyre_plan import record_symbols
 from spyrec.frontend.complex_rotary import rewrite_complex
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
+from spyrec.frontend.decompose import decompose as decompose_program
 from spyrec.frontend.fold import fold_constants, is_predicate_constant
 from spyrec.frontend.moe import rewrite_routing
 from spyrec.frontend.program_cost import program_cost
@@ -144,10 +145,7 @@ def load_program(path: str | Path) -> torch.export.ExportedProgram:
 
 def decompose(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
     """Decompose to core ATen, but keep the composites Spyre lowers better whole."""
-    table = torch.export.default_decompositions()
-    for op in KEEP_WHOLE:
-        table.pop(op, None)
-    return ep.run_decompositions(table)
+    return decompose_program(ep, KEEP_WHOLE)
 
 
 KEEP_WHOLE = [

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,15 +76,42 @@ def export_symbolic_decoder(seq: torch.export.Dim, layers: int = 1):
 
 
 @pytest.fixture(scope="session")
-def spyrec_cli() -> list[str]:
-    """The installed `spyrec` console script (falls back to `python -m spyrec.cli`)."""
+def fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | None]:
+    """The folder of the fork server's `spyrec` / `spyre-opt` clients (design note 99: the
+    installed commands without ~4 s of imports each), one server per pytest process; None
+    where there is no fork or SPYREC_LIT_FORKSERVER=0. test_forkserver.py checks that a
+    command behaves the same through it."""
+    if os.environ.get("SPYREC_LIT_FORKSERVER", "1") == "0" or not hasattr(os, "fork"):
+        yield None
+        return
+    work = tmp_path_factory.mktemp("forkserver")
+    server = subprocess.Popen([sys.executable, "-m", "spyrec.tools.forkserver", "--socket",
+                               str(work / "socket"), "--clients", str(work / "bin")],
+                              stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    ready = server.stdout.readline().strip() == "ready"
+    yield work / "bin" if ready else None
+    server.terminate()
+    server.wait()
+
+
+@pytest.fixture(scope="session")
+def spyrec_cli(fork_server: Path | None) -> list[str]:
+    """The `spyrec` command: the fork server's client, else the installed console script
+    (else `python -m spyrec.cli`)."""
+    if fork_server is not None:
+        return [str(fork_server / "spyrec")]
     script = BIN / "spyrec"
     return [str(script)] if script.exists() else [sys.executable, "-m", "spyrec.cli"]
 
 
 @pytest.fixture(scope="session")
-def cli_env() -> dict[str, str]:
-    return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+def cli_env(fork_server: Path | None) -> dict[str, str]:
+    """The environment of a CLI test's subprocess: the fork server's clients and the venv's
+    commands first on PATH."""
+    first = [str(fork_server)] if fork_server is not None else []
+    return dict(os.environ, PATH=os.pathsep.join([*first, str(BIN),
+                                                  os.environ.get("PATH", "")]))
 
 
 # Three tiers (docs/architecture.md, Tests):

@@ -80,3 +80,29 @@ def test_the_client_runs_the_installed_command_without_a_server(tmp_path):
     result = subprocess.run([str(tmp_path / "spyrec"), "--help"], capture_output=True,
                             text=True, check=False)
     assert result.returncode == 0 and "Usage" in result.stdout
+
+
+
+def test_another_hash_seed_runs_the_installed_command(tmp_path, monkeypatch):
+    """PYTHONHASHSEED took effect when the server started: a command given another seed
+    (test_determinism.py compiles under two) runs as installed. Here the "server" listens
+    and never answers: a client that used it would wait until the time limit."""
+    import socket
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "socket"))
+    listener.listen(4)
+    for name in [k for k in os.environ if k.startswith("PYTHON")]:
+        monkeypatch.delenv(name)
+    forkserver.write_clients(tmp_path, str(tmp_path / "socket"))  # records no PYTHON*
+    env = dict(os.environ)
+    try:
+        result = subprocess.run([str(tmp_path / "spyrec"), "--help"], capture_output=True,
+                                text=True, check=False, timeout=120,
+                                env=dict(env, PYTHONHASHSEED="12345"))
+        assert result.returncode == 0 and "Usage" in result.stdout
+        with pytest.raises(subprocess.TimeoutExpired):  # the same seed: it asks the server
+            subprocess.run([str(tmp_path / "spyrec"), "--help"], capture_output=True,
+                           check=False, timeout=5, env=env)
+    finally:
+        listener.close()
