@@ -61,7 +61,17 @@ _RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.def
 
 # ops whose value depends on their first operand's shape and dtype only, never its data
 _SHAPE_ONLY = {"aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default",
-               "aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default"}
+               "aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default",
+               "aten.empty_like.default", "aten.new_empty.default",
+               "aten.new_empty_strided.default"}
+
+# ops whose result's values are unspecified (torch returns whatever memory held): folded as
+# zeros, so a compile is deterministic and an integer range analysis of what is written
+# into them (`inv = torch.empty_like(perm); inv[perm] = arange(n)`, the inverse permutation
+# of a MoE dispatch) does not read leftover memory as values
+_UNINITIALIZED = {"aten.empty.memory_format", "aten.empty_like.default",
+                  "aten.empty_permuted.default", "aten.empty_strided.default",
+                  "aten.new_empty.default", "aten.new_empty_strided.default"}
 
 MASKED = -30000.0
 _SDPA = "aten.scaled_dot_product_attention.default"
@@ -371,7 +381,10 @@ def _evaluate(node: torch.fx.Node, values: dict[torch.fx.Node, Any]) -> Any:
     assert callable(target)  # a call_function node
     try:
         with torch.no_grad():
-            return target(*args, **kwargs)
+            value = target(*args, **kwargs)
+            if _target_name(target) in _UNINITIALIZED:
+                value.zero_()
+            return value
     except (RuntimeError, IndexError, ValueError) as exc:
         line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CompileError(
