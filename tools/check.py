@@ -5,7 +5,8 @@
     python -m spyrec.tools.check --slow   # the slow tier only
     python -m spyrec.tools.check --lint   # ruff and pyright only
 
-The checkers run with the configuration in pyproject.toml (docs/design.md, note 67); each
+The checkers run with the configuration in pyproject.toml (docs/design.md, note 67), beside
+the lit suite (pyright uses one core for a minute or two; lit the other); each
 finding is printed and counts as one failure.
 
 The slow tier holds the models, the fuzzing and the long runs: tests marked `heavy`, and
@@ -58,19 +59,25 @@ def _run(command: list[str], xml_path: Path, env: dict[str, str]) -> tuple[int, 
     return passed, failed, seconds
 
 
-def _findings(checker: str, command: list[str], env: dict[str, str]) -> tuple[list[str], float]:
-    """Run ruff or pyright with JSON output; its findings as `path:line:column: rule message`
-    lines and the seconds it took. A checker that cannot run (not installed,
-    unreadable output) is one finding saying so."""
-    start = time.perf_counter()
-    result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
-                            check=False)
+def _start(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, float]:
+    """Start a checker; its output is read by `_findings`."""
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    return process, time.perf_counter()
+
+
+def _findings(checker: str, started: tuple[subprocess.Popen, float]) -> tuple[list[str], float]:
+    """Wait for a checker started by `_start` (ruff or pyright, JSON output); its findings as
+    `path:line:column: rule message` lines and the seconds it took. A checker that cannot
+    run (not installed, unreadable output) is one finding saying so."""
+    process, start = started
+    stdout, stderr = process.communicate()
     seconds = time.perf_counter() - start
     try:
-        report = json.loads(result.stdout)
+        report = json.loads(stdout)
     except json.JSONDecodeError:
-        output = (result.stderr or result.stdout).strip()[-2000:]
-        return [f"{checker} did not run (exit status {result.returncode}): {output}"], seconds
+        output = (stderr or stdout).strip()[-2000:]
+        return [f"{checker} did not run (exit status {process.returncode}): {output}"], seconds
     if checker == "ruff":
         found = [(item["filename"], item["location"]["row"], item["location"]["column"],
                   f"{item['code']} {item['message']}") for item in report]
@@ -84,15 +91,21 @@ def _findings(checker: str, command: list[str], env: dict[str, str]) -> tuple[li
     return lines, seconds
 
 
-def _lint(env: dict[str, str]) -> tuple[list[str], int, int]:
-    """Run ruff and pyright over the tree: (report lines, passed, failed), one pass per clean
-    checker and one failure per finding."""
+def _start_lint(env: dict[str, str]) -> dict[str, tuple[subprocess.Popen, float]]:
+    """Start ruff and pyright over the tree. pyright (one core, 1-2 minutes) runs beside
+    lit, which `main` starts meanwhile: the second core is not idle while it checks."""
     ruff = [sys.executable, "-m", "ruff", "check", "--output-format", "json", "--no-cache", "."]
     pyright = [sys.executable, "-m", "pyright", "--outputjson", "--pythonpath", sys.executable]
+    return {"ruff": _start(ruff, env), "pyright": _start(pyright, env)}
+
+
+def _lint(started: dict[str, tuple[subprocess.Popen, float]]) -> tuple[list[str], int, int]:
+    """Wait for the checkers `_start_lint` started: (report lines, passed, failed), one pass
+    per clean checker and one failure per finding."""
     lines: list[str] = []
     passed = failed = 0
-    for checker, command in (("ruff", ruff), ("pyright", pyright)):
-        found, seconds = _findings(checker, command, env)
+    for checker, process in started.items():
+        found, seconds = _findings(checker, process)
         if found:
             print("\n".join(found))
         lines.append(f"{checker}: {len(found)} findings in {seconds:.0f} s")
@@ -127,9 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             passed, failed = passed + p, failed + f
 
         start = time.perf_counter()
-        if not args.slow:
-            checked, passed, failed = _lint(env)
-            lines += checked
+        linting = _start_lint(env) if not args.slow else None
         if not (args.slow or args.lint):
             xml = Path(tmp, "lit.xml")
             p, f, s = _run([sys.executable, "-c", "from lit.main import main; main()", "-q",
@@ -137,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
                             str(ROOT / "test" / "lit")], xml, env)
             lines.append(f"lit: {p} passed, {f} failed in {s:.0f} s")
             passed, failed = passed + p, failed + f
+        if linting is not None:
+            checked, p, f = _lint(linting)
+            lines[:0] = checked
+            passed, failed = passed + p, failed + f
+        if not (args.slow or args.lint):
             pytest("fast", "not heavy")
             if args.all:
                 lines.append(f"fast tier (checkers, lit, pytest): "

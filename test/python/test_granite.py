@@ -58,7 +58,10 @@ def _assert_matches(exe: spyrec.Executable, got: torch.Tensor, want: torch.Tenso
     assert_close(exe, want, got)
 
 
-@pytest.fixture(scope="module", params=[torch.float16, torch.float32], ids=["fp16", "fp32"])
+# the fp32 layer (800 MB of weights, about two minutes of the slow tier) is in the opt-in
+# tier (SPYREC_SLOW=1): the fp16 layer runs the same lowering at the model's own precision
+@pytest.fixture(scope="module", params=[
+    torch.float16, pytest.param(torch.float32, marks=pytest.mark.slow)], ids=["fp16", "fp32"])
 def layer(request):
     torch.manual_seed(0)
     yield granite_layer(request.param)
@@ -118,6 +121,7 @@ def _cli(cli: list[str], env: dict[str, str], *args: str) -> subprocess.Complete
                           check=False)
 
 
+@pytest.mark.slow  # a minute: the decode step through the command line stays in the slow tier
 def test_prefill_through_the_command_line(spyrec_cli, cli_env, tmp_path):
     """`spyrec compile` and `spyrec run --check` on the saved fp16 prefill program."""
     torch.manual_seed(0)

@@ -150,6 +150,7 @@ def test_compare_bounds() -> None:
 
 
 @pytest.mark.heavy
+@pytest.mark.slow  # 100 s; the lit ktir-backend tests run each construct in CI
 def test_backend_columns_and_masked_variants(tmp_path: Path) -> None:
     """A kernel the back end compiles gets every column: compile ok, the check's verdict,
     emulated µs and off-chip bytes against the minimum. The dynamic vector add, here with a

@@ -196,8 +196,9 @@ def _tiny_moe(dtype: torch.dtype) -> tuple[torch.nn.Module, torch.Tensor]:
     return model, ids
 
 
-@pytest.mark.heavy  # a model compile, twice per dtype (about a minute)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.heavy  # a model compile, twice per dtype (about a minute); fp32 opt-in
+@pytest.mark.parametrize("dtype", [pytest.param(torch.float32, marks=pytest.mark.slow),
+                                   torch.float16])
 def test_moe_model_matches_eager(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     """A one-layer Granite MoE: routing, dense dispatch and combine as eager. With the
     routing weights of the two choices swapped (an injected bug) the check fails."""
