@@ -25,8 +25,9 @@ CASES = cases()
 # (SPYREC_SLOW=1): the rank families 1d / 3d / 5d (how leading dims become rows is the same
 # row merge the op-specific families' 3-D and 4-D shapes exercise), and the aligned shape in
 # bf16 / fp32 (the unaligned one exercises the same lowering plus the stick padding; what
-# depends on the element type, the stick's width in elements, both cover). docs/coverage.md (`python -m spyrec.tools.op_coverage`) measures
-# every case; CI's time is why the split exists (design note 99).
+# depends on the element type, the stick's width in elements, both cover).
+# docs/coverage.md (`python -m spyrec.tools.op_coverage`) measures every case; CI's time is
+# why the split exists (design note 99).
 RANK_FAMILIES = ("1d", "3d", "5d")
 OPT_IN_FP16 = ("1d", "3d", "5d")
 OPT_IN_WIDE = (*RANK_FAMILIES, "aligned")
