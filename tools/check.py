@@ -1,7 +1,7 @@
 """Run spyrec's checkers and test suite (lit + pytest) and print one `N passed, N failed` line.
 
     python -m spyrec.tools.check          # the fast tier: ruff, pyright, lit, the core pytest suite
-    python -m spyrec.tools.check --all    # the fast tier, then the slow tier (what CI runs)
+    python -m spyrec.tools.check --all    # the fast and the slow tier (what CI runs)
     python -m spyrec.tools.check --slow   # the slow tier only
     python -m spyrec.tools.check --lint   # ruff and pyright only
 
@@ -14,8 +14,9 @@ every test of the files test/python/conftest.py lists in HEAVY_FILES. Tests mark
 (over ~20 s each) run only with SPYREC_SLOW=1, in either tier. pytest runs on two worker
 processes (pytest-xdist) when the machine has two cores or more, lit on as many. This is
 what the README's test command and `.ci/run` (with --all) and CMake's `check-spyrec` target
-run. Each tier's wall time is printed; the exit status is non-zero when any test fails or a
-suite cannot run.
+run; with --all both tiers' pytest tests run in one pytest session (its two workers stay
+busy to the end, where two sessions would each end with one idle). Each suite's wall time
+is printed; the exit status is non-zero when any test fails or a suite cannot run.
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             p, f, s = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             *workers, "-m", select, f"--junitxml={xml}",
                             str(ROOT / "test" / "python")], xml, env)
-            lines.append(f"pytest, {tier} tier: {p} passed, {f} failed in {s:.0f} s")
+            lines.append(f"pytest, {tier} tier{'s' * (' ' in tier)}: {p} passed, {f} failed "
+                         f"in {s:.0f} s")
             passed, failed = passed + p, failed + f
 
         start = time.perf_counter()
@@ -152,13 +154,12 @@ def main(argv: list[str] | None = None) -> int:
             checked, p, f = _lint(linting)
             lines[:0] = checked
             passed, failed = passed + p, failed + f
-        if not (args.slow or args.lint):
-            pytest("fast", "not heavy")
-            if args.all:
-                lines.append(f"fast tier (checkers, lit, pytest): "
-                             f"{time.perf_counter() - start:.0f} s")
-        if args.slow or args.all:
+        if args.all:  # both tiers in one pytest run: no worker idles at a tier's end
+            pytest("fast and slow", "heavy or not heavy")
+        elif args.slow:
             pytest("slow", "heavy")
+        elif not args.lint:
+            pytest("fast", "not heavy")
     print("\n".join(lines))
     print(f"wall time {time.perf_counter() - start:.0f} s")
     print(f"{passed} passed, {failed} failed")
