@@ -109,7 +109,8 @@ def _lint(started: dict[str, tuple[subprocess.Popen, float]]) -> tuple[list[str]
         found, seconds = _findings(checker, process)
         if found:
             print("\n".join(found))
-        lines.append(f"{checker}: {len(found)} findings in {seconds:.0f} s")
+        # started beside lit: what is known is that it was done when lit was
+        lines.append(f"{checker}: {len(found)} findings (done within {seconds:.0f} s)")
         passed, failed = passed + (not found), failed + len(found)
     return lines, passed, failed
 
