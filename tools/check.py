@@ -132,14 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     lines: list[str] = []
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        def pytest(tier: str, select: str) -> None:
+        def pytest(tiers: str, select: str) -> None:
             nonlocal passed, failed
-            xml = Path(tmp, f"{tier}.xml")
+            xml = Path(tmp, "pytest.xml")
             p, f, s = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             *workers, "-m", select, f"--junitxml={xml}",
                             str(ROOT / "test" / "python")], xml, env)
-            lines.append(f"pytest, {tier} tier{'s' * (' ' in tier)}: {p} passed, {f} failed "
-                         f"in {s:.0f} s")
+            lines.append(f"pytest, {tiers}: {p} passed, {f} failed in {s:.0f} s")
             passed, failed = passed + p, failed + f
 
         start = time.perf_counter()
@@ -156,11 +155,11 @@ def main(argv: list[str] | None = None) -> int:
             lines[:0] = checked
             passed, failed = passed + p, failed + f
         if args.all:  # both tiers in one pytest run: no worker idles at a tier's end
-            pytest("fast and slow", "heavy or not heavy")
+            pytest("fast and slow tiers", "heavy or not heavy")
         elif args.slow:
-            pytest("slow", "heavy")
+            pytest("slow tier", "heavy")
         elif not args.lint:
-            pytest("fast", "not heavy")
+            pytest("fast tier", "not heavy")
     print("\n".join(lines))
     print(f"wall time {time.perf_counter() - start:.0f} s")
     print(f"{passed} passed, {failed} failed")

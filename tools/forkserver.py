@@ -33,6 +33,7 @@ import pkgutil
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import traceback
 from pathlib import Path
@@ -91,6 +92,21 @@ def write_clients(directory: Path, socket_path: str) -> None:
         path.write_text(CLIENT.format(python=sys.executable, name=name, socket=socket_path,
                                       fallback=str(bindir / name), startup=_startup()))
         path.chmod(0o755)
+
+
+def launch(workdir: Path) -> tuple[subprocess.Popen | None, Path | None]:
+    """Start a server with its socket and clients in `workdir` and wait until it serves:
+    (the server process, the clients' folder). (None, None) where there is no fork or
+    SPYREC_LIT_FORKSERVER=0; (process, None) if it did not start (the installed commands
+    then run). The caller terminates the process."""
+    if os.environ.get("SPYREC_LIT_FORKSERVER", "1") == "0" or not hasattr(os, "fork"):
+        return None, None
+    process = subprocess.Popen(
+        [sys.executable, "-m", "spyrec.tools.forkserver", "--socket", str(workdir / "socket"),
+         "--clients", str(workdir / "bin")], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    ready = process.stdout.readline().strip() == "ready"
+    return process, workdir / "bin" if ready else None
 
 
 def _recv_exact(conn: socket.socket, size: int) -> bytes:

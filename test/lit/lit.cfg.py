@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import lit.formats
 import lit.util
@@ -37,25 +38,21 @@ def _start_fork_server() -> None:
     it instead of spending ~4 s of CPU on imports. Its clients go first on PATH; they run
     the installed commands themselves if the server is gone. SPYREC_LIT_FORKSERVER=0 runs
     the installed commands directly."""
-    if os.environ.get("SPYREC_LIT_FORKSERVER", "1") == "0" or not hasattr(os, "fork"):
-        return
-    workdir = tempfile.mkdtemp(prefix="spyrec-lit-")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "spyrec.tools.forkserver", "--socket",
-         os.path.join(workdir, "socket"), "--clients", os.path.join(workdir, "bin")],
-        stdout=subprocess.PIPE, text=True)
+    from spyrec.tools import forkserver
+
+    workdir = Path(tempfile.mkdtemp(prefix="spyrec-lit-"))
+    server, clients = forkserver.launch(workdir)
 
     def stop() -> None:
-        server.terminate()
-        server.wait()
+        if server is not None:
+            server.terminate()
+            server.wait()
         shutil.rmtree(workdir, ignore_errors=True)
 
     atexit.register(stop)
-    assert server.stdout is not None
-    if server.stdout.readline().strip() != "ready":  # it failed: the installed commands
-        return
-    config.environment["PATH"] = os.pathsep.join(
-        [os.path.join(workdir, "bin"), config.environment["PATH"]])
+    if clients is not None:  # else the installed commands
+        config.environment["PATH"] = os.pathsep.join([str(clients),
+                                                      config.environment["PATH"]])
 
 
 _start_fork_server()

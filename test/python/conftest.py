@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 import torch
 
 from spyrec.demo import DemoMLP
+from spyrec.tools import forkserver
 
 if TYPE_CHECKING:
     from xdist.remote import Producer
@@ -81,18 +81,11 @@ def fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | Non
     installed commands without ~4 s of imports each), one server per pytest process; None
     where there is no fork or SPYREC_LIT_FORKSERVER=0. test_forkserver.py checks that a
     command behaves the same through it."""
-    if os.environ.get("SPYREC_LIT_FORKSERVER", "1") == "0" or not hasattr(os, "fork"):
-        yield None
-        return
-    work = tmp_path_factory.mktemp("forkserver")
-    server = subprocess.Popen([sys.executable, "-m", "spyrec.tools.forkserver", "--socket",
-                               str(work / "socket"), "--clients", str(work / "bin")],
-                              stdout=subprocess.PIPE, text=True)
-    assert server.stdout is not None
-    ready = server.stdout.readline().strip() == "ready"
-    yield work / "bin" if ready else None
-    server.terminate()
-    server.wait()
+    server, clients = forkserver.launch(tmp_path_factory.mktemp("forkserver"))
+    yield clients
+    if server is not None:
+        server.terminate()
+        server.wait()
 
 
 @pytest.fixture(scope="session")

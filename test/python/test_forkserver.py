@@ -19,16 +19,12 @@ KERNELS = Path(__file__).parent / "ktir" / "kernels" / "stored_broadcasts.mlir"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     work = tmp_path_factory.mktemp("forkserver")
-    socket_path = str(work / "socket")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "spyrec.tools.forkserver", "--socket", socket_path,
-         "--clients", str(work / "bin")], stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    assert process.stdout.readline().strip() == "ready"
-    yield work / "bin"
+    process, clients = forkserver.launch(work)
+    assert process is not None and clients is not None
+    yield clients
     process.terminate()
     process.wait(timeout=30)
-    assert not Path(socket_path).exists()  # it cleans up after itself
+    assert not (work / "socket").exists()  # it cleans up after itself
 
 
 def _both(bin_dir: Path, args: list[str], **kwargs) -> tuple[subprocess.CompletedProcess,
