@@ -19,7 +19,7 @@ from spyrec.diagnostics import RunError
 from spyrec.target.container import SpyreBinary, read_spyre
 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-                "int32": torch.int32, "int64": torch.int64}
+                "int32": torch.int32, "int64": torch.int64, "bool": torch.bool}
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:

@@ -558,6 +558,8 @@ def random_inputs(binary: SpyreBinary, values: dict[str, int], seed: int) -> lis
             if b.int_limit is not None:
                 drawn = drawn.clamp(-b.int_limit, b.int_limit)
             inputs.append(drawn.to(dtype))
+        elif dtype == torch.bool:  # a mask: half of it set
+            inputs.append(torch.rand(*shape, generator=gen) < 0.5)
         else:
             high = RANDOM_INT_BOUND if b.int_limit is None else min(RANDOM_INT_BOUND,
                                                                     b.int_limit + 1)

@@ -44,15 +44,17 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     Float32Type,
     FunctionType,
     ModuleOp,
     StringAttr,
     TensorType,
+    i64,
 )
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import UnsupportedOpsError
 from spyrec.dialects import spyre_plan as plan
@@ -79,7 +81,7 @@ from spyrec.passes.graph.legalize.attention import select_eager_attention
 from spyrec.passes.graph.legalize.base import INT_ELEMENTS, LegalizeRewriter, Selector, Unsupported
 from spyrec.passes.graph.legalize.elementwise import ATEN_BINARY, ATEN_UNARY
 from spyrec.passes.graph.legalize.movement import erase_dead_moves
-from spyrec.passes.graph.legalize.predicates import is_predicate
+from spyrec.passes.graph.legalize.predicates import BOOL_INPUTS, is_predicate
 from spyrec.passes.graph.move_reduced_dim import move_reduced_dims_last
 
 # every ATen overload with a lowering, by family
@@ -169,6 +171,7 @@ class SpyreLegalize(ModulePass):
         # a reduction or softmax over a dim other than the last reduces the last dim of a
         # device transpose (see `move_reduced_dim`)
         move_reduced_dims_last(op)
+        _bool_inputs(op)
         atens = [o for o in op.walk() if isinstance(o, AtenOp)]
         # eager attention first: its bmm, scale, mask add and softmax become one
         # spyre.attention (see `eager_attention`), and the matched chain is then dead
@@ -197,6 +200,26 @@ class SpyreLegalize(ModulePass):
             )
         erase_dead_moves(op)
         _erase_dead_params(op)
+
+
+def _bool_inputs(module: ModuleOp) -> None:
+    """Boolean inputs of the program live on the device as f32 0.0 / 1.0, the predicates
+    comparisons make (design note 28c): the graph function takes them as f32 and lists
+    them in `spyre.bool_inputs`, so op selection reads them as predicates and the host
+    converts torch.bool to 0/1 on the way in."""
+    for fn in [o for o in module.walk() if isinstance(o, func.FuncOp)]:
+        if fn.body.blocks.first is None or plan.is_kernel(fn) or BOOL_INPUTS in fn.attributes:
+            continue
+        bools = []
+        for arg in list(fn.body.block.args):
+            if isinstance(arg.type, TensorType) and str(arg.type.element_type) == "i1":
+                Rewriter.replace_value_with_new_type(
+                    arg, TensorType(Float32Type(), arg.type.get_shape()))
+                bools.append(arg.index)
+        if bools:
+            fn.function_type = FunctionType.from_lists(
+                [a.type for a in fn.body.block.args], fn.function_type.outputs.data)
+            fn.attributes[BOOL_INPUTS] = DenseArrayBase.from_list(i64, bools)
 
 
 def _bool_outputs(module: ModuleOp, failures: list[str]) -> None:

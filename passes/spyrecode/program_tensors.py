@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, SSAValue
 
 from spyrec.diagnostics import CompileError
@@ -82,6 +82,11 @@ def program_tensors(module: ModuleOp) -> ProgramTensors:
     perms_attr = graph.attributes.get("spyre.host_perms")
     perms = perms_attr.data if isinstance(perms_attr, DictionaryAttr) else {}
     inputs = [_binding(a.name_hint or f"input{a.index}", a, perms) for a in block.args]
+    bool_inputs = graph.attributes.get("spyre.bool_inputs")  # f32 0/1 on device, bool on host
+    if isinstance(bool_inputs, DenseArrayBase):
+        for index in bool_inputs.get_values():
+            inputs[index] = replace(inputs[index],
+                                    layout=replace(inputs[index].layout, host_dtype="bool"))
     limits_attr = graph.attributes.get("spyre.int_limits")  # spyre-legalize's int_range
     if isinstance(limits_attr, DictionaryAttr):
         for index, limit in limits_attr.data.items():

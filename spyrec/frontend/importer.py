@@ -57,6 +57,7 @@ from spyrec.frontend.complex_rotary import rewrite_complex
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.decompose import decompose as decompose_program
 from spyrec.frontend.fold import fold_constants, is_predicate_constant
+from spyrec.frontend.infinities import widen_infinities
 from spyrec.frontend.moe import rewrite_routing
 from spyrec.frontend.program_cost import program_cost
 from spyrec.frontend.slice_writes import rewrite_slice_writes
@@ -243,6 +244,7 @@ class _Importer:
         mutable = set(sig.buffers_to_mutate.values())
         rewrite_routing(self.ep.graph)  # top-k and expert dispatch (design note 76)
         rewrite_slice_writes(self.ep.graph)  # writes into slices as concatenations
+        widen_infinities(self.ep.graph)  # 16-bit values that may hold -inf, in f32 (note 100)
         folding = fold_constants(self.ep.graph, {node: state[name]
                                                  for node, name in param_names.items()
                                                  if name not in mutable})

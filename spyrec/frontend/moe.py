@@ -63,21 +63,24 @@ MAX_K = 16  # k passes of a row maximum: routing picks 1 to 8
 
 
 class FxEmit:
-    """Adds call_function nodes before `anchor`, each with the anchor's provenance (stack
-    trace, module stack) and its fake value, so the importer types and names them; a `lazy`
-    one leaves the value to `_refresh`, for operands whose values are about to change."""
+    """Adds call_function nodes before `anchor`, each with the provenance (stack trace,
+    module stack) of `like` (default: the anchor) and its fake value, so the importer types
+    and names them; a `lazy` one leaves the value to `_refresh`, for operands whose values
+    are about to change."""
 
-    def __init__(self, graph: torch.fx.Graph, anchor: torch.fx.Node, lazy: bool = False):
+    def __init__(self, graph: torch.fx.Graph, anchor: torch.fx.Node, lazy: bool = False,
+                 like: torch.fx.Node | None = None):
         self.graph = graph
         self.anchor = anchor
+        self.like = anchor if like is None else like
         self.lazy = lazy
-        val = anchor.meta["val"]
+        val = self.like.meta["val"]
         self.fake_mode = (val[0] if isinstance(val, tuple | list) else val).fake_mode
 
     def __call__(self, target: Any, *args: Any, **kwargs: Any) -> torch.fx.Node:
         with self.graph.inserting_before(self.anchor):
             node = self.graph.call_function(target, args, kwargs)
-        node.meta = {k: v for k, v in self.anchor.meta.items() if k != "val"}
+        node.meta = {k: v for k, v in self.like.meta.items() if k != "val"}
         if not self.lazy:
             node.meta["val"] = self.value(node)
         return node

@@ -140,18 +140,18 @@ def test_transposed_activation_is_a_dma_kernel() -> None:
 
 def test_unsupported_attention_variants_are_listed_at_once() -> None:
     class Bad(nn.Module):
-        def forward(self, q, k, v, bool_mask):
+        def forward(self, q, k, v, wide_mask):
             a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1)
-            c = F.scaled_dot_product_attention(q, k, v, attn_mask=bool_mask)
+            c = F.scaled_dot_product_attention(q, k, v, attn_mask=wide_mask)
             return a + c
 
-    q = torch.randn(2, 2, 16, 32)
-    bool_mask = torch.ones(16, 16, dtype=torch.bool)
+    q = torch.randn(2, 2, 16, 32).half()
+    wide_mask = torch.zeros(16, 16)
     with pytest.raises(UnsupportedOpsError) as info:
-        spyrec.compile(torch.export.export(Bad(), (q, q, q, bool_mask)))
+        spyrec.compile(torch.export.export(Bad(), (q, q, q, wide_mask)))
     text = str(info.value)
     assert "dropout_p=0.1 (attention dropout is training-time only" in text
-    assert "a i1 attn_mask (a boolean mask is lowered when it is a comparison" in text
+    assert "a f32 attn_mask for f16 queries (the mask must have the query element" in text
 
 
 def test_eager_attention_on_inputs_is_one_kernel() -> None:

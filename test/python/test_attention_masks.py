@@ -22,7 +22,6 @@ import torch.nn.functional as F
 from conftest import assert_close, one
 
 import spyrec
-from spyrec.diagnostics import UnsupportedOpsError
 
 B, H, L, S, E = 2, 2, 37, 45, 64
 
@@ -149,12 +148,19 @@ def test_boolean_mask_computed_at_run_time(form: str, dtype: torch.dtype) -> Non
         assert_close(exe, expected, one(exe(*inputs)))
 
 
-def test_boolean_input_mask_is_refused_clearly() -> None:
-    q, k, v, _ = _inputs(SHAPES["LS"], torch.float32)
-    mask = torch.rand(B, 1, L, S) < 0.5
-    with pytest.raises(UnsupportedOpsError, match=r"a i1 attn_mask \(a boolean mask is "
-                       r"lowered when it is a comparison computed in the program"):
-        spyrec.compile(torch.export.export(Sdpa(), (q, k, v, mask)))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_boolean_input_mask(dtype: torch.dtype) -> None:
+    """A torch.bool mask passed as an input of the program (nn.MultiheadAttention's and
+    TransformerEncoder's padding masks reach SDPA so): 0/1 on the device, a predicate."""
+    q, k, v, _ = _inputs(SHAPES["LS"], dtype)
+    g = torch.Generator().manual_seed(7)
+    exe = spyrec.compile(torch.export.export(Sdpa(), (q, k, v, torch.rand(B, 1, L, S) < 0.5)))
+    for _ in range(2):  # one program, any mask
+        mask = torch.rand(B, 1, L, S, generator=g) < 0.6
+        mask[..., 0] = True  # every query sees a key
+        with torch.no_grad():
+            expected = Sdpa()(q, k, v, mask)
+        assert_close(exe, expected, one(exe(q, k, v, mask)))
 
 
 # ---- Hugging Face models with a padded batch --------------------------------------------

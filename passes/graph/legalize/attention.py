@@ -79,11 +79,11 @@ def _select_attention(op: AtenOp, rewriter: LegalizeRewriter,
 
 
 def _wide_constant(value: SSAValue) -> SSAValue:
-    """The f32 constant behind a 16-bit constant with infinities or NaN (the frontend keeps
-    those in f32 and casts them, since DL16 cannot hold them), else `value` itself."""
+    """The f32 value behind a 16-bit mask cast from f32: a constant with infinities or NaN
+    (the frontend keeps those in f32 and casts them, since DL16 cannot hold them) or a mask
+    computed with -inf (`frontend/infinities.py`), else `value` itself."""
     owner = through(value, (ReshapeOp,)).owner  # the unsqueezes of a [L, S] mask
-    if isinstance(owner, CastOp) and isinstance(owner.input.owner, ParamOp) \
-            and _element_name(owner.input) == "f32":
+    if isinstance(owner, CastOp) and _element_name(owner.input) == "f32":
         return owner.input
     return value
 
@@ -107,8 +107,8 @@ def _attention_mask(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue, q: S
     scores = [*qs[:-1], keys]
     if _element_name(mask) not in FLOAT_ELEMENTS:
         raise Unsupported(
-            f"a {_element_name(mask)} attn_mask (a boolean mask is lowered when it is a "
-            "comparison computed in the program; pass an additive float mask instead: 0 "
+            f"a {_element_name(mask)} attn_mask (a boolean mask is lowered when it is an "
+            "input or a comparison computed in the program; pass an additive float mask: 0 "
             "where allowed, a large finite negative value such as -30000 where not)")
     if not AttentionOp.mask_broadcasts(shape, qs, keys):
         raise Unsupported(

@@ -170,6 +170,8 @@ def _select_cast_int(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
         return as_predicate(op, rewriter, x)
     if result in FLOAT_ELEMENTS and (source in INT_ELEMENTS or is_predicate(x)):
         return _emit(rewriter, op, CastOp(x, op.results[0].type))
+    if result in FLOAT_ELEMENTS and source == "i1":  # a boolean input or constant: 0.0 / 1.0
+        return _emit(rewriter, op, CastOp(x, op.results[0].type))
     if result in INT_ELEMENTS and source in INT_ELEMENTS:
         if source == result:
             return x

@@ -14,8 +14,8 @@ import math
 
 import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, Float32Type, TensorType, UnitAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, Float32Type, TensorType, UnitAttr
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from spyrec.dialects.spyre import (
     BINARY_OPS,
@@ -52,9 +52,20 @@ from spyrec.passes.graph.legalize.reductions import kept_dim, reduce_last
 _COMPARE = {"le": (True, 1.0), "lt": (True, 0.0), "ge": (False, 1.0), "gt": (False, 0.0)}
 
 
+BOOL_INPUTS = "spyre.bool_inputs"
+"""The graph function's attribute listing (by index) its boolean inputs: f32 0.0 / 1.0 on
+the device, converted by the host (`spyre_legalize._bool_inputs`)."""
+
+
 def is_predicate(value: SSAValue) -> bool:
-    """Is `value` a 0/1 predicate made by a comparison (possibly reshaped or broadcast)?"""
-    owner = through(value, _VIEWS).owner
+    """Is `value` a 0/1 predicate made by a comparison or a boolean input of the program
+    (possibly reshaped or broadcast)?"""
+    value = through(value, _VIEWS)
+    if isinstance(value, BlockArgument):
+        fn = value.block.parent_op()
+        listed = fn.attributes.get(BOOL_INPUTS) if fn is not None else None
+        return isinstance(listed, DenseArrayBase) and value.index in listed.get_values()
+    owner = value.owner
     return isinstance(owner, Operation) and "spyre.predicate" in owner.attributes
 
 
