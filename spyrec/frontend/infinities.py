@@ -114,6 +114,9 @@ def widen_infinities(graph: torch.fx.Graph) -> int:
     wide: dict[torch.fx.Node, torch.fx.Node] = {}
     cast_up: dict[torch.fx.Node, torch.fx.Node] = {}
     for node in readers:
+        if node.target is aten._assert_tensor_metadata.default:
+            graph.erase_node(node)  # a trace-time check of the dtype the member had
+            continue
         emit = FxEmit(graph, node)
         if node.target in _MASK_READERS and node not in members:
             _read_mask(emit, node, wide)

@@ -94,6 +94,19 @@ def test_multihead_attention_key_padding_mask(dtype):
     _check(model, torch.randn(2, 40, 128, dtype=dtype), padding)
 
 
+class CastBack(torch.nn.Module):
+    """A no-op `.to(float16)` of a masked tensor: export checks its dtype with an
+    `_assert_tensor_metadata` node, which the widened value no longer has."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x.masked_fill(x < -1, float("-inf")).to(torch.float16), 0)
+
+
+def test_a_dtype_assertion_on_a_widened_value():
+    x = torch.randn(16, 64, generator=torch.Generator().manual_seed(3)).half()
+    _check(CastBack(), x)
+
+
 def _graph(model: torch.nn.Module, *inputs: torch.Tensor) -> torch.fx.Graph:
     ep = torch.export.export(model, inputs).run_decompositions()
     return ep.graph
