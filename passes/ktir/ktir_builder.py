@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     TensorType,
+    UnitAttr,
     f32,
 )
 from xdsl.dialects.linalg import ops as linalg
@@ -55,6 +56,7 @@ from spyrec.dialects.ktdp_intertile import (
     YieldReducedOp,
 )
 from spyrec.dialects.ktdp_types import TileFutureType
+from spyrec.dialects.ktdp_values import MASKED_TILE
 from spyrec.target import round_up
 from spyrec.target.layout import STICK_BYTES
 
@@ -112,6 +114,19 @@ class LxSlices:
         return self.byte_offset // self.itemsize
 
 
+def _mask_if_wider(op: ConstructAccessTileOp, view: SSAValue,
+                   extents: Sequence[int]) -> None:
+    """Mark a tile wider than its whole view's row masked (`ktdp.masked`): a kernel mixing
+    f16 and f32 tiles columns in f16 sticks (64 elements), and an f32 operand of at most 32
+    columns is one f32 stick wide. Its lanes past the view read +0.0, in the interpreter
+    and on the device (the back end's DMA moves the view's sticks and zero-fills the rest
+    of the LX tile), instead of a coordinate outside the view."""
+    vtype = view.type
+    if isinstance(vtype, MemRefType) and vtype.get_shape() and extents \
+            and extents[-1] > vtype.get_shape()[-1]:
+        op.attributes[MASKED_TILE] = UnitAttr()
+
+
 class KtirBuilder:
     """Insertion point, index constants and the small builders of one KTIR function."""
 
@@ -167,6 +182,7 @@ class KtirBuilder:
         op = self.b.insert(ConstructAccessTileOp(
             view, operands, base, box_set(extents).data, AffineMap.identity(2),
             AccessTileType(list(extents))))
+        _mask_if_wider(op, view, extents)
         return op.result
 
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -209,6 +225,7 @@ class KtirBuilder:
             view, [indices[i] for i in used], AffineMap(len(used), 0, exprs),
             box_set(extents).data, AffineMap.identity(len(extents)),
             AccessTileType(list(extents))))
+        _mask_if_wider(op, view, extents)
         return op.result
 
     def load_at(self, view: SSAValue, indices: Sequence[SSAValue], origin: Sequence[AffineExpr],

@@ -81,6 +81,31 @@ def test_a_clean_compile_passes_every_checkpoint():
     assert len(result.checkpoints) == 8
 
 
+class _RouterMax(torch.nn.Module):
+    """An f16 router's max with its index: the index comes from an f32 [1, 4] column
+    constant read with the kernel's f16-stick tiles (64 columns, one f32 stick is 32)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = torch.nn.Linear(128, 4, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scores = self.gate(x)
+        top, index = scores.max(-1, keepdim=True)
+        return scores.softmax(-1) * top + index.to(scores.dtype)
+
+
+def test_a_tile_wider_than_its_view_is_checked_by_the_ktir_interpreter():
+    """The wide tile is masked (`ktdp.masked`): the KTIR interpreter reads +0.0 past the
+    view, as the device's zero-filled LX tile holds, instead of refusing the coordinate, so
+    the kernel is checked rather than skipped."""
+    torch.manual_seed(0)
+    model = _RouterMax().half()
+    result = bisect(torch.export.export(model, (torch.randn(16, 128).half(),)))
+    assert result.first_bad is None, result.report()
+    assert all(c.status == "ok" for c in result.checkpoints), result.report()
+
+
 def test_a_wrong_graph_rewrite_is_named(monkeypatch, tmp_path):
     _with_bug(monkeypatch, "spyre-fuse", _add_becomes_sub)
     result = bisect(_ffn(), keep=tmp_path)
