@@ -6,14 +6,16 @@ pattern (NINF) reads back as NaN. Inside a kernel every tile is f32 and -inf is 
 back NaN, and a `max` or `softmax` over it is NaN for the whole row. Programs write such
 tensors on purpose: Phi-MoE's router `scatter(scores, -1, idx, -inf)` then `max`,
 `masked_fill(mask, -inf)` of a run-time mask, a `full(-inf)` row, `log` of a 0/1 mask.
+An infinity the arithmetic makes (`log` of a computed 0) is not looked for: a 16-bit value
+holding one between kernels comes back NaN.
 
 This pass finds them in the decomposed FX graph and computes them in f32, where the device
 holds -inf exactly:
 
 - a *source* is a call whose 16-bit float result may hold an infinity it did not read: an
   op given an infinite number (`masked_fill(m, -inf)`, `where(c, x, -inf)`, `full`,
-  `scalar_tensor`, `fill`; the `where` a one-value `scatter` becomes), or a logarithm
-  (`log(0)` is -inf);
+  `scalar_tensor`, `fill`; the `where` a one-value `scatter` becomes), or the logarithm
+  of a boolean mask cast to a float (`log(0)` is -inf);
 - the set spreads to every call whose 16-bit float result reads a member, except through
   ops whose result is finite whatever they read (softmax, sigmoid, tanh, ...; comparisons,
   indices and other non-float results end it by their type);
@@ -45,8 +47,10 @@ aten = torch.ops.aten
 
 HALF = (torch.float16, torch.bfloat16)
 
-# ops whose result is a logarithm: -inf where the operand is 0
-_LOGS = {aten.log.default, aten.log2.default, aten.log10.default, aten.log1p.default}
+# logarithms: -inf where the operand is 0; a source when the operand is a boolean mask
+# cast to a float (`torch.log(mask.half())`, an additive mask), not in general (`log(x +
+# eps)` of features would widen a whole encoder for nothing)
+_LOGS = {aten.log.default, aten.log2.default, aten.log10.default}
 # ops given a number that leave a bound, not an infinity, when the number is infinite
 _BOUNDS = {aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default,
            aten.hardtanh.default, aten.nan_to_num.default}
@@ -89,7 +93,11 @@ def _source(node: torch.fx.Node) -> bool:
     if not _half(node.meta.get("val")):
         return False
     if node.target in _LOGS:
-        return True
+        operand = node.args[0]
+        return isinstance(operand, torch.fx.Node) and operand.target in (
+            aten._to_copy.default, aten.to.dtype) and isinstance(
+            src := operand.all_input_nodes[0].meta.get("val"), torch.Tensor) \
+            and src.dtype == torch.bool
     return node.target not in _BOUNDS and _infinite_number((node.args, node.kwargs))
 
 
@@ -117,6 +125,8 @@ def widen_infinities(graph: torch.fx.Graph) -> int:
         if node.target is aten._assert_tensor_metadata.default:
             graph.erase_node(node)  # a trace-time check of the dtype the member had
             continue
+        if "val" not in node.meta:
+            continue  # reads the members cast back, as the program's output does (below)
         emit = FxEmit(graph, node)
         if node.target in _MASK_READERS and node not in members:
             _read_mask(emit, node, wide)
