@@ -61,9 +61,9 @@ _FINITE = {aten._softmax.default, aten.softmax.int, aten.sigmoid.default,
            aten.cos.default}
 
 
-# readers that take a member as an additive mask: they stay in the program's dtype, and read
-# the f32 mask through a cast spyre-legalize looks through (the attention kernel adds the
-# mask to f32 scores, where -inf is exact)
+# readers that take a member as an additive mask: they stay in the program's dtype and read
+# the f32 mask as it is (the attention kernel adds the mask to f32 scores, where -inf is
+# exact; SDPA takes a float mask of another dtype than the query's)
 _MASK_READERS = {aten.scaled_dot_product_attention.default: (3, "attn_mask")}
 
 
@@ -127,10 +127,10 @@ def widen_infinities(graph: torch.fx.Graph) -> int:
             continue
         if "val" not in node.meta:
             continue  # reads the members cast back, as the program's output does (below)
-        emit = FxEmit(graph, node)
         if node.target in _MASK_READERS and node not in members:
-            _read_mask(emit, node, wide)
+            _read_mask(node, wide)
             continue
+        emit = FxEmit(graph, node)
 
         def operand(a: torch.fx.Node, emit: FxEmit = emit) -> torch.fx.Node:
             if a in wide:
@@ -176,12 +176,11 @@ def widen_infinities(graph: torch.fx.Graph) -> int:
     return len(members)
 
 
-def _read_mask(emit: FxEmit, node: torch.fx.Node, wide: dict[torch.fx.Node, torch.fx.Node]) -> None:
-    """A mask reader's mask argument, if a member, read as its f32 value cast back: the
-    cast is not computed (spyre-legalize reads the f32 value); the other operands stay."""
+def _read_mask(node: torch.fx.Node, wide: dict[torch.fx.Node, torch.fx.Node]) -> None:
+    """A mask reader's mask argument, if a member, read as its f32 value; the other
+    operands stay."""
     position, name = _MASK_READERS[node.target]  # type: ignore[index]
     mask = node.kwargs.get(name, node.args[position] if len(node.args) > position else None)
-    if not isinstance(mask, torch.fx.Node) or mask not in wide:
-        return  # a member read as a query, key or value: left 16-bit (NaN in, NaN out)
-    back = emit(aten._to_copy.default, wide[mask], dtype=mask.meta["val"].dtype)
-    node.replace_input_with(mask, back)
+    if isinstance(mask, torch.fx.Node) and mask in wide:
+        node.replace_input_with(mask, wide[mask])
+    # a member read as a query, key or value is read cast back (below): NaN in, NaN out

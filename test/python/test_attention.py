@@ -140,18 +140,41 @@ def test_transposed_activation_is_a_dma_kernel() -> None:
 
 def test_unsupported_attention_variants_are_listed_at_once() -> None:
     class Bad(nn.Module):
-        def forward(self, q, k, v, wide_mask):
+        mask: torch.Tensor  # a buffer
+
+        def __init__(self):
+            super().__init__()
+            mask = torch.zeros(16, 16)
+            mask[2] = float("-inf")  # query 2 sees no key
+            self.register_buffer("mask", mask)
+
+        def forward(self, q, k, v):
             a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1)
-            c = F.scaled_dot_product_attention(q, k, v, attn_mask=wide_mask)
+            c = F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
             return a + c
 
-    q = torch.randn(2, 2, 16, 32).half()
-    wide_mask = torch.zeros(16, 16)
+    q = torch.randn(2, 2, 16, 32)
     with pytest.raises(UnsupportedOpsError) as info:
-        spyrec.compile(torch.export.export(Bad(), (q, q, q, wide_mask)))
+        spyrec.compile(torch.export.export(Bad(), (q, q, q)))
     text = str(info.value)
     assert "dropout_p=0.1 (attention dropout is training-time only" in text
-    assert "a f32 attn_mask for f16 queries (the mask must have the query element" in text
+    assert "an attn_mask with rows that are -inf throughout" in text
+
+
+def test_an_f32_mask_for_f16_queries() -> None:
+    """SDPA takes a float mask of another dtype than the query's; the kernel adds it to its
+    f32 scores as it is."""
+
+    class Sdpa(nn.Module):
+        def forward(self, q, k, v, mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(2, 2, 16, 64).half() for _ in range(3))
+    mask = torch.randn(16, 16) * 4
+    exe = spyrec.compile(torch.export.export(Sdpa(), (q, k, v, mask)))
+    with torch.no_grad():
+        assert_close(exe, Sdpa()(q, k, v, mask), one(exe(q, k, v, mask)))
 
 
 def test_eager_attention_on_inputs_is_one_kernel() -> None:

@@ -79,11 +79,11 @@ def _select_attention(op: AtenOp, rewriter: LegalizeRewriter,
 
 
 def _wide_constant(value: SSAValue) -> SSAValue:
-    """The f32 value behind a 16-bit mask cast from f32: a constant with infinities or NaN
-    (the frontend keeps those in f32 and casts them, since DL16 cannot hold them) or a mask
-    computed with -inf (`frontend/infinities.py`), else `value` itself."""
+    """The f32 constant behind a 16-bit constant with infinities or NaN (the frontend keeps
+    those in f32 and casts them, since DL16 cannot hold them), else `value` itself."""
     owner = through(value, (ReshapeOp,)).owner  # the unsqueezes of a [L, S] mask
-    if isinstance(owner, CastOp) and _element_name(owner.input) == "f32":
+    if isinstance(owner, CastOp) and isinstance(owner.input.owner, ParamOp) \
+            and _element_name(owner.input) == "f32":
         return owner.input
     return value
 
@@ -101,7 +101,9 @@ def _attention_mask(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue, q: S
     [1, H, L, S], [B, 1, L, S], [B, 1, 1, S], ...) is kept, and the attention kernel reads
     the block of each (batch, head) through its row map, never materializing the broadcast.
     A 16-bit mask with -inf entries is read in f32, where -inf is exact (the scores are f32
-    in the kernel). `sdpa`: the mask of F.scaled_dot_product_attention, which returns zeros
+    in the kernel), and an f32 mask for 16-bit queries as it is (a mask the frontend
+    computes in f32 because it holds -inf, `frontend/infinities.py`, or one the program
+    passes so). `sdpa`: the mask of F.scaled_dot_product_attention, which returns zeros
     for a query whose keys are all masked, where softmax (the eager chain) returns NaN."""
     shape, qs = _shape(mask), _shape(q)
     scores = [*qs[:-1], keys]
@@ -114,9 +116,9 @@ def _attention_mask(op: AtenOp, rewriter: LegalizeRewriter, mask: SSAValue, q: S
         raise Unsupported(
             f"attn_mask of shape {shape} (it must broadcast to the scores {scores}: S "
             "columns, every other dim 1 or the scores' own)")
-    if _element_name(mask) != _element_name(q):
+    if _element_name(mask) not in (_element_name(q), "f32"):
         raise Unsupported(f"a {_element_name(mask)} attn_mask for {_element_name(q)} "
-                          "queries (the mask must have the query element type)")
+                          "queries (the mask must have the query element type, or f32)")
     mask = _wide_constant(mask)
     if sdpa and _has_empty_rows(mask):
         raise Unsupported(
