@@ -110,6 +110,8 @@ def measure(case: sweep_models.Case, variant: str, corrupt: Corrupt | None = Non
         default = sweep_models.default_error(case)
         return {**record, "status": "build", "error": _one_line(exc),
                 **({"default_error": _one_line(default)} if default else {})}
+    if built.notes:  # what the build changed from transformers' defaults
+        record["notes"] = built.notes
     if build_only:
         return {**record, "status": "built"}
 

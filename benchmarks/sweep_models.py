@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import math
 import os
 import re
 from collections.abc import Callable
@@ -666,11 +667,40 @@ def build_hf(case: Case, variant: str) -> Built:
     else:
         names, example = _signal_inputs(model, config)
         run = example
-    module = FirstOutput(model, tuple(names)).to(dtype).eval()
+    module = FirstOutput(model, tuple(names)).eval()
+    notes = _revive_vanishing_convolutions(module, run)
+    module = module.to(dtype)
     dynamic = None
     if variant == "dynamic":  # one spec per input, inside the spec of `*tensors`
         dynamic = (({1: torch.export.Dim("seq", min=2, max=SEQ)},),)
-    return Built(module, _to(example, dtype), _to(run, dtype), dynamic)
+    return Built(module, _to(example, dtype), _to(run, dtype), dynamic, notes)
+
+
+VANISHING = 1e-6  # an output this small in fp32 is the init's, not the model's
+
+
+def _revive_vanishing_convolutions(module: nn.Module, run: tuple[torch.Tensor, ...]) -> list[str]:
+    """Convolution weights drawn with fan-in scaling (He init, seeded) when the fp32 model's
+    output vanishes: transformers initialises some conv nets' kernels (PP-LCNet's) with the
+    config's `initializer_range` of 0.02 whatever their fan-in, so each layer shrinks the
+    signal about 30x and a tiny net's logits are 1e-16 in fp32 and exactly 0 in fp16, a
+    constant output that cannot tell a right compile from a wrong one. A trained net's
+    activations stay O(1); He's scale keeps them so through ReLU-like layers."""
+    convs = [m for m in module.modules() if isinstance(m, nn.Conv1d | nn.Conv2d | nn.Conv3d)]
+    if not convs:
+        return []
+    with torch.no_grad():
+        out = module(*run)
+    if not isinstance(out, torch.Tensor) or out.abs().max() >= VANISHING:
+        return []
+    generator = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for conv in convs:
+            fan_in = conv.weight[0].numel()
+            conv.weight.copy_(torch.randn(conv.weight.shape, generator=generator)
+                              * math.sqrt(2.0 / fan_in))
+    return [(f"the fp32 output vanished (below {VANISHING:g}): {len(convs)} convolution "
+             "weights redrawn with fan-in scaling")]
 
 
 # ---- torch.nn idioms --------------------------------------------------------------------

@@ -363,3 +363,27 @@ def test_hf_architectures_the_shrink_and_inputs_used_to_break_build(name: str) -
     built = catalogue.build(CASES[name], "fp32")
     with torch.no_grad():
         assert torch.isfinite(built.module(*built.run)).all()
+
+
+def test_a_conv_net_whose_output_vanishes_is_given_fan_in_scaled_kernels() -> None:
+    """PP-LCNet's init (std 0.02 whatever the fan-in) shrinks the signal ~30x a layer: the
+    tiny net's fp32 logits were 1e-16 and its fp16 ones all zero (status `degenerate`)."""
+
+    def net(std: float) -> torch.nn.Module:
+        torch.manual_seed(0)
+        layers = [torch.nn.Conv2d(16, 16, 3, padding=1) for _ in range(8)]
+        for conv in layers:
+            torch.nn.init.normal_(conv.weight, std=std)
+            torch.nn.init.zeros_(conv.bias)
+        return torch.nn.Sequential(*layers).eval()
+
+    x = (torch.randn(1, 16, 8, 8),)
+    fading = net(0.002)
+    assert fading(*x).abs().max() < catalogue.VANISHING
+    notes = catalogue._revive_vanishing_convolutions(fading, x)
+    assert notes and "8 convolution weights redrawn" in notes[0]
+    assert fading(*x).abs().max() > 1e-2
+    healthy = net(0.2)
+    before = healthy(*x)
+    assert catalogue._revive_vanishing_convolutions(healthy, x) == []
+    assert torch.equal(healthy(*x), before)  # a model whose output lives is left alone
