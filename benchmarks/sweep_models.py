@@ -693,14 +693,19 @@ def _revive_vanishing_convolutions(module: nn.Module, run: tuple[torch.Tensor, .
         out = module(*run)
     if not isinstance(out, torch.Tensor) or out.abs().max() >= VANISHING:
         return []
+    norms = [m for m in module.modules()
+             if isinstance(m, nn.modules.batchnorm._NormBase | nn.GroupNorm | nn.LayerNorm)
+             and getattr(m, "weight", None) is not None and m.weight.abs().max() < 0.5]
     generator = torch.Generator().manual_seed(2)
     with torch.no_grad():
         for conv in convs:
             fan_in = conv.weight[0].numel()
             conv.weight.copy_(torch.randn(conv.weight.shape, generator=generator)
                               * math.sqrt(2.0 / fan_in))
+        for norm in norms:  # EfficientNet's init draws them as small as the kernels
+            norm.weight.copy_(1 + 0.1 * torch.randn(norm.weight.shape, generator=generator))
     return [(f"the fp32 output vanished (below {VANISHING:g}): {len(convs)} convolution "
-             "weights redrawn with fan-in scaling")]
+             f"weights redrawn with fan-in scaling, {len(norms)} norm scales near 1")]
 
 
 # ---- torch.nn idioms --------------------------------------------------------------------
