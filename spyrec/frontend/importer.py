@@ -59,6 +59,7 @@ from spyrec.frontend.decompose import decompose as decompose_program
 from spyrec.frontend.fold import fold_constants, is_predicate_constant
 from spyrec.frontend.infinities import widen_infinities
 from spyrec.frontend.moe import rewrite_routing
+from spyrec.frontend.multi_index import rewrite_multi_index
 from spyrec.frontend.program_cost import program_cost
 from spyrec.frontend.slice_writes import rewrite_slice_writes
 from spyrec.frontend.symbolic import Specialization, specialize
@@ -245,6 +246,8 @@ class _Importer:
         rewrite_routing(self.ep.graph)  # top-k and expert dispatch (design note 76)
         rewrite_slice_writes(self.ep.graph)  # writes into slices as concatenations
         widen_infinities(self.ep.graph)  # 16-bit values that may hold -inf, in f32 (note 100)
+        if rewrite_multi_index(self.ep.graph):  # x[i, j] as x.view(..)[flat]
+            self.ep.graph.eliminate_dead_code()
         folding = fold_constants(self.ep.graph, {node: state[name]
                                                  for node, name in param_names.items()
                                                  if name not in mutable})

@@ -27,6 +27,7 @@ from spyrec.passes.graph.graph_build import scalar_op as _scalar_op
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.legalize.base import (
     FLOAT_ELEMENTS,
+    INT_ELEMENTS,
     MAX_ROW_MATRIX,
     LegalizeRewriter,
     Selector,
@@ -351,10 +352,11 @@ def _select_arg_reduce(op: AtenOp, rewriter: LegalizeRewriter) -> list[SSAValue 
     max (min), the index is the row minimum of `_first_match` (j at the first x_j equal to
     m, NaN first when the row has one, as torch), a row reduction; stored as int64 (int32
     on device)."""
-    _require_float_inputs = [v for v in op.operands if _element_name(v) not in FLOAT_ELEMENTS]
-    if _require_float_inputs:
-        raise Unsupported(f"a {_element_name(op.operands[0])} input (float inputs)")
     x = op.operands[0]
+    integer = _element_name(x) in INT_ELEMENTS  # compared in f32: exact below 2^24 (note 28c)
+    if _element_name(x) not in FLOAT_ELEMENTS and not (integer and len(op.results) == 1):
+        raise Unsupported(f"a {_element_name(x)} input (float inputs; integer ones for "
+                          "argmax / argmin)")
     shape = _shape(x)
     dim = arg(op, "dim")
     if dim is None or int(dim) % len(shape) != len(shape) - 1:  # type: ignore[arg-type]
