@@ -50,9 +50,10 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
     i64,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -272,6 +273,9 @@ def _select(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> No
     except Unsupported as exc:
         failures.append(f"{describe(aten)}: {exc}")
         return
+    if aten.target.data in _MOVES and all(is_predicate(v) for v in aten.operands) \
+            and _element_name(aten.results[0]) == "i1":
+        _mark_moved_predicate(result)
     if isinstance(result, Operation):
         rewriter.replace_op(aten, result)
     elif isinstance(result, list):
@@ -282,6 +286,23 @@ def _select(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> No
     else:
         aten.results[0].replace_all_uses_with(result)
         rewriter.erase_op(aten)
+
+
+# ops that move elements without computing: a predicate moved is still one (0.0 / 1.0
+# exactly, data moves being exact: design note 63), whatever ops its move took
+_MOVES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
+          "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.dims",
+          "aten.permute.default", "aten.transpose.int", "aten.t.default",
+          "aten.expand.default", "aten.slice.Tensor", "aten.select.int",
+          "aten.clone.default", "aten.alias.default"}
+
+
+def _mark_moved_predicate(result: object) -> None:
+    """Mark the op that makes a moved predicate's new value (`predicates.is_predicate`)."""
+    value = result.results[0] if isinstance(result, Operation) else result
+    if isinstance(value, SSAValue) and not is_predicate(value) \
+            and isinstance(value.owner, Operation):
+        value.owner.attributes["spyre.predicate"] = UnitAttr()
 
 
 def _erase_dead_atens(atens: list[AtenOp]) -> None:

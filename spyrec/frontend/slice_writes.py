@@ -15,7 +15,8 @@ block bias, `bias.scatter_(-1, idx, 0.0)`) writes the same value at a duplicate 
 whichever write comes last, so it is exact as `where(hit, value, base)`, `hit` the places
 a `scatter_add` of ones counts at least once (counts of whole numbers: exact in f32); a
 boolean base takes the logical op instead. Strided writes (step > 1) and symbolic sizes
-are left for op selection to refuse by name.
+are left for op selection to refuse by name. `x[mask] = v` with one `v` for every picked
+position is `where(mask, v, x)`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def rewrite_slice_writes(graph: torch.fx.Graph) -> int:
             new = _scatter(graph, node)
         elif node.target == aten.scatter.value:
             new = _scatter_value(graph, node)
+        elif node.target == aten.index_put.default:
+            new = _masked_put(graph, node)
         else:
             continue
         if new is not None:
@@ -135,3 +138,30 @@ def _scatter_value(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node 
             aten.logical_and.default, emit(aten.logical_not.default, hit), base)
     return emit(aten.where.self, hit, emit(aten.scalar_tensor.default, value,
                                            dtype=want.dtype), base)
+
+
+def _masked_put(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+    """`x[mask] = v` (index_put by one boolean mask over x's leading dims, `v` the same for
+    every picked position: it broadcasts to the dims the mask leaves): `where(mask, v, x)`,
+    the mask given trailing dims of 1. T5Gemma 2's embedding writes its end-of-image
+    embedding so. None for an accumulating put, integer indices or a `v` per picked row (a
+    count only the data decides)."""
+    x, indices, values = node.args[:3]
+    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    if accumulate or not isinstance(indices, list | tuple) or len(indices) != 1:
+        return None
+    mask = indices[0]
+    if not isinstance(mask, torch.fx.Node) or not isinstance(values, torch.fx.Node):
+        return None
+    want, picked, given = x.meta["val"], mask.meta["val"], values.meta["val"]  # type: ignore[union-attr]
+    rest = list(want.shape[picked.dim():])
+    if picked.dtype != torch.bool or tuple(picked.shape) != tuple(want.shape[:picked.dim()]) \
+            or given.dim() > len(rest) or not _static(want.shape) \
+            or any(g not in (1, r) for g, r in zip(reversed(given.shape), reversed(rest))):
+        return None
+    emit = FxEmit(graph, node)
+    if rest:
+        mask = emit(aten.view.default, mask, [*picked.shape, *[1] * len(rest)])
+    if given.dtype != want.dtype:
+        values = emit(aten._to_copy.default, values, dtype=want.dtype)
+    return emit(aten.where.self, mask, values, x)

@@ -122,3 +122,28 @@ def test_a_value_scattered_at_run_time_indices_is_a_where(monkeypatch):
     monkeypatch.setattr(slice_writes, "_scatter_value", once_more)
     bad = spyrec.compile(torch.export.export(model, (scores, index)), cache=False)
     assert not torch.equal(one(bad(scores, index)), model(scores, index))
+
+
+class MaskedRowWrite(torch.nn.Module):
+    """T5Gemma 2's end-of-image embedding: `x[ids == t] = v`, a boolean mask over the
+    leading dims and one row for every picked position (`where(mask[..., None], v, x)`;
+    the mask's new trailing dim moves the predicate, which stays one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.row = torch.nn.Parameter(torch.randn(64, generator=torch.Generator().manual_seed(4)))
+
+    def forward(self, ids: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        x = x * 2
+        x[ids == 3] = self.row
+        return x
+
+
+def test_rows_written_through_a_boolean_mask() -> None:
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 16, 64, generator=g)
+    ids = torch.randint(0, 6, (2, 16), generator=g)
+    model = MaskedRowWrite()
+    exe = spyrec.compile(torch.export.export(model, (ids, x)), cache=False)
+    for run in (ids, torch.randint(0, 6, (2, 16), generator=g)):  # any mask, one program
+        assert torch.equal(one(exe(run, x)), model(run, x))
