@@ -311,25 +311,39 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
         types = {u.meta["val"].dtype for u in node.users}
         return value.to(types.pop() if types <= FLOAT_TYPES and len(types) == 1
                         else torch.float32)
-    queries = []
-    for user in node.users:
-        mask = user.kwargs.get("attn_mask", user.args[3] if len(user.args) > 3 else None)
-        if _target_name(user.target) != _SDPA or mask is not node:
-            return value
-        queries.append(user.args[0].meta["val"].dtype)  # type: ignore[union-attr]
-    if len(set(queries)) != 1:
+    if not _sdpa_masks_only(node):
         return value
-    zero = torch.zeros((), dtype=queries[0])
-    return torch.where(_reduce_repeats(value), zero, torch.tensor(MASKED, dtype=queries[0]))
+    queries = {u.args[0].meta["val"].dtype for u in node.users}  # type: ignore[union-attr]
+    if len(queries) != 1:
+        return value
+    dtype = queries.pop()
+    zero = torch.zeros((), dtype=dtype)
+    return torch.where(_reduce_repeats(value), zero, torch.tensor(MASKED, dtype=dtype))
+
+
+def _sdpa_mask_use(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """`user` is an SDPA taking `node` as its attn_mask (and only so)."""
+    mask = user.kwargs.get("attn_mask", user.args[3] if len(user.args) > 3 else None)
+    return _target_name(user.target) == _SDPA and mask is node \
+        and node not in user.args[:3]
+
+
+def _sdpa_masks_only(node: torch.fx.Node) -> bool:
+    return bool(node.users) and all(_sdpa_mask_use(u, node) for u in node.users)
 
 
 def is_predicate_constant(node: torch.fx.Node) -> bool:
     """Is every user of `node` a `where` taking it as its condition (and only so) or a
-    logical and / or / not (possibly through an expand, a select, slice or view)? A folded
-    boolean such node is stored as 0.0 / 1.0, a predicate (tril, triu, a causal mask)."""
+    logical and / or / not (possibly through an expand, a select, slice or view), or an SDPA
+    taking it as its mask beside such users? A folded boolean such node is stored as 0.0 /
+    1.0, a predicate (tril, triu, a causal mask); one only SDPAs read is stored additive
+    instead (`_device_form`). LASR's encoder reads one mask both as SDPA's and negated."""
+    if _sdpa_masks_only(node):
+        return False
     return bool(node.users) and all(
         (_target_name(u.target) == "aten.where.self" and u.args[0] is node
          and node not in u.args[1:]) or _target_name(u.target) in _LOGICAL
+        or _sdpa_mask_use(u, node)
         or (_target_name(u.target) in _PREDICATE_VIEWS and u.args[0] is node
             and is_predicate_constant(u))
         for u in node.users)

@@ -132,3 +132,22 @@ def test_uninitialized_tensors_fold_as_zeros():
     assert any("empty" in str(n.target) for n in folding.folded)
     (table,) = folding.constants.values()  # the float table x is added to
     assert table.flatten().tolist() == [*range(8), *[0] * 8]
+
+
+class MaskReadTwice(nn.Module):
+    """LASR's encoder: one folded boolean mask read as SDPA's attn_mask and, negated, as a
+    `masked_fill` condition: stored as a 0/1 predicate both readers take (it was left a
+    boolean constant, which SDPA refused as "a i1 attn_mask")."""
+
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        n = q.shape[-2]
+        keep = (torch.arange(n)[None, :] <= torch.arange(n)[:, None] + 2).expand(1, 1, n, n)
+        attn = F.scaled_dot_product_attention(q, q, q, attn_mask=keep)
+        return attn.masked_fill(~keep[..., :1], 0.0) + 1
+
+
+def test_a_boolean_mask_read_by_sdpa_and_a_logical_op_is_a_predicate():
+    torch.manual_seed(3)
+    q = torch.randn(1, 2, 13, 64)
+    exe = spyrec.compile(torch.export.export(MaskReadTwice(), (q,)), cache=False)
+    assert_close(exe, MaskReadTwice()(q), exe(q))
