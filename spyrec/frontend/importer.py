@@ -246,8 +246,7 @@ class _Importer:
         rewrite_routing(self.ep.graph)  # top-k and expert dispatch (design note 76)
         rewrite_slice_writes(self.ep.graph)  # writes into slices as concatenations
         widen_infinities(self.ep.graph)  # 16-bit values that may hold -inf, in f32 (note 100)
-        if rewrite_multi_index(self.ep.graph):  # x[i, j] as x.view(..)[flat]
-            self.ep.graph.eliminate_dead_code()
+        rewrite_multi_index(self.ep.graph)  # x[i, j] as x.view(..)[flat]
         folding = fold_constants(self.ep.graph, {node: state[name]
                                                  for node, name in param_names.items()
                                                  if name not in mutable})

@@ -55,6 +55,9 @@ def _linearised(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | N
         return None
     first, last = at[0], at[-1]
     sizes = shape[first:last + 1]
+    picked = list(torch.broadcast_shapes(*(v.shape for v in vals)))
+    if [*shape[:first], *picked, *shape[last + 1:]] != list(node.meta["val"].shape):
+        return None  # not the placement the rewrite gives
     emit = FxEmit(graph, node)
     flat: torch.fx.Node | None = None
     for d, size in zip(at, sizes):
@@ -69,8 +72,4 @@ def _linearised(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | N
             aten.add.Tensor, emit(aten.mul.Scalar, flat, size), wrapped)
     merged = emit(aten.view.default, x,
                   [*shape[:first], math.prod(sizes), *shape[last + 1:]])
-    new = emit(aten.index.Tensor, merged, [*([None] * first), flat])
-    if tuple(new.meta["val"].shape) != tuple(node.meta["val"].shape):
-        graph.erase_node(new)  # not PyTorch's placement: left as it was (unused nodes go
-        return None            # with the graph's dead code)
-    return new
+    return emit(aten.index.Tensor, merged, [*([None] * first), flat])
