@@ -6,6 +6,7 @@ export and decomposition to core ATen a head-batched block reads
     %s3 = aten.bmm(view(q), view(expand(permute(k, [0, 1, 3, 2]))))   // [B*H, L, S]
     %s  = aten.mul(view(%s3), scale)          // or aten.div by a number, or absent
     %m  = aten.add(%s, %mask)                 // optional additive mask, broadcast to %s
+                                              // (16-bit %s possibly cast to an f32 mask's type)
     %p  = aten.softmax(%m, dim=-1)            // possibly in f32, then _to_copy back
     %o3 = aten.bmm(view(expand(clone(%p))), view(v))                  // [B*H, L, Ev]
     %o  = aten.view(%o3)                      // [B, H, L, Ev]
@@ -120,11 +121,11 @@ def _scale(op: AtenOp) -> float | None:
 
 
 def _mask(mask: SSAValue, scores: list[int], query: SSAValue) -> bool:
-    """Is `mask` an additive mask attention takes: float of the query's type, broadcast to
-    the scores as added (`scores`) and, read against the query's own leading dims, to the
-    same scores ([L, S] after leading dims of 1 always is)?"""
+    """Is `mask` an additive mask attention takes: float of the query's type or f32,
+    broadcast to the scores as added (`scores`) and, read against the query's own leading
+    dims, to the same scores ([L, S] after leading dims of 1 always is)?"""
     shape, q = _shape(mask), _shape(query)
-    if _element(mask) != _element(query) or len(shape) < 2:
+    if _element(mask) not in (_element(query), "f32") or len(shape) < 2:
         return False
     if all(d == 1 for d in shape[:-2]):
         return shape[-2:] == scores[-2:]
@@ -154,6 +155,9 @@ def match_eager_attention(pv: AtenOp) -> EagerAttention | None:
         scores, mask = (a, b) if a_scores else (b, a)
         if _shape(scores) != out:
             return None
+        # 16-bit scores cast up to meet an f32 mask (one holding -inf is computed in f32:
+        # `frontend/infinities.py`)
+        scores = _through_casts(scores)
     scale = 1.0
     if (mul := _aten(scores, _SCALES)) is not None and scores.has_one_use():
         found = _scale(mul)

@@ -13,7 +13,8 @@ element count).
 The sequence classifiers of transformers (`GenericForSequenceClassification` with a pad
 token) take each row's last real token so: `logits[arange(B), last_non_pad_token]`.
 Indices at non-adjacent dims (PyTorch then moves S to the front), boolean masks and `None`
-gaps between index tensors are left for op selection to refuse by name.
+gaps between index tensors are left for op selection to refuse by name; indices that are
+all constant (aranges) are left to op selection, which picks the elements they name.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ def _linearised(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | N
     at = [d for d, i in enumerate(indices) if i is not None]
     if len(at) < 2 or at != list(range(at[0], at[-1] + 1)):
         return None
+    if not any(_reads_placeholder(indices[d]) for d in at):  # type: ignore[arg-type]
+        return None  # constant indices: op selection picks the elements (and the frontend
+        # reads transformers' mask building from them: `fold.runtime_masks`)
     vals = [indices[d].meta["val"] for d in at]  # type: ignore[union-attr]
     shape = list(x.meta["val"].shape)
     if any(v.dtype not in _INT for v in vals) or not all(isinstance(n, int) for n in shape):
@@ -73,3 +77,17 @@ def _linearised(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | N
     merged = emit(aten.view.default, x,
                   [*shape[:first], math.prod(sizes), *shape[last + 1:]])
     return emit(aten.index.Tensor, merged, [*([None] * first), flat])
+
+
+def _reads_placeholder(node: torch.fx.Node) -> bool:
+    """Does `node` depend on a placeholder (an input, parameter or buffer)?"""
+    seen: set[torch.fx.Node] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.op == "placeholder":
+            return True
+        if n not in seen:
+            seen.add(n)
+            stack.extend(n.all_input_nodes)
+    return False

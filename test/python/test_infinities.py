@@ -107,6 +107,31 @@ def test_a_dtype_assertion_on_a_widened_value():
     _check(CastBack(), x)
 
 
+class EagerPaddingMask(torch.nn.Module):
+    """Eager attention with an additive padding mask made at run time with -inf: the mask
+    is computed in f32, and the chain still becomes one attention kernel (the 16-bit
+    scores cast up to meet the f32 mask are looked through)."""
+
+    def forward(self, q, k, v, padding):
+        mask = torch.zeros(padding.shape, dtype=q.dtype).masked_fill(padding, float("-inf"))
+        scores = q @ k.transpose(-1, -2) * 0.125 + mask[:, None, None, :]
+        return torch.softmax(scores, -1) @ v
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_eager_attention_with_a_run_time_minus_inf_mask(dtype):
+    g = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 2, 32, 64, generator=g).to(dtype) for _ in range(3))
+    padding = torch.zeros(2, 32, dtype=torch.bool)
+    padding[1, 20:] = True
+    exe = spyrec.compile(torch.export.export(EagerPaddingMask(), (q, k, v, padding)),
+                         cache=False)
+    out = one(exe(q, k, v, padding))
+    assert not out.isnan().any()
+    assert_close(exe, EagerPaddingMask()(q, k, v, padding), out)
+    assert len(exe.binary.kernels) == 2  # the mask, then one attention kernel
+
+
 def _graph(model: torch.nn.Module, *inputs: torch.Tensor) -> torch.fx.Graph:
     ep = torch.export.export(model, inputs).run_decompositions()
     return ep.graph
