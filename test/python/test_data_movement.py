@@ -150,11 +150,12 @@ def test_an_index_out_of_range_faults_when_it_runs():
     (_Bag("sum"), (torch.randint(0, 40, (10,)), torch.tensor([0, 3, 7])),
      "offsets computed at run time"),
     (_Bag("max"), (torch.randint(0, 40, (4, 5)),), "mode='max'"),
-    (_Fn(lambda x, i, j: x[i, j]), (torch.randn(8, 4, 64), torch.tensor([1, 2]),
-                                    torch.tensor([0, 3])), "run-time index tensors at dims"),
+    (_Fn(lambda x, i, j: x[i, :, j]), (torch.randn(8, 4, 64), torch.tensor([1, 2]),
+                                       torch.tensor([0, 3])),
+     "run-time index tensors at dims"),  # not adjacent (adjacent: test_multi_index.py)
     (_Fn(lambda x, i, s: x.scatter(-1, i, s)), (torch.randn(4, 64), torch.zeros(4, 2).long(),
                                                 torch.randn(4, 2)), "duplicate indices"),
-], ids=["bag_runtime_offsets", "bag_max", "two_runtime_indices", "scatter"])
+], ids=["bag_runtime_offsets", "bag_max", "two_apart_runtime_indices", "scatter"])
 def test_unsupported_forms_are_refused_by_node(model, inputs, reason):
     with pytest.raises(SpyrecError) as info:
         spyrec.compile(torch.export.export(model, inputs))

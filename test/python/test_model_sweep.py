@@ -371,10 +371,9 @@ def test_a_conv_net_whose_output_vanishes_is_given_fan_in_scaled_kernels() -> No
 
     def net(std: float) -> torch.nn.Module:
         torch.manual_seed(0)
-        layers = [torch.nn.Conv2d(16, 16, 3, padding=1) for _ in range(8)]
+        layers = [torch.nn.Conv2d(16, 16, 3, padding=1, bias=False) for _ in range(8)]
         for conv in layers:
             torch.nn.init.normal_(conv.weight, std=std)
-            torch.nn.init.zeros_(conv.bias)
         return torch.nn.Sequential(*layers).eval()
 
     x = (torch.randn(1, 16, 8, 8),)
