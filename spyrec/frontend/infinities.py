@@ -127,7 +127,7 @@ def widen_infinities(graph: torch.fx.Graph) -> int:
             continue
         if "val" not in node.meta:
             continue  # reads the members cast back, as the program's output does (below)
-        if node.target in _MASK_READERS and node not in members:
+        if node.target in _MASK_READERS:  # never a member (the loop above)
             _read_mask(node, wide)
             continue
         emit = FxEmit(graph, node)
