@@ -842,20 +842,54 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def core_span_bytes(shape: Shape, split: Split) -> int:
+    """The widest span of LPDDR bytes one core of `split` touches in one tensor the split
+    divides by rows (the output, and the operands read row for row with it), as the
+    device's per-core span rule counts it (`SpyreTarget.per_core_span_bytes`): a core's
+    block of rows runs from its first row to its last across every column. Tensors every
+    core reads whole (a matmul's B, K and V of a head group) do not depend on the split and
+    are not counted."""
+    if isinstance(shape, AttentionShape):
+        # its heads' query rows: from its first head's first to its last head's last
+        rows = (shape.heads // split.gm - 1) * shape.q_rows + shape.q_rows // split.gn
+        out = rows * shape.row_bytes(shape.value_dim, shape.out_itemsize)
+        q = rows * shape.row_bytes(shape.head_dim, shape.in_itemsize)
+        return max(out, q)
+    if isinstance(shape, MoveShape):
+        runs = shape.outer // split.gm
+        return (runs - 1) * shape.run * shape.row_bytes + shape.run // split.gn * shape.row_bytes
+    rows = shape.rows // split.gm
+    block = shape.col_sticks // split.gn * shape.stick_elems  # the core's columns of a row
+
+    def rows_span(itemsize: int) -> int:  # its rows, all but the last across every column
+        return (rows - 1) * stick_padded(shape.cols * itemsize) + stick_padded(block * itemsize)
+
+    a = rows * stick_padded(shape.k * shape.in_itemsize) if shape.k and not shape.lx_lhs else 0
+    return max(rows_span(shape.out_itemsize), a,
+               rows_span(shape.in_itemsize) if shape.full_operands else 0)
+
+
 def candidate_splits(shape: Shape, target: SpyreTarget) -> list[Split]:
     """Even splits over at most `num_cores` cores: rows x output column sticks of a tile-graph
-    kernel, heads x query rows of an attention kernel, runs x rows of a run of a move."""
+    kernel, heads x query rows of an attention kernel, runs x rows of a run of a move; none
+    whose core spans more than `per_core_span_bytes` of a tensor (`core_span_bytes`)."""
+    return [s for s in even_splits(shape, target)
+            if core_span_bytes(shape, s) <= target.per_core_span_bytes]
+
+
+def even_splits(shape: Shape, target: SpyreTarget) -> list[Split]:
+    """`candidate_splits` before the span rule."""
     if isinstance(shape, AttentionShape):
-        return [Split(gm, gn) for gm in _divisors(shape.heads) for gn in _divisors(shape.q_rows)
-                if gm * gn <= target.num_cores]
-    if isinstance(shape, MoveShape):
-        return [Split(gm, gn) for gm in _divisors(shape.outer) for gn in _divisors(shape.run)
-                if gm * gn <= target.num_cores]
-    # a reduced dim is split only where ring.reduce can combine the rows' partials (note 59)
-    col_splits = [1] if shape.reduce and not shape.splits_reduced_dim \
-        else _divisors(shape.col_sticks)
-    return [Split(gm, gn) for gm in _divisors(shape.rows) for gn in col_splits
-            if gm * gn <= target.num_cores]
+        splits = [Split(gm, gn) for gm in _divisors(shape.heads)
+                  for gn in _divisors(shape.q_rows)]
+    elif isinstance(shape, MoveShape):
+        splits = [Split(gm, gn) for gm in _divisors(shape.outer) for gn in _divisors(shape.run)]
+    else:
+        # a reduced dim is split only where ring.reduce can combine the rows' partials (59)
+        col_splits = [1] if shape.reduce and not shape.splits_reduced_dim \
+            else _divisors(shape.col_sticks)
+        splits = [Split(gm, gn) for gm in _divisors(shape.rows) for gn in col_splits]
+    return [s for s in splits if s.cores <= target.num_cores]
 
 
 MAX_TAIL = 8

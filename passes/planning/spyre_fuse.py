@@ -56,6 +56,7 @@ from spyrec.dialects.spyre import (
     DATA_MOVES,
     AttentionOp,
     BatchMatmulOp,
+    ExpandRowsOp,
     GatherOp,
     KernelOp,
     MatmulOp,
@@ -119,6 +120,30 @@ def attention_group(op: AttentionOp | BatchMatmulOp,
     return [o for chain in reads for o in chain] + [op] + writes
 
 
+def _private_broadcasts(block: Block) -> None:
+    """Give each attention or batch matmul operand read through a shared `expand_rows` its
+    own copy of the broadcast, so every reader folds it into its reads (a broadcast read
+    once per batch) instead of one kernel materialising it for all of them: a device
+    transpose's identity expanded over 1,024 batches and read by three batch matmuls was a
+    1 GiB tensor written and read three times (hf:pegasus_x)."""
+    shared: set[ExpandRowsOp] = set()
+    for op in list(block.ops):
+        if not isinstance(op, (AttentionOp, BatchMatmulOp)):
+            continue
+        for which in range(stored_operands(op)):
+            expand = op.operands[which].owner
+            if isinstance(expand, ExpandRowsOp) and not expand.result.has_one_use():
+                copy = expand.clone()
+                Rewriter.insert_op(copy, InsertPoint.before(op))
+                copy.result.name_hint = expand.result.name_hint
+                op.operands[which] = copy.result
+                shared.add(expand)
+    for expand in shared:
+        if not expand.result.uses:  # every reader has its own now
+            expand.detach()
+            expand.erase()
+
+
 @dataclass(frozen=True)
 class SpyreFuse(ModulePass):
     """Group a matmul with its tile-op epilogue, and tile-op DAGs, into kernels."""
@@ -136,6 +161,7 @@ class SpyreFuse(ModulePass):
         for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if fn.body.blocks.first is None or plan.is_kernel(fn):
                 continue
+            _private_broadcasts(fn.body.block)
             position = {o: i for i, o in enumerate(fn.body.block.ops)}
             for group in self._groups(fn.body.block, options):
                 # program order (absorbed groups and row views join out of order), the

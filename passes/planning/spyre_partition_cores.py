@@ -58,12 +58,14 @@ from spyrec.costmodel import (
     Split,
     Tiling,
     candidate_splits,
+    core_span_bytes,
+    even_splits,
     padded_cols,
     ranking_cycles,
 )
 from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
-from spyrec.dialects.spyre import KernelOp
+from spyrec.dialects.spyre import KernelOp, describe
 from spyrec.passes.graph.spyre_stickify import DEVICE_ITEMSIZE, layout_of
 from spyrec.passes.planning.kernel_analysis import (
     KernelInfo,
@@ -74,7 +76,7 @@ from spyrec.passes.planning.kernel_analysis import (
     read_split,
 )
 from spyrec.passes.planning.scoring import Scored, scored_splits, splits_rows
-from spyrec.target import SpyreTarget
+from spyrec.target import MIB, SpyreTarget
 
 LEDGER_ALTERNATIVES = 4
 # a chain's options per kernel: (ranking cycles, prediction, tiling) per split; a path:
@@ -92,6 +94,18 @@ def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None
             f"{shape.split_rule} and use at most {target.num_cores} cores")
     plan.PARTITION.set(kernel, {"choice": StringAttr(f"{split.gm}x{split.gn}"),
                                 "reason": StringAttr("set by the user")})
+
+
+def _span_refusal(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> str:
+    """Why no split of `kernel` keeps each core within the per-core span rule."""
+    least = min(core_span_bytes(shape, s) for s in even_splits(shape, target))
+    named = [o for o in kernel.walk() if "fx_node" in o.attributes]
+    where = f" ({describe(named[-1])})" if named else ""
+    return (f"kernel @{kernel.sym_name.data}{where}: every split of {shape.work()} over at "
+            f"most {target.num_cores} cores leaves a core spanning {least / MIB:.1f} MiB of "
+            f"one tensor, beyond the {target.per_core_span_bytes // MIB} MiB a core may "
+            "address in one tensor; shrink this tensor (fewer rows per batch or sequence) "
+            "or split the computation into smaller pieces before compiling")
 
 
 @dataclass(frozen=True)
@@ -144,6 +158,8 @@ class SpyrePartitionCores(ModulePass):
                 continue
             # the scores depend on the kernel's shape alone: the layers of a stack share them
             scored = scored_splits(shape, target, options)
+            if not scored and not candidate_splits(shape, target):
+                raise CompileError(_span_refusal(kernel, shape, target))
             if not scored:
                 raise CompileError(
                     f"kernel @{kernel.sym_name.data}: no split of {shape.work()} "

@@ -63,6 +63,7 @@ from spyrec.frontend.multi_index import rewrite_multi_index
 from spyrec.frontend.program_cost import program_cost
 from spyrec.frontend.slice_writes import rewrite_slice_writes
 from spyrec.frontend.symbolic import Specialization, specialize
+from spyrec.frontend.view_chains import collapse_view_chains
 from spyrec.target.container import ProgramCost
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -247,6 +248,7 @@ class _Importer:
         rewrite_slice_writes(self.ep.graph)  # writes into slices as concatenations
         widen_infinities(self.ep.graph)  # 16-bit values that may hold -inf, in f32 (note 100)
         rewrite_multi_index(self.ep.graph)  # x[i, j] as x.view(..)[flat]
+        collapse_view_chains(self.ep.graph)  # reshape chains as one view (note 102)
         folding = fold_constants(self.ep.graph, {node: state[name]
                                                  for node, name in param_names.items()
                                                  if name not in mutable})

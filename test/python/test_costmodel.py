@@ -16,9 +16,12 @@ import torch
 from spyrec.api import Executable
 from spyrec.costmodel import (
     KernelShape,
+    MoveShape,
     Split,
     Tiling,
     best_tiling,
+    candidate_splits,
+    core_span_bytes,
     predict,
     tail_pieces,
     tail_rows,
@@ -199,3 +202,18 @@ def test_tail_is_chosen_where_the_drain_dominates():
     big = KernelShape(2048, 2048, 2048, 2, 2, sfu_passes=1)
     chosen = best_tiling(big, Split(8, 4), DEFAULT_TARGET)
     assert chosen is not None and chosen[0].tail == 1
+
+
+def test_no_split_leaves_a_core_spanning_more_than_256_mib_of_a_tensor() -> None:
+    # hf:pegasus_x's 1 GiB broadcast: 1,024 runs of 512 f32 rows of 512, split 2x2, had a
+    # core store 512 MiB of rows apart and fault when it ran
+    move = MoveShape(rows=1024 * 512, run=512, in_rows=512, cols=512, itemsize=4)
+    limit = DEFAULT_TARGET.per_core_span_bytes
+    assert core_span_bytes(move, Split(2, 2)) == (511 * 512 + 256) * 2048 > limit
+    splits = candidate_splits(move, DEFAULT_TARGET)
+    assert Split(2, 2) not in splits and Split(4, 1) in splits
+    assert all(core_span_bytes(move, s) <= limit for s in splits)
+    # one core's columns of a single 300 MB row are all it spans; a row split keeps 2 rows
+    row = KernelShape(rows=1, cols=75_000_000, k=0, in_itemsize=4, out_itemsize=4)
+    assert core_span_bytes(row, Split(1, 2)) == 150_000_000 and Split(1, 1) not in \
+        candidate_splits(row, DEFAULT_TARGET)

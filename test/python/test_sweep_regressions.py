@@ -10,6 +10,13 @@
 - A gather from a table larger than the span one core may address in one tensor (256 MiB:
   gemma4's per-layer embeddings, 262144 rows) compiled and faulted when it ran; it is
   refused at its node.
+- A kernel no split of which keeps each core within that span (a max over one 280 MB row)
+  was planned anyway; it is refused at compile time, naming the kernel and its node.
+- hf:pegasus_x's local attention wrote `x.unsqueeze(-1)` and two permutations that only
+  move size-1 dims, then a view: one free view as a whole, lowered op by op as a 512 x 512
+  identity expanded over 1,024 rows (1 GiB, written once and read by three transposes)
+  that faulted on the span rule. The chain is one view now, and a broadcast read by
+  several batch matmuls is folded into each one's reads instead of materialised.
 - hf:afmoe's tiny model initialises its router to zeros, so every routing score ties and
   which experts top-k picks is the sorting algorithm's (design note 76), not the model's:
   the sweep gives such matrices random values, and the routing is then exact.
@@ -23,6 +30,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import assert_matches_eager
 
 import spyrec
 from spyrec.diagnostics import CompileError
@@ -83,6 +91,53 @@ def test_a_gather_from_a_table_past_the_per_core_span_is_refused_at_its_node() -
                        r"of 512 spanning 256\.0 MiB, beyond the 256 MiB of one tensor a core"):
         spyrec.compile(torch.export.export(Lookup(rows), (torch.tensor([[0, 3]]),)),
                        cache=False)
+
+
+class RowMax(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.amax(-1)
+
+
+def test_a_kernel_every_split_of_which_spans_past_256_mib_is_refused_at_compile_time() -> None:
+    x = torch.zeros(1, 70_000_000)  # one 280 MB row a max keeps whole on one core
+    with pytest.raises(CompileError, match=r"kernel @k0 \(test_sweep_regressions\.py:\d+: "
+                       r"spyre\.reduce_max \(node amax\)\): every split .* leaves a core "
+                       r"spanning 267\.0 MiB of one tensor, beyond the 256 MiB"):
+        spyrec.compile(torch.export.export(RowMax(), (x,)), cache=False)
+
+
+class ViewChain(torch.nn.Module):
+    """PEGASUS-X's blocked local attention: unsqueeze(-1), two permutations of size-1 dims
+    and a view, as a whole a view that keeps the stick dim."""
+
+    def forward(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        u = x.softmax(-1).unsqueeze(5).permute(0, 1, 2, 3, 5, 4).permute(1, 3, 5, 0, 2, 4)
+        return torch.bmm(u.reshape(2, 64, 64), v)
+
+
+def test_a_chain_of_views_that_keeps_every_element_in_place_is_one_view() -> None:
+    g = torch.Generator().manual_seed(0)
+    x, v = torch.randn(1, 2, 1, 64, 64, generator=g), torch.randn(2, 64, 32, generator=g)
+    exe = spyrec.compile(torch.export.export(ViewChain(), (x, v)), cache=False)
+    # the softmax and the batch matmul: no device transposes (18 kernels op by op)
+    assert [k.provenance[-1] for k in exe.binary.kernels] == ["softmax", "bmm"]
+    assert_matches_eager(exe, ViewChain(), x, v)
+
+
+class SharedBroadcast(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        a = (x * 2).expand(8, 64, 64)
+        return torch.bmm(a, y) + torch.bmm(a, z)
+
+
+def test_a_broadcast_two_batch_matmuls_read_is_folded_into_both_reads() -> None:
+    g = torch.Generator().manual_seed(0)
+    inputs = (torch.randn(1, 64, 64, generator=g), torch.randn(8, 64, 32, generator=g),
+              torch.randn(8, 64, 32, generator=g))
+    exe = spyrec.compile(torch.export.export(SharedBroadcast(), inputs), cache=False)
+    assert [k.provenance for k in exe.binary.kernels] == [
+        ["mul"], ["expand", "bmm"], ["expand", "bmm_1"], ["add"]]
+    assert_matches_eager(exe, SharedBroadcast(), *inputs)
 
 
 def test_the_sweep_gives_zero_matrices_random_values_so_routing_does_not_tie() -> None:
