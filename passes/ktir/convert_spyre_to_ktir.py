@@ -50,6 +50,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     TensorType,
     UnitAttr,
@@ -96,6 +97,15 @@ from spyrec.passes.planning.kernel_analysis import (
 from spyrec.target import SpyreTarget
 
 
+def stored_element(value: SSAValue, device_dtype: str) -> Attribute:
+    """The element type of `value` as the device stores it: int64 tensors live on the
+    device as int32 (indices; exact below 2^31), so their views are i32, not i64."""
+    element = value.type.element_type  # type: ignore[attr-defined]
+    if isinstance(element, IntegerType) and device_dtype == "i32":
+        return IntegerType(32)
+    return element
+
+
 class _KernelBuilder(KtirBuilder):
     """Builds the KTIR function of one analysed tile-graph kernel."""
 
@@ -120,13 +130,15 @@ class _KernelBuilder(KtirBuilder):
         x, y = self.b.insert(GetComputeTileIdOp(2)).results
         self.grid_col = y
         self.views: dict[SSAValue, tuple[SSAValue, tuple[int, int]]] = {}
+        self.stored: dict[SSAValue, Attribute] = {}  # the element type each view holds
         reserved: LxSlices | None = None
         for value, outer_value, ptr in zip(inner, outer, block.args):
             if not value.uses and value not in info.outputs:
                 continue
             layout = layout_of(outer_value)
             shape = padded_rows_cols(layout.padded_shape)
-            element = value.type.element_type
+            element = stored_element(value, layout.device_dtype)
+            self.stored[value] = element
             if kept_in_lx(outer_value):  # its slices in the cores' LX, not in LPDDR (note 61)
                 slices = LxSlices.of(*shape, DEVICE_ITEMSIZE[layout.device_dtype],
                                      self.split.gm, self.split.gn,
@@ -317,8 +329,7 @@ class _KernelBuilder(KtirBuilder):
         view = self.views[value][0]
         rows = self.const(0) if kind is Kind.ROW else r
         cols = self.const(0) if kind is Kind.COL else c
-        element = value.type.element_type  # type: ignore[attr-defined]
-        tile = self.load(view, rows, cols, self._extents(kind), element)
+        tile = self.load(view, rows, cols, self._extents(kind), self.stored[value])
         self.env[value] = tile
         return tile
 
@@ -391,7 +402,7 @@ class _KernelBuilder(KtirBuilder):
     def _store_tile(self, value: SSAValue, kind: Kind, r: SSAValue, c: SSAValue) -> None:
         tile = self.env[value]
         rows, cols = self._extents(kind)
-        element = value.type.element_type  # type: ignore[attr-defined]
+        element = self.stored[value]
         view = self.views[value][0]
         at = self.const(0) if kind is Kind.COL else c
         # a tensor kept in LX: its access tile first, so spyre-schedule-dataflow rounds the

@@ -106,6 +106,24 @@ def test_a_tile_wider_than_its_view_is_checked_by_the_ktir_interpreter():
     assert all(c.status == "ok" for c in result.checkpoints), result.report()
 
 
+class _IndexGather(torch.nn.Module):
+    """A max's int64 index, read by a gather: int64 lives on the device as int32."""
+
+    def forward(self, x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        value, index = x.max(-1)
+        return table[index] * value.unsqueeze(-1)
+
+
+def test_an_int64_result_is_checked_by_the_ktir_interpreter_at_its_device_width():
+    """The kernel writing the index viewed it as i64 (8-byte addresses) over int32 storage:
+    the KTIR interpreter refused column 31 as outside LPDDR and skipped the kernel."""
+    torch.manual_seed(0)
+    inputs = (torch.randn(16, 32), torch.randn(32, 64))
+    result = bisect(torch.export.export(_IndexGather(), inputs))
+    assert result.first_bad is None, result.report()
+    assert all(c.status == "ok" for c in result.checkpoints), result.report()
+
+
 def test_a_wrong_graph_rewrite_is_named(monkeypatch, tmp_path):
     _with_bug(monkeypatch, "spyre-fuse", _add_becomes_sub)
     result = bisect(_ffn(), keep=tmp_path)
