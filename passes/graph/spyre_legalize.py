@@ -43,10 +43,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    AnyFloat,
     ArrayAttr,
     DenseArrayBase,
     Float32Type,
     FunctionType,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -59,11 +61,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from spyrec.diagnostics import UnsupportedOpsError
 from spyrec.dialects import spyre_plan as plan
-from spyrec.dialects.spyre import AtenOp, CastOp, ParamOp, describe
+from spyrec.dialects.spyre import REDUCE_OPS, AtenOp, CastOp, ParamOp, ReshapeOp, describe
 from spyrec.passes.graph.conv import select_channels_last
 from spyrec.passes.graph.eager_attention import match_eager_attention
 from spyrec.passes.graph.graph_build import element as _element_name
 from spyrec.passes.graph.graph_build import emit as _emit
+from spyrec.passes.graph.graph_build import scalar_op, through
 from spyrec.passes.graph.graph_build import shape as _shape
 from spyrec.passes.graph.int_range import int_input_limit
 from spyrec.passes.graph.legalize import (
@@ -199,8 +202,24 @@ class SpyreLegalize(ModulePass):
             raise UnsupportedOpsError(
                 source.data if isinstance(source, StringAttr) else "module", failures
             )
+        _float_reduction_sources(op, rewriter)
         erase_dead_moves(op)
         _erase_dead_params(op)
+
+
+def _float_reduction_sources(module: ModuleOp, rewriter: LegalizeRewriter) -> None:
+    """A row reduction of integers cast to float (`mask.float().sum(-1)`, argmax of ids)
+    reads an f32 tile of its own, x + 0.0: a kernel folds a cast into the op that reads it,
+    and the SFU's reduce, unlike its elementwise ops, has no int32 source (the emulator
+    faults on one)."""
+    for reduce in [o for o in module.walk() if isinstance(o, tuple(REDUCE_OPS.values()))]:
+        source = reduce.operands[0]
+        behind = through(source, (CastOp, ReshapeOp))
+        if isinstance(source.type, TensorType) and isinstance(source.type.element_type,
+                                                              AnyFloat) \
+                and isinstance(behind.type, TensorType) \
+                and isinstance(behind.type.element_type, IntegerType):
+            reduce.operands[0] = scalar_op(reduce, rewriter, "add", source, 0.0)
 
 
 def _bool_inputs(module: ModuleOp) -> None:

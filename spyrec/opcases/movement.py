@@ -224,3 +224,61 @@ def masked_write_cases() -> list[OpCase]:
     return [OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
                    _grid(SHAPES[shape_name], dtype))
             for shape_name in ("aligned", "unaligned") for name, fn, dtype in forms]
+
+
+# ---- several index tensors, infinities in 16 bits, boolean inputs (design notes 100, 101) --
+def _last_token(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    """A classifier's pooling: each sequence's token at a run-time position, `x[b, pos]`
+    (two index tensors at adjacent dims), scaled so a wrong row shows."""
+    return x[torch.arange(x.shape[0]), pos] * 2
+
+
+def _masked_softmax(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """A padding mask given as a boolean input, written into the scores as -inf (which a
+    16-bit tensor on the device cannot hold) before a softmax."""
+    return x.masked_fill(~keep, float("-inf")).softmax(-1)
+
+
+def _index_pairs(shape: tuple[int, int, int], dtype: torch.dtype
+                 ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    batch, seq, _ = shape
+    return lambda g: (torch.randn(shape, generator=g).to(dtype),
+                      torch.randint(-seq, seq, (batch,), generator=g))
+
+
+def _padded_scores(shape: tuple[int, int], dtype: torch.dtype
+                   ) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
+    def make(g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        keep = torch.rand(shape, generator=g) > 0.3
+        keep[:, 0] = True  # every row keeps a column (a row of -inf alone is softmax's NaN)
+        return torch.randn(shape, generator=g).to(dtype), keep
+    return make
+
+
+INDEX_PAIR_SHAPES = {"aligned": (4, 16, 128), "unaligned": (3, 7, 100)}
+
+
+def index_and_infinity_cases() -> list[OpCase]:
+    """`x[b, pos]` with run-time positions (negative ones included), argmax / argmin and
+    the mean of integers, and a softmax over scores masked to -inf by a boolean program
+    input, in every dtype, aligned and unaligned."""
+    out: list[OpCase] = []
+    for shape_name in ("aligned", "unaligned"):
+        rows_cols = SHAPES[shape_name]
+        for dtype in DTYPES:
+            out.append(OpCase("index_pair", dtype, shape_name, lambda: _Fn(_last_token),
+                              _index_pairs(INDEX_PAIR_SHAPES[shape_name], dtype)))
+            out.append(OpCase("masked_fill_neginf_softmax", dtype, shape_name,
+                              lambda: _Fn(_masked_softmax), _padded_scores(rows_cols, dtype)))
+        for dtype in (torch.int32, torch.int64):
+            for name, fn in (("argmax_int", lambda x: x.argmax(-1)),
+                             ("argmin_int", lambda x: x.argmin(-1))):
+                out.append(OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                                  lambda g, s=rows_cols, d=dtype: (
+                                      torch.randperm(s[0] * s[1], generator=g).reshape(s)
+                                      .to(d),)))
+            # mean pooling's token count: an integer mask cast to float, then reduced
+            out.append(OpCase("mean_of_int_cast", dtype, shape_name, lambda: _Fn(
+                lambda x: x.float().mean(-1, keepdim=True)), lambda g, s=rows_cols, d=dtype: (
+                    torch.randint(-100, 100, s, generator=g).to(d),)))
+    return out
