@@ -17,6 +17,8 @@ cached: torch still decides, per call, what to preserve and what to decompose.
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 from collections.abc import Iterator
 
 import torch
@@ -48,18 +50,44 @@ def _cached_cia_ops() -> set:
     return set(_CACHE[key])  # callers may modify their copy (torch's own code removes ops)
 
 
+_OVERRIDE = "_override_composite_implicit_decomp"  # torch's per-call patching of CIA ops
+_UNTRIMMED = getattr(exported_program, _OVERRIDE)
+
+
+def _own_kernel(decomposition: object) -> bool:
+    """Whether `decomposition` is torch's stand-in for an operator's own
+    CompositeImplicitAutograd kernel (`_get_decomp_for_cia`): calling it is what the
+    dispatcher does for that operator anyway."""
+    return isinstance(decomposition, functools.partial) and \
+        getattr(decomposition.func, "__name__", "") == "_special_op_to_decompose_cia"
+
+
+@contextlib.contextmanager
+def _trimmed_override(cia_ops_to_callable: dict) -> Iterator[None]:
+    """torch's override of the CIA operators, for those whose decomposition is not their
+    own kernel: the ones to preserve and the custom decompositions."""
+    kept = {op: fn for op, fn in cia_ops_to_callable.items() if not _own_kernel(fn)}
+    with _UNTRIMMED(kept):
+        yield
+
+
 @contextlib.contextmanager
 def _cia_cache() -> Iterator[None]:
-    """The cached lookup in the two torch modules that call it, for one decomposition."""
+    """The cached lookup in the two torch modules that call it, and the trimmed override,
+    for one decomposition."""
     modules = (exported_program, decomp_utils)
     saved = [getattr(module, _LOOKUP) for module in modules]
     for module in modules:
         setattr(module, _LOOKUP, _cached_cia_ops)
+    trim = os.environ.get("SPYREC_UNTRIMMED_CIA") != "1"
+    if trim:
+        setattr(exported_program, _OVERRIDE, _trimmed_override)
     try:
         yield
     finally:
         for module, function in zip(modules, saved, strict=True):
             setattr(module, _LOOKUP, function)
+        setattr(exported_program, _OVERRIDE, _UNTRIMMED)
 
 
 def decompose(ep: torch.export.ExportedProgram,
