@@ -427,7 +427,8 @@ class _Checker:
             shape = node.args[1]
             dims = list(range(rank - len(shape), rank))  # type: ignore[arg-type]
         else:
-            arg = node.args[1] if len(node.args) > 1 else node.kwargs.get(_REDUCTIONS[name])
+            at = 2 if name == "aten.linalg_vector_norm.default" else 1  # after its `ord`
+            arg = node.args[at] if len(node.args) > at else node.kwargs.get(_REDUCTIONS[name])
             if arg is None:
                 dims = list(range(rank))
             else:

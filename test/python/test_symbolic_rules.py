@@ -126,12 +126,30 @@ class _KeptSink(torch.nn.Module):
         return scores[..., 1:] @ x
 
 
+class _Norms(torch.nn.Module):
+    """Vector norms: over the static feature dim (hf:neomme's, `ord` before `dim`: a
+    compiler crash reading 2.0 as the dim), and over the symbolic one."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return x / torch.linalg.vector_norm(x, 2.0, dim=self.dim, keepdim=True)
+
+
+def test_a_vector_norm_over_a_static_dim_runs_every_size():
+    _runs_every_size(_Norms())
+
+
 @pytest.mark.parametrize(("model", "match"), [
+    (_Norms(dim=1), (r"node linalg_vector_norm \(aten.linalg_vector_norm.default\): it "
+                     r"reduces over dim 1, which holds a symbolic ")),
     (_Mean(), r"node mean \(aten.mean.dim\): it reduces over dim 1, which holds a symbolic "),
     (_SumOfScores(), r"node sum_1 \(aten.sum.dim_IntList\): it reduces over dim 2"),
     (_KeptSink(), (r"node slice_\d+ \(aten.slice.Tensor\): it slices symbolic dim 2, whose "
                    "static positions sit after the padding")),
-], ids=["mean", "sum-of-nonzero-padding", "slice-keeping-padding"])
+], ids=["norm", "mean", "sum-of-nonzero-padding", "slice-keeping-padding"])
 def test_unmasked_reductions_are_refused(model, match):
     _refused(model, match)
 
