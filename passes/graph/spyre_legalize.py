@@ -292,6 +292,15 @@ def _select(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> No
     except Unsupported as exc:
         failures.append(f"{describe(aten)}: {exc}")
         return
+    except (ValueError, IndexError):  # a hand-written op short of operands, or a bug
+        missing = _missing_tensor_operands(aten)
+        if not missing:
+            raise
+        failures.append(f"{describe(aten)}: its schema's tensor argument(s) "
+                        f"{', '.join(missing)} are not among its operands "
+                        f"({', '.join(n.data for n in aten.operand_names.data)}); pass "  # type: ignore[attr-defined]
+                        "every tensor argument as an operand, named in `operand_names`")
+        return
     if aten.target.data in _MOVES and all(is_predicate(v) for v in aten.operands) \
             and _element_name(aten.results[0]) == "i1":
         _mark_moved_predicate(result)
@@ -305,6 +314,20 @@ def _select(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> No
     else:
         aten.results[0].replace_all_uses_with(result)
         rewriter.erase_op(aten)
+
+
+def _missing_tensor_operands(aten: AtenOp) -> list[str]:
+    """The required tensor arguments of `aten`'s torch schema that are not its operands."""
+    import torch
+
+    _, name, overload = [*aten.target.data.split("."), "default"][:3]
+    packet = getattr(torch.ops.aten, name, None)
+    schema = getattr(getattr(packet, overload, None), "_schema", None)
+    if schema is None:
+        return []
+    given = {n.data for n in aten.operand_names.data}  # type: ignore[attr-defined]
+    return [a.name for a in schema.arguments
+            if str(a.type) == "Tensor" and a.name not in given]
 
 
 # ops that move elements without computing: a predicate moved is still one (0.0 / 1.0
