@@ -842,22 +842,26 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def core_span_bytes(shape: Shape, split: Split) -> int:
-    """The widest span of LPDDR bytes one core of `split` touches in one tensor the split
-    divides by rows (the output, and the operands read row for row with it), as the
-    device's per-core span rule counts it (`SpyreTarget.per_core_span_bytes`): a core's
-    block of rows runs from its first row to its last across every column. Tensors every
-    core reads whole (a matmul's B, K and V of a head group) do not depend on the split and
-    are not counted."""
+def core_spans(shape: Shape, split: Split) -> dict[str, int]:
+    """The span of LPDDR bytes one core of `split` touches in each tensor of the kernel,
+    as the device's per-core span rule counts it (`SpyreTarget.per_core_span_bytes`), by
+    what the tensor is: a core's block of rows runs from its first row to its last across
+    every column (the output, the operands read row for row with it: `rows`), a matmul's B
+    is read down all its K rows for the core's block of columns (`weight`), an attention's
+    keys and values for the core's heads (`keys`)."""
     if isinstance(shape, AttentionShape):
         # its heads' query rows: from its first head's first to its last head's last
-        rows = (shape.heads // split.gm - 1) * shape.q_rows + shape.q_rows // split.gn
-        out = rows * shape.row_bytes(shape.value_dim, shape.out_itemsize)
-        q = rows * shape.row_bytes(shape.head_dim, shape.in_itemsize)
-        return max(out, q)
+        heads = shape.heads // split.gm
+        rows = (heads - 1) * shape.q_rows + shape.q_rows // split.gn
+        width = max(shape.head_dim, shape.rhs_dim if shape.single else shape.value_dim)
+        return {"rows": rows * max(shape.row_bytes(shape.value_dim, shape.out_itemsize),
+                                   shape.row_bytes(shape.head_dim, shape.in_itemsize)),
+                "keys": -(-heads // shape.group) * shape.kv_rows
+                * shape.row_bytes(width, shape.in_itemsize)}
     if isinstance(shape, MoveShape):
         runs = shape.outer // split.gm
-        return (runs - 1) * shape.run * shape.row_bytes + shape.run // split.gn * shape.row_bytes
+        return {"rows": (runs - 1) * shape.run * shape.row_bytes
+                + shape.run // split.gn * shape.row_bytes}
     rows = shape.rows // split.gm
     block = shape.col_sticks // split.gn * shape.stick_elems  # the core's columns of a row
 
@@ -865,8 +869,17 @@ def core_span_bytes(shape: Shape, split: Split) -> int:
         return (rows - 1) * stick_padded(shape.cols * itemsize) + stick_padded(block * itemsize)
 
     a = rows * stick_padded(shape.k * shape.in_itemsize) if shape.k and not shape.lx_lhs else 0
-    return max(rows_span(shape.out_itemsize), a,
-               rows_span(shape.in_itemsize) if shape.full_operands else 0)
+    # B [K, N]: the core's columns of every one of its K rows
+    b = ((shape.k - 1) * stick_padded(shape.cols * shape.in_itemsize)
+         + stick_padded(block * shape.in_itemsize)) if shape.k else 0
+    return {"rows": max(rows_span(shape.out_itemsize), a,
+                        rows_span(shape.in_itemsize) if shape.full_operands else 0),
+            "weight": b}
+
+
+def core_span_bytes(shape: Shape, split: Split) -> int:
+    """The widest span one core of `split` touches in one tensor (`core_spans`)."""
+    return max(core_spans(shape, split).values())
 
 
 def candidate_splits(shape: Shape, target: SpyreTarget) -> list[Split]:

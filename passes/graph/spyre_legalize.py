@@ -186,14 +186,16 @@ class SpyreLegalize(ModulePass):
         # concatenations and copies first: they absorb the slices and negations feeding
         # them (see `columns._column_map`; a copy's destination, `columns._select_copy`),
         # which then have no uses left and are erased, not selected
-        for aten in [a for a in atens if a.target.data in ("aten.cat.default",
-                                                             "aten.copy.default")]:
+        tried = [a for a in atens if a.target.data in ("aten.cat.default", "aten.copy.default")]
+        for aten in tried:
             _select(aten, rewriter, failures)
         _erase_dead_atens(atens)
         # convolution, batch norm and pooling: channels-last, with the elementwise ops
         # between them (`passes/graph/conv.py`); what it reports is not selected again
         reported = select_channels_last(op, rewriter, CHANNELS_LAST_ELEMENTWISE, failures)
-        atens = [o for o in op.walk() if isinstance(o, AtenOp) and o not in reported]
+        # a concatenation or copy refused above is reported once
+        atens = [o for o in op.walk() if isinstance(o, AtenOp) and o not in reported
+                 and o not in tried]
         for aten in [a for a in atens if a.parent is not None]:
             _select(aten, rewriter, failures)
         _bool_outputs(op, failures)

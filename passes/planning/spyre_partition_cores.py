@@ -59,6 +59,7 @@ from spyrec.costmodel import (
     Tiling,
     candidate_splits,
     core_span_bytes,
+    core_spans,
     even_splits,
     padded_cols,
     ranking_cycles,
@@ -96,16 +97,33 @@ def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None
                                 "reason": StringAttr("set by the user")})
 
 
+_SPAN_ADVICE = {
+    "rows": "compute it on fewer rows at a time (a smaller batch or sequence, or the rows "
+            "in several pieces)",
+    "weight": "split the matmul's output features into pieces whose weight stays within "
+              "the span (several Linear layers whose outputs are used as separate outputs, "
+              "or the output features sharded over cards)",
+    "keys": "split the heads or the key length into pieces",
+}
+
+
 def _span_refusal(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> str:
-    """Why no split of `kernel` keeps each core within the per-core span rule."""
-    least = min(core_span_bytes(shape, s) for s in even_splits(shape, target))
+    """Why no split of `kernel` keeps each core within the per-core span rule, and what to
+    do about the tensor that stays widest."""
+    best = min(even_splits(shape, target), key=lambda s: core_span_bytes(shape, s))
+    spans = core_spans(shape, best)
+    what = max(spans, key=lambda k: spans[k])
     named = [o for o in kernel.walk() if "fx_node" in o.attributes]
     where = f" ({describe(named[-1])})" if named else ""
     return (f"kernel @{kernel.sym_name.data}{where}: every split of {shape.work()} over at "
-            f"most {target.num_cores} cores leaves a core spanning {least / MIB:.1f} MiB of "
-            f"one tensor, beyond the {target.per_core_span_bytes // MIB} MiB a core may "
-            "address in one tensor; shrink this tensor (fewer rows per batch or sequence) "
-            "or split the computation into smaller pieces before compiling")
+            f"most {target.num_cores} cores leaves a core spanning {spans[what] / MIB:.1f} MiB "
+            f"of one tensor ({_SPAN_KIND[what]}), beyond the "
+            f"{target.per_core_span_bytes // MIB} MiB a core may address in one tensor; "
+            f"{_SPAN_ADVICE[what]}")
+
+
+_SPAN_KIND = {"rows": "its rows", "weight": "the matmul's B, down all its K rows",
+              "keys": "the keys and values of its heads"}
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from spyrec.costmodel import (
     best_tiling,
     candidate_splits,
     core_span_bytes,
+    core_spans,
     predict,
     tail_pieces,
     tail_rows,
@@ -217,3 +218,11 @@ def test_no_split_leaves_a_core_spanning_more_than_256_mib_of_a_tensor() -> None
     row = KernelShape(rows=1, cols=75_000_000, k=0, in_itemsize=4, out_itemsize=4)
     assert core_span_bytes(row, Split(1, 2)) == 150_000_000 and Split(1, 1) not in \
         candidate_splits(row, DEFAULT_TARGET)
+    # a full-size LM head's weight [4096, 49152] fp16: each core reads its columns down all
+    # 4096 rows, so no split keeps it within the span (refused at compile time); half of it
+    # fits
+    head = KernelShape(rows=1, cols=49152, k=4096, in_itemsize=2, out_itemsize=2)
+    assert core_spans(head, Split(1, 32))["weight"] == 4095 * 98304 + 3072
+    assert candidate_splits(head, DEFAULT_TARGET) == []
+    assert candidate_splits(KernelShape(rows=1, cols=24576, k=4096, in_itemsize=2,
+                                        out_itemsize=2), DEFAULT_TARGET)

@@ -102,8 +102,49 @@ def test_a_kernel_every_split_of_which_spans_past_256_mib_is_refused_at_compile_
     x = torch.zeros(1, 70_000_000)  # one 280 MB row a max keeps whole on one core
     with pytest.raises(CompileError, match=r"kernel @k0 \(test_sweep_regressions\.py:\d+: "
                        r"spyre\.reduce_max \(node amax\)\): every split .* leaves a core "
-                       r"spanning 267\.0 MiB of one tensor, beyond the 256 MiB"):
+                       r"spanning 267\.0 MiB of one tensor \(its rows\), beyond the 256 "
+                       r"MiB.*on fewer rows"):
         spyrec.compile(torch.export.export(RowMax(), (x,)), cache=False)
+
+
+class LmHead(torch.nn.Module):
+    """A Granite-8B-sized LM head (hidden 4096, vocabulary 49152, fp16: 402 MB), whole or in
+    two halves returned separately or concatenated."""
+
+    def __init__(self, pieces: int = 1, cat: bool = False) -> None:
+        super().__init__()
+        self.cat = cat
+        self.w = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.zeros(49152 // pieces, 4096, dtype=torch.float16))
+            for _ in range(pieces))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        logits = [torch.nn.functional.linear(x, w) for w in self.w]
+        if self.cat:
+            return torch.cat(logits, -1)
+        return tuple(logits) if len(logits) > 1 else logits[0]
+
+
+@pytest.mark.heavy
+def test_a_weight_no_core_split_keeps_within_the_span_is_refused_with_what_to_do() -> None:
+    # it compiled and faulted when it ran (a core's columns span 384 MiB of the weight)
+    x = torch.zeros(1, 4096, dtype=torch.float16)
+    with pytest.raises(CompileError, match=r"spanning 383\.9 MiB of one tensor \(the matmul's "
+                       r"B, down all its K rows\).*split the matmul's output features"):
+        spyrec.compile(torch.export.export(LmHead(), (x,)), cache=False)
+
+
+def test_a_concatenation_too_wide_for_placement_matrices_is_refused() -> None:
+    # two 24,576-column halves of an LM head concatenated built 2.4 G elements of placement
+    # matrices (the compile was killed out of memory); pieces of 8192 show the same refusal
+    class Halves(torch.nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return torch.cat([a * 2, b * 2], -1)
+
+    pieces = (torch.zeros(1, 8192), torch.zeros(1, 8192))
+    with pytest.raises(CompileError, match=r"aten\.cat\.default \(node cat\): a concatenation "
+                       r"into 16384 columns .* past the 67108864 the compiler builds"):
+        spyrec.compile(torch.export.export(Halves(), pieces), cache=False)
 
 
 class ViewChain(torch.nn.Module):

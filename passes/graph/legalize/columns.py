@@ -75,6 +75,17 @@ def _column_map(value: SSAValue) -> tuple[SSAValue, np.ndarray]:
     return source, matrix
 
 
+MAX_PLACEMENT = 1 << 26
+"""Elements of the placement matrices of one concatenation along the innermost dim (a
+float64 matrix while it is built, a constant weight after): 2 x 24,576 x 49,152 for a
+full-size LM head computed in two halves (2.4 G elements) was a 20 GB compile."""
+
+
+def _column_source(value: SSAValue) -> SSAValue:
+    """The source `_column_map` reads `value` from (no matrix built)."""
+    return _column_indices(value)[0]
+
+
 def _column_indices(value: SSAValue) -> tuple[SSAValue, np.ndarray, np.ndarray]:
     """`_column_map` as the source column and the sign of each of `value`'s columns (the
     matrix is built once at the end: a [K, K] identity per step would be quadratic work)."""
@@ -268,6 +279,13 @@ def _select_cat(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     dim = arg(op, "dim", 0) % len(out)  # type: ignore[operator]
     if dim != len(out) - 1:
         return _cat_rows(op, rewriter, dim)
+    widths = {_column_source(piece): _shape(_column_source(piece))[-1] for piece in op.operands}
+    if sum(widths.values()) * out[-1] > MAX_PLACEMENT:
+        raise Unsupported(
+            f"a concatenation into {out[-1]} columns along the innermost dim: its pieces are "
+            f"placed by constant [K, {out[-1]}] matrices of {sum(widths.values()) * out[-1]} "
+            f"elements in all, past the {MAX_PLACEMENT} the compiler builds; concatenate "
+            "along a leading dim, or use the pieces separately")
     placed: dict[SSAValue, np.ndarray] = {}
     column = 0
     for piece in op.operands:
