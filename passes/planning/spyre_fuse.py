@@ -120,6 +120,29 @@ def attention_group(op: AttentionOp | BatchMatmulOp,
     return [o for chain in reads for o in chain] + [op] + writes
 
 
+def _views_after_their_kernels(block: Block) -> None:
+    """A kernel is placed where its last op was, so a view outside it of one of its
+    results that stood between its ops (a reshape of an intermediate the kernel also
+    returns, as the importer's collapsed view chains make) would read the kernel before it
+    runs: each such view moves to just after its kernel (a view computes nothing; its
+    readers are after the kernel, since any among the kernel's ops would have joined it)."""
+    position = {op: i for i, op in enumerate(block.ops)}
+    for op in list(block.ops):
+        if not isinstance(op, ReshapeOp):
+            continue
+        owner = op.operands[0].owner
+        if isinstance(owner, Operation) and owner.parent is block \
+                and position[owner] > position[op]:
+            op.detach()
+            block.insert_op_after(op, owner)
+            position = {o: i for i, o in enumerate(block.ops)}
+            late = [u.operation for u in op.results[0].uses
+                    if u.operation.parent is block and position[u.operation] < position[op]]
+            if late:
+                raise CompileError(f"spyre-fuse: {late[0].name} reads a view of kernel "
+                                   f"@{getattr(owner, 'sym_name', None)} before it runs")
+
+
 def _private_broadcasts(block: Block) -> None:
     """Give each attention or batch matmul operand read through a shared `expand_rows` its
     own copy of the broadcast, so every reader folds it into its reads (a broadcast read
@@ -172,6 +195,7 @@ class SpyreFuse(ModulePass):
                 if group.decisions:
                     plan.FUSION.set(kernel, tuple(group.decisions))
                 counter += 1
+            _views_after_their_kernels(fn.body.block)
 
     @staticmethod
     def _groups(block: Block, options: plan.PlanningOptions) -> list[_Group]:
