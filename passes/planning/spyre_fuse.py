@@ -139,8 +139,8 @@ def _views_after_their_kernels(block: Block) -> None:
             late = [u.operation for u in op.results[0].uses
                     if u.operation.parent is block and position[u.operation] < position[op]]
             if late:
-                raise CompileError(f"spyre-fuse: {late[0].name} reads a view of kernel "
-                                   f"@{getattr(owner, 'sym_name', None)} before it runs")
+                raise CompileError(f"spyre-fuse: {late[0].name} reads a view of "
+                                   f"{owner.name} before it runs")
 
 
 def _private_broadcasts(block: Block) -> None:

@@ -89,6 +89,12 @@ _Path: TypeAlias = list[tuple[Split, bool, Prediction]]
 def _check_override(kernel: KernelOp, shape: Shape, target: SpyreTarget) -> None:
     """A `grid` already on the kernel is the user's decision: keep it if it is legal."""
     split = read_split(kernel)
+    if split in even_splits(shape, target) and split not in candidate_splits(shape, target):
+        raise CompileError(
+            f"kernel @{kernel.sym_name.data}: grid [{split.gm}, {split.gn}] leaves a core "
+            f"spanning {core_span_bytes(shape, split) / MIB:.1f} MiB of one tensor, beyond "
+            f"the {target.per_core_span_bytes // MIB} MiB a core may address in one tensor; "
+            "use more cores along the rows")
     if split not in candidate_splits(shape, target):
         raise CompileError(
             f"kernel @{kernel.sym_name.data}: grid [{split.gm}, {split.gn}] must "
