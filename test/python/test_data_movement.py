@@ -60,10 +60,14 @@ def _moves(dtype: torch.dtype, shape: tuple[int, ...]) -> tuple[_Outputs, torch.
     return _Outputs([_Fn(fn) for fn in MOVES.values()]), x
 
 
+# the unaligned shape runs the same moves plus the stick padding, and bfloat16 is stored as
+# DL16 like float16: the aligned shape and bfloat16 are in the opt-in tier (SPYREC_SLOW=1,
+# design note 99)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16,
-                                   pytest.param(torch.bfloat16, marks=pytest.mark.heavy)],
+                                   pytest.param(torch.bfloat16, marks=pytest.mark.slow)],
                          ids=str)
-@pytest.mark.parametrize("shape", [(64, 128), (67, 255)], ids=str)
+@pytest.mark.parametrize("shape", [pytest.param((64, 128), marks=pytest.mark.slow), (67, 255)],
+                         ids=str)
 def test_moves_are_bit_exact(dtype, shape):
     model, x = _moves(dtype, shape)
     exe = spyrec.compile(torch.export.export(model, (x,)))
