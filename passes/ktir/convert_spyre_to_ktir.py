@@ -77,7 +77,7 @@ from spyrec.passes.ktir.ktir_builder import (
     convert,
     fconst,
 )
-from spyrec.passes.ktir.ktir_gather import GatherBuilder, ScatterBuilder
+from spyrec.passes.ktir.ktir_gather import INDEX_ELEMENT, GatherBuilder, ScatterBuilder
 from spyrec.passes.ktir.ktir_window import WindowBuilder
 from spyrec.passes.planning.kernel_analysis import (
     AttentionInfo,
@@ -102,7 +102,7 @@ def stored_element(value: SSAValue, device_dtype: str) -> Attribute:
     device as int32 (indices; exact below 2^31), so their views are i32, not i64."""
     element = value.type.element_type  # type: ignore[attr-defined]
     if isinstance(element, IntegerType) and device_dtype == "i32":
-        return IntegerType(32)
+        return INDEX_ELEMENT
     return element
 
 
