@@ -85,7 +85,7 @@ from spyrec.passes.graph.legalize.attention import select_eager_attention
 from spyrec.passes.graph.legalize.base import INT_ELEMENTS, LegalizeRewriter, Selector, Unsupported
 from spyrec.passes.graph.legalize.elementwise import ATEN_BINARY, ATEN_UNARY
 from spyrec.passes.graph.legalize.movement import erase_dead_moves
-from spyrec.passes.graph.legalize.predicates import BOOL_INPUTS, is_predicate
+from spyrec.passes.graph.legalize.predicates import BOOL_INPUTS, PREDICATE_VIEWS, is_predicate
 from spyrec.passes.graph.move_reduced_dim import move_reduced_dims_last
 
 # every ATen overload with a lowering, by family
@@ -111,14 +111,36 @@ INT_VIA_F32 = {
     "aten.slice.Tensor", "aten.cat.default", "aten.cumsum.default", "aten.index.Tensor",
     "aten.gather.default",
     *(f"aten.{k}.{form}" for k in ("add", "sub", "mul") for form in ("Tensor", "Scalar")),
-    "aten.rsub.Scalar",
+    "aten.rsub.Scalar", "aten.constant_pad_nd.default", "aten.expand.default",
+    "aten.repeat.default", "aten.sum.dim_IntList", "aten.sum.default",
 }
 
 
 def _needs_f32(aten: AtenOp) -> bool:
     return (aten.target.data in INT_VIA_F32
             and any(_element_name(r) in INT_ELEMENTS for r in aten.results)
-            and all(_element_name(v) in (*INT_ELEMENTS, "f32", "i1") for v in aten.operands))
+            and all(_element_name(v) in (*INT_ELEMENTS, "f32", "i1") for v in aten.operands)
+            ) or _moves_predicates(aten)
+
+
+def _moves_predicates(aten: AtenOp) -> bool:
+    """Is `aten` a move of predicates (0.0 / 1.0 in f32) with a boolean result (a run-time
+    padding mask concatenated with a constant prefix, padded, expanded)? It runs as the
+    same move of f32 data, its result still a predicate (data moves are exact)."""
+    if aten.target.data not in _MOVES | _BOOL_MOVES \
+            or not any(_element_name(r) == "i1" for r in aten.results):
+        return False
+    names = [n.data for n in aten.operand_names.data]  # type: ignore[attr-defined]
+    data = [v for name, v in zip(names, aten.operands) if not name.startswith(_INDEX_NAMES)]
+    return bool(data) and all(is_predicate(v) and _element_name(v) == "f32" for v in data)
+
+
+# moves with a lowering of float data beyond the views of `_MOVES`; their index operands
+# (named by `_INDEX_NAMES`) are positions, not moved data
+_BOOL_MOVES = {"aten.cat.default", "aten.constant_pad_nd.default", "aten.repeat.default",
+               "aten.index.Tensor", "aten.gather.default", "aten.index_select.default",
+               "aten.flip.default", "aten.roll.default"}
+_INDEX_NAMES = ("indices", "index")
 
 
 def _select_via_f32(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> None:
@@ -134,16 +156,20 @@ def _select_via_f32(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str
                 and name != "self"):
             v = _emit(rewriter, aten, CastOp(v, TensorType(Float32Type(), _shape(v))))
         operands.append(v)
-    result_types = [TensorType(Float32Type(), _shape(r)) if _element_name(r) in INT_ELEMENTS
-                    else r.type for r in aten.results]
+    moved = _moves_predicates(aten)
+    result_types = [TensorType(Float32Type(), _shape(r)) if _element_name(r) in (
+        *INT_ELEMENTS, "i1") else r.type for r in aten.results]
     clone = AtenOp.create(operands=operands, result_types=result_types,
                           properties=dict(aten.properties), attributes=dict(aten.attributes))
     rewriter.insert_op(clone, InsertPoint.before(aten))
     for old, new in zip(aten.results, clone.results):
-        value = new if old.type == new.type else _emit(rewriter, aten, CastOp(new, old.type))
+        value = new
+        if old.type != new.type and _element_name(old) != "i1":
+            value = _emit(rewriter, aten, CastOp(new, old.type))
         old.replace_all_uses_with(value)
     rewriter.erase_op(aten)
-    _select(clone, rewriter, failures)
+    # a boolean result stays the f32 predicate the move makes
+    _select(clone, rewriter, failures, predicate=moved)
 
 
 # ops known to have no device lowering yet, with what to do instead
@@ -186,7 +212,9 @@ class SpyreLegalize(ModulePass):
         # concatenations and copies first: they absorb the slices and negations feeding
         # them (see `columns._column_map`; a copy's destination, `columns._select_copy`),
         # which then have no uses left and are erased, not selected
-        tried = [a for a in atens if a.target.data in ("aten.cat.default", "aten.copy.default")]
+        # (a concatenation of booleans waits for the comparisons it moves: `_moves_predicates`)
+        tried = [a for a in atens if a.target.data in ("aten.cat.default", "aten.copy.default")
+                 and _element_name(a.results[0]) != "i1"]
         for aten in tried:
             _select(aten, rewriter, failures)
         _erase_dead_atens(atens)
@@ -277,11 +305,13 @@ def _bool_outputs(module: ModuleOp, failures: list[str]) -> None:
             fn.attributes["spyre.bool_outputs"] = ArrayAttr(bools)
 
 
-def _select(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> None:
-    """Replace one ATen op by its Spyre ops, or record why it cannot be."""
+def _select(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str],
+            predicate: bool = False) -> None:
+    """Replace one ATen op by its Spyre ops, or record why it cannot be; `predicate`: its
+    result is a moved predicate."""
     if aten.parent is None:
         return  # erased by the selection of its producer (see `reductions.kept_dim`)
-    if _needs_f32(aten):
+    if not predicate and _needs_f32(aten):
         _select_via_f32(aten, rewriter, failures)
         return
     selector = SELECTORS.get(aten.target.data)
@@ -303,8 +333,8 @@ def _select(aten: AtenOp, rewriter: LegalizeRewriter, failures: list[str]) -> No
                         f"({', '.join(n.data for n in aten.operand_names.data)}); pass "  # type: ignore[attr-defined]
                         "every tensor argument as an operand, named in `operand_names`")
         return
-    if aten.target.data in _MOVES and all(is_predicate(v) for v in aten.operands) \
-            and _element_name(aten.results[0]) == "i1":
+    if predicate or (aten.target.data in _MOVES and all(is_predicate(v) for v in aten.operands)
+                     and _element_name(aten.results[0]) == "i1"):
         _mark_moved_predicate(result)
     if isinstance(result, Operation):
         rewriter.replace_op(aten, result)
@@ -344,9 +374,11 @@ _MOVES = {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.defaul
 def _mark_moved_predicate(result: object) -> None:
     """Mark the op that makes a moved predicate's new value (`predicates.is_predicate`)."""
     value = result.results[0] if isinstance(result, Operation) else result
-    if isinstance(value, SSAValue) and not is_predicate(value) \
-            and isinstance(value.owner, Operation):
-        value.owner.attributes["spyre.predicate"] = UnitAttr()
+    if isinstance(value, SSAValue) and not is_predicate(value):
+        # the op `is_predicate` looks at: the one behind the move's reshapes and row moves
+        owner = through(value, PREDICATE_VIEWS).owner
+        if isinstance(owner, Operation):
+            owner.attributes["spyre.predicate"] = UnitAttr()
 
 
 def _erase_dead_atens(atens: list[AtenOp]) -> None:

@@ -311,6 +311,10 @@ def _device_form(node: torch.fx.Node, value: torch.Tensor) -> torch.Tensor:
         types = {u.meta["val"].dtype for u in node.users}
         return value.to(types.pop() if types <= FLOAT_TYPES and len(types) == 1
                         else torch.float32)
+    if stored_as_predicate(node):
+        # a boolean another op reads as a number or moves (compared with an integer,
+        # summed, concatenated with a run-time mask): the same 0.0 / 1.0 predicate
+        return value.to(torch.float32)
     if not _sdpa_masks_only(node):
         return value
     queries = {u.args[0].meta["val"].dtype for u in node.users}  # type: ignore[union-attr]
@@ -347,6 +351,21 @@ def is_predicate_constant(node: torch.fx.Node) -> bool:
         or (_target_name(u.target) in _PREDICATE_VIEWS and u.args[0] is node
             and is_predicate_constant(u))
         for u in node.users)
+
+
+def stored_as_predicate(node: torch.fx.Node) -> bool:
+    """Is a folded boolean `node` stored as a 0.0 / 1.0 predicate: read by some op, not
+    only as SDPA masks (stored additive) and not as the indices of an `index` or
+    `index_put` (a boolean index selects positions; op selection reads its values)?"""
+    if not node.users or _sdpa_masks_only(node):
+        return False
+    return is_predicate_constant(node) or not any(
+        _target_name(u.target) in _INDEXING and len(u.args) > 1
+        and isinstance(u.args[1], (list, tuple)) and node in u.args[1] for u in node.users)
+
+
+_INDEXING = {"aten.index.Tensor", "aten.index_put.default", "aten._index_put_impl.default",
+             "aten.index_put_.default"}
 
 
 # views a folded condition may pass through and stay one (DeepSeek-V3.2's causal mask is

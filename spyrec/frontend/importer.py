@@ -56,7 +56,7 @@ from spyrec.dialects.spyre_plan import record_symbols
 from spyrec.frontend.complex_rotary import rewrite_complex
 from spyrec.frontend.conv_weights import ConvWeights, plan_convolutions
 from spyrec.frontend.decompose import decompose as decompose_program
-from spyrec.frontend.fold import fold_constants, is_predicate_constant
+from spyrec.frontend.fold import fold_constants, stored_as_predicate
 from spyrec.frontend.infinities import widen_infinities
 from spyrec.frontend.moe import rewrite_routing
 from spyrec.frontend.multi_index import rewrite_multi_index
@@ -306,22 +306,38 @@ class _Importer:
         op = self._param(builder, node, name, value)
         original = node.meta.get("val")
         if isinstance(original, torch.Tensor) and original.dtype == torch.bool \
-                and value.dtype.is_floating_point and is_predicate_constant(node):
-            op.attributes["spyre.predicate"] = UnitAttr()  # a condition stored as 0.0 / 1.0
+                and value.dtype.is_floating_point and stored_as_predicate(node):
+            self._mark_predicate(op, value)
         op.attributes["fx_node"] = StringAttr(node.name)
         op.attributes["source"] = StringAttr(source_line(node))
+
+    @staticmethod
+    def _mark_predicate(op: ParamOp | CastOp, value: torch.Tensor) -> None:
+        """`op` holds a boolean as 0.0 / 1.0: a predicate, with its truth values when it is
+        small (as a boolean constant's, for op selection to read)."""
+        op.attributes["spyre.predicate"] = UnitAttr()
+        if value.numel() <= SMALL_INT_CONSTANT:
+            op.attributes["spyre.int_values"] = DenseArrayBase.from_list(
+                i64, [int(v) for v in value.reshape(-1).tolist()])
 
     def _state(self, builder: Builder, node: torch.fx.Node, name: str,
                tensor: torch.Tensor) -> None:
         """A parameter, buffer or constant; one tensor lifted under several names (a module
         reused across layers, tied embeddings) becomes one weight, stored and placed once."""
+        # a boolean buffer or constant read as a number or moved is stored as the 0.0 / 1.0
+        # predicate it is on the device (as a folded boolean: `fold.stored_as_predicate`)
+        predicate = tensor.dtype == torch.bool and stored_as_predicate(node)
         key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(),
-               tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+               tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, predicate)
         tied = self._tied.get(key)
         if tied is not None and tensor.numel():
             self.values[node] = tied.result
             return
-        self._tied[key] = self._param(builder, node, name, tensor)
+        if predicate:
+            self._tied[key] = op = self._param(builder, node, name, tensor.to(torch.float32))
+            self._mark_predicate(op, tensor)
+        else:
+            self._tied[key] = self._param(builder, node, name, tensor)
 
     def _param(self, builder: Builder, node: torch.fx.Node, name: str,
                tensor: torch.Tensor) -> ParamOp | CastOp:

@@ -26,6 +26,7 @@ from spyrec.opcases.core import SHAPES, OpCase, Outcome, elementwise_cases, run_
 from spyrec.opcases.elementwise import broadcasting_cases, div_mode_cases, predicate_cases
 from spyrec.opcases.gathers import gather_cases
 from spyrec.opcases.images import image_cases
+from spyrec.opcases.masks import mask_algebra_cases
 from spyrec.opcases.movement import (
     index_and_infinity_cases,
     masked_write_cases,
@@ -41,4 +42,4 @@ def cases() -> list[OpCase]:
     return [*elementwise_cases(), *image_cases(), *gather_cases(), *predicate_cases(),
             *attention_cases(), *broadcasting_cases(), *movement_cases(), *signal_cases(),
             *routing_cases(), *rotary_cases(), *mqa_cases(), *div_mode_cases(),
-            *masked_write_cases(), *index_and_infinity_cases()]
+            *masked_write_cases(), *index_and_infinity_cases(), *mask_algebra_cases()]

@@ -193,7 +193,24 @@ def div_mode_cases() -> list[OpCase]:
              for dtype in (torch.int32, torch.int64)]
     forms += [("div_trunc", "trunc", dtype, False) for dtype in DTYPES]
     forms += [("div_trunc_special", "trunc", torch.float32, True)]
-    return [OpCase(name, dtype, shape_name, _div_mode(mode),
-                   _div_inputs(SHAPES[shape_name], dtype, special))
-            for shape_name in ("aligned", "unaligned")
-            for name, mode, dtype, special in forms]
+    out = [OpCase(name, dtype, shape_name, _div_mode(mode),
+                  _div_inputs(SHAPES[shape_name], dtype, special))
+           for shape_name in ("aligned", "unaligned")
+           for name, mode, dtype, special in forms]
+    # Python's modulus and floor division of integers, by a tensor and by numbers of both
+    # signs (hashing token ids into buckets; position // chunk); a float remainder is
+    # fmod-based in eager and refused
+    ints: dict[str, Callable[..., torch.Tensor]] = {
+        "remainder_int": lambda a, b: a % b,
+        "remainder_scalar_int": lambda a, b: (a % 7) * 3 + a % -13,
+        "floor_div_scalar_int": lambda a, b: a // 13 + torch.div(a, -9, rounding_mode="trunc"),
+    }
+    for shape_name in ("aligned", "unaligned"):
+        out += [OpCase(name, dtype, shape_name, lambda fn=fn: _Fn(fn),
+                       _div_inputs(SHAPES[shape_name], dtype, False))
+                for name, fn in ints.items() for dtype in (torch.int32, torch.int64)]
+    out.append(OpCase("remainder_float", torch.float32, "unaligned",
+                      lambda: _Fn(lambda a, b: a % b),
+                      _div_inputs(SHAPES["unaligned"], torch.float32, False),
+                      refused="eager's float remainder is fmod-based"))
+    return out

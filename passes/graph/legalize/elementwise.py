@@ -222,9 +222,13 @@ def _select_div_mode(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     9, floor(1 / 0.1) is 10), which the device has no op for: refused."""
     mode = arg(op, "rounding_mode")
     out = _element_name(op.results[0])
-    if mode not in ("trunc", "floor") or len(op.operands) != 2:
+    divisor = arg(op, "other")  # a Python number (`x // 8192`: Llama 4's attention chunks)
+    scalar = len(op.operands) == 1 and isinstance(divisor, int | float) \
+        and not isinstance(divisor, bool) and divisor != 0
+    if mode not in ("trunc", "floor") or not (len(op.operands) == 2 or scalar):
         raise Unsupported(f"rounding_mode={mode!r} with {len(op.operands)} tensor operands "
-                          "(only 'trunc' and 'floor' of two tensors)")
+                          "(only 'trunc' and 'floor' of two tensors or of a tensor and a "
+                          "nonzero number)")
     if mode == "floor" and out not in INT_ELEMENTS:
         raise Unsupported(
             f"rounding_mode='floor' of {out} values (eager's float floor division is "
@@ -233,9 +237,16 @@ def _select_div_mode(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     for v in op.operands:
         if _element_name(v) not in (*FLOAT_ELEMENTS, *INT_ELEMENTS):
             raise Unsupported(f"a {_element_name(v)} operand (float and int32 / int64 only)")
-    a, b = (v if _element_name(v) == "f32" else _emit(
+    a, *b = (v if _element_name(v) == "f32" else _emit(
         rewriter, op, CastOp(v, TensorType(Float32Type(), _shape(v)))) for v in op.operands)
-    quotient = broadcast_binary(op, rewriter, "div", a, b)
+    if b:
+        quotient = broadcast_binary(op, rewriter, "div", a, b[0])
+    else:  # an integer divisor is exact in f32 below 2^24, as the tensors' values are
+        if out in INT_ELEMENTS and (not float(divisor).is_integer()  # type: ignore[arg-type]
+                                    or abs(divisor) >= 2**24):  # type: ignore[arg-type]
+            raise Unsupported(f"an integer tensor divided by {divisor!r} (integer divisors "
+                              "below 2^24 are lowered)")
+        quotient = _scalar_op(op, rewriter, "div", a, float(divisor))  # type: ignore[arg-type]
     rounded = _truncate(op, rewriter, quotient)
     if mode == "floor":
         below = _scalar_op(op, rewriter, "mul",
@@ -246,6 +257,43 @@ def _select_div_mode(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     if rounded.type == op.results[0].type:
         return rounded
     return _emit(rewriter, op, CastOp(rounded, op.results[0].type))
+
+
+def _select_remainder(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
+    """`a % b` of integers (Python's modulus: the sign of the divisor), as eager computes
+    it: r = a - b * trunc(a / b), plus b where r is nonzero and its sign is not b's. Every
+    step is exact in f32 for |a|, |b| < 2^24 (note 85 guards the range): the truncated
+    quotient as in `_select_div_mode`, |b * trunc(a / b)| <= |a|, |r| < |b|, and r * b,
+    a product of integers, is negative exactly when their signs differ (rounded or not).
+    Float remainders are fmod-based in eager, which the device has no op for: refused."""
+    out = _element_name(op.results[0])
+    if out not in INT_ELEMENTS:
+        raise Unsupported(f"a remainder of {out} values (eager's float remainder is "
+                          "fmod-based, which the device has no op for; integers are lowered)")
+    divisor = arg(op, "other")
+    if len(op.operands) == 1 and (not isinstance(divisor, int) or isinstance(divisor, bool)
+                                  or divisor == 0 or abs(divisor) >= 2**24):
+        raise Unsupported(f"a remainder by {divisor!r} (integer divisors other than 0, "
+                          "below 2^24 in magnitude, are lowered)")
+    if len(op.operands) not in (1, 2):
+        raise Unsupported(f"{len(op.operands)} tensor operands")
+    a, *b = (v if _element_name(v) == "f32" else _emit(
+        rewriter, op, CastOp(v, TensorType(Float32Type(), _shape(v)))) for v in op.operands)
+    if b:
+        a = broadcast_rows(op, rewriter, a, _shape(op.results[0]))
+
+    def times_b(x: SSAValue) -> SSAValue:
+        return broadcast_binary(op, rewriter, "mul", x, b[0]) if b else _scalar_op(
+            op, rewriter, "mul", x, float(divisor))  # type: ignore[arg-type]
+
+    quotient = broadcast_binary(op, rewriter, "div", a, b[0]) if b else _scalar_op(
+        op, rewriter, "div", a, float(divisor))  # type: ignore[arg-type]
+    r = broadcast_binary(op, rewriter, "sub", a, times_b(_truncate(op, rewriter, quotient)))
+    # 1 where r * b < 0 (|r * b| >= 1 there), else 0
+    wrong = _scalar_op(op, rewriter, "minimum", _scalar_op(
+        op, rewriter, "maximum", _scalar_op(op, rewriter, "mul", times_b(r), -1.0), 0.0), 1.0)
+    r = broadcast_binary(op, rewriter, "add", r, times_b(wrong))
+    return _emit(rewriter, op, CastOp(r, op.results[0].type))
 
 
 def _select_pow(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
@@ -440,6 +488,8 @@ SELECTORS: dict[str, Selector] = {
     "aten._to_copy.default": _select_cast_int,
     "aten.to.dtype": _select_cast_int,
     "aten.div.Tensor_mode": _select_div_mode,
+    "aten.remainder.Scalar": _select_remainder,
+    "aten.remainder.Tensor": _select_remainder,
     "aten.pow.Tensor_Scalar": _select_pow,
     "aten.pow.Scalar": _select_pow_scalar_base,
     "aten.clamp.default": _select_clamp,

@@ -14,7 +14,14 @@ import math
 
 import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, Float32Type, TensorType, UnitAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    Float32Type,
+    IntegerAttr,
+    TensorType,
+    UnitAttr,
+)
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from spyrec.dialects.spyre import (
@@ -60,7 +67,7 @@ the device, converted by the host (`spyre_legalize._bool_inputs`)."""
 def is_predicate(value: SSAValue) -> bool:
     """Is `value` a 0/1 predicate made by a comparison or a boolean input of the program
     (possibly reshaped or broadcast)?"""
-    value = through(value, _VIEWS)
+    value = through(value, PREDICATE_VIEWS)
     if isinstance(value, BlockArgument):
         fn = value.block.parent_op()
         listed = fn.attributes.get(BOOL_INPUTS) if fn is not None else None
@@ -69,7 +76,7 @@ def is_predicate(value: SSAValue) -> bool:
     return isinstance(owner, Operation) and "spyre.predicate" in owner.attributes
 
 
-_VIEWS = (ReshapeOp, ExpandRowsOp, PermuteRowsOp)
+PREDICATE_VIEWS = (ReshapeOp, ExpandRowsOp, PermuteRowsOp)
 
 
 def _as_f32(op: AtenOp, rewriter: LegalizeRewriter, value: SSAValue) -> SSAValue:
@@ -81,7 +88,7 @@ def _as_f32(op: AtenOp, rewriter: LegalizeRewriter, value: SSAValue) -> SSAValue
 
 def _mark(value: SSAValue) -> SSAValue:
     """Record that `value` (the op behind its reshapes and row moves) is a predicate."""
-    owner = through(value, _VIEWS).owner
+    owner = through(value, PREDICATE_VIEWS).owner
     assert isinstance(owner, Operation)
     owner.attributes["spyre.predicate"] = UnitAttr()
     return value
@@ -317,12 +324,31 @@ def _select_logical(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
         # a bitwise op of booleans (a predicate, or a boolean tensor such as a folded
         # causal mask) is the logical one
         operands = [as_predicate(op, rewriter, v) for v in op.operands]
+    elif "and" in kind and all(is_predicate(v) or _element_name(v) == "i1"
+                               or _unit_bounded(v) for v in op.operands):
+        # a boolean and-ed with integers of magnitude <= 1 (a folded 0/1 int mask): with
+        # x in {-1, 0, 1}, 1 & x is 1 exactly where x != 0, so it is the logical and
+        operands = [as_predicate(op, rewriter, v) for v in op.operands]
+        return cast_to(op, rewriter, boolean_binary(op, rewriter, "and", *operands),
+                       op.results[0])
     else:
         raise Unsupported("an operand that is not a boolean (a comparison, isnan, a cast to "
                           "bool; bitwise ops of integers are not lowered)")
     if "not" in kind:
         return _mark(_not(op, rewriter, operands[0]))
     return boolean_binary(op, rewriter, "and" if "and" in kind else "or", *operands)
+
+
+def _unit_bounded(value: SSAValue) -> bool:
+    """Is `value` an integer tensor of values in {-1, 0, 1}: a folded constant so bounded
+    (`spyre.int_bound`), or a predicate cast to an integer type?"""
+    if _element_name(value) not in INT_ELEMENTS:
+        return False
+    owner = value.owner
+    if isinstance(owner, CastOp):
+        return is_predicate(owner.operands[0])
+    bound = owner.attributes.get("spyre.int_bound") if isinstance(owner, Operation) else None
+    return isinstance(bound, IntegerAttr) and bound.value.data <= 1
 
 
 def boolean_binary(op: AtenOp, rewriter: LegalizeRewriter, kind: str, a: SSAValue,
