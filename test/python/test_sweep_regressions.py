@@ -165,6 +165,31 @@ def test_a_chain_of_views_that_keeps_every_element_in_place_is_one_view() -> Non
     assert_matches_eager(exe, ViewChain(), x, v)
 
 
+class SwappedAndRestored(torch.nn.Module):
+    """LongT5's local attention (`einsum("...hqk,...khd->...qhd")` once exported): the
+    probabilities go through unsqueeze(5), a permutation that swaps heads and query rows
+    and one that swaps them back, then a view: as a whole a view of the softmax. The
+    values go through unsqueeze(5) and two permutations that move the key dim into the
+    stick and out again, and the product through a permutation whose innermost dim is a
+    size-1 one: as wholes, each a permutation of rows that keeps the stick dim."""
+
+    def forward(self, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("...hqk,...khd->...qhd", x.softmax(-1), v)
+
+
+def test_a_chain_that_swaps_dims_and_swaps_them_back_is_one_view() -> None:
+    g = torch.Generator().manual_seed(0)
+    x, v = torch.randn(2, 1, 4, 32, 96, generator=g), torch.randn(2, 1, 96, 4, 64, generator=g)
+    ep = torch.export.export(SwappedAndRestored(), (x, v))
+    exe = spyrec.compile(ep, cache=False)
+    # the softmax, the values' row permutation, the batch matmul reading the softmax as
+    # it is, the product's row permutation: 4 kernels (28 with the probabilities' chain
+    # one view and the other two op by op: device transposes into and out of the stick)
+    assert [k.provenance[-1] for k in exe.binary.kernels] == [
+        "softmax", "permute_default", "bmm", "permute_default_1"]
+    assert_matches_eager(exe, SwappedAndRestored(), x, v)
+
+
 class SharedBroadcast(torch.nn.Module):
     def forward(self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         a = (x * 2).expand(8, 64, 64)
