@@ -68,6 +68,13 @@ _CHAIN = {*_RESHAPES, aten.permute.default, aten.clone.default, aten.alias.defau
 _EVALUATED = 1 << 23
 
 
+def _contiguous_root(root: object) -> bool:
+    """Is `root` a node whose value is a dense row-major tensor (so a view of it is one
+    torch can evaluate too, as constant folding does)?"""
+    value = root.meta.get("val") if isinstance(root, torch.fx.Node) else None
+    return isinstance(value, torch.Tensor) and value.is_contiguous()
+
+
 def _in_chain(node: object) -> bool:
     return isinstance(node, torch.fx.Node) and node.op == "call_function" \
         and node.target in _CHAIN and isinstance(node.args[0], torch.fx.Node) \
@@ -86,7 +93,8 @@ def _evaluated_root(node: torch.fx.Node) -> torch.fx.Node | None:
         chain.append(chain[-1].args[0])  # type: ignore[arg-type]
     root = chain[-1].args[0]
     shape = _static_shape(root) if isinstance(root, torch.fx.Node) else None
-    if len(chain) < 2 or shape is None or math.prod(shape) > _EVALUATED:
+    if len(chain) < 2 or shape is None or math.prod(shape) > _EVALUATED \
+            or not _contiguous_root(root):
         return None
     index = torch.arange(math.prod(shape), dtype=torch.int32).reshape(shape)
     for step in reversed(chain):
@@ -116,7 +124,7 @@ def _row_permutation(node: torch.fx.Node) -> tuple[torch.fx.Node, list[int], lis
     shape = _static_shape(root) if isinstance(root, torch.fx.Node) else None
     out = _static_shape(node)
     if len(chain) < 2 or shape is None or out is None or not shape or not out \
-            or shape[-1] == 1 or out[-1] == 1:
+            or shape[-1] == 1 or out[-1] == 1 or not _contiguous_root(root):
         return None
     permuted = torch.empty(shape, dtype=torch.int8, device="meta")
     steps = list(reversed(chain))

@@ -324,10 +324,13 @@ def _select_logical(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
         # a bitwise op of booleans (a predicate, or a boolean tensor such as a folded
         # causal mask) is the logical one
         operands = [as_predicate(op, rewriter, v) for v in op.operands]
-    elif "and" in kind and all(is_predicate(v) or _element_name(v) == "i1"
-                               or _unit_bounded(v) for v in op.operands):
-        # a boolean and-ed with integers of magnitude <= 1 (a folded 0/1 int mask): with
-        # x in {-1, 0, 1}, 1 & x is 1 exactly where x != 0, so it is the logical and
+    elif "and" in kind and any(is_predicate(v) or _element_name(v) == "i1"
+                               for v in op.operands) and all(
+            is_predicate(v) or _element_name(v) == "i1" or _unit_bounded(v)
+            for v in op.operands):
+        # a boolean and-ed with integers of magnitude <= 1 (a folded 0/1 int mask): the
+        # boolean is 0 or 1, and with x in {-1, 0, 1}, 1 & x is 1 exactly where x != 0, so
+        # it is the logical and (two such integers are not: -1 & -1 is -1)
         operands = [as_predicate(op, rewriter, v) for v in op.operands]
         return cast_to(op, rewriter, boolean_binary(op, rewriter, "and", *operands),
                        op.results[0])
