@@ -223,6 +223,35 @@ def _sdpa_2d(x: Arrays) -> dict[str, np.ndarray]:
     return {"output_ptr": h(f32(h(f32(p) / f32(total))) @ f32(x["v_ptr"]))}
 
 
+def _paged_attention(x: Arrays) -> dict[str, np.ndarray]:
+    """Causal attention of each query token over a paged KV cache (vLLM's unified
+    attention, one sequence): token t (its absolute position `context_len + t`) of query
+    head q reads key / value head q // 4 at positions 0 .. num_tiles * 16 - 1, page j of
+    which is cache block `block_tables[0, block_table_offset + j]`; keys past the token's
+    position are masked. All in f32 from the f16 inputs (the kernel's online softmax is
+    the same sum in another order), the output rounded to f16 once."""
+    q, kc, vc, tables = (x[n] for n in ("query_ptr", "key_cache_ptr", "value_cache_ptr",
+                                        "block_tables_ptr"))
+    start, offset, tiles = (int(x[n]) for n in ("cur_batch_start_index", "block_table_offset",
+                                                "num_tiles"))
+    context, scale = int(x["context_len"]), float(x["scale"])
+    pages = [int(tables[0, offset + j]) for j in range(tiles)]
+    keys = f32(np.concatenate([kc[b] for b in pages]))  # [tiles * 16, kv heads, head]
+    values = f32(np.concatenate([vc[b] for b in pages]))
+    out = np.zeros_like(x["output_ptr"])
+    group = q.shape[1] // kc.shape[2]
+    positions = np.arange(keys.shape[0])
+    for t in range(out.shape[0] - start):
+        visible = positions <= context + t
+        for head in range(q.shape[1]):
+            kv = head // group
+            scores = f32(scale) * (keys[:, kv] @ f32(q[start + t, head]))
+            scores = np.where(visible, scores, -np.inf)
+            p = np.exp(scores - scores.max())
+            out[start + t, head] = h((p @ values[:, kv]) / p.sum())
+    return {"output_ptr": out}
+
+
 def _pv_ksplit(x: Arrays) -> dict[str, np.ndarray]:
     """C = A B with K in 16 slices of 512, each slice's product rounded to f16 and the
     slices all-reduced in f16 (ascending core order), per 64-column output block."""
@@ -319,6 +348,13 @@ REFERENCES: dict[tuple[str, str], Case] = {
                      for name in ("X", "Y", "W")}),
     ("triton-ktir/sdpa_2d.mlir", "sdpa_kernel_2d"):
         Case(_sdpa_2d),
+    ("triton-ktir/paged_attention.mlir", "kernel_unified_attention_spyre_2d"):
+        # the translation's own parameters (its header): 8 tokens after 120 of context,
+        # 8 pages of 16 from a 64-block cache
+        Case(_paged_attention,
+             scalars={"cur_batch_start_index": 0, "block_table_offset": 0, "num_tiles": 8,
+                      "context_len": 120, "scale": 128 ** -0.5},
+             arrays={"block_tables_ptr": ((1, 16), "int32", "index:64")}),
     ("sdsc/sdpa_pv_ksplit.mlir", "sdpa_pv_ksplit"):
         Case(_pv_ksplit),
     ("ktir/ring_reduce.mlir", "ring_reduce"):
