@@ -333,11 +333,10 @@ class _Importer:
         if tied is not None and tensor.numel():
             self.values[node] = tied.result
             return
+        op = self._param(builder, node, name, tensor.to(torch.float32) if predicate else tensor)
         if predicate:
-            self._tied[key] = op = self._param(builder, node, name, tensor.to(torch.float32))
             self._mark_predicate(op, tensor)
-        else:
-            self._tied[key] = self._param(builder, node, name, tensor)
+        self._tied[key] = op
 
     def _param(self, builder: Builder, node: torch.fx.Node, name: str,
                tensor: torch.Tensor) -> ParamOp | CastOp:

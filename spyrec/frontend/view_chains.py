@@ -83,15 +83,20 @@ def _in_chain(node: object) -> bool:
             not in (None, torch.contiguous_format))
 
 
+def _chain(node: torch.fx.Node) -> tuple[list[torch.fx.Node], object]:
+    """The `_CHAIN` ops that end in `node`, last first, and the chain's input."""
+    chain = [node]
+    while _in_chain(chain[-1].args[0]):
+        chain.append(chain[-1].args[0])  # type: ignore[arg-type]
+    return chain, chain[-1].args[0]
+
+
 def _evaluated_root(node: torch.fx.Node) -> torch.fx.Node | None:
     """The input of the chain of `_CHAIN` ops that ends in `node` when the whole chain
     keeps every element's place in row-major order, checked by running it on the
     elements' indices (permutations that move dims of size > 1 and move them back: an
     einsum's `unsqueeze` + two permutes), else None."""
-    chain = [node]
-    while _in_chain(chain[-1].args[0]):
-        chain.append(chain[-1].args[0])  # type: ignore[arg-type]
-    root = chain[-1].args[0]
+    chain, root = _chain(node)
     shape = _static_shape(root) if isinstance(root, torch.fx.Node) else None
     if len(chain) < 2 or shape is None or math.prod(shape) > _EVALUATED \
             or not _contiguous_root(root):
@@ -117,10 +122,7 @@ def _row_permutation(node: torch.fx.Node) -> tuple[torch.fx.Node, list[int], lis
     views of the input (on the meta device): the result's dims of size > 1, ordered by
     stride, must tile the input contiguously. A step that needs a copy ends the permuting
     part: only reshapes may follow it."""
-    chain = [node]
-    while _in_chain(chain[-1].args[0]):
-        chain.append(chain[-1].args[0])  # type: ignore[arg-type]
-    root = chain[-1].args[0]
+    chain, root = _chain(node)
     shape = _static_shape(root) if isinstance(root, torch.fx.Node) else None
     out = _static_shape(node)
     if len(chain) < 2 or shape is None or out is None or not shape or not out \

@@ -36,7 +36,12 @@ from spyrec.passes.graph.legalize.base import (
     unary_op,
     with_shape,
 )
-from spyrec.passes.graph.legalize.predicates import as_predicate, boolean_binary, is_predicate
+from spyrec.passes.graph.legalize.predicates import (
+    as_predicate,
+    boolean_binary,
+    in_f32,
+    is_predicate,
+)
 
 # ATen overload -> spyre unary op name
 ATEN_UNARY = {
@@ -237,8 +242,7 @@ def _select_div_mode(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     for v in op.operands:
         if _element_name(v) not in (*FLOAT_ELEMENTS, *INT_ELEMENTS):
             raise Unsupported(f"a {_element_name(v)} operand (float and int32 / int64 only)")
-    a, *b = (v if _element_name(v) == "f32" else _emit(
-        rewriter, op, CastOp(v, TensorType(Float32Type(), _shape(v)))) for v in op.operands)
+    a, *b = (in_f32(op, rewriter, v) for v in op.operands)
     if b:
         quotient = broadcast_binary(op, rewriter, "div", a, b[0])
     else:  # an integer divisor is exact in f32 below 2^24, as the tensors' values are
@@ -277,8 +281,7 @@ def _select_remainder(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
                           "below 2^24 in magnitude, are lowered)")
     if len(op.operands) not in (1, 2):
         raise Unsupported(f"{len(op.operands)} tensor operands")
-    a, *b = (v if _element_name(v) == "f32" else _emit(
-        rewriter, op, CastOp(v, TensorType(Float32Type(), _shape(v)))) for v in op.operands)
+    a, *b = (in_f32(op, rewriter, v) for v in op.operands)
     if b:
         a = broadcast_rows(op, rewriter, a, _shape(op.results[0]))
 

@@ -132,7 +132,7 @@ def _select_compare(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     return _mark(clamped)
 
 
-def _f32(op: AtenOp, rewriter: LegalizeRewriter, value: SSAValue) -> SSAValue:
+def in_f32(op: AtenOp, rewriter: LegalizeRewriter, value: SSAValue) -> SSAValue:
     """`value` (a float, integer or predicate tensor) in f32: exact for f16 and bf16, and
     for integers below 2^24."""
     if _element_name(value) == "f32":
@@ -177,7 +177,7 @@ def _float_compare(op: AtenOp, rewriter: LegalizeRewriter, kind: str) -> SSAValu
     a = op.operands[0]
     if len(op.operands) == 2:
         b = op.operands[1]
-        a32, b32 = _f32(op, rewriter, a), _f32(op, rewriter, b)
+        a32, b32 = in_f32(op, rewriter, a), in_f32(op, rewriter, b)
         first, second = (b32, a32) if kind in ("gt", "ge") else (a32, b32)
         d = broadcast_binary(op, rewriter, "sub", second, first)
         unordered = broadcast_binary(op, rewriter, "maximum", isnan(op, rewriter, a32),
@@ -187,7 +187,7 @@ def _float_compare(op: AtenOp, rewriter: LegalizeRewriter, kind: str) -> SSAValu
         if not isinstance(number, int | float) or math.isnan(number):
             raise Unsupported(f"a scalar {number!r} (a number other than NaN is lowered)")
         rounded = float(np.array(number, dtype=_NUMPY.get(_element_name(a), np.float32)))
-        a32 = _f32(op, rewriter, a)
+        a32 = in_f32(op, rewriter, a)
         d = _scalar_op(op, rewriter, "sub", a32, rounded, reverse=kind not in ("gt", "ge"))
         unordered = isnan(op, rewriter, a32)
     ordered = _ordered(op, rewriter, d)
@@ -210,7 +210,7 @@ def _select_isnan(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
     """isnan / isinf / isfinite of a float tensor as predicates; isinf is nonfinite minus
     isnan. (A 16-bit tensor holds no infinity on the device: DL16 stores an infinity the
     device computes as NaN; see docs/numerics.md.)"""
-    x = _f32(op, rewriter, op.operands[0])
+    x = in_f32(op, rewriter, op.operands[0])
     nan = isnan(op, rewriter, x)
     if op.target.data == "aten.isnan.default":
         return _mark(nan)
@@ -238,7 +238,7 @@ def as_predicate(op: AtenOp, rewriter: LegalizeRewriter, x: SSAValue) -> SSAValu
     bool is)."""
     if is_predicate(x):
         return x
-    return _mark(_keep_one(op, rewriter, _f32(op, rewriter, x)))
+    return _mark(_keep_one(op, rewriter, in_f32(op, rewriter, x)))
 
 
 def _select_any(op: AtenOp, rewriter: LegalizeRewriter) -> SSAValue:
