@@ -19,13 +19,14 @@ from typing import TextIO
 
 import torch
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
 from spyrec.cache import CompileCache
 from spyrec.diagnostics import CompileError, PassFailure, SpyrecError
 from spyrec.dialects.ktdp_types import KtirPrinter
-from spyrec.dialects.spyre_plan import verify_plan
+from spyrec.dialects.spyre_plan import is_kernel, verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
 from spyrec.frontend.ktir_runtime_args import RuntimeArg
 from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, MASKED_KEY
@@ -70,8 +71,6 @@ def kernel_module(module: ModuleOp) -> ModuleOp:
     """The KTIR kernels of a program: a copy of `module` (its attributes included) holding
     only the functions a `spyre.launch` calls, so nothing of spyrec's host dialect is left and
     KTIR tools (the reference dialect's `ktir-opt`) read it as it is."""
-    from xdsl.dialects import func
-
     from spyrec.dialects.spyre import LaunchOp
 
     launched = {op.callee.root_reference.data for op in module.walk()
@@ -87,17 +86,20 @@ def kernel_module(module: ModuleOp) -> ModuleOp:
 def _run_pass(name: str, module: ModuleOp, ctx: Context,
               options: dict[str, object] | None = None,
               verify_since: tuple[str, ...] | None = (),
+              verify_kernels: bool = True,
               ) -> None:
     """Run pass `name`; check the module's planning attributes (`verify_plan`, cheap: the
     kernels and funcs only); then verify the module unless `verify_since` is None (it names
-    the passes run since the last verification, which a failure may come from)."""
+    the passes run since the last verification, which a failure may come from), the KTIR
+    kernels only with `verify_kernels` (a stage that reads them and writes other ops need
+    not verify them again: `Stage.verify_kernels`)."""
     options = options or {}
     try:
         PASSES[name]()(**options).apply(ctx, module)
         verify_plan(module)
         if verify_since is not None:
             try:
-                module.verify()
+                _verify(module, verify_kernels)
             except VerifyException as exc:
                 if verify_since:
                     raise VerifyException(
@@ -113,6 +115,17 @@ def _run_pass(name: str, module: ModuleOp, ctx: Context,
             f"pass {name} failed: {type(exc).__name__}: {exc}\nIts input is saved; reproduce "
             f"with:\n  spyre-opt {f.name} -p '{pass_spec(name, options)}'"
         ) from exc
+
+
+def _verify(module: ModuleOp, kernels: bool) -> None:
+    """Verify `module`; without `kernels`, every top-level op but the KTIR kernels."""
+    if kernels:
+        module.verify()
+        return
+    module.verify(verify_nested_ops=False)
+    for op in module.body.block.ops:
+        if not (isinstance(op, func.FuncOp) and is_kernel(op)):
+            op.verify()
 
 
 def compile_program(
@@ -206,7 +219,7 @@ def compile_program(
             listener = None if on_progress is None else (
                 lambda what, done, total, stage=stage.name: on_progress(stage, what, done, total))
             with listening(listener):
-                _run_pass(name, module, ctx, options, since)
+                _run_pass(name, module, ctx, options, since, stage.verify_kernels or each)
             if print_ir is not None:
                 print_ir.write(f"// -----// IR after {name} //----- //\n{module_text(module)}")
         times[stage.name] = time.perf_counter() - start

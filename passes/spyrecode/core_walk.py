@@ -18,6 +18,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from xdsl.dialects import arith, func, scf, tensor
 from xdsl.dialects.builtin import (
@@ -30,8 +31,15 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import (
@@ -77,6 +85,7 @@ from spyrec.target.isa import (
 from spyrec.target.layout import ELEMENT_DEVICE_DTYPE, STICK_BYTES, stick_padded
 
 DTYPES = ELEMENT_DEVICE_DTYPE
+_T = TypeVar("_T")
 STICK = STICK_BYTES
 REDUCE_FN = {"reduce_sum": ReduceFn.SUM, "reduce_max": ReduceFn.MAX, "reduce_min": ReduceFn.MIN}
 COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
@@ -224,45 +233,124 @@ class CoreWalk:
         self.sliced: dict[int, tuple[int, int]] = {}
         # each inter-tile reduce's ring group on this core: (first, count, stride, root)
         self.groups: dict[Operation, tuple[int, int, int, int]] = {}
+        # what the walk reads of the IR, worked out at an op's (block's, value's) first visit
+        # and reused at every loop iteration after it (`memo`): the IR does not change
+        # during a walk, and xDSL's accessors cost more than the walk's own arithmetic
+        self.static: dict[object, object] = {}
+        self.slot_values: dict[Operation, tuple[int, ...]] = {}
+        self.dense_views = "spyre.dense_views" in fn.attributes
+
+    def memo(self, key: Any, build: Callable[[CoreWalk, Any], _T]) -> _T:
+        """`build(self, key)`, computed once per walk."""
+        found = self.static.get(key)
+        if found is None:
+            found = self.static[key] = build(self, key)
+        return found  # type: ignore[return-value]
 
     def run(self) -> list[Instr]:
         for arg, addr in zip(self.fn.body.block.args, self.args):
             self.env[arg] = addr  # a byte address: an LPDDR view's offset as it stands
-        self.block(self.fn.body.block.ops)
+        self.block(self.fn.body.block)
         return self.stream.instrs
 
-    def block(self, ops) -> list[object]:
-        for op in ops:
-            if isinstance(op, scf.YieldOp):
-                return [self.env[v] for v in op.operands]
-            handler = HANDLERS_BY_NAME.get(op.name)
-            if self.symbolic and op.name not in SYMBOLIC_OPS:
-                raise Symbolic(f"{op.name} is not interpreted symbolically")
+    def block(self, ops: Block | list[Operation]) -> list[object]:
+        """Run `ops` (a block, or some of its ops) in order; an `scf.yield` ends it with
+        the values it yields."""
+        steps = self.memo(ops, _steps) if isinstance(ops, Block) else _steps(self, ops)
+        for op, handler in steps:
             if handler is None:
-                raise CompileError(f"kernel @{self.fn.sym_name.data}: spyre-schedule-dataflow "
-                                   f"cannot schedule {op.name}")
+                return [self.env[v] for v in op.operands]
             handler(self, op)
         return []
 
     def slot(self, op: Operation) -> int:
         """Alternate between the op's two LX slots on every execution (ping-pong)."""
-        slots = op.attributes.get("lx_slots")
-        if not isinstance(slots, DenseArrayBase):
-            raise CompileError(f"kernel @{self.fn.sym_name.data}: {op.name} has no lx_slots; "
-                               "run spyre-place-memory first")
-        values = slots.get_values()
+        values = self.slot_values.get(op)
+        if values is None:
+            slots = op.attributes.get("lx_slots")
+            if not isinstance(slots, DenseArrayBase):
+                raise CompileError(f"kernel @{self.fn.sym_name.data}: {op.name} has no "
+                                   "lx_slots; run spyre-place-memory first")
+            values = self.slot_values[op] = tuple(slots.get_values())
         turn = self.slot_turn.get(op, 0)
         self.slot_turn[op] = turn + 1
         return int(values[turn % 2])
 
     def lx_tensor(self, value: SSAValue, addr: int) -> LxTensor:
-        ttype = value.type
-        assert isinstance(ttype, TensorType)
-        return LxTensor(addr, tile_dims(value), DTYPES[str(ttype.element_type)])
+        shape, dtype = self.memo(value, _lx_type)
+        return LxTensor(addr, shape, dtype)
 
     def error(self, op: Operation, what: str) -> CompileError:
         return CompileError(f"kernel @{self.fn.sym_name.data}, core {self.core}: {op.name}: "
                             f"{what}")
+
+
+def _steps(it: CoreWalk, ops: Block | list[Operation]) -> list[tuple[Operation, Callable | None]]:
+    """Each op of `ops` with its handler, in order, up to an `scf.yield` (handler None). An
+    op the walk cannot run gets a handler that raises when it is reached, as the walk would
+    have there."""
+    steps: list[tuple[Operation, Callable | None]] = []
+    for op in (ops.ops if isinstance(ops, Block) else ops):
+        if isinstance(op, scf.YieldOp):
+            steps.append((op, None))
+            break
+        handler = HANDLERS_BY_NAME.get(op.name)
+        if it.symbolic and op.name not in SYMBOLIC_OPS:
+            handler = _not_symbolic
+        elif handler is None:
+            handler = _unscheduled
+        steps.append((op, handler))
+    return steps
+
+
+def _not_symbolic(it: CoreWalk, op: Operation) -> None:
+    raise Symbolic(f"{op.name} is not interpreted symbolically")
+
+
+def _unscheduled(it: CoreWalk, op: Operation) -> None:
+    raise CompileError(f"kernel @{it.fn.sym_name.data}: spyre-schedule-dataflow cannot "
+                       f"schedule {op.name}")
+
+
+def _lx_type(it: CoreWalk, value: object) -> tuple[tuple[int, ...], DType]:
+    """(LX shape, device type) of a tensor value."""
+    assert isinstance(value, SSAValue)
+    ttype = value.type
+    assert isinstance(ttype, TensorType)
+    return tile_dims(value), DTYPES[str(ttype.element_type)]
+
+
+def affine_function(amap: AffineMap) -> Callable[[list[object]], tuple[object, ...]]:
+    """`amap.eval(dims, [])` as a Python function of the dims (the same operators, so ints
+    and `Affine` forms alike), built once: xDSL's `eval` walks the expression tree on
+    every call."""
+    if amap.num_symbols:  # not an access tile's base map: evaluated as xDSL does
+        return lambda dims: tuple(amap.eval(dims, []))  # type: ignore[arg-type]
+    if amap == AffineMap.identity(amap.num_dims):
+        return tuple
+    parts = [_affine_expr(e) for e in amap.results]
+    return lambda dims: tuple(part(dims) for part in parts)
+
+
+_AFFINE_OPS: dict[AffineBinaryOpKind, Callable[[object, object], object]] = {
+    AffineBinaryOpKind.Add: lambda a, b: a + b,  # type: ignore[operator]
+    AffineBinaryOpKind.Mul: lambda a, b: a * b,  # type: ignore[operator]
+    AffineBinaryOpKind.Mod: lambda a, b: a % b,  # type: ignore[operator]
+    AffineBinaryOpKind.FloorDiv: lambda a, b: a // b,  # type: ignore[operator]
+    AffineBinaryOpKind.CeilDiv: lambda a, b: -(-a // b),  # type: ignore[operator]
+}
+
+
+def _affine_expr(expr: AffineExpr) -> Callable[[list[object]], object]:
+    if isinstance(expr, AffineConstantExpr):
+        value = expr.value
+        return lambda dims: value
+    if isinstance(expr, AffineBinaryOpExpr):
+        lhs, rhs, fn = _affine_expr(expr.lhs), _affine_expr(expr.rhs), _AFFINE_OPS[expr.kind]
+        return lambda dims: fn(lhs(dims), rhs(dims))
+    assert isinstance(expr, AffineDimExpr), f"{expr}: the map has no symbols"
+    position = expr.position
+    return lambda dims: dims[position]
 
 
 def _constant(it: CoreWalk, op: arith.ConstantOp) -> None:
@@ -272,8 +360,14 @@ def _constant(it: CoreWalk, op: arith.ConstantOp) -> None:
 
 def _binary_index(fn: Callable[[int, int], int]) -> Callable[[CoreWalk, Operation], None]:
     def handler(it: CoreWalk, op: Operation) -> None:
-        it.env[op.results[0]] = fn(it.env[op.operands[0]], it.env[op.operands[1]])  # type: ignore[arg-type]
+        a, b, result = it.memo(op, _operands_and_result)
+        it.env[result] = fn(it.env[a], it.env[b])  # type: ignore[arg-type]
     return handler
+
+
+def _operands_and_result(it: CoreWalk, op: object) -> tuple:
+    assert isinstance(op, Operation)
+    return (*op.operands, op.results[0])
 
 
 def _index_division(it: CoreWalk, op: Operation) -> None:
@@ -365,8 +459,20 @@ def _own_part(it: CoreWalk, op: Operation, tile: Tile) -> LxTensor:
 
 
 def _access_tile(it: CoreWalk, op: ConstructAccessTileOp) -> None:
-    indices = [it.env[v] for v in op.indices]
-    origin = op.base_map.data.eval(indices, [])  # type: ignore[arg-type]
+    indices, origin_of, base, result, shape, transposed, masked = it.memo(op, _tile_static)
+    it.env[result] = Tile(it.env[base], origin_of([it.env[v] for v in indices]), shape,  # type: ignore[arg-type]
+                          transposed, masked)
+
+
+def _tile_static(it: CoreWalk, op: object) -> tuple:
+    """What an access tile op fixes: its index values, its base map as a function, its
+    view's value, its result, the block's shape (transposed by the order), whether it is
+    transposed and whether it is masked."""
+    assert isinstance(op, ConstructAccessTileOp)
+    indices = tuple(op.indices)
+    base_map = op.base_map.data
+    if len(indices) != base_map.num_dims:
+        raise it.error(op, f"{len(indices)} indices for a base map of {base_map.num_dims} dims")
     shape = tuple(op.result.type.get_shape())
     order = op.access_tile_order.data
     transposed = False
@@ -375,8 +481,8 @@ def _access_tile(it: CoreWalk, op: ConstructAccessTileOp) -> None:
             raise it.error(op, f"access_tile_order {order} has no DMA mapping (identity or a "
                            "2-D transpose feeding a matmul only)")
         shape, transposed = (shape[1], shape[0]), True
-    it.env[op.result] = Tile(it.env[op.base], tuple(origin), shape, transposed,  # type: ignore[arg-type]
-                             is_masked(it, op))
+    return (indices, affine_function(base_map), op.base, op.result, shape, transposed,
+            is_masked(it, op))
 
 
 def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
@@ -423,7 +529,7 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
                        f"a stick (row pitch {pitch} B); DMA moves 128-byte aligned sticks")
     # the compiler's own views are stick-padded, so a partial last stick is padding; a
     # hand-written kernel's views (`spyre.dense_views`) are dense: its neighbours are data
-    if store and cols * view.itemsize % STICK and "spyre.dense_views" in it.fn.attributes \
+    if store and cols * view.itemsize % STICK and it.dense_views \
             and tile.origin[-1] + cols < view.shape[-1]:
         raise it.error(op, f"a store of {cols} columns at column {tile.origin[-1]} would "
                        "overwrite the rest of its stick; DMA writes whole sticks")
@@ -431,15 +537,15 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
 
 
 def _load(it: CoreWalk, op: LoadOp) -> None:
-    tile = it.env[op.tile]
+    tile_value, result, count, pieces_dim = it.memo(op, _load_static)
+    tile = it.env[tile_value]
     assert isinstance(tile, Tile)
     if isinstance(tile.view, LxParts):  # already in this core's LX: read where it is
-        it.env[op.results[0]] = _own_part(it, op, tile)
+        it.env[result] = _own_part(it, op, tile)
         return
-    lx = it.lx_tensor(op.results[0], it.slot(op))
+    lx = it.lx_tensor(result, it.slot(op))
     lx.transposed = tile.transposed
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=False)
-    count = _int_attr(op, "spyre.load_pieces", 1)
     clipped = masked_tiles.inside(it, op, tile) is not None
     if clipped and count > 1:
         raise masked_tiles.refuse_pieces(it, op)
@@ -449,9 +555,9 @@ def _load(it: CoreWalk, op: LoadOp) -> None:
                            row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
         if clipped:  # a masked tail: the lanes not moved read 0
             masked_tiles.zero_rest(it, lx, rows, row_bytes // lx.dtype.itemsize)
-        it.env[op.results[0]] = lx
+        it.env[result] = lx
         return
-    by_rows = _int_attr(op, "spyre.load_pieces_dim", 1) == 0
+    by_rows = pieces_dim == 0
     if lx.transposed or (rows % count if by_rows else row_bytes % (count * STICK)):
         raise it.error(op, f"{count} load pieces of a {rows} x {row_bytes} B block are not "
                        f"whole {'rows' if by_rows else 'sticks'}")
@@ -468,7 +574,20 @@ def _load(it: CoreWalk, op: LoadOp) -> None:
                        ddr_pitch=pitch, lx_pitch=lx.pitch)
         it.paced_loads.add(len(it.stream.instrs) - 1)
     it.sliced[lx.addr] = (0, step) if by_rows else (1, step)
-    it.env[op.results[0]] = lx
+    it.env[result] = lx
+
+
+def _load_static(it: CoreWalk, op: object) -> tuple:
+    """A load's tile, result, load pieces and the dim they split."""
+    assert isinstance(op, LoadOp)
+    return (op.tile, op.results[0], _int_attr(op, "spyre.load_pieces", 1),
+            _int_attr(op, "spyre.load_pieces_dim", 1))
+
+
+def _store_static(it: CoreWalk, op: object) -> tuple:
+    """A store's tile, stored value and store pieces."""
+    assert isinstance(op, StoreOp)
+    return op.tile, op.value, _int_attr(op, "spyre.store_pieces", 1)
 
 
 def _int_attr(op: Operation, name: str, default: int) -> int:
@@ -508,8 +627,9 @@ def _extract_slice(it: CoreWalk, op: tensor.ExtractSliceOp) -> None:
 
 
 def _store(it: CoreWalk, op: StoreOp) -> None:
-    tile = it.env[op.tile]
-    src = it.env[op.value]
+    tile_value, value, count = it.memo(op, _store_static)
+    tile = it.env[tile_value]
+    src = it.env[value]
     assert isinstance(tile, Tile) and isinstance(src, LxTensor)
     if isinstance(tile.view, LxParts):  # kept in this core's LX (note 61)
         dst = _own_part(it, op, tile)
@@ -533,7 +653,6 @@ def _store(it: CoreWalk, op: StoreOp) -> None:
     rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=True)
     if not rows * row_bytes:  # a masked tile wholly outside its view: nothing is written
         return
-    count = _int_attr(op, "spyre.store_pieces", 1)
     halves = len(row_halves(rows))
     if count <= 1 or rows % count or count % halves or masked_tiles.inside(it, op, tile):
         it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
@@ -555,21 +674,23 @@ def _stick_bytes(nbytes: int) -> int:
 
 
 def _fill(it: CoreWalk, op: linalg.FillOp) -> None:
-    lx = it.lx_tensor(op.results[0], it.slot(op))
+    result = it.memo(op, _result)
+    lx = it.lx_tensor(result, it.slot(op))
     lx.zero = True
-    it.env[op.results[0]] = lx
+    it.env[result] = lx
+
+
+def _result(it: CoreWalk, op: object) -> SSAValue:
+    assert isinstance(op, Operation)
+    return op.results[0]
 
 
 def _generic(it: CoreWalk, op: linalg.GenericOp) -> None:
-    fn_attr = op.attributes.get("spyre.fn")
-    if not isinstance(fn_attr, StringAttr):
-        raise CompileError(f"kernel @{it.fn.sym_name.data}: linalg.generic without spyre.fn "
-                           "cannot be mapped to a Spyre engine")
-    fn = fn_attr.data
-    ins = [it.env[v] for v in op.inputs]
+    fn, inputs, output, result, stored, store_use = it.memo(op, _generic_static)
+    ins = [it.env[v] for v in inputs]
     if fn in ("matmul", "matmul_nt"):
         a, b = ins
-        acc = it.env[op.outputs[0]]
+        acc = it.env[output]
         assert isinstance(a, LxTensor) and isinstance(b, LxTensor) and isinstance(acc, LxTensor)
         if a.transposed:
             raise it.error(op, "its A operand was loaded transposed; the PT reads A as stored")
@@ -586,22 +707,38 @@ def _generic(it: CoreWalk, op: linalg.GenericOp) -> None:
                 a=a.addr + row * a.pitch, b=b.addr, c=acc.addr + row * acc.pitch, m=rows, k=k,
                 n=n, a_pitch=a.pitch, b_pitch=b.pitch, c_pitch=acc.pitch, in_dtype=a.dtype,
                 accumulate=0 if acc.zero else 1)
-        it.env[op.results[0]] = LxTensor(acc.addr, acc.shape, acc.dtype)
+        it.env[result] = LxTensor(acc.addr, acc.shape, acc.dtype)
         return
-    init = it.env.get(op.outputs[0])
+    init = it.env.get(output)
     # a reduction accumulates in its init's slot; elementwise generics get their own, or
     # write straight into the core's part of a tensor kept in LX that is their one use
     addr = init.addr if isinstance(init, LxTensor) else it.slot(op)
-    out = _lx_destination(it, op) or it.lx_tensor(op.results[0], addr)
+    out = None if store_use is None else _lx_destination(it, store_use)
+    if out is None:
+        out = it.lx_tensor(result, addr)
     rows, cols = out.shape
-    stored = not fn.startswith("reduce_") and any(
-        isinstance(use.operation, StoreOp) for use in op.results[0].uses)
     halves = row_halves(rows)
     for half, row, count in halves:
         _sfu(it, op, fn, ins, out, half, row, count, cols, len(halves))
         if stored:
             _zero_padding(it, out, half, row, count, len(halves))
-    it.env[op.results[0]] = out
+    it.env[result] = out
+
+
+def _generic_static(it: CoreWalk, op: object) -> tuple:
+    """A generic's engine function, inputs, init, result, whether the result is stored
+    (its stick padding then zeroed) and its one use when that is a store."""
+    assert isinstance(op, linalg.GenericOp)
+    fn_attr = op.attributes.get("spyre.fn")
+    if not isinstance(fn_attr, StringAttr):
+        raise CompileError(f"kernel @{it.fn.sym_name.data}: linalg.generic without spyre.fn "
+                           "cannot be mapped to a Spyre engine")
+    fn = fn_attr.data
+    result = op.results[0]
+    users = [use.operation for use in result.uses]
+    stored = not fn.startswith("reduce_") and any(isinstance(u, StoreOp) for u in users)
+    store_use = users[0] if len(users) == 1 and isinstance(users[0], StoreOp) else None
+    return fn, tuple(op.inputs), op.outputs[0], result, stored, store_use
 
 
 def _zero_padding(it: CoreWalk, out: LxTensor, half: int, row: int, count: int,
@@ -626,18 +763,14 @@ def _zero_padding(it: CoreWalk, out: LxTensor, half: int, row: int, count: int,
                    dst_dtype=out.dtype, imm=f32_bits(0.0), reverse=0)
 
 
-def _lx_destination(it: CoreWalk, op: linalg.GenericOp) -> LxTensor | None:
-    """Where `op`'s result goes when its one use stores it to a tensor kept in LX through
-    an access tile already built (convert-spyre-to-ktir builds it first, note 61): there,
-    so the store is no instruction."""
-    result = op.results[0]
-    uses = list(result.uses)
-    if len(uses) != 1 or not isinstance(uses[0].operation, StoreOp):
-        return None
-    tile = it.env.get(uses[0].operation.tile)
+def _lx_destination(it: CoreWalk, store: StoreOp) -> LxTensor | None:
+    """Where a generic's result goes when its one use, `store`, stores it to a tensor
+    kept in LX through an access tile already built (convert-spyre-to-ktir builds it
+    first, note 61): there, so the store is no instruction."""
+    tile = it.env.get(store.tile)
     if not isinstance(tile, Tile) or not isinstance(tile.view, LxParts):
         return None
-    return _own_part(it, uses[0].operation, tile)
+    return _own_part(it, store, tile)
 
 
 def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
@@ -742,16 +875,26 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
 
 
 def _for(it: CoreWalk, op: scf.ForOp) -> None:
-    lb, ub, step = (int(it.env[v]) for v in (op.lb, op.ub, op.step))  # type: ignore[call-overload]
-    carried = [it.env[v] for v in op.iter_args]
-    body = op.body.block
+    bounds, iter_args, body, index, args, results = it.memo(op, _for_static)
+    env = it.env
+    lb, ub, step = (int(env[v]) for v in bounds)  # type: ignore[call-overload]
+    carried = [env[v] for v in iter_args]
     for i in range(lb, ub, step):
-        it.env[body.args[0]] = i
-        for arg, value in zip(body.args[1:], carried):
-            it.env[arg] = value
-        carried = it.block(body.ops)
-    for r, value in zip(op.results, carried):
-        it.env[r] = value
+        env[index] = i
+        for arg, value in zip(args, carried):
+            env[arg] = value
+        carried = it.block(body)
+    for r, value in zip(results, carried):
+        env[r] = value
+
+
+def _for_static(it: CoreWalk, op: object) -> tuple:
+    """An scf.for's bound values, iteration arguments' inits, body, induction variable,
+    iteration arguments and results."""
+    assert isinstance(op, scf.ForOp)
+    body = op.body.block
+    return ((op.lb, op.ub, op.step), tuple(op.iter_args), body, body.args[0],
+            tuple(body.args[1:]), tuple(op.results))
 
 
 def _cmpi(it: CoreWalk, op: arith.CmpiOp) -> None:
@@ -774,7 +917,7 @@ _CMPI: dict[int, Callable[[object, object], bool]] = {
 def _if(it: CoreWalk, op: scf.IfOp) -> None:
     """The branch the core takes (its condition is concrete on every core)."""
     region = op.true_region if it.env[op.cond] else op.false_region
-    results = it.block(region.block.ops) if region.blocks else []
+    results = it.block(region.block) if region.blocks else []
     for r, value in zip(op.results, results):
         it.env[r] = value
 
@@ -907,7 +1050,7 @@ def _index_vector(it: CoreWalk, op: Operation, tile: IndirectTile) -> tuple[LxTe
 def _gather_load(it: CoreWalk, op: LoadOp) -> None:
     """A load through an indirect tile: the index sticks, then a dma.gather per piece of
     the rows they name (checked against the table's rows on device)."""
-    tile = it.env[op.tile]
+    tile = it.env[it.memo(op, _load_static)[0]]
     if not isinstance(tile, IndirectTile):
         _load(it, op)
         return
@@ -927,7 +1070,7 @@ def _gather_load(it: CoreWalk, op: LoadOp) -> None:
 def _scatter_store(it: CoreWalk, op: StoreOp) -> None:
     """A store through an indirect tile: the index sticks, then a dma.scatter per piece of
     the tile's rows to the table rows they name (checked on device)."""
-    tile = it.env[op.tile]
+    tile = it.env[it.memo(op, _store_static)[0]]
     if not isinstance(tile, IndirectTile):
         _store(it, op)
         return
