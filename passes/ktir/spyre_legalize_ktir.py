@@ -32,7 +32,13 @@ interpreter gives the same results before and after. Decisions:
   accumulates in place in its init's LX slot;
 - `spyre.cost` gets the kernel's FLOPs and least off-chip bytes for the roofline;
 - a 2-D `linalg.transpose` read as a matmul's B is no instruction: the matmul becomes a
-  `matmul_nt` of its source as stored (any other use is refused);
+  `matmul_nt` of its source as stored (any other use is refused); a cast of it is the
+  transpose of the cast (the cast runs on the source as stored, note 108);
+- a `tensor.collapse_shape` / `tensor.expand_shape` that only merges or splits the leading
+  dims of a tile (the last dim kept whole, with size-1 dims at most) is no instruction: LX
+  holds the same rows either way; the op keeps its place with the tile's `spyre.tile`, and
+  spyre-schedule-dataflow reads it where its source is (note 108);
+- an `arith.bitcast` of an i32 constant to f32 (Triton's -inf) is the float it spells;
 - the views a hand-written kernel builds on its arguments get the strides of the device's
   padded layout, rows in whole 128-byte sticks (`_padded_rows`; sizes unchanged);
 - an inter-tile combiner written `linalg.add` of its two arguments becomes `arith.addf`;
@@ -49,7 +55,7 @@ interpreter gives the same results before and after. Decisions:
   result is only defined on its consumer). A partial read again (by another op, or by the
   next iteration of a loop it was computed before) is reduced as a copy (note 94).
 
-Anything else on tensors (index-dependent bodies, selects, slices, reshapes, other
+Anything else on tensors (index-dependent bodies, selects, slices, other reshapes, other
 inter-tile communication: `inter_tile_consume`, other combiners, partial reductions by
 `producer_dependency_per_consumer`; indirect tiles, distributed views, runtime arguments)
 is refused with an error that names the op.
@@ -74,6 +80,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    Float32Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -151,6 +158,11 @@ class Arg:
 Operand = Arg | float  # a tensor, or a scalar (a constant, an immediate on the SFU)
 
 
+def float_of_bits(bits: int) -> float:
+    """The f32 whose bits are the i32 `bits` (`arith.bitcast` of a constant)."""
+    return float(np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0])
+
+
 def _tensor_type(value: SSAValue) -> TensorType | None:
     return value.type if isinstance(value.type, TensorType) else None
 
@@ -226,6 +238,8 @@ class _Kernel:
                         self.block(inner)
             elif "spyre.fn" in op.attributes:
                 continue
+            elif op.name in CASTS and op.operands[0] in self.transposed:
+                self.cast_before_transpose(op)
             elif op.name in BINARY or op.name in UNARY or op.name in CASTS or op.name in NUMBER:
                 if _tensor_type(op.results[0]) is not None:
                     self.replace(op, [self.scalar_op(op, op.name, [
@@ -245,6 +259,8 @@ class _Kernel:
                 self.broadcast(op)
             elif isinstance(op, tensor.CollapseShapeOp) and not _shape(op.result):
                 self.scalar_tensor(op)
+            elif isinstance(op, (tensor.CollapseShapeOp, tensor.ExpandShapeOp)):
+                self.regroup_rows(op)
             elif isinstance(op, StoreOp) and op.value in self.broadcasts:
                 self.materialise(op)
             elif isinstance(op, linalg.TransposeOp):
@@ -294,6 +310,8 @@ class _Kernel:
         for op in reversed(list(self.fn.walk())):
             if isinstance(op, tensor.EmptyOp) and not op.tensor.uses:
                 _erase(op)
+            elif isinstance(op, arith.BitcastOp) and not op.result.uses:
+                _erase(op)  # a float constant spelled as bits, now the SFU's immediate
         for scalar, extract in self.extracted.items():
             if scalar.uses:
                 user = next(iter(scalar.uses)).operation
@@ -307,6 +325,11 @@ class _Kernel:
         owner = value.owner
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
             return float(owner.value.value.data)
+        if isinstance(owner, arith.BitcastOp) and isinstance(value.type, Float32Type) and \
+                isinstance(const := owner.input.owner, arith.ConstantOp) and \
+                isinstance(const.value, IntegerAttr):
+            # Triton spells -inf and NaN as the bits of an i32 constant
+            return float_of_bits(const.value.value.data)
         raise self.error(op, f"%{value.name_hint} is not a float constant; the SFU takes "
                          "scalar operands as immediates")
 
@@ -408,6 +431,27 @@ class _Kernel:
         else:
             self.scalars[result] = source
 
+    def regroup_rows(self, op: tensor.CollapseShapeOp | tensor.ExpandShapeOp) -> None:
+        """A collapse or expand that only regroups the leading dims (the last dim, with
+        size-1 dims at most, is one group on both sides) is no instruction: LX holds a tile
+        of rank >= 2 as rows of its last dim, its leading dims merged into rows, so both
+        sides are the same rows in the same slot. The result gets that tile (`spyre.tile`)
+        and spyre-schedule-dataflow reads it where the source is (design note 108); any
+        other reshape is refused."""
+        src, dst = _shape(op.src), _shape(op.result)
+        groups = [[i.value.data for i in g.data] for g in op.reassociation.data]
+        merged = src if isinstance(op, tensor.CollapseShapeOp) else dst  # the finer side
+        last = groups[-1] if groups else []
+        rows = tile_dims(op.src)
+        if len(src) < 2 or len(dst) < 2 or src[-1] != dst[-1] or not last or \
+                any(merged[i] != 1 for i in last[:-1]) or last[-1] != len(merged) - 1 or \
+                rows != (pymath.prod(src[:-1]), src[-1]):
+            raise self.error(op, f"it reshapes {op.src.type} to {op.result.type}; the "
+                             "compiler takes a reshape that only merges or splits the "
+                             "leading dims of a tile (the last dim kept whole): reshape "
+                             "the access tile instead")
+        op.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(rows))
+
     def scalar_tensor(self, op: tensor.CollapseShapeOp) -> None:
         """A collapse of a one-element tensor to rank 0 (Triton's scalar broadcast source)
         is that element: a broadcast of the source through a map of constants 0."""
@@ -457,6 +501,22 @@ class _Kernel:
                              f"{list(op.permutation.get_values())}; the compiler takes the "
                              "2-D transpose [1, 0] of a tile in LX, as a matmul's B operand")
         self.transposed[op.results[0]] = source
+
+    def cast_before_transpose(self, op: Operation) -> None:
+        """A cast of a transposed tile is the transpose of the cast tile (a cast is
+        elementwise): the cast runs on the tile as stored, and a matmul reads its result as
+        B^T (paged attention's `extf` of its transposed key block)."""
+        source = self.transposed[op.operands[0]]
+        stype, rtype = _tensor_type(source), _tensor_type(op.results[0])
+        assert stype is not None and rtype is not None
+        cast = self.scalar_op(op, op.name, [self.operand(source, op, 2)],
+                              TensorType(rtype.element_type, stype.get_shape()), op)
+        b = Builder(InsertPoint.before(op))
+        empty = b.insert(tensor.EmptyOp([], rtype)).tensor
+        flipped = b.insert(linalg.TransposeOp(cast, empty, DenseArrayBase.from_list(i64, [1, 0]),
+                                              rtype))
+        self.replace(op, list(flipped.results))
+        self.transpose(flipped)
 
     # -- building ---------------------------------------------------------------------
     def scalar_op(self, op: Operation, name: str, operands: list[Operand],

@@ -1009,6 +1009,16 @@ def _noop(it: CoreWalk, op: Operation) -> None:
     return None
 
 
+def _same_rows(it: CoreWalk, op: Operation) -> None:
+    """A collapse or expand of a tile's leading dims (spyre-legalize-ktir's
+    `regroup_rows`): the same rows in the same LX slot."""
+    src = it.env[op.operands[0]]
+    if not isinstance(src, LxTensor) or "spyre.tile" not in op.attributes:
+        raise it.error(op, "only a regrouping of a tile's leading dims (spyre-legalize-ktir) "
+                       "is read in place")
+    it.env[op.results[0]] = src
+
+
 # ---- gathers and scatters: loads and stores through indirect access tiles (note 28) -------
 
 def _indirect_tile(it: CoreWalk, op: ConstructIndirectAccessTileOp) -> None:
@@ -1107,6 +1117,8 @@ HANDLERS: dict[type, Callable] = {
     InterTileProduceOp: _produce,
     InterTileReduceOp: _inter_tile_reduce,
     tensor.EmptyOp: _noop,
+    tensor.CollapseShapeOp: _same_rows,
+    tensor.ExpandShapeOp: _same_rows,
     func.ReturnOp: _noop,
 }
 # by op name: spyrec's extended standard dialects define their own classes for some names
@@ -1122,7 +1134,8 @@ SYMBOLIC_OPS = frozenset({"arith.constant", "arith.addi", "arith.muli",
                           "ktdp.construct_distributed_memory_view",
                           "ktdp.construct_access_tile", "ktdp.load", "ktdp.store",
                           "linalg.fill", "linalg.generic", "scf.for", "tensor.empty",
-                          "tensor.extract_slice", "func.return",
+                          "tensor.extract_slice", "func.return", "tensor.collapse_shape",
+                          "tensor.expand_shape",
                           # concrete only on concrete cores: they raise `Symbolic` otherwise
                           "arith.cmpi", "scf.if", "ktdp.inter_tile_produce",
                           "ktdp.inter_tile_reduce", *index_division.DIVISIONS})
