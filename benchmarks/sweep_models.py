@@ -117,8 +117,10 @@ def all_cases() -> list[Case]:
 LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
               "decoder_layers", "num_encoder_layers", "num_decoder_layers")
 SIZES: dict[str, int] = {
+    # RecurrentGemma's `lru_width` is its hidden size in every released config (2560, 4096)
     **dict.fromkeys(("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "embedding_size",
-                     "word_embed_proj_dim", "hidden_size_global", "embedding_dim"), 128),
+                     "word_embed_proj_dim", "hidden_size_global", "embedding_dim", "lru_width"),
+                    128),
     **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "encoder_attention_heads",
                      "decoder_attention_heads"), 2),
     **dict.fromkeys(("num_key_value_heads", "num_kv_heads", "multi_query_group_num"), 1),
