@@ -19,8 +19,10 @@ through, in its own process with a time limit (a crash or a hang costs that kern
    compiler takes them; until then the refusal is reported as it is): `ok` or the first line
    of the refusal. A masked-tail variant (`Case.masked_tails`) compiles with `--masked-tails`
    and its own scalars; other variants run in the interpreter only.
-3. `spyrec run BINARY --check FILE` (the emulator against the interpreter) and `spyrec profile
-   BINARY --json`: the verdict, emulated µs, off-chip bytes against the minimum.
+3. `spyrec run BINARY --input NAME=FILE... --check FILE` (the emulator against the
+   interpreter, both on the arrays step 1 drew: the reference's distributions, e.g. a weight
+   scale; a kernel without a reference case runs on `run`'s own random inputs) and `spyrec
+   profile BINARY --json`: the verdict, emulated µs, off-chip bytes against the minimum.
 4. ktir-cpu's own latency estimate, when its `ktir_cpu` package imports from PATH and runs
    the kernel on the same inputs (optional).
 
@@ -270,11 +272,14 @@ def _parameters(source: Path, function: str) -> set[str]:
 
 
 def backend(source: Path, function: str, scalars: dict[str, Any], work: Path,
-            timeout: float, with_args: bool, masked: bool = False) -> dict[str, Any]:
+            timeout: float, with_args: bool, masked: bool = False,
+            case: ktir_references.Case | None = None) -> dict[str, Any]:
     """Compile, run --check and profile one kernel; a dict of the statuses and numbers.
     Scalar values go to `--arg` for the kernel's own parameters only (a case's value of a
     name the kernel computes itself is the interpreter's business, not the compiler's);
-    `masked` compiles with every access tile masked (`--masked-tails`, docs/ktir.md §7)."""
+    `masked` compiles with every access tile masked (`--masked-tails`, docs/ktir.md §7).
+    `run --check` runs on the arrays the interpreter step drew for `case`
+    (`_reference_inputs`)."""
     binary = work / f"{source.stem}.{function}.{'masked.' if masked else ''}spyre"
     command = ["compile", str(source), "--function", function, "-o", str(binary),
                *(["--masked-tails"] if masked else [])]
@@ -286,7 +291,8 @@ def backend(source: Path, function: str, scalars: dict[str, Any], work: Path,
     if status != 0:
         return {"compile": _error_line(text) or f"exit {status}"}
     record: dict[str, Any] = {"compile": "ok"}
-    status, text = _spyrec(["run", str(binary), "--check", str(source)], timeout)
+    given = _reference_inputs(source, function, case, binary, work, timeout)
+    status, text = _spyrec(["run", str(binary), *given, "--check", str(source)], timeout)
     verdict = [line for line in text.splitlines() if line.strip()]
     record["check"] = ("match" if status == 0 else
                        "timeout" if status is None else
@@ -297,6 +303,30 @@ def backend(source: Path, function: str, scalars: dict[str, Any], work: Path,
         record.update(emulated_us=data["emulated_us"], offchip_bytes=data["offchip_bytes"],
                       min_offchip_bytes=data["program_min_offchip_bytes"])
     return record
+
+
+def _reference_inputs(source: Path, function: str, case: ktir_references.Case | None,
+                      binary: Path, work: Path, timeout: float) -> list[str]:
+    """`--input NAME=FILE` options giving the binary the arrays the interpreter step drew
+    (`_inputs`, the same seed: the case's distributions, e.g. a weight scale) for each of
+    the binary's inputs; none for a kernel without a case or whose arrays sit at fixed
+    addresses (the binary's random inputs then)."""
+    from spyrec.dialects.ktdp_parse import parse_ktir
+
+    if case is None or case.image:
+        return []
+    args = _inputs(parse_ktir(source), function, case)
+    if isinstance(args, str):
+        return []
+    status, text = _spyrec(["inspect", str(binary)], timeout)
+    names = set(re.findall(r"^input (\S+):", text, re.MULTILINE)) if status == 0 else set()
+    options = []
+    for name in sorted(names):
+        if isinstance(args.get(name), np.ndarray):
+            path = work / f"{binary.stem}.{name}.npy"
+            np.save(path, args[name])
+            options += ["--input", f"{name}={path}"]
+    return options
 
 
 def run_kernel_case(checkout: Path, rel: str, function: str, variant: int, work: Path,
@@ -327,7 +357,8 @@ def run_kernel_case(checkout: Path, rel: str, function: str, variant: int, work:
             source = work / (path.stem + ".mlir")
             shutil.copyfile(path, source)
         scalars = case.scalars if case else {}
-        base.update(backend(source, function, scalars, work, timeout, with_args, masked))
+        base.update(backend(source, function, scalars, work, timeout, with_args, masked,
+                            case))
     for key in ("detail", "compile", "check"):  # where the files are is not the finding
         if isinstance(base.get(key), str):
             base[key] = base[key].replace(f"{checkout}/examples/", "").replace(f"{work}/", "")
@@ -360,8 +391,10 @@ def report(records: list[dict[str, Any]], command: str) -> str:
          "(`benchmarks/ktir_conformance.py`; how each column is measured is in its docstring). "
          "References are spyrec's own NumPy computations of each kernel "
          "(`benchmarks/ktir_references.py`); a kernel without one is `no reference`, never a "
-         "pass. Off-chip bytes are the emulator's against the program's minimum; ktir-cpu µs "
-         "is ktir-cpu's own latency estimate of the same run (blank where it does not run)."),
+         "pass. `run --check` compares the emulator with the interpreter on the arrays the "
+         "reference drew. Off-chip bytes are the emulator's against the program's minimum; "
+         "ktir-cpu µs is ktir-cpu's own latency estimate of the same run (blank where it does "
+         "not run)."),
         "",
         (f"{len({(r['file'], r['function']) for r in records})} kernels in {len(records)} "
          f"runs (a variant is a run): interpreter **{interp.count('match')} match**, "
