@@ -233,10 +233,13 @@ class _Dispatch:
         if ids not in onehots or len(sort.args) > 1 or sort.kwargs.get("descending"):
             return
         self.onehots = onehots[ids]
-        self.tokens, self.k = _val(ids).shape[0], len(self.onehots)
+        # the ids as [tokens, k], or with leading dims the experts' input flattens ([B, S, k]:
+        # Zaya's router works per sequence)
+        self.k = len(self.onehots)
+        self.tokens = _val(ids).numel() // self.k
         self.experts = int(_val(self.onehots[0]).shape[-1])
-        if _val(ids).shape != (self.tokens, self.k) or _val(self.onehots[0]).shape != (
-                self.tokens, self.experts):
+        if _val(ids).shape[-1] != self.k or _val(ids).numel() != self.tokens * self.k or \
+                _val(self.onehots[0]).shape != (self.tokens, self.experts):
             return
         parts = {u.args[1]: u for u in sort.users if u.target is operator.getitem}
         if set(parts) != {0, 1} or len(sort.users) != 2:
@@ -269,7 +272,8 @@ class _Dispatch:
         weights = _source(self.weight_gather.args[0])
         self.weights = weights
         return (isinstance(weights, torch.fx.Node)
-                and tuple(_val(weights).shape) == (self.tokens, self.k)
+                and _val(weights).shape[-1] == self.k
+                and _val(weights).numel() == self.tokens * self.k
                 and tuple(_val(self.row_gather.args[0]).shape[:1]) == (self.tokens,))
 
     def _match_counts(self) -> bool:
@@ -332,13 +336,14 @@ def _lookup_onehots(graph: torch.fx.Graph, sort: torch.fx.Node,
     each token's k experts from a table (`tid2eid[input_ids]`). The expert count is the
     `histc` bins the dispatch counts them into (min 0, max bins - 1). Choice i's row is
     `ids[:, i:i+1] == arange(E)`; two choices of one expert (the table's rows need not be
-    distinct) both weigh that expert's row, as eager's two rows of it add. Returns the new
-    nodes (none when the sort does not sort such ids)."""
+    distinct) both weigh that expert's row, as eager's two rows of it add. Ids with leading
+    dims ([B, S, k]) are viewed as [tokens, k] first. Returns the one-hot rows (none when the
+    sort does not sort such ids)."""
     ids = _source(sort.args[0])
     if not isinstance(ids, torch.fx.Node) or ids in onehots or len(sort.args) > 1:
         return []
     val = _val(ids)
-    if val.dim() != 2 or val.dtype.is_floating_point or val.dtype == torch.bool:
+    if val.dim() < 2 or val.dtype.is_floating_point or val.dtype == torch.bool:
         return []
     histc, frontier = None, [u for u in sort.users if u.target is operator.getitem]
     for _ in range(4):  # sorted ids -> (cast) -> histc
@@ -353,11 +358,14 @@ def _lookup_onehots(graph: torch.fx.Graph, sort: torch.fx.Node,
     if not isinstance(bins, int) or low != 0 or high != bins - 1:
         return []
     emit = FxEmit(graph, sort)
+    k = int(val.shape[-1])
+    # ids with leading dims ([B, S, k]: Zaya's router) as the [tokens, k] the dispatch sorts
+    rows = ids if val.dim() == 2 else emit(aten.view.default, ids, [val.numel() // k, k])
     columns = emit(aten.arange.start_step, 0, bins, dtype=val.dtype)
-    made = [columns, *(emit(aten.eq.Tensor, columns, emit(aten.slice.Tensor, ids, 1, i, i + 1))
-                       for i in range(val.shape[1]))]
-    onehots[ids] = made[1:]
-    return made
+    made = [emit(aten.eq.Tensor, columns, emit(aten.slice.Tensor, rows, 1, i, i + 1))
+            for i in range(k)]
+    onehots[ids] = made
+    return made  # erasing them erases what only they read (`_erase_dead`)
 
 
 def _rewrite_dispatch(graph: torch.fx.Graph, sort: torch.fx.Node,
@@ -382,9 +390,11 @@ def _rewrite_dispatch(graph: torch.fx.Graph, sort: torch.fx.Node,
     # the routing weight of each (expert, token) row: 0 where the expert is not chosen
     emit = FxEmit(graph, d.weight_gather, lazy=True)
     zero = emit(aten.scalar_tensor.default, 0.0, dtype=d.weights.meta["val"].dtype)
+    weights = d.weights if _val(d.weights).dim() == 2 else emit(
+        aten.view.default, d.weights, [tokens, d.k])
     dense: torch.fx.Node | None = None
     for i, onehot in enumerate(d.onehots):
-        term = emit(aten.where.self, onehot, emit(aten.slice.Tensor, d.weights, 1, i, i + 1),
+        term = emit(aten.where.self, onehot, emit(aten.slice.Tensor, weights, 1, i, i + 1),
                     zero)
         dense = term if dense is None else emit(aten.add.Tensor, dense, term)
     expert_major = emit(aten.view.default, emit(aten.clone.default, emit(

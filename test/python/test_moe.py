@@ -280,3 +280,41 @@ def test_hash_routed_experts_take_the_dense_dispatch() -> None:
         got = ep.module()(*built.run)
     got = got[0] if isinstance(got, tuple | list) else got
     assert torch.allclose(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_skip_expert_masked_to_expert_zero_takes_the_dense_dispatch() -> None:
+    """Zaya routes over its experts and one skip expert, replaces a skip choice by expert 0
+    with a routing weight of 0 (`masked_fill`), and hands the [B, S, k] ids to the
+    grouped_mm experts: the ids are viewed as [tokens, k] and compared with the experts'
+    numbers, so the dispatch is dense. With the skip expert chosen for some tokens the
+    rewritten graph (run by torch) matches eager, and nothing of the grouped dispatch is
+    left."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import sweep_models  # pyright: ignore[reportMissingImports]
+
+    case = next(c for c in sweep_models.all_cases() if c.name == "hf:zaya")
+    built = sweep_models.build(case, "fp32")
+    picks = []
+    for name, bias in built.module.named_buffers():
+        if name.endswith("balancing_biases"):
+            bias[-1] = 0.1  # the skip expert: now chosen where its probability leads
+    for module in built.module.modules():
+        if type(module).__name__ == "ZayaRouter":
+            # its routing weights: 0 exactly where the skip expert was chosen
+            module.register_forward_hook(lambda m, i, out: picks.append(out[1].clone()))
+    ep = decompose(sweep_models.export(built))
+    moe.rewrite_routing(ep.graph)
+    ep.graph_module.recompile()
+    left = {str(n.target) for n in ep.graph.nodes} & {
+        "aten.sort.default", "aten.histc.default", moe._GROUPED}
+    assert not left
+    picks.clear()
+    with torch.no_grad():
+        expected = built.module(*built.run)
+        got = ep.module()(*built.run)
+    assert any(bool((weights == 0).any()) for weights in picks)  # a skip was chosen
+    got = got[0] if isinstance(got, tuple | list) else got
+    assert torch.allclose(got, expected, atol=1e-5, rtol=1e-5)
