@@ -251,24 +251,21 @@ def test_topk_values_scattered_at_topk_indices_are_a_where_per_choice(monkeypatc
 
 
 @pytest.mark.heavy  # builds and exports a tiny DeepSeek-V4 (about 30 s)
-def test_hash_routed_experts_take_the_dense_dispatch() -> None:
-    """DeepSeek-V4's first MoE layer reads each token's experts from a table
-    (`tid2eid[input_ids]`): one-hot rows of those ids make its grouped_mm dispatch dense.
-    With a table of distinct and of repeated experts per token the rewritten graph (run by
-    torch) matches eager, and nothing of the grouped dispatch is left."""
+def _sweep_model(name: str):
+    """The sweep's fp32 build of model `name` (benchmarks/sweep_models.py) and that module."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import sweep_models  # pyright: ignore[reportMissingImports]
 
-    case = next(c for c in sweep_models.all_cases() if c.name == "hf:deepseek_v4")
-    built = sweep_models.build(case, "fp32")
-    tables = [b for n, b in built.module.named_buffers() if n.endswith("tid2eid")]
-    assert tables
-    g = torch.Generator().manual_seed(0)
-    for table in tables:  # distinct experts for most tokens, the same one twice for some
-        table.copy_(torch.randint(0, 4, table.shape, generator=g))
+    case = next(c for c in sweep_models.all_cases() if c.name == name)
+    return sweep_models.build(case, "fp32"), sweep_models
+
+
+def _dense_dispatch_matches_eager(built, sweep_models) -> None:
+    """The exported graph with its routing rewritten (run by torch) has nothing of the
+    grouped dispatch left and matches eager."""
     ep = decompose(sweep_models.export(built))
     moe.rewrite_routing(ep.graph)
     ep.graph_module.recompile()
@@ -280,6 +277,20 @@ def test_hash_routed_experts_take_the_dense_dispatch() -> None:
         got = ep.module()(*built.run)
     got = got[0] if isinstance(got, tuple | list) else got
     assert torch.allclose(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_hash_routed_experts_take_the_dense_dispatch() -> None:
+    """DeepSeek-V4's first MoE layer reads each token's experts from a table
+    (`tid2eid[input_ids]`): one-hot rows of those ids make its grouped_mm dispatch dense.
+    With a table of distinct and of repeated experts per token the rewritten graph (run by
+    torch) matches eager, and nothing of the grouped dispatch is left."""
+    built, sweep_models = _sweep_model("hf:deepseek_v4")
+    tables = [b for n, b in built.module.named_buffers() if n.endswith("tid2eid")]
+    assert tables
+    g = torch.Generator().manual_seed(0)
+    for table in tables:  # distinct experts for most tokens, the same one twice for some
+        table.copy_(torch.randint(0, 4, table.shape, generator=g))
+    _dense_dispatch_matches_eager(built, sweep_models)
 
 
 def test_a_skip_expert_masked_to_expert_zero_takes_the_dense_dispatch() -> None:
@@ -289,32 +300,16 @@ def test_a_skip_expert_masked_to_expert_zero_takes_the_dense_dispatch() -> None:
     numbers, so the dispatch is dense. With the skip expert chosen for some tokens the
     rewritten graph (run by torch) matches eager, and nothing of the grouped dispatch is
     left."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import sweep_models  # pyright: ignore[reportMissingImports]
-
-    case = next(c for c in sweep_models.all_cases() if c.name == "hf:zaya")
-    built = sweep_models.build(case, "fp32")
-    picks = []
+    built, sweep_models = _sweep_model("hf:zaya")
     for name, bias in built.module.named_buffers():
         if name.endswith("balancing_biases"):
             bias[-1] = 0.1  # the skip expert: now chosen where its probability leads
+    _dense_dispatch_matches_eager(built, sweep_models)
+    picks = []
     for module in built.module.modules():
         if type(module).__name__ == "ZayaRouter":
             # its routing weights: 0 exactly where the skip expert was chosen
             module.register_forward_hook(lambda m, i, out: picks.append(out[1].clone()))
-    ep = decompose(sweep_models.export(built))
-    moe.rewrite_routing(ep.graph)
-    ep.graph_module.recompile()
-    left = {str(n.target) for n in ep.graph.nodes} & {
-        "aten.sort.default", "aten.histc.default", moe._GROUPED}
-    assert not left
-    picks.clear()
     with torch.no_grad():
-        expected = built.module(*built.run)
-        got = ep.module()(*built.run)
+        built.module(*built.run)
     assert any(bool((weights == 0).any()) for weights in picks)  # a skip was chosen
-    got = got[0] if isinstance(got, tuple | list) else got
-    assert torch.allclose(got, expected, atol=1e-5, rtol=1e-5)
