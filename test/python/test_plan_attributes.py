@@ -21,6 +21,7 @@ from spyrec.diagnostics import CompileError
 from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.spyre import KernelOp
 from spyrec.driver import compile_program, make_context, module_text
+from spyrec.passes.spyrecode.spyre_schedule_dataflow import SpyreScheduleDataflow
 from spyrec.registry import PASSES
 from spyrec.runtime.ktir_interpreter import KtirError, execute
 
@@ -168,7 +169,7 @@ def test_store_pieces_and_share_are_decisions_not_ledger_entries():
         for f in module.body.block.ops:
             f.attributes.pop("spyre.decisions", None)
         # packed cores, as compiles schedule: the same instructions, printed as their bytes
-        PASSES["spyre-schedule-dataflow"]()(packed=True).apply(make_context(), module)
+        SpyreScheduleDataflow(packed=True).apply(make_context(), module)
     full_text, bare_text = module_text(full), module_text(bare)
     assert full_text == bare_text
     assert 'spyre.ring = "' in bare_text and "tiles shared over the ring" in bare_text
