@@ -55,7 +55,15 @@ interpreter gives the same results before and after. Decisions:
   result is only defined on its consumer). A partial read again (by another op, or by the
   next iteration of a loop it was computed before) is reduced as a copy (note 94).
 
-Anything else on tensors (index-dependent bodies, selects, slices, other reshapes, other
+- a generic whose body reads `linalg.index` and selects its input (or a value computed from
+  it, made a generic of its own first) or a float constant by a condition of integer ops on
+  the row, the column and index values is an `index_mask`: its outside index values become
+  operands through () -> () and spyre-schedule-dataflow evaluates the condition per core
+  into sfu.mask runs (`index_mask.py`, design note 109);
+- a float constant a loop carries (`tensor.splat`, dense splat, `linalg.fill`) is a fill in
+  LX before the loop, a rank-1 row statistic (`column_values`) laid out as a column.
+
+Anything else on tensors (other index-dependent bodies, selects, slices, other reshapes, other
 inter-tile communication: `inter_tile_consume`, other combiners, partial reductions by
 `producer_dependency_per_consumer`; indirect tiles, distributed views, runtime arguments)
 is refused with an error that names the op.
@@ -84,6 +92,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -107,6 +116,7 @@ from spyrec.dialects.ktdp_affine import is_box
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.ktdp_values import set_bounds
 from spyrec.dialects.spyre_plan import is_kernel, ktir_grid
+from spyrec.dialects.std_ext_arith import SelectOp
 from spyrec.passes.graph.spyre_stickify import DEVICE_DTYPE, DEVICE_ITEMSIZE
 from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
@@ -131,10 +141,17 @@ CASTS = ("arith.extf", "arith.truncf")
 REDUCE = {"add": ("sum", 0.0), "maximum": ("max", float("-inf")),
           "minimum": ("min", float("inf"))}
 COMMUTATIVE = {"add", "mul", "maximum", "minimum"}
+# the integer ops of a mask's condition (`index_mask`), evaluated per core by the walk
+INDEX_OPS = frozenset({
+    "linalg.index", "arith.constant", "arith.addi", "arith.subi", "arith.muli",
+    "arith.divui", "arith.divsi", "arith.floordivsi", "arith.ceildivsi", "arith.remui",
+    "arith.remsi", "arith.minui", "arith.minsi", "arith.maxui", "arith.maxsi", "arith.andi",
+    "arith.ori", "arith.xori", "arith.cmpi", "arith.index_cast"})
 REFUSED = ("ktdp.inter_tile_consume",
            "ktdp.construct_distributed_memory_view", "ktdp.runtime_arg_extract")
 NOT_TAKEN = ("the compiler does not take this op yet; run the kernel in the KTIR interpreter "
              "(spyrec run kernel.mlir --function ...)")
+SELECTS = (SelectOp, arith.SelectOp)  # spyrec's tensor-aware select, and xDSL's
 RING_PARTIALS = (f32, f16)  # the element types ring.reduce sums (fp16 as DL16 on the device)
 
 _BINARY_OPS: dict[str, Callable[[SSAValue, SSAValue], Operation]] = {
@@ -185,9 +202,46 @@ class _Kernel:
 
     # -- walking ----------------------------------------------------------------------
     def run(self) -> None:
+        self.loop_inits()
         self.block(self.fn.body.block)
         self.fold_narrowing()
         self.cleanup()
+
+    def loop_inits(self) -> None:
+        """A constant (`tensor.splat`, dense splat or `linalg.fill` of a float) a loop carries
+        is a fill written into LX before the loop, laid out as the values the loop yields: a
+        rank-1 value that is a row statistic (`column_values`) is a column, one value per
+        row, so `max(M, rowmax(S))` reads both the same way (Triton's online softmax, note
+        109). A zero fill already in LX (a matmul's accumulator) is left as it is."""
+        columns = column_values(self.fn)
+        for loop in [o for o in self.fn.walk() if isinstance(o, scf.ForOp)]:
+            for i, init in enumerate(loop.iter_args):
+                owner = init.owner
+                if _tensor_type(init) is None or not isinstance(
+                        owner, (tensor.SplatOp, arith.ConstantOp, linalg.FillOp)):
+                    continue
+                if isinstance(owner, tensor.SplatOp):
+                    value = self.constant(owner.input, owner)
+                elif isinstance(owner, linalg.FillOp):
+                    value = self.constant(owner.inputs[0], owner)
+                else:
+                    values = owner.value
+                    distinct = set(values.get_values()) if isinstance(
+                        values, DenseIntOrFPElementsAttr) else set()
+                    one = distinct.pop() if len(distinct) == 1 else None
+                    if not isinstance(one, float):
+                        continue  # refused where the constant is legalized
+                    value = one
+                shape = _shape(init)
+                if isinstance(owner, linalg.FillOp | arith.ConstantOp) and value == 0.0 \
+                        and len(shape) >= 2 and not pymath.copysign(1.0, value) < 0:
+                    continue
+                tile = (shape[0], 1) if len(shape) == 1 and init in columns \
+                    else default_tile_dims(shape)
+                element = _element(init)
+                fill = self.fill(loop, shape, value, tile, element)
+                fill.name_hint = init.name_hint
+                loop.operands[3 + i] = fill
 
     def fold_narrowing(self) -> None:
         """A narrowing copy (truncf) of an SFU result nothing else reads becomes that op's
@@ -648,6 +702,9 @@ class _Kernel:
         if any(str(it.data) != "parallel" for it in op.iterator_types):
             raise self.error(op, "a generic with reduction iterators has no engine mapping; "
                              "write the reduction as linalg.reduce")
+        if any(isinstance(inner, linalg.IndexOp) for inner in op.body.block.ops):
+            self.index_mask(op)
+            return
         shape = _shape(op.outputs[0])
         rank = len(shape)
         maps = [m.data for m in op.indexing_maps]
@@ -689,6 +746,143 @@ class _Kernel:
             result_type = TensorType(inner.results[0].type, shape)
             env[inner.results[0]] = Arg(self.scalar_op(op, inner.name, operands, result_type, op),
                                         AffineMap.identity(rank))
+
+    def index_mask(self, op: linalg.GenericOp) -> None:
+        """A generic whose body reads `linalg.index` is taken as a mask: it yields
+        `arith.select %keep, %x, %c` (or `%drop, %c, %x`), %x an input read whole, %c a float
+        constant, the condition computed from the row and column indices and index values
+        of the kernel by integer arithmetic and `arith.cmpi` (Triton's causal mask of a
+        paged attention: `j * 16 + col <= context_len + pid * 2 + row / 4`). The generic
+        keeps those ops, its outside index values become operands read through () -> (),
+        and spyre-schedule-dataflow evaluates the condition for the core's tile: each row
+        must keep a prefix of its columns, one `sfu.mask` per run of rows whose limits step
+        by one (note 109)."""
+        shape = _shape(op.outputs[0])
+        block = op.body.block
+        maps = [m.data for m in op.indexing_maps]
+        yielded = block.last_op
+        assert yielded is not None
+        select = yielded.operands[0].owner if len(yielded.operands) == 1 else None
+        form = ("the compiler takes a body that reads linalg.index only as a mask: "
+                "`arith.select %cond, %x, %c` (or `%cond, %c, %x`), %x an input of the "
+                "generic, %c a float constant and %cond integer arithmetic and arith.cmpi on "
+                "linalg.index and index values")
+        if len(shape) != 2 or not isinstance(select, SELECTS) or \
+                select.parent_block() is not block:
+            raise self.error(op, form)
+        inputs: dict[SSAValue, int] = {
+            arg: k for k, arg in enumerate(block.args[:len(op.inputs)])}
+
+        def kept(v: SSAValue) -> int | None:
+            k = inputs.get(v)
+            return k if k is not None and maps[k] == AffineMap.identity(2) else None
+
+        def constant(v: SSAValue) -> float | None:
+            try:
+                return self.constant(v, op)
+            except CompileError:
+                return None
+
+        if constant(select.rhs) is not None:
+            kept_value, value, keep_true = select.lhs, constant(select.rhs), True
+        elif constant(select.lhs) is not None:
+            kept_value, value, keep_true = select.rhs, constant(select.lhs), False
+        else:
+            raise self.error(op, form)
+        assert value is not None
+        # the ops computing the kept value from the inputs (a scale of the scores): a
+        # generic of their own before the mask, legalized as any elementwise body
+        computed: list[Operation] = []
+        todo = [kept_value]
+        while todo:
+            v = todo.pop()
+            owner = v.owner
+            if isinstance(owner, Operation) and owner.parent_block() is block \
+                    and owner not in computed:
+                if isinstance(owner, linalg.IndexOp) or owner.name in INDEX_OPS - {
+                        "arith.constant"}:
+                    raise self.error(op, f"the value it keeps reads {owner.name}; {form}")
+                computed.append(owner)
+                todo.extend(owner.operands)
+        computed.sort(key=block.get_operation_index)
+        index_ops = [inner for inner in block.ops if inner not in (select, yielded)
+                     and inner not in computed and not (isinstance(inner, arith.ConstantOp)
+                                                        and isinstance(inner.value, FloatAttr))]
+        captured: list[SSAValue] = []
+        for inner in index_ops:
+            if inner.name not in INDEX_OPS:
+                raise self.error(op, f"its body holds {inner.name}; {form}")
+            for v in inner.operands:
+                if isinstance(v.owner, Block) and v.owner is block:
+                    raise self.error(op, f"{inner.name} in its body reads an input element; "
+                                     f"{form}")
+                if not isinstance(v.owner, Block) and v.owner.parent_block() is block:
+                    continue
+                if not isinstance(v.type, IndexType | IntegerType):
+                    raise self.error(op, f"{inner.name} in its body reads %{v.name_hint} "
+                                     f"({v.type}); {form}")
+                if v not in captured:
+                    captured.append(v)
+        pre: linalg.GenericOp | None = None
+        k = kept(kept_value)
+        if k is not None:
+            x = self.operand(op.inputs[k], op, 2)
+        else:
+            pre = self.computed_value(op, computed, kept_value)
+            x = Arg(pre.results[0], AffineMap.identity(2))
+        if not isinstance(x, Arg) or x.map != AffineMap.identity(2) or \
+                _element(x.value) != _element(op.results[0]):
+            raise self.error(op, f"the value it keeps (%{kept_value.name_hint}) is not a "
+                             "plain tile of the result's type; compute it in a generic of "
+                             "its own first")
+        element = _element(op.results[0])
+        new_block = Block(arg_types=[element] + [v.type for v in captured] + [element])
+        mapping: dict[SSAValue, SSAValue] = {kept_value: new_block.args[0]}
+        mapping.update(zip(captured, new_block.args[1:len(captured) + 1]))
+        for inner in index_ops:
+            new_block.add_op(inner.clone(value_mapper=mapping))
+        b = Builder(InsertPoint.at_end(new_block))
+        fill = b.insert(arith.ConstantOp(FloatAttr(value, element))).result  # type: ignore[arg-type]
+        x_arg, cond = new_block.args[0], mapping[select.cond]
+        chosen = b.insert(SelectOp(cond, x_arg, fill) if keep_true
+                          else SelectOp(cond, fill, x_arg)).result
+        b.insert(linalg.YieldOp(chosen))
+        outer = Builder(InsertPoint.before(op))
+        empty = outer.insert(tensor.EmptyOp([], op.results[0].type)).tensor
+        new = outer.insert(linalg.GenericOp(
+            [x.value, *captured], [empty], Region(new_block),
+            [AffineMapAttr(AffineMap.identity(2))] + [AffineMapAttr(AffineMap(2, 0, ()))]
+            * len(captured) + [AffineMapAttr(AffineMap.identity(2))],
+            [IteratorTypeAttr.parallel()] * 2, [op.results[0].type]))
+        new.attributes.update({"spyre.fn": StringAttr("index_mask"),
+                               "spyre.scalar": FloatAttr(value, f32)})
+        if keep_true:
+            new.attributes["spyre.keep_true"] = UnitAttr()
+        if tile_dims(x.value) != default_tile_dims(shape):
+            new.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(tile_dims(x.value)))
+        self.replace(op, [new.results[0]])
+        if pre is not None:  # legalized now: its SFU ops then feed the mask
+            self.generic(pre)
+
+    def computed_value(self, op: linalg.GenericOp, ops: list[Operation],
+                       value: SSAValue) -> linalg.GenericOp:
+        """A generic of `op`'s inputs and maps whose body is `ops` of `op`'s body, yielding
+        `value` (not legalized yet), before `op`."""
+        block = op.body.block
+        element = value.type
+        new_block = Block(arg_types=[a.type for a in block.args[:-1]] + [element])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, new_block.args))
+        for inner in ops:
+            new_block.add_op(inner.clone(value_mapper=mapping))
+        new_block.add_op(linalg.YieldOp(mapping[value]))
+        result_type = TensorType(element, _shape(op.outputs[0]))
+        b = Builder(InsertPoint.before(op))
+        empty = b.insert(tensor.EmptyOp([], result_type)).tensor
+        return b.insert(linalg.GenericOp(
+            list(op.inputs), [empty], Region(new_block),
+            [AffineMapAttr(m.data) for m in list(op.indexing_maps)[:-1]] + [
+                AffineMapAttr(AffineMap.identity(2))],
+            op.iterator_types, [result_type]))
 
     def number_op(self, op: Operation, name: str, operands: list[Operand],
                   result_type: Attribute, before: Operation) -> SSAValue:
@@ -989,6 +1183,53 @@ def kernel_cost(fn: func.FuncOp) -> DictionaryAttr:
 def _is_fn(op: Operation, name: str) -> bool:
     attr = op.attributes.get("spyre.fn")
     return isinstance(attr, StringAttr) and attr.data == name
+
+
+def column_values(fn: func.FuncOp) -> set[SSAValue]:
+    """The rank-1 tensors of `fn` that are row statistics, one value per row of a 2-D tile:
+    the result (and init) of a `linalg.reduce` over the last dim of a rank-2 tensor, a
+    rank-1 input a rank-2 generic reads through (d0, d1) -> (d0), and every rank-1 value
+    joined to one of those by an elementwise op, a rank-1 generic of identity maps or a
+    loop (init, iteration argument, yielded value, result). LX holds them as columns."""
+    parent: dict[SSAValue, SSAValue] = {}
+    seen: set[SSAValue] = set()
+
+    def find(v: SSAValue) -> SSAValue:
+        while parent.get(v, v) is not v:
+            v = parent[v]
+        return v
+
+    def join(values: Sequence[SSAValue]) -> None:
+        ranked = [v for v in values if (t := _tensor_type(v)) is not None
+                  and len(t.get_shape()) == 1]
+        seen.update(ranked)
+        for v in ranked[1:]:
+            a, b = find(ranked[0]), find(v)
+            if a is not b:
+                parent[b] = a
+
+    seeds: list[SSAValue] = []
+    for op in fn.walk():
+        if op.name == "linalg.reduce" and len(op.operands) == 2 \
+                and len(_shape(op.operands[0])) == 2:
+            seeds.extend([op.results[0], op.operands[1]])
+            join([op.results[0], op.operands[1]])
+        elif isinstance(op, linalg.GenericOp):
+            maps = [m.data for m in op.indexing_maps]
+            if maps and maps[-1].num_dims == 2:
+                row = AffineMap(2, 0, (AffineExpr.dimension(0),))
+                seeds.extend(v for v, m in zip(op.inputs, maps) if m == row)
+            elif maps and all(m == AffineMap.identity(1) for m in maps):
+                join([*op.inputs, *op.outputs, *op.results])
+        elif isinstance(op, scf.ForOp):
+            yielded = op.body.block.last_op
+            assert yielded is not None
+            for k, init in enumerate(op.iter_args):
+                join([init, op.body.block.args[k + 1], yielded.operands[k], op.results[k]])
+        elif op.name in BINARY or op.name in UNARY or op.name in CASTS or op.name in NUMBER:
+            join([*op.operands, *op.results])
+    roots = {find(v) for v in seeds}
+    return {v for v in [*seen, *seeds] if find(v) in roots}
 
 
 def _trips(op: Operation) -> int:

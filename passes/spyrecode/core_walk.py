@@ -69,7 +69,7 @@ from spyrec.passes.ktir.ktir_indirect import (
 )
 from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
 from spyrec.passes.planning.kernel_analysis import UNARY_FN
-from spyrec.passes.spyrecode import index_division, masked_tiles, sfu_fill
+from spyrec.passes.spyrecode import index_division, index_mask, masked_tiles, sfu_fill
 from spyrec.passes.spyrecode.masked_tiles import is_masked
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic, index_value
 from spyrec.target.isa import (
@@ -80,6 +80,7 @@ from spyrec.target.isa import (
     Instr,
     ReduceFn,
     UnaryFn,
+    bits_f32,
     f32_bits,
 )
 from spyrec.target.layout import ELEMENT_DEVICE_DTYPE, STICK_BYTES, stick_padded
@@ -142,6 +143,7 @@ class LxTensor:
     shape: tuple[int, ...]
     dtype: DType
     zero: bool = False  # produced by linalg.fill 0, not yet written by an instruction
+    fill: float | None = None  # produced by linalg.fill of this value, not yet written
     transposed: bool = False  # holds the transpose of its value (a transposing load)
     row_pitch: int = 0  # a slice of a wider tile: the wider tile's pitch
     key: int = -1  # a slice within one piece of a block loaded in pieces: the piece's address
@@ -486,24 +488,34 @@ def _tile_static(it: CoreWalk, op: object) -> tuple:
 
 
 def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
-                  store: bool) -> tuple[int, int, int]:
-    """(rows, row_bytes, ddr_pitch) of the DMA moving `tile`: its leading dims merged into
-    rows a constant pitch apart, each row whole sticks; refused when that is not exact. A
-    masked tile past its view's end moves its part inside the view (`masked_tiles.inside`;
-    0 rows or 0 bytes when none is)."""
+                  store: bool) -> tuple[int, int, int, list[tuple[int, int]]]:
+    """(rows, row_bytes, ddr_pitch, runs) of the DMAs moving `tile`: its innermost leading
+    dims merged into rows a constant pitch apart, each row whole sticks, one DMA per index
+    of the outer leading dims that do not merge with them (`runs`: each one's byte offset in
+    memory and first row in LX; one run (0, 0) when all merge); refused when that is not
+    exact. A masked tile past its view's end moves its part inside the view
+    (`masked_tiles.inside`; 0 rows or 0 bytes when none is), in one run."""
     view, shape = tile.view, tile.shape
     assert isinstance(view, Strided)  # LX parts are never moved by DMA
     strides = view.strides
     if strides[-1] != 1:
         raise it.error(op, "the view's last dim is strided; DMA moves contiguous rows")
-    # the leading dims the tile spans (extent above 1) must merge into evenly spaced rows
+    # the leading dims the tile spans (extent above 1): the innermost that merge into
+    # evenly spaced rows are one DMA; the ones outside them index its runs
     spanned = [i for i in range(len(shape) - 1) if shape[i] > 1]
-    for a, b in itertools.pairwise(spanned):
-        if strides[a] != strides[b] * shape[b]:
-            raise it.error(op, f"tile {list(shape)} does not flatten to evenly spaced rows of "
-                           f"the view (strides {list(strides)})")
-    *lead, cols = shape
-    rows = math.prod(lead)
+    split = max(len(spanned) - 1, 0)
+    while split > 0 and strides[spanned[split - 1]] == \
+            strides[spanned[split]] * shape[spanned[split]]:
+        split -= 1
+    outer, spanned = spanned[:split], spanned[split:]
+    cols = shape[-1]
+    rows = math.prod(shape[i] for i in spanned)
+    runs = [(sum(i * strides[d] * view.itemsize for i, d in zip(index, outer)), n * rows)
+            for n, index in enumerate(itertools.product(*(range(shape[d]) for d in outer)))]
+    if outer and masked_tiles.inside(it, op, tile) is not None:
+        raise it.error(op, f"tile {list(shape)} does not flatten to evenly spaced rows of "
+                       f"the view (strides {list(strides)}) and is masked; a masked tile "
+                       "moves in one DMA")
     start = tile.origin[-1] if tile.origin else 0
     if isinstance(start, Affine) and view.shape[-1] % cols:
         raise Symbolic("a tile that may run past its view's row")  # per core, below
@@ -517,7 +529,7 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
     if clipped is not None:
         rows, cols = clipped
         if not rows * cols:
-            return 0, 0, strides[-2] * view.itemsize if len(shape) > 1 else 0
+            return 0, 0, strides[-2] * view.itemsize if len(shape) > 1 else 0, runs
     row_bytes = _stick_bytes(cols * view.itemsize)
     # the pitch of the innermost dim the tile spans (a unit dim between rows is skipped)
     row_dim = spanned[-1] if spanned else len(shape) - 2
@@ -533,7 +545,7 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
             and tile.origin[-1] + cols < view.shape[-1]:
         raise it.error(op, f"a store of {cols} columns at column {tile.origin[-1]} would "
                        "overwrite the rest of its stick; DMA writes whole sticks")
-    return rows, row_bytes, pitch
+    return rows, row_bytes, pitch, runs
 
 
 def _load(it: CoreWalk, op: LoadOp) -> None:
@@ -545,14 +557,19 @@ def _load(it: CoreWalk, op: LoadOp) -> None:
         return
     lx = it.lx_tensor(result, it.slot(op))
     lx.transposed = tile.transposed
-    rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=False)
+    rows, row_bytes, pitch, runs = _dma_geometry(it, op, tile, store=False)
     clipped = masked_tiles.inside(it, op, tile) is not None
     if clipped and count > 1:
         raise masked_tiles.refuse_pieces(it, op)
+    if count > 1 and len(runs) > 1:
+        raise it.error(op, f"tile {list(tile.shape)} moves in {len(runs)} runs; a block "
+                       "loaded in pieces must be one")
     if count <= 1:
         if rows * row_bytes:
-            it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr, lx=lx.addr, rows=rows,
-                           row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
+            for ddr, row in runs:
+                it.stream.emit("dma.load", [], whole(lx), ddr=tile.addr + ddr,
+                               lx=lx.addr + row * lx.pitch, rows=rows, row_bytes=row_bytes,
+                               ddr_pitch=pitch, lx_pitch=lx.pitch)
         if clipped:  # a masked tail: the lanes not moved read 0
             masked_tiles.zero_rest(it, lx, rows, row_bytes // lx.dtype.itemsize)
         it.env[result] = lx
@@ -645,18 +662,22 @@ def _store(it: CoreWalk, op: StoreOp) -> None:
         return
     if tile.transposed or src.transposed:
         raise it.error(op, "a store through a transposing tile order has no DMA mapping")
+    _written(it, src)
     block = (math.prod(tile.shape[:-1]), tile.shape[-1])
     if block != src.shape:
         raise it.error(op, f"the {src.shape[0]}x{src.shape[1]} LX tile does not match the "
                        f"{block[0]}x{block[1]} block it is stored to (a per-row column "
                        "stored as a row needs a transpose the compiler does not insert)")
-    rows, row_bytes, pitch = _dma_geometry(it, op, tile, store=True)
+    rows, row_bytes, pitch, runs = _dma_geometry(it, op, tile, store=True)
     if not rows * row_bytes:  # a masked tile wholly outside its view: nothing is written
         return
     halves = len(row_halves(rows))
-    if count <= 1 or rows % count or count % halves or masked_tiles.inside(it, op, tile):
-        it.stream.emit("dma.store", whole(src), [], lx=src.addr, ddr=tile.addr, rows=rows,
-                       row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
+    if count <= 1 or rows % count or count % halves or masked_tiles.inside(it, op, tile) \
+            or len(runs) > 1:
+        for ddr, row in runs:
+            it.stream.emit("dma.store", whole(src), [], lx=src.addr + row * src.pitch,
+                           ddr=tile.addr + ddr, rows=rows, row_bytes=row_bytes,
+                           lx_pitch=src.pitch, ddr_pitch=pitch)
         return
     # row pieces, each within one corelet's half, paced by `prefetch_order` (note 54)
     step = rows // count
@@ -674,10 +695,49 @@ def _stick_bytes(nbytes: int) -> int:
 
 
 def _fill(it: CoreWalk, op: linalg.FillOp) -> None:
-    result = it.memo(op, _result)
+    """A fill takes its slot and writes nothing yet: a zero fill starts a matmul's
+    accumulation (accumulate = 0) or a loop-carried `acc + x` (x + 0); a reduction's init
+    is written by the reduction. Any other read writes it first (`_written`)."""
+    result, value = it.memo(op, _fill_static)
     lx = it.lx_tensor(result, it.slot(op))
-    lx.zero = True
+    if value == 0.0 and math.copysign(1.0, value) > 0:
+        lx.zero = True
+    else:
+        lx.fill = value
     it.env[result] = lx
+
+
+def _fill_static(it: CoreWalk, op: object) -> tuple[SSAValue, float]:
+    """A fill's result and value (a float constant, or an f32 spelled as i32 bits)."""
+    assert isinstance(op, linalg.FillOp)
+    owner = op.inputs[0].owner
+    if isinstance(owner, arith.BitcastOp):
+        owner = owner.input.owner
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+            return op.results[0], bits_f32(owner.value.value.data & 0xFFFFFFFF)
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
+        return op.results[0], float(owner.value.value.data)
+    raise it.error(op, "it fills with a value that is not a float constant")
+
+
+def _written(it: CoreWalk, t: LxTensor) -> None:
+    """Write a fill no instruction has written yet into its tile, about to be read:
+    keep(x, 0) is -0.0 whatever LX held (NaN included, note 63), and -0.0 + v is v for
+    every v, zeros, infinities and NaN included, rounded once to the tile's type."""
+    if not t.zero and t.fill is None:
+        return
+    value = 0.0 if t.zero else t.fill
+    assert value is not None
+    halves = row_halves(t.shape[0])
+    for half, row, count in halves:
+        keys = part(t, half, len(halves))
+        at = t.addr + row * t.pitch
+        common = {"unit": half, "src": at, "dst": at, "rows": count, "cols": t.shape[1],
+                  "src_pitch": t.pitch, "dst_pitch": t.pitch, "src_dtype": t.dtype,
+                  "dst_dtype": t.dtype, "reverse": 0}
+        it.stream.emit("sfu.scalar", keys, keys, fn=BinaryFn.KEEP, imm=f32_bits(0.0), **common)
+        it.stream.emit("sfu.scalar", keys, keys, fn=BinaryFn.ADD, imm=f32_bits(value), **common)
+    t.zero, t.fill = False, None
 
 
 def _result(it: CoreWalk, op: object) -> SSAValue:
@@ -696,6 +756,8 @@ def _generic(it: CoreWalk, op: linalg.GenericOp) -> None:
             raise it.error(op, "its A operand was loaded transposed; the PT reads A as stored")
         if b.transposed:  # B^T in LX as stored: the PT reads it row by row
             fn = "matmul_nt" if fn == "matmul" else "matmul"
+        for t in (a, b) if acc.zero else (a, b, acc):
+            _written(it, t)
         m, k = a.shape
         n = b.shape[1] if fn == "matmul" else b.shape[0]  # matmul_nt: B is [n, k]
         halves = row_halves(m)
@@ -777,7 +839,8 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
          out: LxTensor, half: int, row: int, count: int, cols: int, halves: int) -> None:
     """One corelet's SFU instruction for a tile-graph generic, on rows [row, row + count)."""
     srcs = [v for v in ins if isinstance(v, LxTensor)]
-    assert len(srcs) == len(ins) or fn == "causal_mask"  # its second input is the first row
+    # a mask's other inputs are index values: the first row, the condition's operands
+    assert len(srcs) == len(ins) or fn in ("causal_mask", "index_mask")
     dst = {"dst": out.addr + row * out.pitch, "dst_pitch": out.pitch, "dst_dtype": out.dtype}
     dst_keys = part(out, half, halves)
 
@@ -793,6 +856,9 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
                            "matmul's B operand can be read that way")
     src = srcs[0]
     common = dict(rows=count, src_pitch=src.pitch, src_dtype=src.dtype, unit=half, **dst)
+    for t in srcs:
+        if t.fill is not None:
+            _written(it, t)
     zero = [t.zero for t in srcs]
     if zero in ([True, False], [False, True]) and fn in BINARY_FN and all(
             t.shape == out.shape for t in srcs):
@@ -806,9 +872,7 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
                        cols=cols, imm=f32_bits(0.0), reverse=reverse, **common)
         return
     for t in srcs:
-        if t.zero:
-            raise it.error(op, "it reads a linalg.fill that no instruction has written; zero "
-                           "fills only start matmul accumulations")
+        _written(it, t)
     if fn == "causal_mask":
         # key c is masked for query q0 + r: c > r + q0, and this half starts `row` rows in
         value = op.attributes["spyre.scalar"]
@@ -816,6 +880,16 @@ def _sfu(it: CoreWalk, op: linalg.GenericOp, fn: str, ins: list[object],
         it.stream.emit("sfu.mask", keys(src), dst_keys, src=at(src), cols=cols,
                        diag=index_value(ins[1]) + row, imm=f32_bits(value.value.data),  # type: ignore[call-overload]
                        **common)
+        return
+    if fn == "index_mask":
+        value = op.attributes["spyre.scalar"]
+        assert isinstance(value, FloatAttr)
+        for first, n, diag in index_mask.runs(it, op, ins, row, count, cols):
+            it.stream.emit("sfu.mask", keys(src), dst_keys, src=at(src) + first * src.pitch,
+                           dst=dst["dst"] + first * out.pitch, dst_pitch=out.pitch,
+                           dst_dtype=out.dtype, rows=n, src_pitch=src.pitch,
+                           src_dtype=src.dtype, unit=half, cols=cols, diag=diag,
+                           imm=f32_bits(value.value.data))
         return
     if fn.startswith("reduce_"):
         valid = op.attributes["spyre.valid_cols"]

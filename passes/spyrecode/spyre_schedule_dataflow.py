@@ -7,7 +7,11 @@ kernel's loops unrolled for that core: `ktdp.load`/`ktdp.store` become DMA instr
 the tile's byte address, the matmul generics PT instructions (`matmul`: pt.matmul,
 `matmul_nt`: pt.matmul_nt with B as stored), each epilogue generic an SFU instruction
 (`causal_mask`: sfu.mask whose diagonal is the tile's first query row, an index operand of
-the generic). Dependences are derived from the LX slots each instruction reads and writes
+the generic; `index_mask`: its condition evaluated for the core's rows, one sfu.mask per
+run of rows whose limits step by one, note 109). A tile whose leading dims do not merge
+into evenly spaced rows moves in one DMA per index of the outer dims; a fill is written
+(keep 0, add the value) before a read other than a matmul's or `acc + x`'s first
+accumulation or a reduction into it. Dependences are derived from the LX slots each instruction reads and writes
 (read-after-write, write-after-read, write-after-write), nothing else, so the DMA of the
 next tile overlaps the compute of the current one wherever the ping-pong slots allow it.
 Tile ops of 16 or more rows are split by rows over the two corelets, which share the
