@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
     i64,
 )
 from xdsl.dialects.linalg import ops as linalg
@@ -238,17 +239,42 @@ def executions(op: Operation) -> int | None:
 
 
 def _place_lx(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> None:
-    """Place `fn`'s tiles in LX (`assign_lx_slots`) and refuse a kernel that overflows."""
+    """Place `fn`'s tiles in LX (`assign_lx_slots`) and refuse a kernel that overflows. A
+    kernel whose tiles fit only with one slot per tile buffer (a hand-written kernel's own
+    tiling: a 512 KB row of a wide softmax) gets one (`spyre.single_buffered`): the next
+    tile's DMA then waits for this one's compute, slower but the same result."""
     total = assign_lx_slots(fn, target, buffers)
     top, why = target.lx_usable_bytes, ""
     if (reserved := lx_reserved(fn)) is not None:  # a tensor's slices kept in LX (note 61)
         top, size = reserved
         why = f" below the {size} B slice of a tensor kept in LX at {top}"
+    if total > top and buffers == 2:
+        double = total
+        total = assign_lx_slots(fn, target, 1)
+        if total <= top:
+            fn.attributes["spyre.single_buffered"] = UnitAttr()
+        else:
+            raise CompileError(
+                f"kernel @{fn.sym_name.data}: its tiles need {double} B of LX with double "
+                f"buffering ({total} B with one buffer each) but only {top} B are "
+                f"usable{why}{_largest_tiles(fn, target)}; use smaller tiles (rerun "
+                "spyre-tile, or tile the kernel's loads more finely)")
     if total > top:
         raise CompileError(
-            f"kernel @{fn.sym_name.data}: its tiles need {total} B of LX with double "
-            f"buffering but only {top} B are usable{why}; rerun spyre-tile")
+            f"kernel @{fn.sym_name.data}: its tiles need {total} B of LX"
+            f"{' with double buffering' if buffers == 2 else ''} but only {top} B are "
+            f"usable{why}{_largest_tiles(fn, target)}; use smaller tiles (rerun spyre-tile, "
+            "or tile the kernel's loads more finely)")
     fn.attributes["spyre.lx_bytes"] = IntegerAttr(total, i64)
+
+
+def _largest_tiles(fn: func.FuncOp, target: SpyreTarget) -> str:
+    """The three largest tiles given LX slots, for the overflow message."""
+    tiles = sorted(((tile_bytes(op.results[0], target), op) for op in fn.walk()
+                    if "lx_slots" in op.attributes), key=lambda t: -t[0])[:3]
+    named = [f"%{op.results[0].name_hint or op.name} ({op.results[0].type}, {size} B)"
+             for size, op in tiles]
+    return f" (largest: {', '.join(named)})" if named else ""
 
 
 def assign_lx_slots(fn: func.FuncOp, target: SpyreTarget, buffers: int = 2) -> int:

@@ -11,9 +11,10 @@ the generic; `index_mask`: its condition evaluated for the core's rows, one sfu.
 run of rows whose limits step by one, note 109). A tile whose leading dims do not merge
 into evenly spaced rows moves in one DMA per index of the outer dims; a fill is written
 (keep 0, add the value) before a read other than a matmul's or `acc + x`'s first
-accumulation or a reduction into it. Dependences are derived from the LX slots each instruction reads and writes
-(read-after-write, write-after-read, write-after-write), nothing else, so the DMA of the
-next tile overlaps the compute of the current one wherever the ping-pong slots allow it.
+accumulation or a reduction into it. Dependences are derived from the LX slots each
+instruction reads and writes (read-after-write, write-after-read, write-after-write),
+nothing else, so the DMA of the next tile overlaps the compute of the current one wherever
+the ping-pong slots allow it.
 Tile ops of 16 or more rows are split by rows over the two corelets, which share the
 core's LX. A kernel whose `spyre.tiling` ledger says `share = "ring"` has the tiles
 several of its cores load read from LPDDR once and forwarded over the ring
