@@ -404,8 +404,10 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
     import numpy as np
 
     from spyrec.api import to_numpy, to_torch
+    from spyrec.frontend.ktir_fixed import FIXED_KEY
     from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, MASKED_KEY
     from spyrec.ktir import run_kernel
+    from spyrec.runtime.ktir_interpreter import Device
     from spyrec.runtime.layout import HOST_DTYPE
 
     # the scalar arguments the binary was specialised with, the run's run-time arguments
@@ -433,7 +435,23 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
     masked = exe.binary.provenance.get(MASKED_KEY) == "1"
     if masked:
         click.echo("masked tails: every access tile masked, as compiled", err=True)
-    result = run_kernel(source, exe.binary.kernels[0].name, args, masked_tails=masked).outputs
+    # a kernel at hard-coded addresses gets its memory image: each array at its address
+    fixed = json.loads(exe.binary.provenance.get(FIXED_KEY, "{}"))
+    device = Device()
+    end = 0
+    for name, address in sorted(fixed.items(), key=lambda item: item[1]):
+        array = np.ascontiguousarray(args.pop(name))
+        if address > end:
+            device.place(np.zeros(address - end, dtype=np.uint8), align=1, name="padding")
+        placed = device.place(array, align=1, name=name)
+        assert placed == address, (name, placed, address)
+        end = address + array.nbytes
+    result = dict(run_kernel(source, exe.binary.kernels[0].name, args, device=device,
+                             masked_tails=masked).outputs)
+    for b in exe.binary.outputs:
+        if b.name in fixed:
+            result[b.name] = device.read(fixed[b.name], b.layout.shape,
+                                         HOST_DTYPE[b.layout.host_dtype])
     expected = [to_torch(np.asarray(result[param[b.name]])[tuple(
         slice(0, values[b.symbolic[d]]) if d in b.symbolic else slice(None)
         for d in range(len(b.layout.shape)))]) for b in exe.binary.outputs]

@@ -20,7 +20,7 @@ from typing import TextIO
 import torch
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
 from spyrec.cache import CompileCache
@@ -28,6 +28,7 @@ from spyrec.diagnostics import CompileError, PassFailure, SpyrecError
 from spyrec.dialects.ktdp_types import KtirPrinter
 from spyrec.dialects.spyre_plan import is_kernel, verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
+from spyrec.frontend.ktir_fixed import FIXED_ATTR, FIXED_KEY
 from spyrec.frontend.ktir_runtime_args import RuntimeArg
 from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, MASKED_KEY
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, compile_target, pass_spec
@@ -236,6 +237,11 @@ def compile_program(
         provenance[CONSTANTS_KEY] = json.dumps(bound, sort_keys=True)
     if masked_tails:  # `run --check` runs the interpreter masked too
         provenance[MASKED_KEY] = "1"
+    fixed = module.attributes.get(FIXED_ATTR)
+    if isinstance(fixed, DictionaryAttr):  # the memory image `run --check` places again
+        provenance[FIXED_KEY] = json.dumps(
+            {k: v.value.data for k, v in fixed.data.items() if isinstance(v, IntegerAttr)},
+            sort_keys=True)
     binary = build_binary(module, imported.weights, provenance)
     binary.program_cost = imported.cost  # None for a KTIR input: it has no source program
     if key is not None:

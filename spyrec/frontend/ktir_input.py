@@ -78,6 +78,7 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyre_plan import GRID, INPLACE, LAYOUT, ktir_grid, record_symbols
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.frontend.ktir_fixed import FIXED_ATTR, pin_fixed_views
 from spyrec.frontend.ktir_inplace import check_in_place
 from spyrec.frontend.ktir_parts import merge_block_views
 from spyrec.frontend.ktir_pointers import rebase_pointer_views
@@ -130,6 +131,10 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     _full_rank_reduces(kernel, where)
     unflatten_sums(kernel)
     _static_views(kernel)
+    fixed = pin_fixed_views(kernel, where)
+    if fixed:  # what `spyrec run --check` places for the interpreter again
+        module.attributes[FIXED_ATTR] = DictionaryAttr(
+            {k: IntegerAttr(v, i64) for k, v in fixed.items()})
     GRID.set(kernel, _planar_grid(kernel, where))
     _planar_tile_ids(kernel)
     merge_block_views(kernel)
@@ -221,6 +226,7 @@ def _static_views(kernel: func.FuncOp) -> None:
             view.memory_space)
         assert view.parent is not None
         view.parent.insert_op_before(static, view)
+        static.result.name_hint = view.result.name_hint
         view.result.replace_all_uses_with(static.result)
         view.detach()
         view.erase()
