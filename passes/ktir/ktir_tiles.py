@@ -5,7 +5,8 @@ A tensor of rank >= 2 is the rows of its leading dims by its last dim; a rank-1 
 one row, unless the op that made it says otherwise with `spyre.tile = array<i64: r, c>`
 (a row reduction's rank-1 result is a column: one value per row, a stick each). A value
 carried by `scf.for` has the shape of its init. A `ktdp.load` through a transposing tile
-order (d1, d0) puts the block in LX as stored, so its LX shape is the tile's transpose.
+order (d1, d0), or one swapping the last two dims of a tile whose other dims are 1, puts
+the block in LX as stored, so its LX shape is the tile's transpose.
 Used by spyre-legalize-ktir, spyre-place-memory and spyre-schedule-dataflow.
 """
 
@@ -20,9 +21,6 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from spyrec.dialects.ktdp import ConstructAccessTileOp, LoadOp
-
-# the access_tile_order (d0, d1) -> (d1, d0): a 2-D block read transposed
-TRANSPOSE = AffineMap(2, 0, (AffineExpr.dimension(1), AffineExpr.dimension(0)))
 
 
 def default_tile_dims(shape: Sequence[int]) -> tuple[int, int]:
@@ -52,11 +50,23 @@ def tile_dims(value: SSAValue) -> tuple[int, int]:
 
 
 def transposed_load(op: LoadOp) -> bool:
-    """True when `op` loads a 2-D tile through the order (d1, d0): the block's transpose."""
+    """True when `op` loads a 2-D tile through the order (d1, d0), or a tile of unit leading
+    dims through an order that swaps its last two ((d0, d2, d1) of a [1, n, m] block): the
+    block's transpose."""
     tile = op.tile.owner
     if not isinstance(tile, ConstructAccessTileOp):
         return False
-    return tile.access_tile_order.data == TRANSPOSE
+    return is_transpose(tile.access_tile_order.data, tensor_shape(op.results[0]))
+
+
+def is_transpose(order: AffineMap, shape: Sequence[int]) -> bool:
+    """`order` swaps the last two dims and keeps the others, which are 1 in `shape` (the
+    tile's shape): one 2-D block, transposed."""
+    rank = order.num_dims
+    if rank < 2 or len(shape) != rank or any(n != 1 for n in shape[:-2]):
+        return False
+    dims = [AffineExpr.dimension(i) for i in range(rank)]
+    return list(order.results) == [*dims[:-2], dims[-1], dims[-2]]
 
 
 def tensor_shape(value: SSAValue) -> list[int]:

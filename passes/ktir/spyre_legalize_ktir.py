@@ -122,7 +122,7 @@ from spyrec.passes.ktir.ktir_bounds import check_tile_bounds
 from spyrec.passes.ktir.ktir_builder import BINARY_BODIES, convert
 from spyrec.passes.ktir.ktir_combiners import SELECTED, named_sum_as_addf, selected_max
 from spyrec.passes.ktir.ktir_indirect import indirect_view_bytes
-from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims
+from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims, transposed_load
 from spyrec.passes.ktir.ktir_tiles import tensor_shape as _shape
 from spyrec.target.layout import STICK_BYTES
 
@@ -497,9 +497,14 @@ class _Kernel:
         merged = src if isinstance(op, tensor.CollapseShapeOp) else dst  # the finer side
         last = groups[-1] if groups else []
         rows = tile_dims(op.src)
+        # a block loaded transposed holds its transpose in LX; merging only unit dims into
+        # its rows keeps it that block (the matmul reading it as B reads it as stored)
+        flipped = isinstance(op.src.owner, LoadOp) and transposed_load(op.src.owner) and \
+            all(n == 1 for n in merged[:-2])
+        plain = (pymath.prod(src[:-1]), src[-1])
         if len(src) < 2 or len(dst) < 2 or src[-1] != dst[-1] or not last or \
                 any(merged[i] != 1 for i in last[:-1]) or last[-1] != len(merged) - 1 or \
-                rows != (pymath.prod(src[:-1]), src[-1]):
+                rows != (plain[::-1] if flipped else plain):
             raise self.error(op, f"it reshapes {op.src.type} to {op.result.type}; the "
                              "compiler takes a reshape that only merges or splits the "
                              "leading dims of a tile (the last dim kept whole): reshape "

@@ -67,7 +67,7 @@ from spyrec.passes.ktir.ktir_indirect import (
     index_sticks,
     indirect_tile,
 )
-from spyrec.passes.ktir.ktir_tiles import TRANSPOSE, tile_dims
+from spyrec.passes.ktir.ktir_tiles import is_transpose, tile_dims
 from spyrec.passes.planning.kernel_analysis import UNARY_FN
 from spyrec.passes.spyrecode import index_division, index_mask, masked_tiles, sfu_fill
 from spyrec.passes.spyrecode.masked_tiles import is_masked
@@ -479,10 +479,11 @@ def _tile_static(it: CoreWalk, op: object) -> tuple:
     order = op.access_tile_order.data
     transposed = False
     if order != AffineMap.identity(len(shape)):
-        if order != TRANSPOSE:
-            raise it.error(op, f"access_tile_order {order} has no DMA mapping (identity or a "
-                           "2-D transpose feeding a matmul only)")
-        shape, transposed = (shape[1], shape[0]), True
+        if not is_transpose(order, shape):
+            raise it.error(op, f"access_tile_order {order} has no DMA mapping (identity, or "
+                           "a transpose of the last two dims of a tile whose other dims are "
+                           "1, feeding a matmul)")
+        shape, transposed = (*shape[:-2], shape[-1], shape[-2]), True
     return (indices, affine_function(base_map), op.base, op.result, shape, transposed,
             is_masked(it, op))
 

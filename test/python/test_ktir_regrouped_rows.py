@@ -32,6 +32,9 @@ CASES = {
     "keys_transposed": ({"q_ptr": _normal(np.float16, 8, 128),
                          "k_ptr": _normal(np.float16, 1, 16, 1, 128)},
                         ("s_ptr", (8, 16), np.float32)),
+    "keys_order_transposed": ({"q_ptr": _normal(np.float16, 8, 128),
+                               "k_ptr": _normal(np.float16, 1, 16, 128)},
+                              ("s_ptr", (8, 16), np.float32)),
     "bitcast_bound": ({"x_ptr": _normal(np.float32, 16, 32)}, ("y_ptr", (16, 32), np.float32)),
 }
 
@@ -49,6 +52,19 @@ def _check(function: str, path: Path = KERNELS) -> bool:
 @pytest.mark.parametrize("function", sorted(CASES))
 def test_construct_matches_the_interpreter(function):
     assert _check(function)
+
+
+def test_the_transposing_order_taken_as_identity_fails_the_check(monkeypatch):
+    """The key block loaded through (d0, d2, d1) read as if stored transposed (B for B^T:
+    pt.matmul for pt.matmul_nt) is caught."""
+    static = core_walk._tile_static
+
+    def untransposed(it, op):
+        found = static(it, op)
+        return (*found[:5], False, *found[6:])
+
+    monkeypatch.setattr(core_walk, "_tile_static", untransposed)
+    assert not _check("keys_order_transposed")
 
 
 def test_a_regrouping_read_a_row_off_fails_the_check(monkeypatch):

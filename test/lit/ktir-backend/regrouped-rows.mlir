@@ -7,11 +7,14 @@
 //   instruction (one 8-row DMA in, one out);
 // - an arith.extf of a linalg.transpose read as a matmul's B is the transpose of the cast:
 //   the cast runs on the block as stored and the PT reads it as B^T (pt.matmul_nt);
-// - arith.bitcast of an i32 constant to f32 is the immediate it spells (-inf: 0xFF800000).
+// - arith.bitcast of an i32 constant to f32 is the immediate it spells (-inf: 0xFF800000);
+// - a block loaded through an order that swaps its last two dims (the others 1) is its
+//   transpose as stored, and its collapse to 2-D a matmul's B^T (note 109).
 // RUN: spyrec compile %S/../../python/ktir/kernels/regrouped_rows.mlir --function heads_rows --emit=ktir 2>/dev/null | FileCheck --check-prefix=HEADS %s
 // RUN: spyrec compile %S/../../python/ktir/kernels/regrouped_rows.mlir --function heads_rows --emit=spyrecode 2>/dev/null | FileCheck --check-prefix=ROWS %s
 // RUN: spyrec compile %S/../../python/ktir/kernels/regrouped_rows.mlir --function keys_transposed --emit=spyrecode 2>/dev/null | FileCheck --check-prefix=KEYS %s
 // RUN: spyrec compile %S/../../python/ktir/kernels/regrouped_rows.mlir --function bitcast_bound --emit=spyrecode 2>/dev/null | FileCheck --check-prefix=BITS %s
+// RUN: spyrec compile %S/../../python/ktir/kernels/regrouped_rows.mlir --function keys_order_transposed --emit=spyrecode 2>/dev/null | FileCheck --check-prefix=ORDER %s
 // RUN: spyrec compile %S/../../python/ktir/kernels/regrouped_rows.mlir --function keys_transposed -o %t.keys.spyre 2>/dev/null
 // RUN: spyrec run %t.keys.spyre --check %S/../../python/ktir/kernels/regrouped_rows.mlir --numerics ieee 2>&1 | FileCheck --check-prefix=CHECKED %s
 
@@ -27,6 +30,10 @@
 
 // KEYS:     spyrecode.pt_matmul_nt {{{.*}}m = 8 : i64, k = 128 : i64, n = 16 : i64
 // KEYS-NOT: spyrecode.pt_matmul {
+
+// a [1, 16, 128] block loaded through (d0, d2, d1) is the block as stored, read as B^T
+// ORDER:     spyrecode.dma_load {ddr = 2048 : i64, lx = 2048 : i64, rows = 16 : i64, row_bytes = 256 : i64
+// ORDER:     spyrecode.pt_matmul_nt {{{.*}}m = 8 : i64, k = 128 : i64, n = 16 : i64
 
 // BITS:     spyrecode.sfu_scalar {fn = 4 : i64{{.*}}imm = 4286578688 : i64
 
