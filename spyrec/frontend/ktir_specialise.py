@@ -76,8 +76,11 @@ DIVISIONS = (arith.FloorDivSIOp, arith.CeilDivSIOp, arith.DivSIOp, arith.RemSIOp
 
 
 def specialise(kernel: func.FuncOp, constants: Mapping[str, Scalar], where: str) -> None:
-    """Bind `constants` (argument name -> value) in `kernel` and fold what they determine."""
+    """Bind `constants` (argument name -> value) in `kernel` and fold what they determine
+    (with none, fold the integer arithmetic on constants the kernel has: the RFC examples
+    compute their sizes and strides from constants)."""
     if not constants:
+        _fold(kernel, where)
         return
     block = kernel.body.block
     args = {(a.name_hint or f"arg{a.index}"): a for a in block.args}
