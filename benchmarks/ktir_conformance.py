@@ -15,10 +15,9 @@ through, in its own process with a time limit (a crash or a hang costs that kern
    (the interpreter refused or faulted: its message's first line), `no reference` (it ran,
    nothing to compare with: never counted as a pass), `no inputs` (a parameter's shape or a
    scalar's value is unknown to the command).
-2. `spyrec compile FILE --function F` (scalar parameters given with `--arg NAME=V` once the
-   compiler takes them; until then the refusal is reported as it is): `ok` or the first line
-   of the refusal. A masked-tail variant (`Case.masked_tails`) compiles with `--masked-tails`
-   and its own scalars; other variants run in the interpreter only.
+2. `spyrec compile FILE --function F` (scalar parameters given with `--arg NAME=V`): `ok`
+   or the first line of the refusal. A masked-tail variant (`Case.masked_tails`) compiles
+   with `--masked-tails` and its own scalars; other variants run in the interpreter only.
 3. `spyrec run BINARY --input NAME=FILE... --check FILE` (the emulator against the
    interpreter, both on the arrays step 1 drew: the reference's distributions, e.g. a weight
    scale; a kernel without a reference case runs on `run`'s own random inputs) and `spyrec
