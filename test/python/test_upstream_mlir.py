@@ -168,3 +168,22 @@ def test_every_emitted_program_parses_upstream():
         texts.update(emitted(result.module, program.name))
     assert len(texts) == 2 * len(programs(skip_granite=True))
     assert upstream_errors(texts) == {}
+
+
+KERNELS = ROOT / "test" / "python" / "ktir" / "kernels"
+
+
+@pytest.mark.parametrize(("file", "function", "constants"), [
+    ("online_softmax.mlir", "row_group_mask", {"ctx": 9}),  # an index_mask generic
+    ("online_softmax.mlir", "online_softmax", None),  # fills carried as columns
+    ("online_softmax.mlir", "head_runs", None),
+    ("regrouped_rows.mlir", "keys_order_transposed", None),  # a 3-D transposing order
+    ("fixed_addresses.mlir", "fixed_sub", None),  # views at fixed addresses, as arguments
+])
+def test_emitted_ktir_input_kernels_parse_upstream(file, function, constants):
+    """What `--emit=ktir` writes for hand-written kernels of the constructs of design notes
+    109 and 110, legalized and placed."""
+    result = compile_program(KERNELS / file, stop_after="ktir", function=function,
+                             constants=constants)
+    assert result.module is not None
+    assert upstream_errors(emitted(result.module, function)) == {}
