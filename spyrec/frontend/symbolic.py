@@ -42,6 +42,11 @@ module proves it per node before anything is compiled, and names the node when i
   gets them back (the dense MoE dispatch's rows per expert). Static pieces after one extent
   make a TAIL (attention sinks: `cat([scores, sinks], -1)`): the key mask leaves its static
   positions as they are, and only the slice back to the extent reads it;
+- a 1-D causal convolution along a symbolic length (stride 1, dilation 1, padding at least
+  kernel - 1: output t reads inputs up to t) whose every use is the slice back to that
+  length (`conv1d(x, padding=k - 1)[..., :L]`, Mamba's and LFM's short convolutions) keeps
+  real positions only; its positions past the length are a TAIL only that slice reads
+  (note 111). A window reaching forward is refused;
 - slice_scatter / select_scatter along a static dim write each position of the other dims
   from the same one (`key[..., :64].copy_(k)` into a `new_empty`); along a symbolic dim
   refused;
@@ -336,6 +341,8 @@ class _Checker:
             self.contraction(node, name)
         elif name == "aten.scaled_dot_product_attention.default":
             self.attention(node)
+        elif name == "aten.convolution.default":
+            self.convolution(node)
         elif name == "aten.slice.Tensor":
             self.slice(node)
         elif name in {"aten.select.int", "aten.cat.default", "aten.split.Tensor",
@@ -723,6 +730,45 @@ class _Checker:
         val = node.meta["val"]
         vals = val if isinstance(val, (tuple, list)) else [val]
         self.structure[node] = self.positional(node, vals[0], [x])
+
+    def convolution(self, node: torch.fx.Node) -> None:
+        """A 1-D convolution along a symbolic length with stride 1, dilation 1 and padding of
+        at least kernel - 1 (a causal convolution: output t reads inputs up to t), every use
+        of which is a slice back to the input's length (`conv1d(x, padding=k - 1)[..., :L]`,
+        Mamba's and LFM's short convolutions): each position kept reads real positions only.
+        Its output is the extent, its padding, then the positions past it (TAIL), which only
+        that slice may read. Batch positions are each their own; any other convolution over
+        a symbolic dim (a window reaching forward, a symbolic channel dim) is refused."""
+        args: list[Any] = list(node.args)
+        src = self.of(args[0])
+        stride, padding, dilation, transposed = args[3:7]
+        taps = int(args[1].meta["val"].shape[-1])
+        if len(src) != 3 or transposed or list(stride) != [1] or list(dilation) != [1] \
+                or self._symbolic(src[1]) or len(src[2]) != 1:
+            raise self.refuse(node, "it convolves over a symbolic dim other than as a 1-D "
+                                    "causal convolution (stride 1, dilation 1, padding of at "
+                                    "least kernel - 1, static channels)")
+        (length,), pad = src[2], _int(padding[0])
+        if self._symbolic(src[2]):
+            after = 2 * pad - (taps - 1)
+            if pad < taps - 1:
+                raise self.refuse(node, f"its window reaches {taps - 1 - pad} positions "
+                                        "forward along the symbolic length (padding "
+                                        f"{pad} for a kernel of {taps}), into the padding")
+            for use in node.users:
+                sliced: list[Any] = [*use.args, None, None, None, None][:5]
+                if use.target is not torch.ops.aten.slice.Tensor or _int(sliced[1]) % 3 != 2 \
+                        or sliced[2] not in (0, None) or sliced[4] not in (1, None) \
+                        or sliced[3] is None or sympy.expand(
+                            _expr(use.meta["val"].shape[2]) - length) != 0:
+                    raise self.refuse(node, "it convolves over a symbolic length, and "
+                                            f"{use.name} reads it other than as the slice back "
+                                            "to that length, which a causal convolution's "
+                                            "positions past it would feed")
+            out = (TAIL(length, after),) if after else (length,)
+        else:
+            out = (int(node.meta["val"].shape[2]),)
+        self.structure[node] = (src[0], (int(node.meta["val"].shape[1]),), out)
 
     def repeat(self, node: torch.fx.Node) -> None:
         """x.repeat(r...): a dim repeated once keeps its factors, a static dim repeated r

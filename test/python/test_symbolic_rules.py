@@ -232,3 +232,59 @@ def test_the_sweep_exports_at_the_least_length_torch_suggests():
     built.module = Least(sweep_models.DYNAMIC_RUN_SEQ + 1)
     with pytest.raises(Exception, match="Constraints violated"):
         sweep_models.export(built)
+
+
+class _ShortConv(torch.nn.Module):
+    """A depthwise 1-D convolution along the tokens (Mamba's and LFM's short convolution):
+    causal (padding k - 1, sliced back to the length) or reaching forward (padding k // 2),
+    or causal with its positions past the length read (no slice)."""
+
+    def __init__(self, padding: int = 3, sliced: bool = True):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(32, 32, 4, groups=32, padding=padding)
+        self.sliced = sliced
+
+    def forward(self, x):
+        h = (x + 1.0).transpose(1, 2)  # the padded positions are 1, not the host's zeros
+        y = self.conv(h)
+        length = h.shape[-1]
+        y = y[:, :, :length] if self.sliced else y[:, :, 3:3 + length]  # its last L
+        return torch.nn.functional.silu(y.transpose(1, 2)) * x
+
+
+def test_a_causal_convolution_runs_every_size():
+    _runs_every_size(_ShortConv())
+
+
+@pytest.mark.parametrize(("model", "match"), [
+    (_ShortConv(padding=2), (r"node convolution \(aten.convolution.default\): its window "
+                            r"reaches 1 positions forward")),
+    (_ShortConv(sliced=False), (r"node convolution \(aten.convolution.default\): it convolves "
+                               r"over a symbolic length, and slice\w* reads it other than as "
+                               r"the slice back to that length")),
+])
+def test_convolutions_reading_the_padding_are_refused(model, match):
+    _refused(model, match)
+
+
+def test_without_the_slice_check_the_verdict_catches_the_wrong_answer(monkeypatch):
+    """The injected bug: the rule taking every position of a causal convolution's output as
+    real (an extent L + 3, so the slice of its last L positions, [3, 3 + L), passes the
+    slice rule):
+    right at the bound, wrong below it (the padded inputs feed those positions), and the
+    verdict says so."""
+    from spyrec.frontend import symbolic
+    from spyrec.verdict import check_outputs
+
+    def lenient(self, node):
+        src = self.of(node.args[0])
+        self.structure[node] = (src[0], (32,), (src[2][0] + 3,))
+
+    monkeypatch.setattr(symbolic._Checker, "convolution", lenient)
+    model = _ShortConv(sliced=False)
+    exe = _compile(model)
+    gen = torch.Generator().manual_seed(1)
+    full, short = torch.randn(1, 16, 32, generator=gen), torch.randn(1, 5, 32, generator=gen)
+    with torch.no_grad():
+        assert_close(exe, model(full), exe(full))
+        assert not check_outputs(model(short), exe(short), exe).ok
