@@ -755,7 +755,7 @@ class _Checker:
                 raise self.refuse(node, f"its window reaches {taps - 1 - pad} positions "
                                         "forward along the symbolic length (padding "
                                         f"{pad} for a kernel of {taps}), into the padding")
-            for use in node.users:
+            for use in node.users if after else ():  # a kernel of 1 is pointwise
                 sliced: list[Any] = [*use.args, None, None, None, None][:5]
                 if use.target is not torch.ops.aten.slice.Tensor or _int(sliced[1]) % 3 != 2 \
                         or sliced[2] not in (0, None) or sliced[4] not in (1, None) \

@@ -236,30 +236,36 @@ def test_the_sweep_exports_at_the_least_length_torch_suggests():
 
 class _ShortConv(torch.nn.Module):
     """A depthwise 1-D convolution along the tokens (Mamba's and LFM's short convolution):
-    causal (padding k - 1, sliced back to the length) or reaching forward (padding k // 2),
-    or causal with its positions past the length read (no slice)."""
+    causal (padding k - 1, sliced back to the length), reaching forward (padding k // 2),
+    causal with its last L positions read, or a kernel of 1 read whole (squeezebert's
+    pointwise convolutions)."""
 
-    def __init__(self, padding: int = 3, sliced: bool = True):
+    def __init__(self, padding: int = 3, read: str = "prefix", taps: int = 4):
         super().__init__()
-        self.conv = torch.nn.Conv1d(32, 32, 4, groups=32, padding=padding)
-        self.sliced = sliced
+        self.conv = torch.nn.Conv1d(32, 32, taps, groups=32, padding=padding)
+        self.read = read
 
     def forward(self, x):
         h = (x + 1.0).transpose(1, 2)  # the padded positions are 1, not the host's zeros
         y = self.conv(h)
         length = h.shape[-1]
-        y = y[:, :, :length] if self.sliced else y[:, :, 3:3 + length]  # its last L
+        if self.read == "prefix":
+            y = y[:, :, :length]
+        elif self.read == "last":
+            y = y[:, :, 3:3 + length]  # its last L positions
         return torch.nn.functional.silu(y.transpose(1, 2)) * x
 
 
-def test_a_causal_convolution_runs_every_size():
-    _runs_every_size(_ShortConv())
+@pytest.mark.parametrize("model", [_ShortConv(), _ShortConv(padding=0, read="whole", taps=1)],
+                         ids=["causal", "pointwise"])
+def test_a_causal_convolution_runs_every_size(model):
+    _runs_every_size(model)
 
 
 @pytest.mark.parametrize(("model", "match"), [
     (_ShortConv(padding=2), (r"node convolution \(aten.convolution.default\): its window "
-                            r"reaches 1 positions forward")),
-    (_ShortConv(sliced=False), (r"node convolution \(aten.convolution.default\): it convolves "
+                             r"reaches 1 positions forward")),
+    (_ShortConv(read="last"), (r"node convolution \(aten.convolution.default\): it convolves "
                                r"over a symbolic length, and slice\w* reads it other than as "
                                r"the slice back to that length")),
 ])
@@ -281,7 +287,7 @@ def test_without_the_slice_check_the_verdict_catches_the_wrong_answer(monkeypatc
         self.structure[node] = (src[0], (32,), (src[2][0] + 3,))
 
     monkeypatch.setattr(symbolic._Checker, "convolution", lenient)
-    model = _ShortConv(sliced=False)
+    model = _ShortConv(read="last")
     exe = _compile(model)
     gen = torch.Generator().manual_seed(1)
     full, short = torch.randn(1, 16, 32, generator=gen), torch.randn(1, 5, 32, generator=gen)
