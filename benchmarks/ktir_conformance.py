@@ -276,12 +276,15 @@ def backend(source: Path, function: str, scalars: dict[str, Any], work: Path,
     """Compile, run --check and profile one kernel; a dict of the statuses and numbers.
     Scalar values go to `--arg` for the kernel's own parameters only (a case's value of a
     name the kernel computes itself is the interpreter's business, not the compiler's);
-    `masked` compiles with every access tile masked (`--masked-tails`, docs/ktir.md §7).
+    `masked` compiles with every access tile masked (`--masked-tails`, docs/ktir.md §7), and
+    a case's grid is the launch grid (`--grid`).
     `run --check` runs on the arrays the interpreter step drew for `case`
     (`_reference_inputs`)."""
     binary = work / f"{source.stem}.{function}.{'masked.' if masked else ''}spyre"
     command = ["compile", str(source), "--function", function, "-o", str(binary),
-               *(["--masked-tails"] if masked else [])]
+               *(["--masked-tails"] if masked else []),
+               # the launch grid the case gives a kernel without a grid attribute
+               *(["--grid", ",".join(map(str, case.grid))] if case and case.grid else [])]
     if with_args:
         params = _parameters(source, function)
         command += [a for name, v in scalars.items() if name in params

@@ -104,7 +104,8 @@ def compile(program: torch.export.ExportedProgram | str | Path, output: str | Pa
     cache there), and `compile_program`'s (`function` and `constants` for a KTIR .mlir:
     `spyrec.compile("k.mlir", function="add_kernel", constants={"BLOCK_SIZE": 128})` binds
     the kernel's scalar arguments at compile time; `masked_tails=True` masks its access
-    tiles, docs/ktir.md §7)."""
+    tiles, docs/ktir.md §7; `grid=(32,)` launches it on that grid instead of its `grid`
+    attribute)."""
     from spyrec.cache import resolve_cache
     from spyrec.driver import compile_program
     from spyrec.pipelines import compile_options

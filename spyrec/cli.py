@@ -217,13 +217,16 @@ def _pass_options(switches: dict[str, Any]) -> dict[str, dict[str, object]]:
               help="KTIR input: mask every access tile (lanes outside the view are not read, "
                    "reading 0, nor written), as the kernel attribute ktdp.masked_tails does; "
                    "`run --check` then runs the interpreter masked too.")
+@click.option("--grid", "grid", metavar="X[,Y[,Z]]",
+              help="KTIR input: launch the kernel on this grid instead of its `grid` "
+                   "attribute (Triton's launch grid); the binary records it for `run --check`.")
 @click.option("--cache/--no-cache", default=None,
               help="Reuse a binary compiled before from the same model, options and compiler "
                    "(default: on, unless SPYREC_CACHE=0; see `spyrec cache`).")
 @_switches
 def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: bool,
             function: str | None, constants: tuple[str, ...], masked_tails: bool,
-            cache: bool | None, **switches: Any) -> None:
+            grid: str | None, cache: bool | None, **switches: Any) -> None:
     """Compile MODEL (a .pt2 from torch.export.save, or a hand-written KTIR .mlir kernel)
     to a .spyre binary."""
     if model.suffix == ".spyre":
@@ -244,7 +247,8 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
                              on_stage=report.stage, function=function,
                              pass_options=_pass_options(switches),
                              cache=resolve_cache(cache), on_progress=report.progress,
-                             constants=_constants(constants), masked_tails=masked_tails)
+                             constants=_constants(constants), masked_tails=masked_tails,
+                             grid=_grid(grid))
     if emit != "binary":
         if print_ir_after_all:
             return
@@ -262,6 +266,17 @@ def compile(model: Path, output: Path | None, emit: str, print_ir_after_all: boo
         return
     click.echo(f"wrote {output}{' (from the compile cache)' if result.cached else ''}",
                err=True)
+
+
+def _grid(spec: str | None) -> tuple[int, ...] | None:
+    """`--grid X[,Y[,Z]]`: one to three positive extents."""
+    if spec is None:
+        return None
+    parts = spec.split(",")
+    if not 1 <= len(parts) <= 3 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise click.UsageError(f"--grid {spec}: expected one to three positive integers "
+                               "separated by commas (--grid 32, --grid 4,8)")
+    return tuple(int(p) for p in parts)
 
 
 def _constants(specs: tuple[str, ...]) -> dict[str, Any]:
@@ -405,7 +420,7 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
 
     from spyrec.api import to_numpy, to_torch
     from spyrec.frontend.ktir_fixed import FIXED_KEY
-    from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, MASKED_KEY
+    from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, GRID_KEY, MASKED_KEY
     from spyrec.ktir import run_kernel
     from spyrec.runtime.ktir_interpreter import Device
     from spyrec.runtime.layout import HOST_DTYPE
@@ -433,6 +448,9 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
         if param[b.name] == b.name:
             args[b.name] = np.zeros(b.layout.shape, dtype=HOST_DTYPE[b.layout.host_dtype])
     masked = exe.binary.provenance.get(MASKED_KEY) == "1"
+    grid = json.loads(exe.binary.provenance.get(GRID_KEY, "null"))
+    if grid:
+        click.echo(f"launch grid: {grid}, as compiled", err=True)
     if masked:
         click.echo("masked tails: every access tile masked, as compiled", err=True)
     # a kernel at hard-coded addresses gets its memory image: each array at its address
@@ -446,7 +464,7 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
         placed = device.place(array, align=1, name=name)
         assert placed == address, (name, placed, address)
         end = address + array.nbytes
-    result = dict(run_kernel(source, exe.binary.kernels[0].name, args, device=device,
+    result = dict(run_kernel(source, exe.binary.kernels[0].name, args, grid, device=device,
                              masked_tails=masked).outputs)
     for b in exe.binary.outputs:
         if b.name in fixed:
@@ -496,9 +514,11 @@ def compare_outputs(expected: Any, actual: Any, exe: Any) -> bool:
 @click.option("--masked-tails", is_flag=True,
               help="KTIR input: mask every access tile (lanes outside the view are not read "
                    "or written), as the kernel attribute ktdp.masked_tails does.")
+@click.option("--grid", "grid", metavar="X[,Y[,Z]]",
+              help="KTIR input: run the kernel on this grid instead of its `grid` attribute.")
 def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, numerics: str,
         function: str | None, args: tuple[str, ...], save_outputs: Path | None,
-        sizes: tuple[str, ...], masked_tails: bool) -> None:
+        sizes: tuple[str, ...], masked_tails: bool, grid: str | None) -> None:
     """Run BINARY (a .spyre on the emulator, or a KTIR .mlir in the KTIR interpreter)."""
     if save_outputs is not None:
         _check_folder(save_outputs, "--save-outputs")
@@ -506,10 +526,11 @@ def run(binary: Path, check: Path | None, given: tuple[str, ...], seed: int, num
         if given:
             raise click.UsageError("a KTIR kernel takes its arguments as --arg NAME=FILE.npy "
                                    "(or rand:SHAPExDTYPE, or a number), not --input")
-        _run_ktir(binary, function, args, save_outputs, seed, masked_tails)
+        _run_ktir(binary, function, args, save_outputs, seed, masked_tails, _grid(grid))
         return
-    if function is not None or masked_tails:
-        raise click.UsageError(f"--function and --masked-tails are for a KTIR .mlir kernel; "
+    if function is not None or masked_tails or grid is not None:
+        raise click.UsageError(f"--function, --masked-tails and --grid are for a KTIR .mlir "
+                               "kernel (a binary runs on the grid it was compiled for); "
                                f"{binary} takes its inputs as --input NAME=FILE (.npy or .pt)")
     if given and args:
         raise click.UsageError("--arg gives a run-time argument's value for random inputs; "
@@ -772,7 +793,8 @@ def _from_ktir(binary: Any) -> bool:
 
 
 def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
-              save_outputs: Path | None, seed: int, masked_tails: bool) -> None:
+              save_outputs: Path | None, seed: int, masked_tails: bool,
+              grid: tuple[int, ...] | None = None) -> None:
     import numpy as np
 
     from spyrec.ktir import parse_arg, run_kernel
@@ -784,7 +806,7 @@ def _run_ktir(source: Path, function: str | None, args: tuple[str, ...],
     for arg in args:
         _refuse_oversized_random(arg)
     values = dict(parse_arg(a, seed + i) for i, a in enumerate(args))
-    result = run_kernel(source, function, values, masked_tails=masked_tails)
+    result = run_kernel(source, function, values, grid, masked_tails=masked_tails)
     click.echo(f"@{function}: {result.latency}")
     for name, array in result.outputs.items():
         click.echo(f"  {name}: {list(array.shape)} {array.dtype}, "

@@ -30,7 +30,7 @@ from spyrec.dialects.spyre_plan import is_kernel, verify_plan
 from spyrec.frontend.importer import ImportedProgram, import_program, load_program
 from spyrec.frontend.ktir_fixed import FIXED_ATTR, FIXED_KEY
 from spyrec.frontend.ktir_runtime_args import RuntimeArg
-from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, MASKED_KEY
+from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, GRID_KEY, MASKED_KEY
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, compile_target, pass_spec
 from spyrec.progress import listening
 from spyrec.registry import DIALECTS, PASSES
@@ -142,6 +142,7 @@ def compile_program(
     on_progress: Callable[[str, str, int, int], None] | None = None,
     constants: Mapping[str, int | float | RuntimeArg] | None = None,
     masked_tails: bool = False,
+    grid: tuple[int, ...] | None = None,
 ) -> CompileResult:
     """Compile `program` (an ExportedProgram, a .pt2 path, or a hand-written KTIR .mlir
     whose kernel `function` is compiled); write `output` if given. `pass_options` sets
@@ -156,7 +157,9 @@ def compile_program(
     compile time (`spyrec.frontend.ktir_specialise`); the binary's provenance records them
     (a `RuntimeArg` leaves one to run time: a symbolic size, `ktir_runtime_args`).
     `masked_tails` masks every access tile of a KTIR kernel (docs/ktir.md §7), as the
-    kernel attribute `ktdp.masked_tails` does; the provenance records it."""
+    kernel attribute `ktdp.masked_tails` does; the provenance records it. `grid` launches a
+    KTIR kernel on that grid instead of its `grid` attribute (Triton's launch grid); the
+    provenance records it too."""
     times: dict[str, float] = {}
     start = time.perf_counter()
     key = None
@@ -165,6 +168,7 @@ def compile_program(
                         else Path(program),
                         {"function": function, "pass_options": pass_options,
                          "constants": dict(constants or {}), "masked_tails": masked_tails,
+                         "grid": list(grid) if grid else None,
                          # a file's path is in the binary's provenance: part of the key
                          "source": None if isinstance(program, torch.export.ExportedProgram)
                          else str(program)})
@@ -184,7 +188,7 @@ def compile_program(
 
         source = str(program)
         imported = import_ktir(program, function, compile_target(pass_options), constants,
-                               masked_tails)
+                               masked_tails, grid)
         pipeline = KTIR_PIPELINE
     else:
         if constants:
@@ -193,6 +197,10 @@ def compile_program(
         if masked_tails:
             raise CompileError("masked tails (--masked-tails) mask the access tiles of a KTIR "
                                "kernel (.mlir); an exported program has none")
+        if grid:
+            raise CompileError("a launch grid (--grid) places a KTIR kernel (.mlir) on cores; "
+                               "an exported program is partitioned over the cores by the "
+                               "compiler")
         if not isinstance(program, torch.export.ExportedProgram):
             source = str(program)
             program = load_program(program)
@@ -237,6 +245,8 @@ def compile_program(
         provenance[CONSTANTS_KEY] = json.dumps(bound, sort_keys=True)
     if masked_tails:  # `run --check` runs the interpreter masked too
         provenance[MASKED_KEY] = "1"
+    if grid:  # and on the same grid
+        provenance[GRID_KEY] = json.dumps(list(grid))
     fixed = module.attributes.get(FIXED_ATTR)
     if isinstance(fixed, DictionaryAttr):  # the memory image `run --check` places again
         provenance[FIXED_KEY] = json.dumps(

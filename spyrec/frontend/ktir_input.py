@@ -105,12 +105,14 @@ class _Arg:
 
 def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
                 constants: Mapping[str, Scalar | RuntimeArg] | None = None,
-                masked_tails: bool = False) -> ImportedProgram:
+                masked_tails: bool = False,
+                grid: tuple[int, ...] | None = None) -> ImportedProgram:
     """The program that launches kernel `function` (the only kernel if None) of `path`, its
     tensors laid out for `target`, its scalar arguments bound to `constants` (name -> value:
     `spyrec.frontend.ktir_specialise`; a `RuntimeArg` leaves one to run time, a symbolic
     size compiled at its upper bound: `spyrec.frontend.ktir_runtime_args`); `masked_tails`
-    masks every access tile (the attribute `ktdp.masked_tails`, docs/ktir.md §7)."""
+    masks every access tile (the attribute `ktdp.masked_tails`, docs/ktir.md §7); `grid`
+    replaces the kernel's `grid` attribute (the launch grid, as Triton's caller gives it)."""
     path = Path(path)
     if not path.exists():
         raise CompileError(f"{path}: no such file")
@@ -122,6 +124,11 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     where = f"{path}: @{kernel.sym_name.data}"
     if masked_tails:
         kernel.attributes[MASKED_KERNEL] = UnitAttr()
+    if grid:
+        if not 1 <= len(grid) <= 3 or min(grid) < 1:
+            raise CompileError(f"{where}: --grid {','.join(map(str, grid))}: a launch grid is "
+                               "one to three positive extents")
+        kernel.attributes[GRID.key] = ArrayAttr([IntegerAttr(n, i64) for n in grid])
     constants = constants or {}
     specialise(kernel, {k: v for k, v in constants.items() if not isinstance(v, RuntimeArg)},
                where)

@@ -41,6 +41,8 @@ Scalar = int | float
 CONSTANTS_KEY = "ktir_constants"
 # provenance: "1" when compiled with every access tile masked (`--masked-tails`, docs/ktir.md §7)
 MASKED_KEY = "ktir_masked_tails"
+# provenance: the launch grid the kernel was compiled for when `--grid` gave one, as JSON
+GRID_KEY = "ktir_grid"
 
 # index arithmetic is 64-bit; the interpreter computes with Python ints, so a fold that
 # leaves 64 bits would differ from it: such folds are refused

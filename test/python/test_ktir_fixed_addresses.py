@@ -58,3 +58,39 @@ def test_overlapping_fixed_views_are_refused():
     with pytest.raises(CompileError, match=r"@fixed_overlap: the views %A_view \(bytes 0 to "
                        r"2048\) and %B_view \(bytes 1024 to 3072\) at fixed addresses overlap"):
         spyrec.compile(KERNELS, function="fixed_overlap", cache=False)
+
+
+def test_the_launch_grid_replaces_the_kernels_and_check_runs_on_it(tmp_path, monkeypatch):
+    """`--grid 1` launches @fixed_sub (grid [2]) on one core: the first 8 rows of C only,
+    and `run --check` runs the interpreter on that grid too (it says so); without the
+    recorded grid the interpreter computes all 16 rows and the check fails."""
+    from spyrec import driver
+
+    out = tmp_path / "one.spyre"
+    runner = CliRunner()
+    result = runner.invoke(main, ["compile", str(KERNELS), "--function", "fixed_sub",
+                                  "--grid", "1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    exe = spyrec.load(out)
+    assert json.loads(exe.binary.provenance["ktir_grid"]) == [1]
+    assert exe.binary.kernels[0].num_cores == 1
+    result = runner.invoke(main, ["run", str(out), "--check", str(KERNELS)])
+    assert result.exit_code == 0 and "launch grid: [1], as compiled" in result.output \
+        and "C: ok" in result.output, result.output
+    monkeypatch.setattr(driver, "GRID_KEY", "unrecorded")
+    result = runner.invoke(main, ["compile", str(KERNELS), "--function", "fixed_sub",
+                                  "--grid", "1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["run", str(out), "--check", str(KERNELS)])
+    assert result.exit_code != 0 and "C: ok" not in result.output, result.output
+
+
+@pytest.mark.parametrize(("grid", "message"), [
+    ("0", "--grid 0: expected one to three positive integers"),
+    ("2,2,2,2", "--grid 2,2,2,2: expected one to three positive integers"),
+])
+def test_a_bad_launch_grid_is_refused(tmp_path, grid, message):
+    result = CliRunner().invoke(main, ["compile", str(KERNELS), "--function", "fixed_sub",
+                                       "--grid", grid, "-o", str(tmp_path / "k.spyre")])
+    assert result.exit_code != 0 and message in result.output, result.output
+    assert not (tmp_path / "k.spyre").exists()
