@@ -540,6 +540,10 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
     if misaligned or (rows > 1 and pitch % STICK):
         raise it.error(op, f"the tile at {list(tile.origin)} starts {tile.addr % STICK} B into "
                        f"a stick (row pitch {pitch} B); DMA moves 128-byte aligned sticks")
+    if any(ddr % STICK for ddr, _ in runs):
+        raise it.error(op, f"tile {list(shape)} moves in {len(runs)} runs of the view "
+                       f"(strides {list(strides)}), and a run starts part way into a stick; "
+                       "DMA moves 128-byte aligned sticks")
     # the compiler's own views are stick-padded, so a partial last stick is padding; a
     # hand-written kernel's views (`spyre.dense_views`) are dense: its neighbours are data
     if store and cols * view.itemsize % STICK and it.dense_views \
