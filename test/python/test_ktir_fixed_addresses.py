@@ -94,3 +94,18 @@ def test_a_bad_launch_grid_is_refused(tmp_path, grid, message):
                                        "--grid", grid, "-o", str(tmp_path / "k.spyre")])
     assert result.exit_code != 0 and message in result.output, result.output
     assert not (tmp_path / "k.spyre").exists()
+
+
+def test_sizes_computed_from_constants_are_folded(tmp_path):
+    """A view sized by integer arithmetic on constants (the RFC examples' `%Ntkv_Ptkv =
+    arith.divui %Ntkv, %Ptkv`), no argument bound: folded, the view static, compiled."""
+    text = KERNELS.read_text().replace(
+        "    %C_view = ktdp.construct_memory_view %c_at, sizes: [16, 64], strides: [64, 1] {",
+        "    %two = arith.constant 2 : index\n"
+        "    %rows = arith.muli %c8, %two : index\n"
+        "    %C_view = ktdp.construct_memory_view %c_at, sizes: [%rows, 64], strides: [64, 1] {")
+    path = tmp_path / "folded.mlir"
+    path.write_text(text)
+    exe = spyrec.compile(path, function="fixed_sub", cache=False)
+    assert [b.name for b in exe.binary.outputs] == ["C"]
+    assert list(exe.binary.outputs[0].layout.shape) == [16, 64]
