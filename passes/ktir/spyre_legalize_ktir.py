@@ -220,10 +220,11 @@ class _Kernel:
                 if _tensor_type(init) is None or not isinstance(
                         owner, (tensor.SplatOp, arith.ConstantOp, linalg.FillOp)):
                     continue
-                if isinstance(owner, tensor.SplatOp):
-                    value = self.constant(owner.input, owner)
-                elif isinstance(owner, linalg.FillOp):
-                    value = self.constant(owner.inputs[0], owner)
+                if isinstance(owner, tensor.SplatOp | linalg.FillOp):
+                    try:
+                        value = self.constant(owner.operands[0], owner)
+                    except CompileError:
+                        continue  # not a float constant: legalized (or refused) where it is
                 else:
                     values = owner.value
                     distinct = set(values.get_values()) if isinstance(

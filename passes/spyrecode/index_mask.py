@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
@@ -66,7 +66,9 @@ def _program(it: Any, key: object) -> tuple:
         elif not isinstance(inner, linalg.YieldOp):
             steps.append((inner.results[0], inner.name, tuple(inner.operands), None))
     assert select is not None
-    return steps, tuple(block.args), "spyre.keep_true" in op.attributes, select.operands[0]
+    bits = tuple(r for r, *_ in steps if isinstance(r.type, IntegerType) and r.type.width.data == 1)
+    return (steps, tuple(block.args), "spyre.keep_true" in op.attributes, select.operands[0],
+            bits)
 
 
 def _divide(name: str, x: Array, y: Array) -> Array:
@@ -86,39 +88,39 @@ def _divide(name: str, x: Array, y: Array) -> Array:
 def runs(it: Any, op: Operation, ins: list[object], row: int, count: int,
          cols: int) -> list[tuple[int, int, int]]:
     """(first row relative to `row`, rows, diag) of each sfu.mask of rows [row, row + count)."""
-    steps, args, keep_true, cond = it.memo((op, "index_mask"), _program)
+    steps, args, keep_true, cond, bits = it.memo((op, "index_mask"), _program)
     env: dict[SSAValue, Array | int] = {}
-    for arg, value in zip(args[1:], ins[1:]):
-        if isinstance(value, Affine):
+    for arg, given in zip(args[1:], ins[1:]):
+        if isinstance(given, Affine):
             raise Symbolic("a mask whose condition depends on a symbolic value")
-        env[arg] = int(value)  # type: ignore[call-overload]
+        env[arg] = int(given)  # type: ignore[call-overload]
     rows = np.arange(row, row + count, dtype=np.int64)[:, None]
     columns = np.arange(cols, dtype=np.int64)[None, :]
     for result, name, operands, extra in steps:
         a = [np.asarray(env[v], dtype=np.int64) for v in operands]
+        value: Array | int
         if name == "linalg.index":
-            env[result] = rows if extra == 0 else columns
+            value = rows if extra == 0 else columns
         elif name == "arith.constant":
-            env[result] = int(extra)
+            value = int(extra)
         elif name == "arith.index_cast":
-            env[result] = a[0]
+            value = a[0]
         elif name == "arith.cmpi":
             x, y = a
             if extra >= 6:  # unsigned: a negative index compares as a huge one
                 x, y = x.view(np.uint64), y.view(np.uint64)
-            env[result] = _CMPI[extra](x, y).astype(np.int64)
+            value = _CMPI[extra](x, y).astype(np.int64)
         else:
             x, y = a
             if name in _UNSIGNED and (np.any(x < 0) or np.any(y < 0)):
                 raise it.error(op, f"{name} of a negative value in its mask (rows {row} to "
                                f"{row + count - 1}) is undefined")
-            if name in _BINARY:
-                env[result] = _BINARY[name](x, y)
-                continue
-            if np.any(y == 0):
+            if name not in _BINARY and np.any(y == 0):
                 raise it.error(op, f"{name} by zero in its mask (rows {row} to "
                                f"{row + count - 1})")
-            env[result] = _divide(name, x, y)
+            value = _BINARY[name](x, y) if name in _BINARY else _divide(name, x, y)
+        # an i1 (`true` may be stored as -1) keeps its one bit, so `xori %c, true` negates
+        env[result] = np.asarray(value) & 1 if result in bits else value
     keep = np.broadcast_to(np.asarray(env[cond]) != 0, (count, cols))
     if not keep_true:
         keep = ~keep

@@ -31,6 +31,8 @@ CASES = {
                   ("y_ptr", (4, 8, 128), np.float16)),
     "row_group_mask": ({"s_ptr": _normal(np.float32, 16, 64)}, {"ctx": 9},
                        ("o_ptr", (16, 64), np.float32)),
+    "negated_mask": ({"s_ptr": _normal(np.float32, 16, 64)}, {"ctx": 9},
+                     ("o_ptr", (16, 64), np.float32)),
     # scores far below 0: exp(s) without the running maximum underflows to 0
     "online_softmax": ({"s_ptr": 3 * _normal(np.float32, 8, 128) - 120,
                         "v_ptr": _normal(np.float16, 128, 128)}, {},
@@ -108,10 +110,10 @@ def test_a_mask_of_an_input_element_is_refused(tmp_path):
     mask; it is refused by name."""
     text = KERNELS.read_text().replace("%keep = arith.cmpi ule, %pos, %lim : index",
                                        "%vi = arith.fptosi %v : f32 to i64\n"
-                                       "        %keep = arith.cmpi ule, %pos, %lim : index")
+                                       "        %keep = arith.cmpi ule, %pos, %lim : index", 1)
     text = text.replace("%res = arith.select %keep, %v, %ninf : f32",
                         "%keep2 = arith.cmpi slt, %vi, %vi : i64\n"
-                        "        %res = arith.select %keep2, %v, %ninf : f32")
+                        "        %res = arith.select %keep2, %v, %ninf : f32", 1)
     path = tmp_path / "data_mask.mlir"
     path.write_text(text)
     with pytest.raises(CompileError, match=r"linalg.generic \(%m\): the value it keeps|"

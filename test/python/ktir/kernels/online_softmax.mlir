@@ -5,6 +5,7 @@
 // - @row_group_mask: a mask whose limit steps every fourth row (Triton's causal mask of
 //   query heads sharing a KV head, `j * 32 + col <= ctx + pid * 2 + row / 4`), from the
 //   row and column indices, the loop counter, the core and a scalar argument;
+// - @negated_mask: the same mask, its condition the negation (`xori` with true) of `>`;
 // - @suffix_mask: a mask keeping the columns past a limit (not a prefix of the row);
 // - @online_softmax: softmax(s) @ v over four key tiles, the row maximum and the row sum
 //   carried as rank-1 tensors from splat inits (-inf and 0), the accumulator rescaled.
@@ -78,6 +79,57 @@ module {
         %lim = arith.addi %lim0, %r4 : index
         %pos = arith.addi %col0, %c : index
         %keep = arith.cmpi ule, %pos, %lim : index
+        %res = arith.select %keep, %v, %ninf : f32
+        linalg.yield %res : f32
+      } -> tensor<8x32xf32>
+      ktdp.store %m, %ot : tensor<8x32xf32>, !ktdp.access_tile<8x32xindex>
+    }
+    return
+  }
+
+  func.func @negated_mask(%s_ptr: index, %o_ptr: index, %ctx: index) attributes {grid = [2]} {
+    %pid = ktdp.get_compute_tile_id : index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %ninf_bits = arith.constant 0xFF800000 : i32
+    %ninf = arith.bitcast %ninf_bits : i32 to f32
+    %row0 = arith.muli %pid, %c8 : index
+    %pid2 = arith.muli %pid, %c2 : index
+    %sv = ktdp.construct_memory_view %s_ptr, sizes: [16, 64], strides: [64, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 15 >= 0, d1 >= 0, -d1 + 63 >= 0)>, memory_space = #ktdp.memory_space<global>
+    } : memref<16x64xf32>
+    %ov = ktdp.construct_memory_view %o_ptr, sizes: [16, 64], strides: [64, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 15 >= 0, d1 >= 0, -d1 + 63 >= 0)>, memory_space = #ktdp.memory_space<global>
+    } : memref<16x64xf32>
+    scf.for %j = %c0 to %c2 step %c1 {
+      %col0 = arith.muli %j, %c32 : index
+      %st = ktdp.construct_access_tile %sv[%row0, %col0] {
+        access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 31 >= 0)>,
+        access_tile_order = affine_map<(d0, d1) -> (d0, d1)>
+      } : memref<16x64xf32> -> !ktdp.access_tile<8x32xindex>
+      %ot = ktdp.construct_access_tile %ov[%row0, %col0] {
+        access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 31 >= 0)>,
+        access_tile_order = affine_map<(d0, d1) -> (d0, d1)>
+      } : memref<16x64xf32> -> !ktdp.access_tile<8x32xindex>
+      %s = ktdp.load %st : !ktdp.access_tile<8x32xindex> -> tensor<8x32xf32>
+      %e = tensor.empty() : tensor<8x32xf32>
+      %m = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                           iterator_types = ["parallel", "parallel"]}
+          ins(%s : tensor<8x32xf32>) outs(%e : tensor<8x32xf32>) {
+      ^bb0(%v : f32, %out : f32):
+        %r = linalg.index 0 : index
+        %c = linalg.index 1 : index
+        %r4 = arith.divui %r, %c4 : index
+        %lim0 = arith.addi %ctx, %pid2 : index
+        %lim = arith.addi %lim0, %r4 : index
+        %pos = arith.addi %col0, %c : index
+        %after = arith.cmpi ugt, %pos, %lim : index
+        %true = arith.constant true
+        %keep = arith.xori %after, %true : i1
         %res = arith.select %keep, %v, %ninf : f32
         linalg.yield %res : f32
       } -> tensor<8x32xf32>
