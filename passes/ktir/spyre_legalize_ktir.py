@@ -755,8 +755,9 @@ class _Kernel:
 
     def index_mask(self, op: linalg.GenericOp) -> None:
         """A generic whose body reads `linalg.index` is taken as a mask: it yields
-        `arith.select %keep, %x, %c` (or `%drop, %c, %x`), %x an input read whole, %c a float
-        constant, the condition computed from the row and column indices and index values
+        `arith.select %keep, %x, %c` (or `%drop, %c, %x`), %x an input read whole or a value
+        the body computes from its inputs (made a generic of its own first, `computed_value`),
+        %c a float constant, the condition computed from the row and column indices and index values
         of the kernel by integer arithmetic and `arith.cmpi` (Triton's causal mask of a
         paged attention: `j * 16 + col <= context_len + pid * 2 + row / 4`). The generic
         keeps those ops, its outside index values become operands read through () -> (),
@@ -771,8 +772,8 @@ class _Kernel:
         select = yielded.operands[0].owner if len(yielded.operands) == 1 else None
         form = ("the compiler takes a body that reads linalg.index only as a mask: "
                 "`arith.select %cond, %x, %c` (or `%cond, %c, %x`), %x an input of the "
-                "generic, %c a float constant and %cond integer arithmetic and arith.cmpi on "
-                "linalg.index and index values")
+                "generic or a value computed from them, %c a float constant and %cond "
+                "integer arithmetic and arith.cmpi on linalg.index and index values")
         if len(shape) != 2 or not isinstance(select, SELECTS) or \
                 select.parent_block() is not block:
             raise self.error(op, form)
