@@ -36,6 +36,19 @@ def _runs_every_size(model: torch.nn.Module, width: int = 32) -> None:
         assert_close(exe, expected, outputs)
 
 
+def _right_at_the_bound_wrong_below(model: torch.nn.Module) -> None:
+    """An injected bug's program: right at the bound (no padding), wrong at size 5, and the
+    verdict says so."""
+    from spyrec.verdict import check_outputs
+
+    exe = _compile(model)
+    gen = torch.Generator().manual_seed(1)
+    full, short = torch.randn(1, 16, 32, generator=gen), torch.randn(1, 5, 32, generator=gen)
+    with torch.no_grad():
+        assert_close(exe, model(full), exe(full))
+        assert not check_outputs(model(short), exe(short), exe).ok
+
+
 def _refused(model: torch.nn.Module, match: str, width: int = 32) -> None:
     with pytest.raises(CompileError, match=match):
         _compile(model, width)
@@ -98,16 +111,9 @@ def test_without_the_key_mask_the_verdict_catches_the_wrong_answer(monkeypatch):
     """The injected bug: bidirectional logsumexp, max and softmax read the padded keys (no
     host key mask): right at the bound, wrong below it, and the verdict says so."""
     from spyrec.frontend import symbolic
-    from spyrec.verdict import check_outputs
 
     monkeypatch.setattr(symbolic, "add_key_masks", lambda module, keyed: [])
-    model = _HandAttention(sinks=False, causal=False)
-    exe = _compile(model)
-    gen = torch.Generator().manual_seed(1)
-    full, short = torch.randn(1, 16, 32, generator=gen), torch.randn(1, 5, 32, generator=gen)
-    with torch.no_grad():
-        assert_close(exe, model(full), exe(full))
-        assert not check_outputs(model(short), exe(short), exe).ok
+    _right_at_the_bound_wrong_below(_HandAttention(sinks=False, causal=False))
 
 
 class _Mean(torch.nn.Module):
@@ -280,17 +286,10 @@ def test_without_the_slice_check_the_verdict_catches_the_wrong_answer(monkeypatc
     right at the bound, wrong below it (the padded inputs feed those positions), and the
     verdict says so."""
     from spyrec.frontend import symbolic
-    from spyrec.verdict import check_outputs
 
     def lenient(self, node):
         src = self.of(node.args[0])
         self.structure[node] = (src[0], (32,), (src[2][0] + 3,))
 
     monkeypatch.setattr(symbolic._Checker, "convolution", lenient)
-    model = _ShortConv(read="last")
-    exe = _compile(model)
-    gen = torch.Generator().manual_seed(1)
-    full, short = torch.randn(1, 16, 32, generator=gen), torch.randn(1, 5, 32, generator=gen)
-    with torch.no_grad():
-        assert_close(exe, model(full), exe(full))
-        assert not check_outputs(model(short), exe(short), exe).ok
+    _right_at_the_bound_wrong_below(_ShortConv(read="last"))
