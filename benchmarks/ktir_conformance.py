@@ -190,19 +190,21 @@ def interpret(path: Path, rel: str, function: str, variant: int, checkout: Path
 def _place_image(device: Any, image: dict[str, tuple[int, tuple[int, ...], str, str]],
                  args: dict[str, Any]) -> str | None:
     """Place the arrays of a kernel with hard-coded addresses (drawn into `args`) at their
-    byte addresses, zeros between; None, or why they cannot be placed (overlap)."""
-    end, previous = 0, ""
-    for name, (address, shape, dtype, how) in sorted(image.items(), key=lambda i: i[1][0]):
-        array = args[name] = ktir_references.draw(shape, np.dtype(dtype), how,
-                                                  np.random.default_rng(SEED + address))
-        if address < end:
-            return (f"the kernel's fixed addresses overlap: {name} ({'x'.join(map(str, shape))} "
-                    f"{dtype}) at byte {address} starts inside {previous}, which ends at byte "
-                    f"{end} (KTIR offsets count elements of the view's type)")
-        if address > end:
-            device.place(np.zeros(address - end, dtype=np.uint8), align=1, name="padding")
-        device.place(array, align=1, name=name)
-        end, previous = address + array.nbytes, name
+    byte addresses, zeros between (`spyrec.ktir.place_image`); None, or why they cannot be
+    placed (overlap)."""
+    from spyrec.ktir import ImageOverlap, place_image
+
+    for name, (address, shape, dtype, how) in image.items():
+        args[name] = ktir_references.draw(shape, np.dtype(dtype), how,
+                                          np.random.default_rng(SEED + address))
+    try:
+        place_image(device, {name: (image[name][0], args[name]) for name in image})
+    except ImageOverlap as overlap:
+        _, shape, dtype, _ = image[overlap.name]
+        return (f"the kernel's fixed addresses overlap: {overlap.name} "
+                f"({'x'.join(map(str, shape))} {dtype}) at byte {overlap.address} starts "
+                f"inside {overlap.previous}, which ends at byte {overlap.end} (KTIR offsets "
+                "count elements of the view's type)")
     return None
 
 

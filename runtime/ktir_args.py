@@ -114,8 +114,9 @@ def _shape(shape: tuple[int, ...] | list[int]) -> str:
     return "x".join(map(str, shape)) if len(shape) else "0-d"
 
 
-def _reach(sizes: list[int], strides: list[int]) -> tuple[int, int]:
-    """The lowest and highest element offset, from the view's offset, a view can address."""
+def view_reach(sizes: list[int], strides: list[int]) -> tuple[int, int]:
+    """The lowest and highest element offset, from the view's offset, a view can address
+    ((0, -1) for a view of no element)."""
     low = high = 0
     for size, stride in zip(sizes, strides, strict=True):
         if size <= 0:
@@ -159,7 +160,7 @@ def check_array_argument(kernel: str, name: str, param: SSAValue, array: np.ndar
     for view, static in zip(views, shapes):
         if view.delta is None or static is None:
             continue  # known at run time only: the interpreter checks every access
-        low, high = _reach(*static)
+        low, high = view_reach(*static)
         first, last = view.delta + low, view.delta + high
         if first < 0 or last >= array.size:
             reach = f"element {first}" if first < 0 else f"element {last}"

@@ -421,8 +421,7 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
     from spyrec.api import to_numpy, to_torch
     from spyrec.frontend.ktir_fixed import FIXED_KEY
     from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, GRID_KEY, MASKED_KEY
-    from spyrec.ktir import run_kernel
-    from spyrec.runtime.ktir_interpreter import Device
+    from spyrec.ktir import Device, place_image, run_kernel
     from spyrec.runtime.layout import HOST_DTYPE
 
     # the scalar arguments the binary was specialised with, the run's run-time arguments
@@ -456,14 +455,7 @@ def _check_against_ktir(source: Path, exe: Any, inputs: list[Any], outputs: Any)
     # a kernel at hard-coded addresses gets its memory image: each array at its address
     fixed = json.loads(exe.binary.provenance.get(FIXED_KEY, "{}"))
     device = Device()
-    end = 0
-    for name, address in sorted(fixed.items(), key=lambda item: item[1]):
-        array = np.ascontiguousarray(args.pop(name))
-        if address > end:
-            device.place(np.zeros(address - end, dtype=np.uint8), align=1, name="padding")
-        placed = device.place(array, align=1, name=name)
-        assert placed == address, (name, placed, address)
-        end = address + array.nbytes
+    place_image(device, {name: (address, args.pop(name)) for name, address in fixed.items()})
     result = dict(run_kernel(source, exe.binary.kernels[0].name, args, grid, device=device,
                              masked_tails=masked).outputs)
     for b in exe.binary.outputs:

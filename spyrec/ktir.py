@@ -18,9 +18,35 @@ from typing import Any
 
 import numpy as np
 
-from spyrec.runtime.ktir_interpreter import KtirError, run_kernel
+from spyrec.runtime.ktir_interpreter import Device, KtirError, run_kernel
 
-__all__ = ["KtirError", "execute", "parse_arg", "run_kernel"]
+__all__ = ["Device", "ImageOverlap", "KtirError", "execute", "parse_arg", "place_image",
+           "run_kernel"]
+
+
+class ImageOverlap(ValueError):
+    """Two arrays of a memory image overlap: `name` starts at `address`, inside `previous`,
+    which ends at byte `end`."""
+
+    def __init__(self, name: str, address: int, previous: str, end: int):
+        self.name, self.address, self.previous, self.end = name, address, previous, end
+        super().__init__(f"{name} at byte {address} starts inside {previous}, which ends at "
+                         f"byte {end}")
+
+
+def place_image(device: Device, arrays: dict[str, tuple[int, np.ndarray]]) -> None:
+    """Place each array of a kernel with hard-coded addresses at its byte address in
+    `device`'s LPDDR ({name: (address, array)}), zeros between; `ImageOverlap` when one
+    would start inside another."""
+    end, previous = 0, ""
+    for name, (address, array) in sorted(arrays.items(), key=lambda item: item[1][0]):
+        if address < end:
+            raise ImageOverlap(name, address, previous, end)
+        if address > end:
+            device.place(np.zeros(address - end, dtype=np.uint8), align=1, name="padding")
+        placed = device.place(np.ascontiguousarray(array), align=1, name=name)
+        assert placed == address, (name, placed, address)
+        end, previous = address + array.nbytes, name
 
 
 def execute(source: str | Path, function: str, **args: Any) -> dict[str, Any]:

@@ -124,6 +124,7 @@ from spyrec.passes.ktir.ktir_combiners import SELECTED, named_sum_as_addf, selec
 from spyrec.passes.ktir.ktir_indirect import indirect_view_bytes
 from spyrec.passes.ktir.ktir_tiles import default_tile_dims, tile_dims, transposed_load
 from spyrec.passes.ktir.ktir_tiles import tensor_shape as _shape
+from spyrec.target.isa import bits_f32
 from spyrec.target.layout import STICK_BYTES
 
 BINARY = {"arith.addf": "add", "arith.subf": "sub", "arith.mulf": "mul", "arith.divf": "div",
@@ -175,9 +176,12 @@ class Arg:
 Operand = Arg | float  # a tensor, or a scalar (a constant, an immediate on the SFU)
 
 
-def float_of_bits(bits: int) -> float:
-    """The f32 whose bits are the i32 `bits` (`arith.bitcast` of a constant)."""
-    return float(np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0])
+def _splat_float(op: arith.ConstantOp) -> float | None:
+    """The one value of a dense tensor constant whose elements are all that float, else None."""
+    values = set(op.value.get_values()) if isinstance(op.value, DenseIntOrFPElementsAttr) \
+        else set()
+    one = values.pop() if len(values) == 1 else None
+    return one if isinstance(one, float) else None
 
 
 def _tensor_type(value: SSAValue) -> TensorType | None:
@@ -226,11 +230,8 @@ class _Kernel:
                     except CompileError:
                         continue  # not a float constant: legalized (or refused) where it is
                 else:
-                    values = owner.value
-                    distinct = set(values.get_values()) if isinstance(
-                        values, DenseIntOrFPElementsAttr) else set()
-                    one = distinct.pop() if len(distinct) == 1 else None
-                    if not isinstance(one, float):
+                    one = _splat_float(owner)
+                    if one is None:
                         continue  # refused where the constant is legalized
                     value = one
                 shape = _shape(init)
@@ -384,7 +385,7 @@ class _Kernel:
                 isinstance(const := owner.input.owner, arith.ConstantOp) and \
                 isinstance(const.value, IntegerAttr):
             # Triton spells -inf and NaN as the bits of an i32 constant
-            return float_of_bits(const.value.value.data)
+            return bits_f32(const.value.value.data)
         raise self.error(op, f"%{value.name_hint} is not a float constant; the SFU takes "
                          "scalar operands as immediates")
 
@@ -404,12 +405,10 @@ class _Kernel:
     def dense(self, op: arith.ConstantOp) -> None:
         """A dense tensor constant of one value is a `linalg.fill` of it (an immediate, or a
         zero accumulator a loop carries in LX); other dense tensors are refused."""
-        value = op.value
         ttype = op.result.type
         assert isinstance(ttype, TensorType)
-        values = set(value.get_values()) if isinstance(value, DenseIntOrFPElementsAttr) else set()
-        one = values.pop() if len(values) == 1 else None
-        if not isinstance(one, float) or not isinstance(ttype.element_type, AnyFloat):
+        one = _splat_float(op)
+        if one is None or not isinstance(ttype.element_type, AnyFloat):
             raise self.error(op, "a dense tensor constant of differing (or integer) elements "
                              "has no SFU immediate; pass it as an argument (load it from "
                              "memory), or use one value (a splat)")
@@ -757,9 +756,9 @@ class _Kernel:
         """A generic whose body reads `linalg.index` is taken as a mask: it yields
         `arith.select %keep, %x, %c` (or `%drop, %c, %x`), %x an input read whole or a value
         the body computes from its inputs (made a generic of its own first, `computed_value`),
-        %c a float constant, the condition computed from the row and column indices and index values
-        of the kernel by integer arithmetic and `arith.cmpi` (Triton's causal mask of a
-        paged attention: `j * 16 + col <= context_len + pid * 2 + row / 4`). The generic
+        %c a float constant, the condition computed from the row and column indices and
+        index values of the kernel by integer arithmetic and `arith.cmpi` (Triton's causal
+        mask of a paged attention: `j * 16 + col <= context_len + pid * 2 + row / 4`). The generic
         keeps those ops, its outside index values become operands read through () -> (),
         and spyre-schedule-dataflow evaluates the condition for the core's tile: each row
         must keep a prefix of its columns, one `sfu.mask` per run of rows whose limits step
@@ -790,13 +789,13 @@ class _Kernel:
             except CompileError:
                 return None
 
-        if constant(select.rhs) is not None:
-            kept_value, value, keep_true = select.lhs, constant(select.rhs), True
-        elif constant(select.lhs) is not None:
-            kept_value, value, keep_true = select.rhs, constant(select.lhs), False
+        on_false, on_true = constant(select.rhs), constant(select.lhs)
+        if on_false is not None:
+            kept_value, value, keep_true = select.lhs, on_false, True
+        elif on_true is not None:
+            kept_value, value, keep_true = select.rhs, on_true, False
         else:
             raise self.error(op, form)
-        assert value is not None
         # the ops computing the kept value from the inputs (a scale of the scores): a
         # generic of their own before the mask, legalized as any elementwise body
         computed: list[Operation] = []

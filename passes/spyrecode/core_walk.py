@@ -745,11 +745,6 @@ def _written(it: CoreWalk, t: LxTensor) -> None:
     t.zero, t.fill = False, None
 
 
-def _result(it: CoreWalk, op: object) -> SSAValue:
-    assert isinstance(op, Operation)
-    return op.results[0]
-
-
 def _generic(it: CoreWalk, op: linalg.GenericOp) -> None:
     fn, inputs, output, result, stored, store_use = it.memo(op, _generic_static)
     ins = [it.env[v] for v in inputs]

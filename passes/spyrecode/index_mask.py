@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Operation, SSAValue
 
+from spyrec.passes.spyrecode.index_division import DIVISIONS
 from spyrec.passes.spyrecode.schedule_templates import Affine, Symbolic
 
 Array = np.ndarray
@@ -72,17 +73,14 @@ def _program(it: Any, key: object) -> tuple:
 
 
 def _divide(name: str, x: Array, y: Array) -> Array:
-    """An integer division op on arrays, with MLIR's rounding (y has no zero)."""
-    if name == "arith.divui":
-        return x // y
-    if name == "arith.remui":
-        return x % y
+    """An integer division op on arrays (y has no zero): MLIR's rounding, as the walk's own
+    `index_division.DIVISIONS` has it for one value; floordivsi and ceildivsi round down
+    and up."""
     if name == "arith.floordivsi":
         return np.floor_divide(x, y)
     if name == "arith.ceildivsi":
         return -np.floor_divide(-x, y)
-    quotient = np.abs(x) // np.abs(y) * np.where((x < 0) == (y < 0), 1, -1)  # toward zero
-    return quotient if name == "arith.divsi" else x - y * quotient  # remsi: the dividend's sign
+    return np.vectorize(DIVISIONS[name], otypes=[np.int64])(x, y)
 
 
 def runs(it: Any, op: Operation, ins: list[object], row: int, count: int,

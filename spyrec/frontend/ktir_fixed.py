@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, MemRefTy
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
+from spyrec.runtime.ktir_args import view_reach
 
 # the key of a binary's provenance that records {argument: byte address}, as JSON
 FIXED_KEY = "ktir_fixed_addresses"
@@ -31,7 +32,7 @@ FIXED_ATTR = "spyre.ktir_fixed"
 def pin_fixed_views(kernel: func.FuncOp, where: str) -> dict[str, int]:
     """Rebuild the views of `kernel` at constant addresses on new pointer arguments;
     {argument name: byte address}, empty when the kernel has no such view."""
-    spans: list[tuple[int, int, ConstructMemoryViewOp]] = []
+    spans: list[tuple[int, int, ConstructMemoryViewOp, int]] = []
     for view in [o for o in kernel.walk() if isinstance(o, ConstructMemoryViewOp)]:
         owner = view.offset.owner
         if view.memory_space.kind == "ct_local" or not isinstance(owner, arith.ConstantOp) \
@@ -40,11 +41,11 @@ def pin_fixed_views(kernel: func.FuncOp, where: str) -> dict[str, int]:
         mtype = view.result.type
         assert isinstance(mtype, MemRefType)
         itemsize = max(mtype.element_type.bitwidth // 8, 1)  # type: ignore[attr-defined]
-        sizes = [int(n) for n in view.static_sizes.get_values()]
-        strides = [int(s) for s in view.static_strides.get_values()]
-        extent = sum((n - 1) * s for n, s in zip(sizes, strides)) + 1 if all(sizes) else 0
-        start = owner.value.value.data * itemsize
-        spans.append((start, start + extent * itemsize, view))
+        low, high = view_reach([int(n) for n in view.static_sizes.get_values()],
+                               [int(s) for s in view.static_strides.get_values()])
+        offset = owner.value.value.data
+        spans.append(((offset + low) * itemsize, (offset + high + 1) * itemsize, view,
+                      offset * itemsize))
     if not spans:
         return {}
     spans.sort(key=lambda s: (s[0], s[1]))
@@ -53,7 +54,7 @@ def pin_fixed_views(kernel: func.FuncOp, where: str) -> dict[str, int]:
     pinned: dict[str, int] = {}
     previous: tuple[int, int, ConstructMemoryViewOp] | None = None
     arg = None
-    for start, end, view in spans:
+    for start, end, view, address in spans:
         if previous is not None and start < previous[1]:
             same = (start, end) == previous[:2] and _shape(view) == _shape(previous[2])
             if not same:
@@ -64,11 +65,11 @@ def pin_fixed_views(kernel: func.FuncOp, where: str) -> dict[str, int]:
                     "view one tensor once (the same address, type, sizes and strides), or "
                     "pass pointer arguments")
         else:
-            name = _name(view, taken, start)
+            name = _name(view, taken, address)
             taken.add(name)
             arg = block.insert_arg(IndexType(), len(block.args))
             arg.name_hint = name
-            pinned[name] = start
+            pinned[name] = address
             previous = (start, end, view)
         assert arg is not None
         view.operands[0] = arg

@@ -79,7 +79,7 @@ def test_a_regrouping_read_a_row_off_fails_the_check(monkeypatch):
 
 def test_the_bits_decoded_wrong_fail_the_check(monkeypatch):
     """-inf's bits read as +inf (a lower bound that is an upper one) is caught."""
-    monkeypatch.setattr(spyre_legalize_ktir, "float_of_bits", lambda bits: float("inf"))
+    monkeypatch.setattr(spyre_legalize_ktir, "bits_f32", lambda bits: float("inf"))
     assert not _check("bitcast_bound")
 
 
