@@ -831,6 +831,9 @@ class _Kernel:
                     captured.append(v)
         pre: linalg.GenericOp | None = None
         k = kept(kept_value)
+        if kept_value.owner is not block and kept_value.owner not in computed:
+            raise self.error(op, f"the value it keeps (%{kept_value.name_hint}) is defined "
+                             f"outside its body, not a tile; {form}")
         if k is not None:
             x = self.operand(op.inputs[k], op, 2)
         else:
