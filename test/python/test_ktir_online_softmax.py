@@ -119,3 +119,15 @@ def test_a_mask_of_an_input_element_is_refused(tmp_path):
     with pytest.raises(CompileError, match=r"linalg.generic \(%m\): the value it keeps|"
                        r"its body holds arith.fptosi"):
         spyrec.compile(path, function="row_group_mask", constants={"ctx": 9}, cache=False)
+
+
+def test_a_mask_dividing_by_zero_is_refused_naming_the_rows(tmp_path):
+    """The condition divides by a scalar bound to 0: undefined in MLIR, refused with the
+    core and the rows, never a mask of some value."""
+    text = KERNELS.read_text().replace("%r4 = arith.divui %r, %c4 : index",
+                                       "%r4 = arith.divui %r, %ctx : index", 1)
+    path = tmp_path / "zero_divisor.mlir"
+    path.write_text(text)
+    with pytest.raises(CompileError, match=r"core \(0, 0\): linalg.generic: arith.divui by "
+                       r"zero in its mask \(rows 0 to 7\)"):
+        spyrec.compile(path, function="row_group_mask", constants={"ctx": 0}, cache=False)
