@@ -638,3 +638,15 @@ class Undefined:
     """A value KTIR leaves undefined, e.g. a delivery result on a tile that does not consume."""
 
     reason: str
+
+
+def view_reach(sizes: list[int], strides: list[int]) -> tuple[int, int]:
+    """The lowest and highest element offset, from the view's offset, a view can address
+    ((0, -1) for a view of no element)."""
+    low = high = 0
+    for size, stride in zip(sizes, strides, strict=True):
+        if size <= 0:
+            return 0, -1
+        low += min(0, (size - 1) * stride)
+        high += max(0, (size - 1) * stride)
+    return low, high

@@ -33,7 +33,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, SSAValue
 
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
-from spyrec.dialects.ktdp_values import KtirError, numpy_dtype
+from spyrec.dialects.ktdp_values import KtirError, numpy_dtype, view_reach
 
 
 @dataclass(frozen=True)
@@ -112,18 +112,6 @@ def views_of(param: SSAValue) -> list[ViewUse]:
 
 def _shape(shape: tuple[int, ...] | list[int]) -> str:
     return "x".join(map(str, shape)) if len(shape) else "0-d"
-
-
-def view_reach(sizes: list[int], strides: list[int]) -> tuple[int, int]:
-    """The lowest and highest element offset, from the view's offset, a view can address
-    ((0, -1) for a view of no element)."""
-    low = high = 0
-    for size, stride in zip(sizes, strides, strict=True):
-        if size <= 0:
-            return 0, -1
-        low += min(0, (size - 1) * stride)
-        high += max(0, (size - 1) * stride)
-    return low, high
 
 
 def check_array_argument(kernel: str, name: str, param: SSAValue, array: np.ndarray) -> None:

@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, MemRefTy
 
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import ConstructMemoryViewOp
-from spyrec.runtime.ktir_args import view_reach
+from spyrec.dialects.ktdp_values import view_reach
 
 # the key of a binary's provenance that records {argument: byte address}, as JSON
 FIXED_KEY = "ktir_fixed_addresses"
