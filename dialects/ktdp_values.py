@@ -597,6 +597,9 @@ class TensorView(View):
 # (a load gives 0 there) and not written; an unmasked tile's are an error.
 MASKED_TILE = "ktdp.masked"
 MASKED_KERNEL = "ktdp.masked_tails"
+# on an access tile the compiler rewrote to a tensor stored in blocks of the tile's width
+# (spyrec/frontend/ktir_blocks.py): the width, for the bounds proof's message
+COLUMN_BLOCK = "spyre.column_block"
 
 
 @dataclass

@@ -69,7 +69,7 @@ def from_device(layout: DeviceLayout, raw: np.ndarray, numerics: str = "dl16") -
     if layout.perm is None:
         return np.array(matrix).reshape(layout.shape)
     inverse = tuple(int(i) for i in np.argsort(layout.perm))
-    return np.ascontiguousarray(np.array(matrix).reshape(layout.device_shape).transpose(inverse))
+    return np.ascontiguousarray(np.array(matrix).reshape(layout.permuted_shape).transpose(inverse))
 
 
 _STORAGE = {DType.F32: np.dtype(np.float32), DType.I32: np.dtype(np.int32)}

@@ -43,7 +43,13 @@ from spyrec.dialects.ktdp import (
     StoreOp,
 )
 from spyrec.dialects.ktdp_affine import bind_symbols, is_box
-from spyrec.dialects.ktdp_values import MASKED_KERNEL, MASKED_TILE, core_coords, set_bounds
+from spyrec.dialects.ktdp_values import (
+    COLUMN_BLOCK,
+    MASKED_KERNEL,
+    MASKED_TILE,
+    core_coords,
+    set_bounds,
+)
 from spyrec.dialects.spyre_plan import ktir_grid
 
 BUDGET = 1 << 18  # loop iterations and tile checks per kernel; past it, left to the emulator
@@ -307,6 +313,17 @@ class _Core:
         verb = "loads" if isinstance(op, LoadOp) else "stores"
         subject = f"ktdp.load ({_name(op.results[0])})" if isinstance(op, LoadOp) else \
             f"ktdp.store of {_name(op.operands[0])}"
+        block = tile.op.attributes.get(COLUMN_BLOCK)
+        if isinstance(block, IntegerAttr) and tile.box[-1][0] > 0:
+            width = block.value.data
+            column = tile.box[-2][0] * width + tile.box[-1][0]
+            return (f"{where}: {subject} {verb} tile {_name(tile.op.result)} at column "
+                    f"{column}, not a multiple of its width {width}: every tile on "
+                    f"{_name(view)} is {width} columns wide, narrower than a 128-byte stick, "
+                    f"so the compiler stores the tensor's rows in blocks of {width} columns, "
+                    "each in sticks of its own (DMA moves whole sticks; spyrec/frontend/"
+                    f"ktir_blocks.py); start every tile at a multiple of {width}, or make the "
+                    "tiles whole sticks wide")
         past = [f"dim {d} {what}" for d, ((lo, hi), (v_lo, v_hi))
                 in enumerate(zip(tile.box, tile.view.extent))
                 for what, out in ((f"starts at {lo}", lo < v_lo), (f"reaches {hi}", hi > v_hi))

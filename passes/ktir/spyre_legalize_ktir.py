@@ -502,6 +502,18 @@ class _Kernel:
         flipped = isinstance(op.src.owner, LoadOp) and transposed_load(op.src.owner) and \
             all(n == 1 for n in merged[:-2])
         plain = (pymath.prod(src[:-1]), src[-1])
+        if min(len(src), len(dst)) == 1 and max(len(src), len(dst)) == 2:
+            # between rank 1 and 2 (a tile of a tensor whose last dim is stored in blocks,
+            # spyrec.frontend.ktir_blocks): the same rows when the rank-2 side is the LX
+            # tile as it is, a row of a rank-1 source or a column of a reduction's result
+            two = dst if len(dst) == 2 else src
+            if rows != (two[0], two[1]) or (len(dst) == 1 and rows[0] != 1):
+                raise self.error(op, f"it reshapes {op.src.type} ({rows[0]} x {rows[1]} in "
+                                 f"LX) to {op.result.type}; between rank 1 and 2 the "
+                                 "compiler takes a reshape that keeps the rows in LX: "
+                                 "reshape the access tile instead")
+            op.attributes["spyre.tile"] = DenseArrayBase.from_list(i64, list(rows))
+            return
         if len(src) < 2 or len(dst) < 2 or src[-1] != dst[-1] or not last or \
                 any(merged[i] != 1 for i in last[:-1]) or last[-1] != len(merged) - 1 or \
                 rows != (plain[::-1] if flipped else plain):

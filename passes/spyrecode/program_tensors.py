@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from spyrec.diagnostics import CompileError
@@ -38,9 +45,17 @@ def host_dtype(value: SSAValue) -> str:
     return HOST_DTYPE[element]
 
 
-def _binding(name: str, value: SSAValue, host_perms: Mapping[str, Attribute] | None = None
-             ) -> TensorBinding:
+def _binding(name: str, value: SSAValue, host_perms: Mapping[str, Attribute] | None = None,
+             host_blocks: Mapping[str, Attribute] | None = None) -> TensorBinding:
     shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
+    block = (host_blocks or {}).get(name)
+    if isinstance(block, IntegerAttr):
+        # a hand-written kernel's tensor with its last dim in blocks of narrow tiles
+        # (`spyre.host_blocks`, spyrec.frontend.ktir_blocks): the binding has the
+        # kernel's shape, the host splits the last dim
+        host_shape = (*shape[:-2], shape[-2] * shape[-1])
+        return TensorBinding(name, DeviceLayout(host_shape, host_dtype(value),
+                                                block=block.value.data), addr_of(value))
     perm_attr = (host_perms or {}).get(name)
     if perm_attr is None:
         return TensorBinding(name, DeviceLayout(shape, host_dtype(value)), addr_of(value))
@@ -81,7 +96,9 @@ def program_tensors(module: ModuleOp) -> ProgramTensors:
                  else [f"output{i}" for i in range(len(ret.arguments))])
     perms_attr = graph.attributes.get("spyre.host_perms")
     perms = perms_attr.data if isinstance(perms_attr, DictionaryAttr) else {}
-    inputs = [_binding(a.name_hint or f"input{a.index}", a, perms) for a in block.args]
+    blocks_attr = graph.attributes.get("spyre.host_blocks")
+    blocks = blocks_attr.data if isinstance(blocks_attr, DictionaryAttr) else {}
+    inputs = [_binding(a.name_hint or f"input{a.index}", a, perms, blocks) for a in block.args]
     bool_inputs = graph.attributes.get("spyre.bool_inputs")  # f32 0/1 on device, bool on host
     if isinstance(bool_inputs, DenseArrayBase):
         for index in bool_inputs.get_values():
@@ -94,7 +111,7 @@ def program_tensors(module: ModuleOp) -> ProgramTensors:
     params = [o for o in block.ops if isinstance(o, ParamOp)]
     updated = _buffer_updates(graph, list(ret.arguments), params)
     returned = list(ret.arguments[len(updated):])
-    outputs = [_binding(n, v, perms) for n, v in zip(out_names, returned)]
+    outputs = [_binding(n, v, perms, blocks) for n, v in zip(out_names, returned)]
     bools_attr = graph.attributes.get("spyre.bool_outputs")  # f32 0/1 on device, bool on host
     bools = {b.data for b in bools_attr.data} if isinstance(bools_attr, ArrayAttr) else set()
     outputs = [replace(b, layout=replace(b.layout, host_dtype="bool")) if b.name in bools else b

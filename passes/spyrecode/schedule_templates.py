@@ -102,8 +102,24 @@ class Affine:
     def _concrete(self, *_: object) -> object:
         raise Symbolic("a symbolic value is used where its value is needed")
 
+    def _multiple(self, divisor: object) -> int:
+        """`divisor` when every coefficient is a multiple of it (so the symbols' part of the
+        value is too, whatever their values); else the value is needed."""
+        if isinstance(divisor, int) and divisor > 0 and \
+                all(c % divisor == 0 for c in self.terms.values()):
+            return divisor
+        raise Symbolic("a symbolic value is divided by what its terms are not multiples of")
+
+    def __floordiv__(self, other: object) -> Affine | int:
+        # (const + d * k) // d == const // d + k for any integer k: exact, not a guess
+        d = self._multiple(other)
+        return Affine._make(self.const // d, {s: c // d for s, c in self.terms.items()})
+
+    def __mod__(self, other: object) -> int:
+        return self.const % self._multiple(other)
+
     __int__ = __index__ = __bool__ = __hash__ = _concrete  # type: ignore[assignment]
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = _concrete
+    __rfloordiv__ = __rmod__ = __truediv__ = _concrete
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _concrete  # type: ignore[assignment]
 
     def __repr__(self) -> str:

@@ -78,6 +78,7 @@ from spyrec.dialects.spyre import LaunchOp
 from spyrec.dialects.spyre_plan import GRID, INPLACE, LAYOUT, ktir_grid, record_symbols
 from spyrec.dialects.spyre_symbolic import SymbolicSignature
 from spyrec.frontend.importer import ImportedProgram, TensorSpec
+from spyrec.frontend.ktir_blocks import HOST_BLOCKS, block_narrow_tiles
 from spyrec.frontend.ktir_fixed import FIXED_ATTR, pin_fixed_views
 from spyrec.frontend.ktir_inplace import check_in_place
 from spyrec.frontend.ktir_parts import merge_block_views
@@ -101,6 +102,7 @@ class _Arg:
     view: MemRefType
     read: bool = False
     written: bool = False
+    host: MemRefType | None = None  # the kernel's own view when the device's is blocked
 
 
 def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
@@ -146,12 +148,16 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     _planar_tile_ids(kernel)
     merge_block_views(kernel)
     rebase_pointer_views(kernel, GRID.get(kernel) or (1, 1))
+    blocks = {} if symbols else block_narrow_tiles(kernel)
     # its views are the caller's dense tensors, not stick-padded device copies
     kernel.attributes["spyre.dense_views"] = UnitAttr()
     # drop the other functions: the program is this kernel
     for other in [f for f in module.body.block.ops if f is not kernel]:
         other.detach()
     args = [_classify(kernel, arg, where) for arg in kernel.body.block.args]
+    for a in args:
+        if a.name in blocks:
+            a.host = blocks[a.name][0]
     inputs = [a for a in args if a.read or not a.written]
     # the arguments updated in place first: `spyre.inplace` names the leading results
     outputs = [a for a in args if a.written and a.read] + [
@@ -439,9 +445,12 @@ def _graph(kernel: str, args: list[_Arg], inputs: list[_Arg], outputs: list[_Arg
         DictionaryAttr({LAYOUT.key: row_sticked(tensor(a), True, target).to_attr()})
         for a in inputs])
     graph.attributes["spyre.output_names"] = ArrayAttr([StringAttr(a.name) for a in outputs])
+    blocked = {a.name: IntegerAttr(a.view.get_shape()[-1], i64) for a in args if a.host}
+    if blocked:  # the host passes and receives the kernel's shapes (ktir_blocks)
+        graph.attributes[HOST_BLOCKS] = DictionaryAttr(blocked)
 
     def spec(a: _Arg) -> TensorSpec:
-        return TensorSpec(a.name, tuple(a.view.get_shape()),
+        return TensorSpec(a.name, tuple((a.host or a.view).get_shape()),
                           TORCH_DTYPES[str(a.view.element_type)])
 
     return graph, ([spec(a) for a in inputs], [spec(a) for a in outputs])

@@ -72,12 +72,25 @@ class DeviceLayout:
     # device dim i is host dim perm[i] (a channels-last image: (0, 2, 3, 1)); the host
     # permutes when it copies in and out, as it pads sticks and rounds to DL16
     perm: tuple[int, ...] | None = None
+    # the last (permuted) dim split into blocks of `block` elements, each padded to whole
+    # sticks on its own: a hand-written kernel's tiles narrower than a stick at multiples
+    # of their width (spyrec.frontend.ktir_blocks); a row-major split is a host reshape
+    block: int | None = None
 
     @property
-    def device_shape(self) -> tuple[int, ...]:
+    def permuted_shape(self) -> tuple[int, ...]:
+        """The host shape in device dim order (before any block split)."""
         if self.perm is None:
             return self.shape
         return tuple(self.shape[p] for p in self.perm)
+
+    @property
+    def device_shape(self) -> tuple[int, ...]:
+        shape = self.permuted_shape
+        if self.block is None:
+            return shape
+        *lead, last = shape or (1,)
+        return (*lead, last // self.block, self.block)
 
     @property
     def device_dtype(self) -> DType:
@@ -119,10 +132,13 @@ class DeviceLayout:
         out: dict[str, object] = {"shape": list(self.shape), "dtype": self.host_dtype}
         if self.perm is not None:
             out["perm"] = list(self.perm)
+        if self.block is not None:
+            out["block"] = self.block
         return out
 
     @staticmethod
     def from_dict(data: dict[str, object]) -> DeviceLayout:
-        perm = data.get("perm")
+        perm, block = data.get("perm"), data.get("block")
         return DeviceLayout(tuple(int(s) for s in data["shape"]), str(data["dtype"]),  # type: ignore[union-attr]
-                            None if perm is None else tuple(int(p) for p in perm))  # type: ignore[union-attr]
+                            None if perm is None else tuple(int(p) for p in perm),  # type: ignore[union-attr]
+                            None if block is None else int(block))  # type: ignore[call-overload]

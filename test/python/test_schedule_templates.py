@@ -132,6 +132,14 @@ def test_affine_arithmetic_is_exact_or_refused() -> None:
     form = (a + 3 * x) * 2 + 128
     assert (form.const, form.terms) == (128, {0: 2, 1: 6})  # type: ignore[union-attr]
     assert (form - 2 * a) - 6 * x == 128  # back to a plain int when no symbol is left
+    # dividing a form whose coefficients are multiples of the divisor is exact whatever the
+    # symbols are (a narrow tile's block and in-block column, ktir_blocks)
+    blocked = form // 2
+    assert (blocked.const, blocked.terms) == (64, {0: 1, 1: 3})  # type: ignore[union-attr]
+    assert (64 * a + 7) // 32 - 2 * a == 0 and (64 * a + 37) % 32 == 5
+    for a_value, x_value in ((0, 0), (5, -3), (-7, 11)):
+        value = 128 + 2 * a_value + 6 * x_value
+        assert (value // 2, value % 2) == (64 + a_value + 3 * x_value, 0)
     for refused in (lambda: a * x, lambda: a // 2, lambda: a % 128, lambda: a < 3,
                     lambda: bool(a), lambda: int(a), lambda: range(a)):  # type: ignore[arg-type]
         with pytest.raises(Symbolic):

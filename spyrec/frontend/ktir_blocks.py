@@ -1,0 +1,249 @@
+"""Tiles narrower than a stick: the tensor's last dim stored in blocks of the tile width.
+
+DMA moves whole 128-byte sticks, so a tile whose columns start part way into a stick of a
+dense row cannot be loaded or stored as it is: Triton's small matmul takes 32-column f16
+tiles (64 bytes) at columns 0 and 32 of 64-column rows, and a layer norm stores each row's
+mean, one f16, at element `row` of a vector that 32 cores write. When every tile the kernel
+builds on a tensor has the same width `w` in its last dim (not a whole number of sticks),
+`block_narrow_tiles(kernel)` gives the tensor a device layout with that dim split into
+blocks of `w` elements, each block padded to whole sticks on its own:
+
+    memref<16x64xf16>, tiles 8x32 at [r, c]     ->  memref<16x2x32xf16>, tiles 8x1x32 at
+                                                    [r, c floordiv 32, c mod 32]
+    memref<1151xf16>, tiles 1 at [row]          ->  memref<1151x1xf16>, tiles 1x1 at
+                                                    [row, 0]
+
+Element c of a row is element `c mod w` of block `c floordiv w`, so the new view addresses
+the same elements; the split of a row-major last dim is a reshape on the host, which the
+binary records (`DeviceLayout.block`, the `spyre.host_blocks` of the graph) so callers pass
+and receive the kernel's own shapes. A tile at a multiple of `w` is then one stick-aligned
+block per row: each load and store moves whole sticks of its own, whatever the other cores
+write beside it. A tile whose column is not a multiple of `w` gets an in-block offset above
+0 and runs past the block, which the bounds proof refuses (never a read of the wrong
+columns). Loads give the new tile shape and are collapsed back to the kernel's tensor (the
+unit block dim merged into the rows), stores expand the kernel's tensor: both are no
+instruction (LX holds the same rows, spyre-legalize-ktir). The price is the padding of each
+block to whole sticks (a 32-column f16 tile moves 128 bytes per row for its 64), which the
+DMA would move anyway.
+
+A tensor qualifies when every use of its views is a direct access tile with the identity
+order, a box set from 0, no symbols and no mask, and every use of those tiles a
+`ktdp.load` or `ktdp.store`; anything else is left as written for the checks that follow.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func, tensor
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    MemRefType,
+    TensorType,
+    i64,
+)
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+
+from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp, LoadOp, StoreOp
+from spyrec.dialects.ktdp_affine import box_bounds
+from spyrec.dialects.ktdp_types import AccessTileType
+from spyrec.dialects.ktdp_values import COLUMN_BLOCK, MASKED_KERNEL, MASKED_TILE
+from spyrec.passes.ktir.ktir_builder import box_set
+from spyrec.target.layout import STICK_BYTES
+
+Groups = ArrayAttr[ArrayAttr[IntegerAttr]]  # a reshape's reassociation
+# the graph attribute naming each blocked argument's block width (program_tensors reads it)
+HOST_BLOCKS = "spyre.host_blocks"
+
+
+def block_narrow_tiles(kernel: func.FuncOp) -> dict[str, tuple[MemRefType, int]]:
+    """Split the last dim of each pointer argument whose tiles are narrower than a stick into
+    blocks of the tile width (module docstring). Returns, per blocked argument's name, the
+    view type the kernel wrote (the host's shape) and the block width."""
+    if MASKED_KERNEL in kernel.attributes:
+        return {}
+    blocked: dict[str, tuple[MemRefType, int]] = {}
+    for arg in kernel.body.block.args:
+        split = _block_width(arg)
+        if split is None:
+            continue
+        width, columns = split
+        views = [u.operation for u in arg.uses]
+        host = views[0].results[0].type
+        assert isinstance(host, MemRefType)
+        for view in views:
+            assert isinstance(view, ConstructMemoryViewOp)
+            _split(view, width, columns)
+        blocked[arg.name_hint or f"arg{arg.index}"] = (host, width)
+    return blocked
+
+
+def _block_width(arg: BlockArgument) -> tuple[int, bool] | None:
+    """(block width, column tiles) to split `arg`'s last dim by, or None when it does not
+    qualify. Column tiles: a vector only stored to, each time from a column of LX (one
+    value per row, e.g. row statistics): blocks of one element, so each value is a stick of
+    its own as in LX."""
+    views = [u.operation for u in arg.uses]
+    if not views or not all(isinstance(v, ConstructMemoryViewOp) and v.offset is arg
+                            and not (v.sizes or v.strides) for v in views):
+        return None
+    mtype = views[0].results[0].type
+    assert isinstance(mtype, MemRefType)
+    shape = list(mtype.get_shape())
+    itemsize = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}.get(str(mtype.element_type))
+    if itemsize is None or not shape or min(shape) < 1:
+        return None
+    widths: set[int] = set()
+    columns, some_column = len(shape) == 1, False
+    for view in views:
+        assert isinstance(view, ConstructMemoryViewOp)
+        strides = [int(s) for s in view.static_strides.get_values()]
+        dense = [_prod(shape[i + 1:]) for i in range(len(shape))]
+        bounds = box_bounds(view.coordinate_set.data)
+        if view.results[0].type != mtype or strides != dense or bounds != \
+                [(0, n - 1) for n in shape]:
+            return None
+        for use in view.results[0].uses:
+            tile = use.operation
+            if not isinstance(tile, ConstructAccessTileOp) or not _plain(tile):
+                return None
+            widths.add(tile.result.type.get_shape()[-1])
+            stored = [isinstance(u.operation, StoreOp) and _column(u.operation.value)
+                      for u in tile.result.uses]
+            columns &= all(stored)
+            some_column |= any(stored)
+    if len(widths) != 1 or (some_column and not columns):  # a column as a row: transposed
+        return None
+    width = widths.pop()
+    if columns and shape[-1] > 1:
+        return 1, True
+    per_stick = STICK_BYTES // itemsize
+    if width % per_stick == 0 or shape[-1] % width or shape[-1] == width:
+        return None
+    return width, False
+
+
+def _column(value: SSAValue) -> bool:
+    """True when `value`, a rank-1 tensor, is a column in LX: a reduction of a rank-2
+    tensor's last dim, or an elementwise op of one (its other operands splats)."""
+    op = value.owner
+    if not isinstance(op, Operation) or not isinstance(value.type, TensorType) or \
+            value.type.get_num_dims() != 1:
+        return False
+    if op.name == "linalg.reduce":
+        source = op.operands[0].type
+        dims = op.properties.get("dimensions")
+        return isinstance(source, TensorType) and source.get_num_dims() == 2 and \
+            isinstance(dims, DenseArrayBase) and tuple(dims.get_values()) == (1,)
+    if op.dialect_name() in ("arith", "math") and len(op.results) == 1:
+        return any(_column(o) for o in op.operands if o.type == value.type)
+    return False
+
+
+def _prod(dims: list[int]) -> int:
+    out = 1
+    for n in dims:
+        out *= n
+    return out
+
+
+def _plain(tile: ConstructAccessTileOp) -> bool:
+    """A tile the split rewrites: identity order, a box from 0 of its shape, no symbols, no
+    mask, read by loads and written by stores only."""
+    shape = list(tile.result.type.get_shape())
+    rank = len(shape)
+    return (tile.access_tile_order.data == AffineMap.identity(rank) and not tile.symbols
+            and MASKED_TILE not in tile.attributes
+            and box_bounds(tile.access_tile_set.data) == [(0, n - 1) for n in shape]
+            and all(isinstance(u.operation, LoadOp) or
+                    (isinstance(u.operation, StoreOp) and u.index == 1)
+                    for u in tile.result.uses))
+
+
+def _split(view: ConstructMemoryViewOp, width: int, columns: bool) -> None:
+    """Replace `view` by its last dim in blocks of `width`, and its tiles, loads and stores
+    by the blocked forms (module docstring)."""
+    mtype = view.result.type
+    assert isinstance(mtype, MemRefType)
+    *lead, last = mtype.get_shape()
+    sizes = [*lead, last // width, width]
+    strides = [_prod(sizes[i + 1:]) for i in range(len(sizes))]
+    blocked = ConstructMemoryViewOp(view.offset, sizes, strides,
+                                    MemRefType(mtype.element_type, sizes), box_set(sizes),
+                                    view.memory_space)
+    blocked.result.name_hint = view.result.name_hint
+    assert view.parent is not None
+    view.parent.insert_op_before(blocked, view)
+    for use in list(view.result.uses):
+        tile = use.operation
+        assert isinstance(tile, ConstructAccessTileOp)
+        _split_tile(tile, blocked, width, columns)
+    view.detach()
+    view.erase()
+
+
+def _split_tile(tile: ConstructAccessTileOp, view: ConstructMemoryViewOp, width: int,
+                columns: bool) -> None:
+    shape = list(tile.result.type.get_shape())
+    # a column's values are rows of one element; otherwise one block of each row
+    new_shape = [shape[0], 1] if columns else [*shape[:-1], 1, width]
+    base = tile.base_map.data
+    *lead, column = base.results
+    split = (column, AffineExpr.constant(0)) if width == 1 else (column // width, column % width)
+    new_base = AffineMap(base.num_dims, 0, (*lead, *split))
+    rank = len(new_shape)
+    new = ConstructAccessTileOp(view.result, list(tile.indices), new_base, box_set(new_shape),
+                                AffineMap.identity(rank), AccessTileType(new_shape))
+    for key, value in tile.attributes.items():
+        new.attributes[key] = value
+    new.attributes[COLUMN_BLOCK] = IntegerAttr(width, i64)
+    new.result.name_hint = tile.result.name_hint
+    assert tile.parent is not None
+    tile.parent.insert_op_before(new, tile)
+    # the unit dim merges into the rows (a rank-1 tile's two dims into its one)
+    n = len(shape)
+    groups = [[0, 1]] if n == 1 else [*([i] for i in range(n - 2)), [n - 2, n - 1], [n]]
+    reassociation: Groups = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+    for use in list(tile.result.uses):
+        access = use.operation
+        if isinstance(access, LoadOp):
+            _load(access, new, new_shape, reassociation)
+        else:
+            assert isinstance(access, StoreOp)
+            _store(access, new, new_shape, reassociation)
+    tile.detach()
+    tile.erase()
+
+
+def _load(load: LoadOp, tile: ConstructAccessTileOp, shape: list[int],
+          reassociation: Groups) -> None:
+    rtype = load.result.type
+    assert isinstance(rtype, TensorType)
+    wide = LoadOp.create(operands=[tile.result], result_types=[
+        TensorType(rtype.element_type, shape)], attributes=dict(load.attributes),
+        properties=dict(load.properties))
+    collapse = tensor.CollapseShapeOp.create(
+        operands=[wide.results[0]], result_types=[rtype],
+        properties={"reassociation": reassociation})
+    wide.results[0].name_hint = load.result.name_hint
+    assert load.parent is not None
+    load.parent.insert_ops_before([wide, collapse], load)
+    load.result.replace_all_uses_with(collapse.result)
+    load.detach()
+    load.erase()
+
+
+def _store(store: StoreOp, tile: ConstructAccessTileOp, shape: list[int],
+           reassociation: Groups) -> None:
+    vtype = store.value.type
+    assert isinstance(vtype, TensorType)
+    expand = tensor.ExpandShapeOp(store.value, [], reassociation,
+                                  DenseArrayBase.from_list(i64, shape),
+                                  TensorType(vtype.element_type, shape))
+    wide = StoreOp.create(operands=[expand.result, tile.result],
+                          attributes=dict(store.attributes), properties=dict(store.properties))
+    assert store.parent is not None
+    store.parent.insert_ops_before([expand, wide], store)
+    store.detach()
+    store.erase()
