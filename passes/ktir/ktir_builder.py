@@ -348,8 +348,10 @@ def convert(b: Builder, value: SSAValue, to: Attribute) -> SSAValue:
     return b.insert(arith.TruncFOp(value, to)).result
 
 
-def fconst(b: Builder, v: float) -> SSAValue:
-    return b.insert(arith.ConstantOp(FloatAttr(v, f32))).result
+def fconst(b: Builder, v: float, like: SSAValue | None = None) -> SSAValue:
+    """The float constant `v` of `like`'s type (f32 without one)."""
+    ftype = like.type if like is not None and isinstance(like.type, AnyFloat) else f32
+    return b.insert(arith.ConstantOp(FloatAttr(v, ftype))).result
 
 
 def _gelu(b: Builder, x: SSAValue) -> SSAValue:
@@ -388,7 +390,7 @@ UNARY_BODIES: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
     "neg": lambda b, x: b.insert(arith.NegfOp(x)).result,
     "sqrt": lambda b, x: b.insert(math.SqrtOp(x)).result,
     "rsqrt": lambda b, x: b.insert(math.RsqrtOp(x)).result,
-    "reciprocal": lambda b, x: b.insert(arith.DivfOp(fconst(b, 1.0), x)).result,
+    "reciprocal": lambda b, x: b.insert(arith.DivfOp(fconst(b, 1.0, x), x)).result,
     "abs": lambda b, x: b.insert(math.AbsFOp(x)).result,
     "log": lambda b, x: b.insert(math.LogOp(x)).result,
     "erf": lambda b, x: b.insert(math.ErfOp(x)).result,
@@ -399,8 +401,8 @@ UNARY_BODIES: dict[str, Callable[[Builder, SSAValue], SSAValue]] = {
 
 def _keep(b: Builder, x: SSAValue, p: SSAValue) -> SSAValue:
     """x where p is nonzero, else -0.0 (sfu KEEP: the exact half of a select)."""
-    nonzero = b.insert(arith.CmpfOp(p, fconst(b, 0.0), "une")).result
-    return b.insert(arith.SelectOp(nonzero, x, fconst(b, -0.0))).result
+    nonzero = b.insert(arith.CmpfOp(p, fconst(b, 0.0, p), "une")).result
+    return b.insert(arith.SelectOp(nonzero, x, fconst(b, -0.0, x))).result
 
 
 BINARY_BODIES: dict[str, Callable[[Builder, SSAValue, SSAValue], SSAValue]] = {

@@ -78,6 +78,7 @@ import math as pymath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -136,6 +137,8 @@ NUMBER = {"arith.maxnumf": "maximum", "arith.minnumf": "minimum"}
 NAMED = {"linalg.add": "arith.addf", "linalg.sub": "arith.subf", "linalg.mul": "arith.mulf",
          "linalg.div": "arith.divf"}
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+FINITE_MAX = {"f16": float(np.finfo(np.float16).max),
+              "bf16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}
 UNARY = {"math.exp": "exp", "math.rsqrt": "rsqrt", "math.sqrt": "sqrt", "math.tanh": "tanh",
          "math.absf": "abs", "arith.negf": "neg", "math.log": "log", "math.erf": "erf"}
 CASTS = ("arith.extf", "arith.truncf")
@@ -928,7 +931,10 @@ class _Kernel:
         def sfu(fn: str, *args: Operand) -> Arg:
             return Arg(self.scalar_op(op, fn, list(args), result_type, before), identity)
 
-        c = sfu("arith.minimumf", sfu("arith.maximumf", v, -FLOAT32_MAX), FLOAT32_MAX)
+        # the result type's largest finite value: a clamp to FLT_MAX rounds back to inf in
+        # a 16-bit result (and 65504 is an f16 constant where FLT_MAX is not one)
+        big = FINITE_MAX.get(str(result_type.element_type), FLOAT32_MAX)  # type: ignore[attr-defined]
+        c = sfu("arith.minimumf", sfu("arith.maximumf", v, -big), big)
         nan = sfu("spyre.keep", 1.0, sfu("arith.subf", c, c))
         return sfu("arith.addf", sfu("spyre.keep", v, sfu("arith.subf", 1.0, nan)),
                    sfu("spyre.keep", by, nan))

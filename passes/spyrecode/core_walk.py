@@ -25,7 +25,9 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseArrayBase,
     FloatAttr,
+    IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     TensorType,
@@ -988,6 +990,14 @@ _CMPI: dict[int, Callable[[object, object], bool]] = {
 }
 
 
+def _select(it: CoreWalk, op: arith.SelectOp) -> None:
+    """An index select (a loop bound clamped to the rows: `min(start + chunk, R)` written
+    cmpi + select); its condition is concrete on every core (`Symbolic` otherwise)."""
+    if not isinstance(op.result.type, (IndexType, IntegerType)):
+        raise it.error(op, f"a select of {op.result.type} outside a linalg.generic")
+    it.env[op.result] = it.env[op.lhs] if it.env[op.cond] else it.env[op.rhs]
+
+
 def _if(it: CoreWalk, op: scf.IfOp) -> None:
     """The branch the core takes (its condition is concrete on every core)."""
     region = op.true_region if it.env[op.cond] else op.false_region
@@ -1188,6 +1198,8 @@ HANDLERS: dict[type, Callable] = {
     scf.ForOp: _for,
     scf.IfOp: _if,
     arith.CmpiOp: _cmpi,
+    arith.SelectOp: _select,
+    arith.SubiOp: _binary_index(lambda a, b: a - b),
     InterTileProduceOp: _produce,
     InterTileReduceOp: _inter_tile_reduce,
     tensor.EmptyOp: _noop,

@@ -1,6 +1,8 @@
 """A hand-written kernel whose own tiles fit LX only with one slot each is placed single
 buffered (`spyre.single_buffered`) and still matches the interpreter; one that does not fit
-even so is refused naming its largest tiles (spyre-place-memory)."""
+even so is refused naming its largest tiles (spyre-place-memory). The kernel's sum is a
+named `linalg.add` into a `tensor.empty`, a form the streaming of wide rows
+(spyrec/frontend/ktir_stream.py) leaves as written: the placement sees the kernel's tiles."""
 
 from __future__ import annotations
 
@@ -39,7 +41,9 @@ KERNEL = """module {
         access_tile_order = affine_map<(d0, d1) -> (d0, d1)>
       } : memref<2xNxf16> -> !ktdp.access_tile<1xNxindex>
       %x = ktdp.load %xt : !ktdp.access_tile<1xNxindex> -> tensor<1xNxf16>
-      %y = arith.addf %x, %x : tensor<1xNxf16>
+      %e = tensor.empty() : tensor<1xNxf16>
+      %y = linalg.add ins(%x, %x : tensor<1xNxf16>, tensor<1xNxf16>)
+                      outs(%e : tensor<1xNxf16>) -> tensor<1xNxf16>
       ktdp.store %y, %yt : tensor<1xNxf16>, !ktdp.access_tile<1xNxindex>
     }
     return

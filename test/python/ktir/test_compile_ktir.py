@@ -322,6 +322,32 @@ def test_maxnum_and_minnum_drop_nan_as_the_interpreter_does(tmp_path):
     assert not torch.isnan(outputs[0][0]).any()  # maxnum(NaN, y) is y
 
 
+def test_f16_maxnum_keeps_infinities_and_drops_nan(tmp_path):
+    """The same kernel in f16: the NaN test clamps to f16's largest finite value (a clamp
+    to FLT_MAX rounds back to inf in an f16 result, and inf - inf would read as NaN); the
+    compiler crashed building that constant before. An f16 +-inf survives maxnum / minnum,
+    NaN operands are dropped, bit for bit as the interpreter."""
+    text = (Path(__file__).parent / "kernels" / "maxnum_nan.mlir").read_text()
+    text = text.replace("f32", "f16").replace("0xFF800000 : f16", "0xFC00 : f16").replace(
+        "0x7F800000 : f16", "0x7C00 : f16")
+    source = tmp_path / "maxnum_half.mlir"
+    source.write_text(text)
+    binary = tmp_path / "maxnum_half.spyre"
+    compile_program(source, binary, function="maxnum")
+    exe = spyrec.load(binary, numerics="ieee")
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((16, 128)).astype(np.float16)
+    b = rng.standard_normal((16, 128)).astype(np.float16)
+    a[0, 3] = b[1, 4] = a[2, 5] = b[2, 5] = np.nan
+    a[4, 0], b[5, 1], a[6, 2], b[6, 2] = np.inf, -np.inf, np.inf, np.nan
+    expected = execute(source, "maxnum", a=a, b=b, out=np.zeros_like(a), rmax=np.zeros_like(a))
+    outputs = exe(torch.from_numpy(a), torch.from_numpy(b))
+    out = outputs[[o.name for o in exe.binary.outputs].index("out")].numpy()
+    assert np.array_equal(out, expected["out"], equal_nan=True)
+    # minnum(maxnum(x, y), y): -inf from y survives, and inf where y is NaN
+    assert out[5, 1] == -np.inf and out[6, 2] == np.inf
+
+
 def test_an_op_of_two_broadcast_columns_is_refused(tmp_path):
     """sfu.colwise broadcasts one column operand; two would leave the first read as a
     full-width tile of which only column 0 is written: refused, naming the op."""
