@@ -21,7 +21,11 @@ through, in its own process with a time limit (a crash or a hang costs that kern
 3. `spyrec run BINARY --input NAME=FILE... --check FILE` (the emulator against the
    interpreter, both on the arrays step 1 drew: the reference's distributions, e.g. a weight
    scale; a kernel without a reference case runs on `run`'s own random inputs) and `spyrec
-   profile BINARY --json`: the verdict, emulated µs, off-chip bytes against the minimum.
+   profile BINARY --json`: the verdict, emulated µs, off-chip bytes against the minimum,
+   and beside them the kernel's own bytes: what its tiles address in step 1, each element
+   once per load or store (a tiling that reads a block on several cores counts it on each;
+   no stick rounding). Where the emulator's bytes are far above the minimum, this column
+   says how much of that the kernel's own tiling asks for.
 4. ktir-cpu's own latency estimate, when its `ktir_cpu` package imports from PATH and runs
    the kernel on the same inputs (optional).
 
@@ -173,6 +177,8 @@ def interpret(path: Path, rel: str, function: str, variant: int, checkout: Path
         return {**record, "interpreter": "crash",
                 "detail": f"{type(exc).__name__}: {_first_line(str(exc))}"}
     record["races"] = len(run.races)
+    # the kernel's own off-chip traffic: every element its tiles name, once per access
+    record["kernel_bytes"] = sum(s.lpddr_element_bytes for s in run.stats)
     if case is None:
         record["interpreter"] = "no reference"
     else:
@@ -397,7 +403,9 @@ def report(records: list[dict[str, Any]], command: str) -> str:
          "(`benchmarks/ktir_references.py`); a kernel without one is `no reference`, never a "
          "pass. `run --check` compares the emulator with the interpreter on the arrays the "
          "reference drew. Off-chip bytes are the emulator's against the program's minimum; "
-         "ktir-cpu µs is ktir-cpu's own latency estimate of the same run (blank where it does "
+         "kernel B is what the kernel's own tiles address in the interpreter (each element "
+         "once per access, no stick rounding): the bytes its tiling asks for; ktir-cpu µs "
+         "is ktir-cpu's own latency estimate of the same run (blank where it does "
          "not run)."),
         "",
         (f"{len({(r['file'], r['function']) for r in records})} kernels in {len(records)} "
@@ -409,8 +417,8 @@ def report(records: list[dict[str, Any]], command: str) -> str:
          f"{sum(r.get('check') == 'match' for r in compiled)} match under `run --check`."),
         "",
         ("| kernel | interpreter | compile | check | emulated µs | off-chip B / min | "
-         "ktir-cpu µs |"),
-        "|---|---|---|---|---|---|---|",
+         "kernel B | ktir-cpu µs |"),
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         traffic = ""
@@ -418,11 +426,12 @@ def report(records: list[dict[str, Any]], command: str) -> str:
             traffic = f"{r['offchip_bytes']} / {r['min_offchip_bytes']}"
         us = f"{r['emulated_us']:.2f}" if r.get("emulated_us") is not None else ""
         ktir_cpu = "" if r.get("ktir_cpu_us") is None else f"{r['ktir_cpu_us']:.3g}"
+        own = "" if r.get("kernel_bytes") is None else str(r["kernel_bytes"])
         name = f"{r['file']}: @{r['function']}" + (f" ({r['variant']})" if r.get("variant")
                                                     else "")
         lines.append("| " + " | ".join(_cell(c) for c in (
             name, _interp_cell(r), r.get("compile", ""),
-            r.get("check", ""), us, traffic, ktir_cpu)) + " |")
+            r.get("check", ""), us, traffic, own, ktir_cpu)) + " |")
     return "\n".join(lines) + "\n"
 
 

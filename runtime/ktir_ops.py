@@ -101,6 +101,7 @@ class CoreStats:
     """What one core did, for the latency estimate."""
 
     lpddr_bytes: int = 0  # whole 128-byte sticks to or from LPDDR
+    lpddr_element_bytes: int = 0  # the elements the tiles name, each counted once per access
     lx_bytes: int = 0  # sticks of this core's own LX
     ring_bytes: int = 0  # sticks of other cores' LX, and inter-tile deliveries
     vector_bytes: int = 0  # bytes produced by elementwise work (transcendentals count 4x)
@@ -412,10 +413,11 @@ class KtirFunctions(_Elementwise):
     def charge_matmul(self, flops: int) -> None:
         self.env.stats.matmul_flops += flops
 
-    def charge_memory(self, memory: Memory, addresses: np.ndarray) -> None:
+    def charge_memory(self, memory: Memory, addresses: np.ndarray, itemsize: int) -> None:
         sticks = int(np.unique(addresses // STICK_BYTES).size) * STICK_BYTES
         if isinstance(memory, Lpddr):
             self.env.stats.lpddr_bytes += sticks
+            self.env.stats.lpddr_element_bytes += int(addresses.size) * itemsize
         elif isinstance(memory, Lx) and memory.core == self.env.core:
             self.env.stats.lx_bytes += sticks
         else:
@@ -867,14 +869,14 @@ class KtirFunctions(_Elementwise):
         where = LazyText(lambda: f"{op.name} {', '.join(map(self.describe, op.operands))}")
         for memory, addresses in tile.view.traffic(flat):
             if addresses.size:
-                self.charge_memory(memory, addresses)
+                self.charge_memory(memory, addresses, tile.view.dtype.itemsize)
                 if races is not None:
                     races.access(
                         self.env.core, memory, addresses, tile.view.dtype.itemsize, write, where
                     )
         for memory, addresses, itemsize in tile.index_reads():
             if addresses.size:
-                self.charge_memory(memory, addresses)
+                self.charge_memory(memory, addresses, itemsize)
                 if races is not None:
                     races.access(self.env.core, memory, addresses, itemsize, False, where)
 

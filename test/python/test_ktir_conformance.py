@@ -132,6 +132,10 @@ def test_interpreter_statuses_and_report(tmp_path: Path) -> None:
     assert rows["sdsc/own.mlir: @own"] == "no reference"
     assert rows["rfc/broken.mlir: @broken"].startswith("error: rfc/broken.mlir:1:")
     assert not any("ignored" in k for k in rows)
+    # the kernel's own bytes: 2 cores x 128 f16 elements x (2 loads + 1 store)
+    cells = {line.split(" | ")[0].removeprefix("| "): line.split(" | ")
+             for line in text.splitlines() if line.startswith("| ") and ".mlir" in line}
+    assert cells["triton-ktir/vector_add_ktir.mlir: @add_kernel"][6] == str(2 * 128 * 2 * 3)
     assert ("4 kernels in 4 runs (a variant is a run): interpreter **1 match**, 1 mismatch, "
             "1 no reference, 1 refused") in text
 
