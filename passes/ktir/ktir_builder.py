@@ -63,14 +63,17 @@ from spyrec.target.layout import STICK_BYTES
 IDX = IndexType()
 
 
-def box_set(extents: Sequence[int]) -> AffineSetAttr:
-    """The set {0 <= d_i <= e_i - 1} as an affine_set attribute."""
+def box_set(extents: Sequence[int], lows: Sequence[int] | None = None) -> AffineSetAttr:
+    """The set {l_i <= d_i <= l_i + e_i - 1} as an affine_set attribute (l_i = 0 without
+    `lows`)."""
     constraints = []
     for i, e in enumerate(extents):
+        low = lows[i] if lows is not None else 0
         d = AffineExpr.dimension(i)
-        constraints.append(AffineConstraintExpr(AffineConstraintKind.ge, d, AffineExpr.constant(0)))
+        constraints.append(AffineConstraintExpr(AffineConstraintKind.ge, d - low if low else d,
+                                                AffineExpr.constant(0)))
         constraints.append(AffineConstraintExpr(
-            AffineConstraintKind.ge, AffineExpr.constant(e - 1) - d, AffineExpr.constant(0)))
+            AffineConstraintKind.ge, AffineExpr.constant(low + e - 1) - d, AffineExpr.constant(0)))
     return AffineSetAttr(AffineSet(len(extents), 0, tuple(constraints)))
 
 

@@ -112,7 +112,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from spyrec.diagnostics import CompileError
-from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp, LoadOp, StoreOp
+from spyrec.dialects.ktdp import (
+    ConstructAccessTileOp,
+    ConstructDistributedMemoryViewOp,
+    ConstructMemoryViewOp,
+    LoadOp,
+    StoreOp,
+)
 from spyrec.dialects.ktdp_affine import is_box
 from spyrec.dialects.ktdp_intertile import InterTileProduceOp, InterTileReduceOp
 from spyrec.dialects.ktdp_values import set_bounds
@@ -336,6 +342,10 @@ class _Kernel:
                 self.produce(op)
             elif isinstance(op, InterTileReduceOp):
                 self.inter_tile_reduce(op)
+            elif isinstance(op, ConstructDistributedMemoryViewOp) and all(
+                    isinstance(p.owner, ConstructMemoryViewOp)
+                    and p.owner.memory_space.kind == "global" for p in op.parts):
+                continue  # LPDDR tensors addressed as one: a DMA per part (the walk)
             elif op.name.startswith("ktdp.inter_tile") or op.name in REFUSED:
                 raise self.error(op, NOT_TAKEN)
             elif any(_tensor_type(r) is not None for r in op.results) and not isinstance(

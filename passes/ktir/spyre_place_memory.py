@@ -57,6 +57,7 @@ from spyrec.dialects import spyre_plan as plan
 from spyrec.dialects.ktdp import (
     ConstructAccessTileOp,
     ConstructDistributedMemoryViewOp,
+    ConstructMemoryViewOp,
     LoadOp,
     StoreOp,
 )
@@ -195,8 +196,12 @@ def _place_lpddr(fn: func.FuncOp, target: SpyreTarget) -> None:
 def reads_lx(load: LoadOp) -> bool:
     """Whether `load` reads a tensor kept in LX (a distributed view of ct_local parts)."""
     tile = load.tile.owner
-    return isinstance(tile, ConstructAccessTileOp) \
-        and isinstance(tile.base.owner, ConstructDistributedMemoryViewOp)
+    if not isinstance(tile, ConstructAccessTileOp) or \
+            not isinstance(tile.base.owner, ConstructDistributedMemoryViewOp):
+        return False
+    # a distributed view of LPDDR tensors (a hand-written kernel's) is loaded by DMA
+    return all(isinstance(p.owner, ConstructMemoryViewOp) and
+               p.owner.memory_space.kind == "ct_local" for p in tile.base.owner.parts)
 
 
 def lx_reserved(fn: func.FuncOp) -> tuple[int, int] | None:

@@ -118,13 +118,22 @@ class LxParts:
 
 
 @dataclass
+class LpddrParts:
+    """A distributed view of LPDDR parts: several tensors addressed as one (the parts'
+    coordinate sets are disjoint boxes, `Strided.origin` to origin + shape). A tile over it
+    moves one piece per part it reaches (`_pieces`)."""
+
+    parts: list[Strided]
+
+
+@dataclass
 class Tile:
     """An access tile as the DMA moves it: the block of `shape` (in view dims) from global
     coordinate `origin` of `view`. The origin is the tile's base map at its indices and the
     shape its type's, not the points of its `access_tile_set`: the same for the tiles the
     compiler builds (boxes from 0), kept for the hand-written ones (docs/layers/spyrecode.md)."""
 
-    view: Strided | LxParts
+    view: Strided | LxParts | LpddrParts
     origin: tuple[int, ...]  # global coordinates of the block's first element
     shape: tuple[int, ...]  # the block in view coordinates
     transposed: bool = False  # read through the order (d1, d0): LX holds the block as stored
@@ -412,6 +421,9 @@ def _view(it: CoreWalk, op: ConstructMemoryViewOp) -> None:
 def _distributed_view(it: CoreWalk, op: ConstructDistributedMemoryViewOp) -> None:
     """A tensor kept in its cores' LX (note 61): each core reads and writes its own part."""
     found = [it.env[v] for v in op.parts]
+    if all(isinstance(p, Strided) for p in found):  # LPDDR tensors addressed as one
+        it.env[op.result] = LpddrParts(found)  # type: ignore[arg-type]
+        return
     parts = [p for p in found if isinstance(p, LxPart)]
     if len(parts) != len(found):
         raise it.error(op, "only distributed views of ct_local parts (a tensor kept in LX "
@@ -555,6 +567,45 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
     return rows, row_bytes, pitch, runs
 
 
+def _pieces(it: CoreWalk, op: Operation, tile: Tile, itemsize: int,
+            lx_pitch: int) -> list[tuple[Tile, int]]:
+    """The parts of a distributed LPDDR view `tile` reaches: per part, the piece of the tile
+    in it (a tile of the part) and the piece's byte offset in the tile's LX rows. The parts
+    must cover the tile exactly (a coordinate in no part is an error, as in the
+    interpreter), a piece may start below the tile's first row or column only (its other
+    leading dims whole), and a piece's columns start at a whole stick of the LX row."""
+    view = tile.view
+    assert isinstance(view, LpddrParts)
+    if tile.transposed or tile.masked:
+        raise it.error(op, "a tile of a distributed view read through a transposing order "
+                       "or masked has no DMA mapping")
+    shape, origin = tile.shape, tile.origin
+    found: list[tuple[Tile, int]] = []
+    covered = 0
+    for part in view.parts:
+        low = [max(o, p) for o, p in zip(origin, part.origin)]
+        high = [min(o + n, p + m) for o, n, p, m in zip(origin, shape, part.origin, part.shape)]
+        if any(h <= lo for lo, h in zip(low, high)):
+            continue
+        extent = tuple(h - lo for lo, h in zip(low, high))
+        if any(e != n for e, n in zip(extent[1:-1], shape[1:-1])):
+            raise it.error(op, f"tile {list(shape)} at {list(origin)} meets a part of its "
+                           f"distributed view in {list(extent)}: a piece must keep the "
+                           "tile's middle dims whole")
+        column = (low[-1] - origin[-1]) * itemsize
+        if column % STICK:
+            raise it.error(op, f"tile {list(shape)} at {list(origin)} meets a part of its "
+                           f"distributed view at column {low[-1]}, {column % STICK} B into "
+                           "a stick of its LX rows; DMA moves 128-byte aligned sticks")
+        row = (low[0] - origin[0]) * math.prod(shape[1:-1]) if len(shape) > 1 else 0
+        found.append((Tile(part, tuple(low), extent), row * lx_pitch + column))
+        covered += math.prod(extent)
+    if covered != math.prod(shape):
+        raise it.error(op, f"tile {list(shape)} at {list(origin)} reaches coordinates in no "
+                       "part of its distributed view")
+    return found
+
+
 def _load(it: CoreWalk, op: LoadOp) -> None:
     tile_value, result, count, pieces_dim = it.memo(op, _load_static)
     tile = it.env[tile_value]
@@ -564,6 +615,18 @@ def _load(it: CoreWalk, op: LoadOp) -> None:
         return
     lx = it.lx_tensor(result, it.slot(op))
     lx.transposed = tile.transposed
+    if isinstance(tile.view, LpddrParts):  # one DMA per part the tile reaches
+        if count > 1:
+            raise it.error(op, "a block of a distributed view loaded in pieces "
+                           "(spyre.load_pieces) has no DMA mapping")
+        for piece, lx_offset in _pieces(it, op, tile, lx.dtype.itemsize, lx.pitch):
+            rows, row_bytes, pitch, runs = _dma_geometry(it, op, piece, store=False)
+            for ddr, row in runs:
+                it.stream.emit("dma.load", [], whole(lx), ddr=piece.addr + ddr,
+                               lx=lx.addr + lx_offset + row * lx.pitch, rows=rows,
+                               row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
+        it.env[result] = lx
+        return
     rows, row_bytes, pitch, runs = _dma_geometry(it, op, tile, store=False)
     clipped = masked_tiles.inside(it, op, tile) is not None
     if clipped and count > 1:
@@ -675,6 +738,14 @@ def _store(it: CoreWalk, op: StoreOp) -> None:
         raise it.error(op, f"the {src.shape[0]}x{src.shape[1]} LX tile does not match the "
                        f"{block[0]}x{block[1]} block it is stored to (a per-row column "
                        "stored as a row needs a transpose the compiler does not insert)")
+    if isinstance(tile.view, LpddrParts):  # one DMA per part the tile reaches
+        for piece, lx_offset in _pieces(it, op, tile, src.dtype.itemsize, src.pitch):
+            rows, row_bytes, pitch, runs = _dma_geometry(it, op, piece, store=True)
+            for ddr, row in runs:
+                it.stream.emit("dma.store", whole(src), [], lx=src.addr + lx_offset +
+                               row * src.pitch, ddr=piece.addr + ddr, rows=rows,
+                               row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
+        return
     rows, row_bytes, pitch, runs = _dma_geometry(it, op, tile, store=True)
     if not rows * row_bytes:  # a masked tile wholly outside its view: nothing is written
         return

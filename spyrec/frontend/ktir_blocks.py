@@ -43,9 +43,18 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import (
+    AffineExpr,
+    AffineMap,
+)
 
-from spyrec.dialects.ktdp import ConstructAccessTileOp, ConstructMemoryViewOp, LoadOp, StoreOp
+from spyrec.dialects.ktdp import (
+    ConstructAccessTileOp,
+    ConstructDistributedMemoryViewOp,
+    ConstructMemoryViewOp,
+    LoadOp,
+    StoreOp,
+)
 from spyrec.dialects.ktdp_affine import box_bounds
 from spyrec.dialects.ktdp_types import AccessTileType
 from spyrec.dialects.ktdp_values import COLUMN_BLOCK, MASKED_KERNEL, MASKED_TILE
@@ -76,6 +85,89 @@ def block_narrow_tiles(kernel: func.FuncOp) -> dict[str, tuple[MemRefType, int]]
             assert isinstance(view, ConstructMemoryViewOp)
             _split(view, width, columns)
         blocked[arg.name_hint or f"arg{arg.index}"] = (host, width)
+    for op in [o for o in kernel.walk() if isinstance(o, ConstructDistributedMemoryViewOp)]:
+        blocked.update(_split_parts(op))
+    return blocked
+
+
+def _split_parts(op: ConstructDistributedMemoryViewOp) -> dict[str, tuple[MemRefType, int]]:
+    """A distributed view of several tensors whose tiles are narrower than a stick: every
+    part blocked by the tiles' width, each part's coordinates in blocks too (its first
+    column and its width multiples of the width), the view and its tiles rewritten as for
+    one tensor. Returns the blocked arguments as `block_narrow_tiles` does; nothing when the
+    view does not qualify."""
+    parts = [p.owner for p in op.parts]
+    if not all(isinstance(v, ConstructMemoryViewOp) and isinstance(v.offset, BlockArgument)
+               and len(list(v.offset.uses)) == 1 and len(list(v.result.uses)) == 1
+               and not (v.sizes or v.strides) for v in parts):
+        return {}
+    widths: set[int] = set()
+    for use in op.result.uses:
+        tile = use.operation
+        if not isinstance(tile, ConstructAccessTileOp) or not _plain(tile):
+            return {}
+        widths.add(tile.result.type.get_shape()[-1])
+    if len(widths) != 1:
+        return {}
+    width = widths.pop()
+    boxes: list[list[tuple[int, int]]] = []
+    for view in parts:
+        assert isinstance(view, ConstructMemoryViewOp)
+        mtype = view.result.type
+        assert isinstance(mtype, MemRefType)
+        shape = list(mtype.get_shape())
+        itemsize = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}.get(str(mtype.element_type))
+        strides = [int(s) for s in view.static_strides.get_values()]
+        bounds = box_bounds(view.coordinate_set.data) or []
+        box = [(lo, hi) for lo, hi in bounds if lo is not None and hi is not None]
+        if itemsize is None or strides != [_prod(shape[i + 1:]) for i in range(len(shape))] \
+                or len(box) != len(shape) or [hi - lo + 1 for lo, hi in box] != shape or \
+                width % (STICK_BYTES // itemsize) == 0 or shape[-1] % width or \
+                box[-1][0] % width:
+            return {}
+        boxes.append(box)
+    new_parts = []
+    blocked: dict[str, tuple[MemRefType, int]] = {}
+    for view, box in zip(parts, boxes):
+        assert isinstance(view, ConstructMemoryViewOp)
+        mtype = view.result.type
+        assert isinstance(mtype, MemRefType)
+        *lead, last = mtype.get_shape()
+        sizes = [*lead, last // width, width]
+        lows = [lo for lo, _ in box[:-1]] + [box[-1][0] // width, 0]
+        strides = [_prod(sizes[i + 1:]) for i in range(len(sizes))]
+        part = ConstructMemoryViewOp(view.offset, sizes, strides,
+                                     MemRefType(mtype.element_type, sizes),
+                                     box_set(sizes, lows), view.memory_space)
+        part.result.name_hint = view.result.name_hint
+        assert view.parent is not None
+        view.parent.insert_op_before(part, view)
+        new_parts.append(part)
+        arg = view.offset
+        assert isinstance(arg, BlockArgument)
+        blocked[arg.name_hint or f"arg{arg.index}"] = (mtype, width)
+    rtype = op.result.type
+    assert isinstance(rtype, MemRefType)
+    rank = len(boxes[0])
+    extent = [max(b[d][1] for b in boxes) + 1 for d in range(rank)]
+    whole_sizes = [*extent[:-1], extent[-1] // width, width]
+    whole = ConstructDistributedMemoryViewOp.create(
+        operands=[p.result for p in new_parts],
+        result_types=[MemRefType(rtype.element_type, whole_sizes)],
+        properties=dict(op.properties), attributes=dict(op.attributes))
+    whole.results[0].name_hint = op.result.name_hint
+    assert op.parent is not None
+    op.parent.insert_op_before(whole, op)
+    for use in list(op.result.uses):
+        tile = use.operation
+        assert isinstance(tile, ConstructAccessTileOp)
+        _split_tile(tile, whole, width, False)  # type: ignore[arg-type]
+    op.detach()
+    op.erase()
+    for view in parts:
+        assert isinstance(view, ConstructMemoryViewOp)
+        view.detach()
+        view.erase()
     return blocked
 
 

@@ -63,6 +63,7 @@ from xdsl.ir import Block, BlockArgument, Region, SSAValue
 from spyrec.diagnostics import CompileError
 from spyrec.dialects.ktdp import (
     ConstructAccessTileOp,
+    ConstructDistributedMemoryViewOp,
     ConstructMemoryViewOp,
     GetComputeTileIdOp,
     LoadOp,
@@ -338,21 +339,29 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
                            "VALUE}))")
     first = views[0].result.type
     info = _Arg(name, first)
-    loaded = False
+    loaded = distributed = False
     for view in views:
         _check_view(view, name, where)
         if view.result.type != first:
             raise CompileError(f"{where}: argument %{name} is viewed as both {first} and "
                                f"{view.result.type}; give it one view")
-        for use in view.result.uses:
+        uses = list(view.result.uses)
+        while uses:
+            use = uses.pop(0)
             tile = use.operation
             if isinstance(tile, ConstructIndirectAccessTileOp) and use.index > 0:
                 info.read = True  # the indices (`_check_view` checked their type)
                 continue
-            if not isinstance(tile, (ConstructAccessTileOp, ConstructIndirectAccessTileOp)):
+            if isinstance(tile, ConstructDistributedMemoryViewOp):
+                _check_parts(kernel, tile, name, where)
+                uses += list(tile.result.uses)  # the tiles of the tensors addressed as one
+                distributed = True
+                continue
+            if not isinstance(tile, (ConstructAccessTileOp, ConstructIndirectAccessTileOp)) \
+                    or (distributed and not isinstance(tile, ConstructAccessTileOp)):
                 raise CompileError(f"{where}: the view of %{name} feeds {tile.name}; the "
-                                   "compiler takes direct and indirect access tiles only (no "
-                                   "distributed views yet)")
+                                   "compiler takes direct and indirect access tiles of a "
+                                   "view, and direct tiles of a distributed view")
             for access in tile.result.uses:
                 loads = isinstance(access.operation, LoadOp)
                 loaded |= loads
@@ -363,8 +372,31 @@ def _classify(kernel: func.FuncOp, arg: BlockArgument, where: str) -> _Arg:
                 info.read |= isinstance(tile, ConstructIndirectAccessTileOp) and isinstance(
                     access.operation, StoreOp)
     if loaded and info.written:
+        if distributed:
+            raise CompileError(f"{where}: argument %{name} is a part of a distributed view "
+                               "that the kernel both loads and stores; the compiler updates "
+                               "in place only tensors viewed on their own: load from one "
+                               "tensor and store to another")
         check_in_place(kernel, arg, where)
     return info
+
+
+def _check_parts(kernel: func.FuncOp, op: ConstructDistributedMemoryViewOp, name: str,
+                 where: str) -> None:
+    """A distributed view the back end moves by DMA: its parts are views of whole tensors,
+    each on its own pointer argument, in global memory (each part then moves as a tile
+    of its own tensor; the walk splits a tile over the parts it reaches)."""
+    args: list[SSAValue] = []
+    for part in op.parts:
+        view = part.owner
+        if not isinstance(view, ConstructMemoryViewOp) or not isinstance(
+                view.offset, BlockArgument) or view.offset.block is not kernel.body.block \
+                or view.offset in args:
+            raise CompileError(f"{where}: the view of %{name} is a part of a distributed view "
+                               "whose parts are not each the view of a pointer argument of "
+                               "its own; the compiler takes distributed views of whole "
+                               "tensors (one argument per part) or of one tensor's blocks")
+        args.append(view.offset)
 
 
 def _check_index_view(tile: ConstructIndirectAccessTileOp, view: ConstructMemoryViewOp,
@@ -398,7 +430,11 @@ def _check_view(view: ConstructMemoryViewOp, name: str, where: str) -> None:
     # addresses a tensor from its element 0, so a view of part of a larger tensor (a set
     # starting elsewhere) would be read at the wrong place
     low = [lo for lo, _ in set_bounds(view.coordinate_set.data) or []]
-    if any(low):
+    # a part of a distributed view holds its place in the whole: its element at the set's
+    # lowest point is the tensor's first (the walk addresses parts from their origin)
+    part = all(isinstance(u.operation, ConstructDistributedMemoryViewOp)
+               for u in view.result.uses)
+    if any(low) and not part:
         raise CompileError(f"{where}: the view of %{name} holds coordinates from {low} on (its "
                            "coordinate_set); the compiler takes views of whole tensors, whose "
                            "coordinates start at 0: shift the set and the tiles' subscripts "
