@@ -45,7 +45,13 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
-from spyrec.dialects.ktdp import ConstructAccessTileOp, LoadOp, StoreOp
+from spyrec.dialects.ktdp import (
+    ConstructAccessTileOp,
+    ConstructDistributedMemoryViewOp,
+    ConstructMemoryViewOp,
+    LoadOp,
+    StoreOp,
+)
 from spyrec.dialects.ktdp_affine import box_bounds
 from spyrec.dialects.ktdp_types import AccessTileType
 from spyrec.dialects.ktdp_values import MASKED_KERNEL, MASKED_TILE
@@ -148,6 +154,17 @@ class _Stream:
                 raise _Skip
         if not self.reduces and not self.stores:
             raise _Skip
+        # each pass reloads the row: nothing the kernel stores may be what it reads (an
+        # update in place would hand a later pass the stored values, not the loaded ones)
+        function = self.block.parent_op()
+        while function is not None and not isinstance(function, func.FuncOp):
+            function = function.parent_op()
+        assert function is not None
+        read = set().union(*(_roots(t) for t in self.tiles
+                             if any(isinstance(u.operation, LoadOp) for u in t.result.uses)))
+        for store in function.walk():
+            if isinstance(store, StoreOp) and _roots(store.tile.owner) & read:
+                raise _Skip
 
     def _plain(self, tile: ConstructAccessTileOp) -> bool:
         shape = list(tile.result.type.get_shape())
@@ -322,6 +339,20 @@ class _Stream:
                                      properties=dict(store.properties)), scf.YieldOp()])
         store.detach()
         store.erase()
+
+
+def _roots(tile: object) -> set[SSAValue]:
+    """The pointer values (or views) an access tile's view is built on."""
+    if not isinstance(tile, ConstructAccessTileOp):
+        return set()
+    view = tile.base.owner
+    parts = list(view.operands) if isinstance(view, ConstructDistributedMemoryViewOp) \
+        else [tile.base]
+    found: set[SSAValue] = set()
+    for part in parts:
+        owner = part.owner
+        found.add(owner.offset if isinstance(owner, ConstructMemoryViewOp) else part)
+    return found
 
 
 def _splat_constant(value: SSAValue) -> float | None:

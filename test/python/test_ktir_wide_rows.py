@@ -70,3 +70,20 @@ def test_only_rows_too_wide_for_lx_stream():
     small = Path(__file__).parent / "ktir" / "kernels" / "softmax.mlir"
     for kernel in parse_ktir(small).body.block.ops:
         assert ktir_stream.stream_wide_rows(kernel) == []  # type: ignore[arg-type]
+
+
+def test_a_row_stored_where_it_was_loaded_is_not_streamed(tmp_path):
+    """exp(x - max) stored back into x: a pass after the store would reload the stored
+    values, not the loaded ones, so the block is left as written (and refused by the
+    placement, naming its tiles), never streamed into a wrong answer."""
+    from xdsl.dialects.func import FuncOp
+
+    from spyrec.dialects.ktdp_parse import parse_ktir
+
+    source = tmp_path / "in_place.mlir"
+    source.write_text(KERNELS.read_text().replace(
+        "%yt = ktdp.construct_access_tile %yv[%row, 0]",
+        "%yt = ktdp.construct_access_tile %xv[%row, 0]"))
+    kernel = next(iter(parse_ktir(source).body.block.ops))
+    assert isinstance(kernel, FuncOp)
+    assert ktir_stream.stream_wide_rows(kernel) == []
