@@ -531,7 +531,9 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
         raise it.error(op, f"tile {list(shape)} does not flatten to evenly spaced rows of "
                        f"the view (strides {list(strides)}) and is masked; a masked tile "
                        "moves in one DMA")
-    start = tile.origin[-1] if tile.origin else 0
+    # the tile's first column in its view (a part of a distributed view starts at its
+    # coordinate set's lowest point, not at 0)
+    start = tile.origin[-1] - view.origin[-1] if tile.origin else 0
     if isinstance(start, Affine) and view.shape[-1] % cols:
         raise Symbolic("a tile that may run past its view's row")  # per core, below
     if isinstance(start, int) and 0 <= start < view.shape[-1] < start + cols:
@@ -561,7 +563,7 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
     # the compiler's own views are stick-padded, so a partial last stick is padding; a
     # hand-written kernel's views (`spyre.dense_views`) are dense: its neighbours are data
     if store and cols * view.itemsize % STICK and it.dense_views \
-            and tile.origin[-1] + cols < view.shape[-1]:
+            and start + cols < view.shape[-1]:
         raise it.error(op, f"a store of {cols} columns at column {tile.origin[-1]} would "
                        "overwrite the rest of its stick; DMA writes whole sticks")
     return rows, row_bytes, pitch, runs

@@ -90,3 +90,14 @@ def test_a_part_loaded_and_stored_is_refused(tmp_path):
     with pytest.raises(CompileError, match=r"argument %k0 is a part of a distributed view "
                        r"that the kernel both loads and stores"):
         spyrec.compile(source, function="stacked_rows", cache=False)
+
+
+def test_a_store_into_part_of_a_parts_stick_is_refused():
+    """The piece of a store in a part is counted from the part's own first column: b's
+    columns 0..31 of 64 are half its stick, so the whole-stick DMA would overwrite b's
+    other 32 columns (measured from the view's column 64, the check passed it)."""
+    with pytest.raises(CompileError, match=r"@part_of_a_stick, core \(0, 0\): ktdp.store: a "
+                       r"store of 32 columns at column 64 would overwrite the rest of its "
+                       r"stick"):
+        spyrec.compile(KERNELS, function="part_of_a_stick", cache=False)
+

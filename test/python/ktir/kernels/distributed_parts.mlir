@@ -123,4 +123,29 @@ module {
     ktdp.store %x, %yt : tensor<8x64xf16>, !ktdp.access_tile<8x64xindex>
     return
   }
+
+  // A 96-column store over parts of 64 columns each: its piece in b is b's first 32 columns,
+  // half of b's one stick, and the DMA writes whole sticks: refused (b's other 32 columns
+  // are data, not padding).
+  func.func @part_of_a_stick(%x: index, %a: index, %b: index) attributes {grid = [1]} {
+    %vx = ktdp.construct_memory_view %x, sizes: [8, 96], strides: [96, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 95 >= 0)>,
+      memory_space = #ktdp.memory_space<global>} : memref<8x96xf16>
+    %xt = ktdp.construct_access_tile %vx[0, 0] {
+      access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 95 >= 0)>,
+      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<8x96xf16> -> !ktdp.access_tile<8x96xindex>
+    %v = ktdp.load %xt : !ktdp.access_tile<8x96xindex> -> tensor<8x96xf16>
+    %va = ktdp.construct_memory_view %a, sizes: [8, 64], strides: [64, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 63 >= 0)>,
+      memory_space = #ktdp.memory_space<global>} : memref<8x64xf16>
+    %vb = ktdp.construct_memory_view %b, sizes: [8, 64], strides: [64, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 - 64 >= 0, -d1 + 127 >= 0)>,
+      memory_space = #ktdp.memory_space<global>} : memref<8x64xf16>
+    %ab = ktdp.construct_distributed_memory_view (%va, %vb : memref<8x64xf16>, memref<8x64xf16>) : memref<8x128xf16>
+    %t = ktdp.construct_access_tile %ab[0, 0] {
+      access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 95 >= 0)>,
+      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<8x128xf16> -> !ktdp.access_tile<8x96xindex>
+    ktdp.store %v, %t : tensor<8x96xf16>, !ktdp.access_tile<8x96xindex>
+    return
+  }
 }
