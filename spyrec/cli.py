@@ -1005,6 +1005,10 @@ def inspect(binary: Path, programs: bool) -> None:
             shape = [t.symbolic.get(d, n) for d, n in enumerate(t.layout.shape)]
             stored = ("" if t.layout.perm is None else
                       f", stored as {list(t.layout.device_shape)} (dims {list(t.layout.perm)})")
+            if t.layout.block is not None:  # a hand-written kernel's narrow tiles
+                columns = "1 column" if t.layout.block == 1 else f"{t.layout.block} columns"
+                stored += (f", stored as {list(t.layout.device_shape)} (blocks of {columns}, "
+                           "each in whole sticks)")
             limit = "" if t.int_limit is None else f", |values| <= {t.int_limit}"
             made = f" (made by the host: the key mask of {t.made})" if t.made else ""
             click.echo(f"{kind} {t.name}: [{', '.join(map(str, shape))}] {t.layout.host_dtype} "

@@ -20,7 +20,7 @@ from typing import TextIO
 import torch
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.utils.exceptions import VerifyException
 
 from spyrec.cache import CompileCache
@@ -31,6 +31,7 @@ from spyrec.frontend.importer import ImportedProgram, import_program, load_progr
 from spyrec.frontend.ktir_fixed import FIXED_ATTR, FIXED_KEY
 from spyrec.frontend.ktir_runtime_args import RuntimeArg
 from spyrec.frontend.ktir_specialise import CONSTANTS_KEY, GRID_KEY, MASKED_KEY
+from spyrec.frontend.ktir_stream import STREAMED_ATTR, STREAMED_KEY
 from spyrec.pipelines import DEFAULT_PIPELINE, KTIR_PIPELINE, compile_target, pass_spec
 from spyrec.progress import listening
 from spyrec.registry import DIALECTS, PASSES
@@ -247,6 +248,9 @@ def compile_program(
         provenance[MASKED_KEY] = "1"
     if grid:  # and on the same grid
         provenance[GRID_KEY] = json.dumps(list(grid))
+    streamed = module.attributes.get(STREAMED_ATTR)
+    if isinstance(streamed, StringAttr):  # rows too wide for LX, in chunks (ktir_stream)
+        provenance[STREAMED_KEY] = streamed.data
     fixed = module.attributes.get(FIXED_ATTR)
     if isinstance(fixed, DictionaryAttr):  # the memory image `run --check` places again
         provenance[FIXED_KEY] = json.dumps(

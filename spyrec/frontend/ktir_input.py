@@ -87,7 +87,7 @@ from spyrec.frontend.ktir_pointers import rebase_pointer_views
 from spyrec.frontend.ktir_reshapes import unflatten_sums
 from spyrec.frontend.ktir_runtime_args import RowSymbol, RuntimeArg, runtime_rows
 from spyrec.frontend.ktir_specialise import Scalar, is_pointer, specialise
-from spyrec.frontend.ktir_stream import stream_wide_rows
+from spyrec.frontend.ktir_stream import STREAMED_ATTR, stream_wide_rows
 from spyrec.passes.graph.spyre_stickify import row_sticked
 from spyrec.target import SpyreTarget
 
@@ -150,7 +150,9 @@ def import_ktir(path: str | Path, function: str | None, target: SpyreTarget,
     _planar_tile_ids(kernel)
     merge_block_views(kernel)
     rebase_pointer_views(kernel, GRID.get(kernel) or (1, 1))
-    stream_wide_rows(kernel)
+    streamed = stream_wide_rows(kernel)
+    if streamed:  # recorded in the binary (`spyrec inspect` shows it)
+        module.attributes[STREAMED_ATTR] = StringAttr("; ".join(streamed))
     blocks = {} if symbols else block_narrow_tiles(kernel)
     # its views are the caller's dense tensors, not stick-padded device copies
     kernel.attributes["spyre.dense_views"] = UnitAttr()

@@ -62,6 +62,9 @@ from spyrec.passes.ktir.ktir_builder import box_set
 WIDE_BYTES = 512 * 1024
 # the chunk: this many f32 bytes of the row tile at most (a 16-row x 2048 or a 1 x 8192)
 CHUNK_BYTES = 32 * 1024
+# the module attribute and the binary's provenance key listing the streamed rows
+STREAMED_ATTR = "spyre.ktir_streamed"
+STREAMED_KEY = "ktir_streamed"
 COMBINERS = {"arith.addf", "arith.maxnumf", "arith.minnumf", "arith.maximumf",
              "arith.minimumf"}
 HALF = ("f16", "bf16")

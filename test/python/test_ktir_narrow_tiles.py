@@ -111,3 +111,19 @@ def test_a_blocked_layout_round_trips(shape, perm, block):
     assert np.array_equal(rows[:, :block], permuted.reshape(-1, block))
     assert not rows[:, block:].any()
     assert np.array_equal(from_device(layout, raw), host)
+
+
+def test_inspect_shows_the_blocks(tmp_path):
+    from click.testing import CliRunner
+
+    from spyrec.cli import main
+
+    out = tmp_path / "half.spyre"
+    runner = CliRunner()
+    result = runner.invoke(main, ["compile", str(KERNELS), "--function", "half_sticks",
+                                  "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["inspect", str(out)])
+    assert "input x: [32, 64] float16 @ 0x0, stored as [32, 2, 32] (blocks of 32 columns, " \
+        "each in whole sticks)" in result.output, result.output
+

@@ -38,6 +38,8 @@ def test_a_wide_row_streams_and_matches_the_interpreter():
     # one core, 16 chunks of 8192 in three passes (max, sum, exp): the row read three times
     (kernel,) = module.kernels
     assert kernel.num_cores == 1
+    # the binary says what was streamed (`spyrec inspect` prints its provenance)
+    assert module.provenance["ktir_streamed"] == "%xt: 131072 columns in chunks of 8192"
 
 
 def test_every_chunk_read_at_column_0_fails_the_check(monkeypatch):
