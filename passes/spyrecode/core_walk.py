@@ -570,19 +570,20 @@ def _dma_geometry(it: CoreWalk, op: Operation, tile: Tile,
 
 
 def _pieces(it: CoreWalk, op: Operation, tile: Tile, itemsize: int,
-            lx_pitch: int) -> list[tuple[Tile, int]]:
+            lx_pitch: int) -> list[tuple[Tile, int, int]]:
     """The parts of a distributed LPDDR view `tile` reaches: per part, the piece of the tile
-    in it (a tile of the part) and the piece's byte offset in the tile's LX rows. The parts
-    must cover the tile exactly (a coordinate in no part is an error, as in the
-    interpreter), a piece may start below the tile's first row or column only (its other
-    leading dims whole), and a piece's columns start at a whole stick of the LX row."""
+    in it (a tile of the part), the piece's byte offset in the tile's LX rows and the LX
+    pitch of its rows. The parts must cover the tile exactly (a coordinate in no part is an
+    error, as in the interpreter); a piece keeps the tile's middle dims whole, or (a rank-3
+    tile of blocks, ktir_blocks) takes one index of its middle dim, its rows then every
+    `shape[1]`-th LX row; and a piece's columns start at a whole stick of the LX row."""
     view = tile.view
     assert isinstance(view, LpddrParts)
     if tile.transposed or tile.masked:
         raise it.error(op, "a tile of a distributed view read through a transposing order "
                        "or masked has no DMA mapping")
     shape, origin = tile.shape, tile.origin
-    found: list[tuple[Tile, int]] = []
+    found: list[tuple[Tile, int, int]] = []
     covered = 0
     for part in view.parts:
         low = [max(o, p) for o, p in zip(origin, part.origin)]
@@ -590,7 +591,12 @@ def _pieces(it: CoreWalk, op: Operation, tile: Tile, itemsize: int,
         if any(h <= lo for lo, h in zip(low, high)):
             continue
         extent = tuple(h - lo for lo, h in zip(low, high))
-        if any(e != n for e, n in zip(extent[1:-1], shape[1:-1])):
+        middle = math.prod(shape[1:-1])
+        row = (low[0] - origin[0]) * middle if len(shape) > 1 else 0
+        pitch = lx_pitch
+        if len(shape) == 3 and extent[1] == 1 < shape[1]:  # one block of each row
+            row, pitch = row + low[1] - origin[1], shape[1] * lx_pitch
+        elif any(e != n for e, n in zip(extent[1:-1], shape[1:-1])):
             raise it.error(op, f"tile {list(shape)} at {list(origin)} meets a part of its "
                            f"distributed view in {list(extent)}: a piece must keep the "
                            "tile's middle dims whole")
@@ -599,8 +605,7 @@ def _pieces(it: CoreWalk, op: Operation, tile: Tile, itemsize: int,
             raise it.error(op, f"tile {list(shape)} at {list(origin)} meets a part of its "
                            f"distributed view at column {low[-1]}, {column % STICK} B into "
                            "a stick of its LX rows; DMA moves 128-byte aligned sticks")
-        row = (low[0] - origin[0]) * math.prod(shape[1:-1]) if len(shape) > 1 else 0
-        found.append((Tile(part, tuple(low), extent), row * lx_pitch + column))
+        found.append((Tile(part, tuple(low), extent), row * lx_pitch + column, pitch))
         covered += math.prod(extent)
     if covered != math.prod(shape):
         raise it.error(op, f"tile {list(shape)} at {list(origin)} reaches coordinates in no "
@@ -621,12 +626,12 @@ def _load(it: CoreWalk, op: LoadOp) -> None:
         if count > 1:
             raise it.error(op, "a block of a distributed view loaded in pieces "
                            "(spyre.load_pieces) has no DMA mapping")
-        for piece, lx_offset in _pieces(it, op, tile, lx.dtype.itemsize, lx.pitch):
+        for piece, lx_offset, lx_pitch in _pieces(it, op, tile, lx.dtype.itemsize, lx.pitch):
             rows, row_bytes, pitch, runs = _dma_geometry(it, op, piece, store=False)
             for ddr, row in runs:
                 it.stream.emit("dma.load", [], whole(lx), ddr=piece.addr + ddr,
-                               lx=lx.addr + lx_offset + row * lx.pitch, rows=rows,
-                               row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx.pitch)
+                               lx=lx.addr + lx_offset + row * lx_pitch, rows=rows,
+                               row_bytes=row_bytes, ddr_pitch=pitch, lx_pitch=lx_pitch)
         it.env[result] = lx
         return
     rows, row_bytes, pitch, runs = _dma_geometry(it, op, tile, store=False)
@@ -741,12 +746,13 @@ def _store(it: CoreWalk, op: StoreOp) -> None:
                        f"{block[0]}x{block[1]} block it is stored to (a per-row column "
                        "stored as a row needs a transpose the compiler does not insert)")
     if isinstance(tile.view, LpddrParts):  # one DMA per part the tile reaches
-        for piece, lx_offset in _pieces(it, op, tile, src.dtype.itemsize, src.pitch):
+        for piece, lx_offset, lx_pitch in _pieces(it, op, tile, src.dtype.itemsize,
+                                                  src.pitch):
             rows, row_bytes, pitch, runs = _dma_geometry(it, op, piece, store=True)
             for ddr, row in runs:
                 it.stream.emit("dma.store", whole(src), [], lx=src.addr + lx_offset +
-                               row * src.pitch, ddr=piece.addr + ddr, rows=rows,
-                               row_bytes=row_bytes, lx_pitch=src.pitch, ddr_pitch=pitch)
+                               row * lx_pitch, ddr=piece.addr + ddr, rows=rows,
+                               row_bytes=row_bytes, lx_pitch=lx_pitch, ddr_pitch=pitch)
         return
     rows, row_bytes, pitch, runs = _dma_geometry(it, op, tile, store=True)
     if not rows * row_bytes:  # a masked tile wholly outside its view: nothing is written

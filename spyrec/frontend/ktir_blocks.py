@@ -33,6 +33,8 @@ order, a box set from 0, no symbols and no mask, and every use of those tiles a
 
 from __future__ import annotations
 
+import math
+
 from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -109,7 +111,20 @@ def _split_parts(op: ConstructDistributedMemoryViewOp) -> dict[str, tuple[MemRef
         widths.add(tile.result.type.get_shape()[-1])
     if len(widths) != 1:
         return {}
-    width = widths.pop()
+    tile_width = widths.pop()
+    width = tile_width
+    for view in parts:  # blocks every part's columns fill: the gcd with their bounds
+        assert isinstance(view, ConstructMemoryViewOp)
+        bounds = box_bounds(view.coordinate_set.data) or [(None, None)]
+        low, high = bounds[-1]
+        if low is None or high is None:
+            return {}
+        width = math.gcd(width, low, high + 1)
+    copies: list[tuple[LoadOp, list[StoreOp]]] = []
+    if width != tile_width:  # tiles of several blocks: only copied as they are
+        copies = _copies(op, tile_width, width)
+        if not copies:
+            return {}
     boxes: list[list[tuple[int, int]]] = []
     for view in parts:
         assert isinstance(view, ConstructMemoryViewOp)
@@ -161,7 +176,24 @@ def _split_parts(op: ConstructDistributedMemoryViewOp) -> dict[str, tuple[MemRef
     for use in list(op.result.uses):
         tile = use.operation
         assert isinstance(tile, ConstructAccessTileOp)
-        _split_tile(tile, whole, width, False)  # type: ignore[arg-type]
+        if copies:
+            _split_copy_tile(tile, whole, width)  # type: ignore[arg-type]
+        else:
+            _split_tile(tile, whole, width, False)  # type: ignore[arg-type]
+    destinations: list[ConstructMemoryViewOp] = []
+    for _, stores in copies:  # the destinations, blocked alike (each view once)
+        for store in stores:
+            tile = store.tile.owner
+            assert isinstance(tile, ConstructAccessTileOp)
+            view = tile.base.owner
+            assert isinstance(view, ConstructMemoryViewOp)
+            if view not in destinations:
+                destinations.append(view)
+    for view in destinations:
+        arg = view.offset
+        assert isinstance(arg, BlockArgument)
+        blocked[arg.name_hint or f"arg{arg.index}"] = (view.result.type, width)
+        _split(view, width, False, copy=True)
     op.detach()
     op.erase()
     for view in parts:
@@ -233,6 +265,88 @@ def _column(value: SSAValue) -> bool:
     return False
 
 
+def _copies(op: ConstructDistributedMemoryViewOp, tile_width: int,
+            width: int) -> list[tuple[LoadOp, list[StoreOp]]]:
+    """The loads of `op`'s tiles and the stores of each loaded value, when the tiles span
+    several blocks of `width` and are only copied: every tile only loaded, every load only
+    stored, each store to a plain tile of `tile_width` on a view of its own argument whose
+    tiles are all such stores (so that tensor can be blocked alike). Empty otherwise."""
+    copies: list[tuple[LoadOp, list[StoreOp]]] = []
+    for use in op.result.uses:
+        for access in use.operation.results[0].uses:
+            load = access.operation
+            if not isinstance(load, LoadOp):
+                return []
+            stores = [u.operation for u in load.result.uses]
+            if not stores or not all(isinstance(st, StoreOp) and st.value is load.result
+                                     for st in stores):
+                return []
+            for store in stores:
+                assert isinstance(store, StoreOp)
+                tile = store.tile.owner
+                view = tile.base.owner if isinstance(tile, ConstructAccessTileOp) else None
+                if not isinstance(view, ConstructMemoryViewOp) or not isinstance(
+                        view.offset, BlockArgument) or len(list(view.offset.uses)) != 1:
+                    return []
+                shape = list(view.result.type.get_shape())
+                strides = [int(x) for x in view.static_strides.get_values()]
+                if view.sizes or view.strides or shape[-1] % width or strides != [
+                        _prod(shape[i + 1:]) for i in range(len(shape))] or \
+                        box_bounds(view.coordinate_set.data) != [(0, n - 1) for n in shape]:
+                    return []
+                for other in view.result.uses:
+                    dst = other.operation
+                    if not isinstance(dst, ConstructAccessTileOp) or not _plain(dst) or \
+                            COLUMN_BLOCK in dst.attributes or \
+                            dst.result.type.get_shape()[-1] != tile_width or \
+                            not all(isinstance(u.operation, StoreOp) for u in dst.result.uses):
+                        return []
+            copies.append((load, stores))  # type: ignore[arg-type]
+    return copies
+
+
+def _split_copy_tile(tile: ConstructAccessTileOp, view: ConstructMemoryViewOp,
+                     width: int) -> None:
+    """A tile of several blocks of `width`, only copied: `[..., n * width]` at column c
+    becomes `[..., n, width]` at `[c floordiv width, c mod width]`, its loads and stores the
+    blocked tensor as it is (the copy's source and destination are blocked alike)."""
+    shape = list(tile.result.type.get_shape())
+    new_shape = [*shape[:-1], shape[-1] // width, width]
+    base = tile.base_map.data
+    *lead, column = base.results
+    new_base = AffineMap(base.num_dims, 0, (*lead, column // width, column % width))
+    new = ConstructAccessTileOp(view.result, list(tile.indices), new_base, box_set(new_shape),
+                                AffineMap.identity(len(new_shape)), AccessTileType(new_shape))
+    for key, value in tile.attributes.items():
+        new.attributes[key] = value
+    new.attributes[COLUMN_BLOCK] = IntegerAttr(width, i64)
+    new.result.name_hint = tile.result.name_hint
+    assert tile.parent is not None
+    tile.parent.insert_op_before(new, tile)
+    for use in list(tile.result.uses):
+        access = use.operation
+        if isinstance(access, LoadOp):
+            rtype = access.result.type
+            assert isinstance(rtype, TensorType)
+            wide = LoadOp.create(operands=[new.result], result_types=[
+                TensorType(rtype.element_type, new_shape)], attributes=dict(access.attributes),
+                properties=dict(access.properties))
+            wide.results[0].name_hint = access.result.name_hint
+            assert access.parent is not None
+            access.parent.insert_op_before(wide, access)
+            access.result.replace_all_uses_with(wide.results[0])
+        else:
+            assert isinstance(access, StoreOp)
+            assert access.parent is not None
+            access.parent.insert_op_before(StoreOp.create(
+                operands=[access.value, new.result], attributes=dict(access.attributes),
+                properties=dict(access.properties)), access)
+        access.detach()
+        access.erase()
+    tile.detach()
+    tile.erase()
+
+
 def _prod(dims: list[int]) -> int:
     out = 1
     for n in dims:
@@ -253,7 +367,7 @@ def _plain(tile: ConstructAccessTileOp) -> bool:
                     for u in tile.result.uses))
 
 
-def _split(view: ConstructMemoryViewOp, width: int, columns: bool) -> None:
+def _split(view: ConstructMemoryViewOp, width: int, columns: bool, copy: bool = False) -> None:
     """Replace `view` by its last dim in blocks of `width`, and its tiles, loads and stores
     by the blocked forms (module docstring)."""
     mtype = view.result.type
@@ -270,7 +384,10 @@ def _split(view: ConstructMemoryViewOp, width: int, columns: bool) -> None:
     for use in list(view.result.uses):
         tile = use.operation
         assert isinstance(tile, ConstructAccessTileOp)
-        _split_tile(tile, blocked, width, columns)
+        if copy:
+            _split_copy_tile(tile, blocked, width)
+        else:
+            _split_tile(tile, blocked, width, columns)
     view.detach()
     view.erase()
 

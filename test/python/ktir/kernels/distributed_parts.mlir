@@ -100,8 +100,9 @@ module {
     return
   }
 
-  // Parts side by side at 32 columns (64 bytes): a tile over both would place b's columns
-  // half way into a stick of its LX rows; refused with the column.
+  // Parts side by side at 32 columns (64 bytes), the tile over both computed on: b's
+  // columns would start half way into a stick of its LX rows (only a plain copy can keep
+  // the blocks apart, as @joined_columns does); refused with the column.
   func.func @half_stick_parts(%a: index, %b: index, %y: index) attributes {grid = [1]} {
     %va = ktdp.construct_memory_view %a, sizes: [8, 32], strides: [32, 1] {
       coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 31 >= 0)>,
@@ -113,7 +114,8 @@ module {
     %t = ktdp.construct_access_tile %ab[0, 0] {
       access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 63 >= 0)>,
       access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<8x64xf16> -> !ktdp.access_tile<8x64xindex>
-    %x = ktdp.load %t : !ktdp.access_tile<8x64xindex> -> tensor<8x64xf16>
+    %x0 = ktdp.load %t : !ktdp.access_tile<8x64xindex> -> tensor<8x64xf16>
+    %x = arith.addf %x0, %x0 : tensor<8x64xf16>
     %vy = ktdp.construct_memory_view %y, sizes: [8, 64], strides: [64, 1] {
       coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 63 >= 0)>,
       memory_space = #ktdp.memory_space<global>} : memref<8x64xf16>
@@ -146,6 +148,35 @@ module {
       access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 95 >= 0)>,
       access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<8x128xf16> -> !ktdp.access_tile<8x96xindex>
     ktdp.store %v, %t : tensor<8x96xf16>, !ktdp.access_tile<8x96xindex>
+    return
+  }
+
+  // Two 16-column tensors side by side copied into one 32-column tensor (the RFC's dynamic
+  // distributed copy at s0 = 16): the 32-column tiles are two 16-column blocks, the parts
+  // and the destination are stored in blocks of 16 alike, and each part fills every other
+  // LX row of the copied tile.
+  func.func @joined_columns(%a: index, %b: index, %y: index) attributes {grid = [2]} {
+    %id = ktdp.get_compute_tile_id : index
+    %c8 = arith.constant 8 : index
+    %row = arith.muli %id, %c8 : index
+    %va = ktdp.construct_memory_view %a, sizes: [16, 16], strides: [16, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 15 >= 0, d1 >= 0, -d1 + 15 >= 0)>,
+      memory_space = #ktdp.memory_space<global>} : memref<16x16xf16>
+    %vb = ktdp.construct_memory_view %b, sizes: [16, 16], strides: [16, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 15 >= 0, d1 - 16 >= 0, -d1 + 31 >= 0)>,
+      memory_space = #ktdp.memory_space<global>} : memref<16x16xf16>
+    %ab = ktdp.construct_distributed_memory_view (%va, %vb : memref<16x16xf16>, memref<16x16xf16>) : memref<16x32xf16>
+    %vy = ktdp.construct_memory_view %y, sizes: [16, 32], strides: [32, 1] {
+      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 15 >= 0, d1 >= 0, -d1 + 31 >= 0)>,
+      memory_space = #ktdp.memory_space<global>} : memref<16x32xf16>
+    %t = ktdp.construct_access_tile %ab[%row, 0] {
+      access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 31 >= 0)>,
+      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<16x32xf16> -> !ktdp.access_tile<8x32xindex>
+    %yt = ktdp.construct_access_tile %vy[%row, 0] {
+      access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 31 >= 0)>,
+      access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<16x32xf16> -> !ktdp.access_tile<8x32xindex>
+    %x = ktdp.load %t : !ktdp.access_tile<8x32xindex> -> tensor<8x32xf16>
+    ktdp.store %x, %yt : tensor<8x32xf16>, !ktdp.access_tile<8x32xindex>
     return
   }
 }
