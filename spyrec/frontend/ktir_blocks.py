@@ -312,39 +312,7 @@ def _split_copy_tile(tile: ConstructAccessTileOp, view: ConstructMemoryViewOp,
     blocked tensor as it is (the copy's source and destination are blocked alike)."""
     shape = list(tile.result.type.get_shape())
     new_shape = [*shape[:-1], shape[-1] // width, width]
-    base = tile.base_map.data
-    *lead, column = base.results
-    new_base = AffineMap(base.num_dims, 0, (*lead, column // width, column % width))
-    new = ConstructAccessTileOp(view.result, list(tile.indices), new_base, box_set(new_shape),
-                                AffineMap.identity(len(new_shape)), AccessTileType(new_shape))
-    for key, value in tile.attributes.items():
-        new.attributes[key] = value
-    new.attributes[COLUMN_BLOCK] = IntegerAttr(width, i64)
-    new.result.name_hint = tile.result.name_hint
-    assert tile.parent is not None
-    tile.parent.insert_op_before(new, tile)
-    for use in list(tile.result.uses):
-        access = use.operation
-        if isinstance(access, LoadOp):
-            rtype = access.result.type
-            assert isinstance(rtype, TensorType)
-            wide = LoadOp.create(operands=[new.result], result_types=[
-                TensorType(rtype.element_type, new_shape)], attributes=dict(access.attributes),
-                properties=dict(access.properties))
-            wide.results[0].name_hint = access.result.name_hint
-            assert access.parent is not None
-            access.parent.insert_op_before(wide, access)
-            access.result.replace_all_uses_with(wide.results[0])
-        else:
-            assert isinstance(access, StoreOp)
-            assert access.parent is not None
-            access.parent.insert_op_before(StoreOp.create(
-                operands=[access.value, new.result], attributes=dict(access.attributes),
-                properties=dict(access.properties)), access)
-        access.detach()
-        access.erase()
-    tile.detach()
-    tile.erase()
+    _rewrite_accesses(tile, _blocked_tile(tile, view, new_shape, width), new_shape, None)
 
 
 def _prod(dims: list[int]) -> int:
@@ -397,62 +365,83 @@ def _split_tile(tile: ConstructAccessTileOp, view: ConstructMemoryViewOp, width:
     shape = list(tile.result.type.get_shape())
     # a column's values are rows of one element; otherwise one block of each row
     new_shape = [shape[0], 1] if columns else [*shape[:-1], 1, width]
+    new = _blocked_tile(tile, view, new_shape, width)
+    # the unit dim merges into the rows (a rank-1 tile's two dims into its one)
+    n = len(shape)
+    groups = [[0, 1]] if n == 1 else [*([i] for i in range(n - 2)), [n - 2, n - 1], [n]]
+    reassociation: Groups = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+    _rewrite_accesses(tile, new, new_shape, reassociation)
+
+
+def _blocked_tile(tile: ConstructAccessTileOp, view: ConstructMemoryViewOp,
+                  new_shape: list[int], width: int) -> ConstructAccessTileOp:
+    """`tile` over the blocked `view`: its column c at `[c floordiv width, c mod width]`
+    (`[c, 0]` for blocks of one element), of `new_shape`, inserted before it."""
     base = tile.base_map.data
     *lead, column = base.results
     split = (column, AffineExpr.constant(0)) if width == 1 else (column // width, column % width)
-    new_base = AffineMap(base.num_dims, 0, (*lead, *split))
-    rank = len(new_shape)
-    new = ConstructAccessTileOp(view.result, list(tile.indices), new_base, box_set(new_shape),
-                                AffineMap.identity(rank), AccessTileType(new_shape))
+    new = ConstructAccessTileOp(view.result, list(tile.indices),
+                                AffineMap(base.num_dims, 0, (*lead, *split)),
+                                box_set(new_shape), AffineMap.identity(len(new_shape)),
+                                AccessTileType(new_shape))
     for key, value in tile.attributes.items():
         new.attributes[key] = value
     new.attributes[COLUMN_BLOCK] = IntegerAttr(width, i64)
     new.result.name_hint = tile.result.name_hint
     assert tile.parent is not None
     tile.parent.insert_op_before(new, tile)
-    # the unit dim merges into the rows (a rank-1 tile's two dims into its one)
-    n = len(shape)
-    groups = [[0, 1]] if n == 1 else [*([i] for i in range(n - 2)), [n - 2, n - 1], [n]]
-    reassociation: Groups = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+    return new
+
+
+def _rewrite_accesses(tile: ConstructAccessTileOp, new: ConstructAccessTileOp,
+                      shape: list[int], reassociation: Groups | None) -> None:
+    """Each load and store of `tile` through `new` (reshaped back to the kernel's tensor by
+    `reassociation`, or as it is when None), then `tile` erased."""
     for use in list(tile.result.uses):
         access = use.operation
         if isinstance(access, LoadOp):
-            _load(access, new, new_shape, reassociation)
+            _load(access, new, shape, reassociation)
         else:
             assert isinstance(access, StoreOp)
-            _store(access, new, new_shape, reassociation)
+            _store(access, new, shape, reassociation)
     tile.detach()
     tile.erase()
 
 
 def _load(load: LoadOp, tile: ConstructAccessTileOp, shape: list[int],
-          reassociation: Groups) -> None:
+          reassociation: Groups | None) -> None:
     rtype = load.result.type
     assert isinstance(rtype, TensorType)
     wide = LoadOp.create(operands=[tile.result], result_types=[
         TensorType(rtype.element_type, shape)], attributes=dict(load.attributes),
         properties=dict(load.properties))
-    collapse = tensor.CollapseShapeOp.create(
-        operands=[wide.results[0]], result_types=[rtype],
-        properties={"reassociation": reassociation})
     wide.results[0].name_hint = load.result.name_hint
+    ops: list[Operation] = [wide]
+    if reassociation is not None:
+        ops.append(tensor.CollapseShapeOp.create(
+            operands=[wide.results[0]], result_types=[rtype],
+            properties={"reassociation": reassociation}))
     assert load.parent is not None
-    load.parent.insert_ops_before([wide, collapse], load)
-    load.result.replace_all_uses_with(collapse.result)
+    load.parent.insert_ops_before(ops, load)
+    load.result.replace_all_uses_with(ops[-1].results[0])
     load.detach()
     load.erase()
 
 
 def _store(store: StoreOp, tile: ConstructAccessTileOp, shape: list[int],
-           reassociation: Groups) -> None:
+           reassociation: Groups | None) -> None:
     vtype = store.value.type
     assert isinstance(vtype, TensorType)
-    expand = tensor.ExpandShapeOp(store.value, [], reassociation,
-                                  DenseArrayBase.from_list(i64, shape),
-                                  TensorType(vtype.element_type, shape))
-    wide = StoreOp.create(operands=[expand.result, tile.result],
-                          attributes=dict(store.attributes), properties=dict(store.properties))
+    ops: list[Operation] = []
+    value = store.value
+    if reassociation is not None:
+        ops.append(tensor.ExpandShapeOp(store.value, [], reassociation,
+                                        DenseArrayBase.from_list(i64, shape),
+                                        TensorType(vtype.element_type, shape)))
+        value = ops[-1].results[0]
+    ops.append(StoreOp.create(operands=[value, tile.result], attributes=dict(store.attributes),
+                              properties=dict(store.properties)))
     assert store.parent is not None
-    store.parent.insert_ops_before([expand, wide], store)
+    store.parent.insert_ops_before(ops, store)
     store.detach()
     store.erase()

@@ -297,25 +297,35 @@ def test_bf16_kernel_checks_against_the_interpreter(tmp_path):
     assert "c: ok" in result.output
 
 
+def _maxnum_run(tmp_path, source: Path, dtype: type, seed: int,
+                special: tuple[tuple[str, object, float], ...] = ()):
+    """Compile `@maxnum` of `source`, run it in IEEE numerics and in the interpreter on
+    inputs with NaN and +-inf; (outputs, the interpreter's arrays, output names)."""
+    binary = tmp_path / f"{source.stem}.spyre"
+    compile_program(source, binary, function="maxnum")
+    exe = spyrec.load(binary, numerics="ieee")
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((16, 128)).astype(dtype)
+    b = rng.standard_normal((16, 128)).astype(dtype)
+    a[0, 3] = b[1, 4] = a[2, 5] = b[2, 5] = np.nan
+    a[4, 0], b[5, 1] = np.inf, -np.inf
+    for which, at, value in special:  # (input, index, value)
+        (a if which == "a" else b)[at] = value
+    expected = execute(source, "maxnum", a=a, b=b, out=np.zeros_like(a), rmax=np.zeros_like(a))
+    outputs = exe(torch.from_numpy(a), torch.from_numpy(b))
+    return list(outputs), expected, [o.name for o in exe.binary.outputs], exe
+
+
 def test_maxnum_and_minnum_drop_nan_as_the_interpreter_does(tmp_path):
     """arith.maxnumf / minnumf (what Triton's tl.maximum emits) drop a NaN operand; the SFU's
     MAX / MIN propagate it, so the compiled kernel replaces NaN operands exactly with KEEP
     first (design note 63). Elementwise and as row reductions, on NaN, +-inf and a row of
     NaN, the emulator gives the interpreter's classes and values."""
     source = Path(__file__).parent / "kernels" / "maxnum_nan.mlir"
-    binary = tmp_path / "maxnum.spyre"
-    compile_program(source, binary, function="maxnum")
-    exe = spyrec.load(binary, numerics="ieee")
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((16, 128)).astype(np.float32)
-    b = rng.standard_normal((16, 128)).astype(np.float32)
-    a[0, 3] = b[1, 4] = a[2, 5] = b[2, 5] = np.nan
-    a[3] = np.nan
-    a[4, 0], b[5, 1] = np.inf, -np.inf
-    expected = execute(source, "maxnum", a=a, b=b, out=np.zeros_like(a), rmax=np.zeros_like(a))
-    outputs = exe(torch.from_numpy(a), torch.from_numpy(b))
-    references = [torch.from_numpy(expected[o.name]) for o in exe.binary.outputs]
-    verdict = check_outputs(references, list(outputs), exe)
+    outputs, expected, names, exe = _maxnum_run(tmp_path, source, np.float32, 0,
+                                                (("a", 3, np.nan),))  # a row of NaN
+    references = [torch.from_numpy(expected[name]) for name in names]
+    verdict = check_outputs(references, outputs, exe)
     assert verdict.ok, str(verdict)
     for ref, out in zip(references, outputs):
         assert torch.equal(torch.isnan(ref), torch.isnan(out))
@@ -332,17 +342,9 @@ def test_f16_maxnum_keeps_infinities_and_drops_nan(tmp_path):
         "0x7F800000 : f16", "0x7C00 : f16")
     source = tmp_path / "maxnum_half.mlir"
     source.write_text(text)
-    binary = tmp_path / "maxnum_half.spyre"
-    compile_program(source, binary, function="maxnum")
-    exe = spyrec.load(binary, numerics="ieee")
-    rng = np.random.default_rng(1)
-    a = rng.standard_normal((16, 128)).astype(np.float16)
-    b = rng.standard_normal((16, 128)).astype(np.float16)
-    a[0, 3] = b[1, 4] = a[2, 5] = b[2, 5] = np.nan
-    a[4, 0], b[5, 1], a[6, 2], b[6, 2] = np.inf, -np.inf, np.inf, np.nan
-    expected = execute(source, "maxnum", a=a, b=b, out=np.zeros_like(a), rmax=np.zeros_like(a))
-    outputs = exe(torch.from_numpy(a), torch.from_numpy(b))
-    out = outputs[[o.name for o in exe.binary.outputs].index("out")].numpy()
+    special = (("a", (6, 2), np.inf), ("b", (6, 2), np.nan))
+    outputs, expected, names, _ = _maxnum_run(tmp_path, source, np.float16, 1, special)
+    out = outputs[names.index("out")].numpy()
     assert np.array_equal(out, expected["out"], equal_nan=True)
     # minnum(maxnum(x, y), y): -inf from y survives, and inf where y is NaN
     assert out[5, 1] == -np.inf and out[6, 2] == np.inf
