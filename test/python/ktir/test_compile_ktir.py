@@ -6,6 +6,7 @@ take yet is refused with an error naming the kernel and the op."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -298,7 +299,7 @@ def test_bf16_kernel_checks_against_the_interpreter(tmp_path):
 
 
 def _maxnum_run(tmp_path, source: Path, dtype: type, seed: int,
-                special: tuple[tuple[str, object, float], ...] = ()):
+                special: tuple[tuple[str, Any, float], ...] = ()):
     """Compile `@maxnum` of `source`, run it in IEEE numerics and in the interpreter on
     inputs with NaN and +-inf; (outputs, the interpreter's arrays, output names)."""
     binary = tmp_path / f"{source.stem}.spyre"
