@@ -61,7 +61,7 @@ from spyrec.dialects.ktdp_affine import box_bounds
 from spyrec.dialects.ktdp_types import AccessTileType
 from spyrec.dialects.ktdp_values import COLUMN_BLOCK, MASKED_KERNEL, MASKED_TILE
 from spyrec.passes.ktir.ktir_builder import box_set
-from spyrec.target.layout import STICK_BYTES
+from spyrec.target.layout import ELEMENT_DEVICE_DTYPE, STICK_BYTES
 
 Groups = ArrayAttr[ArrayAttr[IntegerAttr]]  # a reshape's reassociation
 # the graph attribute naming each blocked argument's block width (program_tensors reads it)
@@ -131,11 +131,11 @@ def _split_parts(op: ConstructDistributedMemoryViewOp) -> dict[str, tuple[MemRef
         mtype = view.result.type
         assert isinstance(mtype, MemRefType)
         shape = list(mtype.get_shape())
-        itemsize = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}.get(str(mtype.element_type))
+        itemsize = _itemsize(mtype)
         strides = [int(s) for s in view.static_strides.get_values()]
         bounds = box_bounds(view.coordinate_set.data) or []
         box = [(lo, hi) for lo, hi in bounds if lo is not None and hi is not None]
-        if itemsize is None or strides != [_prod(shape[i + 1:]) for i in range(len(shape))] \
+        if itemsize is None or strides != _dense(shape) \
                 or len(box) != len(shape) or [hi - lo + 1 for lo, hi in box] != shape or \
                 width % (STICK_BYTES // itemsize) == 0 or shape[-1] % width or \
                 box[-1][0] % width:
@@ -150,7 +150,7 @@ def _split_parts(op: ConstructDistributedMemoryViewOp) -> dict[str, tuple[MemRef
         *lead, last = mtype.get_shape()
         sizes = [*lead, last // width, width]
         lows = [lo for lo, _ in box[:-1]] + [box[-1][0] // width, 0]
-        strides = [_prod(sizes[i + 1:]) for i in range(len(sizes))]
+        strides = _dense(sizes)
         part = ConstructMemoryViewOp(view.offset, sizes, strides,
                                      MemRefType(mtype.element_type, sizes),
                                      box_set(sizes, lows), view.memory_space)
@@ -215,7 +215,7 @@ def _block_width(arg: BlockArgument) -> tuple[int, bool] | None:
     mtype = views[0].results[0].type
     assert isinstance(mtype, MemRefType)
     shape = list(mtype.get_shape())
-    itemsize = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}.get(str(mtype.element_type))
+    itemsize = _itemsize(mtype)
     if itemsize is None or not shape or min(shape) < 1:
         return None
     widths: set[int] = set()
@@ -223,7 +223,7 @@ def _block_width(arg: BlockArgument) -> tuple[int, bool] | None:
     for view in views:
         assert isinstance(view, ConstructMemoryViewOp)
         strides = [int(s) for s in view.static_strides.get_values()]
-        dense = [_prod(shape[i + 1:]) for i in range(len(shape))]
+        dense = _dense(shape)
         bounds = box_bounds(view.coordinate_set.data)
         if view.results[0].type != mtype or strides != dense or bounds != \
                 [(0, n - 1) for n in shape]:
@@ -290,8 +290,7 @@ def _copies(op: ConstructDistributedMemoryViewOp, tile_width: int,
                     return []
                 shape = list(view.result.type.get_shape())
                 strides = [int(x) for x in view.static_strides.get_values()]
-                if view.sizes or view.strides or shape[-1] % width or strides != [
-                        _prod(shape[i + 1:]) for i in range(len(shape))] or \
+                if view.sizes or view.strides or shape[-1] % width or strides != _dense(shape) or \
                         box_bounds(view.coordinate_set.data) != [(0, n - 1) for n in shape]:
                     return []
                 for other in view.result.uses:
@@ -315,11 +314,15 @@ def _split_copy_tile(tile: ConstructAccessTileOp, view: ConstructMemoryViewOp,
     _rewrite_accesses(tile, _blocked_tile(tile, view, new_shape, width), new_shape, None)
 
 
-def _prod(dims: list[int]) -> int:
-    out = 1
-    for n in dims:
-        out *= n
-    return out
+def _dense(shape: list[int]) -> list[int]:
+    """The row-major strides of `shape`, in elements."""
+    return [math.prod(shape[i + 1:]) for i in range(len(shape))]
+
+
+def _itemsize(mtype: MemRefType) -> int | None:
+    """The device bytes of one element of `mtype` (None for a type with no device format)."""
+    device = ELEMENT_DEVICE_DTYPE.get(str(mtype.element_type))
+    return None if device is None else device.itemsize
 
 
 def _plain(tile: ConstructAccessTileOp) -> bool:
@@ -342,7 +345,7 @@ def _split(view: ConstructMemoryViewOp, width: int, columns: bool, copy: bool = 
     assert isinstance(mtype, MemRefType)
     *lead, last = mtype.get_shape()
     sizes = [*lead, last // width, width]
-    strides = [_prod(sizes[i + 1:]) for i in range(len(sizes))]
+    strides = _dense(sizes)
     blocked = ConstructMemoryViewOp(view.offset, sizes, strides,
                                     MemRefType(mtype.element_type, sizes), box_set(sizes),
                                     view.memory_space)

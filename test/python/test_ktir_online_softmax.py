@@ -105,17 +105,26 @@ def test_a_mask_keeping_a_suffix_is_refused():
         spyrec.compile(KERNELS, function="suffix_mask", constants={"ctx": 9}, cache=False)
 
 
+def _edited(path: Path, *edits: tuple[str, str]) -> Path:
+    """The kernels with each (old, new) edit applied once, written to `path`."""
+    text = KERNELS.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path.write_text(text)
+    return path
+
+
 def test_a_mask_of_an_input_element_is_refused(tmp_path):
     """A condition that reads the tile's element (a data-dependent mask) is not an index
     mask; it is refused by name."""
-    text = KERNELS.read_text().replace("%keep = arith.cmpi ule, %pos, %lim : index",
-                                       "%vi = arith.fptosi %v : f32 to i64\n"
-                                       "        %keep = arith.cmpi ule, %pos, %lim : index", 1)
-    text = text.replace("%res = arith.select %keep, %v, %ninf : f32",
-                        "%keep2 = arith.cmpi slt, %vi, %vi : i64\n"
-                        "        %res = arith.select %keep2, %v, %ninf : f32", 1)
-    path = tmp_path / "data_mask.mlir"
-    path.write_text(text)
+    path = _edited(tmp_path / "data_mask.mlir",
+                   ("%keep = arith.cmpi ule, %pos, %lim : index",
+                    ("%vi = arith.fptosi %v : f32 to i64\n"
+                    "        %keep = arith.cmpi ule, %pos, %lim : index")),
+                   ("%res = arith.select %keep, %v, %ninf : f32",
+                    ("%keep2 = arith.cmpi slt, %vi, %vi : i64\n"
+                    "        %res = arith.select %keep2, %v, %ninf : f32")))
     with pytest.raises(CompileError, match=r"linalg.generic \(%m\): the value it keeps|"
                        r"its body holds arith.fptosi"):
         spyrec.compile(path, function="row_group_mask", constants={"ctx": 9}, cache=False)
@@ -124,10 +133,8 @@ def test_a_mask_of_an_input_element_is_refused(tmp_path):
 def test_a_mask_dividing_by_zero_is_refused_naming_the_rows(tmp_path):
     """The condition divides by a scalar bound to 0: undefined in MLIR, refused with the
     core and the rows, never a mask of some value."""
-    text = KERNELS.read_text().replace("%r4 = arith.divui %r, %c4 : index",
-                                       "%r4 = arith.divui %r, %ctx : index", 1)
-    path = tmp_path / "zero_divisor.mlir"
-    path.write_text(text)
+    path = _edited(tmp_path / "zero_divisor.mlir",
+                   ("%r4 = arith.divui %r, %c4 : index", "%r4 = arith.divui %r, %ctx : index"))
     with pytest.raises(CompileError, match=r"core \(0, 0\): linalg.generic: arith.divui by "
                        r"zero in its mask \(rows 0 to 7\)"):
         spyrec.compile(path, function="row_group_mask", constants={"ctx": 0}, cache=False)
